@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * arp.c - the main lcore's slow path: answers ARP for the ports' addresses,
+ * learns neighbours, and resolves the next hops workers ask for.  Frames it
+ * sends go through worker 0's TX ring, so every port needs only the workers'
+ * TX queues.
+ */
+#include <string.h>
+
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include "dp.h"
+#include "route.h"
+
+static struct dp_lstats *
+main_stats(void)
+{
+	return &dp_lstats[rte_lcore_id()];
+}
+
+static void
+send_frame(struct rte_mbuf *m, uint16_t port)
+{
+	m->port = port;
+	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
+		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
+		return;
+	}
+	main_stats()->arp_out++;
+}
+
+static void
+fill_arp(struct rte_arp_hdr *a, uint16_t op, const struct dp_port *p,
+	 const struct rte_ether_addr *tha, uint32_t tip)
+{
+	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	a->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	a->arp_hlen = RTE_ETHER_ADDR_LEN;
+	a->arp_plen = sizeof(uint32_t);
+	a->arp_opcode = rte_cpu_to_be_16(op);
+	a->arp_data.arp_sha = p->mac;
+	a->arp_data.arp_sip = p->addr;
+	a->arp_data.arp_tha = *tha;
+	a->arp_data.arp_tip = tip;
+}
+
+static bool
+arp_sound(const struct rte_mbuf *m, const struct rte_arp_hdr *a)
+{
+	return rte_pktmbuf_data_len(m) >= sizeof(struct rte_ether_hdr) + sizeof(*a) &&
+	       a->arp_hardware == rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) &&
+	       a->arp_protocol == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) &&
+	       a->arp_hlen == RTE_ETHER_ADDR_LEN && a->arp_plen == sizeof(uint32_t);
+}
+
+void
+arp_input(struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(eth + 1);
+	const struct dp_port *p = &dp.ports[m->port];
+	uint32_t sip;
+
+	if (!arp_sound(m, a) || p->addr == 0 || a->arp_data.arp_tip != p->addr) {
+		dp_drop(main_stats(), m, DPVPN_DROP_BAD_ARP);
+		return;
+	}
+	main_stats()->arp_in++;
+	sip = a->arp_data.arp_sip;
+	if (sip != 0 && dp_in_prefix(sip, p->addr & p->mask, p->mask))
+		neigh_set(p->id, sip, &a->arp_data.arp_sha, false);
+	if (a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* Answer in place. */
+	struct rte_ether_addr sha = a->arp_data.arp_sha;
+
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - sizeof(*eth) - sizeof(*a)));
+	eth->dst_addr = sha;
+	eth->src_addr = p->mac;
+	fill_arp(a, RTE_ARP_OP_REPLY, p, &sha, sip);
+	send_frame(m, p->id);
+}
+
+static void
+arp_request(const struct dp_port *p, uint32_t tip)
+{
+	static const struct rte_ether_addr zero;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
+	struct rte_ether_hdr *eth;
+
+	if (m == NULL)
+		return;
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) +
+							  sizeof(struct rte_arp_hdr));
+	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
+	eth->src_addr = p->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, &zero, tip);
+	send_frame(m, p->id);
+}
+
+static void
+resolve(uint64_t req)
+{
+	uint16_t port = (uint16_t)(req >> 32);
+	uint32_t addr = (uint32_t)req;
+	uint64_t now = rte_get_timer_cycles();
+	struct neigh *n;
+
+	if (port >= dp.n_ports || dp.ports[port].addr == 0)
+		return;
+	n = neigh_get(port, addr, true);
+	/* At most one request per second per neighbour. */
+	if (n == NULL || n->mac != 0 || (n->asked_tsc != 0 && now - n->asked_tsc < rte_get_timer_hz()))
+		return;
+	n->asked_tsc = now;
+	arp_request(&dp.ports[port], addr);
+}
+
+void
+arp_poll(void)
+{
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		struct dp_worker *w = &dp.workers[i];
+		struct rte_mbuf *pkts[DP_BURST];
+		uint64_t reqs[DP_BURST];
+		unsigned int n;
+
+		n = rte_ring_dequeue_burst(w->punt, (void **)pkts, DP_BURST, NULL);
+		for (unsigned int k = 0; k < n; k++)
+			arp_input(pkts[k]);
+		n = rte_ring_dequeue_burst_elem(w->resolve, reqs, sizeof(reqs[0]), DP_BURST, NULL);
+		for (unsigned int k = 0; k < n; k++)
+			resolve(reqs[k]);
+	}
+}

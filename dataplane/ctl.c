@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ctl.c - serves the protocol of include/dpvpn_proto.h on a UNIX
+ * SOCK_SEQPACKET socket.  Every message is checked before it is read: the
+ * peer's credentials at accept, then the datagram size against hdr.len, then
+ * hdr.len against the exact size of the message type; the handlers then
+ * check each field and name it in their error reply.
+ */
+#define _GNU_SOURCE	/* struct ucred, accept4 */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include "crypto.h"
+#include "ctl.h"
+#include "dp.h"
+#include "route.h"
+#include "sa.h"
+#include "spd.h"
+
+#define CTL_MAX_CLIENTS	8
+#define CTL_ERR_LEN	256
+
+static int listen_fd = -1;
+static int clients[CTL_MAX_CLIENTS];
+static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static IMB_MGR *ctl_mb;
+static uint8_t rxbuf[DPVPN_MSG_MAX + 1];
+static uint8_t txbuf[DPVPN_MSG_MAX];
+
+struct reply {
+	uint8_t *payload;	/* room for DPVPN_MSG_MAX - header */
+	uint32_t len;
+	char err[CTL_ERR_LEN];
+};
+
+typedef int (*handler_fn)(const void *req, struct reply *r);
+
+/* ---- handlers ---- */
+
+static int
+do_hello(const void *req, struct reply *r)
+{
+	struct dpvpn_status *s = (struct dpvpn_status *)r->payload;
+
+	(void)req;
+	memset(s, 0, sizeof(*s));
+	s->proto_version = DPVPN_PROTO_VERSION;
+	s->n_ports = dp.n_ports;
+	s->n_workers = dp.n_workers;
+	s->n_sa = sa_count();
+	s->n_policies = spd_count();
+	s->started = dp.started;
+	s->uptime_s = (rte_get_timer_cycles() - dp.start_tsc) / rte_get_timer_hz();
+	snprintf(s->crypto_lib, sizeof(s->crypto_lib), "%s", crypto_describe());
+	r->len = sizeof(*s);
+	return 0;
+}
+
+static int
+check_port(uint16_t id, const char *field, struct reply *r)
+{
+	if (id < dp.n_ports)
+		return 0;
+	snprintf(r->err, sizeof(r->err), "%s: %u: no such port (have %u)", field, id, dp.n_ports);
+	return -ENODEV;
+}
+
+static int
+do_port_set(const void *req, struct reply *r)
+{
+	const struct dpvpn_port_cfg *c = req;
+	struct dp_port *p;
+	int rc = check_port(c->port_id, "port.port_id", r);
+
+	if (rc != 0)
+		return rc;
+	if (c->role > DPVPN_ROLE_OUTSIDE) {
+		snprintf(r->err, sizeof(r->err), "port.role: %u is not 0, 1 or 2", c->role);
+		return -EINVAL;
+	}
+	if (c->prefix_len > 32 || (c->addr != 0 && c->prefix_len == 0)) {
+		snprintf(r->err, sizeof(r->err), "port.prefix_len: %u is not 1..32", c->prefix_len);
+		return -EINVAL;
+	}
+	p = &dp.ports[c->port_id];
+	p->role = c->role;
+	p->prefix_len = c->prefix_len;
+	p->mask = dp_mask(c->prefix_len);
+	p->addr = c->addr;
+	if (c->addr == 0)
+		return 0;
+	/* The connected route. */
+	return route_add(c->addr & p->mask, c->prefix_len, c->port_id, 0, r->err, sizeof(r->err));
+}
+
+static int
+do_neigh_add(const void *req, struct reply *r)
+{
+	const struct dpvpn_neigh *c = req;
+	struct rte_ether_addr mac;
+	int rc = check_port(c->port_id, "neigh.port_id", r);
+
+	if (rc != 0)
+		return rc;
+	memcpy(mac.addr_bytes, c->mac, sizeof(c->mac));
+	if (!rte_is_valid_assigned_ether_addr(&mac)) {
+		snprintf(r->err, sizeof(r->err), "neigh.mac: not a unicast address");
+		return -EINVAL;
+	}
+	if (c->addr == 0) {
+		snprintf(r->err, sizeof(r->err), "neigh.addr: 0.0.0.0");
+		return -EINVAL;
+	}
+	if (neigh_set(c->port_id, c->addr, &mac, true) != 0) {
+		snprintf(r->err, sizeof(r->err), "neigh: table full (%u)", NEIGH_MAX);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int
+do_route_add(const void *req, struct reply *r)
+{
+	const struct dpvpn_route *c = req;
+
+	return route_add(c->prefix, c->prefix_len, c->port_id, c->gateway, r->err, sizeof(r->err));
+}
+
+static int
+do_sa_add(const void *req, struct reply *r)
+{
+	return sa_add(req, ctl_mb, r->err, sizeof(r->err));
+}
+
+static int
+do_sa_del(const void *req, struct reply *r)
+{
+	const struct dpvpn_sa_id *c = req;
+
+	return sa_del(c->spi, c->dir, r->err, sizeof(r->err));
+}
+
+static int
+do_policy_add(const void *req, struct reply *r)
+{
+	return spd_add(req, r->err, sizeof(r->err));
+}
+
+static int
+do_start(const void *req, struct reply *r)
+{
+	(void)req;
+	if (dp.started)
+		return 0;
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		int rc = rte_eth_dev_start(p);
+
+		if (rc != 0) {
+			snprintf(r->err, sizeof(r->err), "start: port %u: %s", p, rte_strerror(-rc));
+			return rc;
+		}
+	}
+	__atomic_store_n(&dp.started, 1, __ATOMIC_RELEASE);
+	fprintf(stderr, "dpvpn-dataplane: forwarding on %u ports\n", dp.n_ports);
+	return 0;
+}
+
+static void
+port_info(uint16_t id, struct dpvpn_port_info *o)
+{
+	const struct dp_port *p = &dp.ports[id];
+	struct rte_eth_stats s = { 0 };
+	struct rte_eth_link link = { 0 };
+
+	memset(o, 0, sizeof(*o));
+	o->port_id = id;
+	o->role = p->role;
+	o->prefix_len = p->prefix_len;
+	o->addr = p->addr;
+	memcpy(o->mac, p->mac.addr_bytes, sizeof(o->mac));
+	memcpy(o->name, p->name, sizeof(o->name));
+	rte_eth_stats_get(id, &s);
+	if (dp.started)
+		rte_eth_link_get_nowait(id, &link);
+	o->link_up = link.link_status;
+	o->rx_packets = s.ipackets;
+	o->rx_bytes = s.ibytes;
+	o->tx_packets = s.opackets;
+	o->tx_bytes = s.obytes;
+	o->rx_missed = s.imissed;
+	o->rx_errors = s.ierrors;
+	o->tx_errors = s.oerrors;
+}
+
+/* Paged dump: fill as many entries from req->start as fit in one reply. */
+static int
+dump(const void *req, struct reply *r, size_t esize, unsigned int total,
+     bool (*get)(unsigned int idx, void *out))
+{
+	const struct dpvpn_dump_req *q = req;
+	struct dpvpn_dump_hdr *h = (struct dpvpn_dump_hdr *)r->payload;
+	size_t room = (DPVPN_MSG_MAX - sizeof(struct dpvpn_msg_hdr) - sizeof(*h)) / esize;
+	uint8_t *out = r->payload + sizeof(*h);
+
+	h->total = total;
+	h->count = 0;
+	for (unsigned int i = q->start; i < total && h->count < room; i++) {
+		if (!get(i, out + h->count * esize))
+			break;
+		h->count++;
+	}
+	r->len = (uint32_t)(sizeof(*h) + h->count * esize);
+	return 0;
+}
+
+static bool
+get_port(unsigned int idx, void *out)
+{
+	port_info((uint16_t)idx, out);
+	return true;
+}
+
+static bool
+get_sa(unsigned int idx, void *out)
+{
+	return sa_info(idx, out);
+}
+
+static bool
+get_policy(unsigned int idx, void *out)
+{
+	return spd_info(idx, out);
+}
+
+static int
+do_show_ports(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_port_info), dp.n_ports, get_port);
+}
+
+static int
+do_show_sa(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_sa_info), sa_count(), get_sa);
+}
+
+static int
+do_show_policies(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_policy), spd_count(), get_policy);
+}
+
+static int
+do_show_counters(const void *req, struct reply *r)
+{
+	struct dpvpn_counters *c = (struct dpvpn_counters *)r->payload;
+
+	(void)req;
+	memset(c, 0, sizeof(*c));
+	c->n_reasons = DPVPN_DROP_MAX;
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct dp_lstats *s = &dp_lstats[l];
+
+		c->rx_packets += s->rx;
+		c->tx_packets += s->tx;
+		c->encrypted += s->encrypted;
+		c->decrypted += s->decrypted;
+		c->arp_in += s->arp_in;
+		c->arp_out += s->arp_out;
+		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
+			c->drops[d] += s->drops[d];
+	}
+	r->len = sizeof(*c);
+	return 0;
+}
+
+/* The validation table: one row per type, consulted before dispatch. */
+static const struct {
+	const char *name;
+	uint32_t size;		/* exact request payload size */
+	handler_fn fn;
+} msgs[DPVPN_MSG_TYPE_MAX] = {
+	[DPVPN_MSG_HELLO] = { "HELLO", 0, do_hello },
+	[DPVPN_MSG_PORT_SET] = { "PORT_SET", sizeof(struct dpvpn_port_cfg), do_port_set },
+	[DPVPN_MSG_NEIGH_ADD] = { "NEIGH_ADD", sizeof(struct dpvpn_neigh), do_neigh_add },
+	[DPVPN_MSG_ROUTE_ADD] = { "ROUTE_ADD", sizeof(struct dpvpn_route), do_route_add },
+	[DPVPN_MSG_SA_ADD] = { "SA_ADD", sizeof(struct dpvpn_sa_cfg), do_sa_add },
+	[DPVPN_MSG_SA_DEL] = { "SA_DEL", sizeof(struct dpvpn_sa_id), do_sa_del },
+	[DPVPN_MSG_POLICY_ADD] = { "POLICY_ADD", sizeof(struct dpvpn_policy), do_policy_add },
+	[DPVPN_MSG_START] = { "START", 0, do_start },
+	[DPVPN_MSG_SHOW_PORTS] = { "SHOW_PORTS", sizeof(struct dpvpn_dump_req), do_show_ports },
+	[DPVPN_MSG_SHOW_SA] = { "SHOW_SA", sizeof(struct dpvpn_dump_req), do_show_sa },
+	[DPVPN_MSG_SHOW_POLICIES] = { "SHOW_POLICIES", sizeof(struct dpvpn_dump_req),
+				      do_show_policies },
+	[DPVPN_MSG_SHOW_COUNTERS] = { "SHOW_COUNTERS", 0, do_show_counters },
+};
+
+/* ---- transport ---- */
+
+static int
+check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
+{
+	if (got > DPVPN_MSG_MAX) {
+		snprintf(r->err, sizeof(r->err), "message: %zd bytes > %u", got, DPVPN_MSG_MAX);
+		return -EMSGSIZE;
+	}
+	if ((size_t)got < sizeof(*h)) {
+		snprintf(r->err, sizeof(r->err), "hdr: %zd bytes, need %zu", got, sizeof(*h));
+		return -EBADMSG;
+	}
+	if (h->len != (size_t)got - sizeof(*h)) {
+		snprintf(r->err, sizeof(r->err), "hdr.len: %u, datagram carries %zu",
+			 h->len, (size_t)got - sizeof(*h));
+		return -EBADMSG;
+	}
+	if (h->flags != 0) {
+		snprintf(r->err, sizeof(r->err), "hdr.flags: 0x%x, must be 0", h->flags);
+		return -EINVAL;
+	}
+	if (h->type == 0 || h->type >= DPVPN_MSG_TYPE_MAX || msgs[h->type].fn == NULL) {
+		snprintf(r->err, sizeof(r->err), "hdr.type: %u is unknown", h->type);
+		return -ENOTSUP;
+	}
+	if (h->len != msgs[h->type].size) {
+		snprintf(r->err, sizeof(r->err), "hdr.len: %u, %s takes %u",
+			 h->len, msgs[h->type].name, msgs[h->type].size);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static void
+serve(int fd)
+{
+	struct dpvpn_msg_hdr *h = (struct dpvpn_msg_hdr *)rxbuf;
+	struct dpvpn_msg_hdr *o = (struct dpvpn_msg_hdr *)txbuf;
+	struct reply r = { .payload = txbuf + sizeof(*o) };
+	ssize_t got = recv(fd, rxbuf, sizeof(rxbuf), MSG_TRUNC | MSG_DONTWAIT);
+	int rc;
+
+	if (got <= 0) {
+		if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+			for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+				if (clients[i] == fd)
+					clients[i] = -1;
+			close(fd);
+		}
+		return;
+	}
+	rc = check_header(got, h, &r);
+	if (rc == 0)
+		rc = msgs[h->type].fn(rxbuf + sizeof(*h), &r);
+	/* The request may have carried keys. */
+	explicit_bzero(rxbuf, RTE_MIN((size_t)got, sizeof(rxbuf)));
+	o->type = (size_t)got >= sizeof(*h) ? h->type : 0;
+	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
+	o->flags = DPVPN_F_REPLY;
+	o->status = rc;
+	if (rc != 0) {
+		r.len = (uint32_t)strlen(r.err) + 1;
+		memcpy(r.payload, r.err, r.len);
+	}
+	o->len = r.len;
+	if (send(fd, txbuf, sizeof(*o) + r.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		fprintf(stderr, "dpvpn-dataplane: control reply: %s\n", strerror(errno));
+}
+
+static bool
+peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
+static void
+accept_client(void)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (!peer_allowed(fd)) {
+		fprintf(stderr, "dpvpn-dataplane: control client refused (credentials)\n");
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		if (clients[i] < 0) {
+			clients[i] = fd;
+			return;
+		}
+	}
+	fprintf(stderr, "dpvpn-dataplane: control client refused (%d connected)\n",
+		CTL_MAX_CLIENTS);
+	close(fd);
+}
+
+int
+ctl_open(const char *path, IMB_MGR *mgr)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		clients[i] = -1;
+	ctl_mb = mgr;
+	snprintf(sock_path, sizeof(sock_path), "%s", path);
+	memcpy(sa.sun_path, path, strlen(path));
+	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return -errno;
+	unlink(path);	/* a stale socket of an earlier run */
+	old = umask(077);	/* created 0600: only the owner may connect */
+	rc = bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc != 0 || chmod(path, 0600) != 0 || listen(listen_fd, CTL_MAX_CLIENTS) != 0) {
+		rc = -errno;
+		close(listen_fd);
+		listen_fd = -1;
+		return rc;
+	}
+	return 0;
+}
+
+void
+ctl_poll(int timeout_ms)
+{
+	struct pollfd fds[CTL_MAX_CLIENTS + 1];
+	int n = 0;
+
+	fds[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (clients[i] >= 0)
+			fds[n++] = (struct pollfd){ .fd = clients[i], .events = POLLIN };
+	if (poll(fds, (nfds_t)n, timeout_ms) <= 0)
+		return;
+	for (int i = 1; i < n; i++)
+		if (fds[i].revents != 0)
+			serve(fds[i].fd);
+	if (fds[0].revents & POLLIN)
+		accept_client();
+}
+
+void
+ctl_close(void)
+{
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (clients[i] >= 0)
+			close(clients[i]);
+	if (listen_fd >= 0) {
+		close(listen_fd);
+		unlink(sock_path);
+	}
+	listen_fd = -1;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dp.h - state shared by the dataplane's modules: ports, workers, per-lcore
+ * counters and the RCU variable that lets the main lcore retire table entries.
+ */
+#ifndef DP_H
+#define DP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_ether.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "dpvpn_proto.h"
+
+#define DP_MAX_PORTS		8
+#define DP_MAX_WORKERS		16
+#define DP_BURST		32	/* packets taken per RX call */
+#define DP_RX_DESC		1024
+#define DP_TX_DESC		1024
+#define DP_PUNT_RING		1024	/* worker -> main: ARP frames */
+#define DP_RESOLVE_RING		256	/* worker -> main: next hops to resolve */
+#define DP_TXQ_RING		1024	/* main -> worker: frames to send */
+#define DP_IDLE_POLLS		1024	/* empty polls before an idle sleep */
+
+_Static_assert((DP_PUNT_RING & (DP_PUNT_RING - 1)) == 0, "ring sizes are powers of 2");
+_Static_assert(DP_BURST <= DP_TXQ_RING / 4, "a burst must fit a TX ring many times");
+
+/* A port as the control plane configured it. */
+struct dp_port {
+	uint16_t id;
+	uint8_t role;		/* enum dpvpn_port_role */
+	uint8_t prefix_len;
+	uint32_t addr;		/* network order, 0 = none */
+	uint32_t mask;		/* network order */
+	struct rte_ether_addr mac;
+	char name[DPVPN_NAME_LEN];
+};
+
+/* Counters one lcore writes and anyone may read (relaxed, summed on read). */
+struct dp_lstats {
+	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out;
+	uint64_t drops[DPVPN_DROP_SLOTS];
+} __rte_cache_aligned;
+
+/* What a worker needs; owned and written by that worker only. */
+struct dp_worker {
+	unsigned int lcore;
+	unsigned int index;		/* 0..n_workers-1 */
+	uint16_t rxq, txq;		/* queue ids on every port */
+	struct rte_ring *punt;		/* ARP frames to the main lcore */
+	struct rte_ring *resolve;	/* uint64 (port << 32 | ip) to resolve */
+	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
+	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
+	struct IMB_MGR *mb;		/* this lcore's ipsec-mb manager */
+	uint32_t ip_id;			/* outer IPv4 identification */
+} __rte_cache_aligned;
+
+struct dp_state {
+	uint16_t n_ports;
+	unsigned int n_workers;
+	struct dp_port ports[DP_MAX_PORTS];
+	struct dp_worker workers[DP_MAX_WORKERS];
+	struct rte_mempool *pool;
+	struct rte_rcu_qsbr *rcu;
+	uint64_t start_tsc;
+	unsigned int idle_sleep_us;	/* 0 = never sleep (benchmarks) */
+	volatile int started;		/* ports up, workers forwarding */
+	volatile int quit;
+};
+
+extern struct dp_state dp;
+extern struct dp_lstats dp_lstats[RTE_MAX_LCORE];
+
+static inline void
+dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
+{
+	st->drops[why]++;
+	rte_pktmbuf_free(m);
+}
+
+static inline bool
+dp_in_prefix(uint32_t addr, uint32_t prefix, uint32_t mask)
+{
+	return (addr & mask) == prefix;
+}
+
+static inline uint32_t
+dp_mask(uint8_t len)	/* network order */
+{
+	return len == 0 ? 0 : rte_cpu_to_be_32(~0u << (32 - len));
+}
+
+/* Worker loop (worker.c) and the main lcore's slow path (arp.c). */
+int worker_main(void *arg);
+void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
+void arp_poll(void);
+void arp_input(struct rte_mbuf *m);
+
+#endif /* DP_H */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* esp_decap.c - inbound: SPI lookup, anti-replay, decryption, ICV, inner checks. */
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+
+#include "crypto.h"
+#include "esp.h"
+#include "ip.h"
+#include "sa.h"
+
+#define ESP_MIN_CT	4	/* pad length + next header, padded to 4 */
+#define ESP_OVERHEAD	(ESP_HDR_LEN + ESP_IV_LEN + ESP_ICV_LEN)
+
+/* Header checks and crypto setup for one packet; DPVPN_DROP_MAX if sound. */
+static enum dpvpn_drop_reason
+decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct sa **sap,
+	      struct crypto_op *op)
+{
+	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
+	uint16_t esp_len = (uint16_t)(rte_pktmbuf_data_len(m) - ihl);
+	uint8_t *esp = rte_pktmbuf_mtod_offset(m, uint8_t *, ihl);
+	uint32_t spi, seq32;
+	struct sa *sa;
+
+	if (ip->dst_addr != port->addr)
+		return DPVPN_DROP_NOT_LOCAL;
+	if (ip4_is_fragment(ip))
+		return DPVPN_DROP_FRAGMENT;
+	if (ip->next_proto_id != IPPROTO_ESP)
+		return DPVPN_DROP_NOT_ESP;
+	if (esp_len < ESP_OVERHEAD + ESP_MIN_CT)
+		return DPVPN_DROP_SHORT;
+	memcpy(&spi, esp, 4);
+	memcpy(&seq32, esp + 4, 4);
+	sa = sa_lookup_in(spi);
+	if (sa == NULL)
+		return DPVPN_DROP_UNKNOWN_SPI;
+	*sap = sa;
+	if (!replay_check(&sa->replay, rte_be_to_cpu_32(seq32)))
+		return DPVPN_DROP_REPLAY;
+	if ((esp_len - ESP_OVERHEAD) % 4 != 0)
+		return DPVPN_DROP_BAD_LENGTH;
+
+	op->key = &sa->key;
+	op->dir = CRYPTO_DECRYPT;
+	op->data = esp + ESP_HDR_LEN + ESP_IV_LEN;
+	op->len = esp_len - ESP_OVERHEAD;
+	op->aad = esp;
+	op->aad_len = ESP_HDR_LEN;
+	op->tag = op->data + op->len;	/* the received ICV */
+	memcpy(op->iv, &sa->salt, 4);
+	memcpy(op->iv + 4, esp + ESP_HDR_LEN, ESP_IV_LEN);
+	return DPVPN_DROP_MAX;
+}
+
+/* After decryption: ICV, replay window, trailer, inner header, selectors. */
+static enum dpvpn_drop_reason
+decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op)
+{
+	const uint8_t *ct = op->data;
+	uint32_t seq32;
+	uint8_t pad, nh;
+	uint16_t inner_len;
+
+	if (!op->ok)
+		return DPVPN_DROP_CRYPTO_ERROR;
+	if (!crypto_tag_equal(op->computed, op->tag))
+		return DPVPN_DROP_BAD_ICV;
+	memcpy(&seq32, op->aad + 4, 4);
+	/* Checked again: the same number may come twice in one burst. */
+	if (!replay_update(&sa->replay, rte_be_to_cpu_32(seq32)))
+		return DPVPN_DROP_REPLAY;
+	pad = ct[op->len - 2];
+	nh = ct[op->len - 1];
+	if ((uint32_t)pad + ESP_TRAILER_LEN > op->len)
+		return DPVPN_DROP_BAD_PADDING;
+	for (uint8_t i = 0; i < pad; i++)
+		if (ct[op->len - ESP_TRAILER_LEN - pad + i] != i + 1)
+			return DPVPN_DROP_BAD_PADDING;
+	if (nh != IPPROTO_IPIP)
+		return DPVPN_DROP_BAD_NEXT_HDR;
+	inner_len = (uint16_t)(op->len - pad - ESP_TRAILER_LEN);
+	rte_pktmbuf_adj(m, (uint16_t)(op->data - rte_pktmbuf_mtod(m, uint8_t *)));
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - inner_len));
+	if (ip4_check(m) != DPVPN_DROP_MAX ||
+	    rte_be_to_cpu_16(rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->total_length) != inner_len)
+		return DPVPN_DROP_BAD_INNER;
+
+	const struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+
+	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
+	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
+		return DPVPN_DROP_POLICY_MISMATCH;
+	return DPVPN_DROP_MAX;
+}
+
+static void
+count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
+{
+	if (why == DPVPN_DROP_REPLAY)
+		s->drop_replay++;
+	else if (why == DPVPN_DROP_BAD_ICV)
+		s->drop_icv++;
+	else if (why == DPVPN_DROP_POLICY_MISMATCH)
+		s->drop_policy++;
+	else
+		s->drop_other++;
+}
+
+uint16_t
+esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+		struct rte_mbuf **pkts, uint16_t n)
+{
+	struct crypto_op ops[DP_BURST];
+	struct sa *sas[DP_BURST];
+	uint16_t k = 0, good = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct sa *sa = NULL;
+		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &sa, &ops[k]);
+
+		if (why != DPVPN_DROP_MAX) {
+			if (sa != NULL)
+				count_sa_drop(&sa->stats[w->index], why);
+			dp_drop(st, pkts[i], why);
+			continue;
+		}
+		sas[k] = sa;
+		pkts[k++] = pkts[i];
+	}
+	crypto_run(w->mb, ops, k);
+	for (uint16_t i = 0; i < k; i++) {
+		struct sa_stats *s = &sas[i]->stats[w->index];
+		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i]);
+
+		if (why != DPVPN_DROP_MAX) {
+			count_sa_drop(s, why);
+			dp_drop(st, pkts[i], why);
+			continue;
+		}
+		s->packets++;
+		s->bytes += rte_pktmbuf_data_len(pkts[i]);
+		pkts[good++] = pkts[i];
+	}
+	st->decrypted += good;
+	return good;
+}

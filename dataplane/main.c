@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * main.c - dpvpn-dataplane: EAL and port set-up, worker launch, and the main
+ * lcore's loop (control socket, ARP slow path).  The dataplane reads no
+ * config file: dpvpnd installs everything over the control socket and then
+ * sends START, which starts the ports.
+ *
+ *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+
+#include "crypto.h"
+#include "ctl.h"
+#include "dp.h"
+#include "route.h"
+#include "sa.h"
+#include "spd.h"
+
+#define MBUF_CACHE	256
+#define IDLE_SLEEP_US	50	/* default back-off once idle */
+
+struct dp_state dp;
+struct dp_lstats dp_lstats[RTE_MAX_LCORE];
+
+static const char *socket_path;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	dp.quit = 1;
+}
+
+static void
+usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N]\n"
+		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
+		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
+		"                       0 = busy-poll always, for benchmarks)\n",
+		prog, IDLE_SLEEP_US);
+}
+
+static int
+parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "idle-sleep-us", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	dp.idle_sleep_us = IDLE_SLEEP_US;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'i':
+			errno = 0;
+			dp.idle_sleep_us = (unsigned int)strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || dp.idle_sleep_us > 100000) {
+				fprintf(stderr, "--idle-sleep-us: '%s' is not 0..100000\n", optarg);
+				return -1;
+			}
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (socket_path == NULL) {
+		fprintf(stderr, "--socket: required\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+port_init(uint16_t id)
+{
+	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_dev_info info;
+	uint16_t nq = (uint16_t)dp.n_workers, rxd = DP_RX_DESC, txd = DP_TX_DESC;
+	struct dp_port *p = &dp.ports[id];
+	int rc;
+
+	rc = rte_eth_dev_info_get(id, &info);
+	if (rc != 0)
+		return rc;
+	if (info.max_rx_queues < nq || info.max_tx_queues < nq) {
+		fprintf(stderr, "port %u: %u workers need %u queues, device has %u/%u\n",
+			id, dp.n_workers, nq, info.max_rx_queues, info.max_tx_queues);
+		return -ENOTSUP;
+	}
+	rc = rte_eth_dev_configure(id, nq, nq, &conf);
+	if (rc == 0)
+		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+	for (uint16_t q = 0; rc == 0 && q < nq; q++) {
+		rc = rte_eth_rx_queue_setup(id, q, rxd, rte_eth_dev_socket_id(id), NULL, dp.pool);
+		if (rc == 0)
+			rc = rte_eth_tx_queue_setup(id, q, txd, rte_eth_dev_socket_id(id), NULL);
+	}
+	if (rc != 0)
+		return rc;
+	p->id = id;
+	rte_eth_macaddr_get(id, &p->mac);
+	rte_eth_dev_get_name_by_port(id, p->name);
+	return 0;
+}
+
+static int
+worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
+{
+	char name[RTE_RING_NAMESIZE];
+	int sock = (int)rte_lcore_to_socket_id(lcore);
+
+	w->lcore = lcore;
+	w->index = index;
+	w->rxq = w->txq = (uint16_t)index;
+	snprintf(name, sizeof(name), "punt%u", index);
+	w->punt = rte_ring_create(name, DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "resolve%u", index);
+	w->resolve = rte_ring_create_elem(name, sizeof(uint64_t), DP_RESOLVE_RING, sock,
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "txq%u", index);
+	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->mb = crypto_mgr_create();
+	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->mb == NULL)
+		return -ENOMEM;
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
+		if (w->txb[p] == NULL)
+			return -ENOMEM;
+		rte_eth_tx_buffer_init(w->txb[p], DP_BURST);
+		rte_eth_tx_buffer_set_err_callback(w->txb[p], worker_tx_unsent, &dp_lstats[lcore]);
+	}
+	return 0;
+}
+
+static int
+rcu_init(void)
+{
+	size_t sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+
+	dp.rcu = rte_zmalloc("dpvpn_rcu", sz, RTE_CACHE_LINE_SIZE);
+	if (dp.rcu == NULL)
+		return -ENOMEM;
+	return rte_rcu_qsbr_init(dp.rcu, RTE_MAX_LCORE);
+}
+
+static int
+setup(void)
+{
+	unsigned int lcore, nmbufs;
+	int rc;
+
+	dp.n_workers = rte_lcore_count() - 1;
+	dp.n_ports = rte_eth_dev_count_avail();
+	if (dp.n_workers == 0 || dp.n_workers > DP_MAX_WORKERS) {
+		fprintf(stderr, "need 1..%u worker lcores besides the main one (EAL -l/--lcores)\n",
+			DP_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (dp.n_ports == 0 || dp.n_ports > DP_MAX_PORTS) {
+		fprintf(stderr, "need 1..%u ports (e.g. --vdev net_af_packet0,iface=IF), have %u\n",
+			DP_MAX_PORTS, dp.n_ports);
+		return -EINVAL;
+	}
+	nmbufs = dp.n_ports * dp.n_workers * (DP_RX_DESC + DP_TX_DESC + 2 * DP_BURST) +
+		 (dp.n_workers + 1) * (MBUF_CACHE + DP_PUNT_RING + DP_TXQ_RING);
+	dp.pool = rte_pktmbuf_pool_create("dpvpn_mbufs", nmbufs, MBUF_CACHE, 0,
+					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	if (dp.pool == NULL) {
+		fprintf(stderr, "mbuf pool (%u): %s\n", nmbufs, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	rc = rcu_init();
+	if (rc == 0)
+		rc = sa_init(dp.n_workers);
+	if (rc == 0)
+		rc = spd_init();
+	if (rc == 0)
+		rc = route_init();
+	if (rc == 0)
+		rc = neigh_init();
+	for (uint16_t p = 0; rc == 0 && p < dp.n_ports; p++) {
+		rc = port_init(p);
+		if (rc != 0)
+			fprintf(stderr, "port %u: %s\n", p, rte_strerror(-rc));
+	}
+	unsigned int i = 0;
+
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (rc == 0)
+			rc = worker_init(&dp.workers[i], lcore, i);
+		i++;
+	}
+	return rc;
+}
+
+static void
+teardown(IMB_MGR *mb)
+{
+	rte_eal_mp_wait_lcore();
+	sa_flush();	/* wipes every SA's keys */
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		if (dp.started)
+			rte_eth_dev_stop(p);
+		rte_eth_dev_close(p);	/* net_pcap flushes its files here */
+	}
+	for (unsigned int i = 0; i < dp.n_workers; i++)
+		crypto_mgr_free(dp.workers[i].mb);
+	crypto_mgr_free(mb);
+	ctl_close();
+}
+
+int
+main(int argc, char **argv)
+{
+	IMB_MGR *mb;
+	int rc, n;
+
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "dpvpn-dataplane: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= n;
+	argv += n;
+	if (parse_args(argc, argv) != 0) {
+		usage("dpvpn-dataplane");
+		rte_eal_cleanup();
+		return 2;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	dp.start_tsc = rte_get_timer_cycles();
+	mb = crypto_mgr_create();
+	rc = mb == NULL ? -ENOMEM : setup();
+	if (rc == 0) {
+		rc = ctl_open(socket_path, mb);
+		if (rc != 0)
+			fprintf(stderr, "%s: %s\n", socket_path, strerror(-rc));
+	}
+	if (rc != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	for (unsigned int i = 0; i < dp.n_workers; i++)
+		rte_eal_remote_launch(worker_main, &dp.workers[i], dp.workers[i].lcore);
+	fprintf(stderr, "dpvpn-dataplane: ready: %u ports, %u workers, %s, socket %s\n",
+		dp.n_ports, dp.n_workers, crypto_describe(), socket_path);
+	while (!dp.quit) {
+		ctl_poll(1);
+		arp_poll();
+	}
+	fprintf(stderr, "dpvpn-dataplane: stopping\n");
+	teardown(mb);
+	rte_eal_cleanup();
+	return 0;
+}

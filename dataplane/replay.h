@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * replay.h - ESP anti-replay window (RFC 4303 3.4.3) over a 64-bit sequence
+ * space, kept as a ring of 64-bit blocks in the style of RFC 6479: a check or
+ * an update touches one block, and sliding the window clears whole blocks, so
+ * both are O(1) per packet whatever the window size.
+ *
+ * The window holds the sequence numbers (top - size, top]; one extra block
+ * lets the ring slide without losing the oldest bits still inside the window.
+ */
+#ifndef REPLAY_H
+#define REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define REPLAY_WIN_MIN		64
+#define REPLAY_WIN_MAX		4096
+#define REPLAY_BLOCKS_MAX	(REPLAY_WIN_MAX / 64 + 1)
+
+struct replay_window {
+	uint64_t top;		/* highest sequence number accepted, 0 = none */
+	uint32_t size;		/* window size in packets, power of 2 */
+	uint32_t nblocks;	/* size / 64 + 1, a power of 2 plus one is fine */
+	uint64_t bits[REPLAY_BLOCKS_MAX];
+};
+
+static inline bool
+replay_window_ok(uint32_t size)
+{
+	return size >= REPLAY_WIN_MIN && size <= REPLAY_WIN_MAX && !(size & (size - 1));
+}
+
+/* Returns false if size is not a power of two in [MIN, MAX]. */
+bool replay_init(struct replay_window *w, uint32_t size);
+/* May seq be accepted?  Called before the ICV check: changes nothing. */
+bool replay_check(const struct replay_window *w, uint64_t seq);
+/* Record seq after its ICV checked out; false if it is a replay after all. */
+bool replay_update(struct replay_window *w, uint64_t seq);
+
+#endif /* REPLAY_H */

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * route.h - IPv4 routes (rte_lpm, RCU-protected) and the neighbour (ARP)
+ * table.  The main lcore writes both; workers only look up.  A worker that
+ * misses a neighbour drops the packet (counted) and asks the main lcore to
+ * resolve the address through its resolve ring.
+ */
+#ifndef ROUTE_H
+#define ROUTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_lpm.h>
+
+#define ROUTE_MAX	4096
+#define ROUTE_MAX_NH	1024
+#define NEIGH_MAX	4096
+
+struct route_nh {
+	uint16_t port;
+	uint32_t gw;		/* network order, 0 = on-link */
+};
+
+struct neigh {
+	uint64_t mac;		/* 48-bit MAC in the low bytes; 0 = unresolved */
+	uint64_t asked_tsc;	/* last ARP request sent (main lcore) */
+	uint32_t addr;
+	uint16_t port;
+	uint8_t is_static;
+};
+
+extern struct rte_lpm *route_lpm;
+extern struct route_nh route_nhs[ROUTE_MAX_NH];
+
+int route_init(void);
+int route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw,
+	      char *errbuf, size_t elen);
+unsigned int route_count(void);
+
+/* Fast path: next hop for dst; false if there is no route. */
+static inline bool
+route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
+{
+	uint32_t idx;
+
+	if (rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), &idx) != 0)
+		return false;
+	*port = route_nhs[idx].port;
+	*next = route_nhs[idx].gw != 0 ? route_nhs[idx].gw : dst;
+	return true;
+}
+
+int neigh_init(void);
+/* Main lcore: create or update; static entries are not overwritten by ARP. */
+int neigh_set(uint16_t port, uint32_t addr, const struct rte_ether_addr *mac,
+	      bool is_static);
+/* Main lcore: entry to resolve, created unresolved if missing. */
+struct neigh *neigh_get(uint16_t port, uint32_t addr, bool create);
+/* Fast path: the MAC of a resolved neighbour. */
+bool neigh_lookup(uint16_t port, uint32_t addr, struct rte_ether_addr *mac);
+
+#endif /* ROUTE_H */

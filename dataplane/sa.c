@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_hash.h>
+#include <rte_jhash.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include "sa.h"
+
+struct sa_key {
+	uint32_t spi;
+	uint32_t dir;
+};
+
+static struct rte_hash *by_spi;
+static struct sa *slots[SA_MAX];
+static unsigned int n_sa, n_workers;
+
+int
+sa_init(unsigned int workers)
+{
+	struct rte_hash_parameters p = {
+		.name = "dpvpn_sa",
+		.entries = SA_MAX,
+		.key_len = sizeof(struct sa_key),
+		.hash_func = rte_jhash,
+		.socket_id = (int)rte_socket_id(),
+		/* workers read while the main lcore writes, without locks */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
+	};
+
+	n_workers = workers;
+	by_spi = rte_hash_create(&p);
+	return by_spi == NULL ? -ENOMEM : 0;
+}
+
+static int __rte_format_printf(4, 5)
+fail(char *errbuf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int
+check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
+{
+	if (c->spi == 0 || rte_be_to_cpu_32(c->spi) < 256)
+		return fail(eb, len, -EINVAL, "sa.spi: %u is reserved", rte_be_to_cpu_32(c->spi));
+	if (c->dir != DPVPN_DIR_IN && c->dir != DPVPN_DIR_OUT)
+		return fail(eb, len, -EINVAL, "sa.dir: %u is not in (1) or out (2)", c->dir);
+	if (c->alg != DPVPN_ALG_AES128_GCM && c->alg != DPVPN_ALG_AES256_GCM)
+		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);
+	if (c->key_len != (c->alg == DPVPN_ALG_AES128_GCM ? 16 : 32))
+		return fail(eb, len, -EINVAL, "sa.key_len: %u does not match sa.alg", c->key_len);
+	if (c->dir == DPVPN_DIR_IN && !replay_window_ok(c->replay_window))
+		return fail(eb, len, -EINVAL,
+			    "sa.replay_window: %u is not a power of 2 in 64..4096",
+			    c->replay_window);
+	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
+		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u > 32",
+			    RTE_MAX(c->local_ts.len, c->remote_ts.len));
+	if (c->local == 0 || c->remote == 0)
+		return fail(eb, len, -EINVAL, "sa.local/remote: address is unset");
+	if (memchr(c->name, '\0', sizeof(c->name)) == NULL)
+		return fail(eb, len, -EINVAL, "sa.name: not NUL-terminated within %u bytes",
+			    DPVPN_NAME_LEN);
+	return 0;
+}
+
+static int
+free_slot(void)
+{
+	for (int i = 0; i < SA_MAX; i++)
+		if (slots[i] == NULL)
+			return i;
+	return -1;
+}
+
+static struct sa *
+sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, int slot)
+{
+	struct sa *sa = rte_zmalloc("dpvpn_sa", sizeof(*sa), RTE_CACHE_LINE_SIZE);
+
+	if (sa == NULL)
+		return NULL;
+	sa->stats = rte_zmalloc("dpvpn_sa_stats", n_workers * sizeof(struct sa_stats),
+				RTE_CACHE_LINE_SIZE);
+	if (sa->stats == NULL) {
+		rte_free(sa);
+		return NULL;
+	}
+	sa->spi = c->spi;
+	sa->dir = c->dir;
+	sa->alg = c->alg;
+	sa->slot = (uint16_t)slot;
+	memcpy(&sa->salt, c->salt, sizeof(sa->salt));
+	sa->local = c->local;
+	sa->remote = c->remote;
+	sa->local_mask = dp_mask(c->local_ts.len);
+	sa->local_net = c->local_ts.addr & sa->local_mask;
+	sa->remote_mask = dp_mask(c->remote_ts.len);
+	sa->remote_net = c->remote_ts.addr & sa->remote_mask;
+	if (c->dir == DPVPN_DIR_IN)
+		replay_init(&sa->replay, c->replay_window);
+	crypto_key_init(mgr, &sa->key, c->key, c->key_len);
+	sa->cfg = *c;
+	explicit_bzero(sa->cfg.key, sizeof(sa->cfg.key));
+	explicit_bzero(sa->cfg.salt, sizeof(sa->cfg.salt));
+	return sa;
+}
+
+static void
+sa_free(struct sa *sa)
+{
+	rte_free(sa->stats);
+	explicit_bzero(sa, sizeof(*sa));	/* expanded keys and salt */
+	rte_free(sa);
+}
+
+int
+sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
+{
+	struct sa_key k = { .spi = c->spi, .dir = c->dir };
+	struct sa *sa;
+	int rc, slot;
+
+	rc = check_cfg(c, eb, len);
+	if (rc != 0)
+		return rc;
+	if (rte_hash_lookup(by_spi, &k) >= 0)
+		return fail(eb, len, -EEXIST, "sa.spi: 0x%08x is already installed",
+			    rte_be_to_cpu_32(c->spi));
+	slot = free_slot();
+	if (slot < 0)
+		return fail(eb, len, -ENOSPC, "sa: table full (%u SAs)", SA_MAX);
+	sa = sa_alloc(c, mgr, slot);
+	if (sa == NULL)
+		return fail(eb, len, -ENOMEM, "sa: out of memory");
+	/* Publish: the SA is complete before any worker can find it. */
+	__atomic_store_n(&slots[slot], sa, __ATOMIC_RELEASE);
+	rc = rte_hash_add_key_data(by_spi, &k, sa);
+	if (rc < 0) {
+		__atomic_store_n(&slots[slot], NULL, __ATOMIC_RELEASE);
+		sa_free(sa);
+		return fail(eb, len, rc, "sa: hash insert failed (%d)", rc);
+	}
+	n_sa++;
+	return 0;
+}
+
+int
+sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
+{
+	struct sa_key k = { .spi = spi, .dir = dir };
+	struct sa *sa;
+	int32_t pos;
+
+	if (rte_hash_lookup_data(by_spi, &k, (void **)&sa) < 0)
+		return fail(eb, len, -ENOENT, "sa.spi: 0x%08x is not installed",
+			    rte_be_to_cpu_32(spi));
+	pos = rte_hash_del_key(by_spi, &k);
+	__atomic_store_n(&slots[sa->slot], NULL, __ATOMIC_RELEASE);
+	/* No worker may still hold the SA (or the hash slot) after this. */
+	rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
+	rte_hash_free_key_with_position(by_spi, pos);
+	sa_free(sa);
+	n_sa--;
+	return 0;
+}
+
+struct sa *
+sa_lookup_in(uint32_t spi)
+{
+	struct sa_key k = { .spi = spi, .dir = DPVPN_DIR_IN };
+	void *sa;
+
+	return rte_hash_lookup_data(by_spi, &k, &sa) < 0 ? NULL : sa;
+}
+
+int
+sa_find(uint32_t spi, uint8_t dir)
+{
+	struct sa_key k = { .spi = spi, .dir = dir };
+	void *sa;
+
+	if (rte_hash_lookup_data(by_spi, &k, &sa) < 0)
+		return -1;
+	return ((struct sa *)sa)->slot;
+}
+
+struct sa *
+sa_slot(uint16_t slot)
+{
+	return __atomic_load_n(&slots[slot], __ATOMIC_ACQUIRE);
+}
+
+unsigned int
+sa_count(void)
+{
+	return n_sa;
+}
+
+static void
+sum_stats(const struct sa *sa, struct dpvpn_sa_info *info)
+{
+	for (unsigned int w = 0; w < n_workers; w++) {
+		const struct sa_stats *s = &sa->stats[w];
+
+		info->packets += s->packets;
+		info->bytes += s->bytes;
+		info->drop_replay += s->drop_replay;
+		info->drop_icv += s->drop_icv;
+		info->drop_policy += s->drop_policy;
+		info->drop_other += s->drop_other;
+	}
+}
+
+bool
+sa_info(unsigned int idx, struct dpvpn_sa_info *info)
+{
+	for (int i = 0; i < SA_MAX; i++) {
+		const struct sa *sa = slots[i];
+
+		if (sa == NULL || idx-- > 0)
+			continue;
+		memset(info, 0, sizeof(*info));
+		info->spi = sa->spi;
+		info->dir = sa->dir;
+		info->alg = sa->alg;
+		info->replay_window = sa->cfg.replay_window;
+		info->local = sa->local;
+		info->remote = sa->remote;
+		info->local_ts = sa->cfg.local_ts;
+		info->remote_ts = sa->cfg.remote_ts;
+		memcpy(info->name, sa->cfg.name, sizeof(info->name));
+		info->seq = sa->dir == DPVPN_DIR_OUT ?
+			__atomic_load_n(&sa->seq, __ATOMIC_RELAXED) : sa->replay.top;
+		sum_stats(sa, info);
+		return true;
+	}
+	return false;
+}
+
+void
+sa_flush(void)
+{
+	for (int i = 0; i < SA_MAX; i++) {
+		if (slots[i] == NULL)
+			continue;
+		sa_del(slots[i]->spi, slots[i]->dir, NULL, 0);
+	}
+}

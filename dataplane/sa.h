@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sa.h - the SA table.  The fast path reads struct sa; what only the control
+ * side needs (name, selectors as configured) sits after the hot lines.
+ * Inbound SAs are found by SPI in a lock-free hash; outbound SAs by the slot
+ * index a policy holds.  The main lcore is the only writer; an SA is wiped and
+ * freed only after every worker has passed a quiescent point (rte_rcu_qsbr).
+ */
+#ifndef SA_H
+#define SA_H
+
+#include <stdint.h>
+
+#include <rte_common.h>
+
+#include "crypto.h"
+#include "dp.h"
+#include "replay.h"
+
+#define SA_MAX		4096	/* slots; both directions */
+#define ESP_HDR_LEN	8	/* SPI + sequence number */
+#define ESP_IV_LEN	8
+#define ESP_ICV_LEN	16
+#define ESP_TRAILER_LEN	2	/* pad length + next header */
+
+struct sa_stats {
+	uint64_t packets, bytes;
+	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
+} __rte_cache_aligned;
+
+struct sa {
+	/* first line: what every packet reads */
+	uint32_t spi;		/* network order */
+	uint8_t dir, alg;
+	uint16_t slot;
+	uint32_t salt;		/* RFC 4106 salt, as bytes */
+	uint32_t local, remote;	/* outer addresses, network order */
+	uint32_t local_net, local_mask;		/* inner selectors */
+	uint32_t remote_net, remote_mask;
+	/* second line: written per packet */
+	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
+	struct replay_window replay __rte_cache_aligned;	/* inbound */
+	struct crypto_key key;
+	/* control side only */
+	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
+	struct sa_stats *stats;		/* one per worker */
+};
+
+int sa_init(unsigned int n_workers);
+/* Install; errbuf names the bad field.  Wipes nothing: the caller does. */
+int sa_add(const struct dpvpn_sa_cfg *cfg, IMB_MGR *mgr, char *errbuf, size_t len);
+int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
+/* Fast path: inbound SA by SPI (network order), or NULL. */
+struct sa *sa_lookup_in(uint32_t spi);
+/* Slot of an installed SA, -1 if none. */
+int sa_find(uint32_t spi, uint8_t dir);
+struct sa *sa_slot(uint16_t slot);
+unsigned int sa_count(void);
+/* Dump: info for the idx-th installed SA; false past the end. */
+bool sa_info(unsigned int idx, struct dpvpn_sa_info *info);
+void sa_flush(void);
+
+#endif /* SA_H */

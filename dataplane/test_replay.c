@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_replay.c - the anti-replay window as a table of cases, plus a
+ * randomized comparison against a naive model. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "replay.h"
+
+struct step {
+	uint64_t seq;
+	bool accept;	/* replay_update's answer (replay_check agrees) */
+};
+
+static void
+run_steps(uint32_t size, const struct step *s, size_t n)
+{
+	struct replay_window w;
+
+	assert_true(replay_init(&w, size));
+	for (size_t i = 0; i < n; i++) {
+		bool chk = replay_check(&w, s[i].seq);
+		bool upd = replay_update(&w, s[i].seq);
+
+		if (chk != s[i].accept || upd != s[i].accept)
+			fail_msg("window %u step %zu seq %llu: check %d update %d, want %d",
+				 size, i, (unsigned long long)s[i].seq, chk, upd, s[i].accept);
+	}
+}
+
+static void
+test_window_64(void **state)
+{
+	static const struct step s[] = {
+		{ 0, false },		/* sequence numbers start at 1 */
+		{ 1, true }, { 1, false },	/* duplicate */
+		{ 2, true },
+		{ 100, true },		/* jump right */
+		{ 37, true },		/* 100 - 63: last slot inside */
+		{ 36, false },		/* 100 - 64: left of the window */
+		{ 37, false },		/* duplicate inside */
+		{ 99, true }, { 64, true }, { 63, true }, { 64, false },
+		{ 164, true },		/* slides by exactly 64 */
+		{ 100, false }, { 101, true }, { 163, true },
+		{ 1000000, true }, { 999937, true }, { 999936, false },
+		{ UINT32_MAX, true },	/* 32-bit top */
+		{ (uint64_t)UINT32_MAX + 5, true },	/* the 64-bit space goes on */
+		{ (uint64_t)UINT32_MAX + 1, true },
+		{ UINT32_MAX, false },	/* duplicate across 2^32 */
+		{ (uint64_t)UINT32_MAX - 58, true }, /* top - 63: still inside */
+		{ (uint64_t)UINT32_MAX - 59, false },
+	};
+
+	(void)state;
+	run_steps(64, s, sizeof(s) / sizeof(s[0]));
+}
+
+static void
+test_window_1024_reverse(void **state)
+{
+	struct replay_window w;
+
+	(void)state;
+	assert_true(replay_init(&w, 1024));
+	assert_true(replay_update(&w, 1024));
+	for (uint64_t s = 1023; s >= 1; s--)	/* fully reordered burst */
+		assert_true(replay_update(&w, s));
+	for (uint64_t s = 1; s <= 1024; s++)
+		assert_false(replay_check(&w, s));
+	assert_true(replay_update(&w, 2048));	/* 1024 becomes the oldest */
+	assert_false(replay_check(&w, 1024));	/* 2048 - 1024: left edge */
+	assert_true(replay_update(&w, 1025));
+	assert_true(replay_update(&w, 2048 + 1024 * 10));	/* far jump clears all */
+	for (uint64_t s = 2048 + 1024 * 9 + 1; s < 2048 + 1024 * 10; s++)
+		assert_true(replay_check(&w, s));
+}
+
+static void
+test_init_sizes(void **state)
+{
+	struct replay_window w;
+
+	(void)state;
+	assert_false(replay_init(&w, 0));
+	assert_false(replay_init(&w, 32));
+	assert_false(replay_init(&w, 1000));
+	assert_false(replay_init(&w, 8192));
+	assert_true(replay_init(&w, 64));
+	assert_true(replay_init(&w, 4096));
+}
+
+/* Naive model: a set of seen numbers and the top. */
+static bool
+model_accept(const uint8_t *seen, uint64_t top, uint32_t size, uint64_t seq)
+{
+	if (seq == 0)
+		return false;
+	if (seq > top)
+		return true;
+	if (top - seq >= size)
+		return false;
+	return !seen[seq];
+}
+
+static void
+test_random_against_model(void **state)
+{
+	enum { SPAN = 200000, OPS = 400000 };
+	static const uint32_t sizes[] = { 64, 128, 1024, 4096 };
+	uint8_t *seen = calloc(SPAN + 8192, 1);
+
+	(void)state;
+	assert_non_null(seen);
+	srand(42);
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		struct replay_window w;
+		uint64_t top = 0, base = 1;
+
+		memset(seen, 0, SPAN + 8192);
+		replay_init(&w, sizes[z]);
+		for (int i = 0; i < OPS && base < SPAN; i++) {
+			/* mostly near the top, sometimes far behind or ahead */
+			uint64_t seq = base + (uint64_t)(rand() % (int)(sizes[z] * 2));
+			bool want = model_accept(seen, top, sizes[z], seq);
+
+			if (replay_update(&w, seq) != want)
+				fail_msg("size %u op %d seq %llu: want %d", sizes[z], i,
+					 (unsigned long long)seq, want);
+			if (want) {
+				seen[seq] = 1;
+				if (seq > top)
+					top = seq;
+			}
+			if (rand() % 4 == 0)
+				base++;
+		}
+	}
+	free(seen);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_window_64),
+		cmocka_unit_test(test_window_1024_reverse),
+		cmocka_unit_test(test_init_sizes),
+		cmocka_unit_test(test_random_against_model),
+	};
+
+	return cmocka_run_group_tests_name("replay", tests, NULL, NULL);
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * worker.c - the poll loop of a worker lcore: RX burst -> classify -> ESP
+ * encap (inside ports) or decap (outside ports) -> route -> buffered TX.
+ * Nothing here allocates, locks, logs or makes a system call per packet; ARP
+ * goes to the main lcore over a ring.
+ */
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_rcu_qsbr.h>
+
+#include "esp.h"
+#include "ip.h"
+#include "route.h"
+
+/* TX buffer callback: what the queue did not take is dropped and counted. */
+void
+worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata)
+{
+	struct dp_lstats *st = userdata;
+
+	st->tx -= unsent;
+	st->drops[DPVPN_DROP_TX_FULL] += unsent;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+static bool
+mac_ok(const struct dp_port *port, const struct rte_ether_addr *dst)
+{
+	if (rte_is_broadcast_ether_addr(dst))
+		return true;
+	return rte_is_same_ether_addr(dst, &port->mac);
+}
+
+/* Keep IPv4 packets (Ethernet header stripped); punt ARP; drop the rest. */
+static uint16_t
+classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	 struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+		enum dpvpn_drop_reason why;
+
+		if (m->nb_segs > 1) {
+			dp_drop(st, m, DPVPN_DROP_MULTISEG);
+			continue;
+		}
+		if (rte_pktmbuf_data_len(m) < sizeof(*eth)) {
+			dp_drop(st, m, DPVPN_DROP_NOT_IP);
+			continue;
+		}
+		if (!mac_ok(port, &eth->dst_addr)) {
+			dp_drop(st, m, DPVPN_DROP_WRONG_MAC);
+			continue;
+		}
+		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+			m->port = port->id;
+			if (rte_ring_enqueue(w->punt, m) != 0)
+				dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+			continue;
+		}
+		if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+			dp_drop(st, m, DPVPN_DROP_NOT_IP);
+			continue;
+		}
+		rte_pktmbuf_adj(m, sizeof(*eth));
+		why = ip4_check(m);
+		if (why != DPVPN_DROP_MAX) {
+			dp_drop(st, m, why);
+			continue;
+		}
+		pkts[k++] = m;
+	}
+	return k;
+}
+
+static void
+ask_resolve(struct dp_worker *w, uint16_t port, uint32_t addr)
+{
+	uint64_t req = (uint64_t)port << 32 | addr;
+
+	/* Best effort: if the ring is full the main lcore is busy resolving. */
+	(void)rte_ring_enqueue_elem(w->resolve, &req, sizeof(req));
+}
+
+/* Route, resolve and queue IPv4 packets for transmission. */
+static void
+tx_ipv4(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint32_t dst = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->dst_addr, next;
+		struct rte_ether_hdr *eth;
+		uint16_t port;
+
+		if (!route_lookup(dst, &port, &next)) {
+			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+			continue;
+		}
+		eth = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eth));
+		if (eth == NULL) {
+			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
+			continue;
+		}
+		if (!neigh_lookup(port, next, &eth->dst_addr)) {
+			ask_resolve(w, port, next);
+			dp_drop(st, m, DPVPN_DROP_NO_NEIGH);
+			continue;
+		}
+		eth->src_addr = dp.ports[port].mac;
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+		st->tx++;
+		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+	}
+}
+
+static void
+poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	  struct rte_mbuf **pkts, uint16_t n)
+{
+	n = classify(w, st, port, pkts, n);
+	if (port->role == DPVPN_ROLE_INSIDE)
+		n = esp_encap_burst(w, st, pkts, n);
+	else if (port->role == DPVPN_ROLE_OUTSIDE)
+		n = esp_decap_burst(w, st, port, pkts, n);
+	else {
+		for (uint16_t i = 0; i < n; i++)
+			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
+		n = 0;
+	}
+	tx_ipv4(w, st, pkts, n);
+}
+
+/* Frames the main lcore built (ARP) go out on this worker's queues. */
+static unsigned int
+drain_main(struct dp_worker *w, struct dp_lstats *st)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+	unsigned int n = rte_ring_dequeue_burst(w->txq_ring, (void **)pkts, DP_BURST, NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		st->tx++;
+		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->txb[pkts[i]->port], pkts[i]);
+	}
+	return n;
+}
+
+static void
+idle(unsigned int *empty)
+{
+	if (dp.idle_sleep_us == 0 || ++*empty < DP_IDLE_POLLS)
+		return;
+	/* Share the CPU when there is nothing to do (labs, 2-vCPU machines). */
+	rte_delay_us_sleep(dp.idle_sleep_us);
+}
+
+static void
+poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+	unsigned int got = 0;
+
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
+
+		if (n == 0)
+			continue;
+		got += n;
+		st->rx += n;
+		poll_port(w, st, &dp.ports[p], pkts, n);
+	}
+	got += drain_main(w, st);
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);
+	if (got == 0)
+		idle(empty);
+	else
+		*empty = 0;
+}
+
+int
+worker_main(void *arg)
+{
+	struct dp_worker *w = arg;
+	struct dp_lstats *st = &dp_lstats[w->lcore];
+	unsigned int empty = 0;
+
+	rte_rcu_qsbr_thread_register(dp.rcu, w->lcore);
+	rte_rcu_qsbr_thread_online(dp.rcu, w->lcore);
+	while (!__atomic_load_n(&dp.quit, __ATOMIC_RELAXED)) {
+		rte_rcu_qsbr_quiescent(dp.rcu, w->lcore);
+		if (!__atomic_load_n(&dp.started, __ATOMIC_ACQUIRE)) {
+			rte_delay_us_sleep(1000);
+			continue;
+		}
+		poll_once(w, st, &empty);
+	}
+	rte_rcu_qsbr_thread_offline(dp.rcu, w->lcore);
+	rte_rcu_qsbr_thread_unregister(dp.rcu, w->lcore);
+	return 0;
+}

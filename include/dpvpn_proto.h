@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpvpn_proto.h - the protocol between dpvpnd and dpvpn-dataplane.
+ *
+ * This header is the whole contract between the control plane (dpvpnd) and the
+ * DPDK dataplane: neither process includes the other's internals.
+ *
+ * Transport: a UNIX SOCK_SEQPACKET socket served by the dataplane's main lcore
+ * (path given with `--socket`, created mode 0600).  One datagram is one message:
+ *
+ *     struct dpvpn_msg_hdr | payload (hdr.len bytes, at most DPVPN_MSG_MAX)
+ *
+ * Requests carry hdr.flags = 0; each is answered by exactly one reply with the
+ * same type and seq, flags = DPVPN_F_REPLY, and status = 0 or a negative errno.
+ * A failed request's reply payload is a NUL-terminated message that names the
+ * offending field ("sa.key_len: 15 is not 16 or 32").  The dataplane checks
+ * the peer's credentials (SO_PEERCRED: root or its own uid), the datagram size
+ * against hdr.len, and hdr.len against the exact payload size of the type
+ * before reading a single field.  Integers are host byte order (both processes
+ * run on one machine) except IPv4 addresses and SPIs, which are network order
+ * as on the wire.  Reserved fields must be zero.
+ *
+ * Messages (request payload -> reply payload):
+ *   HELLO          -                         -> struct dpvpn_status
+ *   PORT_SET       struct dpvpn_port_cfg     -> -   role and address of a port;
+ *                                                   adds the connected route
+ *   NEIGH_ADD      struct dpvpn_neigh        -> -   static neighbour (ARP) entry
+ *   ROUTE_ADD      struct dpvpn_route        -> -
+ *   SA_ADD         struct dpvpn_sa_cfg       -> -   keys expanded once here;
+ *                                                   both sides wipe the message
+ *   SA_DEL         struct dpvpn_sa_id        -> -
+ *   POLICY_ADD     struct dpvpn_policy       -> -   outbound: inner src/dst
+ *                                                   prefixes select an SA
+ *   START          -                         -> -   start ports and forwarding
+ *   SHOW_PORTS     struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_port_info[]
+ *   SHOW_SA        struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_sa_info[]
+ *   SHOW_POLICIES  struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_policy[]
+ *   SHOW_COUNTERS  -                         -> struct dpvpn_counters
+ *
+ * Dumps are paged: the request names the first index, the reply says how many
+ * entries exist in all and how many follow in this message.
+ */
+#ifndef DPVPN_PROTO_H
+#define DPVPN_PROTO_H
+
+#include <stdint.h>
+
+#define DPVPN_PROTO_VERSION	1
+#define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
+#define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
+#define DPVPN_KEY_MAX		32	/* AES-256 */
+#define DPVPN_SALT_LEN		4	/* RFC 4106 salt */
+#define DPVPN_REPLAY_WIN_DEFAULT 1024
+#define DPVPN_REPLAY_WIN_MAX	4096
+
+enum dpvpn_msg_type {
+	DPVPN_MSG_HELLO = 1,
+	DPVPN_MSG_PORT_SET,
+	DPVPN_MSG_NEIGH_ADD,
+	DPVPN_MSG_ROUTE_ADD,
+	DPVPN_MSG_SA_ADD,
+	DPVPN_MSG_SA_DEL,
+	DPVPN_MSG_POLICY_ADD,
+	DPVPN_MSG_START,
+	DPVPN_MSG_SHOW_PORTS,
+	DPVPN_MSG_SHOW_SA,
+	DPVPN_MSG_SHOW_POLICIES,
+	DPVPN_MSG_SHOW_COUNTERS,
+	DPVPN_MSG_TYPE_MAX
+};
+
+#define DPVPN_F_REPLY	0x1
+
+struct dpvpn_msg_hdr {
+	uint16_t type;		/* enum dpvpn_msg_type */
+	uint16_t flags;		/* DPVPN_F_* */
+	uint32_t seq;		/* echoed in the reply */
+	uint32_t len;		/* payload bytes after this header */
+	int32_t status;		/* replies: 0 or -errno */
+};
+
+enum dpvpn_port_role {
+	DPVPN_ROLE_NONE = 0,	/* not forwarding: every packet dropped */
+	DPVPN_ROLE_INSIDE,	/* cleartext side: packets are encrypted */
+	DPVPN_ROLE_OUTSIDE,	/* tunnel side: ESP is decrypted */
+};
+
+enum dpvpn_sa_dir {
+	DPVPN_DIR_IN = 1,
+	DPVPN_DIR_OUT = 2,
+};
+
+enum dpvpn_alg {
+	DPVPN_ALG_AES128_GCM = 1,	/* RFC 4106, 16-byte ICV */
+	DPVPN_ALG_AES256_GCM,
+};
+
+struct dpvpn_status {
+	uint32_t proto_version;
+	uint32_t n_ports;
+	uint32_t n_workers;
+	uint32_t n_sa;
+	uint32_t n_policies;
+	uint32_t started;	/* 1 once START was received */
+	uint64_t uptime_s;
+	char crypto_lib[DPVPN_NAME_LEN];	/* "intel-ipsec-mb 1.3.0 avx2" */
+};
+
+struct dpvpn_port_cfg {
+	uint16_t port_id;	/* DPDK port id */
+	uint8_t role;		/* enum dpvpn_port_role */
+	uint8_t prefix_len;	/* 0..32; 0 with addr 0 = no address */
+	uint32_t addr;		/* network order */
+};
+
+struct dpvpn_neigh {
+	uint16_t port_id;
+	uint8_t mac[6];
+	uint32_t addr;		/* network order */
+};
+
+struct dpvpn_route {
+	uint32_t prefix;	/* network order */
+	uint8_t prefix_len;
+	uint8_t reserved;
+	uint16_t port_id;
+	uint32_t gateway;	/* network order, 0 = destination is on-link */
+};
+
+struct dpvpn_prefix {
+	uint32_t addr;		/* network order */
+	uint8_t len;
+	uint8_t reserved[3];
+};
+
+struct dpvpn_sa_cfg {
+	uint32_t spi;		/* network order, nonzero */
+	uint8_t dir;		/* enum dpvpn_sa_dir */
+	uint8_t alg;		/* enum dpvpn_alg */
+	uint8_t key_len;	/* 16 or 32, matching alg */
+	uint8_t reserved;
+	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2 */
+	uint32_t local;		/* outer source (out) / destination (in) */
+	uint32_t remote;	/* outer destination (out) / source (in) */
+	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
+	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
+	char name[DPVPN_NAME_LEN];
+	uint8_t key[DPVPN_KEY_MAX];	/* secret: wiped after use */
+	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use */
+};
+
+struct dpvpn_sa_id {
+	uint32_t spi;		/* network order */
+	uint8_t dir;
+	uint8_t reserved[3];
+};
+
+struct dpvpn_policy {
+	struct dpvpn_prefix src;	/* inner source */
+	struct dpvpn_prefix dst;	/* inner destination */
+	uint32_t spi;		/* outbound SA it selects, network order */
+	uint32_t priority;	/* lower wins; equal: longer prefixes win */
+};
+
+struct dpvpn_dump_req {
+	uint32_t start;		/* index of the first entry wanted */
+};
+
+struct dpvpn_dump_hdr {
+	uint32_t total;		/* entries in the table */
+	uint32_t count;		/* entries following in this reply */
+};
+
+struct dpvpn_port_info {
+	uint16_t port_id;
+	uint8_t role;
+	uint8_t prefix_len;
+	uint32_t addr;
+	uint8_t mac[6];
+	uint8_t link_up;
+	uint8_t reserved;
+	char name[DPVPN_NAME_LEN];	/* DPDK device name */
+	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
+	uint64_t rx_missed, rx_errors, tx_errors;
+};
+
+struct dpvpn_sa_info {
+	uint32_t spi;
+	uint8_t dir;
+	uint8_t alg;
+	uint8_t reserved[2];
+	uint32_t replay_window;
+	uint32_t local, remote;
+	struct dpvpn_prefix local_ts, remote_ts;
+	char name[DPVPN_NAME_LEN];
+	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
+	uint64_t packets, bytes;	/* inner packets and bytes carried */
+	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
+};
+
+/*
+ * Drop reasons: one list generates the enum, the names shown by dpvpnctl and
+ * the counters.  X(ENUM, "name", "description").  Append only: the dataplane
+ * reports counters as an array indexed by this enum.
+ */
+#define DPVPN_DROP_REASONS(X) \
+	X(NO_ROLE,	"no-role",	"packet on a port with no role") \
+	X(WRONG_MAC,	"wrong-mac",	"unicast frame for another MAC address") \
+	X(NOT_IP,	"not-ip",	"ethertype is neither IPv4 nor ARP") \
+	X(BAD_ARP,	"bad-arp",	"malformed or foreign ARP packet") \
+	X(BAD_IPV4,	"bad-ipv4",	"malformed IPv4 header or length") \
+	X(FRAGMENT,	"fragment",	"IPv4 fragment (no reassembly yet)") \
+	X(MULTISEG,	"multiseg",	"multi-segment packet (no jumbo support yet)") \
+	X(TO_SELF,	"to-self",	"cleartext packet addressed to the gateway") \
+	X(NO_POLICY,	"no-policy",	"no outbound policy matches the packet") \
+	X(SA_GONE,	"sa-gone",	"policy names an SA that is not installed") \
+	X(SEQ_EXHAUSTED, "seq-exhausted", "outbound 32-bit sequence space used up") \
+	X(TOO_BIG,	"too-big",	"encapsulated packet does not fit the mbuf") \
+	X(NOT_LOCAL,	"not-local",	"outer destination is not our address") \
+	X(NOT_ESP,	"not-esp",	"outer protocol is not ESP") \
+	X(SHORT,	"short",	"ESP packet too short") \
+	X(UNKNOWN_SPI,	"unknown-spi",	"no inbound SA for the SPI") \
+	X(REPLAY,	"replay",	"sequence number replayed or left of the window") \
+	X(BAD_LENGTH,	"bad-length",	"ciphertext length is not a multiple of 4") \
+	X(BAD_ICV,	"bad-icv",	"integrity check failed") \
+	X(BAD_PADDING,	"bad-padding",	"ESP padding bytes or length invalid") \
+	X(BAD_NEXT_HDR,	"bad-next-header", "inner protocol is not IPv4") \
+	X(BAD_INNER,	"bad-inner",	"decrypted inner packet is malformed") \
+	X(POLICY_MISMATCH, "policy-mismatch", "inner addresses outside the SA's selectors") \
+	X(NO_ROUTE,	"no-route",	"no route to the destination") \
+	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved yet") \
+	X(TX_FULL,	"tx-full",	"transmit queue full") \
+	X(PUNT_FULL,	"punt-full",	"slow-path ring full") \
+	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job")
+
+enum dpvpn_drop_reason {
+#define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
+	DPVPN_DROP_REASONS(DPVPN_X_ENUM)
+#undef DPVPN_X_ENUM
+	DPVPN_DROP_MAX
+};
+
+#define DPVPN_DROP_SLOTS 64	/* room for reasons added later */
+_Static_assert(DPVPN_DROP_MAX <= DPVPN_DROP_SLOTS, "grow DPVPN_DROP_SLOTS");
+
+struct dpvpn_counters {
+	uint32_t n_reasons;	/* DPVPN_DROP_MAX of the dataplane */
+	uint32_t reserved;
+	uint64_t rx_packets;	/* taken from all RX queues by workers */
+	uint64_t tx_packets;	/* handed to TX queues */
+	uint64_t encrypted;	/* ESP packets built */
+	uint64_t decrypted;	/* ESP packets accepted */
+	uint64_t arp_in, arp_out;	/* handled on the main lcore */
+	uint64_t drops[DPVPN_DROP_SLOTS];
+};
+
+#endif /* DPVPN_PROTO_H */
