@@ -356,13 +356,13 @@ serve(int fd)
 		}
 		return;
 	}
+	o->type = (size_t)got >= sizeof(*h) ? h->type : 0;
+	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
 	rc = check_header(got, h, &r);
 	if (rc == 0)
 		rc = msgs[h->type].fn(rxbuf + sizeof(*h), &r);
 	/* The request may have carried keys. */
 	explicit_bzero(rxbuf, RTE_MIN((size_t)got, sizeof(rxbuf)));
-	o->type = (size_t)got >= sizeof(*h) ? h->type : 0;
-	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
 	o->flags = DPVPN_F_REPLY;
 	o->status = rc;
 	if (rc != 0) {

@@ -1,0 +1,328 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The dpvpn lab: real processes in real network namespaces.
+
+    host A (netns)            gateways (netns "gw")               host B (netns)
+    eth0 198.18.1.2 ==veth== gwa-in [dpvpn A] gwa-out ==veth== gwb-out [dpvpn B] gwb-in ==veth== eth0 198.18.2.2
+                              port 0  inside    port 1 outside        port 1          port 0
+                                      198.18.1.1   198.19.0.1         198.19.0.2      198.18.2.1
+
+Both dataplanes drive their veth ends with net_af_packet inside the "gw"
+namespace, so the gateway-to-gateway link is a Linux link tshark can watch,
+and nothing of the lab is visible in the root namespace.  Used by the
+end-to-end tests (pytest) and by scripts/demo (`python3 tests/lab.py demo`).
+Every wait is bounded; Lab.close() removes processes and namespaces even
+after a failure.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("DPVPN_BUILD", os.path.join(ROOT, "build"))
+DATAPLANE = os.path.join(BUILD, "dataplane", "dpvpn-dataplane")
+DPVPND = os.path.join(BUILD, "control", "dpvpnd")
+DPVPNCTL = os.path.join(BUILD, "control", "dpvpnctl")
+CONFIGS = os.path.join(ROOT, "configs")
+HOST_MTU = 1400     # leaves room for ESP on the 1500-byte gateway link
+
+
+def eal_mem_args():
+    """--in-memory when hugepages are reserved, else --no-huge (scripts/setup)."""
+    mem = os.environ.get("DPVPN_EAL_MEM")
+    if mem:
+        return mem.split()
+    with open("/proc/meminfo") as f:
+        free = int(re.search(r"HugePages_Free:\s+(\d+)", f.read()).group(1))
+    return ["--in-memory"] if free >= 256 else ["--no-huge", "-m", "512"]
+
+
+def sh(*cmd, check=True, timeout=30, **kw):
+    return subprocess.run(cmd, check=check, timeout=timeout, text=True,
+                          capture_output=True, **kw)
+
+
+def wait_for(pred, timeout, what, interval=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Proc:
+    """A background process whose output goes to a log file."""
+
+    def __init__(self, name, argv, logdir, netns=None):
+        self.name = name
+        self.log = os.path.join(logdir, name + ".log")
+        if netns:
+            argv = ["ip", "netns", "exec", netns] + argv
+        self._f = open(self.log, "w")
+        self.p = subprocess.Popen(argv, stdout=self._f, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+
+    def output(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def stop(self, timeout=10):
+        """SIGTERM, then SIGKILL; returns the exit code."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait(5)
+        self._f.close()
+        return self.p.returncode
+
+
+class Gateway:
+    """One dpvpn-dataplane plus the dpvpnd that configures it."""
+
+    def __init__(self, name, config, vdevs, workdir, lcores, netns=None,
+                 extra_config=""):
+        self.name = name
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.dp_sock = os.path.join(self.dir, "dataplane.sock")
+        self.ctl_sock = os.path.join(self.dir, "dpvpnd.sock")
+        self.config = os.path.join(self.dir, "dpvpn.conf")
+        with open(config) as f:
+            text = f.read()
+        with open(self.config, "w") as f:
+            f.write(text + "\n" + extra_config)
+        os.chmod(self.config, 0o600)
+        eal = ["--no-pci", "--file-prefix", f"dpvpn-{os.getpid()}-{name}",
+               "--log-level", "lib.eal:error", *lcores, *eal_mem_args()]
+        for v in vdevs:
+            eal += ["--vdev", v]
+        self.argv = [DATAPLANE, *eal, "--", "--socket", self.dp_sock]
+        self.netns = netns
+        self.dataplane = self.dpvpnd = None
+
+    def start(self, timeout=30):
+        """Start the dataplane, then dpvpnd; returns once dpvpnd installed all."""
+        for attempt in range(3):
+            self.dataplane = Proc(self.name + "-dataplane", self.argv, self.dir, self.netns)
+            wait_for(lambda: os.path.exists(self.dp_sock) or not self.dataplane.alive(),
+                     timeout, f"{self.name} dataplane socket")
+            if self.dataplane.alive():
+                break
+            # net_af_packet names its fanout group pid ^ ifindex: two
+            # dataplanes whose pids differ in the low bits can collide.
+            # A new process gets a new pid.
+            if "PACKET_FANOUT" not in self.dataplane.output() or attempt == 2:
+                raise RuntimeError(f"{self.name} dataplane died:\n{self.dataplane.output()}")
+            self.dataplane.stop()
+        self.dpvpnd = Proc(self.name + "-dpvpnd",
+                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
+                            "-s", self.ctl_sock], self.dir)
+        wait_for(lambda: "ready" in self.dpvpnd.output() or not self.dpvpnd.alive(),
+                 timeout, f"{self.name} dpvpnd ready")
+        if not self.dpvpnd.alive():
+            raise RuntimeError(f"{self.name} dpvpnd failed:\n{self.dpvpnd.output()}")
+
+    def ctl(self, *args):
+        """dpvpnctl --json ARGS, parsed."""
+        r = sh(DPVPNCTL, "-s", self.ctl_sock, "--json", *args, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"dpvpnctl {' '.join(args)}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def ctl_text(self, *args):
+        return sh(DPVPNCTL, "-s", self.ctl_sock, *args).stdout
+
+    def stop(self):
+        codes = {}
+        if self.dpvpnd:
+            codes["dpvpnd"] = self.dpvpnd.stop()
+        if self.dataplane:
+            codes["dataplane"] = self.dataplane.stop()
+        return codes
+
+
+class Lab:
+    """host A == gateway A == gateway B == host B, see the module docstring."""
+
+    def __init__(self, workdir=None):
+        self.tag = secrets.token_hex(2)
+        self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
+        self.workdir = workdir or tempfile.mkdtemp(prefix="dpvpn-lab-")
+        self.gws = []
+        self.procs = []
+
+    def __enter__(self):
+        try:
+            self._net()
+            self._gateways()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def ip(self, ns, *args):
+        return sh("ip", "-n", ns, *args)
+
+    def ns(self, ns, *args, **kw):
+        return sh("ip", "netns", "exec", ns, *args, **kw)
+
+    def _quiet(self, ns, dev):
+        """No offloads (DPDK sees full frames with real checksums), no IPv6 chatter."""
+        self.ns(ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
+                "gro", "off", check=False)
+        self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+
+    def _net(self):
+        for n in (self.ns_a, self.ns_b, self.ns_gw):
+            sh("ip", "netns", "add", n)
+            self.ip(n, "link", "set", "lo", "up")
+        g = self.ns_gw
+        self.ip(g, "link", "add", "gwa-in", "type", "veth", "peer", "name", "eth0",
+                "netns", self.ns_a)
+        self.ip(g, "link", "add", "gwb-in", "type", "veth", "peer", "name", "eth0",
+                "netns", self.ns_b)
+        self.ip(g, "link", "add", "gwa-out", "type", "veth", "peer", "name", "gwb-out")
+        for dev in ("gwa-in", "gwb-in", "gwa-out", "gwb-out"):
+            self._quiet(g, dev)
+            if dev.endswith("-in"):
+                self.ip(g, "link", "set", dev, "mtu", str(HOST_MTU))
+            self.ip(g, "link", "set", dev, "up")
+        for ns, net in ((self.ns_a, 1), (self.ns_b, 2)):
+            self._quiet(ns, "eth0")
+            self.ip(ns, "link", "set", "eth0", "mtu", str(HOST_MTU), "up")
+            self.ip(ns, "addr", "add", f"198.18.{net}.2/24", "dev", "eth0")
+            self.ip(ns, "route", "add", "default", "via", f"198.18.{net}.1")
+
+    def _gateways(self):
+        # qdisc_bypass=0 on the gateway link: frames the dataplanes send pass
+        # the kernel's taps, so tcpdump on gwa-out sees both directions.
+        # Two workers on two vCPUs: A's worker on CPU 0, B's on CPU 1, and
+        # both main lcores on the other; idle back-off lets them share.
+        a = Gateway("gw-a", os.path.join(CONFIGS, "lab-a.conf"),
+                    ["net_af_packet0,iface=gwa-in", "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
+                    self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw)
+        self.gws.append(a)
+        b = Gateway("gw-b", os.path.join(CONFIGS, "lab-b.conf"),
+                    ["net_af_packet0,iface=gwb-in", "net_af_packet1,iface=gwb-out,qdisc_bypass=0"],
+                    self.workdir, ["-l", "0-1", "--main-lcore", "0"], self.ns_gw)
+        self.gws.append(b)
+        for gw in self.gws:     # one after the other: see Gateway.start
+            gw.start()
+        self.a, self.b = a, b
+
+    def bg(self, name, ns, *argv):
+        p = Proc(name, list(argv), self.workdir, ns)
+        self.procs.append(p)
+        return p
+
+    def ping(self, count=5, timeout=15):
+        return self.ns(self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "2",
+                       "198.18.2.2", check=False, timeout=timeout)
+
+    def iperf(self, seconds=10):
+        """iperf3 from host A to host B; returns the parsed JSON report."""
+        srv = self.bg("iperf3-server", self.ns_b, "iperf3", "-s", "-1", "-B", "198.18.2.2")
+        wait_for(lambda: self.ns(self.ns_b, "ss", "-ltn", check=False).stdout.count(":5201") > 0,
+                 10, "iperf3 server")
+        r = self.ns(self.ns_a, "iperf3", "-c", "198.18.2.2", "-t", str(seconds), "-J",
+                    check=False, timeout=seconds + 30)
+        srv.stop()
+        if r.returncode != 0:
+            raise RuntimeError(f"iperf3 failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
+        return json.loads(r.stdout)
+
+    def capture(self, dev="gwa-out"):
+        """Start tcpdump on a gateway link; returns (proc, pcap path)."""
+        path = os.path.join(self.workdir, f"{dev}.pcap")
+        p = self.bg("tcpdump-" + dev, self.ns_gw, "tcpdump", "-i", dev, "--immediate-mode",
+                    "-U", "-w", path)
+        wait_for(lambda: "listening" in p.output(), 10, "tcpdump")
+        return p, path
+
+    @staticmethod
+    def stop_capture(p):
+        time.sleep(0.5)         # the last frames still on their way
+        p.stop()
+
+    def close(self):
+        for p in self.procs:
+            p.stop()
+        for gw in self.gws:
+            gw.stop()
+        for n in (self.ns_a, self.ns_b, self.ns_gw):
+            sh("ip", "netns", "del", n, check=False)
+
+
+def tshark_esp(pcap, sas):
+    """Decode ESP with tshark given the SAs; returns one dict per ESP packet.
+
+    sas: (src, dst, spi, key+salt bytes) tuples, AES-GCM with 16-byte ICV."""
+    uat = ",".join(
+        f'"IPv4","{src}","{dst}","0x{spi:08x}","AES-GCM with 16 octet ICV [RFC4106]",'
+        f'"0x{key.hex()}","NULL",""' for src, dst, spi, key in sas)
+    args = ["tshark", "-r", pcap, "-o", "esp.enable_encryption_decode:TRUE",
+            "-o", "esp.enable_authentication_check:TRUE"]
+    for src, dst, spi, key in sas:
+        args += ["-o", f'uat:esp_sa:"IPv4","{src}","{dst}","0x{spi:08x}",'
+                       f'"AES-GCM with 16 octet ICV [RFC4106]","0x{key.hex()}","NULL",""']
+    del uat
+    r = sh(*args, "-Y", "esp", "-T", "fields", "-e", "esp.spi", "-e", "esp.sequence",
+           "-e", "esp.icv_good", "-e", "ip.src", "-e", "ip.dst", "-E", "separator=;",
+           timeout=60)
+    rows = []
+    for line in r.stdout.splitlines():
+        spi, seq, good, src, dst = line.split(";")
+        rows.append({"spi": spi, "seq": seq, "icv_good": good, "ip_src": src, "ip_dst": dst})
+    return rows
+
+
+def demo():
+    """scripts/demo: the lab, ping, iperf3, counters, the wire proof."""
+    with Lab() as lab:
+        print(f"demo: lab up in {lab.workdir} (namespaces {lab.ns_a}, {lab.ns_gw}, {lab.ns_b})")
+        lab.ping(count=3)       # resolves ARP along the path
+        r = lab.ping(count=5)
+        print(r.stdout)
+        if r.returncode != 0:
+            raise SystemExit("demo: FAILED: ping through the tunnel")
+        cap, pcap = lab.capture()
+        rep = lab.iperf(10)
+        lab.stop_capture(cap)
+        gbps = rep["end"]["sum_received"]["bits_per_second"] / 1e9
+        print(f"demo: iperf3 10 s host A -> host B: {gbps:.2f} Gbit/s")
+        for gw in lab.gws:
+            print(f"--- {gw.name}: dpvpnctl show sa")
+            print(gw.ctl_text("show", "sa"))
+        print("--- gw-a: dpvpnctl show counters")
+        print(lab.a.ctl_text("show", "counters"))
+        other = sh("tshark", "-r", pcap, "-Y", "not esp and not arp", "-T", "fields",
+                   "-e", "frame.number").stdout.split()
+        esp = sh("tshark", "-r", pcap, "-Y", "esp", "-T", "fields",
+                 "-e", "frame.number").stdout.split()
+        print(f"demo: on the gateway link: {len(esp)} ESP frames, {len(other)} others")
+        if not esp or other:
+            raise SystemExit("demo: FAILED: the gateway link carried non-ESP IP traffic")
+    print(f"demo: OK {gbps:.2f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["demo"]:
+        demo()
+    else:
+        sys.exit("usage: lab.py demo")
