@@ -1,0 +1,1270 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * config.c - parse dpvpnd's INI configuration.
+ *
+ * libinih splits "key = value" lines; our reader feeds it one line at a time
+ * so that we always know the line number, and handles the lines inih cannot
+ * tell us about itself:
+ *  - section headers (inih does not call back on a new section, and an empty
+ *    section must still be checked for missing keys at its header's line);
+ *  - syntax errors (inih would only return the first one);
+ *  - out-key / in-key lines, so that key text never sits in inih's buffers;
+ *    our own copy of the file is wiped when parsing ends.
+ * Leading whitespace is stripped before inih sees a line, which disables its
+ * multi-line continuation: an indented line is just another "key = value".
+ *
+ * Checks that need the whole file (port references, duplicate ids and SPIs,
+ * tunnel addresses) run at the end; errors are sorted by line.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define CFG_FILE_MAX	(1 << 20)	/* bigger is surely not a config */
+#define KEYFILE_MAX	256		/* 36 bytes of hex and some slack */
+
+enum sect_type {
+	SECT_NONE,	/* before the first section */
+	SECT_BAD,	/* header had an error: its keys are ignored */
+	SECT_DATAPLANE,
+	SECT_CONTROL,
+	SECT_PORT,
+	SECT_NEIGH,
+	SECT_ROUTE,
+	SECT_TUNNEL,
+};
+
+struct perror_ent {
+	int line;
+	size_t seq;
+	char *text;
+};
+
+struct parser {
+	struct cfg *cfg;
+	const char *file;	/* as given, for messages */
+	char dir[4096];		/* the file's directory, for key files */
+	char *text;		/* the whole file: wiped at the end */
+	size_t text_len, pos;
+	int line;
+	enum sect_type type;
+	const struct sect_def *def;
+	char sect_name[DPVPN_NAME_LEN];
+	int sect_line;
+	size_t idx;		/* entry of the current section */
+	uint32_t seen;		/* bit per key index of the current section */
+	const char *key;	/* key being handled, for messages */
+	int seen_dataplane, seen_control;
+	struct perror_ent *errs;
+	size_t n_errs;
+};
+
+typedef int (*key_fn)(struct parser *p, const char *val);
+
+struct key_def {
+	const char *name;
+	key_fn fn;
+	bool required;
+};
+
+struct sect_def {
+	const char *type;
+	enum sect_type id;
+	bool named;
+	const struct key_def *keys;
+	size_t n_keys;
+	int (*open)(struct parser *p);
+	void (*finish)(struct parser *p);
+};
+
+/* ---- errors ---- */
+
+static void add_error(struct parser *p, int line, const char *fmt, va_list ap)
+{
+	char msg[512];
+	struct perror_ent *e;
+	char *text;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if ((line ? asprintf(&text, "%s:%d: %s", p->file, line, msg) :
+		    asprintf(&text, "%s: %s", p->file, msg)) < 0)
+		return;
+	e = realloc(p->errs, (p->n_errs + 1) * sizeof(*e));
+	if (!e) {
+		free(text);
+		return;
+	}
+	p->errs = e;
+	e[p->n_errs] = (struct perror_ent){ line, p->n_errs, text };
+	p->n_errs++;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void err_at(struct parser *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_error(p, line, fmt, ap);
+	va_end(ap);
+}
+
+/* An error about the key being handled: "[port x] id: message". */
+__attribute__((format(printf, 2, 3)))
+static int kerr(struct parser *p, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->sect_name[0])
+		err_at(p, p->line, "[%s %s] %s: %s", p->def->type, p->sect_name, p->key, msg);
+	else
+		err_at(p, p->line, "[%s] %s: %s", p->def->type, p->key, msg);
+	return -1;
+}
+
+static int cmp_err(const void *a, const void *b)
+{
+	const struct perror_ent *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void move_errors(struct parser *p)
+{
+	struct cfg *cfg = p->cfg;
+	size_t i;
+
+	if (p->n_errs)
+		qsort(p->errs, p->n_errs, sizeof(*p->errs), cmp_err);
+	cfg->errors = calloc(p->n_errs ? p->n_errs : 1, sizeof(char *));
+	for (i = 0; i < p->n_errs; i++) {
+		if (cfg->errors)
+			cfg->errors[cfg->n_errors++] = p->errs[i].text;
+		else
+			free(p->errs[i].text);
+	}
+	free(p->errs);
+	p->errs = NULL;
+}
+
+/* ---- value parsers: 0 on success, -1 on a malformed value ---- */
+
+static int parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out)
+{
+	unsigned base = 10;
+	uint64_t v = 0;
+
+	if (allow_hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (isdigit((unsigned char)*s))
+			d = *s - '0';
+		else if (base == 16 && isxdigit((unsigned char)*s))
+			d = tolower((unsigned char)*s) - 'a' + 10;
+		else
+			return -1;
+		if (v > (max - d) / base)
+			return -1;
+		v = v * base + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_ipv4(const char *s, uint32_t *host)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return -1;
+	*host = ntohl(a.s_addr);
+	return 0;
+}
+
+static int parse_cidr(const char *s, struct cfg_prefix *pfx)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	uint64_t len;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, slash - s);
+	buf[slash - s] = '\0';
+	if (parse_ipv4(buf, &pfx->addr) || parse_uint(slash + 1, false, 32, &len))
+		return -1;
+	pfx->len = (uint8_t)len;
+	return 0;
+}
+
+static uint32_t prefix_mask(uint8_t len)
+{
+	return len ? ~(uint32_t)0 << (32 - len) : 0;
+}
+
+static const char *fmt_ipv4(uint32_t host, char buf[INET_ADDRSTRLEN])
+{
+	struct in_addr a = { .s_addr = htonl(host) };
+
+	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned b[6];
+	int n = 0;
+
+	if (strlen(s) != 17 ||
+	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4],
+		   &b[5], &n) != 6 || n != 17)
+		return -1;
+	for (int i = 0; i < 6; i++) {
+		if (!isxdigit((unsigned char)s[i * 3]) || !isxdigit((unsigned char)s[i * 3 + 1]))
+			return -1;
+		mac[i] = (uint8_t)b[i];
+	}
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * Decode key hex ("0x" optional) into out[cap]; *n is the number of bytes the
+ * text holds even beyond cap, so the length error can say what it got.
+ * Messages never quote the text.
+ */
+static int decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
+		      char *why, size_t why_len)
+{
+	size_t i, digits;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	digits = strlen(s);
+	for (i = 0; i < digits; i++) {
+		if (hexval(s[i]) < 0) {
+			snprintf(why, why_len, "not a hex digit at position %zu", i + 1);
+			return -1;
+		}
+	}
+	if (digits == 0 || digits % 2) {
+		snprintf(why, why_len, "expected an even, nonzero number of hex digits, got %zu",
+			 digits);
+		return -1;
+	}
+	*n = digits / 2;
+	for (i = 0; i < *n && i < cap; i++)
+		out[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
+	return 0;
+}
+
+static bool valid_name(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("-_.", *s))
+			return false;
+	return true;
+}
+
+/* ---- [dataplane] and [control] ---- */
+
+static int set_path(struct parser *p, char *dst, const char *val)
+{
+	if (!*val)
+		return kerr(p, "empty path");
+	if (strlen(val) >= CFG_PATH_MAX)
+		return kerr(p, "path longer than %d bytes", CFG_PATH_MAX - 1);
+	strcpy(dst, val);
+	return 0;
+}
+
+static int key_dp_socket(struct parser *p, const char *val)
+{
+	return set_path(p, p->cfg->dp_socket, val);
+}
+
+static int key_ctl_socket(struct parser *p, const char *val)
+{
+	return set_path(p, p->cfg->ctl_socket, val);
+}
+
+static int key_ctl_group(struct parser *p, const char *val)
+{
+	struct group *gr;
+
+	if (!*val || strlen(val) >= sizeof(p->cfg->group))
+		return kerr(p, "expected a group name");
+	gr = getgrnam(val);
+	if (!gr)
+		return kerr(p, "no such group '%s'", val);
+	strcpy(p->cfg->group, val);
+	p->cfg->gid = gr->gr_gid;
+	return 0;
+}
+
+static int open_dataplane(struct parser *p)
+{
+	return p->seen_dataplane++ ? -1 : 0;
+}
+
+static int open_control(struct parser *p)
+{
+	return p->seen_control++ ? -1 : 0;
+}
+
+/* ---- [port NAME] ---- */
+
+#define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
+
+static int key_port_id(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, CFG_PORT_ID_MAX, &v))
+		return kerr(p, "expected a DPDK port id 0..%d, got '%s'", CFG_PORT_ID_MAX, val);
+	CUR(p, ports)->id = (uint16_t)v;
+	CUR(p, ports)->id_line = p->line;
+	return 0;
+}
+
+static int key_port_role(struct parser *p, const char *val)
+{
+	if (!strcmp(val, "inside"))
+		CUR(p, ports)->role = DPVPN_ROLE_INSIDE;
+	else if (!strcmp(val, "outside"))
+		CUR(p, ports)->role = DPVPN_ROLE_OUTSIDE;
+	else
+		return kerr(p, "expected 'inside' or 'outside', got '%s'", val);
+	return 0;
+}
+
+static int key_port_address(struct parser *p, const char *val)
+{
+	struct cfg_prefix pfx;
+
+	if (parse_cidr(val, &pfx) || pfx.len == 0 || pfx.addr == 0)
+		return kerr(p, "expected an IPv4 address with prefix length 1..32 "
+			    "(198.18.1.1/24), got '%s'", val);
+	CUR(p, ports)->address = pfx;
+	return 0;
+}
+
+static int open_array(struct parser *p, void **arr, size_t *n, size_t size)
+{
+	char *a = realloc(*arr, (*n + 1) * size);
+
+	if (!a)
+		return -1;
+	memset(a + *n * size, 0, size);
+	*arr = a;
+	p->idx = (*n)++;
+	return 0;
+}
+
+static int open_port(struct parser *p)
+{
+	struct cfg *c = p->cfg;
+
+	if (open_array(p, (void **)&c->ports, &c->n_ports, sizeof(*c->ports)))
+		return -1;
+	strcpy(CUR(p, ports)->name, p->sect_name);
+	CUR(p, ports)->line = p->sect_line;
+	return 0;
+}
+
+/* ---- [neighbor NAME] and [route NAME] ---- */
+
+static int set_port_ref(struct parser *p, char *ref, int *ref_line, const char *val)
+{
+	if (!*val || strlen(val) > CFG_NAME_MAX)
+		return kerr(p, "expected a port name or id, got '%s'", val);
+	strcpy(ref, val);
+	*ref_line = p->line;
+	return 0;
+}
+
+static int key_neigh_port(struct parser *p, const char *val)
+{
+	return set_port_ref(p, CUR(p, neighs)->port_ref, &CUR(p, neighs)->port_line, val);
+}
+
+static int key_neigh_address(struct parser *p, const char *val)
+{
+	if (parse_ipv4(val, &CUR(p, neighs)->addr) || !CUR(p, neighs)->addr)
+		return kerr(p, "expected an IPv4 address, got '%s'", val);
+	return 0;
+}
+
+static int key_neigh_mac(struct parser *p, const char *val)
+{
+	uint8_t *mac = CUR(p, neighs)->mac;
+	static const uint8_t zero[6];
+
+	if (parse_mac(val, mac))
+		return kerr(p, "expected a MAC address aa:bb:cc:dd:ee:ff, got '%s'", val);
+	if ((mac[0] & 1) || !memcmp(mac, zero, 6))
+		return kerr(p, "%s is not a unicast MAC address", val);
+	return 0;
+}
+
+static int open_neigh(struct parser *p)
+{
+	struct cfg *c = p->cfg;
+
+	if (open_array(p, (void **)&c->neighs, &c->n_neighs, sizeof(*c->neighs)))
+		return -1;
+	strcpy(CUR(p, neighs)->name, p->sect_name);
+	CUR(p, neighs)->line = p->sect_line;
+	return 0;
+}
+
+/* A network prefix: host bits must be zero, so typos do not go unnoticed. */
+static int parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx)
+{
+	char buf[INET_ADDRSTRLEN];
+
+	if (parse_cidr(val, pfx))
+		return kerr(p, "expected an IPv4 prefix a.b.c.d/len, got '%s'", val);
+	if (pfx->addr & ~prefix_mask(pfx->len))
+		return kerr(p, "%s has host bits set (did you mean %s/%u?)", val,
+			    fmt_ipv4(pfx->addr & prefix_mask(pfx->len), buf), pfx->len);
+	return 0;
+}
+
+static int key_route_dst(struct parser *p, const char *val)
+{
+	return parse_net(p, val, &CUR(p, routes)->dst);
+}
+
+static int key_route_port(struct parser *p, const char *val)
+{
+	return set_port_ref(p, CUR(p, routes)->port_ref, &CUR(p, routes)->port_line, val);
+}
+
+static int key_route_via(struct parser *p, const char *val)
+{
+	if (parse_ipv4(val, &CUR(p, routes)->via) || !CUR(p, routes)->via)
+		return kerr(p, "expected an IPv4 gateway address, got '%s'", val);
+	return 0;
+}
+
+static int open_route(struct parser *p)
+{
+	struct cfg *c = p->cfg;
+
+	if (open_array(p, (void **)&c->routes, &c->n_routes, sizeof(*c->routes)))
+		return -1;
+	strcpy(CUR(p, routes)->name, p->sect_name);
+	CUR(p, routes)->line = p->sect_line;
+	return 0;
+}
+
+/* ---- [tunnel NAME] ---- */
+
+#define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
+
+static int tun_addr(struct parser *p, const char *val, uint32_t *addr)
+{
+	if (parse_ipv4(val, addr) || !*addr)
+		return kerr(p, "expected an IPv4 address, got '%s'", val);
+	return 0;
+}
+
+static int key_tun_local(struct parser *p, const char *val)
+{
+	CUR_TUN(p)->local_line = p->line;
+	return tun_addr(p, val, &CUR_TUN(p)->local);
+}
+
+static int key_tun_remote(struct parser *p, const char *val)
+{
+	return tun_addr(p, val, &CUR_TUN(p)->remote);
+}
+
+static int key_tun_lts(struct parser *p, const char *val)
+{
+	return parse_net(p, val, &CUR_TUN(p)->local_ts);
+}
+
+static int key_tun_rts(struct parser *p, const char *val)
+{
+	return parse_net(p, val, &CUR_TUN(p)->remote_ts);
+}
+
+static int key_tun_cipher(struct parser *p, const char *val)
+{
+	if (!strcmp(val, "aes128-gcm"))
+		CUR_TUN(p)->alg = DPVPN_ALG_AES128_GCM;
+	else if (!strcmp(val, "aes256-gcm"))
+		CUR_TUN(p)->alg = DPVPN_ALG_AES256_GCM;
+	else
+		return kerr(p, "expected 'aes128-gcm' or 'aes256-gcm', got '%s'", val);
+	return 0;
+}
+
+static int tun_spi(struct parser *p, const char *val, struct cfg_sa_key *k)
+{
+	uint64_t v;
+
+	k->spi_line = p->line;
+	if (parse_uint(val, true, UINT32_MAX, &v))
+		return kerr(p, "expected an SPI (0x100..0xffffffff or decimal), got '%s'", val);
+	if (v < CFG_SPI_MIN)
+		return kerr(p, "SPI %s is reserved (1..255 by IANA, 0 is invalid); "
+			    "use 256 or more", val);
+	k->spi = (uint32_t)v;
+	return 0;
+}
+
+static int key_tun_out_spi(struct parser *p, const char *val)
+{
+	return tun_spi(p, val, &CUR_TUN(p)->out);
+}
+
+static int key_tun_in_spi(struct parser *p, const char *val)
+{
+	return tun_spi(p, val, &CUR_TUN(p)->in);
+}
+
+/* Both "x-key" and "x-key-file" given: the second one is the error. */
+static int key_once(struct parser *p, struct cfg_sa_key *k, bool file)
+{
+	const char *dir = k == &CUR_TUN(p)->out ? "out" : "in";
+
+	if (k->key_line)
+		return kerr(p, "give either %s-key or %s-key-file, not both "
+			    "(other one at line %d)", dir, dir, k->key_line);
+	k->key_line = p->line;
+	k->key_is_file = file;
+	return 0;
+}
+
+static int set_key_hex(struct parser *p, struct cfg_sa_key *k, const char *hex,
+		       const char *what)
+{
+	char why[96];
+
+	if (decode_hex(hex, k->keymat, sizeof(k->keymat), &k->keymat_len, why, sizeof(why))) {
+		k->keymat_len = 0;
+		return kerr(p, "%sbad hex: %s", what, why);
+	}
+	return 0;
+}
+
+static int key_tun_key(struct parser *p, const char *val, struct cfg_sa_key *k)
+{
+	if (key_once(p, k, false))
+		return -1;
+	return set_key_hex(p, k, val, "");
+}
+
+static int key_tun_out_key(struct parser *p, const char *val)
+{
+	return key_tun_key(p, val, &CUR_TUN(p)->out);
+}
+
+static int key_tun_in_key(struct parser *p, const char *val)
+{
+	return key_tun_key(p, val, &CUR_TUN(p)->in);
+}
+
+/* The file must be a private regular file of root or of us. */
+static int check_key_file(struct parser *p, int fd, const char *path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return kerr(p, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return kerr(p, "%s: not a regular file", path);
+	if (st.st_mode & 077)
+		return kerr(p, "%s: mode %04o lets group or others access the key "
+			    "(chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return kerr(p, "%s: owned by uid %u, not by root or uid %u", path,
+			    (unsigned)st.st_uid, (unsigned)geteuid());
+	return 0;
+}
+
+static ssize_t read_small(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < cap && (n = read(fd, buf + got, cap - got)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += n;
+	}
+	return (ssize_t)got;
+}
+
+/* Trim the file's text to its single line; -1 if there is more than one. */
+static int one_line(char *s)
+{
+	char *e = s + strlen(s);
+
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return strpbrk(s, "\r\n") ? -1 : 0;
+}
+
+static int load_key_file(struct parser *p, struct cfg_sa_key *k, const char *path)
+{
+	char buf[KEYFILE_MAX + 1], what[CFG_PATH_MAX + 4096];
+	char *s = buf;
+	ssize_t n;
+	int fd, rc = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return kerr(p, "%s: %s", path, strerror(errno));
+	if (check_key_file(p, fd, path))
+		goto out;
+	n = read_small(fd, buf, KEYFILE_MAX + 1);
+	if (n < 0 || n > KEYFILE_MAX) {
+		kerr(p, "%s: %s", path, n < 0 ? strerror(errno) : "too big for a key file");
+		goto out;
+	}
+	buf[n] = '\0';
+	while (isspace((unsigned char)*s))
+		s++;
+	if (one_line(s)) {
+		kerr(p, "%s: expected the key as hex on one line", path);
+		goto out;
+	}
+	snprintf(what, sizeof(what), "%s: ", path);
+	rc = set_key_hex(p, k, s, what);
+out:
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
+static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key *k)
+{
+	char path[4096];
+
+	if (key_once(p, k, true))
+		return -1;
+	if (!*val)
+		return kerr(p, "empty path");
+	if (val[0] == '/')
+		snprintf(path, sizeof(path), "%s", val);
+	else if (snprintf(path, sizeof(path), "%s/%s", p->dir, val) >= (int)sizeof(path))
+		return kerr(p, "path too long");
+	return load_key_file(p, k, path);
+}
+
+static int key_tun_out_key_file(struct parser *p, const char *val)
+{
+	return key_tun_key_file(p, val, &CUR_TUN(p)->out);
+}
+
+static int key_tun_in_key_file(struct parser *p, const char *val)
+{
+	return key_tun_key_file(p, val, &CUR_TUN(p)->in);
+}
+
+static int key_tun_replay(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, UINT32_MAX, &v) || v < CFG_REPLAY_WIN_MIN ||
+	    v > DPVPN_REPLAY_WIN_MAX || (v & (v - 1)))
+		return kerr(p, "expected a power of two from %d to %d, got '%s'",
+			    CFG_REPLAY_WIN_MIN, DPVPN_REPLAY_WIN_MAX, val);
+	CUR_TUN(p)->replay_window = (uint32_t)v;
+	return 0;
+}
+
+static int open_tunnel(struct parser *p)
+{
+	struct cfg *c = p->cfg;
+	struct cfg_tunnel **t, *tun;
+
+	tun = calloc(1, sizeof(*tun));
+	t = realloc(c->tunnels, (c->n_tunnels + 1) * sizeof(*t));
+	if (!tun || !t) {
+		free(tun);
+		if (t)
+			c->tunnels = t;
+		return -1;
+	}
+	c->tunnels = t;
+	strcpy(tun->name, p->sect_name);
+	tun->line = p->sect_line;
+	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
+	p->idx = c->n_tunnels;
+	t[c->n_tunnels++] = tun;
+	return 0;
+}
+
+static void check_key_len(struct parser *p, const struct cfg_tunnel *t,
+			  const struct cfg_sa_key *k, const char *dir)
+{
+	size_t klen = cfg_alg_key_len(t->alg), want = klen + DPVPN_SALT_LEN;
+
+	if (!k->key_line) {
+		err_at(p, t->line, "[tunnel %s] missing %s-key or %s-key-file", t->name, dir, dir);
+		return;
+	}
+	if (!klen || !k->keymat_len || k->keymat_len == want)
+		return;	/* no cipher (reported), bad hex (reported), or fine */
+	err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex (%zu-byte key "
+	       "+ %d-byte salt), got %zu", t->name, dir, k->key_is_file ? "-file" : "",
+	       want, klen, DPVPN_SALT_LEN, k->keymat_len);
+}
+
+static void finish_tunnel(struct parser *p)
+{
+	const struct cfg_tunnel *t = CUR_TUN(p);
+
+	check_key_len(p, t, &t->out, "out");
+	check_key_len(p, t, &t->in, "in");
+	if (t->out.spi && t->out.spi == t->in.spi)
+		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: must differ from out-spi "
+		       "(both 0x%08x)", t->name, t->in.spi);
+}
+
+/* ---- section table ---- */
+
+static const struct key_def dataplane_keys[] = {
+	{ "socket", key_dp_socket, false },
+};
+
+static const struct key_def control_keys[] = {
+	{ "socket", key_ctl_socket, false },
+	{ "group", key_ctl_group, false },
+};
+
+static const struct key_def port_keys[] = {
+	{ "id", key_port_id, true },
+	{ "role", key_port_role, true },
+	{ "address", key_port_address, true },
+};
+
+static const struct key_def neigh_keys[] = {
+	{ "port", key_neigh_port, true },
+	{ "address", key_neigh_address, true },
+	{ "mac", key_neigh_mac, true },
+};
+
+static const struct key_def route_keys[] = {
+	{ "dst", key_route_dst, true },
+	{ "port", key_route_port, true },
+	{ "via", key_route_via, false },
+};
+
+static const struct key_def tunnel_keys[] = {
+	{ "local", key_tun_local, true },
+	{ "remote", key_tun_remote, true },
+	{ "local-ts", key_tun_lts, true },
+	{ "remote-ts", key_tun_rts, true },
+	{ "cipher", key_tun_cipher, true },
+	{ "out-spi", key_tun_out_spi, true },
+	{ "in-spi", key_tun_in_spi, true },
+	{ "out-key", key_tun_out_key, false },
+	{ "in-key", key_tun_in_key, false },
+	{ "out-key-file", key_tun_out_key_file, false },
+	{ "in-key-file", key_tun_in_key_file, false },
+	{ "replay-window", key_tun_replay, false },
+};
+
+#define KEYS(k)	k, sizeof(k) / sizeof(k[0])
+
+static const struct sect_def sections[] = {
+	{ "dataplane", SECT_DATAPLANE, false, KEYS(dataplane_keys), open_dataplane, NULL },
+	{ "control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL },
+	{ "port", SECT_PORT, true, KEYS(port_keys), open_port, NULL },
+	{ "neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
+	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, NULL },
+	{ "tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel },
+};
+
+#define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
+_Static_assert(sizeof(tunnel_keys) / sizeof(tunnel_keys[0]) <= 32, "grow parser.seen");
+
+static const struct sect_def *find_section(const char *type)
+{
+	for (size_t i = 0; i < N_SECTIONS; i++)
+		if (!strcmp(sections[i].type, type))
+			return &sections[i];
+	return NULL;
+}
+
+/* Name of entry i of the section type, or NULL past the end. */
+static const char *entry_name(const struct cfg *c, enum sect_type t, size_t i)
+{
+	switch (t) {
+	case SECT_PORT:
+		return i < c->n_ports ? c->ports[i].name : NULL;
+	case SECT_NEIGH:
+		return i < c->n_neighs ? c->neighs[i].name : NULL;
+	case SECT_ROUTE:
+		return i < c->n_routes ? c->routes[i].name : NULL;
+	case SECT_TUNNEL:
+		return i < c->n_tunnels ? c->tunnels[i]->name : NULL;
+	default:
+		return NULL;
+	}
+}
+
+static bool name_taken(const struct cfg *c, enum sect_type t, const char *name)
+{
+	const char *n;
+
+	for (size_t i = 0; (n = entry_name(c, t, i)); i++)
+		if (!strcmp(n, name))
+			return true;
+	return false;
+}
+
+static void finish_section(struct parser *p)
+{
+	const struct sect_def *d = p->def;
+	const char *sep = p->sect_name[0] ? " " : "";
+
+	if (p->type == SECT_NONE || p->type == SECT_BAD)
+		return;
+	for (size_t i = 0; i < d->n_keys; i++)
+		if (d->keys[i].required && !(p->seen & (1u << i)))
+			err_at(p, p->sect_line, "[%s%s%s] missing required key '%s'", d->type, sep,
+			       p->sect_name, d->keys[i].name);
+	if (d->finish)
+		d->finish(p);
+	p->type = SECT_NONE;
+}
+
+/* Check "TYPE [NAME]" of a header and open the section; -1 if refused. */
+static int open_section(struct parser *p, char *type, char *name)
+{
+	const struct sect_def *d = find_section(type);
+
+	if (!d) {
+		err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, port, "
+		       "neighbor, route or tunnel)", type);
+		return -1;
+	}
+	if (d->named && !*name) {
+		err_at(p, p->line, "[%s] needs a name: [%s NAME]", type, type);
+		return -1;
+	}
+	if (!d->named && *name) {
+		err_at(p, p->line, "[%s] takes no name, got '%s'", type, name);
+		return -1;
+	}
+	if (strlen(name) > CFG_NAME_MAX || !valid_name(name)) {
+		err_at(p, p->line, "[%s %s] name must be 1..%d characters of A-Z a-z 0-9 - _ .",
+		       type, name, CFG_NAME_MAX);
+		return -1;
+	}
+	if (name_taken(p->cfg, d->id, name)) {
+		err_at(p, p->line, "duplicate section [%s %s]", type, name);
+		return -1;
+	}
+	strcpy(p->sect_name, name);
+	if (d->open(p)) {
+		err_at(p, p->line, "duplicate section [%s]", type);
+		return -1;
+	}
+	p->def = d;
+	p->type = d->id;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static bool is_comment(const char *s)
+{
+	return *s == '\0' || *s == ';' || *s == '#';
+}
+
+/* A "[type name]" line (s starts at '['). */
+static void section_header(struct parser *p, char *s)
+{
+	char *end = strchr(s, ']'), *body, *name;
+
+	finish_section(p);
+	p->type = SECT_BAD;
+	p->sect_line = p->line;
+	p->sect_name[0] = '\0';
+	p->seen = 0;
+	if (!end || !is_comment(trim(end + 1))) {
+		err_at(p, p->line, "expected '[type name]' on a line of its own");
+		return;
+	}
+	*end = '\0';
+	body = trim(s + 1);
+	name = body + strcspn(body, " \t");
+	if (*name)
+		*name++ = '\0';
+	if (open_section(p, body, trim(name)) == 0)
+		return;
+	p->type = SECT_BAD;
+	p->sect_name[0] = '\0';
+}
+
+/* ---- key dispatch (from inih, or from the reader for key lines) ---- */
+
+static int handle_kv(struct parser *p, const char *name, const char *value)
+{
+	const struct sect_def *d = p->def;
+	size_t i;
+
+	if (p->type == SECT_NONE) {
+		err_at(p, p->line, "'%s' outside of any section", name);
+		return 1;
+	}
+	if (p->type == SECT_BAD)
+		return 1;	/* the header's error was reported */
+	p->key = name;
+	for (i = 0; i < d->n_keys; i++)
+		if (!strcmp(d->keys[i].name, name))
+			break;
+	if (i == d->n_keys) {
+		kerr(p, "unknown key");
+	} else if (p->seen & (1u << i)) {
+		kerr(p, "duplicate key");
+	} else {
+		p->seen |= 1u << i;
+		d->keys[i].fn(p, value);
+	}
+	p->key = NULL;
+	return 1;	/* errors are collected; let inih go on */
+}
+
+static int on_ini_kv(void *user, const char *section, const char *name, const char *value)
+{
+	(void)section;
+	return handle_kv(user, name, value);
+}
+
+/* Split "name = value ; comment" as inih does (inline ';' after whitespace). */
+static void secret_line(struct parser *p, char *s)
+{
+	char *sep = s + strcspn(s, "=:"), *v, *c;
+
+	*sep = '\0';
+	v = sep + 1;
+	for (c = v; *c; c++) {
+		if (*c == ';' && c > v && isspace((unsigned char)c[-1])) {
+			*c = '\0';
+			break;
+		}
+	}
+	handle_kv(p, trim(s), trim(v));
+}
+
+static bool is_secret_key(const char *s)
+{
+	size_t n = strcspn(s, "=:");
+
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	return (n == 6 && !strncmp(s, "in-key", 6)) || (n == 7 && !strncmp(s, "out-key", 7));
+}
+
+/* Next line of the file, NUL-terminated in place; NULL at the end. */
+static char *next_line(struct parser *p)
+{
+	char *s, *nl;
+
+	if (p->pos >= p->text_len)
+		return NULL;
+	s = p->text + p->pos;
+	nl = memchr(s, '\n', p->text_len - p->pos);
+	if (nl) {
+		*nl = '\0';
+		p->pos = nl + 1 - p->text;
+	} else {
+		p->pos = p->text_len;	/* text is NUL-terminated past the end */
+	}
+	p->line++;
+	if (p->line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
+		s += 3;
+	return s;
+}
+
+/*
+ * inih's reader: hands inih only plain "key = value" lines; everything else is
+ * handled here and replaced by an empty line.
+ */
+static char *read_ini_line(char *buf, int num, void *stream)
+{
+	struct parser *p = stream;
+	char *s = next_line(p);
+
+	if (!s)
+		return NULL;
+	buf[0] = '\0';
+	s = trim(s);
+	if (is_comment(s))
+		return buf;
+	if (*s == '[') {
+		section_header(p, s);
+	} else if (strlen(s) + 2 > (size_t)num) {
+		err_at(p, p->line, "line longer than %d characters", num - 2);
+	} else if (!s[strcspn(s, "=:")] || s[0] == '=' || s[0] == ':') {
+		err_at(p, p->line, "expected 'key = value' or '[type name]'");
+	} else if (is_secret_key(s)) {
+		secret_line(p, s);
+	} else {
+		snprintf(buf, num, "%s\n", s);
+	}
+	return buf;
+}
+
+/* ---- whole-file checks ---- */
+
+static int find_port(const struct cfg *c, const char *ref)
+{
+	uint64_t id;
+	bool numeric = parse_uint(ref, false, CFG_PORT_ID_MAX, &id) == 0;
+
+	for (size_t i = 0; i < c->n_ports; i++)
+		if (!strcmp(c->ports[i].name, ref) || (numeric && c->ports[i].id == id))
+			return (int)i;
+	return -1;
+}
+
+static void resolve_ports(struct parser *p)
+{
+	struct cfg *c = p->cfg;
+	int i;
+
+	for (size_t n = 0; n < c->n_neighs; n++) {
+		struct cfg_neigh *e = &c->neighs[n];
+
+		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
+			err_at(p, e->port_line, "[neighbor %s] port: no [port] named or numbered "
+			       "'%s'", e->name, e->port_ref);
+		else if (e->port_line)
+			e->port_id = c->ports[i].id;
+	}
+	for (size_t n = 0; n < c->n_routes; n++) {
+		struct cfg_route *e = &c->routes[n];
+
+		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
+			err_at(p, e->port_line, "[route %s] port: no [port] named or "
+			       "numbered '%s'", e->name, e->port_ref);
+		else if (e->port_line)
+			e->port_id = c->ports[i].id;
+	}
+}
+
+static void check_port_ids(struct parser *p)
+{
+	const struct cfg *c = p->cfg;
+
+	for (size_t i = 0; i < c->n_ports; i++)
+		for (size_t j = 0; j < i; j++)
+			if (c->ports[i].id_line && c->ports[j].id_line &&
+			    c->ports[i].id == c->ports[j].id) {
+				err_at(p, c->ports[i].id_line, "[port %s] id: %u is already "
+				       "the id of [port %s]", c->ports[i].name, c->ports[i].id,
+				       c->ports[j].name);
+				break;
+			}
+}
+
+static bool is_outside_addr(const struct cfg *c, uint32_t addr)
+{
+	for (size_t i = 0; i < c->n_ports; i++)
+		if (c->ports[i].role == DPVPN_ROLE_OUTSIDE && c->ports[i].address.addr == addr)
+			return true;
+	return false;
+}
+
+static void check_tunnels(struct parser *p)
+{
+	const struct cfg *c = p->cfg;
+	char buf[INET_ADDRSTRLEN];
+
+	for (size_t i = 0; i < c->n_tunnels; i++) {
+		const struct cfg_tunnel *t = c->tunnels[i];
+
+		if (t->local && !is_outside_addr(c, t->local))
+			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
+			       "outside port", t->name, fmt_ipv4(t->local, buf));
+		for (size_t j = 0; j < i && t->in.spi; j++) {
+			if (c->tunnels[j]->in.spi != t->in.spi)
+				continue;
+			err_at(p, t->in.spi_line, "[tunnel %s] in-spi: 0x%08x is already "
+			       "the in-spi of [tunnel %s]", t->name, t->in.spi,
+			       c->tunnels[j]->name);
+			break;
+		}
+	}
+}
+
+static void check_all(struct parser *p)
+{
+	if (!p->cfg->n_ports)
+		err_at(p, p->line ? p->line : 1, "no [port NAME] section: at least one is needed");
+	check_port_ids(p);
+	resolve_ports(p);
+	check_tunnels(p);
+}
+
+/* ---- entry points ---- */
+
+static int read_file(struct parser *p, const char *path)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		err_at(p, 0, "%s", strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > CFG_FILE_MAX) {
+		err_at(p, 0, "not a regular file of at most %d bytes", CFG_FILE_MAX);
+		goto fail;
+	}
+	p->text = calloc(1, (size_t)st.st_size + 1);
+	n = p->text ? read_small(fd, p->text, (size_t)st.st_size) : -1;
+	if (n < 0) {
+		err_at(p, 0, "%s", strerror(errno));
+		goto fail;
+	}
+	p->text_len = (size_t)n;
+	p->text[n] = '\0';
+	close(fd);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static void set_dir(struct parser *p, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		strcpy(p->dir, ".");
+	else if (slash == path)
+		strcpy(p->dir, "/");
+	else
+		snprintf(p->dir, sizeof(p->dir), "%.*s", (int)(slash - path), path);
+}
+
+int cfg_load(struct cfg *cfg, const char *path)
+{
+	struct parser p = { .cfg = cfg, .file = path };
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	strcpy(cfg->dp_socket, CFG_DEFAULT_DP_SOCKET);
+	strcpy(cfg->ctl_socket, CFG_DEFAULT_CTL_SOCKET);
+	set_dir(&p, path);
+	if (read_file(&p, path) == 0) {
+		ini_parse_stream(read_ini_line, &p, on_ini_kv, &p);
+		finish_section(&p);
+		check_all(&p);
+	}
+	if (p.text) {
+		explicit_bzero(p.text, p.text_len);
+		free(p.text);
+	}
+	move_errors(&p);
+	return cfg->n_errors ? -1 : 0;
+}
+
+void cfg_print_errors(const struct cfg *cfg, FILE *out)
+{
+	for (size_t i = 0; i < cfg->n_errors; i++)
+		fprintf(out, "%s\n", cfg->errors[i]);
+}
+
+size_t cfg_alg_key_len(uint8_t alg)
+{
+	switch (alg) {
+	case DPVPN_ALG_AES128_GCM:
+		return 16;
+	case DPVPN_ALG_AES256_GCM:
+		return 32;
+	default:
+		return 0;
+	}
+}
+
+const char *cfg_alg_name(uint8_t alg)
+{
+	switch (alg) {
+	case DPVPN_ALG_AES128_GCM:
+		return "aes128-gcm";
+	case DPVPN_ALG_AES256_GCM:
+		return "aes256-gcm";
+	default:
+		return "unknown";
+	}
+}
+
+void cfg_wipe_keys(struct cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		explicit_bzero(cfg->tunnels[i]->out.keymat, sizeof(cfg->tunnels[i]->out.keymat));
+		explicit_bzero(cfg->tunnels[i]->in.keymat, sizeof(cfg->tunnels[i]->in.keymat));
+	}
+}
+
+void cfg_free(struct cfg *cfg)
+{
+	cfg_wipe_keys(cfg);
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		free(cfg->tunnels[i]);
+	for (size_t i = 0; i < cfg->n_errors; i++)
+		free(cfg->errors[i]);
+	free(cfg->tunnels);
+	free(cfg->ports);
+	free(cfg->neighs);
+	free(cfg->routes);
+	free(cfg->errors);
+	memset(cfg, 0, sizeof(*cfg));
+}

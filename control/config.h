@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * config.h - dpvpnd's configuration file (INI, parsed with libinih).
+ *
+ * cfg_load() reads the whole file and collects every error as
+ * "FILE:LINE: message"; the caller prints them (cfg_print_errors()).  Values
+ * are stored ready for the dataplane protocol: IPv4 addresses and SPIs in
+ * host order here, converted to network order when the messages are built.
+ *
+ * Key material lives only in the fixed arrays of struct cfg_tunnel, which are
+ * allocated one by one (never moved by realloc) and wiped by cfg_wipe_keys()
+ * and cfg_free().
+ */
+#ifndef DPVPN_CONTROL_CONFIG_H
+#define DPVPN_CONTROL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dpvpn_proto.h"
+
+#define CFG_NAME_MAX		(DPVPN_NAME_LEN - 1)	/* section names */
+#define CFG_PATH_MAX		108	/* sizeof(sun_path) */
+#define CFG_PORT_ID_MAX		1023
+#define CFG_SPI_MIN		256	/* 1..255 are reserved by IANA */
+#define CFG_REPLAY_WIN_MIN	64
+#define CFG_KEYMAT_MAX		(DPVPN_KEY_MAX + DPVPN_SALT_LEN)
+#define CFG_DEFAULT_DP_SOCKET	"/run/dpvpn/dataplane.sock"
+#define CFG_DEFAULT_CTL_SOCKET	"/run/dpvpn/dpvpnd.sock"
+
+struct cfg_prefix {
+	uint32_t addr;		/* host order */
+	uint8_t len;
+};
+
+struct cfg_port {
+	char name[DPVPN_NAME_LEN];
+	int line;		/* section header */
+	int id_line;
+	uint16_t id;
+	uint8_t role;		/* enum dpvpn_port_role */
+	struct cfg_prefix address;
+};
+
+struct cfg_neigh {
+	char name[DPVPN_NAME_LEN];
+	int line;
+	int port_line;
+	char port_ref[DPVPN_NAME_LEN];	/* resolved into port_id at the end */
+	uint16_t port_id;
+	uint32_t addr;
+	uint8_t mac[6];
+};
+
+struct cfg_route {
+	char name[DPVPN_NAME_LEN];
+	int line;
+	int port_line;
+	char port_ref[DPVPN_NAME_LEN];
+	uint16_t port_id;
+	struct cfg_prefix dst;
+	uint32_t via;		/* 0: on-link */
+};
+
+/* One direction of a tunnel: SPI and key + salt. */
+struct cfg_sa_key {
+	uint32_t spi;
+	int spi_line;
+	int key_line;		/* line of key or key-file, 0 if neither */
+	int key_is_file;
+	size_t keymat_len;	/* bytes decoded (may exceed the array: error) */
+	uint8_t keymat[CFG_KEYMAT_MAX];	/* secret: AES key then salt */
+};
+
+struct cfg_tunnel {
+	char name[DPVPN_NAME_LEN];
+	int line;
+	int local_line;
+	uint32_t local, remote;
+	struct cfg_prefix local_ts, remote_ts;
+	uint8_t alg;		/* enum dpvpn_alg */
+	uint32_t replay_window;
+	struct cfg_sa_key out, in;
+};
+
+struct cfg {
+	char path[4096];
+	char dp_socket[CFG_PATH_MAX];
+	char ctl_socket[CFG_PATH_MAX];
+	char group[64];		/* empty: socket mode 0600 */
+	gid_t gid;
+	struct cfg_port *ports;
+	size_t n_ports;
+	struct cfg_neigh *neighs;
+	size_t n_neighs;
+	struct cfg_route *routes;
+	size_t n_routes;
+	struct cfg_tunnel **tunnels;	/* one allocation each: never moved */
+	size_t n_tunnels;
+	char **errors;		/* "FILE:LINE: message", sorted by line */
+	size_t n_errors;
+};
+
+/* Parse PATH into *cfg (zeroed first).  Returns 0, or -1 with cfg->errors set
+ * (or errno-style failure to open, also reported as an error string). */
+int cfg_load(struct cfg *cfg, const char *path);
+void cfg_print_errors(const struct cfg *cfg, FILE *out);
+/* AES key length of an alg, 0 if unknown. */
+size_t cfg_alg_key_len(uint8_t alg);
+const char *cfg_alg_name(uint8_t alg);
+/* Wipe every key in cfg (after the install). */
+void cfg_wipe_keys(struct cfg *cfg);
+void cfg_free(struct cfg *cfg);
+
+#endif /* DPVPN_CONTROL_CONFIG_H */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ctl_proto.h - the operator protocol between dpvpnctl (or any client) and
+ * dpvpnd.
+ *
+ * Transport: a UNIX SOCK_SEQPACKET socket served by dpvpnd ([control] socket
+ * in the config, default CTL_DEFAULT_SOCKET; mode 0600, or 0660 with the
+ * [control] group).  dpvpnd checks the client's SO_PEERCRED when it accepts
+ * the connection: uid 0, dpvpnd's own euid, or (with a group configured) that
+ * group as the primary or a supplementary group.  Anyone else gets one error
+ * reply ("permission denied: ...") and the connection is closed.
+ *
+ * One datagram is one JSON object (UTF-8, no NUL).  A client may send several
+ * requests on one connection; each is answered by exactly one reply, in order.
+ * (An empty datagram cannot be told from the end of the connection: dpvpnd
+ * closes the connection.)
+ * Requests are at most CTL_REQ_MAX bytes, replies at most CTL_REPLY_MAX.
+ *
+ * Requests:
+ *   {"cmd":"status"}
+ *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"}
+ * Any other member is an error, as are a missing or unknown "cmd" or "what".
+ *
+ * Replies:
+ *   {"ok":true,"result":RESULT}
+ *   {"ok":false,"error":"message naming the field or the cause"}
+ * Errors are never fatal to the connection, except "permission denied".
+ *
+ * RESULT by request (N is a JSON integer; addresses are dotted quads, prefixes
+ * "a.b.c.d/len", SPIs "0x%08x"):
+ *   status:   {"dpvpnd":{"version":"0.1.0","config":PATH,"pid":N},
+ *              "dataplane":{"proto_version":N,"ports":N,"workers":N,"sas":N,
+ *                           "policies":N,"started":BOOL,"uptime_s":N,
+ *                           "crypto":"library and code path"}}
+ *   sa:       {"sas":[{"name":"to-b","spi":"0x00001001","dir":"out"|"in",
+ *                      "cipher":"aes128-gcm"|"aes256-gcm","local":IP,"remote":IP,
+ *                      "local_ts":PREFIX,"remote_ts":PREFIX,"replay_window":N,
+ *                      "seq":N,"packets":N,"bytes":N,
+ *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,
+ *                               "other":N}}, ...]}
+ *   ports:    {"ports":[{"id":N,"name":"net_af_packet0",
+ *                        "role":"inside"|"outside"|"none","address":PREFIX,
+ *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
+ *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
+ *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,
+ *                        "tx_errors":N}, ...]}
+ *   counters: {"rx_packets":N,"tx_packets":N,"encrypted":N,"decrypted":N,
+ *              "arp_in":N,"arp_out":N,
+ *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
+ *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
+ *              newer than dpvpnd are named "reason-INDEX"
+ *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX,"spi":"0x00001001",
+ *                           "priority":N}, ...]}
+ *
+ * "show" queries the dataplane at the time of the request; when it fails the
+ * reply is an error naming the dataplane's message.
+ */
+#ifndef DPVPN_CONTROL_CTL_PROTO_H
+#define DPVPN_CONTROL_CTL_PROTO_H
+
+#define CTL_DEFAULT_SOCKET	"/run/dpvpn/dpvpnd.sock"
+#define CTL_REQ_MAX		65536		/* bytes of one request */
+#define CTL_REPLY_MAX		(1 << 20)	/* bytes of one reply */
+
+#endif /* DPVPN_CONTROL_CTL_PROTO_H */

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ctl_server.c - the operator socket: set it up, vet clients by SO_PEERCRED,
+ * and answer one JSON request per datagram.
+ *
+ * Every request is checked before it is acted on: size, JSON syntax, an
+ * object, known "cmd"/"what", no unknown members.  Nothing a client sends can
+ * end the daemon; at worst the client gets an error reply.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl_proto.h"
+#include "ctl_server.h"
+
+#define CTL_BACKLOG	16
+#define CTL_MAX_GROUPS	256
+
+/* ---- socket setup ---- */
+
+/* mkdir -p the parent of PATH; new directories are private to us (and the
+ * group, if the socket is shared with one). */
+static int make_parent(const char *path, int has_group, gid_t gid)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	mode_t mode = has_group ? 0750 : 0700;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *s = dir + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(dir, mode) == 0) {
+			if (has_group && chown(dir, (uid_t)-1, gid))
+				goto fail;
+		} else if (errno != EEXIST) {
+			goto fail;
+		}
+		*s = '/';
+	}
+	return 0;
+fail:
+	fprintf(stderr, "dpvpnd: %s: %s\n", dir, strerror(errno));
+	return -1;
+}
+
+/* A socket file left by a dead dpvpnd is removed; a live one is not. */
+static int remove_stale(const struct sockaddr_un *sa)
+{
+	const char *path = sa->sun_path;
+	struct stat st;
+	int fd, live;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "dpvpnd: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "dpvpnd: %s: exists and is not a socket\n", path);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	live = fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (live) {
+		fprintf(stderr, "dpvpnd: %s: in use by another process\n", path);
+		return -1;
+	}
+	if (unlink(path) && errno != ENOENT) {
+		fprintf(stderr, "dpvpnd: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int bind_private(int fd, const struct sockaddr_un *sa, int has_group, gid_t gid)
+{
+	mode_t old = umask(077);
+	int rc = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+
+	umask(old);
+	if (rc)
+		return -1;
+	if (has_group)
+		return chown(sa->sun_path, (uid_t)-1, gid) || chmod(sa->sun_path, 0660);
+	return chmod(sa->sun_path, 0600);
+}
+
+int ctl_listen(const char *path, int has_group, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "dpvpnd: %s: path too long for a UNIX socket\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	if (make_parent(path, has_group, gid))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		fprintf(stderr, "dpvpnd: socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (remove_stale(&sa))
+		goto fail;
+	if (bind_private(fd, &sa, has_group, gid) || listen(fd, CTL_BACKLOG)) {
+		fprintf(stderr, "dpvpnd: %s: %s\n", path, strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* ---- replies ---- */
+
+static void send_reply(int cfd, json_t *reply)
+{
+	char *text = json_dumps(reply, JSON_COMPACT);
+	size_t len = text ? strlen(text) : 0;
+
+	if (text && len > CTL_REPLY_MAX) {
+		free(text);
+		text = NULL;
+	}
+	if (!text) {
+		json_t *e = json_pack("{s:b,s:s}", "ok", 0, "error", "reply too large");
+
+		text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+		json_decref(e);
+		if (!text)
+			return;
+		len = strlen(text);
+	}
+	if (send(cfd, text, len, MSG_NOSIGNAL) < 0)
+		fprintf(stderr, "dpvpnd: reply of %zu bytes to client: %s\n", len,
+			strerror(errno));
+	free(text);
+}
+
+static json_t *error_reply(const char *msg)
+{
+	return json_pack("{s:b,s:s}", "ok", 0, "error", msg);
+}
+
+/* ---- peer credentials ---- */
+
+static int in_groups(int cfd, gid_t gid)
+{
+	gid_t groups[CTL_MAX_GROUPS];
+	socklen_t len = sizeof(groups);
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+		return 0;
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+static int peer_allowed(const struct ctl_ctx *ctx, int cfd, char *why, size_t why_len)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		snprintf(why, why_len, "permission denied: no peer credentials");
+		return 0;
+	}
+	if (cr.uid == 0 || cr.uid == ctx->euid)
+		return 1;
+	if (ctx->has_group && (cr.gid == ctx->gid || in_groups(cfd, ctx->gid)))
+		return 1;
+	snprintf(why, why_len, "permission denied: uid %u is not root, uid %u%s", cr.uid,
+		 ctx->euid, ctx->has_group ? " or in the control group" : "");
+	return 0;
+}
+
+/*
+ * Closing with unread requests queued makes the peer's recv() fail with
+ * ECONNRESET before it sees our error reply: discard them first.
+ */
+static void drain_close(int cfd)
+{
+	char c;
+
+	while (recv(cfd, &c, 1, MSG_DONTWAIT | MSG_TRUNC) > 0)
+		;
+	close(cfd);
+}
+
+int ctl_accept(struct ctl_ctx *ctx, int lfd)
+{
+	int sndbuf = CTL_REPLY_MAX + 4096;
+	char why[128];
+	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (cfd < 0)
+		return -1;
+	/* A SEQPACKET reply must fit the send buffer in one piece. */
+	if (setsockopt(cfd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (peer_allowed(ctx, cfd, why, sizeof(why)))
+		return cfd;
+	json_t *e = error_reply(why);
+
+	if (e)
+		send_reply(cfd, e);
+	json_decref(e);
+	fprintf(stderr, "dpvpnd: refused client: %s\n", why);
+	drain_close(cfd);
+	return -1;
+}
+
+/* ---- requests ---- */
+
+typedef json_t *(*show_fn)(struct ctl_ctx *ctx, char *err, size_t err_len);
+
+static const struct {
+	const char *what;
+	show_fn fn;
+} shows[] = {
+	{ "sa", ctl_show_sa },
+	{ "ports", ctl_show_ports },
+	{ "counters", ctl_show_counters },
+	{ "policies", ctl_show_policies },
+};
+
+/* Members other than those named in ALLOWED (NULL-terminated) are errors. */
+static int only_members(json_t *req, const char *const *allowed, char *err, size_t err_len)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(req, key, v) {
+		size_t i;
+
+		for (i = 0; allowed[i] && strcmp(allowed[i], key); i++)
+			;
+		if (!allowed[i]) {
+			snprintf(err, err_len, "unknown member \"%.64s\"", key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", "what", NULL };
+	json_t *w = json_object_get(req, "what");
+	const char *what;
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (!w) {
+		snprintf(err, err_len, "missing \"what\" (sa, ports, counters or policies)");
+		return NULL;
+	}
+	what = json_string_value(w);
+	if (!what) {
+		snprintf(err, err_len, "\"what\" must be a string");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(shows) / sizeof(shows[0]); i++)
+		if (!strcmp(shows[i].what, what))
+			return shows[i].fn(ctx, err, err_len);
+	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters or "
+		 "policies)", what);
+	return NULL;
+}
+
+static json_t *do_status(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", NULL };
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	return ctl_show_status(ctx, err, err_len);
+}
+
+static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	json_t *c;
+	const char *cmd;
+
+	if (!json_is_object(req)) {
+		snprintf(err, err_len, "request must be a JSON object");
+		return NULL;
+	}
+	c = json_object_get(req, "cmd");
+	if (!c) {
+		snprintf(err, err_len, "missing \"cmd\" (status or show)");
+		return NULL;
+	}
+	cmd = json_string_value(c);
+	if (!cmd) {
+		snprintf(err, err_len, "\"cmd\" must be a string");
+		return NULL;
+	}
+	if (!strcmp(cmd, "status"))
+		return do_status(ctx, req, err, err_len);
+	if (!strcmp(cmd, "show"))
+		return do_show(ctx, req, err, err_len);
+	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status or show)", cmd);
+	return NULL;
+}
+
+json_t *ctl_dispatch(struct ctl_ctx *ctx, json_t *req)
+{
+	char err[320] = "out of memory";
+	json_t *result = run_request(ctx, req, err, sizeof(err));
+
+	if (!result)
+		return error_reply(err);
+	return json_pack("{s:b,s:o}", "ok", 1, "result", result);
+}
+
+static json_t *parse_request(const char *buf, ssize_t n, char *err, size_t err_len)
+{
+	json_error_t je;
+	json_t *req;
+
+	if (n > CTL_REQ_MAX) {
+		snprintf(err, err_len, "request larger than %d bytes", CTL_REQ_MAX);
+		return NULL;
+	}
+	req = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+	if (!req)
+		snprintf(err, err_len, "request is not JSON: %s (byte %d)", je.text, je.position);
+	return req;
+}
+
+int ctl_serve(struct ctl_ctx *ctx, int cfd)
+{
+	static char buf[CTL_REQ_MAX + 1];
+	char err[256];
+	json_t *req, *reply;
+	ssize_t n = recv(cfd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0)
+		return -1;	/* closed or reset */
+	req = parse_request(buf, n, err, sizeof(err));
+	reply = req ? ctl_dispatch(ctx, req) : error_reply(err);
+	json_decref(req);
+	if (reply)
+		send_reply(cfd, reply);
+	json_decref(reply);
+	return 0;
+}

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ctl_show.c - answers to "status" and "show": one dataplane query each,
+ * turned into the JSON shapes documented in ctl_proto.h.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl_show.h"
+
+#ifndef DPVPN_VERSION
+#define DPVPN_VERSION "unknown"
+#endif
+
+static const char *const drop_names[] = {
+#define DPVPN_X_NAME(e, name, desc) name,
+	DPVPN_DROP_REASONS(DPVPN_X_NAME)
+#undef DPVPN_X_NAME
+};
+
+_Static_assert(sizeof(drop_names) / sizeof(drop_names[0]) == DPVPN_DROP_MAX,
+	       "one name per drop reason");
+
+static json_t *dp_failed(struct ctl_ctx *ctx, char *err, size_t err_len, const char *what)
+{
+	snprintf(err, err_len, "dataplane %s: %s", what, ctx->dp->err);
+	return NULL;
+}
+
+static json_t *ipv4(uint32_t net)
+{
+	char buf[INET_ADDRSTRLEN];
+	struct in_addr a = { .s_addr = net };
+
+	return json_string(inet_ntop(AF_INET, &a, buf, sizeof(buf)));
+}
+
+static json_t *prefix(uint32_t net, uint8_t len)
+{
+	char buf[INET_ADDRSTRLEN];
+	struct in_addr a = { .s_addr = net };
+
+	inet_ntop(AF_INET, &a, buf, sizeof(buf));
+	return json_sprintf("%s/%u", buf, len);
+}
+
+static json_t *spi(uint32_t net)
+{
+	return json_sprintf("0x%08x", ntohl(net));
+}
+
+/* A fixed-size name from the dataplane: bounded, and valid UTF-8 or "?". */
+static json_t *name(const char *s, size_t cap)
+{
+	json_t *j = json_stringn(s, strnlen(s, cap));
+
+	return j ? j : json_string("?");
+}
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_status st;
+
+	if (dp_call(ctx->dp, DPVPN_MSG_HELLO, NULL, 0, &st, sizeof(st)))
+		return dp_failed(ctx, err, err_len, "status");
+	return json_pack("{s:{s:s,s:s,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:b,s:o,s:o}}",
+		"dpvpnd",
+			"version", DPVPN_VERSION,
+			"config", ctx->config_path,
+			"pid", (json_int_t)getpid(),
+		"dataplane",
+			"proto_version", (json_int_t)st.proto_version,
+			"ports", (json_int_t)st.n_ports,
+			"workers", (json_int_t)st.n_workers,
+			"sas", (json_int_t)st.n_sa,
+			"policies", (json_int_t)st.n_policies,
+			"started", st.started != 0,
+			"uptime_s", u64(st.uptime_s),
+			"crypto", name(st.crypto_lib, sizeof(st.crypto_lib)));
+}
+
+static json_t *sa_json(const struct dpvpn_sa_info *s)
+{
+	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,"
+			 "s:{s:o,s:o,s:o,s:o}}",
+		"name", name(s->name, sizeof(s->name)),
+		"spi", spi(s->spi),
+		"dir", s->dir == DPVPN_DIR_IN ? "in" : s->dir == DPVPN_DIR_OUT ? "out" : "?",
+		"cipher", cfg_alg_name(s->alg),
+		"local", ipv4(s->local),
+		"remote", ipv4(s->remote),
+		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
+		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
+		"replay_window", (json_int_t)s->replay_window,
+		"seq", u64(s->seq),
+		"packets", u64(s->packets),
+		"bytes", u64(s->bytes),
+		"drops",
+			"replay", u64(s->drop_replay),
+			"bad-icv", u64(s->drop_icv),
+			"policy-mismatch", u64(s->drop_policy),
+			"other", u64(s->drop_other));
+}
+
+static const char *role_name(uint8_t role)
+{
+	switch (role) {
+	case DPVPN_ROLE_INSIDE:
+		return "inside";
+	case DPVPN_ROLE_OUTSIDE:
+		return "outside";
+	default:
+		return "none";
+	}
+}
+
+static json_t *port_json(const struct dpvpn_port_info *p)
+{
+	const uint8_t *m = p->mac;
+
+	return json_pack("{s:I,s:o,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"id", (json_int_t)p->port_id,
+		"name", name(p->name, sizeof(p->name)),
+		"role", role_name(p->role),
+		"address", prefix(p->addr, p->prefix_len),
+		"mac", json_sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+				    m[4], m[5]),
+		"link", p->link_up ? "up" : "down",
+		"rx_packets", u64(p->rx_packets),
+		"rx_bytes", u64(p->rx_bytes),
+		"tx_packets", u64(p->tx_packets),
+		"tx_bytes", u64(p->tx_bytes),
+		"rx_missed", u64(p->rx_missed),
+		"rx_errors", u64(p->rx_errors),
+		"tx_errors", u64(p->tx_errors));
+}
+
+static json_t *policy_json(const struct dpvpn_policy *p)
+{
+	return json_pack("{s:o,s:o,s:o,s:I}",
+		"src", prefix(p->src.addr, p->src.len),
+		"dst", prefix(p->dst.addr, p->dst.len),
+		"spi", spi(p->spi),
+		"priority", (json_int_t)p->priority);
+}
+
+typedef json_t *(*entry_fn)(const void *entry);
+
+/* Dump table TYPE into {"KEY":[entry_fn(e)...]}. */
+static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entry_fn fn,
+			  const char *key, char *err, size_t err_len)
+{
+	json_t *arr, *e;
+	uint8_t *entries;
+	uint32_t n;
+
+	if (dp_dump(ctx->dp, type, esize, (void **)&entries, &n))
+		return dp_failed(ctx, err, err_len, key);
+	arr = json_array();
+	for (uint32_t i = 0; arr && i < n; i++) {
+		e = fn(entries + (size_t)i * esize);
+		if (!e || json_array_append_new(arr, e)) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	free(entries);
+	if (!arr)
+		snprintf(err, err_len, "out of memory building %s", key);
+	return arr ? json_pack("{s:o}", key, arr) : NULL;
+}
+
+static json_t *sa_entry(const void *e)
+{
+	return sa_json(e);
+}
+
+static json_t *port_entry(const void *e)
+{
+	return port_json(e);
+}
+
+static json_t *policy_entry(const void *e)
+{
+	return policy_json(e);
+}
+
+json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	return show_table(ctx, DPVPN_MSG_SHOW_SA, sizeof(struct dpvpn_sa_info), sa_entry, "sas",
+			  err, err_len);
+}
+
+json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	return show_table(ctx, DPVPN_MSG_SHOW_PORTS, sizeof(struct dpvpn_port_info), port_entry,
+			  "ports", err, err_len);
+}
+
+json_t *ctl_show_policies(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	return show_table(ctx, DPVPN_MSG_SHOW_POLICIES, sizeof(struct dpvpn_policy),
+			  policy_entry, "policies", err, err_len);
+}
+
+static json_t *drops_json(const struct dpvpn_counters *c)
+{
+	uint32_t n = c->n_reasons < DPVPN_DROP_SLOTS ? c->n_reasons : DPVPN_DROP_SLOTS;
+	json_t *d = json_object();
+	char other[32];
+
+	for (uint32_t i = 0; d && i < n; i++) {
+		const char *key = other;
+
+		if (i < DPVPN_DROP_MAX)
+			key = drop_names[i];
+		else
+			snprintf(other, sizeof(other), "reason-%u", i);
+		json_object_set_new(d, key, u64(c->drops[i]));
+	}
+	return d;
+}
+
+json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_counters c;
+
+	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
+		return dp_failed(ctx, err, err_len, "counters");
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"rx_packets", u64(c.rx_packets),
+		"tx_packets", u64(c.tx_packets),
+		"encrypted", u64(c.encrypted),
+		"decrypted", u64(c.decrypted),
+		"arp_in", u64(c.arp_in),
+		"arp_out", u64(c.arp_out),
+		"drops", drops_json(&c));
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ctl_show.h - build the JSON results of the operator protocol (ctl_proto.h)
+ * from the dataplane's answers.
+ */
+#ifndef DPVPN_CONTROL_CTL_SHOW_H
+#define DPVPN_CONTROL_CTL_SHOW_H
+
+#include <jansson.h>
+
+#include "dp_client.h"
+
+struct ctl_ctx {
+	struct dp_client *dp;
+	const char *config_path;
+	uid_t euid;
+	gid_t gid;
+	int has_group;
+};
+
+/* Each returns a new result object, or NULL with err set (from dp->err). */
+json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_policies(struct ctl_ctx *ctx, char *err, size_t err_len);
+
+#endif /* DPVPN_CONTROL_CTL_SHOW_H */

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpvpnctl.c - ask dpvpnd for its state (protocol: ctl_proto.h).
+ *
+ * The grammar is a token table: each command maps to one request and one
+ * printer.  Tables are printed with columns sized to their contents; --json
+ * prints the result object as dpvpnd sent it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl_proto.h"
+#include "dpvpn_proto.h"
+
+#define RECV_TIMEOUT_S	5
+#define MAX_COLS	20
+
+struct column {
+	const char *title;
+	const char *path;	/* member, or "outer.inner" */
+};
+
+typedef void (*print_fn)(json_t *result);
+
+struct command {
+	const char *words[2];	/* second NULL for one-word commands */
+	const char *request;
+	print_fn print;
+};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("dpvpnctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* ---- table printing ---- */
+
+static json_t *get_path(json_t *obj, const char *path)
+{
+	const char *dot = strchr(path, '.');
+	char outer[64];
+
+	if (!dot)
+		return json_object_get(obj, path);
+	snprintf(outer, sizeof(outer), "%.*s", (int)(dot - path), path);
+	return json_object_get(json_object_get(obj, outer), dot + 1);
+}
+
+/* Text of a cell into buf; *num set for right-aligned numbers. */
+static const char *cell(json_t *v, char *buf, size_t len, int *num)
+{
+	*num = json_is_integer(v);
+	if (json_is_string(v))
+		return json_string_value(v);
+	if (*num)
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static void col_widths(json_t *rows, const struct column *cols, size_t ncols, int *w)
+{
+	char buf[32];
+	size_t i, c;
+	json_t *row;
+	int num;
+
+	for (c = 0; c < ncols; c++)
+		w[c] = (int)strlen(cols[c].title);
+	json_array_foreach(rows, i, row) {
+		for (c = 0; c < ncols; c++) {
+			int n = (int)strlen(cell(get_path(row, cols[c].path), buf, sizeof(buf),
+						 &num));
+			if (n > w[c])
+				w[c] = n;
+		}
+	}
+}
+
+static void print_table(json_t *rows, const struct column *cols, size_t ncols)
+{
+	int w[MAX_COLS], num;
+	char buf[32];
+	size_t i, c;
+	json_t *row;
+
+	col_widths(rows, cols, ncols, w);
+	for (c = 0; c < ncols; c++)
+		printf("%-*s%s", c + 1 < ncols ? w[c] : 0, cols[c].title,
+		       c + 1 < ncols ? "  " : "\n");
+	json_array_foreach(rows, i, row) {
+		for (c = 0; c < ncols; c++) {
+			const char *s = cell(get_path(row, cols[c].path), buf, sizeof(buf), &num);
+			int width = c + 1 < ncols || num ? w[c] : 0;
+
+			printf(num ? "%*s%s" : "%-*s%s", width, s, c + 1 < ncols ? "  " : "\n");
+		}
+	}
+	if (json_array_size(rows) == 0)
+		printf("(none)\n");
+}
+
+#define COLS(c)	c, sizeof(c) / sizeof(c[0])
+
+/* ---- printers ---- */
+
+static json_int_t int_of(json_t *obj, const char *path)
+{
+	return json_integer_value(get_path(obj, path));
+}
+
+static const char *str_of(json_t *obj, const char *path)
+{
+	const char *s = json_string_value(get_path(obj, path));
+
+	return s ? s : "-";
+}
+
+static void print_status(json_t *r)
+{
+	json_int_t up = int_of(r, "dataplane.uptime_s");
+
+	printf("dpvpnd     %s, pid %" JSON_INTEGER_FORMAT ", config %s\n",
+	       str_of(r, "dpvpnd.version"), int_of(r, "dpvpnd.pid"), str_of(r, "dpvpnd.config"));
+	printf("dataplane  protocol %" JSON_INTEGER_FORMAT ", %s, up %lldd %02lld:%02lld:%02lld\n",
+	       int_of(r, "dataplane.proto_version"),
+	       json_is_true(get_path(r, "dataplane.started")) ? "started" : "not started",
+	       (long long)up / 86400, (long long)up / 3600 % 24, (long long)up / 60 % 60,
+	       (long long)up % 60);
+	printf("tables     %" JSON_INTEGER_FORMAT " ports, %" JSON_INTEGER_FORMAT " workers, %"
+	       JSON_INTEGER_FORMAT " SAs, %" JSON_INTEGER_FORMAT " policies\n",
+	       int_of(r, "dataplane.ports"), int_of(r, "dataplane.workers"),
+	       int_of(r, "dataplane.sas"), int_of(r, "dataplane.policies"));
+	printf("crypto     %s\n", str_of(r, "dataplane.crypto"));
+}
+
+static void print_sa(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "NAME", "name" }, { "DIR", "dir" }, { "SPI", "spi" }, { "CIPHER", "cipher" },
+		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "LOCAL-TS", "local_ts" },
+		{ "REMOTE-TS", "remote_ts" }, { "WINDOW", "replay_window" }, { "SEQ", "seq" },
+		{ "PACKETS", "packets" }, { "BYTES", "bytes" }, { "REPLAY", "drops.replay" },
+		{ "BAD-ICV", "drops.bad-icv" }, { "POLICY", "drops.policy-mismatch" },
+		{ "OTHER", "drops.other" },
+	};
+
+	print_table(json_object_get(r, "sas"), COLS(cols));
+}
+
+static void print_ports(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "ID", "id" }, { "NAME", "name" }, { "ROLE", "role" }, { "ADDRESS", "address" },
+		{ "MAC", "mac" }, { "LINK", "link" }, { "RX-PKTS", "rx_packets" },
+		{ "RX-BYTES", "rx_bytes" }, { "TX-PKTS", "tx_packets" },
+		{ "TX-BYTES", "tx_bytes" }, { "RX-MISSED", "rx_missed" },
+		{ "RX-ERR", "rx_errors" }, { "TX-ERR", "tx_errors" },
+	};
+
+	print_table(json_object_get(r, "ports"), COLS(cols));
+}
+
+static void print_policies(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "SRC", "src" }, { "DST", "dst" }, { "SPI", "spi" }, { "PRIORITY", "priority" },
+	};
+
+	print_table(json_object_get(r, "policies"), COLS(cols));
+}
+
+static const char *drop_desc(const char *name)
+{
+#define DPVPN_X_DESC(e, n, d) if (!strcmp(name, n)) return d;
+	DPVPN_DROP_REASONS(DPVPN_X_DESC)
+#undef DPVPN_X_DESC
+	return "";
+}
+
+/* Turn {"name":N,...} into rows [{"name":..,"count":N,"desc":..}]. */
+static json_t *drop_rows(json_t *drops)
+{
+	json_t *rows = json_array(), *v;
+	const char *k;
+
+	json_object_foreach(drops, k, v)
+		json_array_append_new(rows, json_pack("{s:s,s:O,s:s}", "name", k, "count", v,
+						       "desc", drop_desc(k)));
+	return rows;
+}
+
+static void print_counters(json_t *r)
+{
+	static const char *const totals[] = {
+		"rx_packets", "tx_packets", "encrypted", "decrypted", "arp_in", "arp_out",
+	};
+	static const struct column cols[] = {
+		{ "DROP REASON", "name" }, { "COUNT", "count" }, { "DESCRIPTION", "desc" },
+	};
+	json_t *rows;
+
+	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
+		printf("%-12s %20" JSON_INTEGER_FORMAT "\n", totals[i], int_of(r, totals[i]));
+	printf("\n");
+	rows = drop_rows(json_object_get(r, "drops"));
+	print_table(rows, COLS(cols));
+	json_decref(rows);
+}
+
+static const struct command commands[] = {
+	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
+	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
+	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
+	{ { "show", "counters" }, "{\"cmd\":\"show\",\"what\":\"counters\"}", print_counters },
+	{ { "show", "policies" }, "{\"cmd\":\"show\",\"what\":\"policies\"}", print_policies },
+};
+
+/* ---- talking to dpvpnd ---- */
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = RECV_TIMEOUT_S };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("%s: path too long for a UNIX socket", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		die("%s: %s (is dpvpnd running?)", path, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static json_t *request(const char *path, const char *req)
+{
+	static char buf[CTL_REPLY_MAX + 1];
+	json_error_t je;
+	json_t *reply;
+	ssize_t n;
+	int fd = connect_to(path);
+
+	int send_err = 0;
+
+	/* A refused client gets its error reply before it can send: read it. */
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
+		send_err = errno;
+	n = recv(fd, buf, sizeof(buf), MSG_TRUNC);
+	if (n <= 0 && send_err)
+		die("%s: send: %s", path, strerror(send_err));
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		die("no reply from dpvpnd within %d s", RECV_TIMEOUT_S);
+	if (n < 0)
+		die("%s: receive: %s", path, strerror(errno));
+	if (n == 0)
+		die("dpvpnd closed the connection without a reply");
+	if (n > CTL_REPLY_MAX)
+		die("reply of %zd bytes is larger than %d", n, CTL_REPLY_MAX);
+	close(fd);
+	reply = json_loadb(buf, (size_t)n, 0, &je);
+	if (!reply)
+		die("bad reply from dpvpnd: %s", je.text);
+	return reply;
+}
+
+static json_t *result_of(json_t *reply)
+{
+	json_t *ok = json_object_get(reply, "ok"), *res;
+	const char *err;
+
+	if (!json_is_true(ok)) {
+		err = json_string_value(json_object_get(reply, "error"));
+		die("%s", err ? err : "dpvpnd replied with an error and no message");
+	}
+	res = json_object_get(reply, "result");
+	if (!json_is_object(res))
+		die("bad reply from dpvpnd: no result object");
+	return res;
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: dpvpnctl [-s SOCKET] [--json] COMMAND\n"
+		"commands:\n"
+		"  status\n"
+		"  show sa | ports | counters | policies\n"
+		"options:\n"
+		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
+		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);
+}
+
+static const struct command *find_command(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		int words = c->words[1] ? 2 : 1;
+
+		if (argc == words && !strcmp(argv[0], c->words[0]) &&
+		    (words == 1 || !strcmp(argv[1], c->words[1])))
+			return c;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = CTL_DEFAULT_SOCKET;
+	const struct command *cmd;
+	int c, json = 0;
+	json_t *reply;
+
+	while ((c = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': path = optarg; break;
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	cmd = find_command(argc - optind, argv + optind);
+	if (!cmd) {
+		const char *second = optind + 1 < argc ? argv[optind + 1] : NULL;
+
+		if (optind < argc)
+			fprintf(stderr, "dpvpnctl: unknown command '%s%s%s'\n", argv[optind],
+				second ? " " : "", second ? second : "");
+		usage(stderr);
+		return 2;
+	}
+	reply = request(path, cmd->request);
+	if (json)
+		json_dumpf(result_of(reply), stdout, JSON_INDENT(2));
+	if (json)
+		putchar('\n');
+	else
+		cmd->print(result_of(reply));
+	json_decref(reply);
+	return 0;
+}

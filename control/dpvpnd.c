@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpvpnd.c - the dpvpn control daemon: read the config, install it into the
+ * dataplane, then answer operators on the control socket until told to stop.
+ *
+ * One thread, one poll() loop over: a signalfd (SIGTERM, SIGINT), the
+ * dataplane connection (only to notice it closing: requests to it are
+ * synchronous), the listening control socket and its clients.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl_server.h"
+#include "dp_client.h"
+#include "install.h"
+
+#define DEFAULT_WAIT_S	30
+#define MAX_CLIENTS	16
+#define MAX_WAIT_S	3600
+
+enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_CLIENTS };
+
+struct opts {
+	const char *config;
+	const char *dp_socket;
+	const char *ctl_socket;
+	unsigned wait_s;
+	bool check_only;
+	bool verbose;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: dpvpnd -c FILE [-n] [-D dataplane-socket] [-s control-socket]\n"
+		"              [-w wait-seconds] [-v]\n"
+		"  -c FILE  configuration file\n"
+		"  -n       check the configuration and exit\n"
+		"  -D PATH  dataplane socket (overrides [dataplane] socket)\n"
+		"  -s PATH  control socket (overrides [control] socket)\n"
+		"  -w SECS  how long to wait for the dataplane socket (default %d)\n"
+		"  -v       log each step\n", DEFAULT_WAIT_S);
+}
+
+static int parse_wait(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > MAX_WAIT_S)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	*o = (struct opts){ .wait_s = DEFAULT_WAIT_S };
+	while ((c = getopt(argc, argv, "c:nD:s:w:vh")) != -1) {
+		switch (c) {
+		case 'c': o->config = optarg; break;
+		case 'n': o->check_only = true; break;
+		case 'D': o->dp_socket = optarg; break;
+		case 's': o->ctl_socket = optarg; break;
+		case 'v': o->verbose = true; break;
+		case 'w':
+			if (parse_wait(optarg, &o->wait_s)) {
+				fprintf(stderr, "dpvpnd: -w: expected 0..%d seconds, got '%s'\n",
+					MAX_WAIT_S, optarg);
+				return -1;
+			}
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (!o->config || optind != argc) {
+		fprintf(stderr, "dpvpnd: %s\n",
+			o->config ? "unexpected argument" : "-c FILE is required");
+		return -1;
+	}
+	return 0;
+}
+
+/* Command-line sockets override the file's; checked like the file's. */
+static int apply_overrides(struct cfg *cfg, const struct opts *o)
+{
+	if (o->dp_socket && snprintf(cfg->dp_socket, sizeof(cfg->dp_socket), "%s",
+				     o->dp_socket) >= (int)sizeof(cfg->dp_socket)) {
+		fprintf(stderr, "dpvpnd: -D: path longer than %d bytes\n", CFG_PATH_MAX - 1);
+		return -1;
+	}
+	if (o->ctl_socket && snprintf(cfg->ctl_socket, sizeof(cfg->ctl_socket), "%s",
+				      o->ctl_socket) >= (int)sizeof(cfg->ctl_socket)) {
+		fprintf(stderr, "dpvpnd: -s: path longer than %d bytes\n", CFG_PATH_MAX - 1);
+		return -1;
+	}
+	return 0;
+}
+
+static int hello(struct dp_client *dp)
+{
+	struct dpvpn_status st;
+
+	if (dp_call(dp, DPVPN_MSG_HELLO, NULL, 0, &st, sizeof(st))) {
+		fprintf(stderr, "dpvpnd: hello: %s\n", dp->err);
+		return -1;
+	}
+	if (st.proto_version != DPVPN_PROTO_VERSION) {
+		fprintf(stderr, "dpvpnd: hello: dataplane speaks protocol %u, dpvpnd %d\n",
+			st.proto_version, DPVPN_PROTO_VERSION);
+		return -1;
+	}
+	if (st.started) {
+		fprintf(stderr, "dpvpnd: hello: dataplane is already started (restart it)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, const struct opts *o)
+{
+	if (dp_connect(dp, cfg->dp_socket, o->wait_s)) {
+		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
+		return -1;
+	}
+	if (hello(dp) || inst_all(dp, cfg, o->verbose))
+		return -1;
+	fprintf(stderr, "dpvpnd: ready (%zu ports, %zu tunnels)\n", cfg->n_ports,
+		cfg->n_tunnels);
+	return 0;
+}
+
+static int signal_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+struct loop {
+	struct pollfd pfd[PFD_CLIENTS + MAX_CLIENTS];
+	nfds_t n;
+	struct ctl_ctx *ctx;
+};
+
+static void add_client(struct loop *l)
+{
+	int cfd = ctl_accept(l->ctx, l->pfd[PFD_LISTEN].fd);
+
+	if (cfd < 0)
+		return;
+	if (l->n == PFD_CLIENTS + MAX_CLIENTS) {
+		fprintf(stderr, "dpvpnd: more than %d clients: closing the new one\n",
+			MAX_CLIENTS);
+		close(cfd);
+		return;
+	}
+	l->pfd[l->n++] = (struct pollfd){ .fd = cfd, .events = POLLIN };
+}
+
+static void serve_clients(struct loop *l)
+{
+	for (nfds_t i = PFD_CLIENTS; i < l->n; i++) {
+		if (!l->pfd[i].revents)
+			continue;
+		if ((l->pfd[i].revents & POLLIN) && ctl_serve(l->ctx, l->pfd[i].fd) == 0)
+			continue;
+		close(l->pfd[i].fd);
+		l->pfd[i--] = l->pfd[--l->n];
+	}
+}
+
+/* 0: SIGTERM/SIGINT, 1: dataplane lost or a fatal error. */
+static int run_loop(struct loop *l)
+{
+	struct dp_client *dp = l->ctx->dp;
+
+	for (;;) {
+		if (poll(l->pfd, l->n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "dpvpnd: poll: %s\n", strerror(errno));
+			return 1;
+		}
+		if (l->pfd[PFD_SIGNAL].revents)
+			return 0;
+		if (l->pfd[PFD_DATAPLANE].revents)
+			dp_drain(dp);
+		if (!dp->lost) {
+			serve_clients(l);
+			if (l->pfd[PFD_LISTEN].revents)
+				add_client(l);
+		}
+		if (dp->lost) {
+			fprintf(stderr, "dpvpnd: dataplane connection lost\n");
+			return 1;
+		}
+	}
+}
+
+static int serve(struct dp_client *dp, struct cfg *cfg)
+{
+	struct ctl_ctx ctx = {
+		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
+		.gid = cfg->gid, .has_group = cfg->group[0] != '\0',
+	};
+	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
+	int sfd = signal_fd(), lfd, rc;
+
+	if (sfd < 0) {
+		fprintf(stderr, "dpvpnd: signalfd: %s\n", strerror(errno));
+		return 1;
+	}
+	lfd = ctl_listen(cfg->ctl_socket, ctx.has_group, ctx.gid);
+	if (lfd < 0) {
+		close(sfd);
+		return 1;
+	}
+	l.pfd[PFD_SIGNAL] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	l.pfd[PFD_DATAPLANE] = (struct pollfd){ .fd = dp->fd, .events = POLLIN };
+	l.pfd[PFD_LISTEN] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	rc = run_loop(&l);
+	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
+		close(l.pfd[i].fd);
+	close(lfd);
+	unlink(cfg->ctl_socket);
+	close(sfd);
+	if (rc == 0)
+		fprintf(stderr, "dpvpnd: exiting on signal\n");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct dp_client dp = { .fd = -1 };
+	struct opts o;
+	struct cfg cfg;
+	int rc = 1;
+
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (cfg_load(&cfg, o.config)) {
+		cfg_print_errors(&cfg, stderr);
+		goto out;
+	}
+	if (o.check_only) {
+		printf("%s: OK\n", o.config);
+		rc = 0;
+		goto out;
+	}
+	if (apply_overrides(&cfg, &o) == 0 && setup_dataplane(&dp, &cfg, &o) == 0)
+		rc = serve(&dp, &cfg);
+out:
+	dp_close(&dp);
+	cfg_free(&cfg);
+	return rc;
+}

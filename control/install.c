@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * install.c - turn struct cfg into dataplane messages, in dependency order:
+ * ports first (they add the connected routes), neighbours and routes, then
+ * the SAs before the policies that name them, START last.
+ *
+ * An SA_ADD message holds a key: it is built on the stack, sent straight from
+ * there (dp_call does not copy it) and wiped right after.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "install.h"
+
+#define INST_POLICY_PRIORITY	100	/* one policy per tunnel; room for others */
+
+static int call(struct dp_client *dp, bool verbose, const char *what, uint16_t type,
+		const void *msg, uint32_t len)
+{
+	if (dp_call(dp, type, msg, len, NULL, 0)) {
+		fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
+		return -1;
+	}
+	if (verbose)
+		fprintf(stderr, "dpvpnd: installed %s\n", what);
+	return 0;
+}
+
+static struct dpvpn_prefix net_prefix(struct cfg_prefix p)
+{
+	return (struct dpvpn_prefix){ .addr = htonl(p.addr), .len = p.len };
+}
+
+static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	char what[64];
+
+	for (size_t i = 0; i < cfg->n_ports; i++) {
+		const struct cfg_port *p = &cfg->ports[i];
+		struct dpvpn_port_cfg m = {
+			.port_id = p->id,
+			.role = p->role,
+			.prefix_len = p->address.len,
+			.addr = htonl(p->address.addr),
+		};
+
+		snprintf(what, sizeof(what), "port %s", p->name);
+		if (call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m)))
+			return -1;
+	}
+	return 0;
+}
+
+static int install_neighs(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	char what[64];
+
+	for (size_t i = 0; i < cfg->n_neighs; i++) {
+		const struct cfg_neigh *n = &cfg->neighs[i];
+		struct dpvpn_neigh m = { .port_id = n->port_id, .addr = htonl(n->addr) };
+
+		memcpy(m.mac, n->mac, sizeof(m.mac));
+		snprintf(what, sizeof(what), "neighbor %s", n->name);
+		if (call(dp, verbose, what, DPVPN_MSG_NEIGH_ADD, &m, sizeof(m)))
+			return -1;
+	}
+	return 0;
+}
+
+static int install_routes(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	char what[64];
+
+	for (size_t i = 0; i < cfg->n_routes; i++) {
+		const struct cfg_route *r = &cfg->routes[i];
+		struct dpvpn_route m = {
+			.prefix = htonl(r->dst.addr),
+			.prefix_len = r->dst.len,
+			.port_id = r->port_id,
+			.gateway = htonl(r->via),
+		};
+
+		snprintf(what, sizeof(what), "route %s", r->name);
+		if (call(dp, verbose, what, DPVPN_MSG_ROUTE_ADD, &m, sizeof(m)))
+			return -1;
+	}
+	return 0;
+}
+
+static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
+		      const struct cfg_sa_key *k, uint8_t dir, bool verbose)
+{
+	size_t klen = cfg_alg_key_len(t->alg);
+	struct dpvpn_sa_cfg m = {
+		.spi = htonl(k->spi),
+		.dir = dir,
+		.alg = t->alg,
+		.key_len = (uint8_t)klen,
+		.replay_window = t->replay_window,
+		.local = htonl(t->local),
+		.remote = htonl(t->remote),
+		.local_ts = net_prefix(t->local_ts),
+		.remote_ts = net_prefix(t->remote_ts),
+	};
+	char what[80];
+	int rc;
+
+	snprintf(m.name, sizeof(m.name), "%s", t->name);
+	memcpy(m.key, k->keymat, klen);
+	memcpy(m.salt, k->keymat + klen, DPVPN_SALT_LEN);
+	snprintf(what, sizeof(what), "tunnel %s %s SA", t->name,
+		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
+	rc = call(dp, verbose, what, DPVPN_MSG_SA_ADD, &m, sizeof(m));
+	explicit_bzero(&m, sizeof(m));
+	return rc;
+}
+
+static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+{
+	struct dpvpn_policy pol = {
+		.src = net_prefix(t->local_ts),
+		.dst = net_prefix(t->remote_ts),
+		.spi = htonl(t->out.spi),
+		.priority = INST_POLICY_PRIORITY,
+	};
+	char what[80];
+
+	if (install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose) ||
+	    install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose))
+		return -1;
+	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
+	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
+}
+
+static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		if (install_tunnel(dp, cfg->tunnels[i], verbose))
+			return -1;
+	return 0;
+}
+
+int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose)
+{
+	int rc = -1;
+
+	if (!install_ports(dp, cfg, verbose) && !install_neighs(dp, cfg, verbose) &&
+	    !install_routes(dp, cfg, verbose) && !install_tunnels(dp, cfg, verbose))
+		rc = call(dp, verbose, "start", DPVPN_MSG_START, NULL, 0);
+	cfg_wipe_keys(cfg);
+	return rc;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * install.h - push a parsed configuration into the dataplane.
+ */
+#ifndef DPVPN_CONTROL_INSTALL_H
+#define DPVPN_CONTROL_INSTALL_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "dp_client.h"
+
+/*
+ * PORT_SET, NEIGH_ADD, ROUTE_ADD, per tunnel SA_ADD in + out and POLICY_ADD,
+ * then START.  On failure prints "dpvpnd: WHAT: ERROR" and returns -1.  Key
+ * material in cfg is wiped either way.
+ */
+int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose);
+
+#endif /* DPVPN_CONTROL_INSTALL_H */

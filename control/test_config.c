@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_config.c - table-driven tests of the config parser: each case is a
+ * config text and the one error it must produce ("LINE: message", after the
+ * file name), or NULL when it must parse.  Key files are written next to the
+ * config with the mode and owner the case asks for.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#ifndef SOURCE_ROOT
+#error "SOURCE_ROOT must name the source tree (set by meson)"
+#endif
+
+/* Lines 1-9. */
+#define PORTS "[port inside]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\n\n" \
+	"[port outside]\nid = 1\nrole = outside\naddress = 198.19.0.1/24\n"
+/* Lines 10-15 (after PORTS). */
+#define TUNX(name, local, cipher) "[tunnel " name "]\nlocal = " local \
+	"\nremote = 198.19.0.2\nlocal-ts = 198.18.1.0/24\nremote-ts = 198.18.2.0/24\n" \
+	"cipher = " cipher "\n"
+#define TUN(name, local) TUNX(name, local, "aes128-gcm")
+#define TUN_HEAD TUN("t", "198.19.0.1")
+#define TUN256 TUNX("t", "198.19.0.1", "aes256-gcm")
+#define KEY16 "00112233445566778899aabbccddeeff"
+#define SPIS "out-spi = 0x1001\nin-spi = 0x2001\n"		/* lines 16-17 */
+#define KEY20 "0123456789abcdef0123456789abcdef01020304"
+#define KEY20B "fedcba9876543210fedcba987654321005060708"
+#define KEYS "out-key = 0x" KEY20 "\nin-key = " KEY20B "\n"	/* lines 18-19 */
+#define GOOD PORTS TUN_HEAD SPIS KEYS
+
+struct keyfile {
+	const char *name;
+	const char *text;
+	mode_t mode;
+	uid_t uid;
+};
+
+struct tcase {
+	const char *name;
+	const char *text;
+	const char *error;	/* "LINE: message", NULL: parses */
+	struct keyfile kf;
+	size_t n_errors;	/* 0: exactly one, the first is checked */
+};
+
+static const struct tcase cases[] = {
+	{ "good", GOOD, NULL, { 0 } },
+	{ "unknown key", GOOD "mtu = 1400\n", "20: [tunnel t] mtu: unknown key", { 0 } },
+	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
+	  "(expected dataplane, control, port, neighbor, route or tunnel)", { 0 } },
+	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
+	  "4: [port a] address: expected an IPv4 address with prefix length 1..32 "
+	  "(198.18.1.1/24), got '198.18.1.300/24'", { 0 } },
+	{ "cidr without length", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1\n",
+	  "4: [port a] address: expected an IPv4 address with prefix length 1..32 "
+	  "(198.18.1.1/24), got '198.18.1.1'", { 0 } },
+	{ "bad role", "[port a]\nid = 0\nrole = sideways\naddress = 198.18.1.1/24\n",
+	  "3: [port a] role: expected 'inside' or 'outside', got 'sideways'", { 0 } },
+	{ "missing required key", "; comment\n[port a]\nid = 0\naddress = 198.18.1.1/24\n",
+	  "2: [port a] missing required key 'role'", { 0 } },
+	{ "empty section", "[port a]\n\n",
+	  "1: [port a] missing required key 'id'", { 0 }, 3 },
+	{ "port id range", "[port a]\nid = 1024\nrole = inside\naddress = 198.18.1.1/24\n",
+	  "2: [port a] id: expected a DPDK port id 0..1023, got '1024'", { 0 } },
+	{ "duplicate port id", PORTS "[port third]\nid = 1\nrole = inside\n"
+	  "address = 10.0.0.1/8\n", "11: [port third] id: 1 is already the id of "
+	  "[port outside]", { 0 } },
+	{ "duplicate key", "[port a]\nid = 0\nid = 1\nrole = inside\naddress = 10.0.0.1/8\n",
+	  "3: [port a] id: duplicate key", { 0 } },
+	{ "duplicate section", PORTS "[port inside]\n",
+	  "10: duplicate section [port inside]", { 0 } },
+	{ "no ports", "[dataplane]\nsocket = /tmp/x.sock\n",
+	  "2: no [port NAME] section: at least one is needed", { 0 } },
+	{ "syntax", PORTS "just words\n", "10: expected 'key = value' or '[type name]'", { 0 } },
+	{ "key before section", "id = 0\n" PORTS, "1: 'id' outside of any section", { 0 } },
+	{ "long name", PORTS "[route a23456789012345678901234567890123]\n",
+	  "10: [route a23456789012345678901234567890123] name must be 1..31 characters of "
+	  "A-Z a-z 0-9 - _ .", { 0 } },
+	{ "key wrong length", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\nin-key = "
+	  "fedcba9876543210fedcba98765432100506ff\n",
+	  "19: [tunnel t] in-key: expected 20 bytes of hex (16-byte key + 4-byte salt), got 19",
+	  { 0 } },
+	{ "duplicate cipher", GOOD "cipher = aes256-gcm\n", "20: [tunnel t] cipher: "
+	  "duplicate key", { 0 } },
+	{ "aes256 wants 36", PORTS TUN256 SPIS "out-key = " KEY20 KEY16 "\nin-key = " KEY20B "\n",
+	  "19: [tunnel t] in-key: expected 36 bytes of hex (32-byte key + 4-byte salt), got 20",
+	  { 0 } },
+	{ "aes256 ok", PORTS TUN256 SPIS "out-key = " KEY20 KEY16 "\nin-key = " KEY16 KEY20B
+	  "\n", NULL, { 0 } },
+	{ "bad cipher", PORTS TUNX("t", "198.19.0.1", "aes128-cbc") SPIS KEYS,
+	  "15: [tunnel t] cipher: expected 'aes128-gcm' or 'aes256-gcm', got 'aes128-cbc'",
+	  { 0 } },
+	{ "bad hex", PORTS TUN_HEAD SPIS "out-key = 0x0123456789abcdef0123456789abcdef0102030g\n"
+	  "in-key = " KEY20B "\n",
+	  "18: [tunnel t] out-key: bad hex: not a hex digit at position 40", { 0 } },
+	{ "odd hex", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "1\nin-key = " KEY20B "\n",
+	  "18: [tunnel t] out-key: bad hex: expected an even, nonzero number of hex digits, "
+	  "got 41", { 0 } },
+	{ "bad spi", PORTS TUN_HEAD "out-spi = 0x10g1\nin-spi = 0x2001\n" KEYS,
+	  "16: [tunnel t] out-spi: expected an SPI (0x100..0xffffffff or decimal), "
+	  "got '0x10g1'", { 0 } },
+	{ "spi too big", PORTS TUN_HEAD "out-spi = 0x100000000\nin-spi = 0x2001\n" KEYS,
+	  "16: [tunnel t] out-spi: expected an SPI (0x100..0xffffffff or decimal), "
+	  "got '0x100000000'", { 0 } },
+	{ "reserved spi", PORTS TUN_HEAD "out-spi = 0x1001\nin-spi = 255\n" KEYS,
+	  "17: [tunnel t] in-spi: SPI 255 is reserved (1..255 by IANA, 0 is invalid); "
+	  "use 256 or more", { 0 } },
+	{ "same spi both ways", PORTS TUN_HEAD "out-spi = 0x1001\nin-spi = 4097\n" KEYS,
+	  "17: [tunnel t] in-spi: must differ from out-spi (both 0x00001001)", { 0 } },
+	{ "duplicate in-spi", GOOD TUN("u", "198.19.0.1") "out-spi = 0x1002\n"
+	  "in-spi = 0x2001\n" KEYS, "27: [tunnel u] in-spi: 0x00002001 is already the in-spi "
+	  "of [tunnel t]", { 0 } },
+	{ "bad replay-window", GOOD "replay-window = 1000\n",
+	  "20: [tunnel t] replay-window: expected a power of two from 64 to 4096, got '1000'",
+	  { 0 } },
+	{ "replay-window too big", GOOD "replay-window = 8192\n",
+	  "20: [tunnel t] replay-window: expected a power of two from 64 to 4096, got '8192'",
+	  { 0 } },
+	{ "local not outside", PORTS TUN("t", "198.18.1.1") SPIS KEYS,
+	  "11: [tunnel t] local: 198.18.1.1 is not the address of an outside port", { 0 } },
+	{ "host bits in ts", PORTS "[route r]\ndst = 10.1.2.3/16\nport = inside\n",
+	  "11: [route r] dst: 10.1.2.3/16 has host bits set (did you mean 10.1.0.0/16?)",
+	  { 0 } },
+	{ "route to unknown port", PORTS "[route r]\ndst = 10.1.0.0/16\nport = 7\n"
+	  "via = 198.18.1.254\n", "12: [route r] port: no [port] named or numbered '7'", { 0 } },
+	{ "neighbor ok", PORTS "[neighbor gw]\nport = 1\naddress = 198.19.0.2\n"
+	  "mac = 02:00:00:00:00:02\n", NULL, { 0 } },
+	{ "neighbor multicast mac", PORTS "[neighbor gw]\nport = outside\n"
+	  "address = 198.19.0.2\nmac = 01:00:5e:00:00:01\n",
+	  "13: [neighbor gw] mac: 01:00:5e:00:00:01 is not a unicast MAC address", { 0 } },
+	{ "missing key", PORTS TUN_HEAD SPIS "out-key = " KEY20 "\n",
+	  "10: [tunnel t] missing in-key or in-key-file", { 0 } },
+	{ "key-file 0600 accepted", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\n"
+	  "in-key-file = in.hex ; comment\n", NULL, { "in.hex", "0x" KEY20B "\n", 0600, 0 } },
+	{ "key-file 0644 refused", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\n"
+	  "in-key-file = in.hex\n", "19: [tunnel t] in-key-file: @DIR@/in.hex: mode 0644 "
+	  "lets group or others access the key (chmod 600 it)",
+	  { "in.hex", KEY20B "\n", 0644, 0 } },
+	{ "key-file wrong length", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\n"
+	  "in-key-file = in.hex\n", "19: [tunnel t] in-key-file: expected 20 bytes of hex "
+	  "(16-byte key + 4-byte salt), got 4", { "in.hex", "01020304\n", 0600, 0 } },
+	{ "key-file two lines", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\n"
+	  "in-key-file = in.hex\n", "19: [tunnel t] in-key-file: @DIR@/in.hex: expected the "
+	  "key as hex on one line", { "in.hex", KEY20B "\n" KEY20B "\n", 0600, 0 } },
+	{ "key-file missing", PORTS TUN_HEAD SPIS "out-key = 0x" KEY20 "\n"
+	  "in-key-file = nope.hex\n", "19: [tunnel t] in-key-file: @DIR@/nope.hex: "
+	  "No such file or directory", { 0 } },
+	{ "both key and key-file", PORTS TUN_HEAD SPIS KEYS "in-key-file = in.hex\n",
+	  "20: [tunnel t] in-key-file: give either in-key or in-key-file, not both "
+	  "(other one at line 19)", { "in.hex", KEY20B "\n", 0600, 0 } },
+	{ "bad group", "[control]\ngroup = no-such-group-dpvpn\n" PORTS,
+	  "2: [control] group: no such group 'no-such-group-dpvpn'", { 0 } },
+	{ "named dataplane", "[dataplane x]\n" PORTS,
+	  "1: [dataplane] takes no name, got 'x'", { 0 } },
+};
+
+#define N_CASES	(sizeof(cases) / sizeof(cases[0]))
+
+static char tmpdir[] = "/tmp/test_config.XXXXXX";
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Expected message with @DIR@ replaced by the temp dir. */
+static void expand(const char *in, char *out, size_t len)
+{
+	const char *at = strstr(in, "@DIR@");
+
+	if (at)
+		snprintf(out, len, "%.*s%s%s", (int)(at - in), in, tmpdir, at + 5);
+	else
+		snprintf(out, len, "%s", in);
+}
+
+static void assert_no_key_text(const struct cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->n_errors; i++) {
+		assert_null(strstr(cfg->errors[i], "0123456789abcdef"));
+		assert_null(strstr(cfg->errors[i], "fedcba98"));
+	}
+}
+
+static void run_case(const struct tcase *tc, const char *path)
+{
+	char want[2048], msg[1024];
+	struct cfg cfg;
+	int rc = cfg_load(&cfg, path);
+
+	cfg_print_errors(&cfg, stderr);
+	assert_no_key_text(&cfg);
+	if (!tc->error) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(cfg.n_errors, 0);
+	} else {
+		expand(tc->error, msg, sizeof(msg));
+		snprintf(want, sizeof(want), "%s:%s", path, msg);
+		assert_int_equal(rc, -1);
+		assert_int_equal(cfg.n_errors, tc->n_errors ? tc->n_errors : 1);
+		assert_string_equal(cfg.errors[0], want);
+	}
+	cfg_free(&cfg);
+}
+
+static void test_case(void **state)
+{
+	const struct tcase *tc = *state;
+	char path[64], kpath[64];
+
+	snprintf(path, sizeof(path), "%s/test.conf", tmpdir);
+	write_file(path, tc->text, 0644);
+	if (tc->kf.name) {
+		snprintf(kpath, sizeof(kpath), "%s/%s", tmpdir, tc->kf.name);
+		write_file(kpath, tc->kf.text, tc->kf.mode);
+	}
+	run_case(tc, path);
+	if (tc->kf.name)
+		unlink(kpath);
+	unlink(path);
+}
+
+/* A key file owned by someone else is refused (needs root to chown). */
+static void test_keyfile_owner(void **state)
+{
+	char path[64], kpath[64], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	snprintf(path, sizeof(path), "%s/owner.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/nobody.hex", tmpdir);
+	write_file(path, PORTS TUN_HEAD SPIS "out-key = " KEY20 "\nin-key-file = nobody.hex\n",
+		   0644);
+	write_file(kpath, KEY20B, 0600);
+	assert_int_equal(chown(kpath, 65534, 65534), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:19: [tunnel t] in-key-file: %s: owned by uid 65534, "
+		 "not by root or uid 0", path, kpath);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	unlink(kpath);
+	unlink(path);
+}
+
+/* Every error is reported, in line order. */
+static void test_many_errors(void **state)
+{
+	char path[256], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/many.conf", tmpdir);
+	write_file(path, "[port a]\nid = x\nrole = up\n[zone z]\nfoo\n", 0644);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	assert_int_equal(cfg.n_errors, 5);
+	snprintf(want, sizeof(want), "%s:1: [port a] missing required key 'address'", path);
+	assert_string_equal(cfg.errors[0], want);
+	assert_non_null(strstr(cfg.errors[1], ":2: [port a] id: "));
+	assert_non_null(strstr(cfg.errors[2], ":3: [port a] role: "));
+	assert_non_null(strstr(cfg.errors[3], ":4: unknown section type 'zone'"));
+	assert_non_null(strstr(cfg.errors[4], ":5: expected 'key = value'"));
+	cfg_free(&cfg);
+	unlink(path);
+}
+
+static void test_lab(const char *name, uint32_t out_spi, uint8_t first_key_byte)
+{
+	char path[512];
+	struct cfg cfg;
+	const struct cfg_tunnel *t;
+	static const uint8_t zero[CFG_KEYMAT_MAX];
+
+	snprintf(path, sizeof(path), "%s/configs/%s", SOURCE_ROOT, name);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.n_ports, 2);
+	assert_int_equal(cfg.n_tunnels, 1);
+	t = cfg.tunnels[0];
+	assert_int_equal(t->out.spi, out_spi);
+	assert_int_equal(t->alg, DPVPN_ALG_AES128_GCM);
+	assert_int_equal(t->out.keymat_len, 20);
+	assert_int_equal(t->out.keymat[0], first_key_byte);
+	assert_int_equal(t->replay_window, 1024);
+	assert_int_equal(cfg.ports[1].role, DPVPN_ROLE_OUTSIDE);
+	cfg_wipe_keys(&cfg);
+	assert_memory_equal(t->out.keymat, zero, sizeof(zero));
+	assert_memory_equal(t->in.keymat, zero, sizeof(zero));
+	cfg_free(&cfg);
+}
+
+static void test_lab_a(void **state)
+{
+	(void)state;
+	test_lab("lab-a.conf", 0x1001, 0x01);
+}
+
+static void test_lab_b(void **state)
+{
+	(void)state;
+	test_lab("lab-b.conf", 0x2001, 0xfe);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[N_CASES + 4];
+	int rc;
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (size_t i = 0; i < N_CASES; i++)
+		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = test_case,
+						.initial_state = (void *)&cases[i] };
+	tests[N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_keyfile_owner);
+	tests[N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_many_errors);
+	tests[N_CASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_lab_a);
+	tests[N_CASES + 3] = (struct CMUnitTest)cmocka_unit_test(test_lab_b);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 4, NULL, NULL);
+	rmdir(tmpdir);
+	return rc;
+}

@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# dpvpnd -n: "FILE: OK" and 0 for a good config, "FILE:LINE: ..." and 1 for a
+# bad one, 2 for a usage error.  Usage: test_dpvpnd_check.sh DPVPND CONFIGDIR
+set -u
+dpvpnd=$1
+configs=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for c in lab-a lab-b; do
+	out=$("$dpvpnd" -n -c "$configs/$c.conf" 2>&1) || fail "$c.conf: exit $?: $out"
+	[ "$out" = "$configs/$c.conf: OK" ] || fail "$c.conf: printed '$out'"
+done
+
+cat > "$tmp/bad.conf" <<'CONF'
+[port inside]
+id = 0
+role = sideways
+address = 198.18.1.1/24
+colour = blue
+CONF
+"$dpvpnd" -n -c "$tmp/bad.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "bad.conf: exit $rc, expected 1"
+grep -qx "$tmp/bad.conf:3: \[port inside\] role: expected 'inside' or 'outside', got 'sideways'" \
+	"$tmp/out" || fail "bad.conf: no line-3 error in: $(cat "$tmp/out")"
+grep -qx "$tmp/bad.conf:5: \[port inside\] colour: unknown key" "$tmp/out" ||
+	fail "bad.conf: no line-5 error in: $(cat "$tmp/out")"
+
+"$dpvpnd" -n >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "no -c: exit $rc, expected 2"
+echo "ok"
