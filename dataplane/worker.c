@@ -117,13 +117,29 @@ tx_ipv4(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint1
 	}
 }
 
+/* Cleartext for the gateway itself is not tunnelled (no local stack yet). */
+static uint16_t
+drop_to_self(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf **pkts,
+	     uint16_t n)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (rte_pktmbuf_mtod(pkts[i], struct rte_ipv4_hdr *)->dst_addr == port->addr)
+			dp_drop(st, pkts[i], DPVPN_DROP_TO_SELF);
+		else
+			pkts[k++] = pkts[i];
+	}
+	return k;
+}
+
 static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
 	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE)
-		n = esp_encap_burst(w, st, pkts, n);
+		n = esp_encap_burst(w, st, pkts, drop_to_self(st, port, pkts, n));
 	else if (port->role == DPVPN_ROLE_OUTSIDE)
 		n = esp_decap_burst(w, st, port, pkts, n);
 	else {

@@ -61,7 +61,8 @@ def build_inputs(d):
     no_policy = Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(99, 60, dst="203.0.113.5")
     bad_sum = Ether(src=MAC_HOST_A, dst=MAC_IN) / IP(bytes(inner(98, 60)))
     bad_sum[IP].chksum ^= 0x5555
-    inside += [no_policy, bad_sum]
+    to_self = Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(97, 60, dst="198.18.1.1")
+    inside += [no_policy, bad_sum, to_self]
 
     peer = sa(0x2001, KEY_BA, GW_B, GW_A)
     back = [inner(i, SIZES[-1 - i % len(SIZES)], src=HOST_B, dst=HOST_A) for i in range(15)]
@@ -80,7 +81,7 @@ def build_inputs(d):
     wrpcap(os.path.join(d, "in0.pcap"), inside)
     wrpcap(os.path.join(d, "in1.pcap"), outside)
     expect = {"bad-icv": 1, "replay": 1, "unknown-spi": 1, "short": 1, "not-esp": 1,
-              "no-policy": 1, "bad-ipv4": 1}
+              "no-policy": 1, "bad-ipv4": 1, "to-self": 1}
     return clear, back, expect, len(inside) + len(outside)
 
 
