@@ -8,6 +8,7 @@
 #ifndef CRYPTO_H
 #define CRYPTO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <intel-ipsec-mb.h>
