@@ -703,9 +703,11 @@ static int key_tun_replay(struct parser *p, const char *val)
 {
 	uint64_t v;
 
-	if (parse_uint(val, false, UINT32_MAX, &v) || v < CFG_REPLAY_WIN_MIN ||
-	    v > DPVPN_REPLAY_WIN_MAX || (v & (v - 1)))
-		return kerr(p, "expected a power of two from %d to %d, got '%s'",
+	/* 0 turns anti-replay off (RFC 4303 3.4.3 lets a receiver do so):
+	 * for benchmarks that replay a capture, never for a real peer. */
+	if (parse_uint(val, false, UINT32_MAX, &v) || (v != 0 && (v < CFG_REPLAY_WIN_MIN ||
+	    v > DPVPN_REPLAY_WIN_MAX || (v & (v - 1)))))
+		return kerr(p, "expected 0 (off) or a power of two from %d to %d, got '%s'",
 			    CFG_REPLAY_WIN_MIN, DPVPN_REPLAY_WIN_MAX, val);
 	CUR_TUN(p)->replay_window = (uint32_t)v;
 	return 0;

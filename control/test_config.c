@@ -124,10 +124,10 @@ static const struct tcase cases[] = {
 	  "in-spi = 0x2001\n" KEYS, "27: [tunnel u] in-spi: 0x00002001 is already the in-spi "
 	  "of [tunnel t]", { 0 } },
 	{ "bad replay-window", GOOD "replay-window = 1000\n",
-	  "20: [tunnel t] replay-window: expected a power of two from 64 to 4096, got '1000'",
+	  "20: [tunnel t] replay-window: expected 0 (off) or a power of two from 64 to 4096, got '1000'",
 	  { 0 } },
 	{ "replay-window too big", GOOD "replay-window = 8192\n",
-	  "20: [tunnel t] replay-window: expected a power of two from 64 to 4096, got '8192'",
+	  "20: [tunnel t] replay-window: expected 0 (off) or a power of two from 64 to 4096, got '8192'",
 	  { 0 } },
 	{ "local not outside", PORTS TUN("t", "198.18.1.1") SPIS KEYS,
 	  "11: [tunnel t] local: 198.18.1.1 is not the address of an outside port", { 0 } },

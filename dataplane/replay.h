@@ -7,6 +7,8 @@
  *
  * The window holds the sequence numbers (top - size, top]; one extra block
  * lets the ring slide without losing the oldest bits still inside the window.
+ * A window of size 0 is anti-replay turned off (RFC 4303 3.4.3 allows the
+ * receiver that): every number is accepted and only the top is tracked.
  */
 #ifndef REPLAY_H
 #define REPLAY_H
@@ -31,7 +33,7 @@ replay_window_ok(uint32_t size)
 	return size >= REPLAY_WIN_MIN && size <= REPLAY_WIN_MAX && !(size & (size - 1));
 }
 
-/* Returns false if size is not a power of two in [MIN, MAX]. */
+/* Returns false if size is neither 0 (off) nor a power of two in [MIN, MAX]. */
 bool replay_init(struct replay_window *w, uint32_t size);
 /* May seq be accepted?  Called before the ICV check: changes nothing. */
 bool replay_check(const struct replay_window *w, uint64_t seq);

@@ -61,9 +61,9 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);
 	if (c->key_len != (c->alg == DPVPN_ALG_AES128_GCM ? 16 : 32))
 		return fail(eb, len, -EINVAL, "sa.key_len: %u does not match sa.alg", c->key_len);
-	if (c->dir == DPVPN_DIR_IN && !replay_window_ok(c->replay_window))
+	if (c->dir == DPVPN_DIR_IN && c->replay_window != 0 && !replay_window_ok(c->replay_window))
 		return fail(eb, len, -EINVAL,
-			    "sa.replay_window: %u is not a power of 2 in 64..4096",
+			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
 			    c->replay_window);
 	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
 		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u > 32",

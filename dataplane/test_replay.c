@@ -86,12 +86,25 @@ test_init_sizes(void **state)
 	struct replay_window w;
 
 	(void)state;
-	assert_false(replay_init(&w, 0));
 	assert_false(replay_init(&w, 32));
 	assert_false(replay_init(&w, 1000));
 	assert_false(replay_init(&w, 8192));
 	assert_true(replay_init(&w, 64));
 	assert_true(replay_init(&w, 4096));
+}
+
+static void
+test_window_off(void **state)
+{
+	struct replay_window w;
+
+	(void)state;
+	assert_true(replay_init(&w, 0));	/* anti-replay off */
+	assert_true(replay_update(&w, 5));
+	assert_true(replay_update(&w, 5));	/* duplicates pass */
+	assert_true(replay_update(&w, 1));
+	assert_true(replay_check(&w, 0));
+	assert_int_equal(w.top, 5);
 }
 
 /* Naive model: a set of seen numbers and the top. */
@@ -150,6 +163,7 @@ main(void)
 		cmocka_unit_test(test_window_64),
 		cmocka_unit_test(test_window_1024_reverse),
 		cmocka_unit_test(test_init_sizes),
+		cmocka_unit_test(test_window_off),
 		cmocka_unit_test(test_random_against_model),
 	};
 

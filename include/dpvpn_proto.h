@@ -139,7 +139,8 @@ struct dpvpn_sa_cfg {
 	uint8_t alg;		/* enum dpvpn_alg */
 	uint8_t key_len;	/* 16 or 32, matching alg */
 	uint8_t reserved;
-	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2 */
+	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2;
+				 * 0 = anti-replay off (benchmarks only) */
 	uint32_t local;		/* outer source (out) / destination (in) */
 	uint32_t remote;	/* outer destination (out) / source (in) */
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
