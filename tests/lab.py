@@ -39,8 +39,8 @@ def eal_mem_args():
     if mem:
         return mem.split()
     with open("/proc/meminfo") as f:
-        free = int(re.search(r"HugePages_Free:\s+(\d+)", f.read()).group(1))
-    return ["--in-memory"] if free >= 256 else ["--no-huge", "-m", "512"]
+        m = re.search(r"HugePages_Free:\s+(\d+)", f.read())
+    return ["--in-memory"] if m and int(m.group(1)) >= 256 else ["--no-huge", "-m", "512"]
 
 
 def sh(*cmd, check=True, timeout=30, **kw):
@@ -93,7 +93,7 @@ class Gateway:
     """One dpvpn-dataplane plus the dpvpnd that configures it."""
 
     def __init__(self, name, config, vdevs, workdir, lcores, netns=None,
-                 extra_config=""):
+                 extra_config="", dp_args=()):
         self.name = name
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
@@ -106,10 +106,11 @@ class Gateway:
             f.write(text + "\n" + extra_config)
         os.chmod(self.config, 0o600)
         eal = ["--no-pci", "--file-prefix", f"dpvpn-{os.getpid()}-{name}",
-               "--log-level", "lib.eal:error", *lcores, *eal_mem_args()]
+               "--log-level", "lib.eal:error", *lcores, *eal_mem_args(),
+               *os.environ.get("DPVPN_EAL_EXTRA", "").split()]
         for v in vdevs:
             eal += ["--vdev", v]
-        self.argv = [DATAPLANE, *eal, "--", "--socket", self.dp_sock]
+        self.argv = [DATAPLANE, *eal, "--", "--socket", self.dp_sock, *dp_args]
         self.netns = netns
         self.dataplane = self.dpvpnd = None
 
