@@ -22,8 +22,6 @@
 
 #include "dp.h"
 
-#define ESP_OUTER_TTL	64
-
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st,
 			 struct rte_mbuf **pkts, uint16_t n);
 /* port: the outside port the packets came in on (its address is checked). */

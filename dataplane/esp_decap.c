@@ -14,9 +14,25 @@
 #define ESP_OVERHEAD	(ESP_HDR_LEN + ESP_IV_LEN + ESP_ICV_LEN)
 
 /* Header checks and crypto setup for one packet; DPVPN_DROP_MAX if sound. */
+/* The SA of the previous packet: a burst mostly carries one SPI. */
+struct spi_cache {
+	uint32_t spi;		/* 0: empty (SPI 0 is never installed) */
+	struct sa *sa;
+};
+
+static struct sa *
+lookup_cached(struct spi_cache *c, uint32_t spi)
+{
+	if (spi != c->spi || spi == 0) {
+		c->sa = sa_lookup_in(spi);
+		c->spi = spi;
+	}
+	return c->sa;
+}
+
 static enum dpvpn_drop_reason
-decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct sa **sap,
-	      struct crypto_op *op)
+decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
+	      struct sa **sap, struct crypto_op *op)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
@@ -35,7 +51,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct sa **sap,
 		return DPVPN_DROP_SHORT;
 	memcpy(&spi, esp, 4);
 	memcpy(&seq32, esp + 4, 4);
-	sa = sa_lookup_in(spi);
+	sa = lookup_cached(cache, spi);
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
@@ -116,11 +132,12 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
+	struct spi_cache cache = { .spi = 0 };
 	uint16_t k = 0, good = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
-		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &sa, &ops[k]);
+		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k]);
 
 		if (why != DPVPN_DROP_MAX) {
 			if (sa != NULL)

@@ -16,35 +16,39 @@ static void
 build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer,
 	    uint8_t inner_tos, uint16_t total)
 {
-	outer->version_ihl = RTE_IPV4_VHL_DEF;
 	/* DSCP is copied from the inner header; ECN is not (RFC 6040 is [esp]). */
-	outer->type_of_service = inner_tos & ~RTE_IPV4_HDR_ECN_MASK;
+	uint8_t tos = inner_tos & ~RTE_IPV4_HDR_ECN_MASK;
+	uint16_t id = (uint16_t)w->ip_id++;
+	uint32_t sum = sa->outer_sum + tos + total + id;
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	outer->version_ihl = RTE_IPV4_VHL_DEF;
+	outer->type_of_service = tos;
 	outer->total_length = rte_cpu_to_be_16(total);
-	outer->packet_id = rte_cpu_to_be_16((uint16_t)w->ip_id++);
+	outer->packet_id = rte_cpu_to_be_16(id);
 	outer->fragment_offset = 0;
 	outer->time_to_live = ESP_OUTER_TTL;
 	outer->next_proto_id = IPPROTO_ESP;
+	outer->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
 	outer->src_addr = sa->local;
 	outer->dst_addr = sa->remote;
-	outer->hdr_checksum = 0;
-	outer->hdr_checksum = rte_ipv4_cksum(outer);
 }
 
 /*
- * Turn m (an inner IPv4 packet) into an ESP packet for sa and describe the
- * encryption in op.  Returns DPVPN_DROP_MAX on success.
+ * Turn m (an inner IPv4 packet) into an ESP packet for sa with sequence
+ * number seq, and describe the encryption in op.  DPVPN_DROP_MAX on success.
  */
 static enum dpvpn_drop_reason
-encap_one(struct dp_worker *w, struct sa *sa, struct rte_mbuf *m, struct crypto_op *op)
+encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
+	  struct crypto_op *op)
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & 3);
 	uint8_t inner_tos = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->type_of_service;
 	uint8_t *tail, *hdr;
-	uint64_t seq;
 	rte_be64_t iv;
 
-	seq = __atomic_add_fetch(&sa->seq, 1, __ATOMIC_RELAXED);
 	if (seq > UINT32_MAX)	/* no ESN yet: never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + ESP_ICV_LEN);
@@ -79,45 +83,75 @@ encap_one(struct dp_worker *w, struct sa *sa, struct rte_mbuf *m, struct crypto_
 	return DPVPN_DROP_MAX;
 }
 
-uint16_t
-esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+/*
+ * Sequence numbers for a burst: one atomic add per run of packets that share
+ * an SA (usually the whole burst), not one per packet.  Numbers stay unique
+ * per SA however many workers encrypt for it.
+ */
+static void
+reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 {
-	struct crypto_op ops[DP_BURST];
-	struct sa *sas[DP_BURST];
-	uint16_t lens[DP_BURST];
+	for (uint16_t i = 0; i < n;) {
+		uint16_t run = 1;
+
+		while (i + run < n && sas[i + run] == sas[i])
+			run++;
+		uint64_t first = __atomic_fetch_add(&sas[i]->seq, run, __ATOMIC_RELAXED) + 1;
+
+		for (uint16_t j = 0; j < run; j++)
+			seqs[i + j] = first + j;
+		i += run;
+	}
+}
+
+/* Policy lookup: keeps the packets that have an SA, with it in sas[]. */
+static uint16_t
+select_sa(struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
+{
 	const struct spd *spd = spd_get();
 	uint16_t k = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-		enum dpvpn_drop_reason why;
 		int slot = spd_match(spd, ip->src_addr, ip->dst_addr);
-		struct sa *sa;
+		struct sa *sa = slot < 0 ? NULL : sa_slot((uint16_t)slot);
 
-		if (slot < 0) {
-			dp_drop(st, m, DPVPN_DROP_NO_POLICY);
-			continue;
-		}
-		sa = sa_slot((uint16_t)slot);
 		if (sa == NULL) {
-			dp_drop(st, m, DPVPN_DROP_SA_GONE);
-			continue;
-		}
-		lens[k] = rte_pktmbuf_data_len(m);
-		why = encap_one(w, sa, m, &ops[k]);
-		if (why != DPVPN_DROP_MAX) {
-			sa->stats[w->index].drop_other++;
-			dp_drop(st, m, why);
+			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
 			continue;
 		}
 		sas[k] = sa;
 		pkts[k++] = m;
 	}
+	return k;
+}
+
+uint16_t
+esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct crypto_op ops[DP_BURST];
+	struct sa *sas[DP_BURST];
+	uint64_t seqs[DP_BURST];
+	uint16_t lens[DP_BURST];
+	uint16_t k = 0, good = 0;
+
+	n = select_sa(st, pkts, n, sas);
+	reserve_seq(sas, seqs, n);
+	for (uint16_t i = 0; i < n; i++) {
+		enum dpvpn_drop_reason why;
+
+		lens[k] = rte_pktmbuf_data_len(pkts[i]);
+		why = encap_one(w, sas[i], seqs[i], pkts[i], &ops[k]);
+		if (why != DPVPN_DROP_MAX) {
+			sas[i]->stats[w->index].drop_other++;
+			dp_drop(st, pkts[i], why);
+			continue;
+		}
+		sas[k] = sas[i];
+		pkts[k++] = pkts[i];
+	}
 	crypto_run(w->mb, ops, k);
-
-	uint16_t good = 0;
-
 	for (uint16_t i = 0; i < k; i++) {
 		if (!ops[i].ok) {
 			sas[i]->stats[w->index].drop_other++;

@@ -5,7 +5,7 @@
 
 #include <rte_byteorder.h>
 #include <rte_hash.h>
-#include <rte_jhash.h>
+#include <rte_hash_crc.h>
 #include <rte_rcu_qsbr.h>
 
 #include "dp.h"
@@ -93,7 +93,7 @@ neigh_init(void)
 		.name = "dpvpn_neigh",
 		.entries = NEIGH_MAX,
 		.key_len = sizeof(uint64_t),
-		.hash_func = rte_jhash,
+		.hash_func = rte_hash_crc,	/* one crc32 instruction */
 		.socket_id = (int)rte_socket_id(),
 		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
 	};

@@ -6,7 +6,7 @@
 
 #include <rte_byteorder.h>
 #include <rte_hash.h>
-#include <rte_jhash.h>
+#include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 
@@ -28,7 +28,7 @@ sa_init(unsigned int workers)
 		.name = "dpvpn_sa",
 		.entries = SA_MAX,
 		.key_len = sizeof(struct sa_key),
-		.hash_func = rte_jhash,
+		.hash_func = rte_hash_crc,	/* one crc32 instruction */
 		.socket_id = (int)rte_socket_id(),
 		/* workers read while the main lcore writes, without locks */
 		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
@@ -111,6 +111,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, int slot)
 	sa->remote_net = c->remote_ts.addr & sa->remote_mask;
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
+	sa->outer_sum = sa_outer_sum(sa->local, sa->remote);
 	crypto_key_init(mgr, &sa->key, c->key, c->key_len);
 	sa->cfg = *c;
 	explicit_bzero(sa->cfg.key, sizeof(sa->cfg.key));

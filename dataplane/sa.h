@@ -11,6 +11,9 @@
 
 #include <stdint.h>
 
+#include <netinet/in.h>
+
+#include <rte_byteorder.h>
 #include <rte_common.h>
 
 #include "crypto.h"
@@ -22,6 +25,7 @@
 #define ESP_IV_LEN	8
 #define ESP_ICV_LEN	16
 #define ESP_TRAILER_LEN	2	/* pad length + next header */
+#define ESP_OUTER_TTL	64	/* TTL of the outer header */
 
 struct sa_stats {
 	uint64_t packets, bytes;
@@ -37,6 +41,7 @@ struct sa {
 	uint32_t local, remote;	/* outer addresses, network order */
 	uint32_t local_net, local_mask;		/* inner selectors */
 	uint32_t remote_net, remote_mask;
+	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */
@@ -45,6 +50,20 @@ struct sa {
 	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
 	struct sa_stats *stats;		/* one per worker */
 };
+
+/*
+ * One's-complement sum of the outer IPv4 header words that never change for
+ * an SA (version/IHL, TTL/protocol, addresses): per packet only TOS, length
+ * and ID are added, and the header is never read back to checksum it.
+ */
+static inline uint32_t
+sa_outer_sum(uint32_t local, uint32_t remote)
+{
+	uint32_t s = rte_be_to_cpu_32(local), d = rte_be_to_cpu_32(remote);
+
+	return 0x4500 + (ESP_OUTER_TTL << 8 | IPPROTO_ESP) +
+	       (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff);
+}
 
 int sa_init(unsigned int n_workers);
 /* Install; errbuf names the bad field.  Wipes nothing: the caller does. */

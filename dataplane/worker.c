@@ -86,10 +86,36 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint32_t addr)
 	(void)rte_ring_enqueue_elem(w->resolve, &req, sizeof(req));
 }
 
+/*
+ * The next hop of the previous packet: a burst mostly goes to one next hop
+ * (the peer gateway, or one host), so most packets skip the hash lookup.
+ * Valid for one burst only, so a changed MAC is seen at the next burst.
+ */
+struct nh_cache {
+	uint16_t port;
+	uint32_t next;		/* 0: empty */
+	struct rte_ether_addr mac;
+};
+
+static bool
+resolve_cached(struct nh_cache *c, uint16_t port, uint32_t next, struct rte_ether_addr *mac)
+{
+	if (c->next == next && c->port == port && next != 0) {
+		*mac = c->mac;
+		return true;
+	}
+	if (!neigh_lookup(port, next, mac))
+		return false;
+	*c = (struct nh_cache){ .port = port, .next = next, .mac = *mac };
+	return true;
+}
+
 /* Route, resolve and queue IPv4 packets for transmission. */
 static void
 tx_ipv4(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
+	struct nh_cache cache = { .next = 0 };
+
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint32_t dst = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->dst_addr, next;
@@ -105,7 +131,7 @@ tx_ipv4(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint1
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
 			continue;
 		}
-		if (!neigh_lookup(port, next, &eth->dst_addr)) {
+		if (!resolve_cached(&cache, port, next, &eth->dst_addr)) {
 			ask_resolve(w, port, next);
 			dp_drop(st, m, DPVPN_DROP_NO_NEIGH);
 			continue;
