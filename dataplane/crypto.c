@@ -7,8 +7,8 @@
 
 static char describe[48];
 
-static const char *
-arch_name(uint32_t arch)
+const char *
+crypto_arch_name(uint32_t arch)
 {
 	static const char *const names[] = {
 		[IMB_ARCH_NONE] = "none", [IMB_ARCH_NOAESNI] = "no-aesni",
@@ -34,7 +34,7 @@ crypto_mgr_create(void)
 	}
 	if (describe[0] == '\0')
 		snprintf(describe, sizeof(describe), "intel-ipsec-mb %s %s",
-			 imb_get_version_str(), arch_name(mgr->used_arch));
+			 imb_get_version_str(), crypto_arch_name(mgr->used_arch));
 	return mgr;
 }
 

@@ -41,6 +41,8 @@ struct crypto_op {
 IMB_MGR *crypto_mgr_create(void);
 void crypto_mgr_free(IMB_MGR *mgr);
 const char *crypto_describe(void);
+/* "sse", "avx2", "avx512", ... for an IMB_ARCH value. */
+const char *crypto_arch_name(uint32_t arch);
 
 /* Expands key (16 or 32 bytes); false for another length. */
 bool crypto_key_init(IMB_MGR *mgr, struct crypto_key *k, const uint8_t *key, uint32_t len);

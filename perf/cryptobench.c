@@ -38,6 +38,8 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "crypto.h"
+
 #define NBUF		32	/* buffers per pass = jobs in flight for a burst */
 #define ESP_HDR_LEN	8	/* SPI + sequence number; also the AEAD AAD */
 #define CBC_IV_LEN	16
@@ -260,18 +262,6 @@ fill_all(struct bench *b)
 }
 
 /* ---- intel-ipsec-mb ------------------------------------------------------ */
-
-static const char *
-arch_name(uint32_t arch)
-{
-	static const char *const names[] = {
-		[IMB_ARCH_NONE] = "none", [IMB_ARCH_NOAESNI] = "no-aesni",
-		[IMB_ARCH_SSE] = "sse", [IMB_ARCH_AVX] = "avx",
-		[IMB_ARCH_AVX2] = "avx2", [IMB_ARCH_AVX512] = "avx512",
-	};
-
-	return arch < IMB_ARCH_NUM ? names[arch] : "?";
-}
 
 /* avx512 is only called when asked: on some CPUs it faults instead of failing. */
 static IMB_MGR *
@@ -828,7 +818,7 @@ time_case(struct bench *b, enum dir d, const struct opts *o, struct row *r)
 		    dir_names[d], (unsigned long long)b->bad, (unsigned long long)b->failed);
 	*r = (struct row){
 		.alg = b->alg->name, .dir = dir_names[d], .engine = engine_names[b->eng],
-		.arch = b->eng == ENG_OPENSSL ? "n/a" : arch_name(b->mgr->used_arch),
+		.arch = b->eng == ENG_OPENSSL ? "n/a" : crypto_arch_name(b->mgr->used_arch),
 		.size = b->size, .clen = b->clen, .reps = o->reps,
 		.mpps = median(mpps, o->reps), .cpb = median(cpb, o->reps),
 	};
@@ -1171,7 +1161,7 @@ main(int argc, char **argv)
 	rows = calloc(NALG * MAX_SIZES * DIR_NUM * ENG_NUM, sizeof(*rows));
 	if (rows == NULL)
 		die("out of memory");
-	env.arch = arch_name(b.mgr->used_arch);
+	env.arch = crypto_arch_name(b.mgr->used_arch);
 	env.tsc_hz = tsc_hz_measure();
 	read_cpu_model(env.cpu, sizeof(env.cpu));
 	if (!o.json)

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""tables.py: Markdown tables from perf/results/*.json, for the READMEs.
+
+  tables.py quick.json      the headline rows and the targets
+  tables.py full.json       crypto ceiling per cipher/size/engine, and the
+                            FreeS/WAN-style "cycles per byte -> link capacity
+                            per GHz" table (8 bits / cycles-per-byte)
+  tables.py compare.json    dpvpn next to OpenVPN and ipsec-secgw, incl. the
+                            seeds' OpenVPN MTU sweep
+"""
+import json
+import sys
+
+SIZES = [64, 512, 1420, 9000]
+
+
+def headline(doc):
+    print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
+    print("| cipher | dir | size | workers | Mpps | Gbit/s | ceiling Gbit/s | efficiency "
+          "| cycles/pkt |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in doc["rows"]:
+        print(f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
+              f"{r['mpps']:.2f} | {r['gbps']:.1f} | {r['ceiling_gbps']:.1f} | "
+              f"{r['efficiency'] * 100:.0f} % | {r['cycles_per_packet']:.0f} |")
+    if doc.get("targets"):
+        print("\n| target | value | met? |\n|---|---:|---|")
+        for t in doc["targets"]:
+            print(f"| {t['target']} | {t['value']:.3g} | {'met' if t['met'] else 'not met'} |")
+
+
+def crypto(doc):
+    cb = doc["crypto"]
+    print(f"Crypto ceiling, {cb['cpu']}, intel-ipsec-mb {cb['ipsec_mb']} ({cb['arch']}), "
+          f"{cb['openssl']}; Gbit/s, encrypt / decrypt:\n")
+    sizes = [s for s in SIZES if any(r["size"] == s for r in cb["rows"])]
+    print("| cipher | engine | " + " | ".join(f"{s} B" for s in sizes) + " |")
+    print("|---|---|" + "---:|" * len(sizes))
+    algs = list(dict.fromkeys(r["alg"] for r in cb["rows"]))
+    engines = list(dict.fromkeys(r["engine"] for r in cb["rows"]))
+    get = {(r["alg"], r["engine"], r["size"], r["dir"]): r for r in cb["rows"]}
+    for a in algs:
+        for e in engines:
+            cells = []
+            for s in sizes:
+                enc, dec = get.get((a, e, s, "encrypt")), get.get((a, e, s, "decrypt"))
+                cells.append(f"{enc['gbps']:.1f} / {dec['gbps']:.1f}" if enc and dec else "")
+            print(f"| {a} | {e} | " + " | ".join(cells) + " |")
+    print("\nCycles per byte and link capacity per GHz of one core "
+          "(8 / cycles-per-byte, Gbit/s per GHz), ipsec-mb burst, encrypt, 1420 B:\n")
+    print("| cipher | cycles/byte | Gbit/s per GHz | 1 core at 3 GHz |")
+    print("|---|---:|---:|---:|")
+    for a in algs:
+        r = get.get((a, "ipsec-mb-burst", 1420, "encrypt"))
+        if r:
+            cap = 8 / r["cycles_per_byte"]
+            print(f"| {a} | {r['cycles_per_byte']:.2f} | {cap:.1f} | {3 * cap:.0f} Gbit/s |")
+
+
+def compare(doc):
+    m = doc.get("machine", {})
+    print(f"Machine: {m.get('cpu', '?')}, {m.get('nproc', '?')} vCPUs; iperf3 "
+          f"{doc.get('seconds')} s per row; `perf/compare --mtu-sweep`\n")
+    print("| VPN | cipher | MTU | Gbit/s | CPU-s | MB per CPU-s |")
+    print("|---|---|---|---:|---:|---:|")
+    for r in doc["rows"]:
+        if r.get("error"):
+            print(f"| {r['vpn']} | {r.get('cipher', '')} | | error: {r['error']} | | |")
+            continue
+        mtu = r.get("mtu") or f"tun-mtu {r.get('tun_mtu')}" + \
+            (" mssfix 0" if r.get("mssfix") == 0 else "")
+        print(f"| {r['vpn']} | {r['cipher']} | {mtu} | {r['gbps']:.2f} | {r['cpu_s']:.2f} | "
+              f"{r['bytes_per_cpu_s'] / 1e6:.0f} |")
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        doc = json.load(f)
+    if "vpn" in json.dumps(doc.get("rows", [{}])[:1]):
+        compare(doc)
+    elif doc.get("command") == "perf/run full":
+        headline(doc)
+        print()
+        crypto(doc)
+    else:
+        headline(doc)
+
+
+if __name__ == "__main__":
+    main()
