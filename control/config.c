@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <ini.h>
+#include <search.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 
 #include "config.h"
 
-#define CFG_FILE_MAX	(1 << 20)	/* bigger is surely not a config */
+#define CFG_FILE_MAX	(256 << 20)	/* 100k tunnels take ~30 MB; bigger is no config */
 #define KEYFILE_MAX	256		/* 36 bytes of hex and some slack */
 
 enum sect_type {
@@ -69,6 +70,12 @@ struct parser {
 	int seen_dataplane, seen_control;
 	struct perror_ent *errs;
 	size_t n_errs;
+	/* Section names seen, "TYPE:NAME": a hash so that 100k tunnels parse
+	 * in linear time (glibc's hsearch_r; the keys are ours to free). */
+	struct hsearch_data names;
+	bool names_ok;
+	char **name_keys;
+	size_t n_name_keys;
 };
 
 typedef int (*key_fn)(struct parser *p, const char *val);
@@ -829,29 +836,30 @@ static const struct sect_def *find_section(const char *type)
 }
 
 /* Name of entry i of the section type, or NULL past the end. */
-static const char *entry_name(const struct cfg *c, enum sect_type t, size_t i)
+/* True if [TYPE NAME] was seen before; records it otherwise. */
+static bool name_taken(struct parser *p, enum sect_type t, const char *name)
 {
-	switch (t) {
-	case SECT_PORT:
-		return i < c->n_ports ? c->ports[i].name : NULL;
-	case SECT_NEIGH:
-		return i < c->n_neighs ? c->neighs[i].name : NULL;
-	case SECT_ROUTE:
-		return i < c->n_routes ? c->routes[i].name : NULL;
-	case SECT_TUNNEL:
-		return i < c->n_tunnels ? c->tunnels[i]->name : NULL;
-	default:
-		return NULL;
+	char buf[16 + DPVPN_NAME_LEN], *key;
+	ENTRY e, *found;
+	char **keys;
+
+	snprintf(buf, sizeof(buf), "%d:%s", (int)t, name);
+	e.key = buf;
+	e.data = NULL;
+	if (!p->names_ok || hsearch_r(e, FIND, &found, &p->names))
+		return p->names_ok && found != NULL;
+	key = strdup(buf);
+	keys = realloc(p->name_keys, (p->n_name_keys + 1) * sizeof(*keys));
+	if (key == NULL || keys == NULL) {
+		free(key);
+		if (keys)
+			p->name_keys = keys;
+		return false;
 	}
-}
-
-static bool name_taken(const struct cfg *c, enum sect_type t, const char *name)
-{
-	const char *n;
-
-	for (size_t i = 0; (n = entry_name(c, t, i)); i++)
-		if (!strcmp(n, name))
-			return true;
+	p->name_keys = keys;
+	p->name_keys[p->n_name_keys++] = key;
+	e.key = key;
+	hsearch_r(e, ENTER, &found, &p->names);
 	return false;
 }
 
@@ -894,7 +902,7 @@ static int open_section(struct parser *p, char *type, char *name)
 		       type, name, CFG_NAME_MAX);
 		return -1;
 	}
-	if (name_taken(p->cfg, d->id, name)) {
+	if (name_taken(p, d->id, name)) {
 		err_at(p, p->line, "duplicate section [%s %s]", type, name);
 		return -1;
 	}
@@ -1121,6 +1129,47 @@ static bool is_outside_addr(const struct cfg *c, uint32_t addr)
 	return false;
 }
 
+struct spi_ref {
+	uint32_t spi;
+	size_t idx;
+};
+
+static int spi_ref_cmp(const void *a, const void *b)
+{
+	const struct spi_ref *x = a, *y = b;
+
+	if (x->spi != y->spi)
+		return x->spi < y->spi ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Each in-spi once: sorted, so that many tunnels check in O(n log n). */
+static void check_in_spis(struct parser *p)
+{
+	const struct cfg *c = p->cfg;
+	struct spi_ref *refs = calloc(c->n_tunnels + 1, sizeof(*refs));
+	size_t n = 0, first = 0;
+
+	if (refs == NULL)
+		return;
+	for (size_t i = 0; i < c->n_tunnels; i++)
+		if (c->tunnels[i]->in.spi)
+			refs[n++] = (struct spi_ref){ c->tunnels[i]->in.spi, i };
+	qsort(refs, n, sizeof(*refs), spi_ref_cmp);
+	for (size_t i = 1; i < n; i++) {
+		const struct cfg_tunnel *t = c->tunnels[refs[i].idx];
+
+		if (refs[i].spi != refs[i - 1].spi) {
+			first = i;
+			continue;
+		}
+		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: 0x%08x is already "
+		       "the in-spi of [tunnel %s]", t->name, t->in.spi,
+		       c->tunnels[refs[first].idx]->name);
+	}
+	free(refs);
+}
+
 static void check_tunnels(struct parser *p)
 {
 	const struct cfg *c = p->cfg;
@@ -1132,15 +1181,8 @@ static void check_tunnels(struct parser *p)
 		if (t->local && !is_outside_addr(c, t->local))
 			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
 			       "outside port", t->name, fmt_ipv4(t->local, buf));
-		for (size_t j = 0; j < i && t->in.spi; j++) {
-			if (c->tunnels[j]->in.spi != t->in.spi)
-				continue;
-			err_at(p, t->in.spi_line, "[tunnel %s] in-spi: 0x%08x is already "
-			       "the in-spi of [tunnel %s]", t->name, t->in.spi,
-			       c->tunnels[j]->name);
-			break;
-		}
 	}
+	check_in_spis(p);
 }
 
 static void check_all(struct parser *p)
@@ -1196,6 +1238,25 @@ static void set_dir(struct parser *p, const char *path)
 		snprintf(p->dir, sizeof(p->dir), "%.*s", (int)(slash - path), path);
 }
 
+/* Room for every section the file can hold: one per '[' at most. */
+static void names_init(struct parser *p)
+{
+	size_t n = 64;
+
+	for (size_t i = 0; i < p->text_len; i++)
+		n += p->text[i] == '[';
+	p->names_ok = hcreate_r(2 * n, &p->names) != 0;
+}
+
+static void names_free(struct parser *p)
+{
+	if (p->names_ok)
+		hdestroy_r(&p->names);
+	for (size_t i = 0; i < p->n_name_keys; i++)
+		free(p->name_keys[i]);
+	free(p->name_keys);
+}
+
 int cfg_load(struct cfg *cfg, const char *path)
 {
 	struct parser p = { .cfg = cfg, .file = path };
@@ -1206,9 +1267,11 @@ int cfg_load(struct cfg *cfg, const char *path)
 	strcpy(cfg->ctl_socket, CFG_DEFAULT_CTL_SOCKET);
 	set_dir(&p, path);
 	if (read_file(&p, path) == 0) {
+		names_init(&p);
 		ini_parse_stream(read_ini_line, &p, on_ini_kv, &p);
 		finish_section(&p);
 		check_all(&p);
+		names_free(&p);
 	}
 	if (p.text) {
 		explicit_bzero(p.text, p.text_len);

@@ -2,7 +2,7 @@
 /*
  * install.c - turn struct cfg into dataplane messages, in dependency order:
  * ports first (they add the connected routes), neighbours and routes, then
- * the SAs before the policies that name them, START last.
+ * the SAs before the policies that name them (inside one batch), START last.
  *
  * An SA_ADD message holds a key: it is built on the stack, sent straight from
  * there (dp_call does not copy it) and wiped right after.
@@ -146,8 +146,13 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose)
 {
 	int rc = -1;
 
+	/* One batch: the dataplane builds its policy classifier once, at the
+	 * commit, however many tunnels there are. */
 	if (!install_ports(dp, cfg, verbose) && !install_neighs(dp, cfg, verbose) &&
-	    !install_routes(dp, cfg, verbose) && !install_tunnels(dp, cfg, verbose))
+	    !install_routes(dp, cfg, verbose) &&
+	    !call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0) &&
+	    !install_tunnels(dp, cfg, verbose) &&
+	    !call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		rc = call(dp, verbose, "start", DPVPN_MSG_START, NULL, 0);
 	cfg_wipe_keys(cfg);
 	return rc;

@@ -156,14 +156,32 @@ do_policy_add(const void *req, struct reply *r)
 }
 
 static int
-do_start(const void *req, struct reply *r)
+do_batch_begin(const void *req, struct reply *r)
 {
 	(void)req;
-	if (dp.started)
-		return 0;
-	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		int rc = rte_eth_dev_start(p);
+	(void)r;
+	spd_begin();
+	return 0;
+}
 
+static int
+do_batch_commit(const void *req, struct reply *r)
+{
+	(void)req;
+	return spd_commit(r->err, sizeof(r->err));
+}
+
+static int
+do_start(const void *req, struct reply *r)
+{
+	int rc;
+
+	(void)req;
+	rc = spd_in_batch() ? spd_commit(r->err, sizeof(r->err)) : 0;
+	if (rc != 0 || dp.started)
+		return rc;
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		rc = rte_eth_dev_start(p);
 		if (rc != 0) {
 			snprintf(r->err, sizeof(r->err), "start: port %u: %s", p, rte_strerror(-rc));
 			return rc;
@@ -302,6 +320,8 @@ static const struct {
 	[DPVPN_MSG_SHOW_POLICIES] = { "SHOW_POLICIES", sizeof(struct dpvpn_dump_req),
 				      do_show_policies },
 	[DPVPN_MSG_SHOW_COUNTERS] = { "SHOW_COUNTERS", 0, do_show_counters },
+	[DPVPN_MSG_BATCH_BEGIN] = { "BATCH_BEGIN", 0, do_batch_begin },
+	[DPVPN_MSG_BATCH_COMMIT] = { "BATCH_COMMIT", 0, do_batch_commit },
 };
 
 /* ---- transport ---- */

@@ -104,18 +104,21 @@ reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 	}
 }
 
-/* Policy lookup: keeps the packets that have an SA, with it in sas[]. */
+/* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
 static uint16_t
 select_sa(struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
 {
-	const struct spd *spd = spd_get();
+	const uint8_t *hdrs[DP_BURST];
+	int32_t slots[DP_BURST];
 	uint16_t k = 0;
 
+	for (uint16_t i = 0; i < n; i++)
+		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+	spd_classify(spd_get(), hdrs, slots, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-		int slot = spd_match(spd, ip->src_addr, ip->dst_addr);
-		struct sa *sa = slot < 0 ? NULL : sa_slot((uint16_t)slot);
+		int32_t slot = slots[i];
+		struct sa *sa = slot < 0 ? NULL : sa_slot((uint32_t)slot);
 
 		if (sa == NULL) {
 			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);

@@ -5,7 +5,7 @@
  * config file: dpvpnd installs everything over the control socket and then
  * sends START, which starts the ports.
  *
- *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N]
+ *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,11 +30,13 @@
 
 #define MBUF_CACHE	256
 #define IDLE_SLEEP_US	50	/* default back-off once idle */
+#define MAX_SA_LIMIT	(1u << 22)	/* SAs, both directions: 4 M */
 
 struct dp_state dp;
 struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static const char *socket_path;
+static unsigned int max_sa = SA_MAX_DEFAULT;
 
 static void
 on_signal(int sig)
@@ -47,11 +49,13 @@ static void
 usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N]\n"
+		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
-		"                       0 = busy-poll always, for benchmarks)\n",
-		prog, IDLE_SLEEP_US);
+		"                       0 = busy-poll always, for benchmarks)\n"
+		"  --max-sa N           room for N SAs (both directions) and N policies\n"
+		"                       (default %u)\n",
+		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT);
 }
 
 static int
@@ -60,6 +64,7 @@ parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "idle-sleep-us", required_argument, NULL, 'i' },
+		{ "max-sa", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -77,6 +82,14 @@ parse_args(int argc, char **argv)
 			dp.idle_sleep_us = (unsigned int)strtoul(optarg, &end, 10);
 			if (errno != 0 || *end != '\0' || dp.idle_sleep_us > 100000) {
 				fprintf(stderr, "--idle-sleep-us: '%s' is not 0..100000\n", optarg);
+				return -1;
+			}
+			break;
+		case 'm':
+			errno = 0;
+			max_sa = (unsigned int)strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || max_sa < 2 || max_sa > MAX_SA_LIMIT) {
+				fprintf(stderr, "--max-sa: '%s' is not 2..%u\n", optarg, MAX_SA_LIMIT);
 				return -1;
 			}
 			break;
@@ -192,9 +205,9 @@ setup(void)
 	}
 	rc = rcu_init();
 	if (rc == 0)
-		rc = sa_init(dp.n_workers);
+		rc = sa_init(dp.n_workers, max_sa);
 	if (rc == 0)
-		rc = spd_init();
+		rc = spd_init(max_sa);
 	if (rc == 0)
 		rc = route_init();
 	if (rc == 0)

@@ -17,16 +17,24 @@ struct sa_key {
 	uint32_t dir;
 };
 
+/*
+ * slots[]: what policies point at (workers read it).  free_slots: a stack of
+ * unused slot numbers, so an add is O(1).  installed[]: the SAs densely, for
+ * O(1) paged dumps (a delete moves the last one into the hole).  Only the
+ * main lcore touches free_slots and installed.
+ */
 static struct rte_hash *by_spi;
-static struct sa *slots[SA_MAX];
-static unsigned int n_sa, n_workers;
+static struct sa **slots;
+static uint32_t *free_slots;
+static struct sa **installed;
+static unsigned int n_sa, n_free, max_sa, n_workers;
 
 int
-sa_init(unsigned int workers)
+sa_init(unsigned int workers, unsigned int max)
 {
 	struct rte_hash_parameters p = {
 		.name = "dpvpn_sa",
-		.entries = SA_MAX,
+		.entries = max,
 		.key_len = sizeof(struct sa_key),
 		.hash_func = rte_hash_crc,	/* one crc32 instruction */
 		.socket_id = (int)rte_socket_id(),
@@ -35,8 +43,16 @@ sa_init(unsigned int workers)
 	};
 
 	n_workers = workers;
+	max_sa = max;
+	slots = rte_zmalloc("dpvpn_sa_slots", max * sizeof(*slots), RTE_CACHE_LINE_SIZE);
+	installed = rte_zmalloc("dpvpn_sa_list", max * sizeof(*installed), 0);
+	free_slots = rte_zmalloc("dpvpn_sa_free", max * sizeof(*free_slots), 0);
 	by_spi = rte_hash_create(&p);
-	return by_spi == NULL ? -ENOMEM : 0;
+	if (slots == NULL || installed == NULL || free_slots == NULL || by_spi == NULL)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < max; i++)	/* slot 0 on top */
+		free_slots[n_free++] = max - 1 - i;
+	return 0;
 }
 
 static int __rte_format_printf(4, 5)
@@ -76,17 +92,8 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 	return 0;
 }
 
-static int
-free_slot(void)
-{
-	for (int i = 0; i < SA_MAX; i++)
-		if (slots[i] == NULL)
-			return i;
-	return -1;
-}
-
 static struct sa *
-sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, int slot)
+sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 {
 	struct sa *sa = rte_zmalloc("dpvpn_sa", sizeof(*sa), RTE_CACHE_LINE_SIZE);
 
@@ -101,7 +108,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, int slot)
 	sa->spi = c->spi;
 	sa->dir = c->dir;
 	sa->alg = c->alg;
-	sa->slot = (uint16_t)slot;
+	sa->slot = slot;
 	memcpy(&sa->salt, c->salt, sizeof(sa->salt));
 	sa->local = c->local;
 	sa->remote = c->remote;
@@ -132,7 +139,8 @@ sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
 {
 	struct sa_key k = { .spi = c->spi, .dir = c->dir };
 	struct sa *sa;
-	int rc, slot;
+	uint32_t slot;
+	int rc;
 
 	rc = check_cfg(c, eb, len);
 	if (rc != 0)
@@ -140,9 +148,9 @@ sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
 	if (rte_hash_lookup(by_spi, &k) >= 0)
 		return fail(eb, len, -EEXIST, "sa.spi: 0x%08x is already installed",
 			    rte_be_to_cpu_32(c->spi));
-	slot = free_slot();
-	if (slot < 0)
-		return fail(eb, len, -ENOSPC, "sa: table full (%u SAs)", SA_MAX);
+	if (n_free == 0)
+		return fail(eb, len, -ENOSPC, "sa: table full (%u SAs, see --max-sa)", max_sa);
+	slot = free_slots[n_free - 1];
 	sa = sa_alloc(c, mgr, slot);
 	if (sa == NULL)
 		return fail(eb, len, -ENOMEM, "sa: out of memory");
@@ -154,7 +162,9 @@ sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
 		sa_free(sa);
 		return fail(eb, len, rc, "sa: hash insert failed (%d)", rc);
 	}
-	n_sa++;
+	n_free--;
+	sa->pos = n_sa;
+	installed[n_sa++] = sa;
 	return 0;
 }
 
@@ -173,8 +183,10 @@ sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 	/* No worker may still hold the SA (or the hash slot) after this. */
 	rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
 	rte_hash_free_key_with_position(by_spi, pos);
+	installed[sa->pos] = installed[--n_sa];
+	installed[sa->pos]->pos = sa->pos;
+	free_slots[n_free++] = sa->slot;
 	sa_free(sa);
-	n_sa--;
 	return 0;
 }
 
@@ -199,7 +211,7 @@ sa_find(uint32_t spi, uint8_t dir)
 }
 
 struct sa *
-sa_slot(uint16_t slot)
+sa_slot(uint32_t slot)
 {
 	return __atomic_load_n(&slots[slot], __ATOMIC_ACQUIRE);
 }
@@ -228,35 +240,31 @@ sum_stats(const struct sa *sa, struct dpvpn_sa_info *info)
 bool
 sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 {
-	for (int i = 0; i < SA_MAX; i++) {
-		const struct sa *sa = slots[i];
+	const struct sa *sa;
 
-		if (sa == NULL || idx-- > 0)
-			continue;
-		memset(info, 0, sizeof(*info));
-		info->spi = sa->spi;
-		info->dir = sa->dir;
-		info->alg = sa->alg;
-		info->replay_window = sa->cfg.replay_window;
-		info->local = sa->local;
-		info->remote = sa->remote;
-		info->local_ts = sa->cfg.local_ts;
-		info->remote_ts = sa->cfg.remote_ts;
-		memcpy(info->name, sa->cfg.name, sizeof(info->name));
-		info->seq = sa->dir == DPVPN_DIR_OUT ?
-			__atomic_load_n(&sa->seq, __ATOMIC_RELAXED) : sa->replay.top;
-		sum_stats(sa, info);
-		return true;
-	}
-	return false;
+	if (idx >= n_sa)
+		return false;
+	sa = installed[idx];
+	memset(info, 0, sizeof(*info));
+	info->spi = sa->spi;
+	info->dir = sa->dir;
+	info->alg = sa->alg;
+	info->replay_window = sa->cfg.replay_window;
+	info->local = sa->local;
+	info->remote = sa->remote;
+	info->local_ts = sa->cfg.local_ts;
+	info->remote_ts = sa->cfg.remote_ts;
+	memcpy(info->name, sa->cfg.name, sizeof(info->name));
+	info->seq = sa->dir == DPVPN_DIR_OUT ?
+		__atomic_load_n(&sa->seq, __ATOMIC_RELAXED) : sa->replay.top;
+	sum_stats(sa, info);
+	return true;
 }
+
 
 void
 sa_flush(void)
 {
-	for (int i = 0; i < SA_MAX; i++) {
-		if (slots[i] == NULL)
-			continue;
-		sa_del(slots[i]->spi, slots[i]->dir, NULL, 0);
-	}
+	while (n_sa > 0)
+		sa_del(installed[n_sa - 1]->spi, installed[n_sa - 1]->dir, NULL, 0);
 }

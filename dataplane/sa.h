@@ -20,7 +20,7 @@
 #include "dp.h"
 #include "replay.h"
 
-#define SA_MAX		4096	/* slots; both directions */
+#define SA_MAX_DEFAULT	4096	/* slots, both directions; --max-sa changes it */
 #define ESP_HDR_LEN	8	/* SPI + sequence number */
 #define ESP_IV_LEN	8
 #define ESP_ICV_LEN	16
@@ -36,7 +36,9 @@ struct sa {
 	/* first line: what every packet reads */
 	uint32_t spi;		/* network order */
 	uint8_t dir, alg;
-	uint16_t slot;
+	uint16_t reserved;
+	uint32_t slot;		/* index in the slot table; policies hold it */
+	uint32_t pos;		/* index in the dense list of installed SAs */
 	uint32_t salt;		/* RFC 4106 salt, as bytes */
 	uint32_t local, remote;	/* outer addresses, network order */
 	uint32_t local_net, local_mask;		/* inner selectors */
@@ -65,7 +67,7 @@ sa_outer_sum(uint32_t local, uint32_t remote)
 	       (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff);
 }
 
-int sa_init(unsigned int n_workers);
+int sa_init(unsigned int n_workers, unsigned int max_sa);
 /* Install; errbuf names the bad field.  Wipes nothing: the caller does. */
 int sa_add(const struct dpvpn_sa_cfg *cfg, IMB_MGR *mgr, char *errbuf, size_t len);
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
@@ -73,7 +75,7 @@ int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
 struct sa *sa_lookup_in(uint32_t spi);
 /* Slot of an installed SA, -1 if none. */
 int sa_find(uint32_t spi, uint8_t dir);
-struct sa *sa_slot(uint16_t slot);
+struct sa *sa_slot(uint32_t slot);
 unsigned int sa_count(void);
 /* Dump: info for the idx-th installed SA; false past the end. */
 bool sa_info(unsigned int idx, struct dpvpn_sa_info *info);

@@ -1,49 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spd.h - outbound security policies: inner source and destination prefixes
- * select the SA a cleartext packet is encrypted with.
+ * select the SA a cleartext packet is encrypted with.  Lower priority value
+ * wins; among equal priorities the more specific rule (longer prefixes) wins.
  *
- * The table is an immutable, sorted snapshot that the main lcore rebuilds on
- * every change and publishes by pointer; the old one is freed once every
- * worker has passed a quiescent point.  Lookup is a linear scan, first match
- * wins: fine for tens of tunnels; the interface stays if a later issue swaps
- * in rte_acl for large tables.
+ * Lookups classify a whole burst with rte_acl.  The classifier is immutable:
+ * the main lcore builds a new one from its rule list and publishes it by
+ * pointer, and frees the old one after every worker passed a quiescent point.
+ * A build costs O(rules), so changes can be batched: between spd_begin() and
+ * spd_commit() adds only collect rules, and the commit builds once (dpvpnd
+ * brackets a whole install that way; tens of thousands of policies then cost
+ * one build, not one each).
  */
 #ifndef SPD_H
 #define SPD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dpvpn_proto.h"
 
-#define SPD_MAX		4096
+#define SPD_MAX_PRIORITY	8000000	/* fits rte_acl's priority range */
 
-struct spd_rule {
-	uint32_t src, src_mask, dst, dst_mask;	/* network order */
-	uint16_t sa_slot;
-	struct dpvpn_policy cfg;
-};
+struct spd;
 
-struct spd {
-	uint32_t n;
-	struct spd_rule rules[];
-};
-
-int spd_init(void);
+int spd_init(unsigned int max_rules);
 int spd_add(const struct dpvpn_policy *p, char *errbuf, size_t len);
+/* Defer rebuilds until spd_commit(); nesting is not supported. */
+void spd_begin(void);
+int spd_commit(char *errbuf, size_t len);
+bool spd_in_batch(void);
+
 /* Fast path (worker, inside an RCU read section). */
 const struct spd *spd_get(void);
-static inline int
-spd_match(const struct spd *t, uint32_t src, uint32_t dst)
-{
-	for (uint32_t i = 0; i < t->n; i++) {
-		const struct spd_rule *r = &t->rules[i];
+/* For each of n IPv4 headers, the SA slot of the first matching policy, or -1. */
+void spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint32_t n);
 
-		if ((src & r->src_mask) == r->src && (dst & r->dst_mask) == r->dst)
-			return r->sa_slot;
-	}
-	return -1;
-}
 unsigned int spd_count(void);
 bool spd_info(unsigned int idx, struct dpvpn_policy *out);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <cmocka.h>
 #include <openssl/evp.h>
@@ -85,7 +86,7 @@ setup(void **state)
 	rte_rcu_qsbr_init(dp.rcu, 4);
 	wk.mb = crypto_mgr_create();
 	st = &dp_lstats[0];
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1) || spd_init())
+	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
 	if (sa_add(&c, wk.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err)))
@@ -314,6 +315,69 @@ test_known_answers(void **state)
 	}
 }
 
+/* Install an outbound SA with this SPI; returns its slot. */
+static int
+out_sa(uint32_t spi)
+{
+	struct dpvpn_sa_cfg c;
+	char err[256];
+
+	sa_cfg(&c, DPVPN_DIR_OUT);
+	c.spi = rte_cpu_to_be_32(spi);
+	assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	return sa_find(c.spi, DPVPN_DIR_OUT);
+}
+
+static void
+add_policy(const char *src, uint8_t sl, const char *dst, uint8_t dl, uint32_t spi, uint32_t prio)
+{
+	struct dpvpn_policy p = { .src.len = sl, .dst.len = dl, .priority = prio,
+				  .spi = rte_cpu_to_be_32(spi) };
+	char err[256];
+
+	inet_pton(AF_INET, src, &p.src.addr);
+	inet_pton(AF_INET, dst, &p.dst.addr);
+	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
+}
+
+/* Which policy wins, as a table: lower priority value, then longer prefixes. */
+static void
+test_spd_order(void **state)
+{
+	static const struct { const char *src, *dst; uint32_t spi; } cases[] = {
+		{ "10.1.1.1", "10.9.9.9", 0x3002 },	/* /16->/16 beats /8->/8 */
+		{ "10.1.2.3", "10.9.1.1", 0x3003 },	/* /24->/24 more specific still */
+		{ "10.2.0.1", "10.9.9.9", 0x3001 },	/* only the /8 rule matches */
+		{ "10.1.2.3", "10.7.0.1", 0x3004 },	/* priority 50 beats everything */
+		{ "11.0.0.1", "10.9.9.9", 0 },		/* no rule */
+	};
+	char err[256];
+
+	(void)state;
+	for (uint32_t spi = 0x3001; spi <= 0x3004; spi++)
+		out_sa(spi);
+	spd_begin();	/* one build for the four: the batch path */
+	add_policy("10.0.0.0", 8, "10.0.0.0", 8, 0x3001, 100);
+	add_policy("10.1.0.0", 16, "10.9.0.0", 16, 0x3002, 100);
+	add_policy("10.1.2.0", 24, "10.9.1.0", 24, 0x3003, 100);
+	add_policy("10.1.0.0", 16, "10.7.0.0", 16, 0x3004, 50);
+	assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF };
+		const uint8_t *hdr = (const uint8_t *)&ip;
+		int32_t slot;
+
+		inet_pton(AF_INET, cases[i].src, &ip.src_addr);
+		inet_pton(AF_INET, cases[i].dst, &ip.dst_addr);
+		spd_classify(spd_get(), &hdr, &slot, 1);
+		if (cases[i].spi == 0)
+			assert_int_equal(slot, -1);
+		else
+			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
+						       DPVPN_DIR_OUT));
+	}
+}
+
 /*
  * The draft's packets through the whole inbound path: all carry next header 1
  * (the draft's choice), so a packet that got past the ICV, replay and padding
@@ -371,6 +435,7 @@ main(void)
 		cmocka_unit_test(test_policy_mismatch),
 		cmocka_unit_test(test_known_answers),
 		cmocka_unit_test(test_known_answer_packets),
+		cmocka_unit_test(test_spd_order),
 	};
 
 	return cmocka_run_group_tests_name("esp", tests, setup, NULL);

@@ -36,6 +36,11 @@
  *   SHOW_SA        struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_sa_info[]
  *   SHOW_POLICIES  struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_policy[]
  *   SHOW_COUNTERS  -                         -> struct dpvpn_counters
+ *   BATCH_BEGIN    -                         -> -   until BATCH_COMMIT, policy adds
+ *                                                   are checked and answered but the
+ *                                                   classifier is rebuilt once, at
+ *                                                   the commit (START commits too)
+ *   BATCH_COMMIT   -                         -> -   build and publish
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -45,7 +50,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	1
+#define DPVPN_PROTO_VERSION	2
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -66,6 +71,8 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_SHOW_SA,
 	DPVPN_MSG_SHOW_POLICIES,
 	DPVPN_MSG_SHOW_COUNTERS,
+	DPVPN_MSG_BATCH_BEGIN,
+	DPVPN_MSG_BATCH_COMMIT,
 	DPVPN_MSG_TYPE_MAX
 };
 

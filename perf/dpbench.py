@@ -40,12 +40,43 @@ KEYS = {  # key + salt, as in configs/lab-*.conf
 }
 PCAP_MAC = "02:70:63:61:70:00"      # the first net_pcap device's MAC
 FLOWS = 64                          # distinct packets in the replayed capture
+MANY_FLOWS = 1024                   # ... when there are many tunnels to spread over
 
 
-def config(cipher, direction):
+def flows_for(sas):
+    return FLOWS if sas == 1 else min(MANY_FLOWS, sas)
+
+
+TUNNEL = """
+[tunnel {name}]
+local = 198.19.0.1
+remote = 198.19.0.2
+local-ts = 198.18.1.0/24
+remote-ts = {remote_ts}
+cipher = {cipher}
+out-spi = {out_spi:#x}
+out-key = 0x{out_key}
+in-spi = {in_spi:#x}
+in-key = 0x{in_key}
+replay-window = {window}
+"""
+
+
+def tunnel_params(i, sas):
+    """Tunnel i of sas: one tunnel keeps the lab's selectors and SPIs; many
+    get a /32 each in 100.64.0.0/10 and their own SPIs (packets to those
+    addresses never leave the process: net_pcap in, net_null out)."""
+    if sas == 1:
+        return "198.18.2.0/24", "198.18.2.2", 0x1001, 0x2001
+    a = (100 << 24) | (64 << 16) | i
+    dst = f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.{a & 255}"
+    return dst + "/32", dst, 0x100000 + i, 0x200000 + i
+
+
+def config(cipher, direction, sas=1):
     out_key, in_key = KEYS[cipher]
     window = 0 if direction == "decap" else 1024
-    return f"""
+    head = """
 [port inside]
 id = 0
 role = inside
@@ -65,26 +96,22 @@ mac = 02:00:00:00:0b:01
 port = inside
 address = 198.18.1.2
 mac = 02:00:00:00:0a:02
-
-[tunnel bench]
-local = 198.19.0.1
-remote = 198.19.0.2
-local-ts = 198.18.1.0/24
-remote-ts = 198.18.2.0/24
-cipher = {cipher}
-out-spi = 0x1001
-out-key = 0x{out_key}
-in-spi = 0x2001
-in-key = 0x{in_key}
-replay-window = {window}
 """
+    parts = [head]
+    for i in range(sas):
+        ts, _, out_spi, in_spi = tunnel_params(i, sas)
+        parts.append(TUNNEL.format(name="bench" if sas == 1 else f"t{i}", remote_ts=ts,
+                                   cipher=cipher, out_spi=out_spi, out_key=out_key,
+                                   in_spi=in_spi, in_key=in_key, window=window))
+    return "".join(parts)
 
 
-def make_pcap(path, cipher, direction, size):
-    """The capture to replay.  DPVPN_PCAP_CACHE names a folder of ready-made
-    ones (a rig without scapy gets them carried there: perf/device)."""
+def make_pcap(path, cipher, direction, size, sas=1):
+    """The capture to replay: FLOWS packets, spread evenly over the tunnels.
+    DPVPN_PCAP_CACHE names a folder of ready-made ones (a rig without scapy
+    gets them carried there: perf/device-pack)."""
     cache = os.environ.get("DPVPN_PCAP_CACHE")
-    name = f"{cipher}-{direction}-{size}.pcap"
+    name = f"{cipher}-{direction}-{size}" + (f"-{sas}sa" if sas > 1 else "") + ".pcap"
     if cache and os.path.exists(os.path.join(cache, name)):
         shutil.copy(os.path.join(cache, name), path)
         return
@@ -95,17 +122,20 @@ def make_pcap(path, cipher, direction, size):
         return IP(src=src, dst=dst, id=i) / UDP(sport=1024 + i, dport=9) / \
             Raw(bytes((i + k) & 0xff for k in range(size - 28)))
 
+    flows = flows_for(sas)
+    tunnels = [tunnel_params(i * sas // flows, sas) for i in range(flows)]
     if direction == "encap":
         pkts = [Ether(dst=PCAP_MAC, src="02:00:00:00:0a:02") /
-                inner(i, size, "198.18.1.2", "198.18.2.2") for i in range(FLOWS)]
+                inner(i, size, "198.18.1.2", t[1]) for i, t in enumerate(tunnels)]
     else:
-        sa = SecurityAssociation(ESP, spi=0x2001, crypt_algo="AES-GCM",
-                                 crypt_key=bytes.fromhex(KEYS[cipher][1]),
-                                 auth_algo="NULL",
-                                 tunnel_header=IP(src="198.19.0.2", dst="198.19.0.1"))
-        pkts = [Ether(dst=PCAP_MAC, src="02:00:00:00:0b:01") /
-                sa.encrypt(inner(i, size, "198.18.2.2", "198.18.1.2"), seq_num=i + 1)
-                for i in range(FLOWS)]
+        pkts = []
+        for i, (_, host, _, in_spi) in enumerate(tunnels):
+            sa = SecurityAssociation(ESP, spi=in_spi, crypt_algo="AES-GCM",
+                                     crypt_key=bytes.fromhex(KEYS[cipher][1]),
+                                     auth_algo="NULL",
+                                     tunnel_header=IP(src="198.19.0.2", dst="198.19.0.1"))
+            pkts.append(Ether(dst=PCAP_MAC, src="02:00:00:00:0b:01") /
+                        sa.encrypt(inner(i, size, host, "198.18.1.2"), seq_num=i + 1))
     wrpcap(path, pkts)
     if cache:
         os.makedirs(cache, exist_ok=True)
@@ -125,22 +155,23 @@ def sample(gw, key):
     return time.monotonic(), c[key], c
 
 
-def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdir=None):
-    """One measurement; returns a row dict (see perf/README.md)."""
+def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdir=None,
+             sas=1):
+    """One measurement over sas tunnels; returns a row dict (perf/README.md)."""
     d = tempfile.mkdtemp(prefix="dpbench-", dir=workdir)
     pcap = os.path.join(d, "in.pcap")
-    make_pcap(pcap, cipher, direction, size)
+    make_pcap(pcap, cipher, direction, size, sas)
     rx = "net_pcap0," + ",".join([f"rx_pcap={pcap}"] * workers) + ",infinite_rx=1"
     null = "net_null0,no-rx=1"
     vdevs = [rx, null] if direction == "encap" else [null, rx]
     cfg = os.path.join(d, "bench.conf")
     with open(cfg, "w") as f:
-        f.write(config(cipher, direction))
+        f.write(config(cipher, direction, sas))
     gw = lab.Gateway("bench", cfg, vdevs, d, lcore_args(workers),
-                     dp_args=["--idle-sleep-us", "0"])
+                     dp_args=["--idle-sleep-us", "0", "--max-sa", str(2 * sas + 16)])
     key = "encrypted" if direction == "encap" else "decrypted"
     try:
-        gw.start()
+        gw.start(timeout=30 + sas / 1000)    # installing 100k tunnels takes a while
         time.sleep(warmup)
         t0, n0, c0 = sample(gw, key)
         time.sleep(seconds)
@@ -150,7 +181,7 @@ def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdi
     pps = (n1 - n0) / (t1 - t0)
     drops = {k: v - c0["drops"][k] for k, v in c1["drops"].items() if v != c0["drops"][k]}
     return {"cipher": cipher, "size": size, "direction": direction, "workers": workers,
-            "mpps": pps / 1e6, "gbps": pps * size * 8 / 1e9, "seconds": t1 - t0,
+            "sas": sas, "mpps": pps / 1e6, "gbps": pps * size * 8 / 1e9, "seconds": t1 - t0,
             "drops": drops}
 
 
@@ -161,14 +192,16 @@ def main():
     ap.add_argument("--size", default="64,1420")
     ap.add_argument("--workers", default="1")
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--sas", default="1", help="tunnels (each an SA pair and a policy)")
     a = ap.parse_args()
     rows = []
     for cipher in a.cipher.split(","):
         for direction in a.dir.split(","):
             for size in map(int, a.size.split(",")):
-                for w in map(int, a.workers.split(",")):
-                    r = run_case(cipher, direction, size, w, a.seconds)
-                    print(f"{cipher:11} {direction:5} {size:5} B  {w} worker(s): "
+                for w, n in ((w, n) for w in map(int, a.workers.split(","))
+                             for n in map(int, a.sas.split(","))):
+                    r = run_case(cipher, direction, size, w, a.seconds, sas=n)
+                    print(f"{cipher:11} {direction:5} {size:5} B  {w} worker(s) {n} SA(s): "
                           f"{r['mpps']:7.3f} Mpps {r['gbps']:7.2f} Gbit/s  drops {r['drops']}",
                           file=sys.stderr)
                     rows.append(r)

@@ -17,11 +17,12 @@ SIZES = [64, 512, 1420, 9000]
 
 def headline(doc):
     print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
-    print("| cipher | dir | size | workers | Mpps | Gbit/s | ceiling Gbit/s | efficiency "
-          "| cycles/pkt |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s "
+          "| efficiency | cycles/pkt |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in doc["rows"]:
         print(f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
+              f"{r.get('sas', 1)} | "
               f"{r['mpps']:.2f} | {r['gbps']:.1f} | {r['ceiling_gbps']:.1f} | "
               f"{r['efficiency'] * 100:.0f} % | {r['cycles_per_packet']:.0f} |")
     if doc.get("targets"):
