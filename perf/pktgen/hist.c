@@ -21,16 +21,29 @@ bucket_of(uint64_t v)
 	return shift * HIST_SUB + (unsigned int)(v >> shift);
 }
 
+void
+hist_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi)
+{
+	unsigned int shift;
+
+	if (i < 2 * HIST_SUB) {
+		*lo = i;
+		*hi = i + 1;
+		return;
+	}
+	shift = i / HIST_SUB - 1;
+	*lo = (uint64_t)(i - shift * HIST_SUB) << shift;
+	*hi = *lo + (UINT64_C(1) << shift);
+}
+
 /* The middle of bucket i, the value a quantile in it is reported as. */
 static uint64_t
 bucket_mid(unsigned int i)
 {
-	unsigned int shift;
+	uint64_t lo, hi;
 
-	if (i < 2 * HIST_SUB)
-		return i;
-	shift = i / HIST_SUB - 1;
-	return ((uint64_t)(i - shift * HIST_SUB) << shift) + ((UINT64_C(1) << shift) >> 1);
+	hist_bucket_range(i, &lo, &hi);
+	return lo + (hi - lo) / 2;
 }
 
 void

@@ -29,5 +29,7 @@ void hist_init(struct hist *h);
 void hist_add(struct hist *h, uint64_t ns);
 /* The value at quantile q (0 < q <= 1), clamped to [min, max]; 0 if empty. */
 uint64_t hist_quantile(const struct hist *h, double q);
+/* The values bucket i holds: [*lo, *hi), in ns (the last bucket: and above). */
+void hist_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi);
 
 #endif /* PG_HIST_H */

@@ -50,7 +50,7 @@ static const struct {
 enum {
 	OPT_TX_PORT = 256, OPT_RX_PORT, OPT_FLOWS, OPT_VARY, OPT_SRC, OPT_DST, OPT_SRC_MAC,
 	OPT_DST_MAC, OPT_SPORT, OPT_DPORT, OPT_SIZE, OPT_RATE, OPT_DURATION, OPT_COUNT,
-	OPT_DRAIN_MS, OPT_JSON, OPT_PROGRESS, OPT_HELP,
+	OPT_DRAIN_MS, OPT_JSON, OPT_PROGRESS, OPT_HIST, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -71,6 +71,7 @@ static const struct option long_opts[] = {
 	{ "drain-ms", required_argument, NULL, OPT_DRAIN_MS },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
+	{ "hist", no_argument, NULL, OPT_HIST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -96,6 +97,7 @@ opt_usage(const char *prog)
 		"  --count N            stop TX after N packets (whichever comes first)\n"
 		"  --drain-ms N         keep counting N ms after TX stops (default %u)\n"
 		"  --json               results as one JSON object on stdout\n"
+		"  --hist               --json: add the latency histogram (non-empty buckets)\n"
 		"  --progress           progress once a second on stderr even if not a tty\n",
 		prog, PG_MAX_FLOWS, DEF_FLOWS, DEF_SRC_IP, DEF_DST_IP, DEF_SPORT, DEF_DPORT,
 		PG_MIN_SIZE, PG_MAX_SIZE, DEF_SIZE, DEF_DURATION_S, DEF_DRAIN_MS);
@@ -310,6 +312,9 @@ parse_one(struct pg_config *cfg, int c, const char *arg)
 		return 0;
 	case OPT_PROGRESS:
 		cfg->progress = true;
+		return 0;
+	case OPT_HIST:
+		cfg->hist = true;
 		return 0;
 	}
 	return -1;

@@ -74,6 +74,7 @@ struct pg_config {
 	uint64_t count;			/* 0: no packet limit */
 	unsigned int drain_ms;
 	bool json, progress;
+	bool hist;			/* --json also carries the latency histogram */
 };
 
 /* options.c */

@@ -108,6 +108,25 @@ json_latency(const struct hist *h, uint64_t skipped)
 	printf(",\"samples\":%" PRIu64 ",\"skipped\":%" PRIu64 "}", h->samples, skipped);
 }
 
+/* --hist: the non-empty buckets as [low ns, high ns (exclusive), count], in order. */
+static void
+json_hist(const struct hist *h)
+{
+	uint64_t lo, hi;
+	bool first = true;
+
+	printf(",\"latency_hist\":[");
+	for (unsigned int i = 0; i < HIST_BUCKETS; i++) {
+		if (h->count[i] == 0)
+			continue;
+		hist_bucket_range(i, &lo, &hi);
+		printf("%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", lo, hi,
+		       h->count[i]);
+		first = false;
+	}
+	printf("]");
+}
+
 static void
 json_rx(const struct pg_config *cfg, const struct totals *t, const struct pg_tx *tx,
 	const struct pg_rx *rx)
@@ -128,6 +147,8 @@ json_rx(const struct pg_config *cfg, const struct totals *t, const struct pg_tx 
 	printf("\"reordered\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",",
 	       rs->reordered, rs->duplicates);
 	json_latency(rx_latency(rx), rs->no_latency);
+	if (cfg->hist)
+		json_hist(rx_latency(rx));
 }
 
 static void
