@@ -120,14 +120,18 @@ class Gateway:
             self.dataplane = Proc(self.name + "-dataplane", self.argv, self.dir, self.netns)
             wait_for(lambda: os.path.exists(self.dp_sock) or not self.dataplane.alive(),
                      timeout, f"{self.name} dataplane socket")
-            if self.dataplane.alive():
-                break
             # net_af_packet names its fanout group pid ^ ifindex: two
-            # dataplanes whose pids differ in the low bits can collide.
-            # A new process gets a new pid.
-            if "PACKET_FANOUT" not in self.dataplane.output() or attempt == 2:
-                raise RuntimeError(f"{self.name} dataplane died:\n{self.dataplane.output()}")
+            # dataplanes whose pids differ in the low bits can collide, and
+            # the port is then missing (the process may even run on without
+            # it).  A new process gets a new pid.
+            fanout = "PACKET_FANOUT" in self.dataplane.output()
+            if self.dataplane.alive() and not fanout:
+                break
+            if not fanout or attempt == 2:
+                raise RuntimeError(f"{self.name} dataplane failed:\n{self.dataplane.output()}")
             self.dataplane.stop()
+            if os.path.exists(self.dp_sock):
+                os.unlink(self.dp_sock)
         self.dpvpnd = Proc(self.name + "-dpvpnd",
                            [DPVPND, "-c", self.config, "-D", self.dp_sock,
                             "-s", self.ctl_sock], self.dir)
