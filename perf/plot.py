@@ -6,6 +6,8 @@
                       crypto ceiling (ipsec-mb, burst) measured in the same run
   <name>-workers.png  Mpps vs workers (when the run swept workers)
   <name>-sas.png      Mpps vs number of tunnels (when the run swept SAs)
+  <name>-latency.png  latency CDF through two gateways (perf/twogw.py rows):
+                      the CDF, and 1 - CDF on a log scale for the tail
 """
 import json
 import os
@@ -17,8 +19,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def by_size(doc, base):
-    rows = [r for r in doc["rows"] if r["workers"] == 1 and r.get("sas", 1) == 1]
+    rows = [r for r in doc["rows"] if r["workers"] == 1 and r.get("sas", 1) == 1
+            and r["direction"] in ("encap", "decap")]
     ciphers = sorted({r["cipher"] for r in rows})
+    if not ciphers:
+        return
     fig, axes = plt.subplots(1, len(ciphers), figsize=(6 * len(ciphers), 4.5), squeeze=False)
     for ax, c in zip(axes[0], ciphers):
         for d, style in (("encap", "o-"), ("decap", "s-")):
@@ -82,6 +87,33 @@ def by_sas(doc, base):
     fig.savefig(base + "-sas.png", dpi=100)
 
 
+def by_latency(doc, base):
+    """The CDF points each two-gateway row stores ([ns, fraction <= ns])."""
+    rows = [r for r in doc["rows"] if r["direction"] == "two-gateways" and r.get("cdf")]
+    if not rows:
+        return
+    fig, (ax, tail) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in sorted(rows, key=lambda r: (r["cipher"], r["size"])):
+        us = [p[0] / 1e3 for p in r["cdf"]]
+        frac = [p[1] for p in r["cdf"]]
+        label = f"{r['cipher']} {r['size']} B @ {r['latency_rate']}"
+        ax.step(us, frac, where="post", label=label)
+        # 1 - CDF: the last point (fraction 1) has no place on a log scale
+        tail.step(us[:-1], [1 - f for f in frac[:-1]], where="post", label=label)
+    for a, ylabel in ((ax, "fraction of packets <= latency"), (tail, "fraction > latency")):
+        a.set_xscale("log")
+        a.set_xlabel("one-way latency, pktgen TX to RX through A and B (us)")
+        a.set_ylabel(ylabel)
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=7)
+    tail.set_yscale("log")
+    ax.set_title(f"two gateways, {rows[0].get('links', '')} links", fontsize=9)
+    tail.set_title("the tail", fontsize=9)
+    fig.suptitle(doc["machine"] + "\n" + rows[0].get("cpus", ""), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(base + "-latency.png", dpi=100)
+
+
 def main():
     path = sys.argv[1]
     with open(path) as f:
@@ -90,6 +122,7 @@ def main():
     by_size(doc, base)
     by_workers(doc, base)
     by_sas(doc, base)
+    by_latency(doc, base)
     print(f"plot.py: wrote {base}-*.png")
 
 

@@ -21,14 +21,34 @@ def headline(doc):
           "| efficiency | cycles/pkt |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in doc["rows"]:
-        print(f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
-              f"{r.get('sas', 1)} | "
-              f"{r['mpps']:.2f} | {r['gbps']:.1f} | {r['ceiling_gbps']:.1f} | "
+        line = (f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
+                f"{r.get('sas', 1)} | {r['mpps']:.2f} | {r['gbps']:.1f} | ")
+        if r.get("ceiling_gbps") is None:       # two-gateway rows: no ceiling
+            print(line + "– | – | – |")
+            continue
+        print(line + f"{r['ceiling_gbps']:.1f} | "
               f"{r['efficiency'] * 100:.0f} % | {r['cycles_per_packet']:.0f} |")
+    two_gateways(doc)
     if doc.get("targets"):
         print("\n| target | value | met? |\n|---|---:|---|")
         for t in doc["targets"]:
             print(f"| {t['target']} | {t['value']:.3g} | {'met' if t['met'] else 'not met'} |")
+
+
+def two_gateways(doc):
+    rows = [r for r in doc["rows"] if r["direction"] == "two-gateways"]
+    if not rows:
+        return
+    print(f"\nThrough two gateways ({rows[0]['links']} links; {rows[0]['cpus']}): "
+          "throughput at pktgen's maximum rate, latency at a low rate:\n")
+    print("| cipher | size | Mpps | Gbit/s | loss | latency rate | p50 µs | p99 µs "
+          "| p99.9 µs | max µs |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for r in rows:
+        lat = r["latency_ns"]
+        print(f"| {r['cipher']} | {r['size']} | {r['mpps']:.3f} | {r['gbps']:.2f} | "
+              f"{r['loss_ratio'] * 100:.1f} % | {r['latency_rate']} | " +
+              " | ".join(f"{lat[k] / 1e3:.1f}" for k in ("p50", "p99", "p999", "max")) + " |")
 
 
 def crypto(doc):
@@ -75,10 +95,29 @@ def compare(doc):
               f"{r['bytes_per_cpu_s'] / 1e6:.0f} |")
 
 
+def secgw(doc):
+    """perf/run's compare_secgw part: dpvpn and ipsec-secgw Mpps, one core each."""
+    sec = doc.get("compare_secgw") or {}
+    if sec.get("error"):
+        print(f"\ndpvpn vs ipsec-secgw: {sec['error']}")
+    if not sec.get("ratios"):
+        return
+    modes = sec["secgw_modes"]
+    print(f"\ndpvpn vs DPDK ipsec-secgw {sec['secgw']['dpdk']} (patched: "
+          f"`{sec['secgw']['patch']}`), same harness, one core each, AES-128-GCM, Mpps:\n")
+    print("| dir | size | dpvpn | " + " | ".join(f"secgw {m}" for m in modes) +
+          " | dpvpn / best secgw |")
+    print("|---|---:|---:|" + "---:|" * len(modes) + "---:|")
+    for r in sec["ratios"]:
+        print(f"| {r['direction']} | {r['size']} | {r['dpvpn_mpps']:.2f} | " +
+              " | ".join(f"{r['secgw_mpps'][m]:.2f}" for m in modes) +
+              f" | {r['ratio']:.2f} × ({r['against']}) |")
+
+
 def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
-    if "vpn" in json.dumps(doc.get("rows", [{}])[:1]):
+    if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key
         compare(doc)
     elif doc.get("command") == "perf/run full":
         headline(doc)
@@ -86,6 +125,7 @@ def main():
         crypto(doc)
     else:
         headline(doc)
+    secgw(doc)
 
 
 if __name__ == "__main__":

@@ -132,6 +132,10 @@ setup(struct app *a)
 		return -1;
 	if (cfg->rx_port != PG_NO_PORT && (a->rx = rx_create(cfg, a->tx)) == NULL)
 		return -1;
+	if (cfg->link_wait_ms != 0 &&
+	    ((cfg->tx_port != PG_NO_PORT && port_wait_link(cfg->tx_port, cfg->link_wait_ms) != 0) ||
+	     (cfg->rx_port != PG_NO_PORT && port_wait_link(cfg->rx_port, cfg->link_wait_ms) != 0)))
+		return -1;
 	return assign_lcores(a);
 }
 

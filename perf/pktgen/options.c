@@ -50,7 +50,7 @@ static const struct {
 enum {
 	OPT_TX_PORT = 256, OPT_RX_PORT, OPT_FLOWS, OPT_VARY, OPT_SRC, OPT_DST, OPT_SRC_MAC,
 	OPT_DST_MAC, OPT_SPORT, OPT_DPORT, OPT_SIZE, OPT_RATE, OPT_DURATION, OPT_COUNT,
-	OPT_DRAIN_MS, OPT_JSON, OPT_PROGRESS, OPT_HIST, OPT_HELP,
+	OPT_DRAIN_MS, OPT_JSON, OPT_PROGRESS, OPT_HIST, OPT_LINK_WAIT_MS, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +72,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ "hist", no_argument, NULL, OPT_HIST },
+	{ "link-wait-ms", required_argument, NULL, OPT_LINK_WAIT_MS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -98,6 +99,7 @@ opt_usage(const char *prog)
 		"  --drain-ms N         keep counting N ms after TX stops (default %u)\n"
 		"  --json               results as one JSON object on stdout\n"
 		"  --hist               --json: add the latency histogram (non-empty buckets)\n"
+		"  --link-wait-ms N     wait up to N ms for the ports' links before sending\n"
 		"  --progress           progress once a second on stderr even if not a tty\n",
 		prog, PG_MAX_FLOWS, DEF_FLOWS, DEF_SRC_IP, DEF_DST_IP, DEF_SPORT, DEF_DPORT,
 		PG_MIN_SIZE, PG_MAX_SIZE, DEF_SIZE, DEF_DURATION_S, DEF_DRAIN_MS);
@@ -315,6 +317,11 @@ parse_one(struct pg_config *cfg, int c, const char *arg)
 		return 0;
 	case OPT_HIST:
 		cfg->hist = true;
+		return 0;
+	case OPT_LINK_WAIT_MS:
+		if (parse_u64("link-wait-ms", arg, 0, MAX_DRAIN_MS, &v) != 0)
+			return -1;
+		cfg->link_wait_ms = (unsigned int)v;
 		return 0;
 	}
 	return -1;

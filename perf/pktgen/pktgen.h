@@ -73,6 +73,7 @@ struct pg_config {
 	double duration_s;
 	uint64_t count;			/* 0: no packet limit */
 	unsigned int drain_ms;
+	unsigned int link_wait_ms;	/* 0: send at once */
 	bool json, progress;
 	bool hist;			/* --json also carries the latency histogram */
 };
@@ -134,6 +135,7 @@ void rx_free(struct pg_rx *r);
 /* port.c */
 struct rte_mempool *port_pool(const struct pg_config *cfg, bool tx);
 int port_setup(uint16_t port, struct rte_mempool *pool, const struct pg_config *cfg);
+int port_wait_link(uint16_t port, unsigned int ms);
 void port_close(uint16_t port);
 
 /* report.c */

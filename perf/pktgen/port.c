@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -119,6 +120,26 @@ port_setup(uint16_t port, struct rte_mempool *pool, const struct pg_config *cfg)
 	/* Not every PMD has the notion: counting is still right without it. */
 	(void)rte_eth_promiscuous_enable(port);
 	return 0;
+}
+
+/*
+ * Links that come up after the start (memif: once the peer has connected)
+ * would make the first packets back-pressure or, further along, loss: wait.
+ */
+int
+port_wait_link(uint16_t port, unsigned int ms)
+{
+	struct rte_eth_link link;
+
+	for (unsigned int waited = 0;; waited++) {
+		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		if (waited >= ms) {
+			fprintf(stderr, "port %u: link still down after %u ms\n", port, ms);
+			return -1;
+		}
+		rte_delay_us_sleep(1000);
+	}
 }
 
 void
