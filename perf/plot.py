@@ -5,7 +5,7 @@
   <name>-size.png     inner Gbit/s vs size per cipher: encap, decap, and the
                       crypto ceiling (ipsec-mb, burst) measured in the same run
   <name>-workers.png  Mpps vs workers (when the run swept workers)
-  <name>-sas.png      Mpps vs number of tunnels (when the run swept SAs)
+  <name>-sas.png      Mpps vs number of tunnels (when the run swept them)
   <name>-latency.png  latency CDF through two gateways (perf/twogw.py rows):
                       the CDF, and 1 - CDF on a log scale for the tail
 """
@@ -45,46 +45,29 @@ def by_size(doc, base):
     fig.savefig(base + "-size.png", dpi=100)
 
 
-def by_workers(doc, base):
-    rows = [r for r in doc["rows"] if r["cipher"] == "aes128-gcm" and r.get("sas", 1) == 1]
-    if max((r["workers"] for r in rows), default=1) < 2:
+def mpps_vs(doc, base, key, xlabel, title, log=False):
+    """Mpps against workers or tunnels (key), the other one held at 1."""
+    other = "sas" if key == "workers" else "workers"
+    rows = [r for r in doc["rows"] if r["cipher"] == "aes128-gcm"
+            and r["direction"] in ("encap", "decap") and r.get(other, 1) == 1]
+    if len({r.get(key, 1) for r in rows}) < 2:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for d in ("encap", "decap"):
-        for s in sorted({r["size"] for r in rows if r["workers"] > 1}):
-            pts = sorted((r["workers"], r["mpps"]) for r in rows
+        for s in sorted({r["size"] for r in rows if r.get(key, 1) > 1}):
+            pts = sorted((r.get(key, 1), r["mpps"]) for r in rows
                          if r["direction"] == d and r["size"] == s)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{d} {s} B")
-    ax.set_xlabel("workers")
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Mpps")
-    ax.set_title("aes128-gcm, one SA")
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.suptitle(doc["machine"], fontsize=8)
     fig.tight_layout()
-    fig.savefig(base + "-workers.png", dpi=100)
-
-
-def by_sas(doc, base):
-    rows = [r for r in doc["rows"] if r["workers"] == 1 and r["cipher"] == "aes128-gcm"]
-    counts = sorted({r.get("sas", 1) for r in rows})
-    if len(counts) < 2:
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for d in ("encap", "decap"):
-        for s in sorted({r["size"] for r in rows if r.get("sas", 1) > 1}):
-            pts = sorted((r.get("sas", 1), r["mpps"]) for r in rows
-                         if r["direction"] == d and r["size"] == s)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{d} {s} B")
-    ax.set_xscale("log")
-    ax.set_xlabel("tunnels (SA pairs + policies)")
-    ax.set_ylabel("Mpps, one worker")
-    ax.set_title("aes128-gcm")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.suptitle(doc["machine"], fontsize=8)
-    fig.tight_layout()
-    fig.savefig(base + "-sas.png", dpi=100)
+    fig.savefig(f"{base}-{key}.png", dpi=100)
 
 
 def by_latency(doc, base):
@@ -120,8 +103,9 @@ def main():
         doc = json.load(f)
     base = os.path.splitext(path)[0]
     by_size(doc, base)
-    by_workers(doc, base)
-    by_sas(doc, base)
+    mpps_vs(doc, base, "workers", "workers", "aes128-gcm, one SA")
+    mpps_vs(doc, base, "sas", "tunnels (SA pairs + policies)", "aes128-gcm, one worker",
+            log=True)
     by_latency(doc, base)
     print(f"plot.py: wrote {base}-*.png")
 
