@@ -18,6 +18,23 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def style(ax, xlabel, ylabel, title, log=False):
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def save(fig, doc, path):
+    """Every plot says where its figures come from."""
+    fig.suptitle(doc["machine"], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def by_size(doc, base):
     rows = [r for r in doc["rows"] if r["workers"] == 1 and r.get("sas", 1) == 1
             and r["direction"] in ("encap", "decap")]
@@ -26,23 +43,16 @@ def by_size(doc, base):
         return
     fig, axes = plt.subplots(1, len(ciphers), figsize=(6 * len(ciphers), 4.5), squeeze=False)
     for ax, c in zip(axes[0], ciphers):
-        for d, style in (("encap", "o-"), ("decap", "s-")):
+        for d, fmt in (("encap", "o-"), ("decap", "s-")):
             pts = sorted((r["size"], r["gbps"], r["ceiling_gbps"]) for r in rows
                          if r["cipher"] == c and r["direction"] == d)
             if not pts:
                 continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"dpvpn {d}")
-            ax.plot([p[0] for p in pts], [p[2] for p in pts], style[0] + "--", alpha=0.5,
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], fmt, label=f"dpvpn {d}")
+            ax.plot([p[0] for p in pts], [p[2] for p in pts], fmt[0] + "--", alpha=0.5,
                     label=f"crypto ceiling ({'encrypt' if d == 'encap' else 'decrypt'})")
-        ax.set_xscale("log")
-        ax.set_xlabel("inner packet size (bytes)")
-        ax.set_ylabel("Gbit/s (inner), one worker")
-        ax.set_title(c)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(doc["machine"], fontsize=8)
-    fig.tight_layout()
-    fig.savefig(base + "-size.png", dpi=100)
+        style(ax, "inner packet size (bytes)", "Gbit/s (inner), one worker", c, log=True)
+    save(fig, doc, base + "-size.png")
 
 
 def mpps_vs(doc, base, key, xlabel, title, log=False):
@@ -58,16 +68,8 @@ def mpps_vs(doc, base, key, xlabel, title, log=False):
             pts = sorted((r.get(key, 1), r["mpps"]) for r in rows
                          if r["direction"] == d and r["size"] == s)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{d} {s} B")
-    if log:
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("Mpps")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.suptitle(doc["machine"], fontsize=8)
-    fig.tight_layout()
-    fig.savefig(f"{base}-{key}.png", dpi=100)
+    style(ax, xlabel, "Mpps", title, log)
+    save(fig, doc, f"{base}-{key}.png")
 
 
 def by_latency(doc, base):
