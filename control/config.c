@@ -720,6 +720,21 @@ static int key_tun_replay(struct parser *p, const char *val)
 	return 0;
 }
 
+static int key_tun_df(struct parser *p, const char *val)
+{
+	static const char *const modes[] = {
+		[DPVPN_DF_COPY] = "copy", [DPVPN_DF_SET] = "set", [DPVPN_DF_CLEAR] = "clear",
+	};
+
+	for (uint8_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (!strcmp(val, modes[i])) {
+			CUR_TUN(p)->df = i;
+			return 0;
+		}
+	}
+	return kerr(p, "expected copy, set or clear, got '%s'", val);
+}
+
 static int open_tunnel(struct parser *p)
 {
 	struct cfg *c = p->cfg;
@@ -811,6 +826,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "out-key-file", key_tun_out_key_file, false },
 	{ "in-key-file", key_tun_in_key_file, false },
 	{ "replay-window", key_tun_replay, false },
+	{ "df", key_tun_df, false },
 };
 
 #define KEYS(k)	k, sizeof(k) / sizeof(k[0])

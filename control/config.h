@@ -81,6 +81,7 @@ struct cfg_tunnel {
 	uint32_t local, remote;
 	struct cfg_prefix local_ts, remote_ts;
 	uint8_t alg;		/* enum dpvpn_alg */
+	uint8_t df;		/* enum dpvpn_df, default copy */
 	uint32_t replay_window;
 	struct cfg_sa_key out, in;
 };

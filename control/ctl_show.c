@@ -91,7 +91,7 @@ json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len)
 
 static json_t *sa_json(const struct dpvpn_sa_info *s)
 {
-	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,"
+	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
 			 "s:{s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
@@ -102,6 +102,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
 		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
 		"replay_window", (json_int_t)s->replay_window,
+		"df", s->df == DPVPN_DF_SET ? "set" : s->df == DPVPN_DF_CLEAR ? "clear" : "copy",
 		"seq", u64(s->seq),
 		"packets", u64(s->packets),
 		"bytes", u64(s->bytes),

@@ -126,6 +126,8 @@ static const struct tcase cases[] = {
 	{ "bad replay-window", GOOD "replay-window = 1000\n",
 	  "20: [tunnel t] replay-window: expected 0 (off) or a power of two from 64 to 4096, got '1000'",
 	  { 0 } },
+	{ "bad df", GOOD "df = maybe\n",
+	  "20: [tunnel t] df: expected copy, set or clear, got 'maybe'", { 0 } },
 	{ "replay-window too big", GOOD "replay-window = 8192\n",
 	  "20: [tunnel t] replay-window: expected 0 (off) or a power of two from 64 to 4096, got '8192'",
 	  { 0 } },

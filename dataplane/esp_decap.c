@@ -72,11 +72,33 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	return DPVPN_DROP_MAX;
 }
 
+/*
+ * The inner header as it leaves: ECN combined with the outer one (RFC 6040)
+ * and TTL one less (the gateway forwards it).
+ */
+static enum dpvpn_drop_reason
+inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
+{
+	int ecn = ip4_ecn_decap(in->type_of_service & RTE_IPV4_HDR_ECN_MASK,
+				outer_tos & RTE_IPV4_HDR_ECN_MASK);
+
+	if (ecn < 0)
+		return DPVPN_DROP_ECN_DROP;
+	if (ecn != (in->type_of_service & RTE_IPV4_HDR_ECN_MASK)) {	/* rare: full sum */
+		in->type_of_service = (uint8_t)((in->type_of_service & ~RTE_IPV4_HDR_ECN_MASK) |
+						ecn);
+		in->hdr_checksum = 0;
+		in->hdr_checksum = rte_ipv4_cksum(in);
+	}
+	return ip4_dec_ttl(in) ? DPVPN_DROP_MAX : DPVPN_DROP_TTL_EXPIRED;
+}
+
 /* After decryption: ICV, replay window, trailer, inner header, selectors. */
 static enum dpvpn_drop_reason
 decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op)
 {
 	const uint8_t *ct = op->data;
+	uint8_t outer_tos = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->type_of_service;
 	uint32_t seq32;
 	uint8_t pad, nh;
 	uint16_t inner_len;
@@ -105,12 +127,12 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op)
 	    rte_be_to_cpu_16(rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->total_length) != inner_len)
 		return DPVPN_DROP_BAD_INNER;
 
-	const struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 
 	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
 	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
 		return DPVPN_DROP_POLICY_MISMATCH;
-	return DPVPN_DROP_MAX;
+	return inner_rules(in, outer_tos);
 }
 
 static void

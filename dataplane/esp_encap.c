@@ -7,19 +7,34 @@
 
 #include "crypto.h"
 #include "esp.h"
+#include "ip.h"
 #include "sa.h"
 #include "spd.h"
 
 #define ESP_PREPEND	(sizeof(struct rte_ipv4_hdr) + ESP_HDR_LEN + ESP_IV_LEN)
 
+/* The outer DF bit: the inner one (RFC 4301 8.1 "copy"), or the SA's choice. */
+static uint16_t
+outer_frag(const struct sa *sa, rte_be16_t inner_frag)
+{
+	if (sa->df == DPVPN_DF_SET)
+		return RTE_IPV4_HDR_DF_FLAG;
+	if (sa->df == DPVPN_DF_CLEAR)
+		return 0;
+	return rte_be_to_cpu_16(inner_frag) & RTE_IPV4_HDR_DF_FLAG;
+}
+
+/*
+ * The whole TOS byte is copied: DSCP as RFC 4301 5.1.2 says, and ECN as
+ * RFC 6040's normal mode says (the decapsulator combines them again).
+ */
 static void
 build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer,
-	    uint8_t inner_tos, uint16_t total)
+	    const struct rte_ipv4_hdr *inner, uint16_t total)
 {
-	/* DSCP is copied from the inner header; ECN is not (RFC 6040 is [esp]). */
-	uint8_t tos = inner_tos & ~RTE_IPV4_HDR_ECN_MASK;
-	uint16_t id = (uint16_t)w->ip_id++;
-	uint32_t sum = sa->outer_sum + tos + total + id;
+	uint8_t tos = inner->type_of_service;
+	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner->fragment_offset);
+	uint32_t sum = sa->outer_sum + tos + total + id + frag;
 
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
@@ -27,7 +42,7 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 	outer->type_of_service = tos;
 	outer->total_length = rte_cpu_to_be_16(total);
 	outer->packet_id = rte_cpu_to_be_16(id);
-	outer->fragment_offset = 0;
+	outer->fragment_offset = rte_cpu_to_be_16(frag);
 	outer->time_to_live = ESP_OUTER_TTL;
 	outer->next_proto_id = IPPROTO_ESP;
 	outer->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
@@ -45,12 +60,13 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & 3);
-	uint8_t inner_tos = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->type_of_service;
+	struct rte_ipv4_hdr *inner = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	uint8_t *tail, *hdr;
 	rte_be64_t iv;
 
 	if (seq > UINT32_MAX)	/* no ESN yet: never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
+	ip4_dec_ttl(inner);	/* select_sa checked that it does not expire */
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + ESP_ICV_LEN);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
@@ -61,7 +77,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 		tail[i] = (uint8_t)(i + 1);	/* RFC 4303 2.4 default padding */
 	tail[pad] = (uint8_t)pad;
 	tail[pad + 1] = IPPROTO_IPIP;
-	build_outer(w, sa, (struct rte_ipv4_hdr *)hdr, inner_tos, rte_pktmbuf_data_len(m));
+	build_outer(w, sa, (struct rte_ipv4_hdr *)hdr, inner, rte_pktmbuf_data_len(m));
 
 	uint8_t *esp = hdr + sizeof(struct rte_ipv4_hdr);
 	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
@@ -106,7 +122,8 @@ reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 
 /* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
 static uint16_t
-select_sa(struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
+select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
+	  struct sa **sas)
 {
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
@@ -124,6 +141,13 @@ select_sa(struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n, struct sa **
 			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
 			continue;
 		}
+		/* The gateway forwards the inner packet (RFC 4301 5.1.2): checked
+		 * before a sequence number is spent on it. */
+		if (rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->time_to_live <= 1) {
+			sa->stats[w_index].drop_other++;
+			dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
+			continue;
+		}
 		sas[k] = sa;
 		pkts[k++] = m;
 	}
@@ -139,7 +163,7 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkt
 	uint16_t lens[DP_BURST];
 	uint16_t k = 0, good = 0;
 
-	n = select_sa(st, pkts, n, sas);
+	n = select_sa(w->index, st, pkts, n, sas);
 	reserve_seq(sas, seqs, n);
 	for (uint16_t i = 0; i < n; i++) {
 		enum dpvpn_drop_reason why;

@@ -3,6 +3,8 @@
 #ifndef IP_H
 #define IP_H
 
+#include <stdbool.h>
+
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
@@ -39,6 +41,40 @@ ip4_is_fragment(const struct rte_ipv4_hdr *ip)
 {
 	return (ip->fragment_offset &
 		rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) != 0;
+}
+
+/*
+ * A forwarded packet's TTL goes down by one, its checksum updated in place
+ * (RFC 1624, as Linux's ip_decrease_ttl).  False if the TTL would expire.
+ */
+static inline bool
+ip4_dec_ttl(struct rte_ipv4_hdr *ip)
+{
+	uint32_t check = ip->hdr_checksum;
+
+	if (ip->time_to_live <= 1)
+		return false;
+	ip->time_to_live--;
+	check += rte_cpu_to_be_16(0x0100);
+	ip->hdr_checksum = (rte_be16_t)(check + (check >= 0xffff));
+	return true;
+}
+
+enum { ECN_NOT_ECT = 0, ECN_ECT1 = 1, ECN_ECT0 = 2, ECN_CE = 3 };
+
+/*
+ * RFC 6040 decapsulation (section 4.2, the full table in three lines): the
+ * inner ECN field after decapsulation, or -1 to drop (outer CE on a packet
+ * whose sender did not ask for ECN).
+ */
+static inline int
+ip4_ecn_decap(uint8_t inner, uint8_t outer)
+{
+	if (outer == ECN_CE)
+		return inner == ECN_NOT_ECT ? -1 : ECN_CE;
+	if (outer == ECN_ECT1 && inner == ECN_ECT0)
+		return ECN_ECT1;
+	return inner;
 }
 
 #endif /* IP_H */

@@ -73,6 +73,9 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.spi: %u is reserved", rte_be_to_cpu_32(c->spi));
 	if (c->dir != DPVPN_DIR_IN && c->dir != DPVPN_DIR_OUT)
 		return fail(eb, len, -EINVAL, "sa.dir: %u is not in (1) or out (2)", c->dir);
+	if (c->df > DPVPN_DF_CLEAR)
+		return fail(eb, len, -EINVAL, "sa.df: %u is not copy (0), set (1) or clear (2)",
+			    c->df);
 	if (c->alg != DPVPN_ALG_AES128_GCM && c->alg != DPVPN_ALG_AES256_GCM)
 		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);
 	if (c->key_len != (c->alg == DPVPN_ALG_AES128_GCM ? 16 : 32))
@@ -119,6 +122,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
 	sa->outer_sum = sa_outer_sum(sa->local, sa->remote);
+	sa->df = c->df;
 	crypto_key_init(mgr, &sa->key, c->key, c->key_len);
 	sa->cfg = *c;
 	explicit_bzero(sa->cfg.key, sizeof(sa->cfg.key));
@@ -249,6 +253,7 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->spi = sa->spi;
 	info->dir = sa->dir;
 	info->alg = sa->alg;
+	info->df = sa->df;
 	info->replay_window = sa->cfg.replay_window;
 	info->local = sa->local;
 	info->remote = sa->remote;

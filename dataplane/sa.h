@@ -44,6 +44,7 @@ struct sa {
 	uint32_t local_net, local_mask;		/* inner selectors */
 	uint32_t remote_net, remote_mask;
 	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
+	uint8_t df;		/* out: enum dpvpn_df */
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */

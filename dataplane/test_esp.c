@@ -27,6 +27,7 @@
 #include "crypto.h"
 #include "dp.h"
 #include "esp.h"
+#include "ip.h"
 #include "sa.h"
 #include "spd.h"
 #include "test_gcm_vectors.h"
@@ -152,7 +153,8 @@ check_wire(struct rte_mbuf *m, const uint8_t *inner, uint16_t len, uint64_t seq)
 	assert_int_equal(rte_be_to_cpu_16(o->total_length), rte_pktmbuf_data_len(m));
 	assert_int_equal(rte_raw_cksum(o, 20), 0xffff);
 	assert_int_equal(o->dst_addr, RTE_BE32(RTE_IPV4(198, 19, 0, 2)));
-	assert_int_equal(o->type_of_service, 0xb8);	/* DSCP copied, not ECN */
+	assert_int_equal(o->type_of_service, 0xb9);	/* DSCP and ECN copied */
+	assert_int_equal(o->fragment_offset, 0);	/* DF copied: the inner has none */
 	assert_memory_equal(esp, &(uint32_t){ SPI }, 4);
 	assert_int_equal(rte_be_to_cpu_32(*(const uint32_t *)(esp + 4)), seq);
 	memcpy(&iv, esp + 8, 8);
@@ -165,6 +167,17 @@ check_wire(struct rte_mbuf *m, const uint8_t *inner, uint16_t len, uint64_t seq)
 	assert_int_equal(plain[n - 2], n - 2 - len);	/* pad length */
 	for (int i = 0; i < plain[n - 2]; i++)
 		assert_int_equal(plain[len + i], i + 1);
+}
+
+/* The packet as a forwarding gateway passes it on: TTL one less, sum redone. */
+static void
+forwarded(uint8_t *pkt)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
+
+	ip->time_to_live--;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
 }
 
 static void
@@ -180,8 +193,10 @@ test_round_trip(void **state)
 
 		memcpy(copy, rte_pktmbuf_mtod(m, void *), sizes[i]);
 		assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+		forwarded(copy);	/* gateway A forwarded it */
 		check_wire(m, copy, sizes[i], ++seq);
 		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+		forwarded(copy);	/* and gateway B */
 		assert_int_equal(rte_pktmbuf_data_len(m), sizes[i]);
 		assert_memory_equal(rte_pktmbuf_mtod(m, void *), copy, sizes[i]);
 		rte_pktmbuf_free(m);
@@ -315,15 +330,81 @@ test_known_answers(void **state)
 	}
 }
 
+/* RFC 6040 4.2, every cell: [inner][outer] -> inner after decap, -1 drop. */
+static void
+test_ecn_table(void **state)
+{
+	static const int want[4][4] = {
+		/* outer:  Not-ECT  ECT(1)  ECT(0)  CE */
+		[0] = { 0, 0, 0, -1 },		/* inner Not-ECT */
+		[1] = { 1, 1, 1, 3 },		/* inner ECT(1) */
+		[2] = { 2, 1, 2, 3 },		/* inner ECT(0) */
+		[3] = { 3, 3, 3, 3 },		/* inner CE */
+	};
+
+	(void)state;
+	for (uint8_t in = 0; in < 4; in++)
+		for (uint8_t out = 0; out < 4; out++)
+			if (ip4_ecn_decap(in, out) != want[in][out])
+				fail_msg("inner %u outer %u: %d, want %d", in, out,
+					 ip4_ecn_decap(in, out), want[in][out]);
+}
+
+/* Encapsulate an inner packet with this TOS byte, then mark the outer CE. */
+static struct rte_mbuf *
+esp_with_outer_ce(uint8_t inner_tos)
+{
+	struct rte_mbuf *m = inner_packet(100, HOST_A, HOST_B);
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+
+	ip->type_of_service = inner_tos;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	assert_int_equal(ip->type_of_service, inner_tos);
+	ip->type_of_service |= ECN_CE;	/* congestion on the way */
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	return m;
+}
+
+static void
+test_ecn_and_ttl_on_the_path(void **state)
+{
+	struct rte_mbuf *m;
+	struct rte_ipv4_hdr *ip;
+
+	(void)state;
+	expect_drop(esp_with_outer_ce(0xb8), DPVPN_DROP_ECN_DROP);	/* inner Not-ECT */
+	m = esp_with_outer_ce(0xb8 | ECN_ECT0);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	assert_int_equal(ip->type_of_service, 0xb8 | ECN_CE);	/* CE reaches the host */
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	rte_pktmbuf_free(m);
+
+	uint64_t before = drops(DPVPN_DROP_TTL_EXPIRED);
+
+	m = inner_packet(60, HOST_A, HOST_B);	/* TTL 1: may not be forwarded */
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	ip->time_to_live = 1;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 0);
+	assert_int_equal(drops(DPVPN_DROP_TTL_EXPIRED), before + 1);
+}
+
 /* Install an outbound SA with this SPI; returns its slot. */
 static int
-out_sa(uint32_t spi)
+out_sa_df(uint32_t spi, uint8_t df)
 {
 	struct dpvpn_sa_cfg c;
 	char err[256];
 
 	sa_cfg(&c, DPVPN_DIR_OUT);
 	c.spi = rte_cpu_to_be_32(spi);
+	c.df = df;
 	assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
 	return sa_find(c.spi, DPVPN_DIR_OUT);
 }
@@ -338,6 +419,12 @@ add_policy(const char *src, uint8_t sl, const char *dst, uint8_t dl, uint32_t sp
 	inet_pton(AF_INET, src, &p.src.addr);
 	inet_pton(AF_INET, dst, &p.dst.addr);
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
+}
+
+static int
+out_sa(uint32_t spi)
+{
+	return out_sa_df(spi, DPVPN_DF_COPY);
 }
 
 /* Which policy wins, as a table: lower priority value, then longer prefixes. */
@@ -376,6 +463,46 @@ test_spd_order(void **state)
 			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
 						       DPVPN_DIR_OUT));
 	}
+}
+
+/* The outer DF bit for inner packet df (0 or RTE_IPV4_HDR_DF_FLAG) sent to dst. */
+static uint16_t
+outer_df(const char *dst, uint16_t df)
+{
+	struct rte_mbuf *m;
+	struct rte_ipv4_hdr *ip;
+	uint32_t a;
+	uint16_t got;
+
+	inet_pton(AF_INET, dst, &a);
+	m = inner_packet(80, HOST_A, a);
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	ip->fragment_offset = rte_cpu_to_be_16(df);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
+	got = rte_be_to_cpu_16(ip->fragment_offset);
+	rte_pktmbuf_free(m);
+	return got;
+}
+
+static void
+test_df_modes(void **state)
+{
+	(void)state;
+	out_sa_df(0x5001, DPVPN_DF_SET);
+	out_sa_df(0x5002, DPVPN_DF_CLEAR);
+	add_policy("198.18.1.0", 24, "198.18.5.0", 24, 0x5001, 100);
+	add_policy("198.18.1.0", 24, "198.18.6.0", 24, 0x5002, 100);
+	/* copy (the lab SA) */
+	assert_int_equal(outer_df("198.18.2.2", RTE_IPV4_HDR_DF_FLAG), RTE_IPV4_HDR_DF_FLAG);
+	assert_int_equal(outer_df("198.18.2.2", 0), 0);
+	/* set */
+	assert_int_equal(outer_df("198.18.5.5", 0), RTE_IPV4_HDR_DF_FLAG);
+	/* clear */
+	assert_int_equal(outer_df("198.18.6.6", RTE_IPV4_HDR_DF_FLAG), 0);
 }
 
 /*
@@ -436,6 +563,9 @@ main(void)
 		cmocka_unit_test(test_known_answers),
 		cmocka_unit_test(test_known_answer_packets),
 		cmocka_unit_test(test_spd_order),
+		cmocka_unit_test(test_ecn_table),
+		cmocka_unit_test(test_ecn_and_ttl_on_the_path),
+		cmocka_unit_test(test_df_modes),
 	};
 
 	return cmocka_run_group_tests_name("esp", tests, setup, NULL);

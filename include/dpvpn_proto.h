@@ -97,6 +97,13 @@ enum dpvpn_sa_dir {
 	DPVPN_DIR_OUT = 2,
 };
 
+/* The outer header's Don't Fragment bit (RFC 4301 8.1): from the inner one, or fixed. */
+enum dpvpn_df {
+	DPVPN_DF_COPY = 0,
+	DPVPN_DF_SET,
+	DPVPN_DF_CLEAR,
+};
+
 enum dpvpn_alg {
 	DPVPN_ALG_AES128_GCM = 1,	/* RFC 4106, 16-byte ICV */
 	DPVPN_ALG_AES256_GCM,
@@ -145,7 +152,7 @@ struct dpvpn_sa_cfg {
 	uint8_t dir;		/* enum dpvpn_sa_dir */
 	uint8_t alg;		/* enum dpvpn_alg */
 	uint8_t key_len;	/* 16 or 32, matching alg */
-	uint8_t reserved;
+	uint8_t df;		/* outbound: enum dpvpn_df, the outer header's DF */
 	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2;
 				 * 0 = anti-replay off (benchmarks only) */
 	uint32_t local;		/* outer source (out) / destination (in) */
@@ -196,7 +203,8 @@ struct dpvpn_sa_info {
 	uint32_t spi;
 	uint8_t dir;
 	uint8_t alg;
-	uint8_t reserved[2];
+	uint8_t df;
+	uint8_t reserved;
 	uint32_t replay_window;
 	uint32_t local, remote;
 	struct dpvpn_prefix local_ts, remote_ts;
@@ -239,7 +247,9 @@ struct dpvpn_sa_info {
 	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved yet") \
 	X(TX_FULL,	"tx-full",	"transmit queue full") \
 	X(PUNT_FULL,	"punt-full",	"slow-path ring full") \
-	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job")
+	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job") \
+	X(TTL_EXPIRED,	"ttl-expired",	"inner TTL would reach 0 when forwarded") \
+	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

@@ -54,6 +54,14 @@ def inner(i, size, src=HOST_A, dst=HOST_B):
 SIZES = [28, 29, 30, 31, 60, 100, 333, 512, 1000, 1400]
 
 
+def forwarded(pkt):
+    """The inner packet as a gateway forwards it: TTL one less, checksum redone."""
+    p = IP(bytes(pkt))
+    p.ttl -= 1
+    del p.chksum
+    return bytes(IP(bytes(p)))
+
+
 def build_inputs(d):
     """Returns (inside packets, outside packets, expectations)."""
     clear = [inner(i, SIZES[i % len(SIZES)]) for i in range(20)]
@@ -62,7 +70,9 @@ def build_inputs(d):
     bad_sum = Ether(src=MAC_HOST_A, dst=MAC_IN) / IP(bytes(inner(98, 60)))
     bad_sum[IP].chksum ^= 0x5555
     to_self = Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(97, 60, dst="198.18.1.1")
-    inside += [no_policy, bad_sum, to_self]
+    last_hop = Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(96, 60)
+    last_hop[IP].ttl = 1
+    inside += [no_policy, bad_sum, to_self, Ether(bytes(last_hop))]
 
     peer = sa(0x2001, KEY_BA, GW_B, GW_A)
     back = [inner(i, SIZES[-1 - i % len(SIZES)], src=HOST_B, dst=HOST_A) for i in range(15)]
@@ -81,7 +91,7 @@ def build_inputs(d):
     wrpcap(os.path.join(d, "in0.pcap"), inside)
     wrpcap(os.path.join(d, "in1.pcap"), outside)
     expect = {"bad-icv": 1, "replay": 1, "unknown-spi": 1, "short": 1, "not-esp": 1,
-              "no-policy": 1, "bad-ipv4": 1, "to-self": 1}
+              "no-policy": 1, "bad-ipv4": 1, "to-self": 1, "ttl-expired": 1}
     return clear, back, expect, len(inside) + len(outside)
 
 
@@ -121,7 +131,7 @@ def test_every_esp_packet_decrypts_to_the_original(run):
         assert pkt[IP].src == GW_A and pkt[IP].dst == GW_B and pkt[IP].proto == 50
         assert pkt[ESP].spi == 0x1001 and pkt[ESP].seq == n
         plain = ours.decrypt(IP(bytes(pkt[IP])))     # raises on a bad ICV
-        assert bytes(plain) == bytes(orig)
+        assert bytes(plain) == forwarded(orig)
 
 
 def test_scapy_esp_decrypted_by_dpvpn(run):
@@ -129,7 +139,7 @@ def test_scapy_esp_decrypted_by_dpvpn(run):
     assert len(out) == len(run["back"])
     for pkt, orig in zip(out, run["back"]):
         assert pkt[Ether].dst == MAC_HOST_A and pkt[Ether].src == MAC_IN
-        assert bytes(pkt[IP]) == bytes(orig)
+        assert bytes(pkt[IP]) == forwarded(orig)
 
 
 def test_hostile_packets_counted_by_reason(run):
