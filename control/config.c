@@ -735,6 +735,35 @@ static int key_tun_df(struct parser *p, const char *val)
 	return kerr(p, "expected copy, set or clear, got '%s'", val);
 }
 
+static int key_tun_encap(struct parser *p, const char *val)
+{
+	if (strcmp(val, "esp") && strcmp(val, "udp"))
+		return kerr(p, "expected esp or udp, got '%s'", val);
+	CUR_TUN(p)->udp = !strcmp(val, "udp");
+	return 0;
+}
+
+static int tun_port(struct parser *p, const char *val, uint16_t *port)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, 65535, &v) || v == 0)
+		return kerr(p, "expected a UDP port 1..65535, got '%s'", val);
+	*port = (uint16_t)v;
+	CUR_TUN(p)->port_line = p->line;
+	return 0;
+}
+
+static int key_tun_local_port(struct parser *p, const char *val)
+{
+	return tun_port(p, val, &CUR_TUN(p)->udp_local);
+}
+
+static int key_tun_remote_port(struct parser *p, const char *val)
+{
+	return tun_port(p, val, &CUR_TUN(p)->udp_remote);
+}
+
 static int open_tunnel(struct parser *p)
 {
 	struct cfg *c = p->cfg;
@@ -752,6 +781,7 @@ static int open_tunnel(struct parser *p)
 	strcpy(tun->name, p->sect_name);
 	tun->line = p->sect_line;
 	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
+	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
 	p->idx = c->n_tunnels;
 	t[c->n_tunnels++] = tun;
 	return 0;
@@ -827,6 +857,9 @@ static const struct key_def tunnel_keys[] = {
 	{ "in-key-file", key_tun_in_key_file, false },
 	{ "replay-window", key_tun_replay, false },
 	{ "df", key_tun_df, false },
+	{ "encap", key_tun_encap, false },
+	{ "local-port", key_tun_local_port, false },
+	{ "remote-port", key_tun_remote_port, false },
 };
 
 #define KEYS(k)	k, sizeof(k) / sizeof(k[0])
@@ -1197,6 +1230,9 @@ static void check_tunnels(struct parser *p)
 		if (t->local && !is_outside_addr(c, t->local))
 			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
 			       "outside port", t->name, fmt_ipv4(t->local, buf));
+		if (t->port_line && !t->udp)
+			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port need "
+			       "encap = udp", t->name);
 	}
 	check_in_spis(p);
 }

@@ -89,9 +89,16 @@ json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len)
 			"crypto", name(st.crypto_lib, sizeof(st.crypto_lib)));
 }
 
+static json_t *encap_json(const struct dpvpn_sa_info *s)
+{
+	if (s->udp_local == 0)
+		return json_string("esp");
+	return json_sprintf("udp %u->%u", s->udp_local, s->udp_remote);
+}
+
 static json_t *sa_json(const struct dpvpn_sa_info *s)
 {
-	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
+	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
 			 "s:{s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
@@ -99,6 +106,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"cipher", cfg_alg_name(s->alg),
 		"local", ipv4(s->local),
 		"remote", ipv4(s->remote),
+		"encap", encap_json(s),
 		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
 		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
 		"replay_window", (json_int_t)s->replay_window,

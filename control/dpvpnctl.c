@@ -160,7 +160,8 @@ static void print_sa(json_t *r)
 {
 	static const struct column cols[] = {
 		{ "NAME", "name" }, { "DIR", "dir" }, { "SPI", "spi" }, { "CIPHER", "cipher" },
-		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "LOCAL-TS", "local_ts" },
+		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "ENCAP", "encap" },
+		{ "LOCAL-TS", "local_ts" },
 		{ "REMOTE-TS", "remote_ts" }, { "WINDOW", "replay_window" }, { "DF", "df" },
 		{ "SEQ", "seq" },
 		{ "PACKETS", "packets" }, { "BYTES", "bytes" }, { "REPLAY", "drops.replay" },

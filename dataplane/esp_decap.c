@@ -4,6 +4,7 @@
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
+#include <rte_udp.h>
 
 #include "crypto.h"
 #include "esp.h"
@@ -30,23 +31,61 @@ lookup_cached(struct spi_cache *c, uint32_t spi)
 	return c->sa;
 }
 
+/*
+ * UDP to us (RFC 3948): ESP behind the UDP header if the port is one an SA
+ * listens on and the payload is neither a keepalive (one 0xff byte) nor IKE
+ * (the 4-byte non-ESP marker, zero where an SPI would be).  On success *off
+ * is where ESP starts, and m is trimmed to the UDP datagram.
+ */
+static enum dpvpn_drop_reason
+natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
+{
+	const struct rte_udp_hdr *u;
+	const uint8_t *pl;
+	uint16_t ulen;
+
+	if (rte_pktmbuf_data_len(m) < ihl + NATT_HDR_LEN)
+		return DPVPN_DROP_SHORT;
+	u = rte_pktmbuf_mtod_offset(m, const struct rte_udp_hdr *, ihl);
+	if (!sa_natt_port(rte_be_to_cpu_16(u->dst_port)))
+		return DPVPN_DROP_NOT_ESP;
+	ulen = rte_be_to_cpu_16(u->dgram_len);
+	if (ulen < NATT_HDR_LEN || ulen > rte_pktmbuf_data_len(m) - ihl)
+		return DPVPN_DROP_SHORT;
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - ihl - ulen));
+	pl = (const uint8_t *)(u + 1);
+	if (ulen - NATT_HDR_LEN == 1 && pl[0] == 0xff)
+		return DPVPN_DROP_NATT_KEEPALIVE;
+	if (ulen - NATT_HDR_LEN >= 4 && (pl[0] | pl[1] | pl[2] | pl[3]) == 0)
+		return DPVPN_DROP_IKE;
+	*off = ihl + NATT_HDR_LEN;
+	return DPVPN_DROP_MAX;
+}
+
 static enum dpvpn_drop_reason
 decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
 	      struct sa **sap, struct crypto_op *op)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
-	uint16_t esp_len = (uint16_t)(rte_pktmbuf_data_len(m) - ihl);
-	uint8_t *esp = rte_pktmbuf_mtod_offset(m, uint8_t *, ihl);
+	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4), off = ihl, esp_len;
+	enum dpvpn_drop_reason why;
 	uint32_t spi, seq32;
+	uint8_t *esp;
 	struct sa *sa;
 
 	if (ip->dst_addr != port->addr)
 		return DPVPN_DROP_NOT_LOCAL;
 	if (ip4_is_fragment(ip))
 		return DPVPN_DROP_FRAGMENT;
-	if (ip->next_proto_id != IPPROTO_ESP)
+	if (ip->next_proto_id == IPPROTO_UDP) {
+		why = natt_classify(m, ihl, &off);
+		if (why != DPVPN_DROP_MAX)
+			return why;
+	} else if (ip->next_proto_id != IPPROTO_ESP) {
 		return DPVPN_DROP_NOT_ESP;
+	}
+	esp_len = (uint16_t)(rte_pktmbuf_data_len(m) - off);
+	esp = rte_pktmbuf_mtod_offset(m, uint8_t *, off);
 	if (esp_len < ESP_OVERHEAD + ESP_MIN_CT)
 		return DPVPN_DROP_SHORT;
 	memcpy(&spi, esp, 4);
@@ -55,6 +94,8 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
+	if (sa->udp != (off != ihl))
+		return DPVPN_DROP_ENCAP_MISMATCH;
 	if (!replay_check(&sa->replay, rte_be_to_cpu_32(seq32)))
 		return DPVPN_DROP_REPLAY;
 	if ((esp_len - ESP_OVERHEAD) % 4 != 0)

@@ -4,6 +4,7 @@
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
+#include <rte_udp.h>
 
 #include "crypto.h"
 #include "esp.h"
@@ -44,10 +45,23 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 	outer->packet_id = rte_cpu_to_be_16(id);
 	outer->fragment_offset = rte_cpu_to_be_16(frag);
 	outer->time_to_live = ESP_OUTER_TTL;
-	outer->next_proto_id = IPPROTO_ESP;
+	outer->next_proto_id = sa->udp ? IPPROTO_UDP : IPPROTO_ESP;
 	outer->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
 	outer->src_addr = sa->local;
 	outer->dst_addr = sa->remote;
+}
+
+/* RFC 3948 UDP header; checksum 0, as IPv4 allows.  Returns where ESP starts. */
+static uint8_t *
+natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
+{
+	struct rte_udp_hdr *u = (struct rte_udp_hdr *)at;
+
+	u->src_port = sa->udp_local;
+	u->dst_port = sa->udp_remote;
+	u->dgram_len = rte_cpu_to_be_16(udp_len);
+	u->dgram_cksum = 0;
+	return at + NATT_HDR_LEN;
 }
 
 /*
@@ -70,7 +84,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + ESP_ICV_LEN);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
-	hdr = (uint8_t *)rte_pktmbuf_prepend(m, ESP_PREPEND);
+	hdr = (uint8_t *)rte_pktmbuf_prepend(m, ESP_PREPEND + (sa->udp ? NATT_HDR_LEN : 0));
 	if (hdr == NULL)
 		return DPVPN_DROP_TOO_BIG;
 	for (uint16_t i = 0; i < pad; i++)
@@ -80,6 +94,9 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	build_outer(w, sa, (struct rte_ipv4_hdr *)hdr, inner, rte_pktmbuf_data_len(m));
 
 	uint8_t *esp = hdr + sizeof(struct rte_ipv4_hdr);
+
+	if (sa->udp)
+		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - sizeof(struct rte_ipv4_hdr));
 	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
 
 	iv = rte_cpu_to_be_64(seq);

@@ -24,6 +24,8 @@ struct sa_key {
  * main lcore touches free_slots and installed.
  */
 static struct rte_hash *by_spi;
+/* UDP ports inbound SAs listen on: a bit per port, only ever set. */
+static uint64_t natt_ports[65536 / 64];
 static struct sa **slots;
 static uint32_t *free_slots;
 static struct sa **installed;
@@ -84,6 +86,8 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL,
 			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
 			    c->replay_window);
+	if ((c->udp_local == 0) != (c->udp_remote == 0))
+		return fail(eb, len, -EINVAL, "sa.udp_local/udp_remote: both set or both 0");
 	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
 		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u > 32",
 			    RTE_MAX(c->local_ts.len, c->remote_ts.len));
@@ -121,7 +125,10 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 	sa->remote_net = c->remote_ts.addr & sa->remote_mask;
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
-	sa->outer_sum = sa_outer_sum(sa->local, sa->remote);
+	sa->udp = c->udp_local != 0;
+	sa->udp_local = rte_cpu_to_be_16(c->udp_local);
+	sa->udp_remote = rte_cpu_to_be_16(c->udp_remote);
+	sa->outer_sum = sa_outer_sum(sa->local, sa->remote, sa->udp ? IPPROTO_UDP : IPPROTO_ESP);
 	sa->df = c->df;
 	crypto_key_init(mgr, &sa->key, c->key, c->key_len);
 	sa->cfg = *c;
@@ -167,6 +174,9 @@ sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
 		return fail(eb, len, rc, "sa: hash insert failed (%d)", rc);
 	}
 	n_free--;
+	if (sa->dir == DPVPN_DIR_IN && sa->udp)
+		__atomic_fetch_or(&natt_ports[c->udp_local / 64], 1ull << (c->udp_local % 64),
+				  __ATOMIC_RELEASE);
 	sa->pos = n_sa;
 	installed[n_sa++] = sa;
 	return 0;
@@ -192,6 +202,12 @@ sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 	free_slots[n_free++] = sa->slot;
 	sa_free(sa);
 	return 0;
+}
+
+bool
+sa_natt_port(uint16_t port)
+{
+	return __atomic_load_n(&natt_ports[port / 64], __ATOMIC_ACQUIRE) & (1ull << (port % 64));
 }
 
 struct sa *
@@ -257,6 +273,8 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->replay_window = sa->cfg.replay_window;
 	info->local = sa->local;
 	info->remote = sa->remote;
+	info->udp_local = rte_be_to_cpu_16(sa->udp_local);
+	info->udp_remote = rte_be_to_cpu_16(sa->udp_remote);
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));

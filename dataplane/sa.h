@@ -26,6 +26,10 @@
 #define ESP_ICV_LEN	16
 #define ESP_TRAILER_LEN	2	/* pad length + next header */
 #define ESP_OUTER_TTL	64	/* TTL of the outer header */
+#define NATT_HDR_LEN	8	/* UDP header before ESP (RFC 3948) */
+
+/* Is this UDP port one an inbound SA listens on (main lcore sets, workers read)? */
+bool sa_natt_port(uint16_t port);
 
 struct sa_stats {
 	uint64_t packets, bytes;
@@ -45,6 +49,8 @@ struct sa {
 	uint32_t remote_net, remote_mask;
 	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
 	uint8_t df;		/* out: enum dpvpn_df */
+	uint8_t udp;		/* RFC 3948 UDP encapsulation */
+	rte_be16_t udp_local, udp_remote;
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */
@@ -60,11 +66,11 @@ struct sa {
  * and ID are added, and the header is never read back to checksum it.
  */
 static inline uint32_t
-sa_outer_sum(uint32_t local, uint32_t remote)
+sa_outer_sum(uint32_t local, uint32_t remote, uint8_t proto)
 {
 	uint32_t s = rte_be_to_cpu_32(local), d = rte_be_to_cpu_32(remote);
 
-	return 0x4500 + (ESP_OUTER_TTL << 8 | IPPROTO_ESP) +
+	return 0x4500 + (ESP_OUTER_TTL << 8 | proto) +
 	       (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff);
 }
 

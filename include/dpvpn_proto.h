@@ -50,7 +50,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	2
+#define DPVPN_PROTO_VERSION	3
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -157,6 +157,8 @@ struct dpvpn_sa_cfg {
 				 * 0 = anti-replay off (benchmarks only) */
 	uint32_t local;		/* outer source (out) / destination (in) */
 	uint32_t remote;	/* outer destination (out) / source (in) */
+	uint16_t udp_local;	/* UDP encapsulation (RFC 3948): our port, host order; */
+	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
 	char name[DPVPN_NAME_LEN];
@@ -207,6 +209,7 @@ struct dpvpn_sa_info {
 	uint8_t reserved;
 	uint32_t replay_window;
 	uint32_t local, remote;
+	uint16_t udp_local, udp_remote;	/* 0: plain ESP */
 	struct dpvpn_prefix local_ts, remote_ts;
 	char name[DPVPN_NAME_LEN];
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
@@ -249,7 +252,10 @@ struct dpvpn_sa_info {
 	X(PUNT_FULL,	"punt-full",	"slow-path ring full") \
 	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job") \
 	X(TTL_EXPIRED,	"ttl-expired",	"inner TTL would reach 0 when forwarded") \
-	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)")
+	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)") \
+	X(NATT_KEEPALIVE, "natt-keepalive", "NAT-T keepalive (RFC 3948), counted and dropped") \
+	X(IKE,		"ike",		"IKE on the NAT-T port: no IKE daemon yet") \
+	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, unlike its SA")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
