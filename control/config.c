@@ -735,6 +735,14 @@ static int key_tun_df(struct parser *p, const char *val)
 	return kerr(p, "expected copy, set or clear, got '%s'", val);
 }
 
+static int key_tun_esn(struct parser *p, const char *val)
+{
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return kerr(p, "expected yes or no, got '%s'", val);
+	CUR_TUN(p)->esn = !strcmp(val, "yes");
+	return 0;
+}
+
 static int key_tun_encap(struct parser *p, const char *val)
 {
 	if (strcmp(val, "esp") && strcmp(val, "udp"))
@@ -858,6 +866,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "replay-window", key_tun_replay, false },
 	{ "df", key_tun_df, false },
 	{ "encap", key_tun_encap, false },
+	{ "esn", key_tun_esn, false },
 	{ "local-port", key_tun_local_port, false },
 	{ "remote-port", key_tun_remote_port, false },
 };

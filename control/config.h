@@ -83,6 +83,7 @@ struct cfg_tunnel {
 	uint8_t alg;		/* enum dpvpn_alg */
 	uint8_t df;		/* enum dpvpn_df, default copy */
 	uint8_t udp;		/* encap = udp (RFC 3948) */
+	uint8_t esn;		/* esn = yes: 64-bit sequence numbers */
 	int port_line;		/* line of local-port/remote-port, 0 if none */
 	uint16_t udp_local, udp_remote;	/* default 4500 */
 	uint32_t replay_window;

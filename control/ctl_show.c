@@ -98,7 +98,7 @@ static json_t *encap_json(const struct dpvpn_sa_info *s)
 
 static json_t *sa_json(const struct dpvpn_sa_info *s)
 {
-	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
+	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
 			 "s:{s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
@@ -107,6 +107,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"local", ipv4(s->local),
 		"remote", ipv4(s->remote),
 		"encap", encap_json(s),
+		"esn", (int)s->esn,
 		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
 		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
 		"replay_window", (json_int_t)s->replay_window,

@@ -128,6 +128,8 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "port without udp", GOOD "local-port = 4501\n",
 	  "20: [tunnel t] local-port/remote-port need encap = udp", { 0 } },
+	{ "bad esn", GOOD "esn = maybe\n",
+	  "20: [tunnel t] esn: expected yes or no, got 'maybe'", { 0 } },
 	{ "bad encap", GOOD "encap = tcp\n",
 	  "20: [tunnel t] encap: expected esp or udp, got 'tcp'", { 0 } },
 	{ "bad df", GOOD "df = maybe\n",

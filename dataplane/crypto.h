@@ -34,6 +34,7 @@ struct crypto_op {
 	uint32_t aad_len;
 	uint8_t *tag;		/* encrypt: written into the packet */
 	uint8_t iv[CRYPTO_IV_LEN];
+	uint8_t aad_buf[12];	/* for an AAD that is not contiguous in the packet */
 	uint8_t computed[CRYPTO_TAG_LEN];	/* decrypt: tag to compare */
 };
 

@@ -22,6 +22,15 @@
 
 #include "dp.h"
 
+struct crypto_op;
+struct sa;
+
+/*
+ * The AAD (RFC 4106 5): SPI || sequence number as in the packet, or with
+ * ESN SPI || high half || low half, built in the op.
+ */
+void esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq);
+
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st,
 			 struct rte_mbuf **pkts, uint16_t n);
 /* port: the outside port the packets came in on (its address is checked). */

@@ -64,7 +64,7 @@ natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
 
 static enum dpvpn_drop_reason
 decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
-	      struct sa **sap, struct crypto_op *op)
+	      struct sa **sap, struct crypto_op *op, uint64_t *seq)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4), off = ihl, esp_len;
@@ -96,7 +96,10 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	*sap = sa;
 	if (sa->udp != (off != ihl))
 		return DPVPN_DROP_ENCAP_MISMATCH;
-	if (!replay_check(&sa->replay, rte_be_to_cpu_32(seq32)))
+	*seq = rte_be_to_cpu_32(seq32);
+	if (sa->esn && !replay_esn_infer(&sa->replay, rte_be_to_cpu_32(seq32), seq))
+		return DPVPN_DROP_REPLAY;
+	if (!replay_check(&sa->replay, *seq))
 		return DPVPN_DROP_REPLAY;
 	if ((esp_len - ESP_OVERHEAD) % 4 != 0)
 		return DPVPN_DROP_BAD_LENGTH;
@@ -105,8 +108,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	op->dir = CRYPTO_DECRYPT;
 	op->data = esp + ESP_HDR_LEN + ESP_IV_LEN;
 	op->len = esp_len - ESP_OVERHEAD;
-	op->aad = esp;
-	op->aad_len = ESP_HDR_LEN;
+	esp_aad(op, sa, esp, *seq);
 	op->tag = op->data + op->len;	/* the received ICV */
 	memcpy(op->iv, &sa->salt, 4);
 	memcpy(op->iv + 4, esp + ESP_HDR_LEN, ESP_IV_LEN);
@@ -136,11 +138,10 @@ inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
 
 /* After decryption: ICV, replay window, trailer, inner header, selectors. */
 static enum dpvpn_drop_reason
-decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op)
+decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint64_t seq)
 {
 	const uint8_t *ct = op->data;
 	uint8_t outer_tos = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->type_of_service;
-	uint32_t seq32;
 	uint8_t pad, nh;
 	uint16_t inner_len;
 
@@ -148,9 +149,8 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op)
 		return DPVPN_DROP_CRYPTO_ERROR;
 	if (!crypto_tag_equal(op->computed, op->tag))
 		return DPVPN_DROP_BAD_ICV;
-	memcpy(&seq32, op->aad + 4, 4);
 	/* Checked again: the same number may come twice in one burst. */
-	if (!replay_update(&sa->replay, rte_be_to_cpu_32(seq32)))
+	if (!replay_update(&sa->replay, seq))
 		return DPVPN_DROP_REPLAY;
 	pad = ct[op->len - 2];
 	nh = ct[op->len - 1];
@@ -195,12 +195,14 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
+	uint64_t seqs[DP_BURST];
 	struct spi_cache cache = { .spi = 0 };
 	uint16_t k = 0, good = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
-		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k]);
+		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k],
+							   &seqs[k]);
 
 		if (why != DPVPN_DROP_MAX) {
 			if (sa != NULL)
@@ -214,7 +216,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	crypto_run(w->mb, ops, k);
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];
-		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i]);
+		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
 
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);

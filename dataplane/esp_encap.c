@@ -51,6 +51,23 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 	outer->dst_addr = sa->remote;
 }
 
+void
+esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq)
+{
+	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
+
+	if (!sa->esn) {
+		op->aad = esp;
+		op->aad_len = ESP_HDR_LEN;
+		return;
+	}
+	memcpy(op->aad_buf, esp, 4);
+	memcpy(op->aad_buf + 4, &hi, 4);
+	memcpy(op->aad_buf + 8, esp + 4, 4);
+	op->aad = op->aad_buf;
+	op->aad_len = 12;
+}
+
 /* RFC 3948 UDP header; checksum 0, as IPv4 allows.  Returns where ESP starts. */
 static uint8_t *
 natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
@@ -78,7 +95,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	uint8_t *tail, *hdr;
 	rte_be64_t iv;
 
-	if (seq > UINT32_MAX)	/* no ESN yet: never wrap the 32-bit counter */
+	if (seq > UINT32_MAX && !sa->esn)	/* never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
 	ip4_dec_ttl(inner);	/* select_sa checked that it does not expire */
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + ESP_ICV_LEN);
@@ -108,8 +125,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	op->dir = CRYPTO_ENCRYPT;
 	op->data = esp + ESP_HDR_LEN + ESP_IV_LEN;
 	op->len = inner_len + pad + ESP_TRAILER_LEN;
-	op->aad = esp;
-	op->aad_len = ESP_HDR_LEN;
+	esp_aad(op, sa, esp, seq);
 	op->tag = tail + pad + ESP_TRAILER_LEN;
 	memcpy(op->iv, &sa->salt, 4);
 	memcpy(op->iv + 4, &iv, ESP_IV_LEN);

@@ -21,6 +21,27 @@ block_of(const struct replay_window *w, uint64_t seq)
 }
 
 bool
+replay_esn_infer(const struct replay_window *w, uint32_t seql, uint64_t *seq)
+{
+	uint32_t win = w->size ? w->size : 1024;
+	uint32_t tl = (uint32_t)w->top, th = (uint32_t)(w->top >> 32);
+	uint32_t bottom = tl - win + 1;		/* modulo 2^32, as the RFC says */
+	uint32_t sh;
+
+	if (tl >= win - 1) {			/* case A: the window is in one half */
+		sh = seql >= bottom ? th : th + 1;
+	} else if (seql >= bottom) {		/* case B, seql below the wrap */
+		if (th == 0)
+			return false;
+		sh = th - 1;
+	} else {
+		sh = th;
+	}
+	*seq = (uint64_t)sh << 32 | seql;
+	return true;
+}
+
+bool
 replay_check(const struct replay_window *w, uint64_t seq)
 {
 	if (w->size == 0)		/* anti-replay off */

@@ -40,4 +40,12 @@ bool replay_check(const struct replay_window *w, uint64_t seq);
 /* Record seq after its ICV checked out; false if it is a replay after all. */
 bool replay_update(struct replay_window *w, uint64_t seq);
 
+/*
+ * Extended sequence numbers (RFC 4303 appendix A2.2): the 64-bit number a
+ * received low half most likely stands for, given the window.  False when it
+ * can only be from before the first packet.  A window that is off infers
+ * with the default size.
+ */
+bool replay_esn_infer(const struct replay_window *w, uint32_t seql, uint64_t *seq);
+
 #endif /* REPLAY_H */

@@ -86,6 +86,8 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL,
 			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
 			    c->replay_window);
+	if (c->esn > 1)
+		return fail(eb, len, -EINVAL, "sa.esn: %u is not 0 or 1", c->esn);
 	if ((c->udp_local == 0) != (c->udp_remote == 0))
 		return fail(eb, len, -EINVAL, "sa.udp_local/udp_remote: both set or both 0");
 	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
@@ -126,6 +128,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
 	sa->udp = c->udp_local != 0;
+	sa->esn = c->esn;
 	sa->udp_local = rte_cpu_to_be_16(c->udp_local);
 	sa->udp_remote = rte_cpu_to_be_16(c->udp_remote);
 	sa->outer_sum = sa_outer_sum(sa->local, sa->remote, sa->udp ? IPPROTO_UDP : IPPROTO_ESP);
@@ -275,6 +278,7 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->remote = sa->remote;
 	info->udp_local = rte_be_to_cpu_16(sa->udp_local);
 	info->udp_remote = rte_be_to_cpu_16(sa->udp_remote);
+	info->esn = sa->esn;
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));

@@ -50,6 +50,7 @@ struct sa {
 	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
 	uint8_t df;		/* out: enum dpvpn_df */
 	uint8_t udp;		/* RFC 3948 UDP encapsulation */
+	uint8_t esn;		/* 64-bit sequence numbers, high half in the AAD */
 	rte_be16_t udp_local, udp_remote;
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */

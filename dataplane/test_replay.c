@@ -107,6 +107,45 @@ test_window_off(void **state)
 	assert_int_equal(w.top, 5);
 }
 
+/* RFC 4303 A2.2 as a table: window top, received low half -> 64-bit number. */
+static void
+test_esn_infer(void **state)
+{
+	static const struct {
+		uint64_t top;
+		uint32_t seql;
+		bool ok;
+		uint64_t want;
+	} cases[] = {
+		{ 0, 1, true, 1 },			/* the first packet */
+		{ 0, 0xffffffff, false, 0 },		/* "before" the first: impossible */
+		{ 0x100000005ull, 0xfffffff0, true, 0xfffffff0ull },	/* just below the wrap */
+		{ 0x100000005ull, 3, true, 0x100000003ull },
+		{ 0x100000005ull, 900, true, 0x100000384ull },	/* ahead */
+		{ 0xfffffff0ull, 0xfffffff5, true, 0xfffffff5ull },	/* case A */
+		{ 0xfffffff0ull, 2, true, 0x100000002ull },	/* across 2^32 */
+		{ 0xfffffff0ull, 0xffffffb1, true, 0xffffffb1ull },	/* window bottom */
+		{ 0xfffffff0ull, 0xffffffb0, true, 0x1ffffffb0ull },	/* below it: next half */
+		/* below the window in case A: taken as the next half, as the RFC does */
+		{ 0x7fffffff00000100ull, 0x50, true, 0x8000000000000050ull },
+	};
+	struct replay_window w;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t seq = 0;
+		bool ok;
+
+		replay_init(&w, 64);
+		w.top = cases[i].top;	/* as after accepting that number */
+		ok = replay_esn_infer(&w, cases[i].seql, &seq);
+		if (ok != cases[i].ok || (ok && seq != cases[i].want))
+			fail_msg("case %zu: ok %d seq %#llx, want %d %#llx", i, ok,
+				 (unsigned long long)seq, cases[i].ok,
+				 (unsigned long long)cases[i].want);
+	}
+}
+
 /* Naive model: a set of seen numbers and the top. */
 static bool
 model_accept(const uint8_t *seen, uint64_t top, uint32_t size, uint64_t seq)
@@ -164,6 +203,7 @@ main(void)
 		cmocka_unit_test(test_window_1024_reverse),
 		cmocka_unit_test(test_init_sizes),
 		cmocka_unit_test(test_window_off),
+		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_random_against_model),
 	};
 

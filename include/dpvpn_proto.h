@@ -159,6 +159,8 @@ struct dpvpn_sa_cfg {
 	uint32_t remote;	/* outer destination (out) / source (in) */
 	uint16_t udp_local;	/* UDP encapsulation (RFC 3948): our port, host order; */
 	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
+	uint8_t esn;		/* 1: 64-bit extended sequence numbers (RFC 4303 2.2.1) */
+	uint8_t reserved2[3];
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
 	char name[DPVPN_NAME_LEN];
@@ -210,6 +212,8 @@ struct dpvpn_sa_info {
 	uint32_t replay_window;
 	uint32_t local, remote;
 	uint16_t udp_local, udp_remote;	/* 0: plain ESP */
+	uint8_t esn;
+	uint8_t reserved2[3];
 	struct dpvpn_prefix local_ts, remote_ts;
 	char name[DPVPN_NAME_LEN];
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
