@@ -31,8 +31,22 @@ static const struct rte_acl_field_def fields[F_NUM] = {
 
 RTE_ACL_RULE_DEF(spd_acl_rule, F_NUM);
 
+/*
+ * A few rules are matched faster by a scan than by rte_acl (whose per-burst
+ * cost measured ~11 % of a worker at 64 B with one rule): up to
+ * SPD_SCAN_MAX rules are kept sorted by precedence and scanned.
+ */
+#define SPD_SCAN_MAX	8
+
+struct spd_scan_rule {
+	uint32_t src, src_mask, dst, dst_mask;	/* network order */
+	uint32_t sa_slot;
+};
+
 struct spd {
-	struct rte_acl_ctx *acl;	/* NULL: no rule */
+	struct rte_acl_ctx *acl;	/* many rules; NULL otherwise */
+	uint32_t n_scan;		/* few rules: scanned in order */
+	struct spd_scan_rule scan[SPD_SCAN_MAX];
 };
 
 /* The rules as installed, in order: the source of every build and dump. */
@@ -44,7 +58,7 @@ struct spd_entry {
 static struct spd_entry *entries;
 static unsigned int n_entries, max_entries, generation;
 static struct spd *cur;
-static bool batching, dirty;
+static bool batching, dirty, force_acl;
 
 int
 spd_init(unsigned int max_rules)
@@ -113,6 +127,34 @@ build(char *eb, size_t len)
 	return ctx;
 }
 
+static int
+by_precedence(const void *a, const void *b)
+{
+	int32_t x = acl_priority(&((const struct spd_entry *)a)->cfg);
+	int32_t y = acl_priority(&((const struct spd_entry *)b)->cfg);
+
+	return x > y ? -1 : x < y;	/* highest first, as rte_acl picks */
+}
+
+static void
+build_scan(struct spd *t)
+{
+	struct spd_entry sorted[SPD_SCAN_MAX];
+
+	memcpy(sorted, entries, n_entries * sizeof(sorted[0]));
+	qsort(sorted, n_entries, sizeof(sorted[0]), by_precedence);
+	for (unsigned int i = 0; i < n_entries; i++) {
+		struct spd_scan_rule *r = &t->scan[i];
+
+		r->src_mask = dp_mask(sorted[i].cfg.src.len);
+		r->src = sorted[i].cfg.src.addr & r->src_mask;
+		r->dst_mask = dp_mask(sorted[i].cfg.dst.len);
+		r->dst = sorted[i].cfg.dst.addr & r->dst_mask;
+		r->sa_slot = sorted[i].sa_slot;
+	}
+	t->n_scan = n_entries;
+}
+
 /* Build from the rule list and publish; the old classifier goes after a grace period. */
 static int
 publish(char *eb, size_t len)
@@ -124,7 +166,9 @@ publish(char *eb, size_t len)
 		snprintf(eb, len, "policy: out of memory");
 		return -ENOMEM;
 	}
-	if (n_entries > 0) {
+	if (n_entries <= SPD_SCAN_MAX && !force_acl) {
+		build_scan(t);
+	} else {
 		t->acl = build(eb, len);
 		if (t->acl == NULL) {
 			rte_free(t);
@@ -197,6 +241,13 @@ spd_commit(char *eb, size_t len)
 	return dirty ? publish(eb, len) : 0;
 }
 
+void
+spd_force_acl(bool on)
+{
+	force_acl = on;
+	dirty = true;	/* the next commit rebuilds */
+}
+
 bool
 spd_in_batch(void)
 {
@@ -209,6 +260,20 @@ spd_get(void)
 	return __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 }
 
+static int32_t
+scan(const struct spd *t, const uint8_t *hdr)
+{
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)hdr;
+
+	for (uint32_t i = 0; i < t->n_scan; i++) {
+		const struct spd_scan_rule *r = &t->scan[i];
+
+		if ((ip->src_addr & r->src_mask) == r->src && (ip->dst_addr & r->dst_mask) == r->dst)
+			return (int32_t)r->sa_slot;
+	}
+	return -1;
+}
+
 void
 spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint32_t n)
 {
@@ -216,7 +281,7 @@ spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint3
 
 	if (t->acl == NULL) {
 		for (uint32_t i = 0; i < n; i++)
-			slots[i] = -1;
+			slots[i] = scan(t, ip_hdrs[i]);
 		return;
 	}
 	rte_acl_classify(t->acl, ip_hdrs, res, n, 1);

@@ -4,7 +4,8 @@
  * select the SA a cleartext packet is encrypted with.  Lower priority value
  * wins; among equal priorities the more specific rule (longer prefixes) wins.
  *
- * Lookups classify a whole burst with rte_acl.  The classifier is immutable:
+ * Lookups classify a whole burst with rte_acl (or, for a handful of rules,
+ * scan them in precedence order: cheaper).  The classifier is immutable:
  * the main lcore builds a new one from its rule list and publishes it by
  * pointer, and frees the old one after every worker passed a quiescent point.
  * A build costs O(rules), so changes can be batched: between spd_begin() and
@@ -30,6 +31,8 @@ int spd_add(const struct dpvpn_policy *p, char *errbuf, size_t len);
 void spd_begin(void);
 int spd_commit(char *errbuf, size_t len);
 bool spd_in_batch(void);
+/* Tests: classify with rte_acl even when few rules would be scanned. */
+void spd_force_acl(bool on);
 
 /* Fast path (worker, inside an RCU read section). */
 const struct spd *spd_get(void);

@@ -427,11 +427,38 @@ out_sa(uint32_t spi)
 	return out_sa_df(spi, DPVPN_DF_COPY);
 }
 
-/* Which policy wins, as a table: lower priority value, then longer prefixes. */
+struct spd_case {
+	const char *src, *dst;
+	uint32_t spi;		/* the SA that must be chosen, 0: none */
+};
+
+static void
+check_spd_cases(const struct spd_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF };
+		const uint8_t *hdr = (const uint8_t *)&ip;
+		int32_t slot;
+
+		inet_pton(AF_INET, cases[i].src, &ip.src_addr);
+		inet_pton(AF_INET, cases[i].dst, &ip.dst_addr);
+		spd_classify(spd_get(), &hdr, &slot, 1);
+		if (cases[i].spi == 0)
+			assert_int_equal(slot, -1);
+		else
+			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
+						       DPVPN_DIR_OUT));
+	}
+}
+
+/*
+ * Which policy wins, as a table: lower priority value, then longer prefixes;
+ * checked with the scan (few rules) and again with rte_acl.
+ */
 static void
 test_spd_order(void **state)
 {
-	static const struct { const char *src, *dst; uint32_t spi; } cases[] = {
+	static const struct spd_case cases[] = {
 		{ "10.1.1.1", "10.9.9.9", 0x3002 },	/* /16->/16 beats /8->/8 */
 		{ "10.1.2.3", "10.9.1.1", 0x3003 },	/* /24->/24 more specific still */
 		{ "10.2.0.1", "10.9.9.9", 0x3001 },	/* only the /8 rule matches */
@@ -449,20 +476,12 @@ test_spd_order(void **state)
 	add_policy("10.1.2.0", 24, "10.9.1.0", 24, 0x3003, 100);
 	add_policy("10.1.0.0", 16, "10.7.0.0", 16, 0x3004, 50);
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
-	for (size_t i = 0; i < RTE_DIM(cases); i++) {
-		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF };
-		const uint8_t *hdr = (const uint8_t *)&ip;
-		int32_t slot;
-
-		inet_pton(AF_INET, cases[i].src, &ip.src_addr);
-		inet_pton(AF_INET, cases[i].dst, &ip.dst_addr);
-		spd_classify(spd_get(), &hdr, &slot, 1);
-		if (cases[i].spi == 0)
-			assert_int_equal(slot, -1);
-		else
-			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
-						       DPVPN_DIR_OUT));
-	}
+	check_spd_cases(cases, RTE_DIM(cases));
+	spd_force_acl(true);	/* rebuilds with rte_acl */
+	assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	check_spd_cases(cases, RTE_DIM(cases));
+	spd_force_acl(false);
+	assert_int_equal(spd_commit(err, sizeof(err)), 0);
 }
 
 /* The outer DF bit for inner packet df (0 or RTE_IPV4_HDR_DF_FLAG) sent to dst. */
