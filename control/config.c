@@ -735,6 +735,56 @@ static int key_tun_df(struct parser *p, const char *val)
 	return kerr(p, "expected copy, set or clear, got '%s'", val);
 }
 
+static int life(struct parser *p, const char *val, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, max, &v))
+		return kerr(p, "expected a number 0..%llu (0: no limit), got '%s'",
+			    (unsigned long long)max, val);
+	*out = v;
+	return 0;
+}
+
+static int life32(struct parser *p, const char *val, uint32_t *out)
+{
+	uint64_t v = 0;
+	int rc = life(p, val, UINT32_MAX, &v);
+
+	*out = (uint32_t)v;
+	return rc;
+}
+
+static int key_soft_bytes(struct parser *p, const char *v)
+{
+	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_bytes[0]);
+}
+
+static int key_hard_bytes(struct parser *p, const char *v)
+{
+	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_bytes[1]);
+}
+
+static int key_soft_packets(struct parser *p, const char *v)
+{
+	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_packets[0]);
+}
+
+static int key_hard_packets(struct parser *p, const char *v)
+{
+	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_packets[1]);
+}
+
+static int key_soft_seconds(struct parser *p, const char *v)
+{
+	return life32(p, v, &CUR_TUN(p)->life_seconds[0]);
+}
+
+static int key_hard_seconds(struct parser *p, const char *v)
+{
+	return life32(p, v, &CUR_TUN(p)->life_seconds[1]);
+}
+
 static int key_tun_esn(struct parser *p, const char *val)
 {
 	if (strcmp(val, "yes") && strcmp(val, "no"))
@@ -867,6 +917,12 @@ static const struct key_def tunnel_keys[] = {
 	{ "df", key_tun_df, false },
 	{ "encap", key_tun_encap, false },
 	{ "esn", key_tun_esn, false },
+	{ "soft-bytes", key_soft_bytes, false },
+	{ "hard-bytes", key_hard_bytes, false },
+	{ "soft-packets", key_soft_packets, false },
+	{ "hard-packets", key_hard_packets, false },
+	{ "soft-seconds", key_soft_seconds, false },
+	{ "hard-seconds", key_hard_seconds, false },
 	{ "local-port", key_tun_local_port, false },
 	{ "remote-port", key_tun_remote_port, false },
 };
@@ -1228,6 +1284,20 @@ static void check_in_spis(struct parser *p)
 	free(refs);
 }
 
+/* A soft limit must come before its hard one. */
+static void check_life(struct parser *p, const struct cfg_tunnel *t)
+{
+	static const char *const what[] = { "bytes", "packets", "seconds" };
+	uint64_t soft[3] = { t->life_bytes[0], t->life_packets[0], t->life_seconds[0] };
+	uint64_t hard[3] = { t->life_bytes[1], t->life_packets[1], t->life_seconds[1] };
+
+	for (int i = 0; i < 3; i++)
+		if (hard[i] && soft[i] > hard[i])
+			err_at(p, t->line, "[tunnel %s] soft-%s %llu is above hard-%s %llu",
+			       t->name, what[i], (unsigned long long)soft[i], what[i],
+			       (unsigned long long)hard[i]);
+}
+
 static void check_tunnels(struct parser *p)
 {
 	const struct cfg *c = p->cfg;
@@ -1242,6 +1312,7 @@ static void check_tunnels(struct parser *p)
 		if (t->port_line && !t->udp)
 			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port need "
 			       "encap = udp", t->name);
+		check_life(p, t);
 	}
 	check_in_spis(p);
 }

@@ -84,6 +84,8 @@ struct cfg_tunnel {
 	uint8_t df;		/* enum dpvpn_df, default copy */
 	uint8_t udp;		/* encap = udp (RFC 3948) */
 	uint8_t esn;		/* esn = yes: 64-bit sequence numbers */
+	uint64_t life_bytes[2], life_packets[2];	/* [0] soft, [1] hard; 0 none */
+	uint32_t life_seconds[2];
 	int port_line;		/* line of local-port/remote-port, 0 if none */
 	uint16_t udp_local, udp_remote;	/* default 4500 */
 	uint32_t replay_window;

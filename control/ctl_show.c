@@ -96,9 +96,32 @@ static json_t *encap_json(const struct dpvpn_sa_info *s)
 	return json_sprintf("udp %u->%u", s->udp_local, s->udp_remote);
 }
 
+/* What is left before a limit, per kind; null where there is none. */
+static json_t *left_json(const struct dpvpn_sa_info *s, int which)
+{
+	uint64_t lb = s->life_bytes[which], lp = s->life_packets[which];
+	uint64_t ls = s->life_seconds[which];
+
+	return json_pack("{s:o,s:o,s:o}",
+		"bytes", lb ? u64(lb > s->bytes ? lb - s->bytes : 0) : json_null(),
+		"packets", lp ? u64(lp > s->packets ? lp - s->packets : 0) : json_null(),
+		"seconds", ls ? u64(ls > s->age_s ? ls - s->age_s : 0) : json_null());
+}
+
+static json_t *life_json(const struct dpvpn_sa_info *s)
+{
+	static const char *const states[] = { "ok", "soft", "hard" };
+
+	return json_pack("{s:s,s:o,s:o,s:o}",
+		"state", s->life_state <= DPVPN_LIFE_HARD ? states[s->life_state] : "?",
+		"age_s", u64(s->age_s),
+		"soft_left", left_json(s, 0),
+		"hard_left", left_json(s, 1));
+}
+
 static json_t *sa_json(const struct dpvpn_sa_info *s)
 {
-	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
+	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
 			 "s:{s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
@@ -108,6 +131,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"remote", ipv4(s->remote),
 		"encap", encap_json(s),
 		"esn", (int)s->esn,
+		"life", life_json(s),
 		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
 		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
 		"replay_window", (json_int_t)s->replay_window,

@@ -161,7 +161,7 @@ static void print_sa(json_t *r)
 	static const struct column cols[] = {
 		{ "NAME", "name" }, { "DIR", "dir" }, { "SPI", "spi" }, { "CIPHER", "cipher" },
 		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "ENCAP", "encap" },
-		{ "ESN", "esn" },
+		{ "ESN", "esn" }, { "LIFE", "life.state" },
 		{ "LOCAL-TS", "local_ts" },
 		{ "REMOTE-TS", "remote_ts" }, { "WINDOW", "replay_window" }, { "DF", "df" },
 		{ "SEQ", "seq" },

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -189,13 +191,46 @@ static void serve_clients(struct loop *l)
 	}
 }
 
+#define EVENTS_EVERY_MS	1000	/* how often dpvpnd asks the dataplane for events */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* SA lifetime events: logged (a later issue rekeys on them). */
+static void poll_events(struct dp_client *dp)
+{
+	struct dpvpn_event *ev;
+	uint32_t n;
+
+	if (dp_dump(dp, DPVPN_MSG_EVENTS, sizeof(*ev), (void **)&ev, &n)) {
+		fprintf(stderr, "dpvpnd: events: %s\n", dp->err);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(stderr, "dpvpnd: tunnel %.*s %s SA 0x%08x: %s lifetime reached%s\n",
+			DPVPN_NAME_LEN, ev[i].name, ev[i].dir == DPVPN_DIR_IN ? "inbound" : "outbound",
+			ntohl(ev[i].spi), ev[i].life == DPVPN_LIFE_HARD ? "hard" : "soft",
+			ev[i].life == DPVPN_LIFE_HARD ? " (SA stopped)" : " (rekey due)");
+	free(ev);
+}
+
 /* 0: SIGTERM/SIGINT, 1: dataplane lost or a fatal error. */
 static int run_loop(struct loop *l)
 {
 	struct dp_client *dp = l->ctx->dp;
+	uint64_t next_events = now_ms() + EVENTS_EVERY_MS;
 
 	for (;;) {
-		if (poll(l->pfd, l->n, -1) < 0) {
+		if (now_ms() >= next_events && !dp->lost) {
+			poll_events(dp);
+			next_events = now_ms() + EVENTS_EVERY_MS;
+		}
+		if (poll(l->pfd, l->n, EVENTS_EVERY_MS) < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "dpvpnd: poll: %s\n", strerror(errno));

@@ -172,6 +172,20 @@ do_batch_commit(const void *req, struct reply *r)
 }
 
 static int
+do_events(const void *req, struct reply *r)
+{
+	struct dpvpn_dump_hdr *h = (struct dpvpn_dump_hdr *)r->payload;
+	unsigned int room = (DPVPN_MSG_MAX - sizeof(struct dpvpn_msg_hdr) - sizeof(*h)) /
+			    sizeof(struct dpvpn_event);
+
+	(void)req;
+	h->count = sa_events_take((struct dpvpn_event *)(h + 1), room);
+	h->total = h->count;
+	r->len = (uint32_t)(sizeof(*h) + h->count * sizeof(struct dpvpn_event));
+	return 0;
+}
+
+static int
 do_start(const void *req, struct reply *r)
 {
 	int rc;
@@ -322,6 +336,7 @@ static const struct {
 	[DPVPN_MSG_SHOW_COUNTERS] = { "SHOW_COUNTERS", 0, do_show_counters },
 	[DPVPN_MSG_BATCH_BEGIN] = { "BATCH_BEGIN", 0, do_batch_begin },
 	[DPVPN_MSG_BATCH_COMMIT] = { "BATCH_COMMIT", 0, do_batch_commit },
+	[DPVPN_MSG_EVENTS] = { "EVENTS", sizeof(struct dpvpn_dump_req), do_events },
 };
 
 /* ---- transport ---- */

@@ -94,6 +94,8 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
+	if (sa->life_state == DPVPN_LIFE_HARD)
+		return DPVPN_DROP_SA_EXPIRED;
 	if (sa->udp != (off != ihl))
 		return DPVPN_DROP_ENCAP_MISMATCH;
 	*seq = rte_be_to_cpu_32(seq32);
@@ -173,6 +175,8 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
 	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
 		return DPVPN_DROP_POLICY_MISMATCH;
+	if (sa->limited && !sa_account(sa, inner_len))
+		return DPVPN_DROP_SA_EXPIRED;
 	return inner_rules(in, outer_tos);
 }
 

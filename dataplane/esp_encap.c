@@ -174,6 +174,11 @@ select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, ui
 			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
 			continue;
 		}
+		if (sa->life_state == DPVPN_LIFE_HARD ||
+		    (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))) {
+			dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
+			continue;
+		}
 		/* The gateway forwards the inner packet (RFC 4301 5.1.2): checked
 		 * before a sequence number is spent on it. */
 		if (rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->time_to_live <= 1) {

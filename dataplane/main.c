@@ -279,9 +279,15 @@ main(int argc, char **argv)
 		rte_eal_remote_launch(worker_main, &dp.workers[i], dp.workers[i].lcore);
 	fprintf(stderr, "dpvpn-dataplane: ready: %u ports, %u workers, %s, socket %s\n",
 		dp.n_ports, dp.n_workers, crypto_describe(), socket_path);
+	uint64_t next_tick = 0, tick = rte_get_timer_hz() / 10;
+
 	while (!dp.quit) {
 		ctl_poll(1);
 		arp_poll();
+		if (rte_get_timer_cycles() >= next_tick) {	/* lifetimes, 10 times a second */
+			sa_lifetimes_tick(rte_get_timer_cycles());
+			next_tick = rte_get_timer_cycles() + tick;
+		}
 	}
 	fprintf(stderr, "dpvpn-dataplane: stopping\n");
 	teardown(mb);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rte_byteorder.h>
+#include <rte_cycles.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
@@ -86,6 +87,10 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL,
 			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
 			    c->replay_window);
+	if ((c->life_bytes[1] && c->life_bytes[0] > c->life_bytes[1]) ||
+		    (c->life_packets[1] && c->life_packets[0] > c->life_packets[1]) ||
+	    (c->life_seconds[1] && c->life_seconds[0] > c->life_seconds[1]))
+		return fail(eb, len, -EINVAL, "sa.life_*: a soft limit above its hard one");
 	if (c->esn > 1)
 		return fail(eb, len, -EINVAL, "sa.esn: %u is not 0 or 1", c->esn);
 	if ((c->udp_local == 0) != (c->udp_remote == 0))
@@ -127,6 +132,9 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 	sa->remote_net = c->remote_ts.addr & sa->remote_mask;
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
+	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
+		      c->life_packets[1];
+	sa->installed_tsc = rte_get_timer_cycles();
 	sa->udp = c->udp_local != 0;
 	sa->esn = c->esn;
 	sa->udp_local = rte_cpu_to_be_16(c->udp_local);
@@ -279,6 +287,11 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->udp_local = rte_be_to_cpu_16(sa->udp_local);
 	info->udp_remote = rte_be_to_cpu_16(sa->udp_remote);
 	info->esn = sa->esn;
+	info->life_state = sa->life_state;
+	memcpy(info->life_bytes, sa->cfg.life_bytes, sizeof(info->life_bytes));
+	memcpy(info->life_packets, sa->cfg.life_packets, sizeof(info->life_packets));
+	memcpy(info->life_seconds, sa->cfg.life_seconds, sizeof(info->life_seconds));
+	info->age_s = (rte_get_timer_cycles() - sa->installed_tsc) / rte_get_timer_hz();
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));
@@ -288,6 +301,86 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	return true;
 }
 
+
+/* ---- lifetimes ---- */
+
+#define EVENTS_MAX	1024	/* queued for dpvpnd; the oldest go first when full */
+
+static struct dpvpn_event events[EVENTS_MAX];
+static unsigned int ev_head, ev_count;
+
+static void
+raise_event(struct sa *sa, uint8_t life)
+{
+	struct dpvpn_event *e = &events[(ev_head + ev_count) % EVENTS_MAX];
+
+	if (ev_count == EVENTS_MAX) {	/* drop the oldest */
+		ev_head = (ev_head + 1) % EVENTS_MAX;
+		ev_count--;
+	}
+	memset(e, 0, sizeof(*e));
+	e->spi = sa->spi;
+	e->dir = sa->dir;
+	e->life = life;
+	memcpy(e->name, sa->cfg.name, sizeof(e->name));
+	ev_count++;
+	sa->life_reported = life;
+	fprintf(stderr, "dpvpn-dataplane: SA 0x%08x %s (%s): %s lifetime reached\n",
+		rte_be_to_cpu_32(sa->spi), sa->dir == DPVPN_DIR_IN ? "in" : "out", sa->cfg.name,
+		life == DPVPN_LIFE_HARD ? "hard" : "soft");
+}
+
+static bool
+over(uint64_t used, uint64_t limit)
+{
+	return limit != 0 && used >= limit;
+}
+
+static uint8_t
+life_now(const struct sa *sa, uint64_t now_tsc)
+{
+	const struct dpvpn_sa_cfg *c = &sa->cfg;
+	uint64_t age = (now_tsc - sa->installed_tsc) / rte_get_timer_hz();
+	uint64_t p = __atomic_load_n(&sa->used_packets, __ATOMIC_RELAXED);
+	uint64_t b = __atomic_load_n(&sa->used_bytes, __ATOMIC_RELAXED);
+
+	if (sa->life_state == DPVPN_LIFE_HARD || over(age, c->life_seconds[1]))
+		return DPVPN_LIFE_HARD;
+	if (over(age, c->life_seconds[0]) || over(p, c->life_packets[0]) ||
+	    over(b, c->life_bytes[0]))
+		return DPVPN_LIFE_SOFT;
+	return DPVPN_LIFE_OK;
+}
+
+void
+sa_lifetimes_tick(uint64_t now_tsc)
+{
+	for (unsigned int i = 0; i < n_sa; i++) {
+		struct sa *sa = installed[i];
+		uint8_t life = life_now(sa, now_tsc);
+
+		if (life == DPVPN_LIFE_HARD)
+			sa->life_state = DPVPN_LIFE_HARD;	/* by time: stop it */
+		else if (life > sa->life_state)
+			sa->life_state = life;
+		/* One event per state reached; a hard one may skip the soft one. */
+		if (life > sa->life_reported)
+			raise_event(sa, life);
+	}
+}
+
+unsigned int
+sa_events_take(struct dpvpn_event *out, unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (n < max && ev_count > 0) {
+		out[n++] = events[ev_head];
+		ev_head = (ev_head + 1) % EVENTS_MAX;
+		ev_count--;
+	}
+	return n;
+}
 
 void
 sa_flush(void)

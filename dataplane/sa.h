@@ -52,11 +52,16 @@ struct sa {
 	uint8_t udp;		/* RFC 3948 UDP encapsulation */
 	uint8_t esn;		/* 64-bit sequence numbers, high half in the AAD */
 	rte_be16_t udp_local, udp_remote;
+	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
+	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
+	uint64_t used_packets, used_bytes;	/* only when limited (atomic) */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */
 	struct crypto_key key;
 	/* control side only */
+	uint64_t installed_tsc;
+	uint8_t life_reported;		/* last state an event was raised for */
 	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
 	struct sa_stats *stats;		/* one per worker */
 };
@@ -76,6 +81,29 @@ sa_outer_sum(uint32_t local, uint32_t remote, uint8_t proto)
 }
 
 int sa_init(unsigned int n_workers, unsigned int max_sa);
+
+/*
+ * Fast path, for an SA with packet or byte lifetimes: account one packet of
+ * len inner bytes; false (and the SA stopped) once a hard limit is passed.
+ */
+static inline bool
+sa_account(struct sa *sa, uint32_t len)
+{
+	uint64_t p = __atomic_add_fetch(&sa->used_packets, 1, __ATOMIC_RELAXED);
+	uint64_t b = __atomic_add_fetch(&sa->used_bytes, len, __ATOMIC_RELAXED);
+
+	if ((sa->cfg.life_packets[1] && p > sa->cfg.life_packets[1]) ||
+	    (sa->cfg.life_bytes[1] && b > sa->cfg.life_bytes[1])) {
+		sa->life_state = DPVPN_LIFE_HARD;
+		return false;
+	}
+	return true;
+}
+
+/* Main lcore, now and then: soft and time limits; raises events. */
+void sa_lifetimes_tick(uint64_t now_tsc);
+/* Events raised since the last call, at most max; the rest stay queued. */
+unsigned int sa_events_take(struct dpvpn_event *out, unsigned int max);
 /* Install; errbuf names the bad field.  Wipes nothing: the caller does. */
 int sa_add(const struct dpvpn_sa_cfg *cfg, IMB_MGR *mgr, char *errbuf, size_t len);
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);

@@ -41,6 +41,9 @@
  *                                                   classifier is rebuilt once, at
  *                                                   the commit (START commits too)
  *   BATCH_COMMIT   -                         -> -   build and publish
+ *   EVENTS         struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_event[]
+ *                                                   events since the last call (SA
+ *                                                   lifetimes); dpvpnd polls it
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -73,6 +76,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_SHOW_COUNTERS,
 	DPVPN_MSG_BATCH_BEGIN,
 	DPVPN_MSG_BATCH_COMMIT,
+	DPVPN_MSG_EVENTS,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -102,6 +106,20 @@ enum dpvpn_df {
 	DPVPN_DF_COPY = 0,
 	DPVPN_DF_SET,
 	DPVPN_DF_CLEAR,
+};
+
+enum dpvpn_life {
+	DPVPN_LIFE_OK = 0,
+	DPVPN_LIFE_SOFT,	/* a soft limit was reached: time to rekey */
+	DPVPN_LIFE_HARD,	/* a hard limit was reached: the SA carries nothing */
+};
+
+struct dpvpn_event {
+	uint32_t spi;		/* network order */
+	uint8_t dir;
+	uint8_t life;		/* enum dpvpn_life reached */
+	uint8_t reserved[2];
+	char name[DPVPN_NAME_LEN];
 };
 
 enum dpvpn_alg {
@@ -161,6 +179,11 @@ struct dpvpn_sa_cfg {
 	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
 	uint8_t esn;		/* 1: 64-bit extended sequence numbers (RFC 4303 2.2.1) */
 	uint8_t reserved2[3];
+	/* Lifetimes, [0] soft and [1] hard; 0 = none.  Soft raises an event,
+	 * hard stops the SA (its packets are dropped as sa-expired). */
+	uint64_t life_bytes[2];		/* inner bytes */
+	uint64_t life_packets[2];
+	uint32_t life_seconds[2];	/* since the SA was installed */
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
 	char name[DPVPN_NAME_LEN];
@@ -213,7 +236,11 @@ struct dpvpn_sa_info {
 	uint32_t local, remote;
 	uint16_t udp_local, udp_remote;	/* 0: plain ESP */
 	uint8_t esn;
-	uint8_t reserved2[3];
+	uint8_t life_state;	/* enum dpvpn_life */
+	uint8_t reserved2[2];
+	uint64_t life_bytes[2], life_packets[2];	/* as configured */
+	uint32_t life_seconds[2];
+	uint64_t age_s;
 	struct dpvpn_prefix local_ts, remote_ts;
 	char name[DPVPN_NAME_LEN];
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
@@ -259,7 +286,8 @@ struct dpvpn_sa_info {
 	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)") \
 	X(NATT_KEEPALIVE, "natt-keepalive", "NAT-T keepalive (RFC 3948), counted and dropped") \
 	X(IKE,		"ike",		"IKE on the NAT-T port: no IKE daemon yet") \
-	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, unlike its SA")
+	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, unlike its SA") \
+	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

@@ -162,7 +162,10 @@ class Gateway:
 class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
-    def __init__(self):
+    def __init__(self, extra_a=""):
+        """extra_a: lines appended to gateway A's config, i.e. to its last
+        section, [tunnel to-b] (e.g. lifetimes)."""
+        self.extra_a = extra_a
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
         # logs, sockets, captures; kept after close() if DPVPN_KEEP_LAB is set
@@ -222,7 +225,8 @@ class Lab:
         # both main lcores on the other; idle back-off lets them share.
         a = Gateway("gw-a", os.path.join(CONFIGS, "lab-a.conf"),
                     ["net_af_packet0,iface=gwa-in", "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
-                    self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw)
+                    self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
+                    extra_config=self.extra_a)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, "lab-b.conf"),
                     ["net_af_packet0,iface=gwb-in", "net_af_packet1,iface=gwb-out,qdisc_bypass=0"],
