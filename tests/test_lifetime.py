@@ -4,24 +4,20 @@ a hard limit stops the SA (its packets counted as sa-expired), by packets and
 by bytes, with small limits.  Soft-then-hard needs time between the two (the
 dataplane checks soft limits ten times a second), so it runs in the lab with
 pings; single transitions run from pcap files."""
-import os
 import time
 
 import pytest
-from scapy.all import Ether, rdpcap, wrpcap
+from scapy.all import Ether
 
 import lab
-from test_pcap import MAC_HOST_A, MAC_IN, NEIGHBOURS, inner
+import pcapgw
+from pcapgw import MAC_HOST_A, MAC_IN, inner, out_sa
 
 pytestmark = pytest.mark.esp
 
 
 def wait_log(gw, text, timeout=5):
     lab.wait_for(lambda: text in gw.dpvpnd.output(), timeout, f"dpvpnd to log '{text}'")
-
-
-def out_sa(gw):
-    return [s for s in gw.ctl("show", "sa")["sas"] if s["dir"] == "out"][0]
 
 
 def test_soft_then_hard_in_the_lab():
@@ -42,28 +38,14 @@ def test_soft_then_hard_in_the_lab():
 
 
 def pcap_run(tmp_path, limits, n):
-    d = str(tmp_path)
-    wrpcap(f"{d}/in0.pcap", [Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(i, 100)
-                             for i in range(n)])
-    wrpcap(f"{d}/in1.pcap", [])
-    with open(os.path.join(lab.CONFIGS, "lab-a.conf")) as f:
-        conf = f.read() + limits
-    cfg = os.path.join(d, "life.conf")
-    with open(cfg, "w") as f:
-        f.write(conf + NEIGHBOURS)
-    vdevs = [f"net_pcap0,rx_pcap={d}/in0.pcap,tx_pcap={d}/out0.pcap",
-             f"net_pcap1,rx_pcap={d}/in1.pcap,tx_pcap={d}/out1.pcap"]
-    gw = lab.Gateway("life", cfg, vdevs, d, ["-l", "0-1"])
-    try:
-        gw.start()
-        lab.wait_for(lambda: gw.ctl("show", "counters")["rx_packets"] >= n, 20, "the input")
+    def settle(gw):
         lab.wait_for(lambda: out_sa(gw)["life"]["state"] != "ok", 5, "the lifetime tick")
         time.sleep(1.5)                     # dpvpnd polls events once a second
-        state = {"sa": out_sa(gw), "counters": gw.ctl("show", "counters"),
-                 "log": gw.dpvpnd.output()}
-    finally:
-        gw.stop()
-    state["out1"] = rdpcap(f"{d}/out1.pcap")
+
+    state = pcapgw.run(str(tmp_path), [Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(i, 100)
+                                       for i in range(n)], [], tunnel_extra=limits,
+                       settle=settle)
+    state["sa"] = [s for s in state["sas"] if s["dir"] == "out"][0]
     return state
 
 

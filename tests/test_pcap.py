@@ -8,62 +8,21 @@ scapy then decrypts every ESP packet it sent with the configured keys and
 compares every packet with the original.  Hostile packets must show up in
 the right dpvpnctl counters.
 """
-import os
-
 import pytest
-from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap
-from scapy.layers.ipsec import ESP, SecurityAssociation
+from scapy.all import IP, UDP, Ether, Raw
+from scapy.layers.ipsec import ESP
 
-import lab
+import pcapgw
+from pcapgw import (GW_A, GW_B, HOST_A, HOST_B, KEY_AB, KEY_BA, MAC_GW_B, MAC_HOST_A, MAC_IN,
+                    MAC_OUT, forwarded, inner, sa)
 
 pytestmark = pytest.mark.tunnel
-
-# From configs/lab-a.conf (gateway A).
-KEY_AB = bytes.fromhex("0123456789abcdef0123456789abcdef01020304")  # out, SPI 0x1001
-KEY_BA = bytes.fromhex("fedcba9876543210fedcba987654321005060708")  # in, SPI 0x2001
-GW_A, GW_B = "198.19.0.1", "198.19.0.2"
-HOST_A, HOST_B = "198.18.1.2", "198.18.2.2"
-# net_pcap ports are given MACs 02:70:63:61:70:<n> ("pcap") in creation order.
-MAC_IN, MAC_OUT = "02:70:63:61:70:00", "02:70:63:61:70:01"
-MAC_HOST_A, MAC_GW_B = "02:00:00:00:0a:02", "02:00:00:00:0b:01"
-
-NEIGHBOURS = f"""
-[neighbor host-a]
-port = inside
-address = {HOST_A}
-mac = {MAC_HOST_A}
-
-[neighbor gw-b]
-port = outside
-address = {GW_B}
-mac = {MAC_GW_B}
-"""
-
-
-def sa(spi, key, src, dst):
-    return SecurityAssociation(ESP, spi=spi, crypt_algo="AES-GCM", crypt_key=key,
-                               auth_algo="NULL", tunnel_header=IP(src=src, dst=dst))
-
-
-def inner(i, size, src=HOST_A, dst=HOST_B):
-    pad = max(0, size - 28)
-    return IP(src=src, dst=dst, id=i, ttl=64) / UDP(sport=1000 + i, dport=5000) / \
-        Raw(bytes((i + k) & 0xff for k in range(pad)))
-
 
 SIZES = [28, 29, 30, 31, 60, 100, 333, 512, 1000, 1400]
 
 
-def forwarded(pkt):
-    """The inner packet as a gateway forwards it: TTL one less, checksum redone."""
-    p = IP(bytes(pkt))
-    p.ttl -= 1
-    del p.chksum
-    return bytes(IP(bytes(p)))
-
-
-def build_inputs(d):
-    """Returns (inside packets, outside packets, expectations)."""
+def build_inputs():
+    """Returns (clear, back, inside frames, outside frames, expected drops)."""
     clear = [inner(i, SIZES[i % len(SIZES)]) for i in range(20)]
     inside = [Ether(src=MAC_HOST_A, dst=MAC_IN) / p for p in clear]
     no_policy = Ether(src=MAC_HOST_A, dst=MAC_IN) / inner(99, 60, dst="203.0.113.5")
@@ -88,33 +47,16 @@ def build_inputs(d):
     not_esp = IP(src=GW_B, dst=GW_A) / UDP(sport=1, dport=2) / Raw(b"x" * 20)
     outside += [Ether(src=MAC_GW_B, dst=MAC_OUT) / p for p in
                 (IP(bytes(raw)), replayed, unknown, short, not_esp)]
-    wrpcap(os.path.join(d, "in0.pcap"), inside)
-    wrpcap(os.path.join(d, "in1.pcap"), outside)
     expect = {"bad-icv": 1, "replay": 1, "unknown-spi": 1, "short": 1, "not-esp": 1,
               "no-policy": 1, "bad-ipv4": 1, "to-self": 1, "ttl-expired": 1}
-    return clear, back, expect, len(inside) + len(outside)
+    return clear, back, inside, outside, expect
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("pcap"))
-    clear, back, expect, total = build_inputs(d)
-    vdevs = [f"net_pcap0,rx_pcap={d}/in0.pcap,tx_pcap={d}/out0.pcap",
-             f"net_pcap1,rx_pcap={d}/in1.pcap,tx_pcap={d}/out1.pcap"]
-    gw = lab.Gateway("pcap-a", os.path.join(lab.CONFIGS, "lab-a.conf"), vdevs, d,
-                     ["-l", "0-1"], extra_config=NEIGHBOURS)
-    try:
-        gw.start()
-        lab.wait_for(lambda: gw.ctl("show", "counters")["rx_packets"] >= total, 20,
-                     "the dataplane to read every input packet")
-        state = {"counters": gw.ctl("show", "counters"), "sas": gw.ctl("show", "sa")["sas"],
-                 "ports": gw.ctl("show", "ports")["ports"]}
-    finally:
-        codes = gw.stop()
-    assert codes["dataplane"] == 0, gw.dataplane.output()
-    state.update(clear=clear, back=back, expect=expect, total=total,
-                 out0=rdpcap(os.path.join(d, "out0.pcap")),
-                 out1=rdpcap(os.path.join(d, "out1.pcap")))
+    clear, back, inside, outside, expect = build_inputs()
+    state = pcapgw.run(str(tmp_path_factory.mktemp("pcap")), inside, outside)
+    state.update(clear=clear, back=back, expect=expect)
     return state
 
 
