@@ -13,7 +13,7 @@
 
 struct rte_lpm *route_lpm;
 struct route_nh route_nhs[ROUTE_MAX_NH];
-static unsigned int n_nh, n_routes;
+static unsigned int n_nh;
 
 int
 route_init(void)
@@ -64,14 +64,7 @@ route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw, char *eb, si
 		snprintf(eb, elen, "route: table full (%d)", rc);
 		return rc;
 	}
-	n_routes++;
 	return 0;
-}
-
-unsigned int
-route_count(void)
-{
-	return n_routes;
 }
 
 /* ---- neighbours ---- */

@@ -37,7 +37,6 @@ extern struct route_nh route_nhs[ROUTE_MAX_NH];
 int route_init(void);
 int route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw,
 	      char *errbuf, size_t elen);
-unsigned int route_count(void);
 
 /* Fast path: next hop for dst; false if there is no route. */
 static inline bool

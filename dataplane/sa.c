@@ -88,7 +88,7 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
 			    c->replay_window);
 	if ((c->life_bytes[1] && c->life_bytes[0] > c->life_bytes[1]) ||
-		    (c->life_packets[1] && c->life_packets[0] > c->life_packets[1]) ||
+	    (c->life_packets[1] && c->life_packets[0] > c->life_packets[1]) ||
 	    (c->life_seconds[1] && c->life_seconds[0] > c->life_seconds[1]))
 		return fail(eb, len, -EINVAL, "sa.life_*: a soft limit above its hard one");
 	if (c->esn > 1)
