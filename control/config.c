@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dpvpn_alg.h"
 
 #define CFG_FILE_MAX	(256 << 20)	/* 100k tunnels take ~30 MB; bigger is no config */
 #define KEYFILE_MAX	256		/* 36 bytes of hex and some slack */
@@ -530,13 +531,21 @@ static int key_tun_rts(struct parser *p, const char *val)
 
 static int key_tun_cipher(struct parser *p, const char *val)
 {
-	if (!strcmp(val, "aes128-gcm"))
-		CUR_TUN(p)->alg = DPVPN_ALG_AES128_GCM;
-	else if (!strcmp(val, "aes256-gcm"))
-		CUR_TUN(p)->alg = DPVPN_ALG_AES256_GCM;
-	else
-		return kerr(p, "expected 'aes128-gcm' or 'aes256-gcm', got '%s'", val);
-	return 0;
+	char names[256] = "";
+	size_t n = 0;
+
+	for (unsigned int a = 0; a < DPVPN_ALG_MAX; a++) {
+		const struct dpvpn_alg_info *info = dpvpn_alg_get(a);
+
+		if (info == NULL)
+			continue;
+		if (!strcmp(val, info->name)) {
+			CUR_TUN(p)->alg = (uint8_t)a;
+			return 0;
+		}
+		n += snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "", info->name);
+	}
+	return kerr(p, "expected one of %s; got '%s'", names, val);
 }
 
 static int tun_spi(struct parser *p, const char *val, struct cfg_sa_key *k)
@@ -564,25 +573,32 @@ static int key_tun_in_spi(struct parser *p, const char *val)
 }
 
 /* Both "x-key" and "x-key-file" given: the second one is the error. */
-static int key_once(struct parser *p, struct cfg_sa_key *k, bool file)
+static int key_once(struct parser *p, struct cfg_sa_key *k, bool auth, bool file)
 {
-	const char *dir = k == &CUR_TUN(p)->out ? "out" : "in";
+	const char *dir = k == &CUR_TUN(p)->out ? "out" : "in", *what = auth ? "auth-key" : "key";
+	int *line = auth ? &k->auth_line : &k->key_line;
 
-	if (k->key_line)
-		return kerr(p, "give either %s-key or %s-key-file, not both "
-			    "(other one at line %d)", dir, dir, k->key_line);
-	k->key_line = p->line;
-	k->key_is_file = file;
+	if (*line)
+		return kerr(p, "give either %s-%s or %s-%s-file, not both "
+			    "(other one at line %d)", dir, what, dir, what, *line);
+	*line = p->line;
+	if (auth)
+		k->auth_is_file = file;
+	else
+		k->key_is_file = file;
 	return 0;
 }
 
-static int set_key_hex(struct parser *p, struct cfg_sa_key *k, const char *hex,
+static int set_key_hex(struct parser *p, struct cfg_sa_key *k, bool auth, const char *hex,
 		       const char *what)
 {
+	uint8_t *mat = auth ? k->authmat : k->keymat;
+	size_t cap = auth ? sizeof(k->authmat) : sizeof(k->keymat);
+	size_t *len = auth ? &k->authmat_len : &k->keymat_len;
 	char why[96];
 
-	if (decode_hex(hex, k->keymat, sizeof(k->keymat), &k->keymat_len, why, sizeof(why))) {
-		k->keymat_len = 0;
+	if (decode_hex(hex, mat, cap, len, why, sizeof(why))) {
+		*len = 0;
 		return kerr(p, "%sbad hex: %s", what, why);
 	}
 	return 0;
@@ -590,9 +606,26 @@ static int set_key_hex(struct parser *p, struct cfg_sa_key *k, const char *hex,
 
 static int key_tun_key(struct parser *p, const char *val, struct cfg_sa_key *k)
 {
-	if (key_once(p, k, false))
+	if (key_once(p, k, false, false))
 		return -1;
-	return set_key_hex(p, k, val, "");
+	return set_key_hex(p, k, false, val, "");
+}
+
+static int key_tun_auth_key(struct parser *p, const char *val, struct cfg_sa_key *k)
+{
+	if (key_once(p, k, true, false))
+		return -1;
+	return set_key_hex(p, k, true, val, "");
+}
+
+static int key_tun_out_auth_key(struct parser *p, const char *val)
+{
+	return key_tun_auth_key(p, val, &CUR_TUN(p)->out);
+}
+
+static int key_tun_in_auth_key(struct parser *p, const char *val)
+{
+	return key_tun_auth_key(p, val, &CUR_TUN(p)->in);
 }
 
 static int key_tun_out_key(struct parser *p, const char *val)
@@ -649,7 +682,7 @@ static int one_line(char *s)
 	return strpbrk(s, "\r\n") ? -1 : 0;
 }
 
-static int load_key_file(struct parser *p, struct cfg_sa_key *k, const char *path)
+static int load_key_file(struct parser *p, struct cfg_sa_key *k, bool auth, const char *path)
 {
 	char buf[KEYFILE_MAX + 1], what[CFG_PATH_MAX + 4096];
 	char *s = buf;
@@ -674,18 +707,19 @@ static int load_key_file(struct parser *p, struct cfg_sa_key *k, const char *pat
 		goto out;
 	}
 	snprintf(what, sizeof(what), "%s: ", path);
-	rc = set_key_hex(p, k, s, what);
+	rc = set_key_hex(p, k, auth, s, what);
 out:
 	explicit_bzero(buf, sizeof(buf));
 	close(fd);
 	return rc;
 }
 
-static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key *k)
+static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key *k,
+			    bool auth)
 {
 	char path[4096];
 
-	if (key_once(p, k, true))
+	if (key_once(p, k, auth, true))
 		return -1;
 	if (!*val)
 		return kerr(p, "empty path");
@@ -693,17 +727,27 @@ static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key
 		snprintf(path, sizeof(path), "%s", val);
 	else if (snprintf(path, sizeof(path), "%s/%s", p->dir, val) >= (int)sizeof(path))
 		return kerr(p, "path too long");
-	return load_key_file(p, k, path);
+	return load_key_file(p, k, auth, path);
 }
 
 static int key_tun_out_key_file(struct parser *p, const char *val)
 {
-	return key_tun_key_file(p, val, &CUR_TUN(p)->out);
+	return key_tun_key_file(p, val, &CUR_TUN(p)->out, false);
 }
 
 static int key_tun_in_key_file(struct parser *p, const char *val)
 {
-	return key_tun_key_file(p, val, &CUR_TUN(p)->in);
+	return key_tun_key_file(p, val, &CUR_TUN(p)->in, false);
+}
+
+static int key_tun_out_auth_key_file(struct parser *p, const char *val)
+{
+	return key_tun_key_file(p, val, &CUR_TUN(p)->out, true);
+}
+
+static int key_tun_in_auth_key_file(struct parser *p, const char *val)
+{
+	return key_tun_key_file(p, val, &CUR_TUN(p)->in, true);
 }
 
 static int key_tun_replay(struct parser *p, const char *val)
@@ -793,6 +837,17 @@ static int key_tun_esn(struct parser *p, const char *val)
 	return 0;
 }
 
+static int key_tun_seq_start(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, true, UINT64_MAX - 1, &v))
+		return kerr(p, "expected a sequence number (decimal or 0x hex), got '%s'", val);
+	CUR_TUN(p)->out_seq_start = v;
+	CUR_TUN(p)->seq_line = p->line;
+	return 0;
+}
+
 static int key_tun_encap(struct parser *p, const char *val)
 {
 	if (strcmp(val, "esp") && strcmp(val, "udp"))
@@ -845,20 +900,43 @@ static int open_tunnel(struct parser *p)
 	return 0;
 }
 
+/* The keys a tunnel gives must be the ones its cipher takes, at their sizes. */
 static void check_key_len(struct parser *p, const struct cfg_tunnel *t,
 			  const struct cfg_sa_key *k, const char *dir)
 {
-	size_t klen = cfg_alg_key_len(t->alg), want = klen + DPVPN_SALT_LEN;
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(t->alg);
+	size_t want;
 
-	if (!k->key_line) {
+	if (a == NULL)
+		return;	/* no cipher: reported */
+	want = (size_t)a->key_len + a->salt_len;
+	if (want == 0 && k->key_line)
+		err_at(p, k->key_line, "[tunnel %s] %s-key%s: cipher %s has no encryption key",
+		       t->name, dir, k->key_is_file ? "-file" : "", a->name);
+	else if (want != 0 && !k->key_line)
 		err_at(p, t->line, "[tunnel %s] missing %s-key or %s-key-file", t->name, dir, dir);
-		return;
+	else if (want != 0 && k->keymat_len && k->keymat_len != want) {
+		if (a->salt_len)
+			err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex "
+			       "(%u-byte key + %u-byte salt), got %zu", t->name, dir,
+			       k->key_is_file ? "-file" : "", want, a->key_len, a->salt_len,
+			       k->keymat_len);
+		else
+			err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex "
+			       "(the %s key), got %zu", t->name, dir,
+			       k->key_is_file ? "-file" : "", want, a->name, k->keymat_len);
 	}
-	if (!klen || !k->keymat_len || k->keymat_len == want)
-		return;	/* no cipher (reported), bad hex (reported), or fine */
-	err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex (%zu-byte key "
-	       "+ %d-byte salt), got %zu", t->name, dir, k->key_is_file ? "-file" : "",
-	       want, klen, DPVPN_SALT_LEN, k->keymat_len);
+	want = a->auth_key_len;
+	if (want == 0 && k->auth_line)
+		err_at(p, k->auth_line, "[tunnel %s] %s-auth-key%s: cipher %s has no separate "
+		       "integrity key", t->name, dir, k->auth_is_file ? "-file" : "", a->name);
+	else if (want != 0 && !k->auth_line)
+		err_at(p, t->line, "[tunnel %s] missing %s-auth-key or %s-auth-key-file "
+		       "(cipher %s needs a %zu-byte HMAC key)", t->name, dir, dir, a->name, want);
+	else if (want != 0 && k->authmat_len && k->authmat_len != want)
+		err_at(p, k->auth_line, "[tunnel %s] %s-auth-key%s: expected %zu bytes of hex "
+		       "(the HMAC key of %s), got %zu", t->name, dir,
+		       k->auth_is_file ? "-file" : "", want, a->name, k->authmat_len);
 }
 
 static void finish_tunnel(struct parser *p)
@@ -866,6 +944,10 @@ static void finish_tunnel(struct parser *p)
 	const struct cfg_tunnel *t = CUR_TUN(p);
 
 	check_key_len(p, t, &t->out, "out");
+	if (!t->esn && t->out_seq_start > UINT32_MAX)
+		err_at(p, t->seq_line, "[tunnel %s] out-seq-start: %llu needs esn = yes "
+		       "(32-bit sequence numbers end at 4294967295)", t->name,
+		       (unsigned long long)t->out_seq_start);
 	check_key_len(p, t, &t->in, "in");
 	if (t->out.spi && t->out.spi == t->in.spi)
 		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: must differ from out-spi "
@@ -913,10 +995,15 @@ static const struct key_def tunnel_keys[] = {
 	{ "in-key", key_tun_in_key, false },
 	{ "out-key-file", key_tun_out_key_file, false },
 	{ "in-key-file", key_tun_in_key_file, false },
+	{ "out-auth-key", key_tun_out_auth_key, false },
+	{ "in-auth-key", key_tun_in_auth_key, false },
+	{ "out-auth-key-file", key_tun_out_auth_key_file, false },
+	{ "in-auth-key-file", key_tun_in_auth_key_file, false },
 	{ "replay-window", key_tun_replay, false },
 	{ "df", key_tun_df, false },
 	{ "encap", key_tun_encap, false },
 	{ "esn", key_tun_esn, false },
+	{ "out-seq-start", key_tun_seq_start, false },
 	{ "soft-bytes", key_soft_bytes, false },
 	{ "hard-bytes", key_hard_bytes, false },
 	{ "soft-packets", key_soft_packets, false },
@@ -1129,7 +1216,9 @@ static bool is_secret_key(const char *s)
 
 	while (n && isspace((unsigned char)s[n - 1]))
 		n--;
-	return (n == 6 && !strncmp(s, "in-key", 6)) || (n == 7 && !strncmp(s, "out-key", 7));
+	return (n == 6 && !strncmp(s, "in-key", 6)) || (n == 7 && !strncmp(s, "out-key", 7)) ||
+	       (n == 11 && !strncmp(s, "in-auth-key", 11)) ||
+	       (n == 12 && !strncmp(s, "out-auth-key", 12));
 }
 
 /* Next line of the file, NUL-terminated in place; NULL at the end. */
@@ -1421,26 +1510,16 @@ void cfg_print_errors(const struct cfg *cfg, FILE *out)
 
 size_t cfg_alg_key_len(uint8_t alg)
 {
-	switch (alg) {
-	case DPVPN_ALG_AES128_GCM:
-		return 16;
-	case DPVPN_ALG_AES256_GCM:
-		return 32;
-	default:
-		return 0;
-	}
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(alg);
+
+	return a != NULL ? a->key_len : 0;
 }
 
 const char *cfg_alg_name(uint8_t alg)
 {
-	switch (alg) {
-	case DPVPN_ALG_AES128_GCM:
-		return "aes128-gcm";
-	case DPVPN_ALG_AES256_GCM:
-		return "aes256-gcm";
-	default:
-		return "unknown";
-	}
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(alg);
+
+	return a != NULL ? a->name : "unknown";
 }
 
 void cfg_wipe_keys(struct cfg *cfg)
@@ -1448,6 +1527,8 @@ void cfg_wipe_keys(struct cfg *cfg)
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		explicit_bzero(cfg->tunnels[i]->out.keymat, sizeof(cfg->tunnels[i]->out.keymat));
 		explicit_bzero(cfg->tunnels[i]->in.keymat, sizeof(cfg->tunnels[i]->in.keymat));
+		explicit_bzero(cfg->tunnels[i]->out.authmat, sizeof(cfg->tunnels[i]->out.authmat));
+		explicit_bzero(cfg->tunnels[i]->in.authmat, sizeof(cfg->tunnels[i]->in.authmat));
 	}
 }
 

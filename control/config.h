@@ -71,7 +71,11 @@ struct cfg_sa_key {
 	int key_line;		/* line of key or key-file, 0 if neither */
 	int key_is_file;
 	size_t keymat_len;	/* bytes decoded (may exceed the array: error) */
-	uint8_t keymat[CFG_KEYMAT_MAX];	/* secret: AES key then salt */
+	uint8_t keymat[CFG_KEYMAT_MAX];	/* secret: cipher key then salt (AEAD) */
+	int auth_line;		/* line of auth-key or auth-key-file, 0 if neither */
+	int auth_is_file;
+	size_t authmat_len;
+	uint8_t authmat[DPVPN_AUTH_KEY_MAX];	/* secret: HMAC key */
 };
 
 struct cfg_tunnel {
@@ -89,6 +93,8 @@ struct cfg_tunnel {
 	int port_line;		/* line of local-port/remote-port, 0 if none */
 	uint16_t udp_local, udp_remote;	/* default 4500 */
 	uint32_t replay_window;
+	uint64_t out_seq_start;	/* out-seq-start: first packet gets this + 1 */
+	int seq_line;
 	struct cfg_sa_key out, in;
 };
 
@@ -114,7 +120,7 @@ struct cfg {
  * (or errno-style failure to open, also reported as an error string). */
 int cfg_load(struct cfg *cfg, const char *path);
 void cfg_print_errors(const struct cfg *cfg, FILE *out);
-/* AES key length of an alg, 0 if unknown. */
+/* Cipher key length of an alg (0: NULL or unknown). */
 size_t cfg_alg_key_len(uint8_t alg);
 const char *cfg_alg_name(uint8_t alg);
 /* Wipe every key in cfg (after the install). */

@@ -33,7 +33,10 @@
  *                           "policies":N,"started":BOOL,"uptime_s":N,
  *                           "crypto":"library and code path"}}
  *   sa:       {"sas":[{"name":"to-b","spi":"0x00001001","dir":"out"|"in",
- *                      "cipher":"aes128-gcm"|"aes256-gcm","local":IP,"remote":IP,
+ *                      "cipher":NAME (dpvpn_alg.h: "aes128-gcm", "aes256-cbc-sha256",
+ *                                "chacha20-poly1305", "null-sha256", ...),
+ *                      "encrypted":BOOL (false: NULL encryption, traffic in clear),
+ *                      "local":IP,"remote":IP,
  *                      "local_ts":PREFIX,"remote_ts":PREFIX,"replay_window":N,
  *                      "seq":N,"packets":N,"bytes":N,
  *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dpvpn_alg.h"
 #include "config.h"
 #include "ctl_show.h"
 
@@ -121,12 +122,15 @@ static json_t *life_json(const struct dpvpn_sa_info *s)
 
 static json_t *sa_json(const struct dpvpn_sa_info *s)
 {
-	return json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(s->alg);
+
+	return json_pack("{s:o,s:o,s:s,s:s,s:b,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
 			 "s:{s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
 		"dir", s->dir == DPVPN_DIR_IN ? "in" : s->dir == DPVPN_DIR_OUT ? "out" : "?",
 		"cipher", cfg_alg_name(s->alg),
+		"encrypted", a != NULL && a->encrypts,
 		"local", ipv4(s->local),
 		"remote", ipv4(s->remote),
 		"encap", encap_json(s),

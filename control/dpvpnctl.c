@@ -170,7 +170,16 @@ static void print_sa(json_t *r)
 		{ "OTHER", "drops.other" },
 	};
 
-	print_table(json_object_get(r, "sas"), COLS(cols));
+	json_t *sas = json_object_get(r, "sas"), *sa;
+	size_t i;
+
+	print_table(sas, COLS(cols));
+	/* NULL encryption is for baselines and debugging: say so loudly. */
+	json_array_foreach(sas, i, sa)
+		if (json_is_false(json_object_get(sa, "encrypted")))
+			printf("WARNING: SA %s (%s, spi %s) uses %s: NOT ENCRYPTED, "
+			       "integrity only\n", str_of(sa, "name"), str_of(sa, "dir"),
+			       str_of(sa, "spi"), str_of(sa, "cipher"));
 }
 
 static void print_ports(json_t *r)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dpvpn_alg.h"
 #include "install.h"
 
 #define INST_POLICY_PRIORITY	100	/* one policy per tunnel; room for others */
@@ -92,16 +93,19 @@ static int install_routes(struct dp_client *dp, const struct cfg *cfg, bool verb
 static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		      const struct cfg_sa_key *k, uint8_t dir, bool verbose)
 {
-	size_t klen = cfg_alg_key_len(t->alg);
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(t->alg);
+	size_t klen = a->key_len;	/* the config check made sure a exists */
 	struct dpvpn_sa_cfg m = {
 		.spi = htonl(k->spi),
 		.dir = dir,
 		.alg = t->alg,
 		.key_len = (uint8_t)klen,
+		.auth_key_len = a->auth_key_len,
 		.df = dir == DPVPN_DIR_OUT ? t->df : DPVPN_DF_COPY,
 		.udp_local = t->udp ? t->udp_local : 0,
 		.udp_remote = t->udp ? t->udp_remote : 0,
 		.esn = t->esn,
+		.seq_start = dir == DPVPN_DIR_OUT ? t->out_seq_start : 0,
 		.life_bytes = { t->life_bytes[0], t->life_bytes[1] },
 		.life_packets = { t->life_packets[0], t->life_packets[1] },
 		.life_seconds = { t->life_seconds[0], t->life_seconds[1] },
@@ -116,7 +120,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
 	memcpy(m.key, k->keymat, klen);
-	memcpy(m.salt, k->keymat + klen, DPVPN_SALT_LEN);
+	memcpy(m.salt, k->keymat + klen, a->salt_len);
+	memcpy(m.auth_key, k->authmat, a->auth_key_len);
 	snprintf(what, sizeof(what), "tunnel %s %s SA", t->name,
 		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
 	rc = call(dp, verbose, what, DPVPN_MSG_SA_ADD, &m, sizeof(m));
@@ -134,6 +139,9 @@ static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool
 	};
 	char what[80];
 
+	if (!dpvpn_alg_get(t->alg)->encrypts)
+		fprintf(stderr, "dpvpnd: WARNING: tunnel %s uses %s: its traffic is NOT "
+			"encrypted (integrity only, RFC 2410)\n", t->name, cfg_alg_name(t->alg));
 	if (install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose) ||
 	    install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose))
 		return -1;

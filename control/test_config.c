@@ -101,8 +101,40 @@ static const struct tcase cases[] = {
 	{ "aes256 ok", PORTS TUN256 SPIS "out-key = " KEY20 KEY16 "\nin-key = " KEY16 KEY20B
 	  "\n", NULL, { 0 } },
 	{ "bad cipher", PORTS TUNX("t", "198.19.0.1", "aes128-cbc") SPIS KEYS,
-	  "15: [tunnel t] cipher: expected 'aes128-gcm' or 'aes256-gcm', got 'aes128-cbc'",
+	  "15: [tunnel t] cipher: expected one of aes128-gcm, aes256-gcm, aes128-cbc-sha1, "
+	  "aes256-cbc-sha1, aes128-cbc-sha256, aes256-cbc-sha256, chacha20-poly1305, "
+	  "null-sha256; got 'aes128-cbc'", { 0 } },
+	{ "cbc ok", PORTS TUNX("t", "198.19.0.1", "aes256-cbc-sha256") SPIS
+	  "out-key = " KEY16 KEY16 "\nin-key = " KEY16 KEY16 "\nout-auth-key = " KEY16 KEY16
+	  "\nin-auth-key = " KEY16 KEY16 "\n", NULL, { 0 } },
+	{ "cbc wants auth key", PORTS TUNX("t", "198.19.0.1", "aes128-cbc-sha1") SPIS
+	  "out-key = " KEY16 "\nin-key = " KEY16 "\nout-auth-key = " KEY20 "\n",
+	  "10: [tunnel t] missing in-auth-key or in-auth-key-file (cipher aes128-cbc-sha1 "
+	  "needs a 20-byte HMAC key)", { 0 } },
+	{ "cbc key has no salt", PORTS TUNX("t", "198.19.0.1", "aes128-cbc-sha1") SPIS
+	  "out-key = " KEY20 "\nin-key = " KEY16 "\nout-auth-key = " KEY20 "\n"
+	  "in-auth-key = " KEY20B "\n",
+	  "18: [tunnel t] out-key: expected 16 bytes of hex (the aes128-cbc-sha1 key), got 20",
 	  { 0 } },
+	{ "sha256 auth key length", PORTS TUNX("t", "198.19.0.1", "aes128-cbc-sha256") SPIS
+	  "out-key = " KEY16 "\nin-key = " KEY16 "\nout-auth-key = " KEY20 "\n"
+	  "in-auth-key = " KEY16 KEY16 "\n",
+	  "20: [tunnel t] out-auth-key: expected 32 bytes of hex (the HMAC key of "
+	  "aes128-cbc-sha256), got 20", { 0 } },
+	{ "gcm has no auth key", GOOD "out-auth-key = " KEY20 "\n",
+	  "20: [tunnel t] out-auth-key: cipher aes128-gcm has no separate integrity key",
+	  { 0 } },
+	{ "null has no key", PORTS TUNX("t", "198.19.0.1", "null-sha256") SPIS
+	  "out-key = " KEY16 "\nout-auth-key = " KEY16 KEY16 "\nin-auth-key = " KEY16 KEY16
+	  "\n", "18: [tunnel t] out-key: cipher null-sha256 has no encryption key", { 0 } },
+	{ "null ok", PORTS TUNX("t", "198.19.0.1", "null-sha256") SPIS
+	  "out-auth-key = " KEY16 KEY16 "\nin-auth-key = " KEY16 KEY16 "\n", NULL, { 0 } },
+	{ "chacha key length", PORTS TUNX("t", "198.19.0.1", "chacha20-poly1305") SPIS
+	  "out-key = " KEY16 KEY20 KEY16 "\nin-key = " KEY16 KEY16 "01020304\n",
+	  "18: [tunnel t] out-key: expected 36 bytes of hex (32-byte key + 4-byte salt), got 52",
+	  { 0 } },
+	{ "chacha ok", PORTS TUNX("t", "198.19.0.1", "chacha20-poly1305") SPIS
+	  "out-key = " KEY16 KEY20 "\nin-key = " KEY16 KEY16 "01020304\n", NULL, { 0 } },
 	{ "bad hex", PORTS TUN_HEAD SPIS "out-key = 0x0123456789abcdef0123456789abcdef0102030g\n"
 	  "in-key = " KEY20B "\n",
 	  "18: [tunnel t] out-key: bad hex: not a hex digit at position 40", { 0 } },

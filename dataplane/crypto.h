@@ -1,58 +1,120 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * crypto.h - AEAD batching over intel-ipsec-mb.  This module knows jobs and
- * buffers, not SAs: an ESP stage describes each packet's work as a crypto_op,
- * hands the whole burst to crypto_run(), which submits every job before it
- * collects completions, so the library can fill its lanes.
+ * crypto.h - ESP transforms batched over intel-ipsec-mb.  This module knows
+ * jobs and buffers, not SAs: an ESP stage describes each packet's work as a
+ * crypto_op, hands the whole burst to crypto_run(), which submits every job
+ * before it collects completions, so the library can fill its lanes (AEAD
+ * and CBC+HMAC alike: one CBC+HMAC job at a time is ~7x slower than 32).
  */
 #ifndef CRYPTO_H
 #define CRYPTO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <intel-ipsec-mb.h>
 
-#define CRYPTO_IV_LEN	12	/* salt (4) + explicit IV (8), RFC 4106 */
-#define CRYPTO_TAG_LEN	16
+#define CRYPTO_NONCE_LEN	12	/* AEAD: salt (4) + explicit IV (8) */
+#define CRYPTO_ICV_MAX		16
+#define CRYPTO_CBC_IV_LEN	16
+#define CRYPTO_RNG_POOL		4096	/* random bytes drawn from OpenSSL at a time */
 
 enum crypto_dir { CRYPTO_ENCRYPT, CRYPTO_DECRYPT };
 
-/* Expanded key material; lives inside an SA, aligned for the library. */
+/*
+ * Expanded key material; lives inside an SA, aligned for the library.
+ * alg is an enum dpvpn_alg (sizes from dpvpn_alg.h).
+ */
 struct crypto_key {
-	struct gcm_key_data gcm;
-	uint32_t key_len;	/* 16 or 32 */
+	union {
+		struct gcm_key_data gcm;
+		struct {
+			uint32_t enc[60] __attribute__((aligned(16)));
+			uint32_t dec[60] __attribute__((aligned(16)));
+		} aes;
+		uint8_t raw[32];	/* ChaCha20: used as given */
+	} c;
+	uint8_t ipad[32] __attribute__((aligned(16)));	/* hash state after key ^ 0x36 */
+	uint8_t opad[32] __attribute__((aligned(16)));	/* ... after key ^ 0x5c */
+	uint32_t key_len;
+	uint8_t alg;
+	uint8_t icv_len;
+	uint8_t aead;
+	uint8_t cipher_mode, hash_alg;	/* IMB_CIPHER_*, IMB_AUTH_* */
 } __attribute__((aligned(64)));
 
+/*
+ * One packet's work.  AEAD: data..data+len is ciphered in place, aad
+ * authenticated with it, nonce is the full 12-byte nonce.  CBC/NULL+HMAC:
+ * auth..auth+auth_len is hashed (ESP header, IV, ciphertext and, with ESN,
+ * the high sequence half placed after it); the CBC IV is the 16 bytes just
+ * before data.  tag: where the ICV goes (encrypt) or the received one (decrypt).
+ */
 struct crypto_op {
 	const struct crypto_key *key;
-	uint8_t *data;		/* in-place payload */
+	uint8_t *data;
 	uint32_t len;
 	uint8_t dir;		/* enum crypto_dir */
 	uint8_t ok;		/* set by crypto_run */
 	const uint8_t *aad;
 	uint32_t aad_len;
-	uint8_t *tag;		/* encrypt: written into the packet */
-	uint8_t iv[CRYPTO_IV_LEN];
+	uint8_t *auth;
+	uint32_t auth_len;
+	uint8_t *tag;
+	uint8_t iv[CRYPTO_NONCE_LEN];	/* AEAD nonce */
 	uint8_t aad_buf[12];	/* for an AAD that is not contiguous in the packet */
-	uint8_t computed[CRYPTO_TAG_LEN];	/* decrypt: tag to compare */
+	uint8_t computed[CRYPTO_ICV_MAX];	/* decrypt: ICV to compare */
+	uint8_t rx_icv[CRYPTO_ICV_MAX];	/* decrypt: received ICV, when moved aside */
 };
 
-/* One manager per lcore; the caller keeps it.  NULL on failure. */
-IMB_MGR *crypto_mgr_create(void);
-void crypto_mgr_free(IMB_MGR *mgr);
+/* One per lcore, kept by the caller: an ipsec-mb manager and a random pool. */
+struct crypto_mgr {
+	IMB_MGR *mb;
+	uint32_t rng_pos;	/* next unused byte of rng */
+	uint8_t rng[CRYPTO_RNG_POOL];
+};
+
+/* NULL on failure. */
+struct crypto_mgr *crypto_mgr_create(void);
+void crypto_mgr_free(struct crypto_mgr *m);
 const char *crypto_describe(void);
 /* "sse", "avx2", "avx512", ... for an IMB_ARCH value. */
 const char *crypto_arch_name(uint32_t arch);
 
-/* Expands key (16 or 32 bytes); false for another length. */
-bool crypto_key_init(IMB_MGR *mgr, struct crypto_key *k, const uint8_t *key, uint32_t len);
+/*
+ * Expands the keys of transform alg (enum dpvpn_alg); false when alg is
+ * unknown or a length does not match it.
+ */
+bool crypto_key_init(struct crypto_mgr *m, struct crypto_key *k, uint8_t alg,
+		     const uint8_t *key, uint32_t key_len,
+		     const uint8_t *auth_key, uint32_t auth_key_len);
 void crypto_key_wipe(struct crypto_key *k);
 
-/* Runs n ops; sets op->ok.  Decrypt ops get the tag in op->computed. */
-void crypto_run(IMB_MGR *mgr, struct crypto_op *ops, uint16_t n);
+/* Runs n ops; sets op->ok.  Decrypt ops get the ICV in op->computed. */
+void crypto_run(struct crypto_mgr *m, struct crypto_op *ops, uint16_t n);
 
-/* Constant-time tag comparison: true when equal. */
-bool crypto_tag_equal(const uint8_t *a, const uint8_t *b);
+/*
+ * n unpredictable bytes (CBC IVs, RFC 3602), from a pool that OpenSSL's
+ * DRBG (seeded from the OS) refills CRYPTO_RNG_POOL bytes at a time: no
+ * system call per packet.  false if the DRBG failed.
+ */
+static inline bool crypto_random(struct crypto_mgr *m, uint8_t *out, uint32_t n);
+
+/* Constant-time comparison of len ICV bytes: true when equal. */
+bool crypto_icv_equal(const uint8_t *a, const uint8_t *b, uint32_t len);
+
+bool crypto_rng_refill(struct crypto_mgr *m);
+
+static inline bool
+crypto_random(struct crypto_mgr *m, uint8_t *out, uint32_t n)
+{
+	if (m->rng_pos + n > CRYPTO_RNG_POOL && !crypto_rng_refill(m))
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = m->rng[m->rng_pos + i];
+	m->rng_pos += n;
+	return true;
+}
 
 #endif /* CRYPTO_H */

@@ -32,7 +32,7 @@
 static int listen_fd = -1;
 static int clients[CTL_MAX_CLIENTS];
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-static IMB_MGR *ctl_mb;
+static struct crypto_mgr *ctl_mb;
 static uint8_t rxbuf[DPVPN_MSG_MAX + 1];
 static uint8_t txbuf[DPVPN_MSG_MAX];
 
@@ -444,7 +444,7 @@ accept_client(void)
 }
 
 int
-ctl_open(const char *path, IMB_MGR *mgr)
+ctl_open(const char *path, struct crypto_mgr *mgr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mode_t old;

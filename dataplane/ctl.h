@@ -3,9 +3,9 @@
 #ifndef CTL_H
 #define CTL_H
 
-#include <intel-ipsec-mb.h>
+#include "crypto.h"
 
-int ctl_open(const char *path, IMB_MGR *mgr);
+int ctl_open(const char *path, struct crypto_mgr *mgr);
 /* Wait up to timeout_ms for requests and answer them. */
 void ctl_poll(int timeout_ms);
 void ctl_close(void);

@@ -17,6 +17,8 @@
 
 #include "dpvpn_proto.h"
 
+struct crypto_mgr;
+
 #define DP_MAX_PORTS		8
 #define DP_MAX_WORKERS		16
 #define DP_BURST		32	/* packets taken per RX call */
@@ -56,7 +58,7 @@ struct dp_worker {
 	struct rte_ring *resolve;	/* uint64 (port << 32 | ip) to resolve */
 	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
-	struct IMB_MGR *mb;		/* this lcore's ipsec-mb manager */
+	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
 	uint32_t ip_id;			/* outer IPv4 identification */
 } __rte_cache_aligned;
 

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * esp.h - ESP tunnel mode (RFC 4303) with AES-GCM (RFC 4106), IPv4 in IPv4.
+ * esp.h - ESP tunnel mode (RFC 4303), IPv4 in IPv4, with the transforms of
+ * dpvpn_alg.h: AES-GCM (RFC 4106), ChaCha20-Poly1305 (RFC 7634), AES-CBC
+ * with HMAC-SHA1-96 or HMAC-SHA-256-128 (RFC 3602, 2404, 4868) and NULL with
+ * HMAC-SHA-256-128 (RFC 2410).
  *
  * Burst stages in the DPDK style: each takes packets whose data starts at an
  * IPv4 header, processes the whole burst (one crypto_run for all of it),
@@ -9,9 +12,12 @@
  * encap, inner after decap).
  *
  * Wire format built and accepted:
- *   outer IPv4 | SPI (4) | seq (4) | IV (8) | inner IPv4 | pad | padlen | 4 | ICV (16)
- * The IV is the 64-bit sequence number, unique under a key as RFC 4106 asks;
- * the nonce is salt (4) || IV (8); the AAD is SPI || seq.
+ *   outer IPv4 | [UDP] | SPI (4) | seq (4) | IV | inner IPv4 | pad | padlen | 4 | ICV
+ * AEAD: the IV (8) is the 64-bit sequence number, unique under a key as RFC
+ * 4106 and 7634 ask; the nonce is salt (4) || IV (8); the AAD is SPI || seq.
+ * CBC: the IV (16) is random; the payload is padded to 16 bytes; the ICV
+ * (12 or 16) is a truncated HMAC over SPI, seq, IV and ciphertext.  NULL:
+ * no IV, padding to 4, HMAC as for CBC.
  */
 #ifndef ESP_H
 #define ESP_H
@@ -30,6 +36,12 @@ struct sa;
  * ESN SPI || high half || low half, built in the op.
  */
 void esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq);
+/*
+ * CBC/NULL + HMAC: what the ICV covers (ESP header, IV, payload, and with
+ * ESN the high sequence half after it, RFC 4303 2.2.1).  Call once op->data,
+ * len, dir and tag are set.
+ */
+void esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq);
 
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st,
 			 struct rte_mbuf **pkts, uint16_t n);

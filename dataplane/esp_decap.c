@@ -11,8 +11,6 @@
 #include "ip.h"
 #include "sa.h"
 
-#define ESP_MIN_CT	4	/* pad length + next header, padded to 4 */
-#define ESP_OVERHEAD	(ESP_HDR_LEN + ESP_IV_LEN + ESP_ICV_LEN)
 
 /* Header checks and crypto setup for one packet; DPVPN_DROP_MAX if sound. */
 /* The SA of the previous packet: a burst mostly carries one SPI. */
@@ -67,7 +65,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	      struct sa **sap, struct crypto_op *op, uint64_t *seq)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4), off = ihl, esp_len;
+	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4), off = ihl, esp_len, overhead;
 	enum dpvpn_drop_reason why;
 	uint32_t spi, seq32;
 	uint8_t *esp;
@@ -86,7 +84,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	}
 	esp_len = (uint16_t)(rte_pktmbuf_data_len(m) - off);
 	esp = rte_pktmbuf_mtod_offset(m, uint8_t *, off);
-	if (esp_len < ESP_OVERHEAD + ESP_MIN_CT)
+	if (esp_len < ESP_HDR_LEN)
 		return DPVPN_DROP_SHORT;
 	memcpy(&spi, esp, 4);
 	memcpy(&seq32, esp + 4, 4);
@@ -94,6 +92,10 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
+	overhead = (uint16_t)(ESP_HDR_LEN + sa->iv_len + sa->icv_len);
+	/* at least pad length and next header, padded to the block */
+	if (esp_len < overhead + sa->block)
+		return DPVPN_DROP_SHORT;
 	if (sa->life_state == DPVPN_LIFE_HARD)
 		return DPVPN_DROP_SA_EXPIRED;
 	if (sa->udp != (off != ihl))
@@ -103,17 +105,21 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 		return DPVPN_DROP_REPLAY;
 	if (!replay_check(&sa->replay, *seq))
 		return DPVPN_DROP_REPLAY;
-	if ((esp_len - ESP_OVERHEAD) % 4 != 0)
+	if ((esp_len - overhead) % sa->block != 0)
 		return DPVPN_DROP_BAD_LENGTH;
 
 	op->key = &sa->key;
 	op->dir = CRYPTO_DECRYPT;
-	op->data = esp + ESP_HDR_LEN + ESP_IV_LEN;
-	op->len = esp_len - ESP_OVERHEAD;
-	esp_aad(op, sa, esp, *seq);
+	op->data = esp + ESP_HDR_LEN + sa->iv_len;
+	op->len = esp_len - overhead;
 	op->tag = op->data + op->len;	/* the received ICV */
+	if (!sa->aead) {
+		esp_hmac_span(op, sa, esp, *seq);
+		return DPVPN_DROP_MAX;
+	}
+	esp_aad(op, sa, esp, *seq);
 	memcpy(op->iv, &sa->salt, 4);
-	memcpy(op->iv + 4, esp + ESP_HDR_LEN, ESP_IV_LEN);
+	memcpy(op->iv + 4, esp + ESP_HDR_LEN, 8);
 	return DPVPN_DROP_MAX;
 }
 
@@ -149,7 +155,7 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 
 	if (!op->ok)
 		return DPVPN_DROP_CRYPTO_ERROR;
-	if (!crypto_tag_equal(op->computed, op->tag))
+	if (!crypto_icv_equal(op->computed, op->tag, sa->icv_len))
 		return DPVPN_DROP_BAD_ICV;
 	/* Checked again: the same number may come twice in one burst. */
 	if (!replay_update(&sa->replay, seq))

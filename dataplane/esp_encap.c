@@ -12,7 +12,6 @@
 #include "sa.h"
 #include "spd.h"
 
-#define ESP_PREPEND	(sizeof(struct rte_ipv4_hdr) + ESP_HDR_LEN + ESP_IV_LEN)
 
 /* The outer DF bit: the inner one (RFC 4301 8.1 "copy"), or the SA's choice. */
 static uint16_t
@@ -68,6 +67,26 @@ esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t 
 	op->aad_len = 12;
 }
 
+void
+esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq)
+{
+	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
+
+	op->auth = esp;
+	op->auth_len = ESP_HDR_LEN + sa->iv_len + op->len;
+	if (!sa->esn)
+		return;
+	/* RFC 4303 2.2.1: with ESN the high half is hashed after the payload
+	 * but not sent.  It goes where the ICV sits; the received ICV was
+	 * moved aside first, and an outgoing one is written after hashing. */
+	if (op->dir == CRYPTO_DECRYPT) {
+		memcpy(op->rx_icv, op->tag, sa->icv_len);
+		op->tag = op->rx_icv;
+	}
+	memcpy(esp + op->auth_len, &hi, sizeof(hi));
+	op->auth_len += sizeof(hi);
+}
+
 /* RFC 3948 UDP header; checksum 0, as IPv4 allows.  Returns where ESP starts. */
 static uint8_t *
 natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
@@ -90,18 +109,19 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	  struct crypto_op *op)
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
-	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & 3);
+	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & (sa->block - 1));
+	uint16_t prepend = (uint16_t)(sizeof(struct rte_ipv4_hdr) + (sa->udp ? NATT_HDR_LEN : 0) +
+				      ESP_HDR_LEN + sa->iv_len);
 	struct rte_ipv4_hdr *inner = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-	uint8_t *tail, *hdr;
-	rte_be64_t iv;
+	uint8_t *tail, *hdr, *iv;
 
 	if (seq > UINT32_MAX && !sa->esn)	/* never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
 	ip4_dec_ttl(inner);	/* select_sa checked that it does not expire */
-	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + ESP_ICV_LEN);
+	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
-	hdr = (uint8_t *)rte_pktmbuf_prepend(m, ESP_PREPEND + (sa->udp ? NATT_HDR_LEN : 0));
+	hdr = (uint8_t *)rte_pktmbuf_prepend(m, prepend);
 	if (hdr == NULL)
 		return DPVPN_DROP_TOO_BIG;
 	for (uint16_t i = 0; i < pad; i++)
@@ -116,19 +136,28 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - sizeof(struct rte_ipv4_hdr));
 	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
 
-	iv = rte_cpu_to_be_64(seq);
 	memcpy(esp, &spi, 4);
 	memcpy(esp + 4, &seq32, 4);
-	memcpy(esp + ESP_HDR_LEN, &iv, ESP_IV_LEN);
-
+	iv = esp + ESP_HDR_LEN;
 	op->key = &sa->key;
 	op->dir = CRYPTO_ENCRYPT;
-	op->data = esp + ESP_HDR_LEN + ESP_IV_LEN;
+	op->data = iv + sa->iv_len;
 	op->len = inner_len + pad + ESP_TRAILER_LEN;
-	esp_aad(op, sa, esp, seq);
 	op->tag = tail + pad + ESP_TRAILER_LEN;
-	memcpy(op->iv, &sa->salt, 4);
-	memcpy(op->iv + 4, &iv, ESP_IV_LEN);
+	if (sa->aead) {
+		/* RFC 4106 / 7634: the IV is the sequence number, unique per key */
+		rte_be64_t seq64 = rte_cpu_to_be_64(seq);
+
+		memcpy(iv, &seq64, sizeof(seq64));
+		esp_aad(op, sa, esp, seq);
+		memcpy(op->iv, &sa->salt, 4);
+		memcpy(op->iv + 4, &seq64, sizeof(seq64));
+		return DPVPN_DROP_MAX;
+	}
+	/* RFC 3602: an unpredictable IV, from this lcore's random pool */
+	if (sa->iv_len != 0 && !crypto_random(w->mb, iv, sa->iv_len))
+		return DPVPN_DROP_CRYPTO_ERROR;
+	esp_hmac_span(op, sa, esp, seq);
 	return DPVPN_DROP_MAX;
 }
 

@@ -228,7 +228,7 @@ setup(void)
 }
 
 static void
-teardown(IMB_MGR *mb)
+teardown(struct crypto_mgr *mb)
 {
 	rte_eal_mp_wait_lcore();
 	sa_flush();	/* wipes every SA's keys */
@@ -246,7 +246,7 @@ teardown(IMB_MGR *mb)
 int
 main(int argc, char **argv)
 {
-	IMB_MGR *mb;
+	struct crypto_mgr *mb;
 	int rc, n;
 
 	n = rte_eal_init(argc, argv);

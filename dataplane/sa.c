@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 
+#include "dpvpn_alg.h"
 #include "sa.h"
 
 struct sa_key {
@@ -72,6 +74,8 @@ fail(char *errbuf, size_t len, int err, const char *fmt, ...)
 static int
 check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 {
+	const struct dpvpn_alg_info *a;
+
 	if (c->spi == 0 || rte_be_to_cpu_32(c->spi) < 256)
 		return fail(eb, len, -EINVAL, "sa.spi: %u is reserved", rte_be_to_cpu_32(c->spi));
 	if (c->dir != DPVPN_DIR_IN && c->dir != DPVPN_DIR_OUT)
@@ -79,10 +83,15 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 	if (c->df > DPVPN_DF_CLEAR)
 		return fail(eb, len, -EINVAL, "sa.df: %u is not copy (0), set (1) or clear (2)",
 			    c->df);
-	if (c->alg != DPVPN_ALG_AES128_GCM && c->alg != DPVPN_ALG_AES256_GCM)
+	a = dpvpn_alg_get(c->alg);
+	if (a == NULL)
 		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);
-	if (c->key_len != (c->alg == DPVPN_ALG_AES128_GCM ? 16 : 32))
-		return fail(eb, len, -EINVAL, "sa.key_len: %u does not match sa.alg", c->key_len);
+	if (c->key_len != a->key_len)
+		return fail(eb, len, -EINVAL, "sa.key_len: %u is not %u, as %s needs",
+			    c->key_len, a->key_len, a->name);
+	if (c->auth_key_len != a->auth_key_len)
+		return fail(eb, len, -EINVAL, "sa.auth_key_len: %u is not %u, as %s needs",
+			    c->auth_key_len, a->auth_key_len, a->name);
 	if (c->dir == DPVPN_DIR_IN && c->replay_window != 0 && !replay_window_ok(c->replay_window))
 		return fail(eb, len, -EINVAL,
 			    "sa.replay_window: %u is not 0 or a power of 2 in 64..4096",
@@ -93,6 +102,10 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.life_*: a soft limit above its hard one");
 	if (c->esn > 1)
 		return fail(eb, len, -EINVAL, "sa.esn: %u is not 0 or 1", c->esn);
+	if (c->seq_start != 0 && (c->dir != DPVPN_DIR_OUT ||
+				  c->seq_start > (c->esn ? UINT64_MAX - 1 : UINT32_MAX)))
+		return fail(eb, len, -EINVAL, "sa.seq_start: %" PRIu64 " is out of range for "
+			    "this SA", c->seq_start);
 	if ((c->udp_local == 0) != (c->udp_remote == 0))
 		return fail(eb, len, -EINVAL, "sa.udp_local/udp_remote: both set or both 0");
 	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
@@ -107,9 +120,10 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 }
 
 static struct sa *
-sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
+sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 {
 	struct sa *sa = rte_zmalloc("dpvpn_sa", sizeof(*sa), RTE_CACHE_LINE_SIZE);
+	const struct dpvpn_alg_info *a;
 
 	if (sa == NULL)
 		return NULL;
@@ -141,10 +155,17 @@ sa_alloc(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, uint32_t slot)
 	sa->udp_remote = rte_cpu_to_be_16(c->udp_remote);
 	sa->outer_sum = sa_outer_sum(sa->local, sa->remote, sa->udp ? IPPROTO_UDP : IPPROTO_ESP);
 	sa->df = c->df;
-	crypto_key_init(mgr, &sa->key, c->key, c->key_len);
+	sa->seq = c->seq_start;
+	a = dpvpn_alg_get(c->alg);	/* check_cfg made sure it exists */
+	sa->iv_len = a->iv_len;
+	sa->icv_len = a->icv_len;
+	sa->block = a->block;
+	sa->aead = a->aead;
+	crypto_key_init(mgr, &sa->key, c->alg, c->key, c->key_len, c->auth_key, c->auth_key_len);
 	sa->cfg = *c;
 	explicit_bzero(sa->cfg.key, sizeof(sa->cfg.key));
 	explicit_bzero(sa->cfg.salt, sizeof(sa->cfg.salt));
+	explicit_bzero(sa->cfg.auth_key, sizeof(sa->cfg.auth_key));
 	return sa;
 }
 
@@ -157,7 +178,7 @@ sa_free(struct sa *sa)
 }
 
 int
-sa_add(const struct dpvpn_sa_cfg *c, IMB_MGR *mgr, char *eb, size_t len)
+sa_add(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, char *eb, size_t len)
 {
 	struct sa_key k = { .spi = c->spi, .dir = c->dir };
 	struct sa *sa;

@@ -22,8 +22,6 @@
 
 #define SA_MAX_DEFAULT	4096	/* slots, both directions; --max-sa changes it */
 #define ESP_HDR_LEN	8	/* SPI + sequence number */
-#define ESP_IV_LEN	8
-#define ESP_ICV_LEN	16
 #define ESP_TRAILER_LEN	2	/* pad length + next header */
 #define ESP_OUTER_TTL	64	/* TTL of the outer header */
 #define NATT_HDR_LEN	8	/* UDP header before ESP (RFC 3948) */
@@ -53,6 +51,8 @@ struct sa {
 	uint8_t esn;		/* 64-bit sequence numbers, high half in the AAD */
 	rte_be16_t udp_local, udp_remote;
 	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
+	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
+	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */
 	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
 	/* second line: written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
@@ -105,7 +105,7 @@ void sa_lifetimes_tick(uint64_t now_tsc);
 /* Events raised since the last call, at most max; the rest stay queued. */
 unsigned int sa_events_take(struct dpvpn_event *out, unsigned int max);
 /* Install; errbuf names the bad field.  Wipes nothing: the caller does. */
-int sa_add(const struct dpvpn_sa_cfg *cfg, IMB_MGR *mgr, char *errbuf, size_t len);
+int sa_add(const struct dpvpn_sa_cfg *cfg, struct crypto_mgr *mgr, char *errbuf, size_t len);
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
 /* Fast path: inbound SA by SPI (network order), or NULL. */
 struct sa *sa_lookup_in(uint32_t spi);

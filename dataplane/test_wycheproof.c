@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_wycheproof.c - Wycheproof AES-GCM known answers through the crypto
- * layer, the subset ESP can use (RFC 4106: 128/256-bit key, 12-byte IV,
- * 16-byte ICV).  Each case runs on its own, then the whole set again in
+ * test_wycheproof.c - Wycheproof AES-GCM and ChaCha20-Poly1305 known answers
+ * through the crypto layer, the subset ESP can use (RFC 4106: 128/256-bit
+ * key, RFC 7634: 256-bit key; both a 12-byte nonce and a 16-byte ICV).  Each case runs on its own, then the whole set again in
  * bursts of KAT_BURST ops so that crypto_run's batching is exercised
  * with a different key and length in every lane.  A "valid" case must
  * encrypt to ct||tag and decrypt back with a matching tag; an "invalid" one
  * must compute a tag that differs from the given one, i.e. be dropped.
  *
  * The vectors come from testdata/wycheproof_aes_gcm_esp.json; the
- * WYCHEPROOF_JSON environment variable points the test at another copy
- * (used to check that a corrupted vector makes it fail).
+ * WYCHEPROOF_JSON environment variable points the test at another file
+ * (testdata/wycheproof_chacha20_poly1305_esp.json, or a corrupted copy to
+ * check that a bad vector makes it fail).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@
 #include <jansson.h>
 
 #include "crypto.h"
+#include "dpvpn_alg.h"
 
 #ifndef TESTDATA
 #define TESTDATA "."
@@ -37,14 +39,16 @@ struct tcase {
 	bool valid;
 	uint32_t key_len, aad_len, len;
 	uint8_t key[32];
-	uint8_t iv[CRYPTO_IV_LEN];
-	uint8_t tag[CRYPTO_TAG_LEN];
+	uint8_t alg;			/* enum dpvpn_alg */
+	uint8_t iv[CRYPTO_NONCE_LEN];
+	uint8_t tag[CRYPTO_ICV_MAX];
 	uint8_t *aad, *msg, *ct;	/* len + 1 bytes each, never NULL */
 	uint8_t *buf;			/* in-place work area */
-	uint8_t out_tag[CRYPTO_TAG_LEN];
+	uint8_t out_tag[CRYPTO_ICV_MAX];
 };
 
-static IMB_MGR *mgr;
+static struct crypto_mgr *mgr;
+static bool chacha;	/* the file's "algorithm" is CHACHA20-POLY1305, else AES-GCM */
 static struct tcase *cases;
 static struct crypto_key *keys;	/* keys[i] belongs to cases[i] */
 static size_t ncases, nvalid;
@@ -126,8 +130,10 @@ load_case(struct tcase *c, json_t *t)
 	if (!c->valid && strcmp(result, "invalid") != 0)
 		fail_msg("tcId %d: result \"%s\" is neither valid nor invalid", c->id, result);
 	n = unhex(key, c->key, sizeof(c->key));
-	assert_true(n == 16 || n == 32);
+	assert_true(n == 32 || (!chacha && n == 16));
 	c->key_len = (uint32_t)n;
+	c->alg = chacha ? DPVPN_ALG_CHACHA20_POLY1305 :
+		 n == 16 ? DPVPN_ALG_AES128_GCM : DPVPN_ALG_AES256_GCM;
 	fixed(t, "iv", c->iv, sizeof(c->iv));
 	fixed(t, "tag", c->tag, sizeof(c->tag));
 	c->aad = field(t, "aad", &c->aad_len);
@@ -144,6 +150,7 @@ setup(void **state)
 	const char *path = getenv("WYCHEPROOF_JSON");
 	json_error_t err;
 	json_t *root, *tests;
+	const char *alg_name;
 
 	(void)state;
 	if (path == NULL || path[0] == '\0')
@@ -156,6 +163,13 @@ setup(void **state)
 		fprintf(stderr, "%s:%d: %s\n", path, err.line, err.text);
 		return -1;
 	}
+	alg_name = json_string_value(json_object_get(root, "algorithm"));
+	if (alg_name == NULL || (strcmp(alg_name, "AES-GCM") != 0 &&
+				 strcmp(alg_name, "CHACHA20-POLY1305") != 0)) {
+		fprintf(stderr, "%s: algorithm is not AES-GCM or CHACHA20-POLY1305\n", path);
+		return -1;
+	}
+	chacha = strcmp(alg_name, "CHACHA20-POLY1305") == 0;
 	tests = json_object_get(root, "tests");
 	ncases = json_array_size(tests);
 	if (ncases == 0)
@@ -168,7 +182,8 @@ setup(void **state)
 	for (size_t i = 0; i < ncases; i++) {
 		load_case(&cases[i], json_array_get(tests, i));
 		nvalid += cases[i].valid;
-		if (!crypto_key_init(mgr, &keys[i], cases[i].key, cases[i].key_len))
+		if (!crypto_key_init(mgr, &keys[i], cases[i].alg, cases[i].key, cases[i].key_len,
+				     NULL, 0))
 			return -1;
 	}
 	json_decref(root);
@@ -229,11 +244,11 @@ check(const struct crypto_op *op, size_t i)
 		return true;
 	}
 	if (c->valid && (memcmp(c->buf, c->msg, c->len) != 0 ||
-			 !crypto_tag_equal(op->computed, c->tag))) {
+			 !crypto_icv_equal(op->computed, c->tag, 16))) {
 		print_error("tcId %d: valid case does not decrypt and verify\n", c->id);
 		return false;
 	}
-	if (!c->valid && crypto_tag_equal(op->computed, c->tag)) {
+	if (!c->valid && crypto_icv_equal(op->computed, c->tag, 16)) {
 		print_error("tcId %d: invalid case would be accepted\n", c->id);
 		return false;
 	}
@@ -306,8 +321,9 @@ test_bursts(void **state)
 		}
 	}
 	assert_int_equal(bad, 0);
-	print_message("wycheproof: %zu cases (%zu valid, %zu invalid) on %s, "
+	print_message("wycheproof %s: %zu cases (%zu valid, %zu invalid) on %s, "
 		      "singly and in %zu bursts of up to %d\n",
+		      chacha ? "chacha20-poly1305" : "aes-gcm",
 		      ncases, nvalid, ncases - nvalid, crypto_describe(), bursts,
 		      KAT_BURST);
 }

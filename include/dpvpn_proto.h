@@ -53,11 +53,12 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	3
+#define DPVPN_PROTO_VERSION	4
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
-#define DPVPN_SALT_LEN		4	/* RFC 4106 salt */
+#define DPVPN_SALT_LEN		4	/* RFC 4106 / RFC 7634 salt */
+#define DPVPN_AUTH_KEY_MAX	32	/* HMAC-SHA-256 */
 #define DPVPN_REPLAY_WIN_DEFAULT 1024
 #define DPVPN_REPLAY_WIN_MAX	4096
 
@@ -122,9 +123,17 @@ struct dpvpn_event {
 	char name[DPVPN_NAME_LEN];
 };
 
+/* ESP transforms; sizes and names in dpvpn_alg.h. */
 enum dpvpn_alg {
 	DPVPN_ALG_AES128_GCM = 1,	/* RFC 4106, 16-byte ICV */
 	DPVPN_ALG_AES256_GCM,
+	DPVPN_ALG_AES128_CBC_SHA1,	/* RFC 3602 + RFC 2404 HMAC-SHA1-96 */
+	DPVPN_ALG_AES256_CBC_SHA1,
+	DPVPN_ALG_AES128_CBC_SHA256,	/* RFC 3602 + RFC 4868 HMAC-SHA-256-128 */
+	DPVPN_ALG_AES256_CBC_SHA256,
+	DPVPN_ALG_CHACHA20_POLY1305,	/* RFC 7634 */
+	DPVPN_ALG_NULL_SHA256,		/* RFC 2410 + RFC 4868: not encrypted */
+	DPVPN_ALG_MAX
 };
 
 struct dpvpn_status {
@@ -169,7 +178,7 @@ struct dpvpn_sa_cfg {
 	uint32_t spi;		/* network order, nonzero */
 	uint8_t dir;		/* enum dpvpn_sa_dir */
 	uint8_t alg;		/* enum dpvpn_alg */
-	uint8_t key_len;	/* 16 or 32, matching alg */
+	uint8_t key_len;	/* cipher key bytes, as dpvpn_alg.h gives for alg */
 	uint8_t df;		/* outbound: enum dpvpn_df, the outer header's DF */
 	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2;
 				 * 0 = anti-replay off (benchmarks only) */
@@ -178,17 +187,21 @@ struct dpvpn_sa_cfg {
 	uint16_t udp_local;	/* UDP encapsulation (RFC 3948): our port, host order; */
 	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
 	uint8_t esn;		/* 1: 64-bit extended sequence numbers (RFC 4303 2.2.1) */
-	uint8_t reserved2[3];
+	uint8_t auth_key_len;	/* HMAC key bytes, as dpvpn_alg.h gives for alg */
+	uint8_t reserved2[2];
 	/* Lifetimes, [0] soft and [1] hard; 0 = none.  Soft raises an event,
 	 * hard stops the SA (its packets are dropped as sa-expired). */
 	uint64_t life_bytes[2];		/* inner bytes */
 	uint64_t life_packets[2];
 	uint32_t life_seconds[2];	/* since the SA was installed */
+	uint64_t seq_start;	/* outbound: numbers up to this one count as used;
+				 * the first packet gets seq_start + 1 */
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
 	char name[DPVPN_NAME_LEN];
 	uint8_t key[DPVPN_KEY_MAX];	/* secret: wiped after use */
-	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use */
+	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use (AEAD only) */
+	uint8_t auth_key[DPVPN_AUTH_KEY_MAX];	/* secret: wiped after use (HMAC only) */
 };
 
 struct dpvpn_sa_id {
@@ -271,7 +284,7 @@ struct dpvpn_sa_info {
 	X(SHORT,	"short",	"ESP packet too short") \
 	X(UNKNOWN_SPI,	"unknown-spi",	"no inbound SA for the SPI") \
 	X(REPLAY,	"replay",	"sequence number replayed or left of the window") \
-	X(BAD_LENGTH,	"bad-length",	"ciphertext length is not a multiple of 4") \
+	X(BAD_LENGTH,	"bad-length",	"ciphertext length is not a multiple of the block") \
 	X(BAD_ICV,	"bad-icv",	"integrity check failed") \
 	X(BAD_PADDING,	"bad-padding",	"ESP padding bytes or length invalid") \
 	X(BAD_NEXT_HDR,	"bad-next-header", "inner protocol is not IPv4") \

@@ -59,17 +59,21 @@ def out_sa(gw):
     return [s for s in gw.ctl("show", "sa")["sas"] if s["dir"] == "out"][0]
 
 
-def run(d, inside, outside, tunnel_extra="", settle=None):
+def run(d, inside, outside, tunnel_extra="", settle=None, conf=None):
     """Frames in (lists of Ether frames), a run, what came out.
 
     tunnel_extra: lines for [tunnel to-b] (the last section of lab-a.conf).
+    conf: a whole config instead of lab-a.conf + tunnel_extra (NEIGHBOURS is
+    still appended).
     settle(gw): an extra wait before the counters are read.
     Returns counters, sas, dpvpnd's log and the frames sent (out0 inside,
     out1 outside)."""
     wrpcap(os.path.join(d, "in0.pcap"), inside)
     wrpcap(os.path.join(d, "in1.pcap"), outside)
-    with open(os.path.join(lab.CONFIGS, "lab-a.conf")) as f:
-        conf = f.read() + tunnel_extra + NEIGHBOURS
+    if conf is None:
+        with open(os.path.join(lab.CONFIGS, "lab-a.conf")) as f:
+            conf = f.read() + tunnel_extra
+    conf += NEIGHBOURS
     cfg = os.path.join(d, "gw.conf")
     with open(cfg, "w") as f:
         f.write(conf)
