@@ -97,6 +97,8 @@ struct sect_def {
 	void (*finish)(struct parser *p);
 };
 
+static char *trim(char *s);
+
 /* ---- errors ---- */
 
 static void add_error(struct parser *p, int line, const char *fmt, va_list ap)
@@ -203,28 +205,57 @@ static int parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out
 	return 0;
 }
 
-static int parse_ipv4(const char *s, uint32_t *host)
+/* An IPv4 or IPv6 address; *a is left alone unless it parses. */
+static int parse_addr(const char *s, struct cfg_addr *a)
 {
-	struct in_addr a;
+	struct in_addr a4;
+	uint8_t a6[16];
 
-	if (inet_pton(AF_INET, s, &a) != 1)
-		return -1;
-	*host = ntohl(a.s_addr);
-	return 0;
+	if (inet_pton(AF_INET, s, &a4) == 1) {
+		*a = (struct cfg_addr){ .family = DPVPN_AF_INET, .v4 = ntohl(a4.s_addr) };
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, a6) == 1) {
+		*a = (struct cfg_addr){ .family = DPVPN_AF_INET6 };
+		memcpy(a->v6, a6, sizeof(a6));
+		return 0;
+	}
+	return -1;
 }
 
+/* 0.0.0.0 or :: */
+static bool addr_is_zero(const struct cfg_addr *a)
+{
+	static const uint8_t zero[16];
+
+	return a->family == DPVPN_AF_INET ? a->v4 == 0 : !memcmp(a->v6, zero, sizeof(zero));
+}
+
+static bool addr_equal(const struct cfg_addr *a, const struct cfg_addr *b)
+{
+	if (a->family != b->family)
+		return false;
+	if (a->family == DPVPN_AF_INET)
+		return a->v4 == b->v4;
+	return a->family != DPVPN_AF_INET6 || !memcmp(a->v6, b->v6, sizeof(a->v6));
+}
+
+/* "ADDR/LEN", LEN up to 32 or 128 by the address's family. */
 static int parse_cidr(const char *s, struct cfg_prefix *pfx)
 {
-	char buf[INET_ADDRSTRLEN];
+	char buf[INET6_ADDRSTRLEN];
 	const char *slash = strchr(s, '/');
+	struct cfg_addr a;
 	uint64_t len;
 
 	if (!slash || (size_t)(slash - s) >= sizeof(buf))
 		return -1;
 	memcpy(buf, s, slash - s);
 	buf[slash - s] = '\0';
-	if (parse_ipv4(buf, &pfx->addr) || parse_uint(slash + 1, false, 32, &len))
+	if (parse_addr(buf, &a) ||
+	    parse_uint(slash + 1, false, a.family == DPVPN_AF_INET ? 32 : 128, &len))
 		return -1;
+	pfx->addr = a;
 	pfx->len = (uint8_t)len;
 	return 0;
 }
@@ -234,11 +265,35 @@ static uint32_t prefix_mask(uint8_t len)
 	return len ? ~(uint32_t)0 << (32 - len) : 0;
 }
 
-static const char *fmt_ipv4(uint32_t host, char buf[INET_ADDRSTRLEN])
+/* *net = pfx with its host bits cleared; true if pfx had any set. */
+static bool host_bits(const struct cfg_prefix *pfx, struct cfg_prefix *net)
 {
-	struct in_addr a = { .s_addr = htonl(host) };
+	*net = *pfx;
+	if (pfx->addr.family == DPVPN_AF_INET) {
+		net->addr.v4 &= prefix_mask(pfx->len);
+		return net->addr.v4 != pfx->addr.v4;
+	}
+	for (unsigned int i = 0; i < sizeof(net->addr.v6); i++) {
+		unsigned int bits = pfx->len > i * 8 ? pfx->len - i * 8 : 0;
 
-	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+		if (bits < 8)
+			net->addr.v6[i] &= (uint8_t)(0xff00 >> bits);
+	}
+	return memcmp(net->addr.v6, pfx->addr.v6, sizeof(net->addr.v6)) != 0;
+}
+
+static const char *fmt_addr(const struct cfg_addr *a, char buf[INET6_ADDRSTRLEN])
+{
+	struct in_addr a4 = { .s_addr = htonl(a->v4) };
+
+	if (a->family == DPVPN_AF_INET6)
+		return inet_ntop(AF_INET6, a->v6, buf, INET6_ADDRSTRLEN);
+	return inet_ntop(AF_INET, &a4, buf, INET6_ADDRSTRLEN);
+}
+
+static const char *family_name(uint8_t family)
+{
+	return family == DPVPN_AF_INET6 ? "IPv6" : "IPv4";
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -376,15 +431,44 @@ static int key_port_role(struct parser *p, const char *val)
 	return 0;
 }
 
+/*
+ * "198.18.1.1/24, 2001:db8:1::1/64": an IPv4 and/or an IPv6 address with
+ * its prefix length, at most one of each family.
+ */
 static int key_port_address(struct parser *p, const char *val)
 {
-	struct cfg_prefix pfx;
+	struct cfg_port *port = CUR(p, ports);
+	char *list = strdup(val), *item, *next;
+	char b1[INET6_ADDRSTRLEN], b2[INET6_ADDRSTRLEN];
+	int rc = 0;
 
-	if (parse_cidr(val, &pfx) || pfx.len == 0 || pfx.addr == 0)
-		return kerr(p, "expected an IPv4 address with prefix length 1..32 "
-			    "(198.18.1.1/24), got '%s'", val);
-	CUR(p, ports)->address = pfx;
-	return 0;
+	if (!list)
+		return kerr(p, "out of memory");
+	for (item = list; item; item = next) {
+		struct cfg_prefix pfx, *slot;
+
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		item = trim(item);
+		if (parse_cidr(item, &pfx) || pfx.len == 0 || addr_is_zero(&pfx.addr)) {
+			rc = kerr(p, "expected an IPv4 address with prefix length 1..32 "
+				  "(198.18.1.1/24) or an IPv6 address with prefix length "
+				  "1..128 (2001:db8:1::1/64), got '%s'", item);
+			continue;
+		}
+		slot = pfx.addr.family == DPVPN_AF_INET ? &port->addr4 : &port->addr6;
+		if (slot->addr.family) {
+			rc = kerr(p, "two %s addresses, %s/%u and %s/%u: give at most one "
+				  "per family", family_name(pfx.addr.family),
+				  fmt_addr(&slot->addr, b1), slot->len, fmt_addr(&pfx.addr, b2),
+				  pfx.len);
+			continue;
+		}
+		*slot = pfx;
+	}
+	free(list);
+	return rc;
 }
 
 static int open_array(struct parser *p, void **arr, size_t *n, size_t size)
@@ -428,8 +512,11 @@ static int key_neigh_port(struct parser *p, const char *val)
 
 static int key_neigh_address(struct parser *p, const char *val)
 {
-	if (parse_ipv4(val, &CUR(p, neighs)->addr) || !CUR(p, neighs)->addr)
-		return kerr(p, "expected an IPv4 address, got '%s'", val);
+	struct cfg_addr a;
+
+	if (parse_addr(val, &a) || addr_is_zero(&a))
+		return kerr(p, "expected an IPv4 or IPv6 address, got '%s'", val);
+	CUR(p, neighs)->addr = a;
 	return 0;
 }
 
@@ -456,16 +543,20 @@ static int open_neigh(struct parser *p)
 	return 0;
 }
 
-/* A network prefix: host bits must be zero, so typos do not go unnoticed. */
+/* A network prefix: host bits must be zero, so typos do not go unnoticed.
+ * *pfx is left alone unless the prefix is good. */
 static int parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx)
 {
-	char buf[INET_ADDRSTRLEN];
+	char buf[INET6_ADDRSTRLEN];
+	struct cfg_prefix in, net;
 
-	if (parse_cidr(val, pfx))
-		return kerr(p, "expected an IPv4 prefix a.b.c.d/len, got '%s'", val);
-	if (pfx->addr & ~prefix_mask(pfx->len))
+	if (parse_cidr(val, &in))
+		return kerr(p, "expected an IPv4 or IPv6 prefix (a.b.c.d/len, x:x::/len), "
+			    "got '%s'", val);
+	if (host_bits(&in, &net))
 		return kerr(p, "%s has host bits set (did you mean %s/%u?)", val,
-			    fmt_ipv4(pfx->addr & prefix_mask(pfx->len), buf), pfx->len);
+			    fmt_addr(&net.addr, buf), net.len);
+	*pfx = in;
 	return 0;
 }
 
@@ -481,8 +572,12 @@ static int key_route_port(struct parser *p, const char *val)
 
 static int key_route_via(struct parser *p, const char *val)
 {
-	if (parse_ipv4(val, &CUR(p, routes)->via) || !CUR(p, routes)->via)
-		return kerr(p, "expected an IPv4 gateway address, got '%s'", val);
+	struct cfg_addr a;
+
+	CUR(p, routes)->via_line = p->line;
+	if (parse_addr(val, &a) || addr_is_zero(&a))
+		return kerr(p, "expected an IPv4 or IPv6 gateway address, got '%s'", val);
+	CUR(p, routes)->via = a;
 	return 0;
 }
 
@@ -497,35 +592,68 @@ static int open_route(struct parser *p)
 	return 0;
 }
 
+/* "B: x is an IPv6 address, A y is IPv4: ..." at B's line, when both were given
+ * and their families differ. */
+static void check_family(struct parser *p, const char *sect, const char *name, int line,
+			 const char *key_b, const struct cfg_addr *b, int len_b,
+			 const char *key_a, const struct cfg_addr *a, int len_a,
+			 const char *what, const char *rule)
+{
+	char ba[INET6_ADDRSTRLEN], bb[INET6_ADDRSTRLEN], sa[8] = "", sb[8] = "";
+
+	if (!a->family || !b->family || a->family == b->family)
+		return;
+	if (len_a >= 0)
+		snprintf(sa, sizeof(sa), "/%d", len_a);
+	if (len_b >= 0)
+		snprintf(sb, sizeof(sb), "/%d", len_b);
+	err_at(p, line, "[%s %s] %s: %s%s is an %s %s, %s %s%s is %s: %s", sect, name, key_b,
+	       fmt_addr(b, bb), sb, family_name(b->family), what, key_a, fmt_addr(a, ba), sa,
+	       family_name(a->family), rule);
+}
+
+static void finish_route(struct parser *p)
+{
+	const struct cfg_route *r = CUR(p, routes);
+
+	check_family(p, "route", r->name, r->via_line, "via", &r->via, -1, "dst", &r->dst.addr,
+		     r->dst.len, "address", "the gateway must be of the destination's family");
+}
+
 /* ---- [tunnel NAME] ---- */
 
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
 
-static int tun_addr(struct parser *p, const char *val, uint32_t *addr)
+static int tun_addr(struct parser *p, const char *val, struct cfg_addr *addr, int *line)
 {
-	if (parse_ipv4(val, addr) || !*addr)
-		return kerr(p, "expected an IPv4 address, got '%s'", val);
+	struct cfg_addr a;
+
+	*line = p->line;
+	if (parse_addr(val, &a) || addr_is_zero(&a))
+		return kerr(p, "expected an IPv4 or IPv6 address, got '%s'", val);
+	*addr = a;
 	return 0;
 }
 
 static int key_tun_local(struct parser *p, const char *val)
 {
-	CUR_TUN(p)->local_line = p->line;
-	return tun_addr(p, val, &CUR_TUN(p)->local);
+	return tun_addr(p, val, &CUR_TUN(p)->local, &CUR_TUN(p)->local_line);
 }
 
 static int key_tun_remote(struct parser *p, const char *val)
 {
-	return tun_addr(p, val, &CUR_TUN(p)->remote);
+	return tun_addr(p, val, &CUR_TUN(p)->remote, &CUR_TUN(p)->remote_line);
 }
 
 static int key_tun_lts(struct parser *p, const char *val)
 {
+	CUR_TUN(p)->lts_line = p->line;
 	return parse_net(p, val, &CUR_TUN(p)->local_ts);
 }
 
 static int key_tun_rts(struct parser *p, const char *val)
 {
+	CUR_TUN(p)->rts_line = p->line;
 	return parse_net(p, val, &CUR_TUN(p)->remote_ts);
 }
 
@@ -952,6 +1080,13 @@ static void finish_tunnel(struct parser *p)
 	if (t->out.spi && t->out.spi == t->in.spi)
 		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: must differ from out-spi "
 		       "(both 0x%08x)", t->name, t->in.spi);
+	/* The outer pair and the inner pair each of one family; 4o6 and 6o4
+	 * are fine. */
+	check_family(p, "tunnel", t->name, t->remote_line, "remote", &t->remote, -1, "local",
+		     &t->local, -1, "address", "local and remote must be of one family");
+	check_family(p, "tunnel", t->name, t->rts_line, "remote-ts", &t->remote_ts.addr,
+		     t->remote_ts.len, "local-ts", &t->local_ts.addr, t->local_ts.len, "prefix",
+		     "local-ts and remote-ts must be of one family");
 }
 
 /* ---- section table ---- */
@@ -1021,7 +1156,7 @@ static const struct sect_def sections[] = {
 	{ "control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL },
 	{ "port", SECT_PORT, true, KEYS(port_keys), open_port, NULL },
 	{ "neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
-	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, NULL },
+	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, finish_route },
 	{ "tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel },
 };
 
@@ -1324,11 +1459,16 @@ static void check_port_ids(struct parser *p)
 			}
 }
 
-static bool is_outside_addr(const struct cfg *c, uint32_t addr)
+static bool is_outside_addr(const struct cfg *c, const struct cfg_addr *addr)
 {
-	for (size_t i = 0; i < c->n_ports; i++)
-		if (c->ports[i].role == DPVPN_ROLE_OUTSIDE && c->ports[i].address.addr == addr)
+	for (size_t i = 0; i < c->n_ports; i++) {
+		const struct cfg_port *port = &c->ports[i];
+		const struct cfg_prefix *a = addr->family == DPVPN_AF_INET6 ? &port->addr6 :
+									     &port->addr4;
+
+		if (port->role == DPVPN_ROLE_OUTSIDE && addr_equal(&a->addr, addr))
 			return true;
+	}
 	return false;
 }
 
@@ -1390,14 +1530,14 @@ static void check_life(struct parser *p, const struct cfg_tunnel *t)
 static void check_tunnels(struct parser *p)
 {
 	const struct cfg *c = p->cfg;
-	char buf[INET_ADDRSTRLEN];
+	char buf[INET6_ADDRSTRLEN];
 
 	for (size_t i = 0; i < c->n_tunnels; i++) {
 		const struct cfg_tunnel *t = c->tunnels[i];
 
-		if (t->local && !is_outside_addr(c, t->local))
+		if (t->local.family && !is_outside_addr(c, &t->local))
 			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
-			       "outside port", t->name, fmt_ipv4(t->local, buf));
+			       "outside port", t->name, fmt_addr(&t->local, buf));
 		if (t->port_line && !t->udp)
 			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port need "
 			       "encap = udp", t->name);

@@ -5,7 +5,9 @@
  * cfg_load() reads the whole file and collects every error as
  * "FILE:LINE: message"; the caller prints them (cfg_print_errors()).  Values
  * are stored ready for the dataplane protocol: IPv4 addresses and SPIs in
- * host order here, converted to network order when the messages are built.
+ * host order here, converted to network order when the messages are built;
+ * IPv6 addresses as their 16 bytes (network order).  Every address and
+ * prefix carries its family (DPVPN_AF_INET or DPVPN_AF_INET6; 0: not given).
  *
  * Key material lives only in the fixed arrays of struct cfg_tunnel, which are
  * allocated one by one (never moved by realloc) and wiped by cfg_wipe_keys()
@@ -30,9 +32,18 @@
 #define CFG_DEFAULT_DP_SOCKET	"/run/dpvpn/dataplane.sock"
 #define CFG_DEFAULT_CTL_SOCKET	"/run/dpvpn/dpvpnd.sock"
 
+/* An IPv4 or IPv6 address; family 0: none (not given, or refused). */
+struct cfg_addr {
+	uint8_t family;		/* DPVPN_AF_INET, DPVPN_AF_INET6 or 0 */
+	union {
+		uint32_t v4;	/* host order */
+		uint8_t v6[16];	/* network order */
+	};
+};
+
 struct cfg_prefix {
-	uint32_t addr;		/* host order */
-	uint8_t len;
+	struct cfg_addr addr;
+	uint8_t len;		/* 0..32 or 0..128 */
 };
 
 struct cfg_port {
@@ -41,7 +52,8 @@ struct cfg_port {
 	int id_line;
 	uint16_t id;
 	uint8_t role;		/* enum dpvpn_port_role */
-	struct cfg_prefix address;
+	struct cfg_prefix addr4;	/* address = : at most one of each family; */
+	struct cfg_prefix addr6;	/* addr.family 0: none */
 };
 
 struct cfg_neigh {
@@ -50,7 +62,7 @@ struct cfg_neigh {
 	int port_line;
 	char port_ref[DPVPN_NAME_LEN];	/* resolved into port_id at the end */
 	uint16_t port_id;
-	uint32_t addr;
+	struct cfg_addr addr;
 	uint8_t mac[6];
 };
 
@@ -61,7 +73,8 @@ struct cfg_route {
 	char port_ref[DPVPN_NAME_LEN];
 	uint16_t port_id;
 	struct cfg_prefix dst;
-	uint32_t via;		/* 0: on-link */
+	struct cfg_addr via;	/* family 0: on-link; else dst's family */
+	int via_line;
 };
 
 /* One direction of a tunnel: SPI and key + salt. */
@@ -81,9 +94,9 @@ struct cfg_sa_key {
 struct cfg_tunnel {
 	char name[DPVPN_NAME_LEN];
 	int line;
-	int local_line;
-	uint32_t local, remote;
-	struct cfg_prefix local_ts, remote_ts;
+	int local_line, remote_line, lts_line, rts_line;
+	struct cfg_addr local, remote;	/* outer: one family */
+	struct cfg_prefix local_ts, remote_ts;	/* inner: one family, either one */
 	uint8_t alg;		/* enum dpvpn_alg */
 	uint8_t df;		/* enum dpvpn_df, default copy */
 	uint8_t udp;		/* encap = udp (RFC 3948) */

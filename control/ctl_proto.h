@@ -26,8 +26,10 @@
  *   {"ok":false,"error":"message naming the field or the cause"}
  * Errors are never fatal to the connection, except "permission denied".
  *
- * RESULT by request (N is a JSON integer; addresses are dotted quads, prefixes
- * "a.b.c.d/len", SPIs "0x%08x"):
+ * RESULT by request (N is a JSON integer; IP is an address, IPv4 as a dotted
+ * quad or IPv6 as inet_ntop writes it (RFC 5952: "2001:db8::1"); PREFIX is
+ * "IP/len" of either family ("198.18.1.0/24", "2001:db8:1::/64"); SPIs
+ * "0x%08x"):
  *   status:   {"dpvpnd":{"version":"0.1.0","config":PATH,"pid":N},
  *              "dataplane":{"proto_version":N,"ports":N,"workers":N,"sas":N,
  *                           "policies":N,"started":BOOL,"uptime_s":N,
@@ -36,13 +38,17 @@
  *                      "cipher":NAME (dpvpn_alg.h: "aes128-gcm", "aes256-cbc-sha256",
  *                                "chacha20-poly1305", "null-sha256", ...),
  *                      "encrypted":BOOL (false: NULL encryption, traffic in clear),
- *                      "local":IP,"remote":IP,
- *                      "local_ts":PREFIX,"remote_ts":PREFIX,"replay_window":N,
+ *                      "local":IP,"remote":IP (outer: one family),
+ *                      "local_ts":PREFIX,"remote_ts":PREFIX (inner: one family,
+ *                                either one whatever the outer family is),
+ *                      "replay_window":N,
  *                      "seq":N,"packets":N,"bytes":N,
  *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,
  *                               "other":N}}, ...]}
  *   ports:    {"ports":[{"id":N,"name":"net_af_packet0",
- *                        "role":"inside"|"outside"|"none","address":PREFIX,
+ *                        "role":"inside"|"outside"|"none",
+ *                        "address":PREFIX|null (IPv4 "198.18.1.1/24"; null: none),
+ *                        "address6":PREFIX|null (IPv6 "2001:db8:1::1/64"; null: none),
  *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
  *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
  *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,
@@ -52,8 +58,8 @@
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
  *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
  *              newer than dpvpnd are named "reason-INDEX"
- *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX,"spi":"0x00001001",
- *                           "priority":N}, ...]}
+ *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
+ *                           "spi":"0x00001001","priority":N}, ...]}
  *
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.

@@ -33,21 +33,34 @@ static json_t *dp_failed(struct ctl_ctx *ctx, char *err, size_t err_len, const c
 	return NULL;
 }
 
-static json_t *ipv4(uint32_t net)
+/* Text of an IPv4 or IPv6 address (network order); NULL for another family. */
+static const char *addr_text(uint8_t family, const void *addr, char buf[INET6_ADDRSTRLEN])
 {
-	char buf[INET_ADDRSTRLEN];
-	struct in_addr a = { .s_addr = net };
-
-	return json_string(inet_ntop(AF_INET, &a, buf, sizeof(buf)));
+	if (family == DPVPN_AF_INET)
+		return inet_ntop(AF_INET, addr, buf, INET6_ADDRSTRLEN);
+	if (family == DPVPN_AF_INET6)
+		return inet_ntop(AF_INET6, addr, buf, INET6_ADDRSTRLEN);
+	return NULL;
 }
 
-static json_t *prefix(uint32_t net, uint8_t len)
+/* "192.0.2.1" or "2001:db8::1"; null when there is none (family 0). */
+static json_t *addr_json(const struct dpvpn_addr *a)
 {
-	char buf[INET_ADDRSTRLEN];
-	struct in_addr a = { .s_addr = net };
+	char buf[INET6_ADDRSTRLEN];
+	const char *s = addr_text(a->family, a->v6, buf);
 
-	inet_ntop(AF_INET, &a, buf, sizeof(buf));
-	return json_sprintf("%s/%u", buf, len);
+	return s ? json_string(s) : a->family ? json_sprintf("?family-%u", a->family) :
+		   json_null();
+}
+
+/* "192.0.2.0/24" or "2001:db8::/32"; null when there is none (family 0). */
+static json_t *prefix_json(const struct dpvpn_prefix *p)
+{
+	char buf[INET6_ADDRSTRLEN];
+	const char *s = addr_text(p->family, p->v6, buf);
+
+	return s ? json_sprintf("%s/%u", s, p->len) : p->family ?
+		   json_sprintf("?family-%u", p->family) : json_null();
 }
 
 static json_t *spi(uint32_t net)
@@ -131,13 +144,13 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"dir", s->dir == DPVPN_DIR_IN ? "in" : s->dir == DPVPN_DIR_OUT ? "out" : "?",
 		"cipher", cfg_alg_name(s->alg),
 		"encrypted", a != NULL && a->encrypts,
-		"local", ipv4(s->local),
-		"remote", ipv4(s->remote),
+		"local", addr_json(&s->local),
+		"remote", addr_json(&s->remote),
 		"encap", encap_json(s),
 		"esn", (int)s->esn,
 		"life", life_json(s),
-		"local_ts", prefix(s->local_ts.addr, s->local_ts.len),
-		"remote_ts", prefix(s->remote_ts.addr, s->remote_ts.len),
+		"local_ts", prefix_json(&s->local_ts),
+		"remote_ts", prefix_json(&s->remote_ts),
 		"replay_window", (json_int_t)s->replay_window,
 		"df", s->df == DPVPN_DF_SET ? "set" : s->df == DPVPN_DF_CLEAR ? "clear" : "copy",
 		"seq", u64(s->seq),
@@ -166,11 +179,12 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 {
 	const uint8_t *m = p->mac;
 
-	return json_pack("{s:I,s:o,s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
 		"role", role_name(p->role),
-		"address", prefix(p->addr, p->prefix_len),
+		"address", prefix_json(&p->addr4),
+		"address6", prefix_json(&p->addr6),
 		"mac", json_sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
 				    m[4], m[5]),
 		"link", p->link_up ? "up" : "down",
@@ -186,8 +200,8 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 static json_t *policy_json(const struct dpvpn_policy *p)
 {
 	return json_pack("{s:o,s:o,s:o,s:I}",
-		"src", prefix(p->src.addr, p->src.len),
-		"dst", prefix(p->dst.addr, p->dst.len),
+		"src", prefix_json(&p->src),
+		"dst", prefix_json(&p->dst),
 		"spi", spi(p->spi),
 		"priority", (json_int_t)p->priority);
 }

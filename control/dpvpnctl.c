@@ -186,8 +186,8 @@ static void print_ports(json_t *r)
 {
 	static const struct column cols[] = {
 		{ "ID", "id" }, { "NAME", "name" }, { "ROLE", "role" }, { "ADDRESS", "address" },
-		{ "MAC", "mac" }, { "LINK", "link" }, { "RX-PKTS", "rx_packets" },
-		{ "RX-BYTES", "rx_bytes" }, { "TX-PKTS", "tx_packets" },
+		{ "ADDRESS6", "address6" }, { "MAC", "mac" }, { "LINK", "link" },
+		{ "RX-PKTS", "rx_packets" }, { "RX-BYTES", "rx_bytes" }, { "TX-PKTS", "tx_packets" },
 		{ "TX-BYTES", "tx_bytes" }, { "RX-MISSED", "rx_missed" },
 		{ "RX-ERR", "rx_errors" }, { "TX-ERR", "tx_errors" },
 	};

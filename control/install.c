@@ -29,9 +29,26 @@ static int call(struct dp_client *dp, bool verbose, const char *what, uint16_t t
 	return 0;
 }
 
-static struct dpvpn_prefix net_prefix(struct cfg_prefix p)
+/* Config addresses (IPv4 in host order) to the protocol's, family and all;
+ * family 0 stays 0 (none). */
+static struct dpvpn_addr net_addr(const struct cfg_addr *a)
 {
-	return (struct dpvpn_prefix){ .addr = htonl(p.addr), .len = p.len };
+	struct dpvpn_addr n = { .family = a->family };
+
+	if (a->family == DPVPN_AF_INET)
+		n.v4 = htonl(a->v4);
+	else if (a->family == DPVPN_AF_INET6)
+		memcpy(n.v6, a->v6, sizeof(n.v6));
+	return n;
+}
+
+static struct dpvpn_prefix net_prefix(const struct cfg_prefix *p)
+{
+	struct dpvpn_addr a = net_addr(&p->addr);
+	struct dpvpn_prefix n = { .family = a.family, .len = a.family ? p->len : 0 };
+
+	memcpy(n.v6, a.v6, sizeof(n.v6));	/* the union, IPv4 or IPv6 */
+	return n;
 }
 
 static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbose)
@@ -43,8 +60,8 @@ static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbo
 		struct dpvpn_port_cfg m = {
 			.port_id = p->id,
 			.role = p->role,
-			.prefix_len = p->address.len,
-			.addr = htonl(p->address.addr),
+			.addr4 = net_prefix(&p->addr4),
+			.addr6 = net_prefix(&p->addr6),
 		};
 
 		snprintf(what, sizeof(what), "port %s", p->name);
@@ -60,7 +77,7 @@ static int install_neighs(struct dp_client *dp, const struct cfg *cfg, bool verb
 
 	for (size_t i = 0; i < cfg->n_neighs; i++) {
 		const struct cfg_neigh *n = &cfg->neighs[i];
-		struct dpvpn_neigh m = { .port_id = n->port_id, .addr = htonl(n->addr) };
+		struct dpvpn_neigh m = { .port_id = n->port_id, .addr = net_addr(&n->addr) };
 
 		memcpy(m.mac, n->mac, sizeof(m.mac));
 		snprintf(what, sizeof(what), "neighbor %s", n->name);
@@ -77,10 +94,9 @@ static int install_routes(struct dp_client *dp, const struct cfg *cfg, bool verb
 	for (size_t i = 0; i < cfg->n_routes; i++) {
 		const struct cfg_route *r = &cfg->routes[i];
 		struct dpvpn_route m = {
-			.prefix = htonl(r->dst.addr),
-			.prefix_len = r->dst.len,
+			.dst = net_prefix(&r->dst),
 			.port_id = r->port_id,
-			.gateway = htonl(r->via),
+			.gateway = net_addr(&r->via),	/* family 0: on-link */
 		};
 
 		snprintf(what, sizeof(what), "route %s", r->name);
@@ -110,10 +126,10 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		.life_packets = { t->life_packets[0], t->life_packets[1] },
 		.life_seconds = { t->life_seconds[0], t->life_seconds[1] },
 		.replay_window = t->replay_window,
-		.local = htonl(t->local),
-		.remote = htonl(t->remote),
-		.local_ts = net_prefix(t->local_ts),
-		.remote_ts = net_prefix(t->remote_ts),
+		.local = net_addr(&t->local),
+		.remote = net_addr(&t->remote),
+		.local_ts = net_prefix(&t->local_ts),
+		.remote_ts = net_prefix(&t->remote_ts),
 	};
 	char what[80];
 	int rc;
@@ -132,8 +148,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
 {
 	struct dpvpn_policy pol = {
-		.src = net_prefix(t->local_ts),
-		.dst = net_prefix(t->remote_ts),
+		.src = net_prefix(&t->local_ts),
+		.dst = net_prefix(&t->remote_ts),
 		.spi = htonl(t->out.spi),
 		.priority = INST_POLICY_PRIORITY,
 	};

@@ -40,6 +40,17 @@
 #define KEY20B "fedcba9876543210fedcba987654321005060708"
 #define KEYS "out-key = 0x" KEY20 "\nin-key = " KEY20B "\n"	/* lines 18-19 */
 #define GOOD PORTS TUN_HEAD SPIS KEYS
+/* Lines 1-9, both families on both ports. */
+#define PORTS46 "[port inside]\nid = 0\nrole = inside\naddress = 198.18.1.1/24, " \
+	"2001:db8:1::1/64\n\n[port outside]\nid = 1\nrole = outside\n" \
+	"address = 198.19.0.1/24, 2001:db8::1/64\n"
+/* Lines 10-15, any addresses. */
+#define TUNA(local, remote, lts, rts) "[tunnel t]\nlocal = " local "\nremote = " remote \
+	"\nlocal-ts = " lts "\nremote-ts = " rts "\ncipher = aes128-gcm\n"
+#define TUN_TS4(local, remote) TUNA(local, remote, "198.18.1.0/24", "198.18.2.0/24")
+#define TUN_TS6(local, remote) TUNA(local, remote, "2001:db8:1::/64", "2001:db8:2::/64")
+#define PORT_ERR "expected an IPv4 address with prefix length 1..32 (198.18.1.1/24) or " \
+	"an IPv6 address with prefix length 1..128 (2001:db8:1::1/64)"
 
 struct keyfile {
 	const char *name;
@@ -62,11 +73,9 @@ static const struct tcase cases[] = {
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
 	  "(expected dataplane, control, port, neighbor, route or tunnel)", { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
-	  "4: [port a] address: expected an IPv4 address with prefix length 1..32 "
-	  "(198.18.1.1/24), got '198.18.1.300/24'", { 0 } },
+	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
 	{ "cidr without length", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1\n",
-	  "4: [port a] address: expected an IPv4 address with prefix length 1..32 "
-	  "(198.18.1.1/24), got '198.18.1.1'", { 0 } },
+	  "4: [port a] address: " PORT_ERR ", got '198.18.1.1'", { 0 } },
 	{ "bad role", "[port a]\nid = 0\nrole = sideways\naddress = 198.18.1.1/24\n",
 	  "3: [port a] role: expected 'inside' or 'outside', got 'sideways'", { 0 } },
 	{ "missing required key", "; comment\n[port a]\nid = 0\naddress = 198.18.1.1/24\n",
@@ -210,6 +219,79 @@ static const struct tcase cases[] = {
 	  "2: [control] group: no such group 'no-such-group-dpvpn'", { 0 } },
 	{ "named dataplane", "[dataplane x]\n" PORTS,
 	  "1: [dataplane] takes no name, got 'x'", { 0 } },
+	/* IPv6 */
+	{ "port with both families", PORTS46, NULL, { 0 } },
+	{ "port v6 first", "[port a]\nid = 0\nrole = inside\n"
+	  "address = 2001:DB8:1::1/64,198.18.1.1/24\n", NULL, { 0 } },
+	{ "v6-only port", "[port a]\nid = 0\nrole = outside\naddress = 2001:db8::1/64\n",
+	  NULL, { 0 } },
+	{ "two v6 addresses on a port", "[port a]\nid = 0\nrole = inside\n"
+	  "address = 2001:db8:1::1/64, 198.18.1.1/24, 2001:db8:2::1/64\n",
+	  "4: [port a] address: two IPv6 addresses, 2001:db8:1::1/64 and 2001:db8:2::1/64: "
+	  "give at most one per family", { 0 } },
+	{ "two v4 addresses on a port", "[port a]\nid = 0\nrole = inside\n"
+	  "address = 198.18.1.1/24, 198.18.2.1/24\n",
+	  "4: [port a] address: two IPv4 addresses, 198.18.1.1/24 and 198.18.2.1/24: "
+	  "give at most one per family", { 0 } },
+	{ "bad v6 in address list", "[port a]\nid = 0\nrole = inside\n"
+	  "address = 198.18.1.1/24, 2001:db8:1::1/129\n",
+	  "4: [port a] address: " PORT_ERR ", got '2001:db8:1::1/129'", { 0 } },
+	{ "empty item in address list", "[port a]\nid = 0\nrole = inside\n"
+	  "address = 198.18.1.1/24,\n", "4: [port a] address: " PORT_ERR ", got ''", { 0 } },
+	{ "unspecified v6 port address", "[port a]\nid = 0\nrole = inside\n"
+	  "address = ::/64\n", "4: [port a] address: " PORT_ERR ", got '::/64'", { 0 } },
+	{ "v6 neighbour", PORTS46 "[neighbor gw6]\nport = outside\naddress = 2001:db8::2\n"
+	  "mac = 02:00:00:00:00:02\n", NULL, { 0 } },
+	{ "bad neighbour address", PORTS "[neighbor gw]\nport = outside\n"
+	  "address = 2001:db8::g\nmac = 02:00:00:00:00:02\n",
+	  "12: [neighbor gw] address: expected an IPv4 or IPv6 address, got '2001:db8::g'",
+	  { 0 } },
+	{ "route v6 via v6", PORTS46 "[route r]\ndst = 2001:db8:99::/48\nport = outside\n"
+	  "via = fe80::1\n", NULL, { 0 } },
+	{ "route v6 on-link", PORTS46 "[route r]\ndst = ::/0\nport = outside\n", NULL, { 0 } },
+	{ "route v4 dst v6 via", PORTS46 "[route r]\ndst = 10.1.0.0/16\nport = outside\n"
+	  "via = 2001:db8::fe\n", "13: [route r] via: 2001:db8::fe is an IPv6 address, "
+	  "dst 10.1.0.0/16 is IPv4: the gateway must be of the destination's family", { 0 } },
+	{ "route v6 via before v4 dst", PORTS46 "[route r]\nvia = 2001:db8::fe\n"
+	  "dst = 10.1.0.0/16\nport = outside\n", "11: [route r] via: 2001:db8::fe is an IPv6 "
+	  "address, dst 10.1.0.0/16 is IPv4: the gateway must be of the destination's family",
+	  { 0 } },
+	{ "bad route dst", PORTS "[route r]\ndst = 10.1.0.0/33\nport = inside\n",
+	  "11: [route r] dst: expected an IPv4 or IPv6 prefix (a.b.c.d/len, x:x::/len), "
+	  "got '10.1.0.0/33'", { 0 } },
+	{ "bad route via", PORTS "[route r]\ndst = 10.1.0.0/16\nport = inside\n"
+	  "via = 198.18.1\n", "13: [route r] via: expected an IPv4 or IPv6 gateway address, "
+	  "got '198.18.1'", { 0 } },
+	{ "v6 host bits", PORTS "[route r]\ndst = 2001:db8:1::1/48\nport = inside\n",
+	  "11: [route r] dst: 2001:db8:1::1/48 has host bits set (did you mean "
+	  "2001:db8:1::/48?)", { 0 } },
+	{ "v6 host bits in a byte", PORTS46 TUNA("198.19.0.1", "198.19.0.2",
+	  "2001:db8:1:ff::/57", "2001:db8:2::/64") SPIS KEYS,
+	  "13: [tunnel t] local-ts: 2001:db8:1:ff::/57 has host bits set (did you mean "
+	  "2001:db8:1:80::/57?)", { 0 } },
+	{ "tunnel v6 local v4 remote", PORTS46 TUN_TS4("2001:db8::1", "198.19.0.2") SPIS
+	  KEYS, "12: [tunnel t] remote: 198.19.0.2 is an IPv4 address, local 2001:db8::1 is "
+	  "IPv6: local and remote must be of one family", { 0 } },
+	{ "tunnel v6 over v6", PORTS46 TUN_TS6("2001:db8::1", "2001:db8::2") SPIS KEYS,
+	  NULL, { 0 } },
+	{ "tunnel 4o6", PORTS46 TUN_TS4("2001:db8::1", "2001:db8::2") SPIS KEYS, NULL,
+	  { 0 } },
+	{ "tunnel 6o4", PORTS46 TUN_TS6("198.19.0.1", "198.19.0.2") SPIS KEYS, NULL,
+	  { 0 } },
+	{ "tunnel 6o4, v4-only ports", PORTS TUN_TS6("198.19.0.1", "198.19.0.2") SPIS KEYS,
+	  NULL, { 0 } },
+	{ "ts of two families", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "2001:db8:2::/64") SPIS KEYS, "14: [tunnel t] remote-ts: 2001:db8:2::/64 is an IPv6 "
+	  "prefix, local-ts 198.18.1.0/24 is IPv4: local-ts and remote-ts must be of one "
+	  "family", { 0 } },
+	{ "tunnel v6 local not outside", PORTS46 TUN_TS4("2001:db8:1::1", "2001:db8::2")
+	  SPIS KEYS, "11: [tunnel t] local: 2001:db8:1::1 is not the address of an outside "
+	  "port", { 0 } },
+	{ "tunnel v6 local, v4-only ports", PORTS TUN_TS4("2001:db8::1", "2001:db8::2")
+	  SPIS KEYS, "11: [tunnel t] local: 2001:db8::1 is not the address of an outside port",
+	  { 0 } },
+	{ "tunnel unspecified v6 remote", PORTS46 TUN_TS4("2001:db8::1", "::") SPIS KEYS,
+	  "12: [tunnel t] remote: expected an IPv4 or IPv6 address, got '::'", { 0 } },
 };
 
 #define N_CASES	(sizeof(cases) / sizeof(cases[0]))
@@ -329,6 +411,52 @@ static void test_many_errors(void **state)
 	unlink(path);
 }
 
+/* What the parser stores for IPv6: families, bytes, lengths. */
+static void test_ipv6_values(void **state)
+{
+	static const uint8_t out6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+	static const uint8_t net6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0x99 };
+	static const uint8_t ll[16] = { 0xfe, 0x80, [15] = 1 };
+	const struct cfg_tunnel *t;
+	char path[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v6.conf", tmpdir);
+	write_file(path, PORTS46 TUN_TS4("2001:db8::1", "2001:db8::2") SPIS KEYS
+		   "[route r]\ndst = 2001:db8:99::/48\nport = outside\nvia = fe80::1\n"
+		   "[port v6]\nid = 2\nrole = inside\naddress = 2001:db8:3::1/64\n"
+		   "[neighbor n]\nport = v6\naddress = 2001:db8:3::2\nmac = 02:00:00:00:00:03\n",
+		   0644);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.n_ports, 3);
+	assert_int_equal(cfg.ports[1].addr4.addr.family, DPVPN_AF_INET);
+	assert_int_equal(cfg.ports[1].addr4.addr.v4, 0xc6130001);	/* 198.19.0.1 */
+	assert_int_equal(cfg.ports[1].addr4.len, 24);
+	assert_int_equal(cfg.ports[1].addr6.addr.family, DPVPN_AF_INET6);
+	assert_memory_equal(cfg.ports[1].addr6.addr.v6, out6, 16);
+	assert_int_equal(cfg.ports[1].addr6.len, 64);
+	assert_int_equal(cfg.ports[2].addr4.addr.family, 0);
+	assert_int_equal(cfg.ports[2].addr6.addr.family, DPVPN_AF_INET6);
+	t = cfg.tunnels[0];
+	assert_int_equal(t->local.family, DPVPN_AF_INET6);
+	assert_memory_equal(t->local.v6, out6, 16);
+	assert_memory_equal(t->remote.v6, peer6, 16);
+	assert_int_equal(t->local_ts.addr.family, DPVPN_AF_INET);
+	assert_int_equal(t->local_ts.addr.v4, 0xc6120100);	/* 198.18.1.0 */
+	assert_int_equal(t->remote_ts.len, 24);
+	assert_int_equal(cfg.routes[0].dst.addr.family, DPVPN_AF_INET6);
+	assert_memory_equal(cfg.routes[0].dst.addr.v6, net6, 16);
+	assert_int_equal(cfg.routes[0].dst.len, 48);
+	assert_int_equal(cfg.routes[0].via.family, DPVPN_AF_INET6);
+	assert_memory_equal(cfg.routes[0].via.v6, ll, 16);
+	assert_int_equal(cfg.neighs[0].addr.family, DPVPN_AF_INET6);
+	assert_int_equal(cfg.neighs[0].port_id, 2);
+	cfg_free(&cfg);
+	unlink(path);
+}
+
 static void test_lab(const char *name, uint32_t out_spi, uint8_t first_key_byte)
 {
 	char path[512];
@@ -367,7 +495,7 @@ static void test_lab_b(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 4];
+	struct CMUnitTest tests[N_CASES + 5];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -381,7 +509,8 @@ int main(void)
 	tests[N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_many_errors);
 	tests[N_CASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_lab_a);
 	tests[N_CASES + 3] = (struct CMUnitTest)cmocka_unit_test(test_lab_b);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 4, NULL, NULL);
+	tests[N_CASES + 4] = (struct CMUnitTest)cmocka_unit_test(test_ipv6_values);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 5, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * arp.c - the main lcore's slow path: answers ARP for the ports' addresses,
- * learns neighbours, and resolves the next hops workers ask for.  Frames it
+ * learns neighbours, and resolves the next hops workers ask for (IPv6 ones
+ * through nd.c).  Frames it
  * sends go through worker 0's TX ring, so every port needs only the workers'
  * TX queues.
  */
@@ -14,14 +15,9 @@
 #include "dp.h"
 #include "route.h"
 
-static struct dp_lstats *
-main_stats(void)
-{
-	return &dp_lstats[rte_lcore_id()];
-}
 
-static void
-send_frame(struct rte_mbuf *m, uint16_t port)
+void
+dp_send_frame(struct rte_mbuf *m, uint16_t port)
 {
 	m->port = port;
 	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
@@ -70,7 +66,7 @@ arp_input(struct rte_mbuf *m)
 	main_stats()->arp_in++;
 	sip = a->arp_data.arp_sip;
 	if (sip != 0 && dp_in_prefix(sip, p->addr & p->mask, p->mask))
-		neigh_set(p->id, sip, &a->arp_data.arp_sha, false);
+		neigh_set(p->id, DPVPN_AF_INET, &sip, &a->arp_data.arp_sha, false);
 	if (a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)) {
 		rte_pktmbuf_free(m);
 		return;
@@ -82,7 +78,7 @@ arp_input(struct rte_mbuf *m)
 	eth->dst_addr = sha;
 	eth->src_addr = p->mac;
 	fill_arp(a, RTE_ARP_OP_REPLY, p, &sha, sip);
-	send_frame(m, p->id);
+	dp_send_frame(m, p->id);
 }
 
 static void
@@ -100,25 +96,46 @@ arp_request(const struct dp_port *p, uint32_t tip)
 	eth->src_addr = p->mac;
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
 	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, &zero, tip);
-	send_frame(m, p->id);
+	dp_send_frame(m, p->id);
 }
 
 static void
-resolve(uint64_t req)
+resolve(const struct dp_resolve_req *req)
 {
-	uint16_t port = (uint16_t)(req >> 32);
-	uint32_t addr = (uint32_t)req;
 	uint64_t now = rte_get_timer_cycles();
+	bool v6 = req->family == DPVPN_AF_INET6;
+	const struct dp_port *p;
 	struct neigh *n;
+	uint32_t addr;
 
-	if (port >= dp.n_ports || dp.ports[port].addr == 0)
+	if (req->port >= dp.n_ports)
 		return;
-	n = neigh_get(port, addr, true);
+	p = &dp.ports[req->port];
+	if (v6 ? !p->has6 : p->addr == 0)
+		return;
+	n = neigh_get(req->port, req->family, req->addr, true);
 	/* At most one request per second per neighbour. */
 	if (n == NULL || n->mac != 0 || (n->asked_tsc != 0 && now - n->asked_tsc < rte_get_timer_hz()))
 		return;
 	n->asked_tsc = now;
-	arp_request(&dp.ports[port], addr);
+	if (v6) {
+		nd_solicit(p, req->addr);
+		return;
+	}
+	memcpy(&addr, req->addr, sizeof(addr));
+	arp_request(p, addr);
+}
+
+/* A frame a worker punted: ARP, or ICMPv6 Neighbour Discovery. */
+static void
+punt_input(struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6))
+		nd_input(m);
+	else
+		arp_input(m);
 }
 
 void
@@ -127,14 +144,14 @@ arp_poll(void)
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		struct dp_worker *w = &dp.workers[i];
 		struct rte_mbuf *pkts[DP_BURST];
-		uint64_t reqs[DP_BURST];
+		struct dp_resolve_req reqs[DP_BURST];
 		unsigned int n;
 
 		n = rte_ring_dequeue_burst(w->punt, (void **)pkts, DP_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
-			arp_input(pkts[k]);
+			punt_input(pkts[k]);
 		n = rte_ring_dequeue_burst_elem(w->resolve, reqs, sizeof(reqs[0]), DP_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
-			resolve(reqs[k]);
+			resolve(&reqs[k]);
 	}
 }

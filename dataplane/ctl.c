@@ -22,6 +22,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "ip.h"
 #include "route.h"
 #include "sa.h"
 #include "spd.h"
@@ -87,19 +88,37 @@ do_port_set(const void *req, struct reply *r)
 		snprintf(r->err, sizeof(r->err), "port.role: %u is not 0, 1 or 2", c->role);
 		return -EINVAL;
 	}
-	if (c->prefix_len > 32 || (c->addr != 0 && c->prefix_len == 0)) {
-		snprintf(r->err, sizeof(r->err), "port.prefix_len: %u is not 1..32", c->prefix_len);
+	if ((c->addr4.family != 0 && c->addr4.family != DPVPN_AF_INET) ||
+	    (c->addr4.family != 0 && (c->addr4.len == 0 || c->addr4.len > 32 || c->addr4.v4 == 0))) {
+		snprintf(r->err, sizeof(r->err), "port.addr4: family %u, length %u: not an IPv4 "
+			 "address with a length of 1..32", c->addr4.family, c->addr4.len);
+		return -EINVAL;
+	}
+	if ((c->addr6.family != 0 && c->addr6.family != DPVPN_AF_INET6) ||
+	    (c->addr6.family != 0 && (c->addr6.len == 0 || c->addr6.len > 128 ||
+				      ip6_is_multicast(c->addr6.v6)))) {
+		snprintf(r->err, sizeof(r->err), "port.addr6: family %u, length %u: not an IPv6 "
+			 "unicast address with a length of 1..128", c->addr6.family, c->addr6.len);
 		return -EINVAL;
 	}
 	p = &dp.ports[c->port_id];
 	p->role = c->role;
-	p->prefix_len = c->prefix_len;
-	p->mask = dp_mask(c->prefix_len);
-	p->addr = c->addr;
-	if (c->addr == 0)
-		return 0;
-	/* The connected route. */
-	return route_add(c->addr & p->mask, c->prefix_len, c->port_id, 0, r->err, sizeof(r->err));
+	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
+	p->mask = dp_mask(p->prefix_len);
+	p->addr = c->addr4.family ? c->addr4.v4 : 0;
+	if (c->addr6.family) {
+		memcpy(p->addr6, c->addr6.v6, 16);
+		p->prefix6_len = c->addr6.len;
+		p->has6 = 1;
+	}
+	/* The connected routes. */
+	if (p->addr != 0 && (rc = route_add(p->addr & p->mask, p->prefix_len, c->port_id, 0,
+					    r->err, sizeof(r->err))) != 0)
+		return rc;
+	if (p->has6)
+		return route6_add(p->addr6, p->prefix6_len, c->port_id, NULL, r->err,
+				  sizeof(r->err));
+	return 0;
 }
 
 static int
@@ -116,11 +135,14 @@ do_neigh_add(const void *req, struct reply *r)
 		snprintf(r->err, sizeof(r->err), "neigh.mac: not a unicast address");
 		return -EINVAL;
 	}
-	if (c->addr == 0) {
-		snprintf(r->err, sizeof(r->err), "neigh.addr: 0.0.0.0");
+	if (c->addr.family == DPVPN_AF_INET ? c->addr.v4 == 0 :
+	    c->addr.family != DPVPN_AF_INET6 || ip6_is_multicast(c->addr.v6)) {
+		snprintf(r->err, sizeof(r->err), "neigh.addr: not a unicast IPv4 or IPv6 address "
+			 "(family %u)", c->addr.family);
 		return -EINVAL;
 	}
-	if (neigh_set(c->port_id, c->addr, &mac, true) != 0) {
+	if (neigh_set(c->port_id, c->addr.family, c->addr.family == DPVPN_AF_INET ?
+		      (const void *)&c->addr.v4 : c->addr.v6, &mac, true) != 0) {
 		snprintf(r->err, sizeof(r->err), "neigh: table full (%u)", NEIGH_MAX);
 		return -ENOSPC;
 	}
@@ -132,7 +154,21 @@ do_route_add(const void *req, struct reply *r)
 {
 	const struct dpvpn_route *c = req;
 
-	return route_add(c->prefix, c->prefix_len, c->port_id, c->gateway, r->err, sizeof(r->err));
+	if (c->gateway.family != 0 && c->gateway.family != c->dst.family) {
+		snprintf(r->err, sizeof(r->err), "route.gateway: family %u, not the family of "
+			 "route.dst (%u)", c->gateway.family, c->dst.family);
+		return -EINVAL;
+	}
+	if (c->dst.family == DPVPN_AF_INET6)
+		return route6_add(c->dst.v6, c->dst.len, c->port_id,
+				  c->gateway.family ? c->gateway.v6 : NULL, r->err, sizeof(r->err));
+	if (c->dst.family != DPVPN_AF_INET) {
+		snprintf(r->err, sizeof(r->err), "route.dst: family %u is not 4 or 6",
+			 c->dst.family);
+		return -EINVAL;
+	}
+	return route_add(c->dst.v4, c->dst.len, c->port_id,
+			 c->gateway.family ? c->gateway.v4 : 0, r->err, sizeof(r->err));
 }
 
 static int
@@ -216,8 +252,13 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 	memset(o, 0, sizeof(*o));
 	o->port_id = id;
 	o->role = p->role;
-	o->prefix_len = p->prefix_len;
-	o->addr = p->addr;
+	if (p->addr != 0)
+		o->addr4 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET, .len = p->prefix_len,
+						  .v4 = p->addr };
+	if (p->has6) {
+		o->addr6 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET6, .len = p->prefix6_len };
+		memcpy(o->addr6.v6, p->addr6, 16);
+	}
 	memcpy(o->mac, p->mac.addr_bytes, sizeof(o->mac));
 	memcpy(o->name, p->name, sizeof(o->name));
 	rte_eth_stats_get(id, &s);

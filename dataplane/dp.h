@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_common.h>
 #include <rte_ether.h>
@@ -39,8 +40,19 @@ struct dp_port {
 	uint8_t prefix_len;
 	uint32_t addr;		/* network order, 0 = none */
 	uint32_t mask;		/* network order */
+	uint8_t has6;		/* addr6 is set */
+	uint8_t prefix6_len;
+	uint8_t addr6[16];
 	struct rte_ether_addr mac;
 	char name[DPVPN_NAME_LEN];
+};
+
+/* A next hop to resolve (worker -> main lcore): ARP or Neighbour Discovery. */
+struct dp_resolve_req {
+	uint16_t port;
+	uint8_t family;		/* DPVPN_AF_INET or DPVPN_AF_INET6 */
+	uint8_t reserved;
+	uint8_t addr[16];	/* IPv4 in the first 4 bytes */
 };
 
 /* Counters one lcore writes and anyone may read (relaxed, summed on read). */
@@ -55,7 +67,7 @@ struct dp_worker {
 	unsigned int index;		/* 0..n_workers-1 */
 	uint16_t rxq, txq;		/* queue ids on every port */
 	struct rte_ring *punt;		/* ARP frames to the main lcore */
-	struct rte_ring *resolve;	/* uint64 (port << 32 | ip) to resolve */
+	struct rte_ring *resolve;	/* struct dp_resolve_req: next hops to resolve */
 	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
@@ -97,10 +109,42 @@ dp_mask(uint8_t len)	/* network order */
 	return len == 0 ? 0 : rte_cpu_to_be_32(~0u << (32 - len));
 }
 
+/* Is the IPv6 address a within net/len (net's host bits zero)? */
+static inline bool
+dp_in_prefix6(const uint8_t *a, const uint8_t *net, uint8_t len)
+{
+	uint8_t full = len / 8, rest = len % 8;
+
+	if (memcmp(a, net, full) != 0)
+		return false;
+	return rest == 0 || ((a[full] ^ net[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+/* Zero the host bits of an IPv6 prefix. */
+static inline void
+dp_mask6(uint8_t *a, uint8_t len)
+{
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int bits = len > i * 8 ? len - i * 8 : 0;
+
+		a[i] &= bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+	}
+}
+
 /* Worker loop (worker.c) and the main lcore's slow path (arp.c). */
 int worker_main(void *arg);
 void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
 void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
+/* Main lcore: send a frame it built through worker 0's TX ring. */
+void dp_send_frame(struct rte_mbuf *m, uint16_t port);
+static inline struct dp_lstats *
+main_stats(void)
+{
+	return &dp_lstats[rte_lcore_id()];
+}
+/* Neighbour Discovery (nd.c), on the main lcore: m starts at Ethernet. */
+void nd_input(struct rte_mbuf *m);
+void nd_solicit(const struct dp_port *p, const uint8_t *target);
 
 #endif /* DP_H */

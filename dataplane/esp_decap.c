@@ -64,22 +64,39 @@ static enum dpvpn_drop_reason
 decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
 	      struct sa **sap, struct crypto_op *op, uint64_t *seq)
 {
-	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4), off = ihl, esp_len, overhead;
+	const uint8_t *outer = rte_pktmbuf_mtod(m, const uint8_t *);
+	bool out6 = outer[0] >> 4 == 6;
+	uint16_t ihl, off, esp_len, overhead;
 	enum dpvpn_drop_reason why;
 	uint32_t spi, seq32;
-	uint8_t *esp;
+	uint8_t *esp, proto;
 	struct sa *sa;
 
-	if (ip->dst_addr != port->addr)
-		return DPVPN_DROP_NOT_LOCAL;
-	if (ip4_is_fragment(ip))
-		return DPVPN_DROP_FRAGMENT;
-	if (ip->next_proto_id == IPPROTO_UDP) {
+	if (out6) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)outer;
+
+		if (!port->has6 || memcmp(ip->dst_addr, port->addr6, 16) != 0)
+			return DPVPN_DROP_NOT_LOCAL;
+		ihl = sizeof(*ip);
+		proto = ip->proto;
+		if (proto == IPPROTO_FRAGMENT)
+			return DPVPN_DROP_FRAGMENT;
+	} else {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)outer;
+
+		if (ip->dst_addr != port->addr)
+			return DPVPN_DROP_NOT_LOCAL;
+		if (ip4_is_fragment(ip))
+			return DPVPN_DROP_FRAGMENT;
+		ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
+		proto = ip->next_proto_id;
+	}
+	off = ihl;
+	if (proto == IPPROTO_UDP) {
 		why = natt_classify(m, ihl, &off);
 		if (why != DPVPN_DROP_MAX)
 			return why;
-	} else if (ip->next_proto_id != IPPROTO_ESP) {
+	} else if (proto != IPPROTO_ESP) {
 		return DPVPN_DROP_NOT_ESP;
 	}
 	esp_len = (uint16_t)(rte_pktmbuf_data_len(m) - off);
@@ -98,7 +115,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 		return DPVPN_DROP_SHORT;
 	if (sa->life_state == DPVPN_LIFE_HARD)
 		return DPVPN_DROP_SA_EXPIRED;
-	if (sa->udp != (off != ihl))
+	if (sa->udp != (off != ihl) || sa->outer6 != out6)
 		return DPVPN_DROP_ENCAP_MISMATCH;
 	*seq = rte_be_to_cpu_32(seq32);
 	if (sa->esn && !replay_esn_infer(&sa->replay, rte_be_to_cpu_32(seq32), seq))
@@ -120,6 +137,49 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	esp_aad(op, sa, esp, *seq);
 	memcpy(op->iv, &sa->salt, 4);
 	memcpy(op->iv + 4, esp + ESP_HDR_LEN, 8);
+	return DPVPN_DROP_MAX;
+}
+
+/* The outer header's TOS / traffic class. */
+static uint8_t
+outer_tc(const struct rte_mbuf *m)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	if (ip[0] >> 4 == 6)
+		return ip6_tc((const struct rte_ipv6_hdr *)ip);
+	return ((const struct rte_ipv4_hdr *)ip)->type_of_service;
+}
+
+/* inner_rules for IPv6: ECN (RFC 6040) in the traffic class, hop limit. */
+static enum dpvpn_drop_reason
+inner_rules6(struct rte_ipv6_hdr *in, uint8_t outer_tc)
+{
+	uint8_t tc = ip6_tc(in);
+	int ecn = ip4_ecn_decap(tc & RTE_IPV4_HDR_ECN_MASK, outer_tc & RTE_IPV4_HDR_ECN_MASK);
+
+	if (ecn < 0)
+		return DPVPN_DROP_ECN_DROP;
+	if (ecn != (tc & RTE_IPV4_HDR_ECN_MASK))
+		ip6_set_tc(in, (uint8_t)((tc & ~RTE_IPV4_HDR_ECN_MASK) | ecn));
+	if (in->hop_limits <= 1)
+		return DPVPN_DROP_TTL_EXPIRED;
+	in->hop_limits--;
+	return DPVPN_DROP_MAX;
+}
+
+/* The decrypted inner IPv6 packet: sound, exactly inner_len long, within the selectors. */
+static enum dpvpn_drop_reason
+inner_check6(const struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
+{
+	const struct rte_ipv6_hdr *in = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
+
+	if (inner_len < sizeof(*in) || (rte_be_to_cpu_32(in->vtc_flow) >> 28) != 6 ||
+	    sizeof(*in) + rte_be_to_cpu_16(in->payload_len) != inner_len)
+		return DPVPN_DROP_BAD_INNER;
+	if (!dp_in_prefix6(in->src_addr, sa->rts6, sa->rts6_len) ||
+	    !dp_in_prefix6(in->dst_addr, sa->lts6, sa->lts6_len))
+		return DPVPN_DROP_POLICY_MISMATCH;
 	return DPVPN_DROP_MAX;
 }
 
@@ -149,9 +209,10 @@ static enum dpvpn_drop_reason
 decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint64_t seq)
 {
 	const uint8_t *ct = op->data;
-	uint8_t outer_tos = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->type_of_service;
+	uint8_t outer_tos = outer_tc(m);
 	uint8_t pad, nh;
 	uint16_t inner_len;
+	enum dpvpn_drop_reason why;
 
 	if (!op->ok)
 		return DPVPN_DROP_CRYPTO_ERROR;
@@ -167,11 +228,19 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	for (uint8_t i = 0; i < pad; i++)
 		if (ct[op->len - ESP_TRAILER_LEN - pad + i] != i + 1)
 			return DPVPN_DROP_BAD_PADDING;
-	if (nh != IPPROTO_IPIP)
+	if (nh != (sa->inner6 ? IPPROTO_IPV6 : IPPROTO_IPIP))
 		return DPVPN_DROP_BAD_NEXT_HDR;
 	inner_len = (uint16_t)(op->len - pad - ESP_TRAILER_LEN);
 	rte_pktmbuf_adj(m, (uint16_t)(op->data - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - inner_len));
+	if (sa->inner6) {
+		why = inner_check6(sa, m, inner_len);
+		if (why != DPVPN_DROP_MAX)
+			return why;
+		if (sa->limited && !sa_account(sa, inner_len))
+			return DPVPN_DROP_SA_EXPIRED;
+		return inner_rules6(rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *), outer_tos);
+	}
 	if (ip4_check(m) != DPVPN_DROP_MAX ||
 	    rte_be_to_cpu_16(rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->total_length) != inner_len)
 		return DPVPN_DROP_BAD_INNER;

@@ -30,10 +30,9 @@ outer_frag(const struct sa *sa, rte_be16_t inner_frag)
  */
 static void
 build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer,
-	    const struct rte_ipv4_hdr *inner, uint16_t total)
+	    uint8_t tos, rte_be16_t inner_frag, uint16_t total)
 {
-	uint8_t tos = inner->type_of_service;
-	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner->fragment_offset);
+	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner_frag);
 	uint32_t sum = sa->outer_sum + tos + total + id + frag;
 
 	sum = (sum & 0xffff) + (sum >> 16);
@@ -67,6 +66,18 @@ esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t 
 	op->aad_len = 12;
 }
 
+/* IPv6 outer header: traffic class copied as for IPv4, flow label 0. */
+static void
+build_outer6(const struct sa *sa, struct rte_ipv6_hdr *outer, uint8_t tc, uint16_t payload)
+{
+	outer->vtc_flow = rte_cpu_to_be_32(6u << 28 | (uint32_t)tc << 20);
+	outer->payload_len = rte_cpu_to_be_16(payload);
+	outer->proto = sa->udp ? IPPROTO_UDP : IPPROTO_ESP;
+	outer->hop_limits = ESP_OUTER_TTL;
+	memcpy(outer->src_addr, sa->local6, 16);
+	memcpy(outer->dst_addr, sa->remote6, 16);
+}
+
 void
 esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq)
 {
@@ -87,7 +98,10 @@ esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t 
 	op->auth_len += sizeof(hi);
 }
 
-/* RFC 3948 UDP header; checksum 0, as IPv4 allows.  Returns where ESP starts. */
+/*
+ * RFC 3948 UDP header; checksum 0, as IPv4 allows (over IPv6 it is filled in
+ * after encryption, natt6_checksum).  Returns where ESP starts.
+ */
 static uint8_t *
 natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
 {
@@ -101,8 +115,9 @@ natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
 }
 
 /*
- * Turn m (an inner IPv4 packet) into an ESP packet for sa with sequence
- * number seq, and describe the encryption in op.  DPVPN_DROP_MAX on success.
+ * Turn m (an inner IPv4 or IPv6 packet) into an ESP packet for sa (outer
+ * IPv4 or IPv6) with sequence number seq, and describe the encryption in op.
+ * DPVPN_DROP_MAX on success.
  */
 static enum dpvpn_drop_reason
 encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
@@ -110,14 +125,32 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & (sa->block - 1));
-	uint16_t prepend = (uint16_t)(sizeof(struct rte_ipv4_hdr) + (sa->udp ? NATT_HDR_LEN : 0) +
-				      ESP_HDR_LEN + sa->iv_len);
-	struct rte_ipv4_hdr *inner = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
-	uint8_t *tail, *hdr, *iv;
+	uint16_t outer_len = sa->outer6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
+	uint16_t prepend = (uint16_t)(outer_len + (sa->udp ? NATT_HDR_LEN : 0) + ESP_HDR_LEN +
+				      sa->iv_len);
+	uint8_t *inner = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *tail, *hdr, *iv, tc, nh;
+	rte_be16_t inner_frag;
 
 	if (seq > UINT32_MAX && !sa->esn)	/* never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
-	ip4_dec_ttl(inner);	/* select_sa checked that it does not expire */
+	/* select_sa checked that TTL / hop limit does not expire */
+	if (inner[0] >> 4 == 6) {
+		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
+
+		in6->hop_limits--;
+		tc = ip6_tc(in6);
+		nh = IPPROTO_IPV6;
+		/* IPv6 is never fragmented on the way: "copy" means DF set */
+		inner_frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+	} else {
+		struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
+
+		ip4_dec_ttl(in4);
+		tc = in4->type_of_service;
+		nh = IPPROTO_IPIP;
+		inner_frag = in4->fragment_offset;
+	}
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
@@ -127,13 +160,18 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	for (uint16_t i = 0; i < pad; i++)
 		tail[i] = (uint8_t)(i + 1);	/* RFC 4303 2.4 default padding */
 	tail[pad] = (uint8_t)pad;
-	tail[pad + 1] = IPPROTO_IPIP;
-	build_outer(w, sa, (struct rte_ipv4_hdr *)hdr, inner, rte_pktmbuf_data_len(m));
+	tail[pad + 1] = nh;
+	if (sa->outer6)
+		build_outer6(sa, (struct rte_ipv6_hdr *)hdr, tc,
+			     (uint16_t)(rte_pktmbuf_data_len(m) - outer_len));
+	else
+		build_outer(w, sa, (struct rte_ipv4_hdr *)hdr, tc, inner_frag,
+			    rte_pktmbuf_data_len(m));
 
-	uint8_t *esp = hdr + sizeof(struct rte_ipv4_hdr);
+	uint8_t *esp = hdr + outer_len;
 
 	if (sa->udp)
-		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - sizeof(struct rte_ipv4_hdr));
+		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - outer_len);
 	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
 
 	memcpy(esp, &spi, 4);
@@ -159,6 +197,17 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 		return DPVPN_DROP_CRYPTO_ERROR;
 	esp_hmac_span(op, sa, esp, seq);
 	return DPVPN_DROP_MAX;
+}
+
+/* UDP over IPv6 needs its checksum (RFC 8200 8.1), over the ciphertext. */
+static void
+natt6_checksum(struct rte_mbuf *m)
+{
+	struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *);
+	struct rte_udp_hdr *u = (struct rte_udp_hdr *)(ip + 1);
+
+	u->dgram_cksum = 0;
+	u->dgram_cksum = rte_ipv6_udptcp_cksum(ip, u);
 }
 
 /*
@@ -210,7 +259,10 @@ select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, ui
 		}
 		/* The gateway forwards the inner packet (RFC 4301 5.1.2): checked
 		 * before a sequence number is spent on it. */
-		if (rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->time_to_live <= 1) {
+		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
+		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
 			sa->stats[w_index].drop_other++;
 			dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
 			continue;
@@ -252,6 +304,8 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkt
 			dp_drop(st, pkts[i], DPVPN_DROP_CRYPTO_ERROR);
 			continue;
 		}
+		if (sas[i]->udp && sas[i]->outer6)
+			natt6_checksum(pkts[i]);
 		sas[i]->stats[w->index].packets++;
 		sas[i]->stats[w->index].bytes += lens[i];
 		pkts[good++] = pkts[i];

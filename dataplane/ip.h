@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ip.h - IPv4 header checks shared by the stages. */
+/* ip.h - IPv4 and IPv6 header checks shared by the stages. */
 #ifndef IP_H
 #define IP_H
 
@@ -34,6 +34,48 @@ ip4_check(struct rte_mbuf *m)
 		return DPVPN_DROP_BAD_IPV4;
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - total));
 	return DPVPN_DROP_MAX;
+}
+
+/*
+ * The IPv6 header at the start of m's data: version, and a payload length
+ * that the frame holds (m is trimmed to it).  DPVPN_DROP_MAX when sound.
+ */
+static inline enum dpvpn_drop_reason
+ip6_check(struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip;
+	uint32_t total;
+
+	if (rte_pktmbuf_data_len(m) < sizeof(*ip))
+		return DPVPN_DROP_BAD_IPV6;
+	ip = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
+	total = sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len);
+	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 || total > rte_pktmbuf_data_len(m))
+		return DPVPN_DROP_BAD_IPV6;
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - total));
+	return DPVPN_DROP_MAX;
+}
+
+/* The IPv6 traffic class (DSCP and ECN), and setting it. */
+static inline uint8_t
+ip6_tc(const struct rte_ipv6_hdr *ip)
+{
+	return (uint8_t)(rte_be_to_cpu_32(ip->vtc_flow) >> 20);
+}
+
+static inline void
+ip6_set_tc(struct rte_ipv6_hdr *ip, uint8_t tc)
+{
+	uint32_t v = rte_be_to_cpu_32(ip->vtc_flow);
+
+	ip->vtc_flow = rte_cpu_to_be_32((v & 0xf00fffff) | (uint32_t)tc << 20);
+}
+
+/* Is the IPv6 address multicast (ff00::/8)? */
+static inline bool
+ip6_is_multicast(const uint8_t *a)
+{
+	return a[0] == 0xff;
 }
 
 static inline bool

@@ -149,7 +149,7 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	snprintf(name, sizeof(name), "punt%u", index);
 	w->punt = rte_ring_create(name, DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "resolve%u", index);
-	w->resolve = rte_ring_create_elem(name, sizeof(uint64_t), DP_RESOLVE_RING, sock,
+	w->resolve = rte_ring_create_elem(name, sizeof(struct dp_resolve_req), DP_RESOLVE_RING, sock,
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "txq%u", index);
 	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);

@@ -14,17 +14,68 @@
 struct rte_lpm *route_lpm;
 struct route_nh route_nhs[ROUTE_MAX_NH];
 static unsigned int n_nh;
+struct rte_lpm6 *route_lpm6;
+struct route6_nh route6_nhs[ROUTE_MAX_NH];
+static unsigned int n_nh6;
 
 int
 route_init(void)
 {
 	struct rte_lpm_config c = { .max_rules = ROUTE_MAX, .number_tbl8s = 256 };
+	struct rte_lpm6_config c6 = { .max_rules = ROUTE_MAX, .number_tbl8s = 1024 };
 	struct rte_lpm_rcu_config rc = { .v = dp.rcu, .mode = RTE_LPM_QSBR_MODE_SYNC };
 
 	route_lpm = rte_lpm_create("dpvpn_routes", (int)rte_socket_id(), &c);
-	if (route_lpm == NULL)
+	route_lpm6 = rte_lpm6_create("dpvpn_routes6", (int)rte_socket_id(), &c6);
+	if (route_lpm == NULL || route_lpm6 == NULL)
 		return -ENOMEM;
 	return rte_lpm_rcu_qsbr_add(route_lpm, &rc);
+}
+
+static int
+nh6_index(uint16_t port, const uint8_t *gw)
+{
+	for (unsigned int i = 0; i < n_nh6; i++)
+		if (route6_nhs[i].port == port && route6_nhs[i].on_link == (gw == NULL) &&
+		    (gw == NULL || memcmp(route6_nhs[i].gw, gw, 16) == 0))
+			return (int)i;
+	if (n_nh6 == ROUTE_MAX_NH)
+		return -1;
+	route6_nhs[n_nh6] = (struct route6_nh){ .port = port, .on_link = gw == NULL };
+	if (gw != NULL)
+		memcpy(route6_nhs[n_nh6].gw, gw, 16);
+	rte_smp_wmb();
+	return (int)n_nh6++;
+}
+
+int
+route6_add(const uint8_t *prefix, uint8_t len, uint16_t port, const uint8_t *gw,
+	   char *eb, size_t elen)
+{
+	uint8_t net[16];
+	int nh, rc;
+
+	if (len > 128) {
+		snprintf(eb, elen, "route.dst.len: %u > 128", len);
+		return -EINVAL;
+	}
+	if (port >= dp.n_ports) {
+		snprintf(eb, elen, "route.port_id: %u: no such port", port);
+		return -ENODEV;
+	}
+	nh = nh6_index(port, gw);
+	if (nh < 0) {
+		snprintf(eb, elen, "route.gateway: next-hop table full (%u)", ROUTE_MAX_NH);
+		return -ENOSPC;
+	}
+	memcpy(net, prefix, 16);
+	dp_mask6(net, len);
+	rc = rte_lpm6_add(route_lpm6, net, len, (uint32_t)nh);
+	if (rc < 0) {
+		snprintf(eb, elen, "route: IPv6 table full (%d)", rc);
+		return rc;
+	}
+	return 0;
 }
 
 static int
@@ -73,10 +124,20 @@ static struct rte_hash *neigh_hash;
 static struct neigh neighs[NEIGH_MAX];
 static unsigned int n_neigh;
 
-static uint64_t
-neigh_key(uint16_t port, uint32_t addr)
+struct neigh_key {
+	uint16_t port;
+	uint8_t family;
+	uint8_t zero;
+	uint8_t addr[16];
+};
+
+static struct neigh_key
+neigh_key(uint16_t port, uint8_t family, const void *addr)
 {
-	return (uint64_t)port << 32 | addr;
+	struct neigh_key k = { .port = port, .family = family };
+
+	memcpy(k.addr, addr, family == DPVPN_AF_INET6 ? 16 : 4);
+	return k;
 }
 
 int
@@ -85,7 +146,7 @@ neigh_init(void)
 	struct rte_hash_parameters p = {
 		.name = "dpvpn_neigh",
 		.entries = NEIGH_MAX,
-		.key_len = sizeof(uint64_t),
+		.key_len = sizeof(struct neigh_key),
 		.hash_func = rte_hash_crc,	/* one crc32 instruction */
 		.socket_id = (int)rte_socket_id(),
 		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
@@ -96,9 +157,9 @@ neigh_init(void)
 }
 
 struct neigh *
-neigh_get(uint16_t port, uint32_t addr, bool create)
+neigh_get(uint16_t port, uint8_t family, const void *addr, bool create)
 {
-	uint64_t key = neigh_key(port, addr);
+	struct neigh_key key = neigh_key(port, family, addr);
 	struct neigh *n;
 
 	if (rte_hash_lookup_data(neigh_hash, &key, (void **)&n) >= 0)
@@ -107,7 +168,8 @@ neigh_get(uint16_t port, uint32_t addr, bool create)
 		return NULL;
 	/* Entries are never freed, so a worker can never see a stale one. */
 	n = &neighs[n_neigh];
-	n->addr = addr;
+	memcpy(n->addr, key.addr, sizeof(n->addr));
+	n->family = family;
 	n->port = port;
 	if (rte_hash_add_key_data(neigh_hash, &key, n) < 0)
 		return NULL;
@@ -125,9 +187,10 @@ mac_to_u64(const struct rte_ether_addr *mac)
 }
 
 int
-neigh_set(uint16_t port, uint32_t addr, const struct rte_ether_addr *mac, bool is_static)
+neigh_set(uint16_t port, uint8_t family, const void *addr, const struct rte_ether_addr *mac,
+	  bool is_static)
 {
-	struct neigh *n = neigh_get(port, addr, true);
+	struct neigh *n = neigh_get(port, family, addr, true);
 
 	if (n == NULL)
 		return -ENOSPC;
@@ -140,9 +203,10 @@ neigh_set(uint16_t port, uint32_t addr, const struct rte_ether_addr *mac, bool i
 }
 
 bool
-neigh_lookup(uint16_t port, uint32_t addr, struct rte_ether_addr *mac)
+neigh_lookup(uint16_t port, uint8_t family, const void *addr, struct rte_ether_addr *mac)
 {
-	uint64_t key = neigh_key(port, addr), v;
+	struct neigh_key key = neigh_key(port, family, addr);
+	uint64_t v;
 	struct neigh *n;
 
 	if (rte_hash_lookup_data(neigh_hash, &key, (void **)&n) < 0)

@@ -71,6 +71,14 @@ fail(char *errbuf, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
+static bool
+addr6_zero(const uint8_t *a)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a, zero, 16) == 0;
+}
+
 static int
 check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 {
@@ -108,10 +116,21 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 			    "this SA", c->seq_start);
 	if ((c->udp_local == 0) != (c->udp_remote == 0))
 		return fail(eb, len, -EINVAL, "sa.udp_local/udp_remote: both set or both 0");
-	if (c->local_ts.len > 32 || c->remote_ts.len > 32)
-		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u > 32",
-			    RTE_MAX(c->local_ts.len, c->remote_ts.len));
-	if (c->local == 0 || c->remote == 0)
+	if ((c->local.family != DPVPN_AF_INET && c->local.family != DPVPN_AF_INET6) ||
+	    c->remote.family != c->local.family)
+		return fail(eb, len, -EINVAL, "sa.local/remote: families %u and %u are not both "
+			    "4 or both 6", c->local.family, c->remote.family);
+	if ((c->local_ts.family != DPVPN_AF_INET && c->local_ts.family != DPVPN_AF_INET6) ||
+	    c->remote_ts.family != c->local_ts.family)
+		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: families %u and %u are not "
+			    "both 4 or both 6", c->local_ts.family, c->remote_ts.family);
+	if (RTE_MAX(c->local_ts.len, c->remote_ts.len) >
+	    (c->local_ts.family == DPVPN_AF_INET ? 32 : 128))
+		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u is too "
+			    "long for IPv%u", RTE_MAX(c->local_ts.len, c->remote_ts.len),
+			    c->local_ts.family);
+	if (c->local.family == DPVPN_AF_INET ? (c->local.v4 == 0 || c->remote.v4 == 0) :
+	    (addr6_zero(c->local.v6) || addr6_zero(c->remote.v6)))
 		return fail(eb, len, -EINVAL, "sa.local/remote: address is unset");
 	if (memchr(c->name, '\0', sizeof(c->name)) == NULL)
 		return fail(eb, len, -EINVAL, "sa.name: not NUL-terminated within %u bytes",
@@ -138,12 +157,28 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa->alg = c->alg;
 	sa->slot = slot;
 	memcpy(&sa->salt, c->salt, sizeof(sa->salt));
-	sa->local = c->local;
-	sa->remote = c->remote;
-	sa->local_mask = dp_mask(c->local_ts.len);
-	sa->local_net = c->local_ts.addr & sa->local_mask;
-	sa->remote_mask = dp_mask(c->remote_ts.len);
-	sa->remote_net = c->remote_ts.addr & sa->remote_mask;
+	sa->outer6 = c->local.family == DPVPN_AF_INET6;
+	if (sa->outer6) {
+		memcpy(sa->local6, c->local.v6, 16);
+		memcpy(sa->remote6, c->remote.v6, 16);
+	} else {
+		sa->local = c->local.v4;
+		sa->remote = c->remote.v4;
+	}
+	sa->inner6 = c->local_ts.family == DPVPN_AF_INET6;
+	if (sa->inner6) {
+		memcpy(sa->lts6, c->local_ts.v6, 16);
+		dp_mask6(sa->lts6, c->local_ts.len);
+		sa->lts6_len = c->local_ts.len;
+		memcpy(sa->rts6, c->remote_ts.v6, 16);
+		dp_mask6(sa->rts6, c->remote_ts.len);
+		sa->rts6_len = c->remote_ts.len;
+	} else {
+		sa->local_mask = dp_mask(c->local_ts.len);
+		sa->local_net = c->local_ts.v4 & sa->local_mask;
+		sa->remote_mask = dp_mask(c->remote_ts.len);
+		sa->remote_net = c->remote_ts.v4 & sa->remote_mask;
+	}
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window);
 	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
@@ -303,8 +338,8 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->alg = sa->alg;
 	info->df = sa->df;
 	info->replay_window = sa->cfg.replay_window;
-	info->local = sa->local;
-	info->remote = sa->remote;
+	info->local = sa->cfg.local;
+	info->remote = sa->cfg.remote;
 	info->udp_local = rte_be_to_cpu_16(sa->udp_local);
 	info->udp_remote = rte_be_to_cpu_16(sa->udp_remote);
 	info->esn = sa->esn;

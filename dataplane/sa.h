@@ -42,9 +42,11 @@ struct sa {
 	uint32_t slot;		/* index in the slot table; policies hold it */
 	uint32_t pos;		/* index in the dense list of installed SAs */
 	uint32_t salt;		/* RFC 4106 salt, as bytes */
-	uint32_t local, remote;	/* outer addresses, network order */
-	uint32_t local_net, local_mask;		/* inner selectors */
+	uint32_t local, remote;	/* outer IPv4 addresses, network order */
+	uint32_t local_net, local_mask;		/* inner IPv4 selectors */
 	uint32_t remote_net, remote_mask;
+	uint8_t outer6;		/* the outer header is IPv6 (local6/remote6) */
+	uint8_t inner6;		/* the selectors, so inner packets, are IPv6 */
 	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
 	uint8_t df;		/* out: enum dpvpn_df */
 	uint8_t udp;		/* RFC 3948 UDP encapsulation */
@@ -54,7 +56,10 @@ struct sa {
 	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
 	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */
 	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
-	/* second line: written per packet */
+	uint8_t local6[16], remote6[16];	/* outer IPv6 addresses */
+	uint8_t lts6[16], rts6[16];		/* inner IPv6 selectors, host bits zero */
+	uint8_t lts6_len, rts6_len;
+	/* written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	uint64_t used_packets, used_bytes;	/* only when limited (atomic) */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */

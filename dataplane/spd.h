@@ -22,6 +22,7 @@
 #include "dpvpn_proto.h"
 
 #define SPD_MAX_PRIORITY	8000000	/* fits rte_acl's priority range */
+#define SPD_MAX_PRIORITY6	2000000	/* IPv6: longer prefixes need a wider scale */
 
 struct spd;
 
@@ -36,7 +37,7 @@ void spd_force_acl(bool on);
 
 /* Fast path (worker, inside an RCU read section). */
 const struct spd *spd_get(void);
-/* For each of n IPv4 headers, the SA slot of the first matching policy, or -1. */
+/* For each of n IPv4 or IPv6 headers, the SA slot of the first matching policy, or -1. */
 void spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint32_t n);
 
 unsigned int spd_count(void);

@@ -43,6 +43,10 @@ static const uint8_t key128[16] = "0123456789abcdef";
 static const uint8_t salt[4] = { 0xca, 0xfe, 0xba, 0xbe };
 #define SPI	RTE_BE32(0x1001)
 
+#define V4ADDR(a)	((struct dpvpn_addr){ .family = DPVPN_AF_INET, .v4 = RTE_BE32(a) })
+#define V4PFX(a, l)	((struct dpvpn_prefix){ .family = DPVPN_AF_INET, .len = (l), \
+					.v4 = RTE_BE32(a) })
+
 static void
 sa_cfg(struct dpvpn_sa_cfg *c, uint8_t dir)
 {
@@ -57,12 +61,10 @@ sa_cfg(struct dpvpn_sa_cfg *c, uint8_t dir)
 	memcpy(c->key, key128, 16);
 	memcpy(c->salt, salt, 4);
 	/* The outbound SA is gateway A's; the inbound one is gateway B's view. */
-	c->local = RTE_BE32(out ? RTE_IPV4(198, 19, 0, 1) : RTE_IPV4(198, 19, 0, 2));
-	c->remote = RTE_BE32(out ? RTE_IPV4(198, 19, 0, 2) : RTE_IPV4(198, 19, 0, 1));
-	c->local_ts = (struct dpvpn_prefix){ RTE_BE32(out ? RTE_IPV4(198, 18, 1, 0) :
-						      RTE_IPV4(198, 18, 2, 0)), 24 };
-	c->remote_ts = (struct dpvpn_prefix){ RTE_BE32(out ? RTE_IPV4(198, 18, 2, 0) :
-						       RTE_IPV4(198, 18, 1, 0)), 24 };
+	c->local = V4ADDR(out ? RTE_IPV4(198, 19, 0, 1) : RTE_IPV4(198, 19, 0, 2));
+	c->remote = V4ADDR(out ? RTE_IPV4(198, 19, 0, 2) : RTE_IPV4(198, 19, 0, 1));
+	c->local_ts = V4PFX(out ? RTE_IPV4(198, 18, 1, 0) : RTE_IPV4(198, 18, 2, 0), 24);
+	c->remote_ts = V4PFX(out ? RTE_IPV4(198, 18, 2, 0) : RTE_IPV4(198, 18, 1, 0), 24);
 	snprintf(c->name, sizeof(c->name), "test");
 }
 
@@ -73,8 +75,8 @@ setup(void **state)
 	char *argv[] = { "test_esp", "--no-huge", "-m", "128", "--no-pci", "-l", "0",
 			 "--log-level", "lib.*:error", "--file-prefix", prefix };
 	struct dpvpn_sa_cfg c;
-	struct dpvpn_policy p = { .src = { RTE_BE32(RTE_IPV4(198, 18, 1, 0)), 24 },
-				  .dst = { RTE_BE32(RTE_IPV4(198, 18, 2, 0)), 24 },
+	struct dpvpn_policy p = { .src = V4PFX(RTE_IPV4(198, 18, 1, 0), 24),
+				  .dst = V4PFX(RTE_IPV4(198, 18, 2, 0), 24),
 				  .spi = SPI };
 	char err[256];
 
@@ -284,8 +286,8 @@ test_policy_mismatch(void **state)
 {
 	/* A packet from outside the peer's selectors, sealed under the SA. */
 	struct rte_mbuf *m = inner_packet(60, RTE_BE32(RTE_IPV4(203, 0, 113, 9)), HOST_B);
-	struct dpvpn_policy p = { .src = { RTE_BE32(RTE_IPV4(203, 0, 113, 0)), 24 },
-				  .dst = { RTE_BE32(RTE_IPV4(198, 18, 2, 0)), 24 },
+	struct dpvpn_policy p = { .src = V4PFX(RTE_IPV4(203, 0, 113, 0), 24),
+				  .dst = V4PFX(RTE_IPV4(198, 18, 2, 0), 24),
 				  .spi = SPI };
 	char err[256];
 
@@ -417,8 +419,9 @@ add_policy(const char *src, uint8_t sl, const char *dst, uint8_t dl, uint32_t sp
 				  .spi = rte_cpu_to_be_32(spi) };
 	char err[256];
 
-	inet_pton(AF_INET, src, &p.src.addr);
-	inet_pton(AF_INET, dst, &p.dst.addr);
+	p.src.family = p.dst.family = DPVPN_AF_INET;
+	inet_pton(AF_INET, src, &p.src.v4);
+	inet_pton(AF_INET, dst, &p.dst.v4);
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
 }
 
@@ -558,7 +561,7 @@ test_known_answer_packets(void **state)
 		ip->version_ihl = RTE_IPV4_VHL_DEF;
 		ip->total_length = rte_cpu_to_be_16(rte_pktmbuf_data_len(m));
 		ip->next_proto_id = IPPROTO_ESP;
-		ip->src_addr = c.remote;
+		ip->src_addr = c.remote.v4;
 		ip->dst_addr = peer_port.addr;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		p = (uint8_t *)(ip + 1);

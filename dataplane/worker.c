@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker.c - the poll loop of a worker lcore: RX burst -> classify -> ESP
- * encap (inside ports) or decap (outside ports) -> route -> buffered TX.
- * Nothing here allocates, locks, logs or makes a system call per packet; ARP
- * goes to the main lcore over a ring.
+ * encap (inside ports) or decap (outside ports) -> route -> buffered TX, for
+ * IPv4 and IPv6 alike.  Nothing here allocates, locks, logs or makes a system
+ * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring.
  */
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -29,10 +29,56 @@ mac_ok(const struct dp_port *port, const struct rte_ether_addr *dst)
 {
 	if (rte_is_broadcast_ether_addr(dst))
 		return true;
+	/* IPv6 multicast (33:33:...), for Neighbour Discovery */
+	if (port->has6 && dst->addr_bytes[0] == 0x33 && dst->addr_bytes[1] == 0x33)
+		return true;
 	return rte_is_same_ether_addr(dst, &port->mac);
 }
 
-/* Keep IPv4 packets (Ethernet header stripped); punt ARP; drop the rest. */
+static bool
+punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *m)
+{
+	m->port = port->id;
+	if (rte_ring_enqueue(w->punt, m) != 0)
+		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+	return false;
+}
+
+/*
+ * An IPv6 packet (Ethernet header still on): Neighbour Solicitations and
+ * Advertisements go to the main lcore; other multicast is not forwarded;
+ * the rest is kept with its Ethernet header stripped (true).
+ */
+static bool
+classify6(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	  struct rte_mbuf *m)
+{
+	const struct rte_ipv6_hdr *ip;
+	enum dpvpn_drop_reason why;
+
+	rte_pktmbuf_adj(m, sizeof(struct rte_ether_hdr));
+	why = ip6_check(m);
+	if (why != DPVPN_DROP_MAX) {
+		dp_drop(st, m, why);
+		return false;
+	}
+	ip = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
+	if (ip->proto == IPPROTO_ICMPV6 && rte_pktmbuf_data_len(m) > sizeof(*ip)) {
+		uint8_t type = *(const uint8_t *)(ip + 1);
+
+		if (type == 135 || type == 136) {	/* NS, NA */
+			rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+			return punt(w, st, port, m);
+		}
+	}
+	if (ip6_is_multicast(ip->dst_addr)) {
+		dp_drop(st, m, DPVPN_DROP_TO_SELF);	/* MLD, router solicitations, ... */
+		return false;
+	}
+	return true;
+}
+
+/* Keep IPv4 and IPv6 packets (Ethernet header stripped); punt ARP and ND; drop the rest. */
 static uint16_t
 classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	 struct rte_mbuf **pkts, uint16_t n)
@@ -57,9 +103,12 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			continue;
 		}
 		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
-			m->port = port->id;
-			if (rte_ring_enqueue(w->punt, m) != 0)
-				dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+			punt(w, st, port, m);
+			continue;
+		}
+		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
+			if (classify6(w, st, port, m))
+				pkts[k++] = m;
 			continue;
 		}
 		if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
@@ -78,10 +127,11 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 }
 
 static void
-ask_resolve(struct dp_worker *w, uint16_t port, uint32_t addr)
+ask_resolve(struct dp_worker *w, uint16_t port, uint8_t family, const void *addr)
 {
-	uint64_t req = (uint64_t)port << 32 | addr;
+	struct dp_resolve_req req = { .port = port, .family = family };
 
+	memcpy(req.addr, addr, family == DPVPN_AF_INET6 ? 16 : 4);
 	/* Best effort: if the ring is full the main lcore is busy resolving. */
 	(void)rte_ring_enqueue_elem(w->resolve, &req, sizeof(req));
 }
@@ -93,54 +143,89 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint32_t addr)
  */
 struct nh_cache {
 	uint16_t port;
-	uint32_t next;		/* 0: empty */
+	uint8_t family;		/* 0: empty */
+	uint8_t addr[16];
 	struct rte_ether_addr mac;
 };
 
 static bool
-resolve_cached(struct nh_cache *c, uint16_t port, uint32_t next, struct rte_ether_addr *mac)
+resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *next,
+	       struct rte_ether_addr *mac)
 {
-	if (c->next == next && c->port == port && next != 0) {
+	size_t len = family == DPVPN_AF_INET6 ? 16 : 4;
+
+	if (c->family == family && c->port == port && memcmp(c->addr, next, len) == 0) {
 		*mac = c->mac;
 		return true;
 	}
-	if (!neigh_lookup(port, next, mac))
+	if (!neigh_lookup(port, family, next, mac))
 		return false;
-	*c = (struct nh_cache){ .port = port, .next = next, .mac = *mac };
+	c->port = port;
+	c->family = family;
+	memcpy(c->addr, next, len);
+	c->mac = *mac;
 	return true;
 }
 
-/* Route, resolve and queue IPv4 packets for transmission. */
+/* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
 static void
-tx_ipv4(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+tx_ip(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct nh_cache cache = { .next = 0 };
+	struct nh_cache cache = { .family = 0 };
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		uint32_t dst = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->dst_addr, next;
+		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+		bool v6 = ip[0] >> 4 == 6;
+		uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
 		struct rte_ether_hdr *eth;
+		const void *next;
+		uint32_t next4;
 		uint16_t port;
 
-		if (!route_lookup(dst, &port, &next)) {
-			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
-			continue;
+		if (v6) {
+			const uint8_t *next6;
+
+			if (!route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port,
+					   &next6)) {
+				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+				continue;
+			}
+			next = next6;
+		} else {
+			if (!route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port,
+					  &next4)) {
+				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+				continue;
+			}
+			next = &next4;
 		}
 		eth = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eth));
 		if (eth == NULL) {
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
 			continue;
 		}
-		if (!resolve_cached(&cache, port, next, &eth->dst_addr)) {
-			ask_resolve(w, port, next);
+		if (!resolve_cached(&cache, port, family, next, &eth->dst_addr)) {
+			ask_resolve(w, port, family, next);
 			dp_drop(st, m, DPVPN_DROP_NO_NEIGH);
 			continue;
 		}
 		eth->src_addr = dp.ports[port].mac;
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
 		st->tx++;
 		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
 	}
+}
+
+static bool
+to_self(const struct dp_port *port, const struct rte_mbuf *m)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	if (ip[0] >> 4 == 6)
+		return port->has6 &&
+		       memcmp(((const struct rte_ipv6_hdr *)ip)->dst_addr, port->addr6, 16) == 0;
+	return ((const struct rte_ipv4_hdr *)ip)->dst_addr == port->addr;
 }
 
 /* Cleartext for the gateway itself is not tunnelled (no local stack yet). */
@@ -151,7 +236,7 @@ drop_to_self(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *
 	uint16_t k = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
-		if (rte_pktmbuf_mtod(pkts[i], struct rte_ipv4_hdr *)->dst_addr == port->addr)
+		if (to_self(port, pkts[i]))
 			dp_drop(st, pkts[i], DPVPN_DROP_TO_SELF);
 		else
 			pkts[k++] = pkts[i];
@@ -173,7 +258,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	tx_ipv4(w, st, pkts, n);
+	tx_ip(w, st, pkts, n);
 }
 
 /* Frames the main lcore built (ARP) go out on this worker's queues. */

@@ -17,14 +17,16 @@
  * the peer's credentials (SO_PEERCRED: root or its own uid), the datagram size
  * against hdr.len, and hdr.len against the exact payload size of the type
  * before reading a single field.  Integers are host byte order (both processes
- * run on one machine) except IPv4 addresses and SPIs, which are network order
- * as on the wire.  Reserved fields must be zero.
+ * run on one machine) except IP addresses and SPIs, which are network order
+ * as on the wire.  Addresses carry their family (struct dpvpn_addr,
+ * struct dpvpn_prefix: 4 or 6).  Reserved fields must be zero.
  *
  * Messages (request payload -> reply payload):
  *   HELLO          -                         -> struct dpvpn_status
- *   PORT_SET       struct dpvpn_port_cfg     -> -   role and address of a port;
- *                                                   adds the connected route
- *   NEIGH_ADD      struct dpvpn_neigh        -> -   static neighbour (ARP) entry
+ *   PORT_SET       struct dpvpn_port_cfg     -> -   role and addresses (IPv4 and/or
+ *                                                   IPv6) of a port; adds the
+ *                                                   connected routes
+ *   NEIGH_ADD      struct dpvpn_neigh        -> -   static neighbour (ARP / ND) entry
  *   ROUTE_ADD      struct dpvpn_route        -> -
  *   SA_ADD         struct dpvpn_sa_cfg       -> -   keys expanded once here;
  *                                                   both sides wipe the message
@@ -53,7 +55,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	4
+#define DPVPN_PROTO_VERSION	5
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -147,31 +149,51 @@ struct dpvpn_status {
 	char crypto_lib[DPVPN_NAME_LEN];	/* "intel-ipsec-mb 1.3.0 avx2" */
 };
 
+/* Address families, as the IP version field says. */
+#define DPVPN_AF_INET	4
+#define DPVPN_AF_INET6	6
+
+/* An IPv4 or IPv6 address, network order; family 0: none. */
+struct dpvpn_addr {
+	uint8_t family;		/* DPVPN_AF_INET, DPVPN_AF_INET6 or 0 */
+	uint8_t reserved[3];
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	};
+};
+
+/* A prefix: address (host bits zero) and length (0..32 or 0..128). */
+struct dpvpn_prefix {
+	uint8_t family;		/* DPVPN_AF_INET, DPVPN_AF_INET6 or 0 (none) */
+	uint8_t len;
+	uint8_t reserved[2];
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	};
+};
+
 struct dpvpn_port_cfg {
 	uint16_t port_id;	/* DPDK port id */
 	uint8_t role;		/* enum dpvpn_port_role */
-	uint8_t prefix_len;	/* 0..32; 0 with addr 0 = no address */
-	uint32_t addr;		/* network order */
+	uint8_t reserved;
+	struct dpvpn_prefix addr4;	/* the port's IPv4 address/len; family 0: none */
+	struct dpvpn_prefix addr6;	/* the port's IPv6 address/len; family 0: none */
 };
 
 struct dpvpn_neigh {
 	uint16_t port_id;
 	uint8_t mac[6];
-	uint32_t addr;		/* network order */
+	struct dpvpn_addr addr;	/* IPv4 (ARP) or IPv6 (Neighbour Discovery) */
 };
 
 struct dpvpn_route {
-	uint32_t prefix;	/* network order */
-	uint8_t prefix_len;
-	uint8_t reserved;
+	struct dpvpn_prefix dst;
 	uint16_t port_id;
-	uint32_t gateway;	/* network order, 0 = destination is on-link */
-};
-
-struct dpvpn_prefix {
-	uint32_t addr;		/* network order */
-	uint8_t len;
-	uint8_t reserved[3];
+	uint8_t reserved[2];
+	struct dpvpn_addr gateway;	/* family 0: the destination is on-link;
+					 * else the same family as dst */
 };
 
 struct dpvpn_sa_cfg {
@@ -182,8 +204,9 @@ struct dpvpn_sa_cfg {
 	uint8_t df;		/* outbound: enum dpvpn_df, the outer header's DF */
 	uint32_t replay_window;	/* inbound: 64..DPVPN_REPLAY_WIN_MAX, power of 2;
 				 * 0 = anti-replay off (benchmarks only) */
-	uint32_t local;		/* outer source (out) / destination (in) */
-	uint32_t remote;	/* outer destination (out) / source (in) */
+	struct dpvpn_addr local;	/* outer source (out) / destination (in) */
+	struct dpvpn_addr remote;	/* outer destination (out) / source (in);
+					 * same family as local */
 	uint16_t udp_local;	/* UDP encapsulation (RFC 3948): our port, host order; */
 	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
 	uint8_t esn;		/* 1: 64-bit extended sequence numbers (RFC 4303 2.2.1) */
@@ -196,8 +219,9 @@ struct dpvpn_sa_cfg {
 	uint32_t life_seconds[2];	/* since the SA was installed */
 	uint64_t seq_start;	/* outbound: numbers up to this one count as used;
 				 * the first packet gets seq_start + 1 */
-	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway */
-	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer */
+	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway; */
+	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer: same family,
+					 * either family whatever the outer one is */
 	char name[DPVPN_NAME_LEN];
 	uint8_t key[DPVPN_KEY_MAX];	/* secret: wiped after use */
 	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use (AEAD only) */
@@ -212,7 +236,7 @@ struct dpvpn_sa_id {
 
 struct dpvpn_policy {
 	struct dpvpn_prefix src;	/* inner source */
-	struct dpvpn_prefix dst;	/* inner destination */
+	struct dpvpn_prefix dst;	/* inner destination, same family as src */
 	uint32_t spi;		/* outbound SA it selects, network order */
 	uint32_t priority;	/* lower wins; equal: longer prefixes win */
 };
@@ -229,8 +253,8 @@ struct dpvpn_dump_hdr {
 struct dpvpn_port_info {
 	uint16_t port_id;
 	uint8_t role;
-	uint8_t prefix_len;
-	uint32_t addr;
+	uint8_t reserved0;
+	struct dpvpn_prefix addr4, addr6;	/* family 0: none */
 	uint8_t mac[6];
 	uint8_t link_up;
 	uint8_t reserved;
@@ -246,7 +270,7 @@ struct dpvpn_sa_info {
 	uint8_t df;
 	uint8_t reserved;
 	uint32_t replay_window;
-	uint32_t local, remote;
+	struct dpvpn_addr local, remote;
 	uint16_t udp_local, udp_remote;	/* 0: plain ESP */
 	uint8_t esn;
 	uint8_t life_state;	/* enum dpvpn_life */
@@ -269,10 +293,10 @@ struct dpvpn_sa_info {
 #define DPVPN_DROP_REASONS(X) \
 	X(NO_ROLE,	"no-role",	"packet on a port with no role") \
 	X(WRONG_MAC,	"wrong-mac",	"unicast frame for another MAC address") \
-	X(NOT_IP,	"not-ip",	"ethertype is neither IPv4 nor ARP") \
+	X(NOT_IP,	"not-ip",	"ethertype is not IPv4, IPv6 or ARP") \
 	X(BAD_ARP,	"bad-arp",	"malformed or foreign ARP packet") \
 	X(BAD_IPV4,	"bad-ipv4",	"malformed IPv4 header or length") \
-	X(FRAGMENT,	"fragment",	"IPv4 fragment (no reassembly yet)") \
+	X(FRAGMENT,	"fragment",	"IP fragment (no reassembly yet)") \
 	X(MULTISEG,	"multiseg",	"multi-segment packet (no jumbo support yet)") \
 	X(TO_SELF,	"to-self",	"cleartext packet addressed to the gateway") \
 	X(NO_POLICY,	"no-policy",	"no outbound policy matches the packet") \
@@ -287,7 +311,7 @@ struct dpvpn_sa_info {
 	X(BAD_LENGTH,	"bad-length",	"ciphertext length is not a multiple of the block") \
 	X(BAD_ICV,	"bad-icv",	"integrity check failed") \
 	X(BAD_PADDING,	"bad-padding",	"ESP padding bytes or length invalid") \
-	X(BAD_NEXT_HDR,	"bad-next-header", "inner protocol is not IPv4") \
+	X(BAD_NEXT_HDR,	"bad-next-header", "ESP next header is not the SA's inner IP version") \
 	X(BAD_INNER,	"bad-inner",	"decrypted inner packet is malformed") \
 	X(POLICY_MISMATCH, "policy-mismatch", "inner addresses outside the SA's selectors") \
 	X(NO_ROUTE,	"no-route",	"no route to the destination") \
@@ -299,8 +323,10 @@ struct dpvpn_sa_info {
 	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)") \
 	X(NATT_KEEPALIVE, "natt-keepalive", "NAT-T keepalive (RFC 3948), counted and dropped") \
 	X(IKE,		"ike",		"IKE on the NAT-T port: no IKE daemon yet") \
-	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, unlike its SA") \
-	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime")
+	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, or over another IP version, unlike its SA") \
+	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime") \
+	X(BAD_IPV6,	"bad-ipv6",	"malformed IPv6 header or length") \
+	X(BAD_ND,	"bad-nd",	"malformed or foreign Neighbour Discovery packet")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

@@ -162,10 +162,13 @@ class Gateway:
 class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
-    def __init__(self, extra_a=""):
+    def __init__(self, extra_a="", ipv6=False):
         """extra_a: lines appended to gateway A's config, i.e. to its last
-        section, [tunnel to-b] (e.g. lifetimes)."""
+        section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
+        (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
+        the gateways tunnel over IPv6 (IPv4 4o6, IPv6 6o6)."""
         self.extra_a = extra_a
+        self.ipv6 = ipv6
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
         # logs, sockets, captures; kept after close() if DPVPN_KEEP_LAB is set
@@ -195,7 +198,12 @@ class Lab:
         """No offloads (DPDK sees full frames with real checksums), no IPv6 chatter."""
         self.ns(ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
                 "gro", "off", check=False)
-        self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        off = "0" if self.ipv6 and ns != self.ns_gw else "1"
+        self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6={off}", check=False)
+        if off == "0":      # no DAD delay, no router solicitations
+            self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.accept_dad=0", check=False)
+            self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.router_solicitations=0",
+                    check=False)
 
     def _net(self):
         for n in (self.ns_a, self.ns_b, self.ns_gw):
@@ -217,18 +225,23 @@ class Lab:
             self.ip(ns, "link", "set", "eth0", "mtu", str(HOST_MTU), "up")
             self.ip(ns, "addr", "add", f"198.18.{net}.2/24", "dev", "eth0")
             self.ip(ns, "route", "add", "default", "via", f"198.18.{net}.1")
+            if self.ipv6:
+                self.ip(ns, "addr", "add", f"2001:db8:18:{net}::2/64", "dev", "eth0",
+                        "nodad")
+                self.ip(ns, "-6", "route", "add", "default", "via", f"2001:db8:18:{net}::1")
 
     def _gateways(self):
         # qdisc_bypass=0 on the gateway link: frames the dataplanes send pass
         # the kernel's taps, so tcpdump on gwa-out sees both directions.
         # Two workers on two vCPUs: A's worker on CPU 0, B's on CPU 1, and
         # both main lcores on the other; idle back-off lets them share.
-        a = Gateway("gw-a", os.path.join(CONFIGS, "lab-a.conf"),
+        conf = "lab6-{}.conf" if self.ipv6 else "lab-{}.conf"
+        a = Gateway("gw-a", os.path.join(CONFIGS, conf.format("a")),
                     ["net_af_packet0,iface=gwa-in", "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
                     self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
                     extra_config=self.extra_a)
         self.gws.append(a)
-        b = Gateway("gw-b", os.path.join(CONFIGS, "lab-b.conf"),
+        b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     ["net_af_packet0,iface=gwb-in", "net_af_packet1,iface=gwb-out,qdisc_bypass=0"],
                     self.workdir, ["-l", "0-1", "--main-lcore", "0"], self.ns_gw)
         self.gws.append(b)
@@ -241,16 +254,16 @@ class Lab:
         self.procs.append(p)
         return p
 
-    def ping(self, count=5, timeout=15):
-        return self.ns(self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "2",
-                       "198.18.2.2", check=False, timeout=timeout)
+    def ping(self, count=5, timeout=15, dst="198.18.2.2", ns=None):
+        return self.ns(ns or self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "2",
+                       dst, check=False, timeout=timeout)
 
-    def iperf(self, seconds=10):
+    def iperf(self, seconds=10, dst="198.18.2.2"):
         """iperf3 from host A to host B; returns the parsed JSON report."""
-        srv = self.bg("iperf3-server", self.ns_b, "iperf3", "-s", "-1", "-B", "198.18.2.2")
+        srv = self.bg("iperf3-server", self.ns_b, "iperf3", "-s", "-1", "-B", dst)
         wait_for(lambda: self.ns(self.ns_b, "ss", "-ltn", check=False).stdout.count(":5201") > 0,
                  10, "iperf3 server")
-        r = self.ns(self.ns_a, "iperf3", "-c", "198.18.2.2", "-t", str(seconds), "-J",
+        r = self.ns(self.ns_a, "iperf3", "-c", dst, "-t", str(seconds), "-J",
                     check=False, timeout=seconds + 30)
         srv.stop()
         if r.returncode != 0:

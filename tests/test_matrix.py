@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The scapy oracle matrix: every cipher x {plain ESP, UDP-encapsulated} x
-{ESN off, ESN on across 2^32}, both directions, in one run of the real
-dataplane (net_pcap ports, configured by the real dpvpnd).
+"""The scapy oracle matrix: every cipher x {4o4, 6o6, 4o6, 6o4} x {plain
+ESP, UDP-encapsulated} x {ESN off, ESN on across 2^32}, both directions, in
+one run of the real dataplane (net_pcap ports, configured by the real dpvpnd).
 
 Each combination is its own tunnel with its own random keys, SPIs and inner
-prefixes (10.K.1.0/24 behind us, 10.K.2.0/24 behind the peer), so one
-dataplane carries all of them at once and a packet that went through the
-wrong SA would not verify.  Outbound: clear packets for every tunnel go in on
+prefixes (10.K.1.0/24 or fd00:K:1::/64 behind us, 10.K.2.0/24 or
+fd00:K:2::/64 behind the peer), so one dataplane carries all of them at once
+(64 IPv4 and 64 IPv6 policies: both rte_acl classifiers) and a packet that
+went through the wrong SA would not verify.  Outbound: clear packets for every tunnel go in on
 the inside port; each ESP packet that comes out is opened by the independent
 peer (tests/esp_oracle.py).  Inbound: the peer seals packets for every
 tunnel; what comes out of the inside port must be the inner packets, TTL
@@ -15,11 +16,16 @@ one less.  ESN tunnels start their outbound counter just below 2^32
 starts there as well and must stop at 2^32 - 1 (seq-exhausted).
 """
 import pytest
-from scapy.all import IP, UDP, Ether
+from scapy.all import IP, UDP, Ether, Raw
+from scapy.layers.inet6 import IPv6
 
 import pcapgw
-from esp_oracle import CIPHERS, SA
+from esp_oracle import CIPHERS, SA, esp_of
 from pcapgw import GW_A, GW_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded, inner
+
+GW_A6, GW_B6 = "2001:db8:19::1", "2001:db8:19::2"
+HOST_A6 = "2001:db8:18:1::2"
+FAMILIES = [(4, 4), (6, 6), (4, 6), (6, 4)]     # (inner, outer)
 
 pytestmark = pytest.mark.esp
 
@@ -33,18 +39,38 @@ PLAIN_IN = [1, 2, 3]
 N_OUT = 3               # clear packets per tunnel
 
 
+def inner6(i, size, src, dst):
+    pad = max(0, size - 48)
+    return IPv6(src=src, dst=dst, hlim=64, tc=0x28) / UDP(sport=1000 + i, dport=5000) / \
+        Raw(bytes((i + k) & 0xff for k in range(pad)))
+
+
+def forwarded_any(pkt):
+    if isinstance(pkt, IPv6):
+        p = IPv6(bytes(pkt))
+        p.hlim -= 1
+        return bytes(p)
+    return forwarded(pkt)
+
+
 class Tunnel:
-    def __init__(self, k, cipher, udp, esn, seq_start=0):
+    def __init__(self, k, cipher, udp, esn, seq_start=0, fam=(4, 4)):
         self.k, self.cipher, self.udp, self.esn = k, cipher, udp, esn
-        self.seq_start = seq_start
+        self.seq_start, self.fam = seq_start, fam
         self.name = f"m{k}"
-        self.ours = (f"10.{k}.1.2", f"10.{k}.2.2")      # host behind us, host behind the peer
-        self.out = SA(cipher, 0x10000 + k, GW_A, GW_B, udp, esn)    # we send, peer opens
-        self.inb = SA(cipher, 0x20000 + k, GW_B, GW_A, udp, esn)    # peer sends, we open
+        if fam[0] == 4:
+            self.ts = (f"10.{k}.1.0/24", f"10.{k}.2.0/24")
+            self.ours = (f"10.{k}.1.2", f"10.{k}.2.2")  # host behind us, behind the peer
+        else:
+            self.ts = (f"fd00:{k:x}:1::/64", f"fd00:{k:x}:2::/64")
+            self.ours = (f"fd00:{k:x}:1::2", f"fd00:{k:x}:2::2")
+        self.gw = (GW_A, GW_B) if fam[1] == 4 else (GW_A6, GW_B6)
+        self.out = SA(cipher, 0x10000 + k, *self.gw, udp, esn)      # we send, peer opens
+        self.inb = SA(cipher, 0x20000 + k, *reversed(self.gw), udp, esn)  # peer sends
 
     def conf(self):
-        text = (f"\n[tunnel {self.name}]\nlocal = {GW_A}\nremote = {GW_B}\n"
-                f"local-ts = 10.{self.k}.1.0/24\nremote-ts = 10.{self.k}.2.0/24\n"
+        text = (f"\n[tunnel {self.name}]\nlocal = {self.gw[0]}\nremote = {self.gw[1]}\n"
+                f"local-ts = {self.ts[0]}\nremote-ts = {self.ts[1]}\n"
                 f"cipher = {self.cipher}\nout-spi = {self.out.spi:#x}\n"
                 f"in-spi = {self.inb.spi:#x}\n" + self.out.conf_keys("out") +
                 self.inb.conf_keys("in"))
@@ -56,11 +82,18 @@ class Tunnel:
             text += f"out-seq-start = {self.seq_start:#x}\n"
         return text
 
+    def _inner(self, i, size, src, dst):
+        return (inner if self.fam[0] == 4 else inner6)(i, size, src, dst)
+
     def clear(self, i):
-        return inner(i, 60 + 97 * i, src=self.ours[0], dst=self.ours[1])
+        return self._inner(i, 60 + 97 * i, self.ours[0], self.ours[1])
 
     def back(self, i):
-        return inner(i, 70 + 89 * i, src=self.ours[1], dst=self.ours[0])
+        return self._inner(i, 70 + 89 * i, self.ours[1], self.ours[0])
+
+    def label(self):
+        return (f"{self.name} {self.cipher} {self.fam[0]}o{self.fam[1]} udp={self.udp} "
+                f"esn={self.esn}")
 
     def in_seqs(self):
         return ESN_IN if self.esn else PLAIN_IN
@@ -70,27 +103,43 @@ BASE = f"""
 [port inside]
 id = 0
 role = inside
-address = 198.18.1.1/24
+address = 198.18.1.1/24, 2001:db8:18:1::1/64
 
 [port outside]
 id = 1
 role = outside
-address = {GW_A}/24
+address = {GW_A}/24, {GW_A6}/64
 
 [route behind-us]
 dst = 10.0.0.0/8
 port = inside
 via = {pcapgw.HOST_A}
+
+[route behind-us6]
+dst = fd00::/16
+port = inside
+via = {HOST_A6}
+
+[neighbor host-a6]
+port = inside
+address = {HOST_A6}
+mac = {MAC_HOST_A}
+
+[neighbor gw-b6]
+port = outside
+address = {GW_B6}
+mac = {MAC_GW_B}
 """
 
 
 def tunnels():
     out, k = [], 1
-    for cipher in CIPHERS:
-        for udp in (False, True):
-            for esn in (False, True):
-                out.append(Tunnel(k, cipher, udp, esn, NEAR if esn else 0))
-                k += 1
+    for fam in FAMILIES:
+        for cipher in CIPHERS:
+            for udp in (False, True):
+                for esn in (False, True):
+                    out.append(Tunnel(k, cipher, udp, esn, NEAR if esn else 0, fam))
+                    k += 1
     # a non-ESN SA two numbers before the end of its 32-bit space
     out.append(Tunnel(k, "aes128-cbc-sha1", False, False, NEAR))
     return out
@@ -111,19 +160,23 @@ def run(tmp_path_factory):
     outside = [p for _, _, p in first] + [bytes(f) for f in fillers] + [p for _, _, p in rest]
     state = pcapgw.run(str(tmp_path_factory.mktemp("matrix")),
                        [Ether(src=MAC_HOST_A, dst=MAC_IN) / p for _, _, p in clear],
-                       [Ether(src=MAC_GW_B, dst=MAC_OUT) / IP(p) for p in outside],
+                       [Ether(src=MAC_GW_B, dst=MAC_OUT) / (IP(p) if p[0] >> 4 == 4 else IPv6(p))
+                        for p in outside],
                        conf=conf)
     state.update(tuns=tuns, clear=clear, inbound=first + rest, fillers=len(fillers))
     return state
+
+
+def outer_proto(raw):
+    return raw[9] if raw[0] >> 4 == 4 else raw[6]
 
 
 def test_outbound_opened_by_the_peer(run):
     """Every tunnel's packets, in order, each opened with that tunnel's keys."""
     by_spi = {}
     for pkt in run["out1"]:
-        raw = bytes(pkt[IP])
-        esp = raw[20 + (8 if raw[9] == 17 else 0):]
-        by_spi.setdefault(int.from_bytes(esp[:4], "big"), []).append(raw)
+        raw = bytes(pkt.payload)
+        by_spi.setdefault(int.from_bytes(esp_of(raw)[:4], "big"), []).append(raw)
     bad = []
     for t in run["tuns"]:
         got = by_spi.pop(t.out.spi, [])
@@ -131,14 +184,20 @@ def test_outbound_opened_by_the_peer(run):
         if t.seq_start and not t.esn:
             sent = sent[:1]         # 2^32 - 1 is the last number it may use
         if len(got) != len(sent):
-            bad.append(f"{t.name} {t.cipher}: {len(got)} packets out, {len(sent)} expected")
+            bad.append(f"{t.label()}: {len(got)} packets out, {len(sent)} expected")
             continue
         for n, (raw, orig) in enumerate(zip(got, sent)):
-            assert (raw[9] == 17) == t.udp
             try:
-                assert t.out.open(raw, t.seq_start + n + 1) == forwarded(orig)
+                assert raw[0] >> 4 == t.fam[1]
+                assert (outer_proto(raw) == 17) == t.udp
+                if t.udp and t.fam[1] == 6:     # UDP over IPv6 carries a checksum
+                    p = IPv6(raw)
+                    want = p[UDP].chksum
+                    del p[UDP].chksum
+                    assert want == IPv6(bytes(p))[UDP].chksum != 0
+                assert t.out.open(raw, t.seq_start + n + 1) == forwarded_any(orig)
             except Exception as e:      # noqa: BLE001 - collect, then fail once
-                bad.append(f"{t.name} {t.cipher} udp={t.udp} esn={t.esn} #{n}: {e!r}")
+                bad.append(f"{t.label()} #{n}: {e!r}")
     assert not by_spi and not bad, bad
 
 
@@ -146,8 +205,7 @@ def test_cbc_ivs_unpredictable(run):
     """RFC 3602: CBC IVs are random, so none repeats and none is a counter."""
     ivs = []
     for pkt in run["out1"]:
-        raw = bytes(pkt[IP])
-        esp = raw[20 + (8 if raw[9] == 17 else 0):]
+        esp = esp_of(bytes(pkt.payload))
         spi = int.from_bytes(esp[:4], "big")
         t = next(t for t in run["tuns"] if t.out.spi == spi)
         if "cbc" in t.cipher:
@@ -157,9 +215,9 @@ def test_cbc_ivs_unpredictable(run):
 
 
 def test_inbound_decrypted_for_every_tunnel(run):
-    got = {bytes(p[IP]) for p in run["out0"]}
-    want = {t: [forwarded(t.back(n)) for n in range(len(t.in_seqs()))] for t in run["tuns"]}
-    missing = [f"{t.name} {t.cipher} udp={t.udp} esn={t.esn}: #{n}"
+    got = {bytes(p.payload) for p in run["out0"]}
+    want = {t: [forwarded_any(t.back(n)) for n in range(len(t.in_seqs()))] for t in run["tuns"]}
+    missing = [f"{t.label()}: #{n}"
                for t, pkts in want.items() for n, p in enumerate(pkts) if p not in got]
     assert not missing, missing
     assert len(run["out0"]) == sum(len(v) for v in want.values())
@@ -170,6 +228,7 @@ def test_counters(run):
     drops = {k: v for k, v in c["drops"].items() if v}
     assert drops == {"not-esp": run["fillers"], "seq-exhausted": N_OUT - 1} or \
         (run["fillers"] == 0 and drops == {"seq-exhausted": N_OUT - 1}), drops
+    assert c["encrypted"] == len(run["out1"]) and c["decrypted"] == len(run["out0"])
     inbound = [s for s in run["sas"] if s["dir"] == "in"]
     for t in run["tuns"]:
         s = next(s for s in inbound if s["spi"] == f"{t.inb.spi:#010x}")
