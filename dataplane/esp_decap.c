@@ -122,7 +122,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 		return DPVPN_DROP_REPLAY;
 	if (!replay_check(&sa->replay, *seq))
 		return DPVPN_DROP_REPLAY;
-	if ((esp_len - overhead) % sa->block != 0)
+	if (((esp_len - overhead) & (sa->block - 1)) != 0)	/* block: a power of 2 */
 		return DPVPN_DROP_BAD_LENGTH;
 
 	op->key = &sa->key;

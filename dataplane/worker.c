@@ -149,12 +149,28 @@ struct nh_cache {
 };
 
 static bool
+same_addr(const uint8_t *cached, const void *next, bool v6)
+{
+	uint64_t a[2], b[2];
+	uint32_t x, y;
+
+	if (!v6) {
+		memcpy(&x, cached, 4);
+		memcpy(&y, next, 4);
+		return x == y;
+	}
+	memcpy(a, cached, 16);
+	memcpy(b, next, 16);
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+}
+
+static bool
 resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *next,
 	       struct rte_ether_addr *mac)
 {
-	size_t len = family == DPVPN_AF_INET6 ? 16 : 4;
+	bool v6 = family == DPVPN_AF_INET6;
 
-	if (c->family == family && c->port == port && memcmp(c->addr, next, len) == 0) {
+	if (c->family == family && c->port == port && same_addr(c->addr, next, v6)) {
 		*mac = c->mac;
 		return true;
 	}
@@ -162,7 +178,7 @@ resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *ne
 		return false;
 	c->port = port;
 	c->family = family;
-	memcpy(c->addr, next, len);
+	memcpy(c->addr, next, v6 ? 16 : 4);
 	c->mac = *mac;
 	return true;
 }

@@ -87,6 +87,10 @@ static const struct alg algs[] = {
 	  IMB_CIPHER_GCM, IMB_AUTH_AES_GMAC },
 	{ "aes128-cbc-sha1", K_CBC_HMAC, 16, 16, 12, 20, "SHA1",
 	  IMB_CIPHER_CBC, IMB_AUTH_HMAC_SHA_1 },
+	{ "aes256-cbc-sha1", K_CBC_HMAC, 32, 16, 12, 20, "SHA1",
+	  IMB_CIPHER_CBC, IMB_AUTH_HMAC_SHA_1 },
+	{ "aes128-cbc-sha256", K_CBC_HMAC, 16, 16, 16, 32, "SHA256",
+	  IMB_CIPHER_CBC, IMB_AUTH_HMAC_SHA_256 },
 	{ "aes256-cbc-sha256", K_CBC_HMAC, 32, 16, 16, 32, "SHA256",
 	  IMB_CIPHER_CBC, IMB_AUTH_HMAC_SHA_256 },
 	{ "chacha20-poly1305", K_CHACHA, 32, 8, 16, 0, NULL,
@@ -835,8 +839,9 @@ usage(void)
 	fputs("usage: dpvpn-cryptobench [--alg LIST] [--size LIST] [--dir LIST]\n"
 	      "         [--engine LIST] [--arch auto|sse|avx2|avx512] [--ms N] [--reps R]\n"
 	      "         [--quick] [--json]\n"
-	      "  --alg     aes128-gcm,aes256-gcm,aes128-cbc-sha1,aes256-cbc-sha256,\n"
-	      "            chacha20-poly1305,null-sha256 (default: all)\n"
+	      "  --alg     aes128-gcm,aes256-gcm,aes128-cbc-sha1,aes256-cbc-sha1,\n"
+	      "            aes128-cbc-sha256,aes256-cbc-sha256,chacha20-poly1305,\n"
+	      "            null-sha256 (default: all)\n"
 	      "  --size    payload bytes, 1..9000 (default: 64,128,256,512,1024,1420,1518,9000)\n"
 	      "  --dir     encrypt,decrypt (default: both)\n"
 	      "  --engine  ipsec-mb-burst,ipsec-mb-single,openssl (default: all)\n"

@@ -20,6 +20,7 @@ The pcap PMD copies each replayed packet into a fresh mbuf: that RX cost,
 which a NIC would not charge to the CPU, is inside the figures.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -30,14 +31,31 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import lab  # noqa: E402
+from esp_oracle import CIPHERS  # noqa: E402
 
 
-KEYS = {  # key + salt, as in configs/lab-*.conf
-    "aes128-gcm": ("0123456789abcdef0123456789abcdef01020304",
-                   "fedcba9876543210fedcba987654321005060708"),
-    "aes256-gcm": ("0123456789abcdef0123456789abcdef" * 2 + "01020304",
-                   "fedcba9876543210fedcba9876543210" * 2 + "05060708"),
-}
+def keys(cipher, direction):
+    """Benchmark keys (public, fixed): (key [+ salt], auth key) as hex, '' when
+    the cipher has none; AES-GCM keeps the lab's keys."""
+    if cipher == "aes128-gcm":
+        return (("0123456789abcdef0123456789abcdef01020304" if direction == "out" else
+                 "fedcba9876543210fedcba987654321005060708"), "")
+    _, klen, slen, _, alen, _, _ = CIPHERS[cipher]
+    seed = hashlib.sha512(f"dpvpn bench {cipher} {direction}".encode()).digest()
+    return seed[:klen + slen].hex(), seed[32:32 + alen].hex()
+
+
+# key + salt per direction (out, in), for the AES-GCM-only tools (secgw_bench)
+KEYS = {c: (keys(c, "out")[0], keys(c, "in")[0]) for c in ("aes128-gcm", "aes256-gcm")}
+
+
+def key_lines(cipher):
+    text = ""
+    for d in ("out", "in"):
+        key, auth = keys(cipher, d)
+        text += f"{d}-key = 0x{key}\n" if key else ""
+        text += f"{d}-auth-key = 0x{auth}\n" if auth else ""
+    return text
 PCAP_MAC = "02:70:63:61:70:00"      # the first net_pcap device's MAC
 FLOWS = 64                          # distinct packets in the replayed capture
 MANY_FLOWS = 1024                   # ... when there are many tunnels to spread over
@@ -55,9 +73,7 @@ local-ts = 198.18.1.0/24
 remote-ts = {remote_ts}
 cipher = {cipher}
 out-spi = {out_spi:#x}
-out-key = 0x{out_key}
 in-spi = {in_spi:#x}
-in-key = 0x{in_key}
 replay-window = {window}
 """
 
@@ -74,7 +90,6 @@ def tunnel_params(i, sas):
 
 
 def config(cipher, direction, sas=1):
-    out_key, in_key = KEYS[cipher]
     window = 0 if direction == "decap" else 1024
     head = """
 [port inside]
@@ -101,8 +116,8 @@ mac = 02:00:00:00:0a:02
     for i in range(sas):
         ts, _, out_spi, in_spi = tunnel_params(i, sas)
         parts.append(TUNNEL.format(name="bench" if sas == 1 else f"t{i}", remote_ts=ts,
-                                   cipher=cipher, out_spi=out_spi, out_key=out_key,
-                                   in_spi=in_spi, in_key=in_key, window=window))
+                                   cipher=cipher, out_spi=out_spi, in_spi=in_spi,
+                                   window=window) + key_lines(cipher))
     return "".join(parts)
 
 
@@ -129,10 +144,12 @@ def make_pcap(path, cipher, direction, size, sas=1):
                 inner(i, size, "198.18.1.2", t[1]) for i, t in enumerate(tunnels)]
     else:
         pkts = []
+        crypt, _, _, auth, _, _, _ = CIPHERS[cipher]
+        key, auth_key = keys(cipher, "in")
         for i, (_, host, _, in_spi) in enumerate(tunnels):
-            sa = SecurityAssociation(ESP, spi=in_spi, crypt_algo="AES-GCM",
-                                     crypt_key=bytes.fromhex(KEYS[cipher][1]),
-                                     auth_algo="NULL",
+            sa = SecurityAssociation(ESP, spi=in_spi, crypt_algo=crypt,
+                                     crypt_key=bytes.fromhex(key) or None,
+                                     auth_algo=auth, auth_key=bytes.fromhex(auth_key) or None,
                                      tunnel_header=IP(src="198.19.0.2", dst="198.19.0.1"))
             pkts.append(Ether(dst=PCAP_MAC, src="02:00:00:00:0b:01") /
                         sa.encrypt(inner(i, size, host, "198.18.1.2"), seq_num=i + 1))

@@ -3,7 +3,7 @@
 """tables.py: Markdown tables from perf/results/*.json, for the READMEs.
 
   tables.py quick.json      the headline rows and the targets
-  tables.py full.json       crypto ceiling per cipher/size/engine, and the
+  tables.py full.json       (or ciphers.json) crypto ceiling per cipher/size/engine, and the
                             FreeS/WAN-style "cycles per byte -> link capacity
                             per GHz" table (8 bits / cycles-per-byte)
   tables.py compare.json    dpvpn next to OpenVPN and ipsec-secgw, incl. the
@@ -119,7 +119,7 @@ def main():
         doc = json.load(f)
     if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key
         compare(doc)
-    elif doc.get("command") == "perf/run full":
+    elif doc.get("command") in ("perf/run full", "perf/run ciphers"):
         headline(doc)
         print()
         crypto(doc)
