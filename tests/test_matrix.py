@@ -238,3 +238,7 @@ def test_counters(run):
 def test_null_is_flagged(run):
     for s in run["sas"]:
         assert s["encrypted"] is (s["cipher"] != "null-sha256")
+    nulls = [t for t in run["tuns"] if t.cipher == "null-sha256"]
+    for t in nulls:
+        assert f"WARNING: tunnel {t.name} uses null-sha256: its traffic is NOT encrypted" \
+            in run["log"]
