@@ -349,6 +349,7 @@ do_show_counters(const void *req, struct reply *r)
 		c->decrypted += s->decrypted;
 		c->arp_in += s->arp_in;
 		c->arp_out += s->arp_out;
+		c->handoff += s->handoff;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}

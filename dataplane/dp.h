@@ -28,6 +28,7 @@ struct crypto_mgr;
 #define DP_PUNT_RING		1024	/* worker -> main: ARP frames */
 #define DP_RESOLVE_RING		256	/* worker -> main: next hops to resolve */
 #define DP_TXQ_RING		1024	/* main -> worker: frames to send */
+#define DP_WORK_RING		2048	/* worker -> worker: outside frames to decap */
 #define DP_IDLE_POLLS		1024	/* empty polls before an idle sleep */
 
 _Static_assert((DP_PUNT_RING & (DP_PUNT_RING - 1)) == 0, "ring sizes are powers of 2");
@@ -57,7 +58,7 @@ struct dp_resolve_req {
 
 /* Counters one lcore writes and anyone may read (relaxed, summed on read). */
 struct dp_lstats {
-	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out;
+	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
 
@@ -69,6 +70,8 @@ struct dp_worker {
 	struct rte_ring *punt;		/* ARP frames to the main lcore */
 	struct rte_ring *resolve;	/* struct dp_resolve_req: next hops to resolve */
 	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
+	struct rte_ring *work;		/* outside-port frames other workers hand over */
+	uint32_t rr;			/* next worker to hand an outside burst to */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
 	uint32_t ip_id;			/* outer IPv4 identification */
@@ -83,6 +86,7 @@ struct dp_state {
 	struct rte_rcu_qsbr *rcu;
 	uint64_t start_tsc;
 	unsigned int idle_sleep_us;	/* 0 = never sleep (benchmarks) */
+	bool spread;			/* hand outside bursts round the workers */
 	volatile int started;		/* ports up, workers forwarding */
 	volatile int quit;
 };

@@ -6,6 +6,7 @@
  * sends START, which starts the ports.
  *
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
+ *                                  [--no-spread]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +38,7 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
+static bool no_spread;
 
 static void
 on_signal(int sig)
@@ -50,11 +52,15 @@ usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
+		"                        [--no-spread]\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
 		"  --max-sa N           room for N SAs (both directions) and N policies\n"
-		"                       (default %u)\n",
+		"                       (default %u)\n"
+		"  --no-spread          decrypt each outside burst on the worker that received\n"
+		"                       it (default with 2+ workers: hand bursts round the\n"
+		"                       workers, so one tunnel's ESP uses every core)\n",
 		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT);
 }
 
@@ -65,6 +71,7 @@ parse_args(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "idle-sleep-us", required_argument, NULL, 'i' },
 		{ "max-sa", required_argument, NULL, 'm' },
+		{ "no-spread", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -76,6 +83,9 @@ parse_args(int argc, char **argv)
 		switch (c) {
 		case 's':
 			socket_path = optarg;
+			break;
+		case 'S':
+			no_spread = true;
 			break;
 		case 'i':
 			errno = 0;
@@ -151,10 +161,13 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	snprintf(name, sizeof(name), "resolve%u", index);
 	w->resolve = rte_ring_create_elem(name, sizeof(struct dp_resolve_req), DP_RESOLVE_RING, sock,
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "work%u", index);
+	w->work = rte_ring_create(name, DP_WORK_RING, sock, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "txq%u", index);
 	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w->mb = crypto_mgr_create();
-	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->mb == NULL)
+	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
+	    w->mb == NULL)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
@@ -184,6 +197,7 @@ setup(void)
 	int rc;
 
 	dp.n_workers = rte_lcore_count() - 1;
+	dp.spread = !no_spread && dp.n_workers > 1;
 	dp.n_ports = rte_eth_dev_count_avail();
 	if (dp.n_workers == 0 || dp.n_workers > DP_MAX_WORKERS) {
 		fprintf(stderr, "need 1..%u worker lcores besides the main one (EAL -l/--lcores)\n",

@@ -1,30 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
 
+#include <rte_atomic.h>
+
 #include "replay.h"
 
 bool
 replay_init(struct replay_window *w, uint32_t size)
 {
+	uint32_t n = 2;
+
 	if (size != 0 && !replay_window_ok(size))
 		return false;
+	while (n < size / 64 + 1)
+		n *= 2;
 	memset(w, 0, sizeof(*w));
 	w->size = size;
-	w->nblocks = size / 64 + 1;
+	w->mask = n - 1;
 	return true;
 }
 
-static inline uint32_t
-block_of(const struct replay_window *w, uint64_t seq)
+static inline uint64_t
+load_top(const struct replay_window *w)
 {
-	return (uint32_t)((seq >> 6) % w->nblocks);
+	return __atomic_load_n(&w->top, __ATOMIC_ACQUIRE);
 }
 
 bool
 replay_esn_infer(const struct replay_window *w, uint32_t seql, uint64_t *seq)
 {
+	uint64_t top = load_top(w);
 	uint32_t win = w->size ? w->size : 1024;
-	uint32_t tl = (uint32_t)w->top, th = (uint32_t)(w->top >> 32);
+	uint32_t tl = (uint32_t)top, th = (uint32_t)(top >> 32);
 	uint32_t bottom = tl - win + 1;		/* modulo 2^32, as the RFC says */
 	uint32_t sh;
 
@@ -41,53 +48,67 @@ replay_esn_infer(const struct replay_window *w, uint32_t seql, uint64_t *seq)
 	return true;
 }
 
+/* Left of the window as it stands now? */
+static inline bool
+too_old(const struct replay_window *w, uint64_t seq)
+{
+	uint64_t top = load_top(w);
+
+	return seq <= top && top - seq >= w->size;
+}
+
 bool
 replay_check(const struct replay_window *w, uint64_t seq)
 {
+	const struct replay_block *b;
+
 	if (w->size == 0)		/* anti-replay off */
 		return true;
-	if (seq == 0)			/* never sent: the first packet is 1 */
+	if (seq == 0 || too_old(w, seq))	/* the first packet is 1 */
 		return false;
-	if (seq > w->top)
-		return true;
-	if (w->top - seq >= w->size)	/* left of the window */
-		return false;
-	return !(w->bits[block_of(w, seq)] & (1ull << (seq & 63)));
+	/* A hint only (the two words may be read apart): update decides. */
+	b = &w->blk[(seq >> 6) & w->mask];
+	return !(__atomic_load_n(&b->idx, __ATOMIC_RELAXED) == seq >> 6 &&
+		 (__atomic_load_n(&b->bits, __ATOMIC_RELAXED) & (1ull << (seq & 63))));
 }
 
-/* Slide the window right so that seq becomes its top. */
+/* top = max(top, seq), atomically. */
 static void
-advance(struct replay_window *w, uint64_t seq)
+raise_top(struct replay_window *w, uint64_t seq)
 {
-	uint64_t old = w->top >> 6, now = seq >> 6;
-	uint64_t n = now - old;
+	uint64_t top = load_top(w);
 
-	if (n > w->nblocks)
-		n = w->nblocks;
-	/* Blocks between the old top's block and seq's block hold numbers
-	 * that have not been seen: clear them, and seq's own block. */
-	for (uint64_t i = 1; i <= n; i++)
-		w->bits[(old + i) % w->nblocks] = 0;
-	w->top = seq;
+	while (seq > top && !__atomic_compare_exchange_n(&w->top, &top, seq, true,
+							 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		;
 }
 
 bool
 replay_update(struct replay_window *w, uint64_t seq)
 {
-	uint64_t bit;
-	uint32_t b;
+	uint64_t idx = seq >> 6, bit = 1ull << (seq & 63);
+	struct replay_block *b;
+	rte_int128_t old, new;
 
-	if (!replay_check(w, seq))
-		return false;
 	if (w->size == 0) {
-		if (seq > w->top)
-			w->top = seq;
+		raise_top(w, seq);
 		return true;
 	}
-	if (seq > w->top)
-		advance(w, seq);
-	b = block_of(w, seq);
-	bit = 1ull << (seq & 63);
-	w->bits[b] |= bit;
+	if (seq == 0)
+		return false;
+	b = &w->blk[idx & w->mask];
+	old.val[0] = b->bits;
+	old.val[1] = b->idx;
+	do {
+		/* A newer block took the slot, or the window moved past seq. */
+		if (old.val[1] > idx || too_old(w, seq))
+			return false;
+		if (old.val[1] == idx && (old.val[0] & bit))
+			return false;	/* seen */
+		new.val[0] = (old.val[1] == idx ? old.val[0] : 0) | bit;
+		new.val[1] = idx;
+	} while (!rte_atomic128_cmp_exchange((rte_int128_t *)b, &old, &new, 0,
+					     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	raise_top(w, seq);
 	return true;
 }

@@ -2,11 +2,12 @@
 /*
  * replay.h - ESP anti-replay window (RFC 4303 3.4.3) over a 64-bit sequence
  * space, kept as a ring of 64-bit blocks in the style of RFC 6479: a check or
- * an update touches one block, and sliding the window clears whole blocks, so
- * both are O(1) per packet whatever the window size.
+ * an update touches one block, so both are O(1) per packet whatever the
+ * window size, and safe for several workers at once (see struct replay_window).
  *
- * The window holds the sequence numbers (top - size, top]; one extra block
- * lets the ring slide without losing the oldest bits still inside the window.
+ * The window holds the sequence numbers (top - size, top]; the ring has at
+ * least one block more than the window needs, so it slides without losing
+ * the oldest bits still inside the window.
  * A window of size 0 is anti-replay turned off (RFC 4303 3.4.3 allows the
  * receiver that): every number is accepted and only the top is tracked.
  */
@@ -18,13 +19,30 @@
 
 #define REPLAY_WIN_MIN		64
 #define REPLAY_WIN_MAX		4096
-#define REPLAY_BLOCKS_MAX	(REPLAY_WIN_MAX / 64 + 1)
+#define REPLAY_BLOCKS_MAX	128	/* a power of 2 >= REPLAY_WIN_MAX / 64 + 1 */
 
+/*
+ * A block holds 64 sequence numbers and says which ones: idx is its number
+ * (seq >> 6), so a slot of the ring still holding an older block reads as
+ * empty, and nothing ever has to be cleared.  Both words change together
+ * with one 128-bit compare-and-swap.
+ */
+struct replay_block {
+	uint64_t bits;
+	uint64_t idx;
+} __attribute__((aligned(16)));
+
+/*
+ * Workers share a window without a lock: a packet's bit is set with one
+ * 128-bit CAS on its block (retried if another worker got there first) and
+ * the top moves with an atomic maximum, so packets of one SA may be
+ * decrypted on several cores, in any order, without false replays.
+ */
 struct replay_window {
 	uint64_t top;		/* highest sequence number accepted, 0 = none */
 	uint32_t size;		/* window size in packets, power of 2 */
-	uint32_t nblocks;	/* size / 64 + 1, a power of 2 plus one is fine */
-	uint64_t bits[REPLAY_BLOCKS_MAX];
+	uint32_t mask;		/* blocks in the ring - 1 */
+	struct replay_block blk[REPLAY_BLOCKS_MAX];
 };
 
 static inline bool

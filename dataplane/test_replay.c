@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "replay.h"
 
@@ -195,6 +196,76 @@ test_random_against_model(void **state)
 	free(seen);
 }
 
+/*
+ * Several threads share one window, as workers do when bursts of one SA are
+ * spread over them: every thread offers every sequence number, each in its
+ * own order (shuffled within blocks of 256, well inside the window of 1024),
+ * so the same number arrives on several threads at once and out of order.
+ * Each number must be accepted exactly once: never twice (a replay let
+ * through), never zero times (a false drop from reordering).
+ */
+#define MT_THREADS	4
+#define MT_N		(1u << 18)
+#define MT_SHUFFLE	256
+
+static struct replay_window mt_win;
+static uint8_t mt_hits[MT_N + 1];
+
+struct mt_arg {
+	unsigned int seed;
+};
+
+static void *
+mt_worker(void *p)
+{
+	struct mt_arg *a = p;
+	uint32_t order[MT_SHUFFLE];
+
+	for (uint32_t base = 1; base <= MT_N; base += MT_SHUFFLE) {
+		for (uint32_t i = 0; i < MT_SHUFFLE; i++)
+			order[i] = base + i;
+		for (uint32_t i = MT_SHUFFLE - 1; i > 0; i--) {
+			uint32_t j = (uint32_t)rand_r(&a->seed) % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (uint32_t i = 0; i < MT_SHUFFLE; i++) {
+			uint32_t seq = order[i];
+
+			if (seq > MT_N)
+				continue;
+			if (replay_check(&mt_win, seq) && replay_update(&mt_win, seq))
+				__atomic_add_fetch(&mt_hits[seq], 1, __ATOMIC_RELAXED);
+		}
+	}
+	return NULL;
+}
+
+static void
+test_shared_by_threads(void **state)
+{
+	pthread_t t[MT_THREADS];
+	struct mt_arg args[MT_THREADS];
+	uint32_t twice = 0, never = 0;
+
+	(void)state;
+	assert_true(replay_init(&mt_win, 1024));
+	for (int i = 0; i < MT_THREADS; i++) {
+		args[i].seed = 1234u + (unsigned int)i;
+		assert_int_equal(pthread_create(&t[i], NULL, mt_worker, &args[i]), 0);
+	}
+	for (int i = 0; i < MT_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (uint32_t s = 1; s <= MT_N; s++) {
+		twice += mt_hits[s] > 1;
+		never += mt_hits[s] == 0;
+	}
+	if (twice || never)
+		fail_msg("%u numbers accepted twice, %u never (of %u)", twice, never, MT_N);
+	assert_int_equal(mt_win.top, MT_N);
+}
+
 int
 main(void)
 {
@@ -205,6 +276,7 @@ main(void)
 		cmocka_unit_test(test_window_off),
 		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_random_against_model),
+		cmocka_unit_test(test_shared_by_threads),
 	};
 
 	return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

@@ -260,6 +260,28 @@ drop_to_self(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *
 	return k;
 }
 
+/*
+ * One tunnel's ESP all hashes to one RX queue (same outer addresses), so a
+ * worker that receives a burst on an outside port hands it, round robin, to
+ * the next worker (itself included): decryption of a single SA then runs on
+ * every worker, and the replay window (replay.h) is shared lock-free.  What
+ * the other worker's ring cannot take is processed here: nothing is dropped
+ * for it.  Returns how many packets stay with this worker (pkts[0..]).
+ */
+static uint16_t
+hand_off(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct dp_worker *to = &dp.workers[w->rr++ % dp.n_workers];
+	unsigned int sent;
+
+	if (to == w)
+		return n;
+	sent = rte_ring_enqueue_burst(to->work, (void **)pkts, n, NULL);
+	st->handoff += sent;
+	memmove(pkts, pkts + sent, (n - sent) * sizeof(pkts[0]));
+	return (uint16_t)(n - sent);
+}
+
 static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
@@ -291,6 +313,24 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 	return n;
 }
 
+/* Outside frames other workers handed to this one: runs of one port each. */
+static unsigned int
+drain_work(struct dp_worker *w, struct dp_lstats *st)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+	unsigned int n = rte_ring_dequeue_burst(w->work, (void **)pkts, DP_BURST, NULL);
+
+	for (unsigned int i = 0; i < n;) {
+		unsigned int run = 1;
+
+		while (i + run < n && pkts[i + run]->port == pkts[i]->port)
+			run++;
+		poll_port(w, st, &dp.ports[pkts[i]->port], pkts + i, (uint16_t)run);
+		i += run;
+	}
+	return n;
+}
+
 static void
 idle(unsigned int *empty)
 {
@@ -313,8 +353,13 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 			continue;
 		got += n;
 		st->rx += n;
-		poll_port(w, st, &dp.ports[p], pkts, n);
+		if (dp.spread && dp.ports[p].role == DPVPN_ROLE_OUTSIDE)
+			n = hand_off(w, st, pkts, n);
+		if (n > 0)
+			poll_port(w, st, &dp.ports[p], pkts, n);
 	}
+	if (dp.spread)
+		got += drain_work(w, st);
 	got += drain_main(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);

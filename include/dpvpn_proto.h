@@ -55,7 +55,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	5
+#define DPVPN_PROTO_VERSION	6
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -346,6 +346,8 @@ struct dpvpn_counters {
 	uint64_t encrypted;	/* ESP packets built */
 	uint64_t decrypted;	/* ESP packets accepted */
 	uint64_t arp_in, arp_out;	/* handled on the main lcore */
+	uint64_t handoff;	/* outside-port packets a worker passed to another
+				 * worker to spread one tunnel's decryption */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 };
 

@@ -93,7 +93,7 @@ class Gateway:
     """One dpvpn-dataplane plus the dpvpnd that configures it."""
 
     def __init__(self, name, config, vdevs, workdir, lcores, netns=None,
-                 extra_config="", dp_args=()):
+                 extra_config="", dp_args=(), replace=()):
         self.name = name
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
@@ -102,6 +102,9 @@ class Gateway:
         self.config = os.path.join(self.dir, "dpvpn.conf")
         with open(config) as f:
             text = f.read()
+        for old, new in replace:    # (old line, new line) edits of the config
+            assert old in text, old
+            text = text.replace(old, new)
         with open(self.config, "w") as f:
             f.write(text + "\n" + extra_config)
         os.chmod(self.config, 0o600)
@@ -162,13 +165,19 @@ class Gateway:
 class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
-    def __init__(self, extra_a="", ipv6=False):
+    def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
-        the gateways tunnel over IPv6 (IPv4 4o6, IPv6 6o6)."""
+        the gateways tunnel over IPv6 (IPv4 4o6, IPv6 6o6).  workers: per
+        gateway, each polling its own queue pair of every port (net_af_packet
+        qpairs), all lcores mapped onto the two CPUs.  replay_window: both
+        gateways' (lab-*.conf say 1024)."""
+        self.replace = (() if replay_window is None else
+                        (("replay-window = 1024", f"replay-window = {replay_window}"),))
         self.extra_a = extra_a
         self.ipv6 = ipv6
+        self.workers = workers
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
         # logs, sockets, captures; kept after close() if DPVPN_KEEP_LAB is set
@@ -236,14 +245,26 @@ class Lab:
         # Two workers on two vCPUs: A's worker on CPU 0, B's on CPU 1, and
         # both main lcores on the other; idle back-off lets them share.
         conf = "lab6-{}.conf" if self.ipv6 else "lab-{}.conf"
+        q = f",qpairs={self.workers}" if self.workers > 1 else ""
+        if self.workers == 1:
+            lc_a, lc_b = ["-l", "0-1", "--main-lcore", "1"], ["-l", "0-1", "--main-lcore", "0"]
+        else:   # lcore 0 is the main one; workers alternate over the two CPUs
+            lc_a = ["--lcores", ",".join(["0@1"] + [f"{i}@{(i + 1) % 2}"
+                                                    for i in range(1, self.workers + 1)]),
+                    "--main-lcore", "0"]
+            lc_b = ["--lcores", ",".join(["0@0"] + [f"{i}@{i % 2}"
+                                                    for i in range(1, self.workers + 1)]),
+                    "--main-lcore", "0"]
         a = Gateway("gw-a", os.path.join(CONFIGS, conf.format("a")),
-                    ["net_af_packet0,iface=gwa-in", "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
-                    self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
-                    extra_config=self.extra_a)
+                    [f"net_af_packet0,iface=gwa-in{q}",
+                     f"net_af_packet1,iface=gwa-out,qdisc_bypass=0{q}"],
+                    self.workdir, lc_a, self.ns_gw, extra_config=self.extra_a,
+                    replace=self.replace)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
-                    ["net_af_packet0,iface=gwb-in", "net_af_packet1,iface=gwb-out,qdisc_bypass=0"],
-                    self.workdir, ["-l", "0-1", "--main-lcore", "0"], self.ns_gw)
+                    [f"net_af_packet0,iface=gwb-in{q}",
+                     f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}"],
+                    self.workdir, lc_b, self.ns_gw, replace=self.replace)
         self.gws.append(b)
         for gw in self.gws:     # one after the other: see Gateway.start
             gw.start()
@@ -258,12 +279,14 @@ class Lab:
         return self.ns(ns or self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "2",
                        dst, check=False, timeout=timeout)
 
-    def iperf(self, seconds=10, dst="198.18.2.2"):
-        """iperf3 from host A to host B; returns the parsed JSON report."""
+    def iperf(self, seconds=10, dst="198.18.2.2", streams=1, rate=None):
+        """iperf3 from host A to host B; returns the parsed JSON report.
+        rate: per stream (iperf3 -b), e.g. "200M"."""
         srv = self.bg("iperf3-server", self.ns_b, "iperf3", "-s", "-1", "-B", dst)
         wait_for(lambda: self.ns(self.ns_b, "ss", "-ltn", check=False).stdout.count(":5201") > 0,
                  10, "iperf3 server")
         r = self.ns(self.ns_a, "iperf3", "-c", dst, "-t", str(seconds), "-J",
+                    "-P", str(streams), *(["-b", rate] if rate else []),
                     check=False, timeout=seconds + 30)
         srv.stop()
         if r.returncode != 0:
