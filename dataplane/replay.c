@@ -6,7 +6,7 @@
 #include "replay.h"
 
 bool
-replay_init(struct replay_window *w, uint32_t size)
+replay_init(struct replay_window *w, uint32_t size, bool shared)
 {
 	uint32_t n = 2;
 
@@ -16,7 +16,8 @@ replay_init(struct replay_window *w, uint32_t size)
 		n *= 2;
 	memset(w, 0, sizeof(*w));
 	w->size = size;
-	w->mask = n - 1;
+	w->mask = (uint16_t)(n - 1);
+	w->shared = shared;
 	return true;
 }
 
@@ -78,6 +79,11 @@ raise_top(struct replay_window *w, uint64_t seq)
 {
 	uint64_t top = load_top(w);
 
+	if (!w->shared) {
+		if (seq > top)
+			__atomic_store_n(&w->top, seq, __ATOMIC_RELEASE);	/* readers: show sa */
+		return;
+	}
 	while (seq > top && !__atomic_compare_exchange_n(&w->top, &top, seq, true,
 							 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 		;
@@ -99,6 +105,15 @@ replay_update(struct replay_window *w, uint64_t seq)
 	b = &w->blk[idx & w->mask];
 	old.val[0] = b->bits;
 	old.val[1] = b->idx;
+	if (!w->shared) {	/* one writer: the same steps, plain stores */
+		if (old.val[1] > idx || too_old(w, seq) ||
+		    (old.val[1] == idx && (old.val[0] & bit)))
+			return false;
+		b->bits = (old.val[1] == idx ? old.val[0] : 0) | bit;
+		b->idx = idx;
+		raise_top(w, seq);
+		return true;
+	}
 	do {
 		/* A newer block took the slot, or the window moved past seq. */
 		if (old.val[1] > idx || too_old(w, seq))

@@ -41,7 +41,8 @@ struct replay_block {
 struct replay_window {
 	uint64_t top;		/* highest sequence number accepted, 0 = none */
 	uint32_t size;		/* window size in packets, power of 2 */
-	uint32_t mask;		/* blocks in the ring - 1 */
+	uint16_t mask;		/* blocks in the ring - 1 */
+	uint16_t shared;	/* several threads update it: atomic operations */
 	struct replay_block blk[REPLAY_BLOCKS_MAX];
 };
 
@@ -51,8 +52,12 @@ replay_window_ok(uint32_t size)
 	return size >= REPLAY_WIN_MIN && size <= REPLAY_WIN_MAX && !(size & (size - 1));
 }
 
-/* Returns false if size is neither 0 (off) nor a power of two in [MIN, MAX]. */
-bool replay_init(struct replay_window *w, uint32_t size);
+/*
+ * Returns false if size is neither 0 (off) nor a power of two in [MIN, MAX].
+ * shared: more than one thread will update the window (several workers);
+ * a window only one thread updates skips the atomic instructions.
+ */
+bool replay_init(struct replay_window *w, uint32_t size, bool shared);
 /* May seq be accepted?  Called before the ICV check: changes nothing. */
 bool replay_check(const struct replay_window *w, uint64_t seq);
 /* Record seq after its ICV checked out; false if it is a replay after all. */

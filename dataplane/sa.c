@@ -180,7 +180,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 		sa->remote_net = c->remote_ts.v4 & sa->remote_mask;
 	}
 	if (c->dir == DPVPN_DIR_IN)
-		replay_init(&sa->replay, c->replay_window);
+		replay_init(&sa->replay, c->replay_window, n_workers > 1);
 	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
 		      c->life_packets[1];
 	sa->installed_tsc = rte_get_timer_cycles();

@@ -23,7 +23,7 @@ run_steps(uint32_t size, const struct step *s, size_t n)
 {
 	struct replay_window w;
 
-	assert_true(replay_init(&w, size));
+	assert_true(replay_init(&w, size, false));
 	for (size_t i = 0; i < n; i++) {
 		bool chk = replay_check(&w, s[i].seq);
 		bool upd = replay_update(&w, s[i].seq);
@@ -67,7 +67,7 @@ test_window_1024_reverse(void **state)
 	struct replay_window w;
 
 	(void)state;
-	assert_true(replay_init(&w, 1024));
+	assert_true(replay_init(&w, 1024, false));
 	assert_true(replay_update(&w, 1024));
 	for (uint64_t s = 1023; s >= 1; s--)	/* fully reordered burst */
 		assert_true(replay_update(&w, s));
@@ -87,11 +87,11 @@ test_init_sizes(void **state)
 	struct replay_window w;
 
 	(void)state;
-	assert_false(replay_init(&w, 32));
-	assert_false(replay_init(&w, 1000));
-	assert_false(replay_init(&w, 8192));
-	assert_true(replay_init(&w, 64));
-	assert_true(replay_init(&w, 4096));
+	assert_false(replay_init(&w, 32, false));
+	assert_false(replay_init(&w, 1000, false));
+	assert_false(replay_init(&w, 8192, false));
+	assert_true(replay_init(&w, 64, false));
+	assert_true(replay_init(&w, 4096, false));
 }
 
 static void
@@ -100,7 +100,7 @@ test_window_off(void **state)
 	struct replay_window w;
 
 	(void)state;
-	assert_true(replay_init(&w, 0));	/* anti-replay off */
+	assert_true(replay_init(&w, 0, false));	/* anti-replay off */
 	assert_true(replay_update(&w, 5));
 	assert_true(replay_update(&w, 5));	/* duplicates pass */
 	assert_true(replay_update(&w, 1));
@@ -137,7 +137,7 @@ test_esn_infer(void **state)
 		uint64_t seq = 0;
 		bool ok;
 
-		replay_init(&w, 64);
+		replay_init(&w, 64, false);
 		w.top = cases[i].top;	/* as after accepting that number */
 		ok = replay_esn_infer(&w, cases[i].seql, &seq);
 		if (ok != cases[i].ok || (ok && seq != cases[i].want))
@@ -175,7 +175,7 @@ test_random_against_model(void **state)
 		uint64_t top = 0, base = 1;
 
 		memset(seen, 0, SPAN + 8192);
-		replay_init(&w, sizes[z]);
+		replay_init(&w, sizes[z], (z & 1) != 0);	/* both modes against the model */
 		for (int i = 0; i < OPS && base < SPAN; i++) {
 			/* mostly near the top, sometimes far behind or ahead */
 			uint64_t seq = base + (uint64_t)(rand() % (int)(sizes[z] * 2));
@@ -250,7 +250,7 @@ test_shared_by_threads(void **state)
 	uint32_t twice = 0, never = 0;
 
 	(void)state;
-	assert_true(replay_init(&mt_win, 1024));
+	assert_true(replay_init(&mt_win, 1024, true));
 	for (int i = 0; i < MT_THREADS; i++) {
 		args[i].seed = 1234u + (unsigned int)i;
 		assert_int_equal(pthread_create(&t[i], NULL, mt_worker, &args[i]), 0);
