@@ -976,6 +976,45 @@ static int key_tun_seq_start(struct parser *p, const char *val)
 	return 0;
 }
 
+static int key_tun_mtu(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, 9000, &v) || v < DPVPN_MTU_MIN)
+		return kerr(p, "expected a tunnel MTU of %d..9000 bytes, got '%s'", DPVPN_MTU_MIN,
+			    val);
+	CUR_TUN(p)->mtu = (uint16_t)v;
+	return 0;
+}
+
+static int key_tun_mss(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (!strcmp(val, "auto")) {
+		CUR_TUN(p)->mss = 0;
+		return 0;
+	}
+	if (!strcmp(val, "off")) {
+		CUR_TUN(p)->mss = DPVPN_MSS_OFF;
+		return 0;
+	}
+	if (parse_uint(val, false, 65535, &v) || v < 88 || v > 8960)
+		return kerr(p, "expected auto, off or an MSS of 88..8960, got '%s'", val);
+	CUR_TUN(p)->mss = (uint16_t)v;
+	return 0;
+}
+
+static int key_tun_fragment(struct parser *p, const char *val)
+{
+	if (strcmp(val, "inner") && strcmp(val, "outer"))
+		return kerr(p, "expected inner (before encryption, RFC 4459) or outer, got '%s'",
+			    val);
+	CUR_TUN(p)->frag_outer = !strcmp(val, "outer");
+	CUR_TUN(p)->frag_line = p->line;
+	return 0;
+}
+
 static int key_tun_encap(struct parser *p, const char *val)
 {
 	if (strcmp(val, "esp") && strcmp(val, "udp"))
@@ -1139,6 +1178,9 @@ static const struct key_def tunnel_keys[] = {
 	{ "encap", key_tun_encap, false },
 	{ "esn", key_tun_esn, false },
 	{ "out-seq-start", key_tun_seq_start, false },
+	{ "mtu", key_tun_mtu, false },
+	{ "mss-clamp", key_tun_mss, false },
+	{ "fragment", key_tun_fragment, false },
 	{ "soft-bytes", key_soft_bytes, false },
 	{ "hard-bytes", key_hard_bytes, false },
 	{ "soft-packets", key_soft_packets, false },
@@ -1541,6 +1583,9 @@ static void check_tunnels(struct parser *p)
 		if (t->port_line && !t->udp)
 			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port need "
 			       "encap = udp", t->name);
+		if (t->frag_outer && t->local.family == DPVPN_AF_INET6)
+			err_at(p, t->frag_line, "[tunnel %s] fragment: outer fragmentation needs "
+			       "an IPv4 outer header (local/remote)", t->name);
 		check_life(p, t);
 	}
 	check_in_spis(p);

@@ -107,6 +107,10 @@ struct cfg_tunnel {
 	uint16_t udp_local, udp_remote;	/* default 4500 */
 	uint32_t replay_window;
 	uint64_t out_seq_start;	/* out-seq-start: first packet gets this + 1 */
+	uint16_t mtu;		/* 0: derived by the dataplane */
+	uint16_t mss;		/* 0: derived from the MTU; DPVPN_MSS_OFF: off */
+	uint8_t frag_outer;	/* fragment = outer */
+	int frag_line;
 	int seq_line;
 	struct cfg_sa_key out, in;
 };

@@ -289,7 +289,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 
 	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
 		return dp_failed(ctx, err, err_len, "counters");
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -297,5 +297,9 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"arp_in", u64(c.arp_in),
 		"arp_out", u64(c.arp_out),
 		"handoff", u64(c.handoff),
+		"icmp_out", u64(c.icmp_out),
+		"icmp_limited", u64(c.icmp_limited),
+		"fragments", u64(c.fragments),
+		"mss_clamped", u64(c.mss_clamped),
 		"drops", drops_json(&c));
 }

@@ -69,7 +69,16 @@ struct tcase {
 
 static const struct tcase cases[] = {
 	{ "good", GOOD, NULL, { 0 } },
-	{ "unknown key", GOOD "mtu = 1400\n", "20: [tunnel t] mtu: unknown key", { 0 } },
+	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key", { 0 } },
+	{ "mtu ok", GOOD "mtu = 1400\nmss-clamp = 1300\nfragment = outer\n", NULL, { 0 } },
+	{ "mtu too small", GOOD "mtu = 500\n",
+	  "20: [tunnel t] mtu: expected a tunnel MTU of 576..9000 bytes, got '500'", { 0 } },
+	{ "mss word", GOOD "mss-clamp = small\n",
+	  "20: [tunnel t] mss-clamp: expected auto, off or an MSS of 88..8960, got 'small'",
+	  { 0 } },
+	{ "fragment word", GOOD "fragment = both\n",
+	  "20: [tunnel t] fragment: expected inner (before encryption, RFC 4459) or outer, "
+	  "got 'both'", { 0 } },
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
 	  "(expected dataplane, control, port, neighbor, route or tunnel)", { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",

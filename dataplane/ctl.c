@@ -350,6 +350,10 @@ do_show_counters(const void *req, struct reply *r)
 		c->arp_in += s->arp_in;
 		c->arp_out += s->arp_out;
 		c->handoff += s->handoff;
+		c->icmp_out += s->icmp_out;
+		c->icmp_limited += s->icmp_limited;
+		c->fragments += s->fragments;
+		c->mss_clamped += s->mss_clamped;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}

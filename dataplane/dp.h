@@ -41,6 +41,7 @@ struct dp_port {
 	uint8_t prefix_len;
 	uint32_t addr;		/* network order, 0 = none */
 	uint32_t mask;		/* network order */
+	uint16_t mtu;		/* the device's MTU (IP packet bytes) */
 	uint8_t has6;		/* addr6 is set */
 	uint8_t prefix6_len;
 	uint8_t addr6[16];
@@ -59,6 +60,7 @@ struct dp_resolve_req {
 /* Counters one lcore writes and anyone may read (relaxed, summed on read). */
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
+	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
 
@@ -75,6 +77,8 @@ struct dp_worker {
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
 	uint32_t ip_id;			/* outer IPv4 identification */
+	uint64_t icmp_tsc;		/* ICMP error rate limit: last refill */
+	uint32_t icmp_tokens;
 } __rte_cache_aligned;
 
 struct dp_state {

@@ -43,7 +43,8 @@ void esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint
  */
 void esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq);
 
-uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st,
+/* port: the inside port the packets came in on (ICMP errors come from its address). */
+uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			 struct rte_mbuf **pkts, uint16_t n);
 /* port: the outside port the packets came in on (its address is checked). */
 uint16_t esp_decap_burst(struct dp_worker *w, struct dp_lstats *st,

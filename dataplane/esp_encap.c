@@ -9,6 +9,7 @@
 #include "crypto.h"
 #include "esp.h"
 #include "ip.h"
+#include "pmtu.h"
 #include "sa.h"
 #include "spd.h"
 
@@ -273,16 +274,16 @@ select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, ui
 	return k;
 }
 
-uint16_t
-esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+/* Reserve, encapsulate and encrypt packets whose SA is chosen; returns the good ones. */
+static uint16_t
+encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, struct sa **sas,
+	   uint16_t n)
 {
 	struct crypto_op ops[DP_BURST];
-	struct sa *sas[DP_BURST];
 	uint64_t seqs[DP_BURST];
 	uint16_t lens[DP_BURST];
 	uint16_t k = 0, good = 0;
 
-	n = select_sa(w->index, st, pkts, n, sas);
 	reserve_seq(sas, seqs, n);
 	for (uint16_t i = 0; i < n; i++) {
 		enum dpvpn_drop_reason why;
@@ -308,8 +309,122 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkt
 			natt6_checksum(pkts[i]);
 		sas[i]->stats[w->index].packets++;
 		sas[i]->stats[w->index].bytes += lens[i];
+		sas[good] = sas[i];
 		pkts[good++] = pkts[i];
 	}
 	st->encrypted += good;
 	return good;
+}
+
+/*
+ * Packets over their tunnel's MTU: IPv6 and DF-set IPv4 get an ICMP error
+ * and are dropped; DF-clear IPv4 is moved to big[] to be fragmented before
+ * encryption, or, when the tunnel fragments outer packets, kept.  TCP SYNs
+ * get their MSS clamped on the way.  Returns the packets to encrypt as they are.
+ */
+static uint16_t
+mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	  struct rte_mbuf **pkts, struct sa **sas, uint16_t n, struct rte_mbuf **big,
+	  struct sa **big_sa, uint16_t *nbig)
+{
+	uint16_t k = 0;
+
+	*nbig = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct sa *sa = sas[i];
+		uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
+		uint16_t len = rte_pktmbuf_data_len(m);
+
+		if (sa->mss != 0 && pmtu_clamp_mss(ip, len, sa->mss))
+			st->mss_clamped++;
+		if (likely(len <= sa->mtu) ||
+		    (sa->frag_outer && ip[0] >> 4 == 4 &&
+		     !(((struct rte_ipv4_hdr *)ip)->fragment_offset &
+		       rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)))) {
+			sas[k] = sa;
+			pkts[k++] = m;
+			continue;
+		}
+		if (ip[0] >> 4 == 6 || (((struct rte_ipv4_hdr *)ip)->fragment_offset &
+					rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
+			pmtu_icmp_too_big(w, st, port, m, sa->mtu);
+			sa->stats[w->index].drop_other++;
+			dp_drop(st, m, DPVPN_DROP_PMTU);
+			continue;
+		}
+		big_sa[*nbig] = sa;
+		big[(*nbig)++] = m;
+	}
+	return k;
+}
+
+/* An outer packet over the port's MTU, on a tunnel that fragments outer packets? */
+static inline bool
+outer_too_big(const struct sa *sa, const struct rte_mbuf *m)
+{
+	return sa->frag_outer && rte_pktmbuf_data_len(m) > sa->port_mtu;
+}
+
+/*
+ * The rare path, when fragments are involved: everything is sent from here,
+ * in order (the burst, outer fragments in their place, then the inner
+ * fragments of what was too big), so the peer sees sequence numbers rise.
+ */
+static void
+send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
+		    struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
+		    uint16_t nbig)
+{
+	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
+	struct sa *fsas[PMTU_MAX_FRAGS];
+	uint16_t f;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (!outer_too_big(sas[i], pkts[i])) {
+			worker_tx(w, st, &pkts[i], 1);
+			continue;
+		}
+		f = pmtu_fragment4(pkts[i], sas[i]->port_mtu, frags, PMTU_MAX_FRAGS);
+		if (f == 0) {
+			dp_drop(st, pkts[i], DPVPN_DROP_TOO_BIG);
+			continue;
+		}
+		st->fragments += f;
+		worker_tx(w, st, frags, f);
+	}
+	/* RFC 4459 pre-fragmentation: each fragment is a packet of its own */
+	for (uint16_t i = 0; i < nbig; i++) {
+		f = pmtu_fragment4(big[i], big_sa[i]->mtu, frags, PMTU_MAX_FRAGS);
+		if (f == 0) {
+			big_sa[i]->stats[w->index].drop_other++;
+			dp_drop(st, big[i], DPVPN_DROP_TOO_BIG);
+			continue;
+		}
+		st->fragments += f;
+		for (uint16_t j = 0; j < f; j++)
+			fsas[j] = big_sa[i];
+		f = encap_core(w, st, frags, fsas, f);
+		worker_tx(w, st, frags, f);
+	}
+}
+
+uint16_t
+esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+		struct rte_mbuf **pkts, uint16_t n)
+{
+	struct sa *sas[DP_BURST], *big_sa[DP_BURST];
+	struct rte_mbuf *big[DP_BURST];
+	uint16_t nbig, good;
+	bool outer = false;
+
+	n = select_sa(w->index, st, pkts, n, sas);
+	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig);
+	good = encap_core(w, st, pkts, sas, n);
+	for (uint16_t i = 0; i < good; i++)
+		outer |= outer_too_big(sas[i], pkts[i]);
+	if (likely(nbig == 0 && !outer))
+		return good;
+	send_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig);
+	return 0;
 }

@@ -143,6 +143,8 @@ port_init(uint16_t id)
 		return rc;
 	p->id = id;
 	rte_eth_macaddr_get(id, &p->mac);
+	if (rte_eth_dev_get_mtu(id, &p->mtu) != 0 || p->mtu < DPVPN_MTU_MIN)
+		p->mtu = RTE_ETHER_MTU;
 	rte_eth_dev_get_name_by_port(id, p->name);
 	return 0;
 }

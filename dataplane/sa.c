@@ -110,6 +110,11 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.life_*: a soft limit above its hard one");
 	if (c->esn > 1)
 		return fail(eb, len, -EINVAL, "sa.esn: %u is not 0 or 1", c->esn);
+	if ((c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > 9000)) || c->frag_outer > 1 ||
+	    (c->frag_outer && c->local.family != DPVPN_AF_INET))
+		return fail(eb, len, -EINVAL, "sa.mtu/frag_outer: MTU %u not 0 or %u..9000, or "
+			    "outer fragmentation without an IPv4 outer header", c->mtu,
+			    DPVPN_MTU_MIN);
 	if (c->seq_start != 0 && (c->dir != DPVPN_DIR_OUT ||
 				  c->seq_start > (c->esn ? UINT64_MAX - 1 : UINT32_MAX)))
 		return fail(eb, len, -EINVAL, "sa.seq_start: %" PRIu64 " is out of range for "
@@ -136,6 +141,47 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.name: not NUL-terminated within %u bytes",
 			    DPVPN_NAME_LEN);
 	return 0;
+}
+
+/* The outside port with the SA's local address: its MTU, 1500 if none has it. */
+static uint16_t
+outer_port_mtu(const struct dpvpn_sa_cfg *c)
+{
+	for (uint16_t i = 0; i < dp.n_ports; i++) {
+		const struct dp_port *p = &dp.ports[i];
+
+		if (c->local.family == DPVPN_AF_INET ? p->addr == c->local.v4 :
+		    (p->has6 && memcmp(p->addr6, c->local.v6, 16) == 0))
+			return p->mtu ? p->mtu : RTE_ETHER_MTU;
+	}
+	return RTE_ETHER_MTU;
+}
+
+/*
+ * The tunnel MTU: the largest inner packet whose ESP packet fits the
+ * outside port (outer header, UDP, ESP header, IV, padding to the block,
+ * trailer, ICV), or the configured one if smaller (or, fragmenting the outer
+ * packet, larger).  The MSS clamp follows from it unless configured.
+ */
+static void
+sa_mtu(struct sa *sa, const struct dpvpn_sa_cfg *c, const struct dpvpn_alg_info *a)
+{
+	uint32_t over = (c->local.family == DPVPN_AF_INET6 ? 40 : 20) +
+			(c->udp_local ? NATT_HDR_LEN : 0) + ESP_HDR_LEN + a->iv_len + a->icv_len;
+	uint32_t fit;
+
+	sa->port_mtu = outer_port_mtu(c);
+	fit = ((sa->port_mtu - over) & ~(uint32_t)(a->block - 1)) - ESP_TRAILER_LEN;
+	sa->frag_outer = c->frag_outer;
+	sa->mtu = (uint16_t)fit;
+	if (c->mtu != 0 && (c->mtu < fit || c->frag_outer))
+		sa->mtu = c->mtu;
+	if (c->mss == DPVPN_MSS_OFF)
+		sa->mss = 0;
+	else if (c->mss != 0)
+		sa->mss = c->mss;
+	else
+		sa->mss = (uint16_t)(sa->mtu - (c->local_ts.family == DPVPN_AF_INET6 ? 60 : 40));
 }
 
 static struct sa *
@@ -192,6 +238,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa->df = c->df;
 	sa->seq = c->seq_start;
 	a = dpvpn_alg_get(c->alg);	/* check_cfg made sure it exists */
+	sa_mtu(sa, c, a);
 	sa->iv_len = a->iv_len;
 	sa->icv_len = a->icv_len;
 	sa->block = a->block;
@@ -348,6 +395,9 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	memcpy(info->life_packets, sa->cfg.life_packets, sizeof(info->life_packets));
 	memcpy(info->life_seconds, sa->cfg.life_seconds, sizeof(info->life_seconds));
 	info->age_s = (rte_get_timer_cycles() - sa->installed_tsc) / rte_get_timer_hz();
+	info->mtu = sa->mtu;
+	info->mss = sa->mss ? sa->mss : DPVPN_MSS_OFF;
+	info->frag_outer = sa->frag_outer;
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));

@@ -55,6 +55,10 @@ struct sa {
 	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
 	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
 	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */
+	uint8_t frag_outer;	/* out: fragment the outer packet, not the inner one */
+	uint16_t mtu;		/* out: largest inner packet sent in one ESP packet */
+	uint16_t port_mtu;	/* out: MTU of the outside port it leaves by */
+	uint16_t mss;		/* TCP MSS clamp, 0 = off */
 	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
 	uint8_t local6[16], remote6[16];	/* outer IPv6 addresses */
 	uint8_t lts6[16], rts6[16];		/* inner IPv6 selectors, host bits zero */

@@ -37,6 +37,7 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static struct dp_worker wk;
 static struct dp_lstats *st;
+static const struct dp_port in_port = { .addr = RTE_BE32(RTE_IPV4(198, 18, 1, 1)) };
 static const struct dp_port peer_port = { .addr = RTE_BE32(RTE_IPV4(198, 19, 0, 2)) };
 
 static const uint8_t key128[16] = "0123456789abcdef";
@@ -89,6 +90,11 @@ setup(void **state)
 	rte_rcu_qsbr_init(dp.rcu, 4);
 	wk.mb = crypto_mgr_create();
 	st = &dp_lstats[0];
+	/* gateway A's outside port, jumbo: no packet of these tests is over
+	 * the tunnel MTU (tests/test_pmtu.py covers that end to end) */
+	dp.n_ports = 1;
+	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
+					.addr = RTE_BE32(RTE_IPV4(198, 19, 0, 1)) };
 	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
@@ -194,7 +200,7 @@ test_round_trip(void **state)
 		uint8_t copy[2048];
 
 		memcpy(copy, rte_pktmbuf_mtod(m, void *), sizes[i]);
-		assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 		forwarded(copy);	/* gateway A forwarded it */
 		check_wire(m, copy, sizes[i], ++seq);
 		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
@@ -217,7 +223,7 @@ one_esp(void)
 {
 	struct rte_mbuf *m = inner_packet(100, HOST_A, HOST_B);
 
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 	return m;
 }
 
@@ -293,10 +299,10 @@ test_policy_mismatch(void **state)
 
 	(void)state;
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 	expect_drop(m, DPVPN_DROP_POLICY_MISMATCH);
 	m = inner_packet(60, HOST_A, RTE_BE32(RTE_IPV4(192, 0, 2, 1)));
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 0);	/* no policy */
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);	/* no policy */
 	assert_int_equal(drops(DPVPN_DROP_NO_POLICY), 1);
 }
 
@@ -363,7 +369,7 @@ esp_with_outer_ce(uint8_t inner_tos)
 	ip->type_of_service = inner_tos;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(ip->type_of_service, inner_tos);
 	ip->type_of_service |= ECN_CE;	/* congestion on the way */
@@ -394,7 +400,7 @@ test_ecn_and_ttl_on_the_path(void **state)
 	ip->time_to_live = 1;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 0);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);
 	assert_int_equal(drops(DPVPN_DROP_TTL_EXPIRED), before + 1);
 }
 
@@ -503,7 +509,7 @@ outer_df(const char *dst, uint16_t df)
 	ip->fragment_offset = rte_cpu_to_be_16(df);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
 	got = rte_be_to_cpu_16(ip->fragment_offset);

@@ -11,6 +11,7 @@
 
 #include "esp.h"
 #include "ip.h"
+#include "pmtu.h"
 #include "route.h"
 
 /* TX buffer callback: what the queue did not take is dropped and counted. */
@@ -184,8 +185,8 @@ resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *ne
 }
 
 /* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
-static void
-tx_ip(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+void
+worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nh_cache cache = { .family = 0 };
 
@@ -288,7 +289,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 {
 	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE)
-		n = esp_encap_burst(w, st, pkts, drop_to_self(st, port, pkts, n));
+		n = esp_encap_burst(w, st, port, pkts, drop_to_self(st, port, pkts, n));
 	else if (port->role == DPVPN_ROLE_OUTSIDE)
 		n = esp_decap_burst(w, st, port, pkts, n);
 	else {
@@ -296,7 +297,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	tx_ip(w, st, pkts, n);
+	worker_tx(w, st, pkts, n);
 }
 
 /* Frames the main lcore built (ARP) go out on this worker's queues. */

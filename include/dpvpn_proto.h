@@ -55,12 +55,14 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	6
+#define DPVPN_PROTO_VERSION	7
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
 #define DPVPN_SALT_LEN		4	/* RFC 4106 / RFC 7634 salt */
 #define DPVPN_AUTH_KEY_MAX	32	/* HMAC-SHA-256 */
+#define DPVPN_MSS_OFF		0xffff	/* sa.mss: no clamping */
+#define DPVPN_MTU_MIN		576	/* tunnel MTU floor (IPv4's minimum datagram) */
 #define DPVPN_REPLAY_WIN_DEFAULT 1024
 #define DPVPN_REPLAY_WIN_MAX	4096
 
@@ -219,6 +221,14 @@ struct dpvpn_sa_cfg {
 	uint32_t life_seconds[2];	/* since the SA was installed */
 	uint64_t seq_start;	/* outbound: numbers up to this one count as used;
 				 * the first packet gets seq_start + 1 */
+	uint16_t mtu;		/* outbound: the largest inner packet sent as one ESP
+				 * packet; 0 = what fits the outside port's MTU */
+	uint16_t mss;		/* TCP MSS clamp on SYNs either way; 0 = from the
+				 * tunnel MTU, DPVPN_MSS_OFF = off */
+	uint8_t frag_outer;	/* 1: a DF-clear IPv4 packet over mtu is encrypted whole
+				 * and the outer packet fragmented; 0: it is fragmented
+				 * before encryption (RFC 4459) */
+	uint8_t reserved3[3];
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway; */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer: same family,
 					 * either family whatever the outer one is */
@@ -278,6 +288,10 @@ struct dpvpn_sa_info {
 	uint64_t life_bytes[2], life_packets[2];	/* as configured */
 	uint32_t life_seconds[2];
 	uint64_t age_s;
+	uint16_t mtu;		/* out: effective tunnel MTU (inner bytes) */
+	uint16_t mss;		/* effective MSS clamp, DPVPN_MSS_OFF = off */
+	uint8_t frag_outer;
+	uint8_t reserved3[3];
 	struct dpvpn_prefix local_ts, remote_ts;
 	char name[DPVPN_NAME_LEN];
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
@@ -326,7 +340,8 @@ struct dpvpn_sa_info {
 	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, or over another IP version, unlike its SA") \
 	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime") \
 	X(BAD_IPV6,	"bad-ipv6",	"malformed IPv6 header or length") \
-	X(BAD_ND,	"bad-nd",	"malformed or foreign Neighbour Discovery packet")
+	X(BAD_ND,	"bad-nd",	"malformed or foreign Neighbour Discovery packet") \
+	X(PMTU,		"pmtu",		"over the tunnel MTU and may not be fragmented (ICMP sent)")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -348,6 +363,10 @@ struct dpvpn_counters {
 	uint64_t arp_in, arp_out;	/* handled on the main lcore */
 	uint64_t handoff;	/* outside-port packets a worker passed to another
 				 * worker to spread one tunnel's decryption */
+	uint64_t icmp_out;	/* ICMP "fragmentation needed" / ICMPv6 "packet too big" sent */
+	uint64_t icmp_limited;	/* ... not sent: over the rate limit */
+	uint64_t fragments;	/* fragments made (inner before encryption, or outer) */
+	uint64_t mss_clamped;	/* TCP SYNs whose MSS option was lowered */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 };
 

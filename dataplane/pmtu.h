@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmtu.h - packets too big for a tunnel, and TCP MSS clamping:
+ *
+ *  - ICMP "fragmentation needed" (RFC 792/1191) for an IPv4 packet with DF
+ *    set, ICMPv6 "packet too big" (RFC 4443/8201) for IPv6, carrying the
+ *    tunnel MTU, sent from the inside port's address and rate-limited per
+ *    worker (a token bucket: PMTU_ICMP_RATE a second, PMTU_ICMP_BURST at once);
+ *  - IPv4 fragmentation into fresh mbufs, for a DF-clear inner packet before
+ *    encryption (RFC 4459 pre-fragmentation) or for the outer packet;
+ *  - the MSS option of TCP SYNs lowered to the tunnel's, checksum updated
+ *    incrementally (RFC 1624), as OpenVPN's mssfix does.
+ *
+ * All of it is on the exception path of the worker: no lock, no system call,
+ * mbufs from the packet pool.
+ */
+#ifndef PMTU_H
+#define PMTU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "dp.h"
+
+#define PMTU_ICMP_RATE	100	/* ICMP errors per second per worker */
+#define PMTU_ICMP_BURST	10
+#define PMTU_MAX_FRAGS	32	/* fragments of one packet, at most */
+
+/*
+ * Tell the sender of m (an IPv4 or IPv6 packet at m's data) that the
+ * tunnel takes at most mtu bytes; port is where m came in.  m is not freed.
+ */
+void pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+		       const struct rte_mbuf *m, uint16_t mtu);
+
+/*
+ * Split the IPv4 packet m into fragments of at most mtu bytes (fresh mbufs
+ * in out[], m freed); 0 (m untouched) if it would take more than max or the
+ * pool is empty.  An existing fragment is split further, offsets kept.
+ */
+uint16_t pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t max);
+
+/* Lower the MSS of a TCP SYN in the IPv4/IPv6 packet ip (len bytes) to mss. */
+bool pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss);
+
+/* Route and send packets a stage made itself (worker.c). */
+void worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n);
+
+#endif /* PMTU_H */
