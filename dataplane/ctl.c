@@ -354,6 +354,9 @@ do_show_counters(const void *req, struct reply *r)
 		c->icmp_limited += s->icmp_limited;
 		c->fragments += s->fragments;
 		c->mss_clamped += s->mss_clamped;
+		c->frag_in += s->frag_in;
+		c->reassembled += s->reassembled;
+		c->reass_dropped += s->reass_dropped;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}

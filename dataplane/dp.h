@@ -19,6 +19,8 @@
 #include "dpvpn_proto.h"
 
 struct crypto_mgr;
+struct rte_ip_frag_tbl;
+struct rte_ip_frag_death_row;
 
 #define DP_MAX_PORTS		8
 #define DP_MAX_WORKERS		16
@@ -61,6 +63,7 @@ struct dp_resolve_req {
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
+	uint64_t frag_in, reassembled, reass_dropped;
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
 
@@ -74,9 +77,12 @@ struct dp_worker {
 	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
 	struct rte_ring *work;		/* outside-port frames other workers hand over */
 	uint32_t rr;			/* next worker to hand an outside burst to */
+	uint32_t loops;
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
 	uint32_t ip_id;			/* outer IPv4 identification */
+	struct rte_ip_frag_tbl *frag_tbl;	/* outer fragments being reassembled */
+	struct rte_ip_frag_death_row *frag_dr;
 	uint64_t icmp_tsc;		/* ICMP error rate limit: last refill */
 	uint32_t icmp_tokens;
 } __rte_cache_aligned;

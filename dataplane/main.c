@@ -25,6 +25,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "reass.h"
 #include "route.h"
 #include "sa.h"
 #include "spd.h"
@@ -169,7 +170,7 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w->mb = crypto_mgr_create();
 	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
-	    w->mb == NULL)
+	    w->mb == NULL || reass_init(w) != 0)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
@@ -212,7 +213,8 @@ setup(void)
 		return -EINVAL;
 	}
 	nmbufs = dp.n_ports * dp.n_workers * (DP_RX_DESC + DP_TX_DESC + 2 * DP_BURST) +
-		 (dp.n_workers + 1) * (MBUF_CACHE + DP_PUNT_RING + DP_TXQ_RING);
+		 (dp.n_workers + 1) * (MBUF_CACHE + DP_PUNT_RING + DP_TXQ_RING) +
+		 dp.n_workers * (DP_WORK_RING + REASS_MAX_MBUFS);
 	dp.pool = rte_pktmbuf_pool_create("dpvpn_mbufs", nmbufs, MBUF_CACHE, 0,
 					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (dp.pool == NULL) {
@@ -253,8 +255,10 @@ teardown(struct crypto_mgr *mb)
 			rte_eth_dev_stop(p);
 		rte_eth_dev_close(p);	/* net_pcap flushes its files here */
 	}
-	for (unsigned int i = 0; i < dp.n_workers; i++)
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		crypto_mgr_free(dp.workers[i].mb);
+		reass_free(&dp.workers[i]);
+	}
 	crypto_mgr_free(mb);
 	ctl_close();
 }

@@ -12,6 +12,7 @@
 #include "esp.h"
 #include "ip.h"
 #include "pmtu.h"
+#include "reass.h"
 #include "route.h"
 
 /* TX buffer callback: what the queue did not take is dropped and counted. */
@@ -354,13 +355,19 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 			continue;
 		got += n;
 		st->rx += n;
-		if (dp.spread && dp.ports[p].role == DPVPN_ROLE_OUTSIDE)
-			n = hand_off(w, st, pkts, n);
+		if (dp.ports[p].role == DPVPN_ROLE_OUTSIDE) {
+			/* fragments are made whole here, before the burst moves on */
+			n = reass_burst(w, st, &dp.ports[p], pkts, n);
+			if (dp.spread && n > 0)
+				n = hand_off(w, st, pkts, n);
+		}
 		if (n > 0)
 			poll_port(w, st, &dp.ports[p], pkts, n);
 	}
 	if (dp.spread)
 		got += drain_work(w, st);
+	if ((++w->loops & 63) == 0)
+		reass_tick(w, st);
 	got += drain_main(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);

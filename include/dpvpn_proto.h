@@ -55,7 +55,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	7
+#define DPVPN_PROTO_VERSION	8
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -310,7 +310,7 @@ struct dpvpn_sa_info {
 	X(NOT_IP,	"not-ip",	"ethertype is not IPv4, IPv6 or ARP") \
 	X(BAD_ARP,	"bad-arp",	"malformed or foreign ARP packet") \
 	X(BAD_IPV4,	"bad-ipv4",	"malformed IPv4 header or length") \
-	X(FRAGMENT,	"fragment",	"IP fragment (no reassembly yet)") \
+	X(FRAGMENT,	"fragment",	"outer fragment not reassembled (IPv6: no reassembly yet)") \
 	X(MULTISEG,	"multiseg",	"multi-segment packet (no jumbo support yet)") \
 	X(TO_SELF,	"to-self",	"cleartext packet addressed to the gateway") \
 	X(NO_POLICY,	"no-policy",	"no outbound policy matches the packet") \
@@ -367,6 +367,9 @@ struct dpvpn_counters {
 	uint64_t icmp_limited;	/* ... not sent: over the rate limit */
 	uint64_t fragments;	/* fragments made (inner before encryption, or outer) */
 	uint64_t mss_clamped;	/* TCP SYNs whose MSS option was lowered */
+	uint64_t frag_in;	/* outer IPv4 fragments taken for reassembly */
+	uint64_t reassembled;	/* packets they completed */
+	uint64_t reass_dropped;	/* fragments given up (timeout, table full, bad) */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 };
 
