@@ -435,6 +435,17 @@ static int key_port_role(struct parser *p, const char *val)
  * "198.18.1.1/24, 2001:db8:1::1/64": an IPv4 and/or an IPv6 address with
  * its prefix length, at most one of each family.
  */
+static int key_port_mtu(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, DPVPN_PORT_MTU_MAX, &v) || v < DPVPN_MTU_MIN)
+		return kerr(p, "expected an MTU of %d..%d bytes, got '%s'", DPVPN_MTU_MIN,
+			    DPVPN_PORT_MTU_MAX, val);
+	CUR(p, ports)->mtu = (uint16_t)v;
+	return 0;
+}
+
 static int key_port_address(struct parser *p, const char *val)
 {
 	struct cfg_port *port = CUR(p, ports);
@@ -1143,6 +1154,7 @@ static const struct key_def port_keys[] = {
 	{ "id", key_port_id, true },
 	{ "role", key_port_role, true },
 	{ "address", key_port_address, true },
+	{ "mtu", key_port_mtu, false },
 };
 
 static const struct key_def neigh_keys[] = {

@@ -54,6 +54,7 @@ struct cfg_port {
 	uint8_t role;		/* enum dpvpn_port_role */
 	struct cfg_prefix addr4;	/* address = : at most one of each family; */
 	struct cfg_prefix addr6;	/* addr.family 0: none */
+	uint16_t mtu;		/* 0: the device's own */
 };
 
 struct cfg_neigh {

@@ -62,6 +62,7 @@ static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbo
 			.role = p->role,
 			.addr4 = net_prefix(&p->addr4),
 			.addr6 = net_prefix(&p->addr6),
+			.mtu = p->mtu,
 		};
 
 		snprintf(what, sizeof(what), "port %s", p->name);

@@ -70,6 +70,11 @@ struct tcase {
 static const struct tcase cases[] = {
 	{ "good", GOOD, NULL, { 0 } },
 	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key", { 0 } },
+	{ "port mtu", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\nmtu = 9000\n",
+	  NULL, { 0 } },
+	{ "port mtu too big", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\n"
+	  "mtu = 9601\n", "5: [port a] mtu: expected an MTU of 576..9600 bytes, got '9601'",
+	  { 0 } },
 	{ "mtu ok", GOOD "mtu = 1400\nmss-clamp = 1300\nfragment = outer\n", NULL, { 0 } },
 	{ "mtu too small", GOOD "mtu = 500\n",
 	  "20: [tunnel t] mtu: expected a tunnel MTU of 576..9000 bytes, got '500'", { 0 } },

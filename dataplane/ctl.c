@@ -101,6 +101,38 @@ do_port_set(const void *req, struct reply *r)
 			 "unicast address with a length of 1..128", c->addr6.family, c->addr6.len);
 		return -EINVAL;
 	}
+	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
+		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
+			 DPVPN_MTU_MIN, dp.max_mtu,
+			 dp.max_mtu < DPVPN_PORT_MTU_MAX ? " (jumbo frames need --jumbo)" : "");
+		return -EINVAL;
+	}
+	if (c->mtu != 0 && c->mtu != dp.ports[c->port_id].mtu) {
+		struct rte_eth_dev_info info = { 0 };
+
+		rte_eth_dev_info_get(c->port_id, &info);
+		rc = rte_eth_dev_set_mtu(c->port_id, c->mtu);
+		/*
+		 * net_af_packet (22.11) says 1518-byte frames in its device info,
+		 * so ethdev refuses it any larger MTU, yet it carries whatever its
+		 * ring slots (framesz) and the kernel interface's MTU allow: there
+		 * the operator sets the MTU with `ip link`, and this is its value.
+		 */
+		if (rc == -EINVAL && info.driver_name != NULL &&
+		    strcmp(info.driver_name, "net_af_packet") == 0) {
+			fprintf(stderr, "dpvpn-dataplane: port %u (net_af_packet): MTU %u taken "
+				"as the kernel interface's (set with ip link; framesz must fit)\n",
+				c->port_id, c->mtu);
+			rc = 0;
+		}
+		if (rc != 0) {
+			snprintf(r->err, sizeof(r->err), "port.mtu: the device refuses %u (%s; "
+				 "its max MTU %u, max frame %u)", c->mtu, rte_strerror(-rc),
+				 info.max_mtu, info.max_rx_pktlen);
+			return rc;
+		}
+		dp.ports[c->port_id].mtu = c->mtu;
+	}
 	p = &dp.ports[c->port_id];
 	p->role = c->role;
 	p->prefix_len = c->addr4.family ? c->addr4.len : 0;

@@ -6,7 +6,7 @@
  * sends START, which starts the ports.
  *
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
- *                                  [--no-spread]
+ *                                  [--no-spread] [--jumbo]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +31,9 @@
 #include "spd.h"
 
 #define MBUF_CACHE	256
+/* room for a 9600-byte IP packet, its Ethernet header, ESP growth (the outer
+ * header goes in the headroom) */
+#define JUMBO_BUF_SIZE	(RTE_PKTMBUF_HEADROOM + 10240)
 #define IDLE_SLEEP_US	50	/* default back-off once idle */
 #define MAX_SA_LIMIT	(1u << 22)	/* SAs, both directions: 4 M */
 
@@ -39,7 +42,7 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
-static bool no_spread;
+static bool no_spread, jumbo;
 
 static void
 on_signal(int sig)
@@ -53,16 +56,17 @@ usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
-		"                        [--no-spread]\n"
+		"                        [--no-spread] [--jumbo]\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
 		"  --max-sa N           room for N SAs (both directions) and N policies\n"
 		"                       (default %u)\n"
+		"  --jumbo              mbufs for jumbo frames (port mtu up to %u)\n"
 		"  --no-spread          decrypt each outside burst on the worker that received\n"
 		"                       it (default with 2+ workers: hand bursts round the\n"
 		"                       workers, so one tunnel's ESP uses every core)\n",
-		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT);
+		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX);
 }
 
 static int
@@ -73,6 +77,7 @@ parse_args(int argc, char **argv)
 		{ "idle-sleep-us", required_argument, NULL, 'i' },
 		{ "max-sa", required_argument, NULL, 'm' },
 		{ "no-spread", no_argument, NULL, 'S' },
+		{ "jumbo", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -87,6 +92,9 @@ parse_args(int argc, char **argv)
 			break;
 		case 'S':
 			no_spread = true;
+			break;
+		case 'J':
+			jumbo = true;
 			break;
 		case 'i':
 			errno = 0;
@@ -215,8 +223,12 @@ setup(void)
 	nmbufs = dp.n_ports * dp.n_workers * (DP_RX_DESC + DP_TX_DESC + 2 * DP_BURST) +
 		 (dp.n_workers + 1) * (MBUF_CACHE + DP_PUNT_RING + DP_TXQ_RING) +
 		 dp.n_workers * (DP_WORK_RING + REASS_MAX_MBUFS);
+	/* Every packet in one segment: with --jumbo, mbufs for 9600-byte IP
+	 * packets plus Ethernet and ESP growth; else the usual 2 KiB ones. */
 	dp.pool = rte_pktmbuf_pool_create("dpvpn_mbufs", nmbufs, MBUF_CACHE, 0,
-					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+					  jumbo ? JUMBO_BUF_SIZE : RTE_MBUF_DEFAULT_BUF_SIZE,
+					  (int)rte_socket_id());
+	dp.max_mtu = jumbo ? DPVPN_PORT_MTU_MAX : RTE_ETHER_MTU;
 	if (dp.pool == NULL) {
 		fprintf(stderr, "mbuf pool (%u): %s\n", nmbufs, rte_strerror(rte_errno));
 		return -ENOMEM;

@@ -55,7 +55,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	8
+#define DPVPN_PROTO_VERSION	9
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -63,6 +63,7 @@
 #define DPVPN_AUTH_KEY_MAX	32	/* HMAC-SHA-256 */
 #define DPVPN_MSS_OFF		0xffff	/* sa.mss: no clamping */
 #define DPVPN_MTU_MIN		576	/* tunnel MTU floor (IPv4's minimum datagram) */
+#define DPVPN_PORT_MTU_MAX	9600	/* jumbo frames (dataplane --jumbo) */
 #define DPVPN_REPLAY_WIN_DEFAULT 1024
 #define DPVPN_REPLAY_WIN_MAX	4096
 
@@ -182,6 +183,8 @@ struct dpvpn_port_cfg {
 	uint8_t reserved;
 	struct dpvpn_prefix addr4;	/* the port's IPv4 address/len; family 0: none */
 	struct dpvpn_prefix addr6;	/* the port's IPv6 address/len; family 0: none */
+	uint16_t mtu;		/* IP MTU to set on the device; 0: leave it */
+	uint8_t reserved2[2];
 };
 
 struct dpvpn_neigh {

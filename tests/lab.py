@@ -165,16 +165,23 @@ class Gateway:
 class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
-    def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None):
+    def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
         the gateways tunnel over IPv6 (IPv4 4o6, IPv6 6o6).  workers: per
         gateway, each polling its own queue pair of every port (net_af_packet
         qpairs), all lcores mapped onto the two CPUs.  replay_window: both
-        gateways' (lab-*.conf say 1024)."""
+        gateways' (lab-*.conf say 1024).  mtu: every link and port of the
+        lab at this MTU, hosts included (default: hosts and inside links at
+        HOST_MTU, the gateway link at 1500); over 1500 the dataplanes get
+        --jumbo and net_af_packet frames big enough."""
+        self.mtu = mtu
         self.replace = (() if replay_window is None else
                         (("replay-window = 1024", f"replay-window = {replay_window}"),))
+        if mtu is not None:
+            self.replace += (("role = inside\n", f"role = inside\nmtu = {mtu}\n"),
+                             ("role = outside\n", f"role = outside\nmtu = {mtu}\n"))
         self.extra_a = extra_a
         self.ipv6 = ipv6
         self.workers = workers
@@ -224,14 +231,15 @@ class Lab:
         self.ip(g, "link", "add", "gwb-in", "type", "veth", "peer", "name", "eth0",
                 "netns", self.ns_b)
         self.ip(g, "link", "add", "gwa-out", "type", "veth", "peer", "name", "gwb-out")
+        host_mtu = self.mtu or HOST_MTU
         for dev in ("gwa-in", "gwb-in", "gwa-out", "gwb-out"):
             self._quiet(g, dev)
-            if dev.endswith("-in"):
-                self.ip(g, "link", "set", dev, "mtu", str(HOST_MTU))
+            if dev.endswith("-in") or self.mtu:
+                self.ip(g, "link", "set", dev, "mtu", str(host_mtu))
             self.ip(g, "link", "set", dev, "up")
         for ns, net in ((self.ns_a, 1), (self.ns_b, 2)):
             self._quiet(ns, "eth0")
-            self.ip(ns, "link", "set", "eth0", "mtu", str(HOST_MTU), "up")
+            self.ip(ns, "link", "set", "eth0", "mtu", str(host_mtu), "up")
             self.ip(ns, "addr", "add", f"198.18.{net}.2/24", "dev", "eth0")
             self.ip(ns, "route", "add", "default", "via", f"198.18.{net}.1")
             if self.ipv6:
@@ -246,6 +254,10 @@ class Lab:
         # both main lcores on the other; idle back-off lets them share.
         conf = "lab6-{}.conf" if self.ipv6 else "lab-{}.conf"
         q = f",qpairs={self.workers}" if self.workers > 1 else ""
+        dp_args = ()
+        if self.mtu and self.mtu > 1500:    # frames of a jumbo link in one slot each
+            q += ",framesz=10240,blocksz=20480,framecnt=512"
+            dp_args = ("--jumbo",)
         if self.workers == 1:
             lc_a, lc_b = ["-l", "0-1", "--main-lcore", "1"], ["-l", "0-1", "--main-lcore", "0"]
         else:   # lcore 0 is the main one; workers alternate over the two CPUs
@@ -259,12 +271,12 @@ class Lab:
                     [f"net_af_packet0,iface=gwa-in{q}",
                      f"net_af_packet1,iface=gwa-out,qdisc_bypass=0{q}"],
                     self.workdir, lc_a, self.ns_gw, extra_config=self.extra_a,
-                    replace=self.replace)
+                    replace=self.replace, dp_args=dp_args)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
                      f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}"],
-                    self.workdir, lc_b, self.ns_gw, replace=self.replace)
+                    self.workdir, lc_b, self.ns_gw, replace=self.replace, dp_args=dp_args)
         self.gws.append(b)
         for gw in self.gws:     # one after the other: see Gateway.start
             gw.start()
@@ -275,9 +287,11 @@ class Lab:
         self.procs.append(p)
         return p
 
-    def ping(self, count=5, timeout=15, dst="198.18.2.2", ns=None):
+    def ping(self, count=5, timeout=15, dst="198.18.2.2", ns=None, size=None):
+        """size: ICMP payload bytes, sent with DF (-M do)."""
+        extra = ["-s", str(size), "-M", "do"] if size is not None else []
         return self.ns(ns or self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "2",
-                       dst, check=False, timeout=timeout)
+                       *extra, dst, check=False, timeout=timeout)
 
     def iperf(self, seconds=10, dst="198.18.2.2", streams=1, rate=None):
         """iperf3 from host A to host B; returns the parsed JSON report.
