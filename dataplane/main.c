@@ -140,6 +140,19 @@ port_init(uint16_t id)
 			id, dp.n_workers, nq, info.max_rx_queues, info.max_tx_queues);
 		return -ENOTSUP;
 	}
+	/*
+	 * Several queues: RSS where the device has it, on addresses and TCP/UDP
+	 * ports (inside: the inner 5-tuple spreads flows over workers; outside:
+	 * outer addresses and NAT-T ports).  One tunnel's ESP still lands on one
+	 * queue: the receiving worker hands its bursts round (worker.c).
+	 * Devices without RSS (net_af_packet: kernel fanout; net_pcap: one file
+	 * per queue) spread in their own way.
+	 */
+	if (nq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_IP) != 0) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+	}
 	rc = rte_eth_dev_configure(id, nq, nq, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
