@@ -1045,6 +1045,20 @@ static int tun_port(struct parser *p, const char *val, uint16_t *port)
 	return 0;
 }
 
+static int key_tun_local_ports(struct parser *p, const char *val)
+{
+	uint64_t v;
+	uint8_t log2 = 0;
+
+	if (parse_uint(val, false, 256, &v) || v == 0 || (v & (v - 1)))
+		return kerr(p, "expected a power of two from 1 to 256, got '%s'", val);
+	while ((1u << log2) < v)
+		log2++;
+	CUR_TUN(p)->udp_spread_log2 = log2;
+	CUR_TUN(p)->port_line = p->line;
+	return 0;
+}
+
 static int key_tun_local_port(struct parser *p, const char *val)
 {
 	return tun_port(p, val, &CUR_TUN(p)->udp_local);
@@ -1200,6 +1214,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "soft-seconds", key_soft_seconds, false },
 	{ "hard-seconds", key_hard_seconds, false },
 	{ "local-port", key_tun_local_port, false },
+	{ "local-ports", key_tun_local_ports, false },
 	{ "remote-port", key_tun_remote_port, false },
 };
 
@@ -1593,7 +1608,7 @@ static void check_tunnels(struct parser *p)
 			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
 			       "outside port", t->name, fmt_addr(&t->local, buf));
 		if (t->port_line && !t->udp)
-			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port need "
+			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port/local-ports need "
 			       "encap = udp", t->name);
 		if (t->frag_outer && t->local.family == DPVPN_AF_INET6)
 			err_at(p, t->frag_line, "[tunnel %s] fragment: outer fragmentation needs "

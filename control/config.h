@@ -111,6 +111,7 @@ struct cfg_tunnel {
 	uint16_t mtu;		/* 0: derived by the dataplane */
 	uint16_t mss;		/* 0: derived from the MTU; DPVPN_MSS_OFF: off */
 	uint8_t frag_outer;	/* fragment = outer */
+	uint8_t udp_spread_log2;	/* local-ports = 2^this */
 	int frag_line;
 	int seq_line;
 	struct cfg_sa_key out, in;

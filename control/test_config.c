@@ -182,7 +182,7 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] replay-window: expected 0 (off) or a power of two from 64 to 4096, got '1000'",
 	  { 0 } },
 	{ "port without udp", GOOD "local-port = 4501\n",
-	  "20: [tunnel t] local-port/remote-port need encap = udp", { 0 } },
+	  "20: [tunnel t] local-port/remote-port/local-ports need encap = udp", { 0 } },
 	{ "soft above hard", GOOD "soft-packets = 10\nhard-packets = 5\n",
 	  "10: [tunnel t] soft-packets 10 is above hard-packets 5", { 0 } },
 	{ "bad lifetime", GOOD "hard-seconds = -1\n",

@@ -18,6 +18,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_mempool.h>
 
 #include "crypto.h"
 #include "ctl.h"
@@ -392,6 +393,8 @@ do_show_counters(const void *req, struct reply *r)
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}
+	c->mbufs_in_use = rte_mempool_in_use_count(dp.pool);
+	c->mbufs_total = dp.pool->size;
 	r->len = sizeof(*c);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <rte_byteorder.h>
+#include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
 
@@ -103,12 +104,43 @@ esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t 
  * RFC 3948 UDP header; checksum 0, as IPv4 allows (over IPv6 it is filled in
  * after encryption, natt6_checksum).  Returns where ESP starts.
  */
+/*
+ * A hash of the inner flow (addresses, and TCP/UDP ports when present), to
+ * pick one of the SA's source ports: one flow keeps one port.
+ */
+static uint32_t
+flow_hash(const uint8_t *inner)
+{
+	uint32_t h, ports = 0;
+	uint8_t proto;
+	const uint8_t *l4;
+
+	if (inner[0] >> 4 == 6) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)inner;
+
+		h = rte_hash_crc(ip->src_addr, 32, 0);
+		proto = ip->proto;
+		l4 = inner + sizeof(*ip);
+	} else {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)inner;
+
+		h = rte_hash_crc_8byte((uint64_t)ip->src_addr << 32 | ip->dst_addr, 0);
+		proto = ip4_is_fragment(ip) ? 0 : ip->next_proto_id;
+		l4 = inner + (ip->version_ihl & 0x0f) * 4;
+	}
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
+		memcpy(&ports, l4, 4);
+	return rte_hash_crc_4byte(ports, h);
+}
+
 static uint8_t *
-natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len)
+natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *inner)
 {
 	struct rte_udp_hdr *u = (struct rte_udp_hdr *)at;
 
-	u->src_port = sa->udp_local;
+	u->src_port = sa->udp_spread_mask == 0 ? sa->udp_local :
+		rte_cpu_to_be_16((uint16_t)(rte_be_to_cpu_16(sa->udp_local) +
+					    (flow_hash(inner) & sa->udp_spread_mask)));
 	u->dst_port = sa->udp_remote;
 	u->dgram_len = rte_cpu_to_be_16(udp_len);
 	u->dgram_cksum = 0;
@@ -172,7 +204,8 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	uint8_t *esp = hdr + outer_len;
 
 	if (sa->udp)
-		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - outer_len);
+		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - outer_len,
+				  hdr + prepend);
 	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
 
 	memcpy(esp, &spi, 4);

@@ -110,6 +110,11 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.life_*: a soft limit above its hard one");
 	if (c->esn > 1)
 		return fail(eb, len, -EINVAL, "sa.esn: %u is not 0 or 1", c->esn);
+	if (c->udp_spread_log2 > 8 || (c->udp_spread_log2 && (c->udp_local == 0 ||
+	    c->udp_local + (1u << c->udp_spread_log2) - 1 > 65535)))
+		return fail(eb, len, -EINVAL, "sa.udp_spread_log2: %u: needs UDP encapsulation "
+			    "and 2^%u ports from udp_local within 65535", c->udp_spread_log2,
+			    c->udp_spread_log2);
 	if ((c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > 9000)) || c->frag_outer > 1 ||
 	    (c->frag_outer && c->local.family != DPVPN_AF_INET))
 		return fail(eb, len, -EINVAL, "sa.mtu/frag_outer: MTU %u not 0 or %u..9000, or "
@@ -233,6 +238,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa->udp = c->udp_local != 0;
 	sa->esn = c->esn;
 	sa->udp_local = rte_cpu_to_be_16(c->udp_local);
+	sa->udp_spread_mask = (uint16_t)((1u << c->udp_spread_log2) - 1);
 	sa->udp_remote = rte_cpu_to_be_16(c->udp_remote);
 	sa->outer_sum = sa_outer_sum(sa->local, sa->remote, sa->udp ? IPPROTO_UDP : IPPROTO_ESP);
 	sa->df = c->df;

@@ -52,6 +52,7 @@ struct sa {
 	uint8_t udp;		/* RFC 3948 UDP encapsulation */
 	uint8_t esn;		/* 64-bit sequence numbers, high half in the AAD */
 	rte_be16_t udp_local, udp_remote;
+	uint16_t udp_spread_mask;	/* out: source port = udp_local + (flow & this) */
 	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
 	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
 	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */

@@ -55,7 +55,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	9
+#define DPVPN_PROTO_VERSION	11
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -231,7 +231,10 @@ struct dpvpn_sa_cfg {
 	uint8_t frag_outer;	/* 1: a DF-clear IPv4 packet over mtu is encrypted whole
 				 * and the outer packet fragmented; 0: it is fragmented
 				 * before encryption (RFC 4459) */
-	uint8_t reserved3[3];
+	uint8_t udp_spread_log2;	/* UDP encapsulation, outbound: source ports
+				 * udp_local .. udp_local + 2^this - 1, picked by inner
+				 * flow, so a receiver's RSS spreads one tunnel (0..8) */
+	uint8_t reserved3[2];
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway; */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer: same family,
 					 * either family whatever the outer one is */
@@ -373,6 +376,7 @@ struct dpvpn_counters {
 	uint64_t frag_in;	/* outer IPv4 fragments taken for reassembly */
 	uint64_t reassembled;	/* packets they completed */
 	uint64_t reass_dropped;	/* fragments given up (timeout, table full, bad) */
+	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 };
 

@@ -77,14 +77,18 @@ in-spi = 0x2002
     late = udp(3, 300)
     outside = frags + flood + [IP(plain_in.seal(late, 2))]
 
+    held = {}
+
     def expire(gw):     # entries live REASS_TIMEOUT_MS (0.5 s)
+        held["during"] = gw.ctl("show", "counters")["mbufs_in_use"]
         lab.wait_for(lambda: gw.ctl("show", "counters")["reass_dropped"] >= FLOOD, 10,
                      "the flood's entries to time out")
+        held["after"] = gw.ctl("show", "counters")["mbufs_in_use"]
 
     state = pcapgw.run(str(tmp_path_factory.mktemp("reass")), [],
                        [Ether(src=MAC_GW_B, dst=MAC_OUT) / p for p in outside],
                        conf=conf, settle=expire)
-    state.update(back=back, late=late, nfrags=len(frags))
+    state.update(back=back, late=late, nfrags=len(frags), held=held)
     return state
 
 
@@ -100,6 +104,13 @@ def test_flood_bounded_and_counted(run):
     assert c["reassembled"] == 2
     # all of the flood given up: past the table's room at once, the rest on timeout
     assert c["reass_dropped"] == FLOOD
+
+
+def test_flood_memory_bound(run):
+    """While the flood sat in the table it held at most one mbuf per entry
+    (each was a lone first fragment): the table's bound, not the flood's size."""
+    held = run["held"]["during"] - run["held"]["after"]
+    assert 0 < held <= TABLE + 32, run["held"]
 
 
 def test_whole_packet_after_the_flood(run):
