@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * reass.c - reassembly of outer IPv4 fragments (rte_ip_frag), on the worker
+ * reass.c - reassembly of outer IPv4 and IPv6 fragments (rte_ip_frag), on the worker
  * that received them, before its burst is handed round: the fragments of one
  * packet share outer addresses, so they arrive on one RX queue.
  *
@@ -65,12 +65,40 @@ outer_fragment(const struct dp_port *port, struct rte_mbuf *m)
 	return ip;
 }
 
+/*
+ * An IPv6 fragment addressed to port, its fragment header right after the
+ * IPv6 header (how an IPv6 tunnel's ESP is fragmented)?
+ */
+static struct rte_ipv6_fragment_ext *
+outer_fragment6(const struct dp_port *port, struct rte_mbuf *m, struct rte_ipv6_hdr **ipp)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	struct rte_ipv6_hdr *ip;
+	struct rte_ipv6_fragment_ext *f;
+
+	if (!port->has6 || rte_pktmbuf_data_len(m) < sizeof(*eth) + sizeof(*ip) + sizeof(*f) ||
+	    eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6))
+		return NULL;
+	ip = (struct rte_ipv6_hdr *)(eth + 1);
+	f = rte_ipv6_frag_get_ipv6_fragment_header(ip);
+	if (f == NULL || memcmp(ip->dst_addr, port->addr6, 16) != 0 ||
+	    (rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
+	    sizeof(*eth) + sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) >
+	    rte_pktmbuf_data_len(m))
+		return NULL;
+	m->l2_len = sizeof(*eth);
+	m->l3_len = sizeof(*ip) + sizeof(*f);
+	*ipp = ip;
+	return f;
+}
+
 /* The reassembled chain as one segment (what the rest of the path wants). */
 static struct rte_mbuf *
 flatten(struct rte_mbuf *chain)
 {
 	struct rte_mbuf *m;
 	struct rte_ipv4_hdr *ip;
+	const struct rte_ether_hdr *eth;
 	uint8_t *d;
 
 	if (chain->nb_segs == 1)
@@ -87,7 +115,10 @@ flatten(struct rte_mbuf *chain)
 		m->port = chain->port;
 		rte_pktmbuf_free(chain);
 	}
-	/* the library leaves the header checksum to be filled in */
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6))
+		return m;
+	/* the library leaves the IPv4 header checksum to be filled in */
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, sizeof(struct rte_ether_hdr));
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
@@ -117,15 +148,19 @@ reass_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *por
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i], *whole;
 		struct rte_ipv4_hdr *ip = outer_fragment(port, m);
+		struct rte_ipv6_fragment_ext *f6 = NULL;
+		struct rte_ipv6_hdr *ip6 = NULL;
 
-		if (likely(ip == NULL)) {
+		if (likely(ip == NULL) && likely((f6 = outer_fragment6(port, m, &ip6)) == NULL)) {
 			pkts[k++] = m;
 			continue;
 		}
 		if (now == 0)
 			now = rte_get_timer_cycles();
 		st->frag_in++;
-		whole = rte_ipv4_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip);
+		whole = ip != NULL ?
+			rte_ipv4_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip) :
+			rte_ipv6_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip6, f6);
 		if (whole == NULL)
 			continue;	/* held until the rest comes, or given up */
 		whole = flatten(whole);

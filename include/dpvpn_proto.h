@@ -316,7 +316,7 @@ struct dpvpn_sa_info {
 	X(NOT_IP,	"not-ip",	"ethertype is not IPv4, IPv6 or ARP") \
 	X(BAD_ARP,	"bad-arp",	"malformed or foreign ARP packet") \
 	X(BAD_IPV4,	"bad-ipv4",	"malformed IPv4 header or length") \
-	X(FRAGMENT,	"fragment",	"outer fragment not reassembled (IPv6: no reassembly yet)") \
+	X(FRAGMENT,	"fragment",	"outer fragment that was not reassembled") \
 	X(MULTISEG,	"multiseg",	"multi-segment packet (no jumbo support yet)") \
 	X(TO_SELF,	"to-self",	"cleartext packet addressed to the gateway") \
 	X(NO_POLICY,	"no-policy",	"no outbound policy matches the packet") \
@@ -373,7 +373,7 @@ struct dpvpn_counters {
 	uint64_t icmp_limited;	/* ... not sent: over the rate limit */
 	uint64_t fragments;	/* fragments made (inner before encryption, or outer) */
 	uint64_t mss_clamped;	/* TCP SYNs whose MSS option was lowered */
-	uint64_t frag_in;	/* outer IPv4 fragments taken for reassembly */
+	uint64_t frag_in;	/* outer IPv4/IPv6 fragments taken for reassembly */
 	uint64_t reassembled;	/* packets they completed */
 	uint64_t reass_dropped;	/* fragments given up (timeout, table full, bad) */
 	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */

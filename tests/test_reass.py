@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Outer fragment reassembly against scapy (net_pcap ports, as test_pcap.py):
-ESP and ESP-in-UDP packets that scapy fragmented on the way (out of order)
-are reassembled and decrypted; a flood of first fragments that never
+ESP and ESP-in-UDP packets over IPv4, and ESP over IPv6, that scapy
+fragmented on the way (out of order) are reassembled and decrypted; a flood of first fragments that never
 complete stays within the table's bound (256 packets per worker), every one
 of them is given up and counted (reass_dropped) once it times out, and a
 whole packet after the flood still gets through."""
@@ -9,6 +9,7 @@ import random
 
 import pytest
 from scapy.all import IP, UDP, Ether, Raw, fragment
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment, fragment6
 
 import lab
 import pcapgw
@@ -32,6 +33,8 @@ def run(tmp_path_factory):
     udp_in = SA("aes128-gcm", 0x2002, GW_B, GW_A, udp=True)
     plain_out = SA("aes128-gcm", 0x1001, GW_A, GW_B)
     udp_out = SA("aes128-gcm", 0x1002, GW_A, GW_B, udp=True)
+    six_in = SA("aes128-gcm", 0x2003, "2001:db8:19::2", "2001:db8:19::1")
+    six_out = SA("aes128-gcm", 0x1003, "2001:db8:19::1", "2001:db8:19::2")
     conf = f"""
 [port inside]
 id = 0
@@ -41,7 +44,7 @@ address = 198.18.1.1/24
 [port outside]
 id = 1
 role = outside
-address = {GW_A}/24
+address = {GW_A}/24, 2001:db8:19::1/64
 
 [tunnel plain]
 local = {GW_A}
@@ -61,9 +64,18 @@ cipher = aes128-gcm
 encap = udp
 out-spi = 0x1002
 in-spi = 0x2002
-{udp_out.conf_keys("out")}{udp_in.conf_keys("in")}"""
+{udp_out.conf_keys("out")}{udp_in.conf_keys("in")}
+[tunnel six]
+local = 2001:db8:19::1
+remote = 2001:db8:19::2
+local-ts = 198.18.1.0/24
+remote-ts = 198.18.4.0/24
+cipher = aes128-gcm
+out-spi = 0x1003
+in-spi = 0x2003
+{six_out.conf_keys("out")}{six_in.conf_keys("in")}"""
     rng = random.Random(7)
-    back = [udp(1, 1400), udp(2, 1000, src="198.18.3.2")]
+    back = [udp(1, 1400), udp(2, 1000, src="198.18.3.2"), udp(4, 1200, src="198.18.4.2")]
     esp = [IP(plain_in.seal(back[0], 1)), IP(udp_in.seal(back[1], 1))]
     frags = []
     for p in esp:
@@ -71,11 +83,18 @@ in-spi = 0x2002
         assert len(f) >= 2
         rng.shuffle(f)
         frags += f
+    six = IPv6(six_in.seal(back[2], 1))
+    f6 = fragment6(IPv6(src=six.src, dst=six.dst, hlim=64) / IPv6ExtHdrFragment(nh=50) /
+                   Raw(bytes(six.payload)), 600)
+    assert len(f6) >= 2
+    rng.shuffle(f6)
+    frags += f6
     # the flood: first fragments of packets whose rest never comes
     flood = [IP(src=GW_B, dst=GW_A, id=10000 + i, flags="MF", proto=50) / Raw(b"f" * 64)
              for i in range(FLOOD)]
     late = udp(3, 300)
     outside = frags + flood + [IP(plain_in.seal(late, 2))]
+    outside = [p if p.version == 4 else IPv6(bytes(p)) for p in outside]
 
     held = {}
 
@@ -96,12 +115,13 @@ def test_fragmented_esp_decrypted(run):
     got = [bytes(p[IP]) for p in run["out0"]]
     assert forwarded(run["back"][0]) in got       # plain ESP
     assert forwarded(run["back"][1]) in got       # ESP in UDP
+    assert forwarded(run["back"][2]) in got       # ESP over IPv6
 
 
 def test_flood_bounded_and_counted(run):
     c = run["counters"]
     assert c["frag_in"] == run["nfrags"] + FLOOD
-    assert c["reassembled"] == 2
+    assert c["reassembled"] == 3
     # all of the flood given up: past the table's room at once, the rest on timeout
     assert c["reass_dropped"] == FLOOD
 
@@ -115,4 +135,4 @@ def test_flood_memory_bound(run):
 
 def test_whole_packet_after_the_flood(run):
     assert forwarded(run["late"]) in [bytes(p[IP]) for p in run["out0"]]
-    assert len(run["out0"]) == 3
+    assert len(run["out0"]) == 4
