@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "seqstate.h"
 #include "dpvpn_alg.h"
 
 #define CFG_FILE_MAX	(256 << 20)	/* 100k tunnels take ~30 MB; bigger is no config */
@@ -379,6 +380,28 @@ static int key_dp_socket(struct parser *p, const char *val)
 static int key_ctl_socket(struct parser *p, const char *val)
 {
 	return set_path(p, p->cfg->ctl_socket, val);
+}
+
+static int key_ctl_state(struct parser *p, const char *val)
+{
+	if (!*val)
+		return kerr(p, "empty path");
+	if (val[0] == '/')
+		snprintf(p->cfg->state, sizeof(p->cfg->state), "%s", val);
+	else if (snprintf(p->cfg->state, sizeof(p->cfg->state), "%s/%s", p->dir, val) >=
+		 (int)sizeof(p->cfg->state))
+		return kerr(p, "path too long");
+	return 0;
+}
+
+static int key_ctl_seq_block(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, 1ull << 40, &v) || v < SEQ_BLOCK_MIN)
+		return kerr(p, "expected a count of %d or more, got '%s'", SEQ_BLOCK_MIN, val);
+	p->cfg->seq_block = v;
+	return 0;
 }
 
 static int key_ctl_group(struct parser *p, const char *val)
@@ -1161,6 +1184,8 @@ static const struct key_def dataplane_keys[] = {
 
 static const struct key_def control_keys[] = {
 	{ "socket", key_ctl_socket, false },
+	{ "state", key_ctl_state, false },
+	{ "seq-block", key_ctl_seq_block, false },
 	{ "group", key_ctl_group, false },
 };
 
@@ -1698,6 +1723,8 @@ int cfg_load(struct cfg *cfg, const char *path)
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	strcpy(cfg->dp_socket, CFG_DEFAULT_DP_SOCKET);
 	strcpy(cfg->ctl_socket, CFG_DEFAULT_CTL_SOCKET);
+	snprintf(cfg->state, sizeof(cfg->state), "%.4089s.state", path);
+	cfg->seq_block = SEQ_BLOCK;
 	set_dir(&p, path);
 	if (read_file(&p, path) == 0) {
 		names_init(&p);

@@ -121,6 +121,8 @@ struct cfg {
 	char path[4096];
 	char dp_socket[CFG_PATH_MAX];
 	char ctl_socket[CFG_PATH_MAX];
+	char state[4096];	/* sequence reservations; default: the config path + ".state" */
+	uint64_t seq_block;	/* numbers reserved at a time */
 	char group[64];		/* empty: socket mode 0600 */
 	gid_t gid;
 	struct cfg_port *ports;

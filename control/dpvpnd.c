@@ -3,6 +3,12 @@
  * dpvpnd.c - the dpvpn control daemon: read the config, install it into the
  * dataplane, then answer operators on the control socket until told to stop.
  *
+ * Restarts: a dataplane that is already forwarding when dpvpnd starts is left
+ * as it is (its state is what a previous dpvpnd installed); a dataplane that
+ * goes away is waited for and, once back, given the config again (read anew:
+ * keys are not kept in memory).  Outbound sequence numbers are reserved a
+ * block at a time in a state file (seqstate.h), so neither restart reuses one.
+ *
  * One thread, one poll() loop over: a signalfd (SIGTERM, SIGINT), the
  * dataplane connection (only to notice it closing: requests to it are
  * synchronous), the listening control socket and its clients.
@@ -25,6 +31,7 @@
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "install.h"
+#include "seqstate.h"
 
 #define DEFAULT_WAIT_S	30
 #define MAX_CLIENTS	16
@@ -113,6 +120,7 @@ static int apply_overrides(struct cfg *cfg, const struct opts *o)
 	return 0;
 }
 
+/* 0: a fresh dataplane, 1: one that is already forwarding, -1: error. */
 static int hello(struct dp_client *dp)
 {
 	struct dpvpn_status st;
@@ -126,24 +134,40 @@ static int hello(struct dp_client *dp)
 			st.proto_version, DPVPN_PROTO_VERSION);
 		return -1;
 	}
-	if (st.started) {
-		fprintf(stderr, "dpvpnd: hello: dataplane is already started (restart it)\n");
-		return -1;
-	}
-	return 0;
+	return st.started ? 1 : 0;
 }
 
-static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, const struct opts *o)
+static struct seqstate *seq;	/* outbound sequence reservations */
+static const struct opts *opts;
+
+/*
+ * A fresh dataplane gets the whole config; one already forwarding is left
+ * as it is: what it has is what a previous dpvpnd installed.
+ */
+static int install_connected(struct dp_client *dp, struct cfg *cfg)
 {
-	if (dp_connect(dp, cfg->dp_socket, o->wait_s)) {
-		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
+	int started = hello(dp);
+
+	if (started < 0)
 		return -1;
+	if (started) {
+		fprintf(stderr, "dpvpnd: the dataplane is already forwarding: left as it is\n");
+		return 0;
 	}
-	if (hello(dp) || inst_all(dp, cfg, o->verbose))
+	if (inst_all(dp, cfg, opts->verbose, seq))
 		return -1;
 	fprintf(stderr, "dpvpnd: ready (%zu ports, %zu tunnels)\n", cfg->n_ports,
 		cfg->n_tunnels);
 	return 0;
+}
+
+static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_s)
+{
+	if (dp_connect(dp, cfg->dp_socket, wait_s)) {
+		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
+		return -1;
+	}
+	return install_connected(dp, cfg);
 }
 
 static int signal_fd(void)
@@ -191,7 +215,7 @@ static void serve_clients(struct loop *l)
 	}
 }
 
-#define EVENTS_EVERY_MS	1000	/* how often dpvpnd asks the dataplane for events */
+#define EVENTS_EVERY_MS	200	/* how often dpvpnd asks the dataplane for events */
 
 static uint64_t now_ms(void)
 {
@@ -202,6 +226,27 @@ static uint64_t now_ms(void)
 }
 
 /* SA lifetime events: logged (a later issue rekeys on them). */
+/* More sequence numbers for an outbound SA: on disk first, then granted. */
+static void grant(struct dp_client *dp, const struct dpvpn_event *ev)
+{
+	char name[DPVPN_NAME_LEN];
+	uint32_t spi = ntohl(ev->spi);
+	uint64_t have, limit;
+	struct dpvpn_seq_grant g = { .spi = ev->spi };
+
+	snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, ev->name);
+	have = seq_get(seq, name, spi);
+	limit = (have > ev->value ? have : ev->value) + seq_block(seq);
+	if (seq_put(seq, name, spi, limit)) {
+		fprintf(stderr, "dpvpnd: tunnel %s: cannot save the sequence reservation (%s): "
+			"SA 0x%08x gets no more numbers\n", name, strerror(errno), spi);
+		return;
+	}
+	g.limit = limit;
+	if (dp_call(dp, DPVPN_MSG_SEQ_GRANT, &g, sizeof(g), NULL, 0))
+		fprintf(stderr, "dpvpnd: seq grant 0x%08x: %s\n", spi, dp->err);
+}
+
 static void poll_events(struct dp_client *dp)
 {
 	struct dpvpn_event *ev;
@@ -211,15 +256,57 @@ static void poll_events(struct dp_client *dp)
 		fprintf(stderr, "dpvpnd: events: %s\n", dp->err);
 		return;
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		if (ev[i].kind == DPVPN_EV_SEQ_LOW) {
+			grant(dp, &ev[i]);
+			continue;
+		}
 		fprintf(stderr, "dpvpnd: tunnel %.*s %s SA 0x%08x: %s lifetime reached%s\n",
 			DPVPN_NAME_LEN, ev[i].name, ev[i].dir == DPVPN_DIR_IN ? "inbound" : "outbound",
 			ntohl(ev[i].spi), ev[i].life == DPVPN_LIFE_HARD ? "hard" : "soft",
 			ev[i].life == DPVPN_LIFE_HARD ? " (SA stopped)" : " (rekey due)");
+	}
 	free(ev);
 }
 
-/* 0: SIGTERM/SIGINT, 1: dataplane lost or a fatal error. */
+static const char *config_path;
+
+/*
+ * The dataplane went away: wait for one to answer again (or for a signal),
+ * then give it the config, read anew.  0: back, 1: a signal came.
+ */
+static int reconnect(struct loop *l)
+{
+	struct dp_client *dp = l->ctx->dp;
+
+	fprintf(stderr, "dpvpnd: dataplane connection lost: waiting for it to come back "
+		"(forwarding stops until then)\n");
+	dp_close(dp);
+	for (;;) {
+		struct pollfd sig = l->pfd[PFD_SIGNAL];
+		struct cfg fresh;
+		int rc = -1;
+
+		if (poll(&sig, 1, 500) > 0)
+			return 1;
+		if (cfg_load(&fresh, config_path)) {
+			cfg_print_errors(&fresh, stderr);
+		} else if (apply_overrides(&fresh, opts) == 0 &&
+			   dp_connect(dp, fresh.dp_socket, 0) == 0) {	/* quiet while away */
+			rc = install_connected(dp, &fresh);
+			if (rc != 0)
+				dp_close(dp);
+		}
+		cfg_free(&fresh);
+		if (rc == 0) {
+			l->pfd[PFD_DATAPLANE].fd = dp->fd;
+			fprintf(stderr, "dpvpnd: dataplane back\n");
+			return 0;
+		}
+	}
+}
+
+/* 0: SIGTERM/SIGINT, 1: a fatal error. */
 static int run_loop(struct loop *l)
 {
 	struct dp_client *dp = l->ctx->dp;
@@ -245,10 +332,8 @@ static int run_loop(struct loop *l)
 			if (l->pfd[PFD_LISTEN].revents)
 				add_client(l);
 		}
-		if (dp->lost) {
-			fprintf(stderr, "dpvpnd: dataplane connection lost\n");
-			return 1;
-		}
+		if (dp->lost && reconnect(l) != 0)
+			return 0;
 	}
 }
 
@@ -289,6 +374,7 @@ int main(int argc, char **argv)
 	struct dp_client dp = { .fd = -1 };
 	struct opts o;
 	struct cfg cfg;
+	char err[4200];
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o)) {
@@ -305,10 +391,19 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (apply_overrides(&cfg, &o) == 0 && setup_dataplane(&dp, &cfg, &o) == 0)
+	opts = &o;
+	config_path = o.config;
+	seq = seq_open(cfg.state, err, sizeof(err));
+	if (seq == NULL) {
+		fprintf(stderr, "dpvpnd: sequence state: %s\n", err);
+		goto out;
+	}
+	seq_set_block(seq, cfg.seq_block);
+	if (apply_overrides(&cfg, &o) == 0 && setup_dataplane(&dp, &cfg, o.wait_s) == 0)
 		rc = serve(&dp, &cfg);
 out:
 	dp_close(&dp);
 	cfg_free(&cfg);
+	seq_close(seq);
 	return rc;
 }

@@ -9,11 +9,13 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dpvpn_alg.h"
 #include "install.h"
+#include "seqstate.h"
 
 #define INST_POLICY_PRIORITY	100	/* one policy per tunnel; room for others */
 
@@ -107,8 +109,38 @@ static int install_routes(struct dp_client *dp, const struct cfg *cfg, bool verb
 	return 0;
 }
 
+/*
+ * An outbound SA continues above every number reserved before (seqstate.h):
+ * the new block is on disk before the SA may use it.
+ */
+static int reserve(struct seqstate *seq, const struct cfg_tunnel *t, uint32_t spi,
+		   struct dpvpn_sa_cfg *m)
+{
+	uint64_t cap = t->esn ? UINT64_MAX - 1 : UINT32_MAX;
+	uint64_t base = seq_get(seq, t->name, spi);
+
+	if (base < t->out_seq_start)
+		base = t->out_seq_start;
+	if (base >= cap) {
+		fprintf(stderr, "dpvpnd: tunnel %s outbound SA 0x%08x: its sequence numbers "
+			"are used up (state file): it will send nothing; give it a new SPI "
+			"and key\n", t->name, spi);
+		m->seq_start = cap;
+		return 0;
+	}
+	m->seq_start = base;
+	m->seq_limit = cap - base > seq_block(seq) ? base + seq_block(seq) : cap;
+	if (seq_put(seq, t->name, spi, m->seq_limit)) {
+		fprintf(stderr, "dpvpnd: tunnel %s: cannot save the sequence reservation: %s\n",
+			t->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
-		      const struct cfg_sa_key *k, uint8_t dir, bool verbose)
+		      const struct cfg_sa_key *k, uint8_t dir, bool verbose,
+		      struct seqstate *seq)
 {
 	const struct dpvpn_alg_info *a = dpvpn_alg_get(t->alg);
 	size_t klen = a->key_len;	/* the config check made sure a exists */
@@ -140,6 +172,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	int rc;
 
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
+	if (dir == DPVPN_DIR_OUT && seq != NULL && reserve(seq, t, k->spi, &m))
+		return -1;
 	memcpy(m.key, k->keymat, klen);
 	memcpy(m.salt, k->keymat + klen, a->salt_len);
 	memcpy(m.auth_key, k->authmat, a->auth_key_len);
@@ -150,7 +184,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	return rc;
 }
 
-static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+			  struct seqstate *seq)
 {
 	struct dpvpn_policy pol = {
 		.src = net_prefix(&t->local_ts),
@@ -163,22 +198,23 @@ static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool
 	if (!dpvpn_alg_get(t->alg)->encrypts)
 		fprintf(stderr, "dpvpnd: WARNING: tunnel %s uses %s: its traffic is NOT "
 			"encrypted (integrity only, RFC 2410)\n", t->name, cfg_alg_name(t->alg));
-	if (install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose) ||
-	    install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose))
+	if (install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq) ||
+	    install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq))
 		return -1;
 	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
 	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
 }
 
-static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool verbose,
+			   struct seqstate *seq)
 {
 	for (size_t i = 0; i < cfg->n_tunnels; i++)
-		if (install_tunnel(dp, cfg->tunnels[i], verbose))
+		if (install_tunnel(dp, cfg->tunnels[i], verbose, seq))
 			return -1;
 	return 0;
 }
 
-int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose)
+int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq)
 {
 	int rc = -1;
 
@@ -187,7 +223,7 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose)
 	if (!install_ports(dp, cfg, verbose) && !install_neighs(dp, cfg, verbose) &&
 	    !install_routes(dp, cfg, verbose) &&
 	    !call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0) &&
-	    !install_tunnels(dp, cfg, verbose) &&
+	    !install_tunnels(dp, cfg, verbose, seq) &&
 	    !call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		rc = call(dp, verbose, "start", DPVPN_MSG_START, NULL, 0);
 	cfg_wipe_keys(cfg);

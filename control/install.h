@@ -15,6 +15,8 @@
  * then START.  On failure prints "dpvpnd: WHAT: ERROR" and returns -1.  Key
  * material in cfg is wiped either way.
  */
-int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose);
+struct seqstate;
+/* seq: where outbound sequence reservations are kept (NULL: no limits). */
+int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq);
 
 #endif /* DPVPN_CONTROL_INSTALL_H */

@@ -205,6 +205,14 @@ do_route_add(const void *req, struct reply *r)
 }
 
 static int
+do_seq_grant(const void *req, struct reply *r)
+{
+	const struct dpvpn_seq_grant *g = req;
+
+	return sa_seq_grant(g->spi, g->limit, r->err, sizeof(r->err));
+}
+
+static int
 do_sa_add(const void *req, struct reply *r)
 {
 	return sa_add(req, ctl_mb, r->err, sizeof(r->err));
@@ -421,6 +429,7 @@ static const struct {
 	[DPVPN_MSG_BATCH_BEGIN] = { "BATCH_BEGIN", 0, do_batch_begin },
 	[DPVPN_MSG_BATCH_COMMIT] = { "BATCH_COMMIT", 0, do_batch_commit },
 	[DPVPN_MSG_EVENTS] = { "EVENTS", sizeof(struct dpvpn_dump_req), do_events },
+	[DPVPN_MSG_SEQ_GRANT] = { "SEQ_GRANT", sizeof(struct dpvpn_seq_grant), do_seq_grant },
 };
 
 /* ---- transport ---- */

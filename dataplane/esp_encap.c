@@ -167,6 +167,9 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 
 	if (seq > UINT32_MAX && !sa->esn)	/* never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
+	/* only numbers dpvpnd has persisted: none is ever sent twice */
+	if (unlikely(seq > __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE)) && sa->seq_limit)
+		return DPVPN_DROP_SEQ_UNRESERVED;
 	/* select_sa checked that TTL / hop limit does not expire */
 	if (inner[0] >> 4 == 6) {
 		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;

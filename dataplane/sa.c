@@ -120,6 +120,9 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.mtu/frag_outer: MTU %u not 0 or %u..9000, or "
 			    "outer fragmentation without an IPv4 outer header", c->mtu,
 			    DPVPN_MTU_MIN);
+	if (c->seq_limit != 0 && (c->dir != DPVPN_DIR_OUT || c->seq_limit <= c->seq_start))
+		return fail(eb, len, -EINVAL, "sa.seq_limit: %" PRIu64 " must be above "
+			    "sa.seq_start on an outbound SA", c->seq_limit);
 	if (c->seq_start != 0 && (c->dir != DPVPN_DIR_OUT ||
 				  c->seq_start > (c->esn ? UINT64_MAX - 1 : UINT32_MAX)))
 		return fail(eb, len, -EINVAL, "sa.seq_start: %" PRIu64 " is out of range for "
@@ -243,6 +246,8 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa->outer_sum = sa_outer_sum(sa->local, sa->remote, sa->udp ? IPPROTO_UDP : IPPROTO_ESP);
 	sa->df = c->df;
 	sa->seq = c->seq_start;
+	sa->seq_limit = c->dir == DPVPN_DIR_OUT ? c->seq_limit : 0;
+	sa->seq_span = sa->seq_limit ? sa->seq_limit - c->seq_start : 0;
 	a = dpvpn_alg_get(c->alg);	/* check_cfg made sure it exists */
 	sa_mtu(sa, c, a);
 	sa->iv_len = a->iv_len;
@@ -421,8 +426,8 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 static struct dpvpn_event events[EVENTS_MAX];
 static unsigned int ev_head, ev_count;
 
-static void
-raise_event(struct sa *sa, uint8_t life)
+static struct dpvpn_event *
+new_event(struct sa *sa, uint8_t kind)
 {
 	struct dpvpn_event *e = &events[(ev_head + ev_count) % EVENTS_MAX];
 
@@ -433,9 +438,60 @@ raise_event(struct sa *sa, uint8_t life)
 	memset(e, 0, sizeof(*e));
 	e->spi = sa->spi;
 	e->dir = sa->dir;
-	e->life = life;
+	e->kind = kind;
 	memcpy(e->name, sa->cfg.name, sizeof(e->name));
 	ev_count++;
+	return e;
+}
+
+/*
+ * An outbound SA with a sequence limit asks for more once half of what the
+ * last grant gave is used (again every second until it gets it).
+ */
+static void
+seq_check(struct sa *sa, uint64_t now_tsc)
+{
+	uint64_t limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_RELAXED);
+	uint64_t seq = __atomic_load_n(&sa->seq, __ATOMIC_RELAXED);
+
+	if (limit == 0 || (seq < limit && limit - seq > sa->seq_span / 2))
+		return;
+	if (sa->seq_asked_tsc != 0 && now_tsc - sa->seq_asked_tsc < rte_get_timer_hz())
+		return;
+	sa->seq_asked_tsc = now_tsc;
+	new_event(sa, DPVPN_EV_SEQ_LOW)->value = RTE_MIN(seq, limit);
+}
+
+int
+sa_seq_grant(uint32_t spi, uint64_t limit, char *eb, size_t len)
+{
+	int slot = sa_find(spi, DPVPN_DIR_OUT);
+	struct sa *sa;
+	uint64_t old, seq;
+
+	if (slot < 0)
+		return fail(eb, len, -ENOENT, "seq_grant.spi: no outbound SA 0x%08x",
+			    rte_be_to_cpu_32(spi));
+	sa = slots[slot];
+	old = __atomic_load_n(&sa->seq_limit, __ATOMIC_RELAXED);
+	if (old == 0)
+		return fail(eb, len, -EINVAL, "seq_grant.spi: SA 0x%08x has no limit",
+			    rte_be_to_cpu_32(spi));
+	if (limit <= old)
+		return 0;	/* a stale grant: nothing to do */
+	if (!sa->esn && limit > UINT32_MAX)
+		limit = UINT32_MAX;
+	seq = __atomic_load_n(&sa->seq, __ATOMIC_RELAXED);
+	sa->seq_span = limit - RTE_MIN(seq, old);
+	sa->seq_asked_tsc = 0;
+	__atomic_store_n(&sa->seq_limit, limit, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void
+raise_event(struct sa *sa, uint8_t life)
+{
+	new_event(sa, DPVPN_EV_LIFETIME)->life = life;
 	sa->life_reported = life;
 	fprintf(stderr, "dpvpn-dataplane: SA 0x%08x %s (%s): %s lifetime reached\n",
 		rte_be_to_cpu_32(sa->spi), sa->dir == DPVPN_DIR_IN ? "in" : "out", sa->cfg.name,
@@ -478,6 +534,8 @@ sa_lifetimes_tick(uint64_t now_tsc)
 		/* One event per state reached; a hard one may skip the soft one. */
 		if (life > sa->life_reported)
 			raise_event(sa, life);
+		if (sa->dir == DPVPN_DIR_OUT)
+			seq_check(sa, now_tsc);
 	}
 }
 

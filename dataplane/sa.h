@@ -67,11 +67,14 @@ struct sa {
 	/* written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	uint64_t used_packets, used_bytes;	/* only when limited (atomic) */
+	uint64_t seq_limit;	/* out: last number that may be used, 0 = none (atomic) */
 	struct replay_window replay __rte_cache_aligned;	/* inbound */
 	struct crypto_key key;
 	/* control side only */
 	uint64_t installed_tsc;
 	uint8_t life_reported;		/* last state an event was raised for */
+	uint64_t seq_span;		/* numbers the last grant gave */
+	uint64_t seq_asked_tsc;		/* last SEQ_LOW event */
 	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
 	struct sa_stats *stats;		/* one per worker */
 };
@@ -123,6 +126,8 @@ struct sa *sa_lookup_in(uint32_t spi);
 int sa_find(uint32_t spi, uint8_t dir);
 struct sa *sa_slot(uint32_t slot);
 unsigned int sa_count(void);
+/* Raise an outbound SA's sequence limit (SEQ_GRANT). */
+int sa_seq_grant(uint32_t spi, uint64_t limit, char *errbuf, size_t len);
 /* Dump: info for the idx-th installed SA; false past the end. */
 bool sa_info(unsigned int idx, struct dpvpn_sa_info *info);
 void sa_flush(void);

@@ -45,7 +45,9 @@
  *   BATCH_COMMIT   -                         -> -   build and publish
  *   EVENTS         struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_event[]
  *                                                   events since the last call (SA
- *                                                   lifetimes); dpvpnd polls it
+ *                                                   lifetimes, sequence numbers
+ *                                                   running low); dpvpnd polls it
+ *   SEQ_GRANT      struct dpvpn_seq_grant    -> -   raise an outbound SA's limit
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -55,7 +57,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	11
+#define DPVPN_PROTO_VERSION	12
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -83,6 +85,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_BATCH_BEGIN,
 	DPVPN_MSG_BATCH_COMMIT,
 	DPVPN_MSG_EVENTS,
+	DPVPN_MSG_SEQ_GRANT,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -120,12 +123,27 @@ enum dpvpn_life {
 	DPVPN_LIFE_HARD,	/* a hard limit was reached: the SA carries nothing */
 };
 
+enum dpvpn_event_kind {
+	DPVPN_EV_LIFETIME = 0,	/* life: the lifetime state reached */
+	DPVPN_EV_SEQ_LOW,	/* value: the last sequence number the outbound SA
+				 * used; its reserved numbers run low (SEQ_GRANT) */
+};
+
 struct dpvpn_event {
 	uint32_t spi;		/* network order */
 	uint8_t dir;
 	uint8_t life;		/* enum dpvpn_life reached */
-	uint8_t reserved[2];
+	uint8_t kind;		/* enum dpvpn_event_kind */
+	uint8_t reserved;
 	char name[DPVPN_NAME_LEN];
+	uint64_t value;
+};
+
+/* Outbound SA: sequence numbers up to limit may be used (dpvpnd persisted it). */
+struct dpvpn_seq_grant {
+	uint32_t spi;		/* network order */
+	uint32_t reserved;
+	uint64_t limit;
 };
 
 /* ESP transforms; sizes and names in dpvpn_alg.h. */
@@ -224,6 +242,10 @@ struct dpvpn_sa_cfg {
 	uint32_t life_seconds[2];	/* since the SA was installed */
 	uint64_t seq_start;	/* outbound: numbers up to this one count as used;
 				 * the first packet gets seq_start + 1 */
+	uint64_t seq_limit;	/* outbound: the last number it may use until a
+				 * SEQ_GRANT raises it; 0 = no limit.  dpvpnd persists
+				 * each limit before it grants it, so a restart never
+				 * reuses a number (and so an AEAD nonce) */
 	uint16_t mtu;		/* outbound: the largest inner packet sent as one ESP
 				 * packet; 0 = what fits the outside port's MTU */
 	uint16_t mss;		/* TCP MSS clamp on SYNs either way; 0 = from the
@@ -347,7 +369,8 @@ struct dpvpn_sa_info {
 	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime") \
 	X(BAD_IPV6,	"bad-ipv6",	"malformed IPv6 header or length") \
 	X(BAD_ND,	"bad-nd",	"malformed or foreign Neighbour Discovery packet") \
-	X(PMTU,		"pmtu",		"over the tunnel MTU and may not be fragmented (ICMP sent)")
+	X(PMTU,		"pmtu",		"over the tunnel MTU and may not be fragmented (ICMP sent)") \
+	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

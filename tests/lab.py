@@ -76,6 +76,14 @@ class Proc:
     def alive(self):
         return self.p.poll() is None
 
+    def kill9(self):
+        """SIGKILL, as a crash would; returns the exit code."""
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait(5)
+        self._f.close()
+        return self.p.returncode
+
     def stop(self, timeout=10):
         """SIGTERM, then SIGKILL; returns the exit code."""
         if self.p.poll() is None:
@@ -119,8 +127,30 @@ class Gateway:
 
     def start(self, timeout=30):
         """Start the dataplane, then dpvpnd; returns once dpvpnd installed all."""
+        self.start_dataplane(timeout)
+        self.dpvpnd = Proc(self.name + "-dpvpnd",
+                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
+                            "-s", self.ctl_sock], self.dir)
+        wait_for(lambda: "ready" in self.dpvpnd.output() or not self.dpvpnd.alive(),
+                 timeout, f"{self.name} dpvpnd ready")
+        if not self.dpvpnd.alive():
+            raise RuntimeError(f"{self.name} dpvpnd failed:\n{self.dpvpnd.output()}")
+
+    def crash_dataplane(self, timeout=30):
+        """kill -9 the dataplane and start a new one; dpvpnd (still running)
+        must notice and install everything again.  Returns once it has."""
+        self.dataplane.kill9()
+        if os.path.exists(self.dp_sock):
+            os.unlink(self.dp_sock)
+        backs = self.dpvpnd.output().count("dataplane back")
+        self.start_dataplane(timeout, log_suffix=f"-{backs + 1}")
+        wait_for(lambda: self.dpvpnd.output().count("dataplane back") > backs, timeout,
+                 f"{self.name} dpvpnd to reinstall")
+
+    def start_dataplane(self, timeout=30, log_suffix=""):
         for attempt in range(3):
-            self.dataplane = Proc(self.name + "-dataplane", self.argv, self.dir, self.netns)
+            self.dataplane = Proc(self.name + "-dataplane" + log_suffix, self.argv, self.dir,
+                                  self.netns)
             wait_for(lambda: os.path.exists(self.dp_sock) or not self.dataplane.alive(),
                      timeout, f"{self.name} dataplane socket")
             # net_af_packet names its fanout group pid ^ ifindex: two
@@ -135,13 +165,6 @@ class Gateway:
             self.dataplane.stop()
             if os.path.exists(self.dp_sock):
                 os.unlink(self.dp_sock)
-        self.dpvpnd = Proc(self.name + "-dpvpnd",
-                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
-                            "-s", self.ctl_sock], self.dir)
-        wait_for(lambda: "ready" in self.dpvpnd.output() or not self.dpvpnd.alive(),
-                 timeout, f"{self.name} dpvpnd ready")
-        if not self.dpvpnd.alive():
-            raise RuntimeError(f"{self.name} dpvpnd failed:\n{self.dpvpnd.output()}")
 
     def ctl(self, *args):
         """dpvpnctl --json ARGS, parsed."""
@@ -165,7 +188,8 @@ class Gateway:
 class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
-    def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None):
+    def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
+                 seq_block=None):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -179,6 +203,8 @@ class Lab:
         self.mtu = mtu
         self.replace = (() if replay_window is None else
                         (("replay-window = 1024", f"replay-window = {replay_window}"),))
+        if seq_block is not None:   # dpvpnd's sequence reservations, per block
+            self.replace += (("[control]\n", f"[control]\nseq-block = {seq_block}\n"),)
         if mtu is not None:
             self.replace += (("role = inside\n", f"role = inside\nmtu = {mtu}\n"),
                              ("role = outside\n", f"role = outside\nmtu = {mtu}\n"))

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * seqstate.h - outbound sequence numbers reserved, kept on disk, so that no
+ * restart of either process ever sends a sequence number (and so an AEAD
+ * nonce) twice under one key.  dpvpnd reserves a block at a time: it writes
+ * the new limit to the state file (temporary file, fsync, rename, fsync of
+ * the directory) before the dataplane may use any number below it; after a
+ * restart an SA continues above the last limit written.  Numbers reserved
+ * but not used are lost, never reused.  The file is text, one line per
+ * outbound SA: "NAME SPI LIMIT", mode 0600.
+ */
+#ifndef DPVPN_SEQSTATE_H
+#define DPVPN_SEQSTATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SEQ_BLOCK	(1ull << 26)	/* numbers per reservation ([control] seq-block) */
+#define SEQ_BLOCK_MIN	1024
+
+struct seqstate;
+
+/* Load path (a missing file is an empty state); NULL and a message on error. */
+struct seqstate *seq_open(const char *path, char *err, size_t len);
+void seq_close(struct seqstate *s);
+/* Numbers per reservation (default SEQ_BLOCK). */
+void seq_set_block(struct seqstate *s, uint64_t block);
+uint64_t seq_block(const struct seqstate *s);
+/* The limit last written for the SA, 0 if none. */
+uint64_t seq_get(const struct seqstate *s, const char *name, uint32_t spi);
+/* Record limit and make it durable; -1 (errno set) if it could not be. */
+int seq_put(struct seqstate *s, const char *name, uint32_t spi, uint64_t limit);
+
+#endif /* DPVPN_SEQSTATE_H */
