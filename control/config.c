@@ -404,6 +404,18 @@ static int key_ctl_seq_block(struct parser *p, const char *val)
 	return 0;
 }
 
+static int key_ctl_metrics(struct parser *p, const char *val)
+{
+	const char *colon = strrchr(val, ':');
+
+	if (colon == NULL || colon == val || strlen(val) >= sizeof(p->cfg->metrics) ||
+	    !isdigit((unsigned char)colon[1]))
+		return kerr(p, "expected a loopback ADDRESS:PORT (127.0.0.1:9477, [::1]:9477), "
+			    "got '%s'", val);
+	strcpy(p->cfg->metrics, val);
+	return 0;
+}
+
 static int key_ctl_group(struct parser *p, const char *val)
 {
 	struct group *gr;
@@ -1186,6 +1198,7 @@ static const struct key_def control_keys[] = {
 	{ "socket", key_ctl_socket, false },
 	{ "state", key_ctl_state, false },
 	{ "seq-block", key_ctl_seq_block, false },
+	{ "metrics", key_ctl_metrics, false },
 	{ "group", key_ctl_group, false },
 };
 

@@ -123,6 +123,7 @@ struct cfg {
 	char ctl_socket[CFG_PATH_MAX];
 	char state[4096];	/* sequence reservations; default: the config path + ".state" */
 	uint64_t seq_block;	/* numbers reserved at a time */
+	char metrics[64];	/* Prometheus endpoint "ADDR:PORT"; empty: none */
 	char group[64];		/* empty: socket mode 0600 */
 	gid_t gid;
 	struct cfg_port *ports;

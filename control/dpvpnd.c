@@ -31,13 +31,14 @@
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "install.h"
+#include "metrics.h"
 #include "seqstate.h"
 
 #define DEFAULT_WAIT_S	30
 #define MAX_CLIENTS	16
 #define MAX_WAIT_S	3600
 
-enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_CLIENTS };
+enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_CLIENTS };
 
 struct opts {
 	const char *config;
@@ -331,6 +332,8 @@ static int run_loop(struct loop *l)
 			serve_clients(l);
 			if (l->pfd[PFD_LISTEN].revents)
 				add_client(l);
+			if (l->pfd[PFD_METRICS].revents)
+				metrics_serve(l->pfd[PFD_METRICS].fd, dp);
 		}
 		if (dp->lost && reconnect(l) != 0)
 			return 0;
@@ -358,7 +361,18 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	l.pfd[PFD_SIGNAL] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	l.pfd[PFD_DATAPLANE] = (struct pollfd){ .fd = dp->fd, .events = POLLIN };
 	l.pfd[PFD_LISTEN] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	l.pfd[PFD_METRICS] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	if (cfg->metrics[0] != '\0') {
+		l.pfd[PFD_METRICS].fd = metrics_listen(cfg->metrics);
+		if (l.pfd[PFD_METRICS].fd < 0) {
+			close(lfd);
+			close(sfd);
+			return 1;
+		}
+	}
 	rc = run_loop(&l);
+	if (l.pfd[PFD_METRICS].fd >= 0)
+		close(l.pfd[PFD_METRICS].fd);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);
 	close(lfd);

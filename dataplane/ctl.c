@@ -204,6 +204,37 @@ do_route_add(const void *req, struct reply *r)
 			 c->gateway.family ? c->gateway.v4 : 0, r->err, sizeof(r->err));
 }
 
+static int dump(const void *req, struct reply *r, size_t esize, unsigned int total,
+		bool (*get)(unsigned int idx, void *out));
+
+static bool
+get_lcore(unsigned int idx, void *out)
+{
+	struct dpvpn_lcore_info *o = out;
+	unsigned int lc = idx == 0 ? rte_get_main_lcore() : dp.workers[idx - 1].lcore;
+	const struct dp_lstats *s = &dp_lstats[lc];
+
+	memset(o, 0, sizeof(*o));
+	o->lcore = lc;
+	o->worker = idx != 0;
+	o->rx_packets = s->rx;
+	o->tx_packets = s->tx;
+	o->encrypted = s->encrypted;
+	o->decrypted = s->decrypted;
+	for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
+		o->drops += s->drops[d];
+	o->busy_cycles = s->busy_cycles;
+	o->idle_cycles = s->idle_cycles;
+	o->hz = rte_get_tsc_hz();
+	return true;
+}
+
+static int
+do_show_lcores(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_lcore_info), dp.n_workers + 1, get_lcore);
+}
+
 static int
 do_seq_grant(const void *req, struct reply *r)
 {
@@ -430,6 +461,7 @@ static const struct {
 	[DPVPN_MSG_BATCH_COMMIT] = { "BATCH_COMMIT", 0, do_batch_commit },
 	[DPVPN_MSG_EVENTS] = { "EVENTS", sizeof(struct dpvpn_dump_req), do_events },
 	[DPVPN_MSG_SEQ_GRANT] = { "SEQ_GRANT", sizeof(struct dpvpn_seq_grant), do_seq_grant },
+	[DPVPN_MSG_SHOW_LCORES] = { "SHOW_LCORES", sizeof(struct dpvpn_dump_req), do_show_lcores },
 };
 
 /* ---- transport ---- */

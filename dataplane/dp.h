@@ -64,6 +64,7 @@ struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
 	uint64_t frag_in, reassembled, reass_dropped;
+	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
 

@@ -29,6 +29,7 @@
 #include "route.h"
 #include "sa.h"
 #include "spd.h"
+#include "telem.h"
 
 #define MBUF_CACHE	256
 /* room for a 9600-byte IP packet, its Ethernet header, ESP growth (the outer
@@ -312,6 +313,7 @@ main(int argc, char **argv)
 	mb = crypto_mgr_create();
 	rc = mb == NULL ? -ENOMEM : setup();
 	if (rc == 0) {
+		telem_init();
 		rc = ctl_open(socket_path, mb);
 		if (rc != 0)
 			fprintf(stderr, "%s: %s\n", socket_path, strerror(-rc));

@@ -347,6 +347,7 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 {
 	struct rte_mbuf *pkts[DP_BURST];
 	unsigned int got = 0;
+	uint64_t t0 = rte_rdtsc();
 
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
@@ -371,10 +372,13 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	got += drain_main(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);
-	if (got == 0)
+	if (got == 0) {
 		idle(empty);
-	else
+		st->idle_cycles += rte_rdtsc() - t0;
+	} else {
 		*empty = 0;
+		st->busy_cycles += rte_rdtsc() - t0;
+	}
 }
 
 int

@@ -48,6 +48,7 @@
  *                                                   lifetimes, sequence numbers
  *                                                   running low); dpvpnd polls it
  *   SEQ_GRANT      struct dpvpn_seq_grant    -> -   raise an outbound SA's limit
+ *   SHOW_LCORES    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_lcore_info[]
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -57,7 +58,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	12
+#define DPVPN_PROTO_VERSION	13
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -86,6 +87,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_BATCH_COMMIT,
 	DPVPN_MSG_EVENTS,
 	DPVPN_MSG_SEQ_GRANT,
+	DPVPN_MSG_SHOW_LCORES,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -381,6 +383,20 @@ enum dpvpn_drop_reason {
 
 #define DPVPN_DROP_SLOTS 64	/* room for reasons added later */
 _Static_assert(DPVPN_DROP_MAX <= DPVPN_DROP_SLOTS, "grow DPVPN_DROP_SLOTS");
+
+/*
+ * One lcore's share.  A polling worker is always 100 % busy to the OS: busy
+ * and idle cycles tell polls that found work from empty ones (idle includes
+ * the idle back-off's sleeps); busy / (busy + idle) is its real load.
+ */
+struct dpvpn_lcore_info {
+	uint32_t lcore;
+	uint8_t worker;		/* 1: a worker, 0: the main lcore */
+	uint8_t reserved[3];
+	uint64_t rx_packets, tx_packets, encrypted, decrypted, drops;
+	uint64_t busy_cycles, idle_cycles;
+	uint64_t hz;		/* cycles per second */
+};
 
 struct dpvpn_counters {
 	uint32_t n_reasons;	/* DPVPN_DROP_MAX of the dataplane */

@@ -116,7 +116,8 @@ class Gateway:
         with open(self.config, "w") as f:
             f.write(text + "\n" + extra_config)
         os.chmod(self.config, 0o600)
-        eal = ["--no-pci", "--file-prefix", f"dpvpn-{os.getpid()}-{name}",
+        self.file_prefix = f"dpvpn-{os.getpid()}-{name}"
+        eal = ["--no-pci", "--file-prefix", self.file_prefix,
                "--log-level", "lib.eal:error", *lcores, *eal_mem_args(),
                *os.environ.get("DPVPN_EAL_EXTRA", "").split()]
         for v in vdevs:
@@ -189,7 +190,7 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None):
+                 seq_block=None, replace_a=()):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -209,6 +210,7 @@ class Lab:
             self.replace += (("role = inside\n", f"role = inside\nmtu = {mtu}\n"),
                              ("role = outside\n", f"role = outside\nmtu = {mtu}\n"))
         self.extra_a = extra_a
+        self.replace_a = replace_a     # (old, new) edits of gateway A's config only
         self.ipv6 = ipv6
         self.workers = workers
         self.tag = secrets.token_hex(2)
@@ -297,7 +299,7 @@ class Lab:
                     [f"net_af_packet0,iface=gwa-in{q}",
                      f"net_af_packet1,iface=gwa-out,qdisc_bypass=0{q}"],
                     self.workdir, lc_a, self.ns_gw, extra_config=self.extra_a,
-                    replace=self.replace, dp_args=dp_args)
+                    replace=self.replace + tuple(self.replace_a), dp_args=dp_args)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
