@@ -115,6 +115,7 @@ struct cfg_tunnel {
 	int frag_line;
 	int seq_line;
 	struct cfg_sa_key out, in;
+	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 
 struct cfg {

@@ -291,6 +291,25 @@ static json_t *do_status(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return ctl_show_status(ctx, err, err_len);
 }
 
+/* Changes are for root (or dpvpnd's own user) only, never for the read-only group. */
+static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", NULL };
+	char msg[1024];
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: reload is for root only");
+		return NULL;
+	}
+	if (ctx->reload == NULL || ctx->reload(msg, sizeof(msg)) != 0) {
+		snprintf(err, err_len, "%s", ctx->reload ? msg : "reload not available");
+		return NULL;
+	}
+	return json_pack("{s:s}", "message", msg);
+}
+
 static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	json_t *c;
@@ -314,13 +333,16 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_status(ctx, req, err, err_len);
 	if (!strcmp(cmd, "show"))
 		return do_show(ctx, req, err, err_len);
-	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status or show)", cmd);
+	if (!strcmp(cmd, "reload"))
+		return do_reload(ctx, req, err, err_len);
+	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show or reload)",
+		 cmd);
 	return NULL;
 }
 
 json_t *ctl_dispatch(struct ctl_ctx *ctx, json_t *req)
 {
-	char err[320] = "out of memory";
+	char err[1100] = "out of memory";
 	json_t *result = run_request(ctx, req, err, sizeof(err));
 
 	if (!result)
@@ -354,6 +376,13 @@ int ctl_serve(struct ctl_ctx *ctx, int cfd)
 		return 0;
 	if (n <= 0)
 		return -1;	/* closed or reset */
+	{
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+
+		ctx->peer_privileged = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
+				       (cr.uid == 0 || cr.uid == ctx->euid);
+	}
 	req = parse_request(buf, n, err, sizeof(err));
 	reply = req ? ctl_dispatch(ctx, req) : error_reply(err);
 	json_decref(req);

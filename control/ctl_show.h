@@ -16,6 +16,9 @@ struct ctl_ctx {
 	uid_t euid;
 	gid_t gid;
 	int has_group;
+	int peer_privileged;	/* the current request's peer is root or our user */
+	/* reload: re-read the config and apply it; 0 or -1, msg says what happened */
+	int (*reload)(char *msg, size_t len);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */

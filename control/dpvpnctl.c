@@ -242,7 +242,13 @@ static void print_counters(json_t *r)
 	json_decref(rows);
 }
 
+static void print_reload(json_t *r)
+{
+	printf("%s\n", str_of(r, "message"));
+}
+
 static const struct command commands[] = {
+	{ { "reload", NULL }, "{\"cmd\":\"reload\"}", print_reload },
 	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
 	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
@@ -324,6 +330,7 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status\n"
 		"  show sa | ports | counters | policies\n"
+		"  reload      re-read the config, apply what changed (root)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
 		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);

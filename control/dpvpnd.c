@@ -153,6 +153,8 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 		return -1;
 	if (started) {
 		fprintf(stderr, "dpvpnd: the dataplane is already forwarding: left as it is\n");
+		inst_fingerprint(cfg);	/* taken as what it has, for reloads */
+		cfg_wipe_keys(cfg);
 		return 0;
 	}
 	if (inst_all(dp, cfg, opts->verbose, seq))
@@ -178,6 +180,7 @@ static int signal_fd(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -1;
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -271,6 +274,56 @@ static void poll_events(struct dp_client *dp)
 }
 
 static const char *config_path;
+static struct cfg *current;	/* what the dataplane was given (keys wiped) */
+static struct dp_client *the_dp;
+
+/*
+ * Live reload (SIGHUP, dpvpnctl reload): the file read anew; refused whole,
+ * running state kept, if it has an error; else only what differs is applied.
+ */
+static int reload(char *msg, size_t len)
+{
+	struct cfg next;
+	int rc;
+
+	if (cfg_load(&next, config_path)) {
+		size_t n = (size_t)snprintf(msg, len, "refused, running config kept:");
+
+		for (size_t i = 0; i < next.n_errors && n + 2 < len; i++)
+			n += (size_t)snprintf(msg + n, len - n, " %s;", next.errors[i]);
+		cfg_free(&next);
+		fprintf(stderr, "dpvpnd: reload %s\n", msg);
+		return -1;
+	}
+	if (apply_overrides(&next, opts) != 0) {
+		snprintf(msg, len, "refused: bad socket override");
+		cfg_free(&next);
+		return -1;
+	}
+	rc = inst_reload(the_dp, current, &next, seq, msg, len);
+	fprintf(stderr, "dpvpnd: %s\n", msg);
+	if (rc == 0) {
+		cfg_free(current);
+		*current = next;
+	} else {
+		cfg_free(&next);
+	}
+	return rc;
+}
+
+/* The signalfd said something: SIGHUP reloads; 1 for SIGTERM/SIGINT. */
+static int on_signal(int sfd)
+{
+	struct signalfd_siginfo si;
+	char msg[1024];
+
+	if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	if (si.ssi_signo != SIGHUP)
+		return 1;
+	reload(msg, sizeof(msg));
+	return 0;
+}
 
 /*
  * The dataplane went away: wait for one to answer again (or for a signal),
@@ -288,7 +341,7 @@ static int reconnect(struct loop *l)
 		struct cfg fresh;
 		int rc = -1;
 
-		if (poll(&sig, 1, 500) > 0)
+		if (poll(&sig, 1, 500) > 0 && on_signal(sig.fd))
 			return 1;
 		if (cfg_load(&fresh, config_path)) {
 			cfg_print_errors(&fresh, stderr);
@@ -298,7 +351,12 @@ static int reconnect(struct loop *l)
 			if (rc != 0)
 				dp_close(dp);
 		}
-		cfg_free(&fresh);
+		if (rc == 0) {	/* what the new dataplane has: what a reload compares to */
+			cfg_free(current);
+			*current = fresh;
+		} else {
+			cfg_free(&fresh);
+		}
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
 			fprintf(stderr, "dpvpnd: dataplane back\n");
@@ -324,7 +382,7 @@ static int run_loop(struct loop *l)
 			fprintf(stderr, "dpvpnd: poll: %s\n", strerror(errno));
 			return 1;
 		}
-		if (l->pfd[PFD_SIGNAL].revents)
+		if (l->pfd[PFD_SIGNAL].revents && on_signal(l->pfd[PFD_SIGNAL].fd))
 			return 0;
 		if (l->pfd[PFD_DATAPLANE].revents)
 			dp_drain(dp);
@@ -344,7 +402,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 {
 	struct ctl_ctx ctx = {
 		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
-		.gid = cfg->gid, .has_group = cfg->group[0] != '\0',
+		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -407,6 +465,8 @@ int main(int argc, char **argv)
 	}
 	opts = &o;
 	config_path = o.config;
+	current = &cfg;
+	the_dp = &dp;
 	seq = seq_open(cfg.state, err, sizeof(err));
 	if (seq == NULL) {
 		fprintf(stderr, "dpvpnd: sequence state: %s\n", err);

@@ -10,6 +10,10 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -226,6 +230,147 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstat
 	    !install_tunnels(dp, cfg, verbose, seq) &&
 	    !call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		rc = call(dp, verbose, "start", DPVPN_MSG_START, NULL, 0);
+	inst_fingerprint(cfg);
 	cfg_wipe_keys(cfg);
 	return rc;
+}
+
+/* ---- live reload ---- */
+
+/*
+ * A tunnel's keys, remembered only as a digest keyed with a secret of this
+ * process (so the digest says nothing about the keys to anyone else): what a
+ * reload compares to tell a changed key from an unchanged one.
+ */
+static void fingerprint(struct cfg_tunnel *t)
+{
+	static uint8_t secret[32];
+	static int have_secret;
+	unsigned int len = 0;
+	EVP_MD_CTX *c;
+
+	if (!have_secret)
+		have_secret = RAND_bytes(secret, sizeof(secret)) == 1;
+	c = EVP_MD_CTX_new();
+	if (c == NULL || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(c, secret, sizeof(secret)) != 1 ||
+	    EVP_DigestUpdate(c, t->out.keymat, sizeof(t->out.keymat)) != 1 ||
+	    EVP_DigestUpdate(c, t->out.authmat, sizeof(t->out.authmat)) != 1 ||
+	    EVP_DigestUpdate(c, t->in.keymat, sizeof(t->in.keymat)) != 1 ||
+	    EVP_DigestUpdate(c, t->in.authmat, sizeof(t->in.authmat)) != 1 ||
+	    EVP_DigestFinal_ex(c, t->fp, &len) != 1)
+		RAND_bytes(t->fp, sizeof(t->fp));	/* unknown: counts as changed */
+	EVP_MD_CTX_free(c);
+}
+
+void inst_fingerprint(struct cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		fingerprint(cfg->tunnels[i]);
+}
+
+/* Equal but for line numbers and key text (the digest stands for the keys). */
+static int tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
+{
+	struct cfg_tunnel x = *a, y = *b;
+	int same;
+
+	for (struct cfg_tunnel *t = &x; t; t = t == &x ? &y : NULL) {
+		t->line = t->local_line = t->remote_line = t->lts_line = t->rts_line = 0;
+		t->port_line = t->frag_line = t->seq_line = 0;
+		for (struct cfg_sa_key *k = &t->out; k; k = k == &t->out ? &t->in : NULL) {
+			k->spi_line = k->key_line = k->key_is_file = 0;
+			k->auth_line = k->auth_is_file = 0;
+			explicit_bzero(k->keymat, sizeof(k->keymat));
+			explicit_bzero(k->authmat, sizeof(k->authmat));
+		}
+	}
+	same = memcmp(&x, &y, sizeof(x)) == 0;
+	explicit_bzero(&x, sizeof(x));
+	explicit_bzero(&y, sizeof(y));
+	return same;
+}
+
+#define SAME_ARRAY(type, a, na, b, nb, fields_to_zero)				\
+	({ int ok_ = (na) == (nb);						\
+	   for (size_t i_ = 0; ok_ && i_ < (na); i_++) {			\
+		type x_ = (a)[i_], y_ = (b)[i_];				\
+		fields_to_zero(&x_); fields_to_zero(&y_);			\
+		ok_ = memcmp(&x_, &y_, sizeof(x_)) == 0;			\
+	   } ok_; })
+
+static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
+static void neigh_lines(struct cfg_neigh *n) { n->line = n->port_line = 0; }
+static void route_lines(struct cfg_route *r) { r->line = r->port_line = r->via_line = 0; }
+
+static struct cfg_tunnel *find_tunnel(const struct cfg *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tunnels; i++)
+		if (!strcmp(c->tunnels[i]->name, name))
+			return c->tunnels[i];
+	return NULL;
+}
+
+static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir)
+{
+	struct dpvpn_sa_id id = { .spi = htonl(spi), .dir = dir };
+	char what[80];
+
+	snprintf(what, sizeof(what), "tunnel %s %s SA removal", t->name,
+		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
+	return call(dp, false, what, DPVPN_MSG_SA_DEL, &id, sizeof(id));
+}
+
+int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
+		char *msg, size_t len)
+{
+	size_t added = 0, removed = 0, changed = 0;
+
+	if (strcmp(cur->dp_socket, next->dp_socket) || strcmp(cur->ctl_socket, next->ctl_socket) ||
+	    strcmp(cur->state, next->state) || strcmp(cur->group, next->group) ||
+	    strcmp(cur->metrics, next->metrics) ||
+	    !SAME_ARRAY(struct cfg_port, cur->ports, cur->n_ports, next->ports, next->n_ports,
+			port_lines) ||
+	    !SAME_ARRAY(struct cfg_neigh, cur->neighs, cur->n_neighs, next->neighs,
+			next->n_neighs, neigh_lines) ||
+	    !SAME_ARRAY(struct cfg_route, cur->routes, cur->n_routes, next->routes,
+			next->n_routes, route_lines)) {
+		snprintf(msg, len, "ports, neighbours, routes or [dataplane]/[control] changed: "
+			 "those need a restart (reload applies tunnel changes); nothing changed");
+		return -1;
+	}
+	inst_fingerprint(next);
+	/* removed and changed tunnels go first (deleting an outbound SA removes its
+	 * policy in the dataplane), then new and changed ones are installed */
+	for (size_t i = 0; i < cur->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cur->tunnels[i], *n = find_tunnel(next, t->name);
+
+		if (n && tunnel_same(t, n))
+			continue;
+		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT) || del_sa(dp, t, t->in.spi, DPVPN_DIR_IN))
+			goto failed;
+		n ? changed++ : removed++;
+	}
+	if (call(dp, false, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
+		goto failed;
+	for (size_t i = 0; i < next->n_tunnels; i++) {
+		const struct cfg_tunnel *n = next->tunnels[i], *t = find_tunnel(cur, n->name);
+
+		if (t && tunnel_same(t, n))
+			continue;
+		if (install_tunnel(dp, n, false, seq))
+			goto failed;
+		added += t == NULL;
+	}
+	if (call(dp, false, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
+		goto failed;
+	cfg_wipe_keys(next);
+	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged",
+		 added, removed, changed, next->n_tunnels - added - changed);
+	return 0;
+failed:
+	cfg_wipe_keys(next);
+	snprintf(msg, len, "reload failed half-way (%s): the dataplane has part of the new "
+		 "config; fix it and reload again", dp->err);
+	return -1;
 }

@@ -18,5 +18,15 @@
 struct seqstate;
 /* seq: where outbound sequence reservations are kept (NULL: no limits). */
 int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq);
+/* Remember cfg's key digests (before its keys are wiped): reload compares them. */
+void inst_fingerprint(struct cfg *cfg);
+/*
+ * Live reload: apply what differs between the running cur and next (tunnels
+ * added, removed or changed; unchanged ones are not touched).  Other
+ * sections must be the same.  next's keys are wiped; msg says what was done
+ * or why not.  On success the caller replaces cur by next.
+ */
+int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
+		char *msg, size_t len);
 
 #endif /* DPVPN_CONTROL_INSTALL_H */

@@ -346,6 +346,22 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 	return rc;
 }
 
+int
+spd_del_slot(uint32_t slot, char *eb, size_t len)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n_entries; i++)
+		if (entries[i].sa_slot != slot)
+			entries[k++] = entries[i];
+	if (k == n_entries)
+		return 0;
+	n_entries = k;
+	dirty = true;
+	/* published now even in a batch: the slot must not be reused before */
+	return publish(eb, len);
+}
+
 void
 spd_begin(void)
 {

@@ -28,6 +28,11 @@ struct spd;
 
 int spd_init(unsigned int max_rules);
 int spd_add(const struct dpvpn_policy *p, char *errbuf, size_t len);
+/*
+ * Remove every policy that selects SA slot (its SA is going away): the
+ * classifier without them is published before the slot can be reused.
+ */
+int spd_del_slot(uint32_t slot, char *errbuf, size_t len);
 /* Defer rebuilds until spd_commit(); nesting is not supported. */
 void spd_begin(void);
 int spd_commit(char *errbuf, size_t len);

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Live reload under traffic: a ping flood crosses tunnel to-b while gateway
+A's config gains a tunnel (dpvpnctl reload), then a broken config is refused
+whole with its file:line and the running state kept, then the extra tunnel
+goes again (SIGHUP).  The unchanged tunnel loses nothing: the flood sees no
+loss and its SAs are never re-created (their sequence numbers run on).  A
+client of the read-only group may look but not reload."""
+import os
+import signal
+import time
+
+import pytest
+
+import lab
+
+pytestmark = pytest.mark.control
+
+EXTRA = """
+[tunnel extra]
+local = 198.19.0.1
+remote = 198.19.0.2
+local-ts = 198.18.1.0/24
+remote-ts = 198.18.7.0/24
+cipher = aes256-gcm
+out-spi = 0x1005
+out-key = 0x{k}
+in-spi = 0x2005
+in-key = 0x{k}
+""".format(k="ab" * 36)
+
+
+def out_seq(gw):
+    return next(s for s in gw.ctl("show", "sa")["sas"]
+                if s["name"] == "to-b" and s["dir"] == "out")["seq"]
+
+
+@pytest.fixture(scope="module")
+def net():
+    with lab.Lab(replace_a=(("[control]\n", "[control]\ngroup = nogroup\n"),)) as n:
+        n.ping(count=3)
+        yield n
+
+
+def test_reload_under_traffic(net):
+    conf = net.a.config
+    original = open(conf).read()
+    flood = net.bg("ping-reload", net.ns_a, "ping", "-i", "0.005", "-w", "8", "-q",
+                   "198.18.2.2")
+    time.sleep(1)
+    seq0 = out_seq(net.a)
+    with open(conf, "a") as f:
+        f.write(EXTRA)
+    r = lab.sh(lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+    assert r.returncode == 0, r.stderr
+    assert "1 tunnels added, 0 removed, 0 changed, 1 unchanged" in r.stdout, r.stdout
+    assert len(net.a.ctl("show", "sa")["sas"]) == 4
+    assert len(net.a.ctl("show", "policies")["policies"]) == 2
+
+    with open(conf, "a") as f:
+        f.write("\nthis is not a key\n")
+    r = lab.sh(lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+    assert r.returncode != 0 and "refused, running config kept" in r.stderr
+    assert f"{conf}:" in r.stderr and "expected 'key = value'" in r.stderr, r.stderr
+    assert len(net.a.ctl("show", "sa")["sas"]) == 4
+
+    with open(conf, "w") as f:
+        f.write(original)
+    os.kill(net.a.dpvpnd.p.pid, signal.SIGHUP)
+    lab.wait_for(lambda: "0 added, 1 removed" in net.a.dpvpnd.output().replace(
+        "tunnels added", "added"), 10, "the SIGHUP reload")
+    assert len(net.a.ctl("show", "sa")["sas"]) == 2
+
+    flood.p.wait(20)
+    out = flood.output()
+    assert " 0% packet loss" in out, out
+    assert out_seq(net.a) > seq0     # the same SA all along: its numbers ran on
+
+
+def test_group_may_look_but_not_reload(net):
+    for d in (net.workdir, net.a.dir):     # let nobody reach the socket (0660, nogroup)
+        os.chmod(d, 0o711)
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    r = lab.sh(*as_nobody, lab.DPVPNCTL, "-s", net.a.ctl_sock, "show", "sa", check=False)
+    assert r.returncode == 0, r.stderr
+    r = lab.sh(*as_nobody, lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+    assert r.returncode != 0 and "reload is for root only" in r.stderr, r.stderr
