@@ -82,5 +82,6 @@ def test_every_option_documented():
         if opt not in ("--socket",) and not opt.startswith("--log"):
             assert opt in dp or opt in ("--", ), opt
     ctl = text_of("dpvpnctl.8")
-    for cmd in ("status", "show sa", "show ports", "show counters", "show policies", "--json"):
+    for cmd in ("status", "show sa", "show ports", "show counters", "show policies", "reload",
+                "--json"):
         assert cmd in ctl, cmd
