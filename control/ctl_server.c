@@ -310,6 +310,44 @@ static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return json_pack("{s:s}", "message", msg);
 }
 
+static json_t *do_clear(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", NULL };
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: clear is for root only");
+		return NULL;
+	}
+	return ctl_clear_counters(ctx, err, err_len);
+}
+
+static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", "name", "state", NULL };
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *state = json_string_value(json_object_get(req, "state"));
+	char msg[1024];
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (name == NULL || state == NULL || (strcmp(state, "up") && strcmp(state, "down"))) {
+		snprintf(err, err_len, "expected \"name\": a tunnel and \"state\": up or down");
+		return NULL;
+	}
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: tunnel up/down is for root only");
+		return NULL;
+	}
+	if (ctx->tunnel_state == NULL ||
+	    ctx->tunnel_state(name, !strcmp(state, "up"), msg, sizeof(msg)) != 0) {
+		snprintf(err, err_len, "%s", ctx->tunnel_state ? msg : "not available");
+		return NULL;
+	}
+	return json_pack("{s:s}", "message", msg);
+}
+
 static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	json_t *c;
@@ -335,8 +373,12 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_show(ctx, req, err, err_len);
 	if (!strcmp(cmd, "reload"))
 		return do_reload(ctx, req, err, err_len);
-	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show or reload)",
-		 cmd);
+	if (!strcmp(cmd, "clear"))
+		return do_clear(ctx, req, err, err_len);
+	if (!strcmp(cmd, "tunnel"))
+		return do_tunnel(ctx, req, err, err_len);
+	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
+		 "clear or tunnel)", cmd);
 	return NULL;
 }
 

@@ -283,12 +283,48 @@ static json_t *drops_json(const struct dpvpn_counters *c)
 	return d;
 }
 
+/*
+ * `dpvpnctl clear`: the counters as they stood then, subtracted from what is
+ * shown (the dataplane's own counters are never reset under the workers).
+ * A dataplane that restarted since counts from 0 again: the baseline goes.
+ */
+static struct dpvpn_counters base;
+
+static void rebase(struct dpvpn_counters *c)
+{
+	uint64_t *now = &c->rx_packets, *was = &base.rx_packets;
+	size_t n = (size_t)(&c->mbufs_in_use - &c->rx_packets);
+
+	for (size_t i = 0; i < n; i++)
+		if (now[i] < was[i]) {
+			memset(&base, 0, sizeof(base));	/* restarted */
+			return;
+		}
+	for (size_t i = 0; i < DPVPN_DROP_SLOTS; i++)
+		if (c->drops[i] < base.drops[i]) {
+			memset(&base, 0, sizeof(base));
+			return;
+		}
+	for (size_t i = 0; i < n; i++)
+		now[i] -= was[i];
+	for (size_t i = 0; i < DPVPN_DROP_SLOTS; i++)
+		c->drops[i] -= base.drops[i];
+}
+
+json_t *ctl_clear_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &base, sizeof(base)))
+		return dp_failed(ctx, err, err_len, "counters");
+	return json_pack("{s:s}", "message", "counters cleared");
+}
+
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
 	struct dpvpn_counters c;
 
 	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
 		return dp_failed(ctx, err, err_len, "counters");
+	rebase(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),

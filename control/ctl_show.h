@@ -19,6 +19,8 @@ struct ctl_ctx {
 	int peer_privileged;	/* the current request's peer is root or our user */
 	/* reload: re-read the config and apply it; 0 or -1, msg says what happened */
 	int (*reload)(char *msg, size_t len);
+	/* tunnel NAME up|down: leave it out of what is installed, or back in */
+	int (*tunnel_state)(const char *name, int up, char *msg, size_t len);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */
@@ -26,6 +28,8 @@ json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
+/* Counters shown from now on start from 0 (a baseline dpvpnd keeps). */
+json_t *ctl_clear_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_policies(struct ctl_ctx *ctx, char *err, size_t err_len);
 
 #endif /* DPVPN_CONTROL_CTL_SHOW_H */

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl_proto.h"
@@ -249,6 +250,7 @@ static void print_reload(json_t *r)
 
 static const struct command commands[] = {
 	{ { "reload", NULL }, "{\"cmd\":\"reload\"}", print_reload },
+	{ { "clear", NULL }, "{\"cmd\":\"clear\"}", print_reload },
 	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
 	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
@@ -331,6 +333,10 @@ static void usage(FILE *out)
 		"  status\n"
 		"  show sa | ports | counters | policies\n"
 		"  reload      re-read the config, apply what changed (root)\n"
+		"  clear       counters shown from now on start at 0 (root)\n"
+		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
+		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
+		"              (N times; default until interrupted)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
 		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);
@@ -347,6 +353,97 @@ static const struct command *find_command(int argc, char **argv)
 			return c;
 	}
 	return NULL;
+}
+
+/* ---- monitor: rates from one-second snapshots, like top ---- */
+
+static json_int_t num(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static json_t *snapshot(const char *path, const char *what)
+{
+	char req[64];
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"show\",\"what\":\"%s\"}", what);
+	return request(path, req);
+}
+
+static void monitor_frame(json_t *sa0, json_t *sa1, json_t *p0, json_t *p1, json_t *c0,
+			  json_t *c1, double dt, int tty)
+{
+	json_t *a0 = json_object_get(result_of(sa0), "sas"), *a1 = json_object_get(result_of(sa1), "sas");
+	json_t *q0 = json_object_get(result_of(p0), "ports"), *q1 = json_object_get(result_of(p1), "ports");
+	json_t *d0 = json_object_get(result_of(c0), "drops"), *d1 = json_object_get(result_of(c1), "drops");
+	json_t *s, *v;
+	const char *k;
+	size_t i;
+
+	if (tty)
+		printf("\033[H\033[2J");
+	printf("%-20s %-4s %-10s %12s %12s %10s\n", "TUNNEL", "DIR", "SPI", "PKT/S", "MBIT/S",
+	       "DROPS/S");
+	json_array_foreach(a1, i, s) {
+		json_t *o = json_array_get(a0, i);
+		json_t *dr1 = json_object_get(s, "drops"), *dr0 = o ? json_object_get(o, "drops") : NULL;
+		double drops = 0;
+
+		json_object_foreach(dr1, k, v)
+			drops += (double)(json_integer_value(v) - (dr0 ? num(dr0, k) : 0));
+		printf("%-20s %-4s %-10s %12.0f %12.2f %10.0f\n", str_of(s, "name"), str_of(s, "dir"),
+		       str_of(s, "spi"), (num(s, "packets") - (o ? num(o, "packets") : 0)) / dt,
+		       (num(s, "bytes") - (o ? num(o, "bytes") : 0)) * 8 / dt / 1e6, drops / dt);
+	}
+	printf("\n%-6s %-24s %12s %12s\n", "PORT", "DEVICE", "RX PKT/S", "TX PKT/S");
+	json_array_foreach(q1, i, s) {
+		json_t *o = json_array_get(q0, i);
+
+		printf("%-6" JSON_INTEGER_FORMAT " %-24s %12.0f %12.0f\n", num(s, "id"),
+		       str_of(s, "name"), (num(s, "rx_packets") - (o ? num(o, "rx_packets") : 0)) / dt,
+		       (num(s, "tx_packets") - (o ? num(o, "tx_packets") : 0)) / dt);
+	}
+	printf("\nDROPS/S");
+	json_object_foreach(d1, k, v) {
+		double r = (double)(json_integer_value(v) - num(d0, k)) / dt;
+
+		if (r > 0)
+			printf("  %s %.0f", k, r);
+	}
+	printf("\n");
+	fflush(stdout);
+}
+
+static int monitor(const char *path, int frames)
+{
+	json_t *sa0 = snapshot(path, "sa"), *p0 = snapshot(path, "ports");
+	json_t *c0 = snapshot(path, "counters");
+	struct timespec t0, t1;
+	int tty = isatty(STDOUT_FILENO);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int n = 0; frames < 0 || n < frames; n++) {
+		json_t *sa1, *p1, *c1;
+
+		sleep(1);
+		sa1 = snapshot(path, "sa");
+		p1 = snapshot(path, "ports");
+		c1 = snapshot(path, "counters");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		monitor_frame(sa0, sa1, p0, p1, c0, c1, (double)(t1.tv_sec - t0.tv_sec) +
+			      (t1.tv_nsec - t0.tv_nsec) / 1e9, tty);
+		json_decref(sa0);
+		json_decref(p0);
+		json_decref(c0);
+		sa0 = sa1;
+		p0 = p1;
+		c0 = c1;
+		t0 = t1;
+	}
+	json_decref(sa0);
+	json_decref(p0);
+	json_decref(c0);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -370,6 +467,23 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (argc - optind == 3 && !strcmp(argv[optind], "tunnel") &&
+	    (!strcmp(argv[optind + 2], "up") || !strcmp(argv[optind + 2], "down"))) {
+		json_t *req = json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name", argv[optind + 1],
+					"state", argv[optind + 2]);
+		char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+
+		if (text == NULL)
+			die("out of memory");
+		reply = request(path, text);
+		free(text);
+		json_decref(req);
+		print_reload(result_of(reply));
+		json_decref(reply);
+		return 0;
+	}
+	if (argc - optind >= 1 && argc - optind <= 2 && !strcmp(argv[optind], "monitor"))
+		return monitor(path, argc - optind == 2 ? atoi(argv[optind + 1]) : -1);
 	cmd = find_command(argc - optind, argv + optind);
 	if (!cmd) {
 		const char *second = optind + 1 < argc ? argv[optind + 1] : NULL;

@@ -277,6 +277,33 @@ static const char *config_path;
 static struct cfg *current;	/* what the dataplane was given (keys wiped) */
 static struct dp_client *the_dp;
 
+#define MAX_DOWN	64
+static char down[MAX_DOWN][DPVPN_NAME_LEN];	/* tunnels an operator took down */
+
+static int is_down(const char *name)
+{
+	for (int i = 0; i < MAX_DOWN; i++)
+		if (down[i][0] && !strcmp(down[i], name))
+			return i;
+	return -1;
+}
+
+/* Tunnels taken down stay out of what is installed (their keys wiped). */
+static void drop_down_tunnels(struct cfg *c)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < c->n_tunnels; i++) {
+		if (is_down(c->tunnels[i]->name) >= 0) {
+			explicit_bzero(c->tunnels[i], sizeof(*c->tunnels[i]));
+			free(c->tunnels[i]);
+			continue;
+		}
+		c->tunnels[k++] = c->tunnels[i];
+	}
+	c->n_tunnels = k;
+}
+
 /*
  * Live reload (SIGHUP, dpvpnctl reload): the file read anew; refused whole,
  * running state kept, if it has an error; else only what differs is applied.
@@ -300,6 +327,7 @@ static int reload(char *msg, size_t len)
 		cfg_free(&next);
 		return -1;
 	}
+	drop_down_tunnels(&next);
 	rc = inst_reload(the_dp, current, &next, seq, msg, len);
 	fprintf(stderr, "dpvpnd: %s\n", msg);
 	if (rc == 0) {
@@ -308,6 +336,42 @@ static int reload(char *msg, size_t len)
 	} else {
 		cfg_free(&next);
 	}
+	return rc;
+}
+
+/* dpvpnctl tunnel NAME up|down: the file as it is now, with or without it. */
+static int tunnel_state(const char *name, int up, char *msg, size_t len)
+{
+	struct cfg probe;
+	int known = 0, slot = is_down(name);
+
+	if (cfg_load(&probe, config_path) == 0)
+		for (size_t i = 0; i < probe.n_tunnels; i++)
+			known |= !strcmp(probe.tunnels[i]->name, name);
+	cfg_free(&probe);
+	if (!known) {
+		snprintf(msg, len, "no tunnel '%.31s' in %s", name, config_path);
+		return -1;
+	}
+	char was[DPVPN_NAME_LEN] = "";
+	int rc;
+
+	if (up && slot >= 0) {
+		strcpy(was, down[slot]);
+		down[slot][0] = '\0';
+	}
+	if (!up && slot < 0) {
+		for (slot = 0; slot < MAX_DOWN && down[slot][0]; slot++)
+			;
+		if (slot == MAX_DOWN) {
+			snprintf(msg, len, "more than %d tunnels down", MAX_DOWN);
+			return -1;
+		}
+		snprintf(down[slot], sizeof(down[slot]), "%s", name);
+	}
+	rc = reload(msg, len);
+	if (rc != 0 && slot >= 0 && slot < MAX_DOWN)	/* nothing changed: nor does the mark */
+		strcpy(down[slot], up ? was : "");
 	return rc;
 }
 
@@ -347,6 +411,7 @@ static int reconnect(struct loop *l)
 			cfg_print_errors(&fresh, stderr);
 		} else if (apply_overrides(&fresh, opts) == 0 &&
 			   dp_connect(dp, fresh.dp_socket, 0) == 0) {	/* quiet while away */
+			drop_down_tunnels(&fresh);
 			rc = install_connected(dp, &fresh);
 			if (rc != 0)
 				dp_close(dp);
@@ -403,6 +468,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	struct ctl_ctx ctx = {
 		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
+		.tunnel_state = tunnel_state,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
