@@ -236,6 +236,7 @@ static const struct {
 	{ "ports", ctl_show_ports },
 	{ "counters", ctl_show_counters },
 	{ "policies", ctl_show_policies },
+	{ "trace", ctl_show_trace },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -323,6 +324,26 @@ static json_t *do_clear(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_
 	return ctl_clear_counters(ctx, err, err_len);
 }
 
+/* trace: a capture can hold cleartext: root only, never the read-only group. */
+static json_t *do_trace(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", "point", "count", "file", NULL };
+	const char *point = json_string_value(json_object_get(req, "point"));
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: trace is for root only");
+		return NULL;
+	}
+	if (point == NULL) {
+		snprintf(err, err_len, "missing \"point\"");
+		return NULL;
+	}
+	return ctl_trace(ctx, point, json_integer_value(json_object_get(req, "count")),
+			 json_string_value(json_object_get(req, "file")), err, err_len);
+}
+
 static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	static const char *const members[] = { "cmd", "name", "state", NULL };
@@ -377,6 +398,8 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_clear(ctx, req, err, err_len);
 	if (!strcmp(cmd, "tunnel"))
 		return do_tunnel(ctx, req, err, err_len);
+	if (!strcmp(cmd, "trace"))
+		return do_trace(ctx, req, err, err_len);
 	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
 		 "clear or tunnel)", cmd);
 	return NULL;

@@ -344,3 +344,47 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"mbufs_total", u64(c.mbufs_total),
 		"drops", drops_json(&c));
 }
+
+static const char *const trace_points[DPVPN_TRACE_MAX] = {
+	[DPVPN_TRACE_OFF] = "off", [DPVPN_TRACE_INSIDE_RX] = "inside-rx",
+	[DPVPN_TRACE_PRE_ENCRYPT] = "pre-encrypt", [DPVPN_TRACE_DECRYPTED] = "decrypted",
+	[DPVPN_TRACE_OUTSIDE_TX] = "outside-tx",
+};
+
+json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_trace_status t;
+
+	if (dp_call(ctx->dp, DPVPN_MSG_TRACE_STATUS, NULL, 0, &t, sizeof(t)))
+		return dp_failed(ctx, err, err_len, "trace");
+	return json_pack("{s:b,s:s,s:o,s:o,s:o,s:o}",
+		"active", t.active,
+		"point", t.point < DPVPN_TRACE_MAX ? trace_points[t.point] : "?",
+		"wanted", u64(t.wanted), "captured", u64(t.captured),
+		"written", u64(t.written), "lost", u64(t.lost));
+}
+
+json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, const char *file,
+		  char *err, size_t err_len)
+{
+	struct dpvpn_trace_req r = { .count = (uint32_t)count };
+
+	for (r.point = 0; r.point < DPVPN_TRACE_MAX; r.point++)
+		if (!strcmp(trace_points[r.point], point))
+			break;
+	if (r.point == DPVPN_TRACE_MAX) {
+		snprintf(err, err_len, "\"point\": expected off, inside-rx, pre-encrypt, decrypted "
+			 "or outside-tx");
+		return NULL;
+	}
+	if (r.point != DPVPN_TRACE_OFF &&
+	    (file == NULL || count < 1 || count > 100000 ||
+	     snprintf(r.path, sizeof(r.path), "%s", file) >= (int)sizeof(r.path))) {
+		snprintf(err, err_len, "\"count\" 1..100000 and \"file\" (an absolute path of at "
+			 "most 255 bytes) are needed");
+		return NULL;
+	}
+	if (dp_call(ctx->dp, DPVPN_MSG_TRACE_START, &r, sizeof(r), NULL, 0))
+		return dp_failed(ctx, err, err_len, "trace");
+	return json_pack("{s:s}", "message", r.point ? "tracing" : "trace stopped");
+}

@@ -28,6 +28,10 @@ json_t *ctl_show_status(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len);
+/* Start (or with point "off" stop) a capture into a new pcapng file. */
+json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, const char *file,
+		  char *err, size_t err_len);
 /* Counters shown from now on start from 0 (a baseline dpvpnd keeps). */
 json_t *ctl_clear_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_policies(struct ctl_ctx *ctx, char *err, size_t err_len);

@@ -336,6 +336,9 @@ static void usage(FILE *out)
 		"  clear       counters shown from now on start at 0 (root)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
 		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
+		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
+		"              decrypted or outside-tx into a new pcapng FILE (root; default\n"
+		"              10 s at most)\n"
 		"              (N times; default until interrupted)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
@@ -353,6 +356,50 @@ static const struct command *find_command(int argc, char **argv)
 			return c;
 	}
 	return NULL;
+}
+
+/* ---- trace: start a capture, wait for it, report ---- */
+
+static int trace(const char *path, const char *point, int count, const char *file, int seconds)
+{
+	char abs[4096];
+	json_t *req, *reply, *st = NULL;
+	char *text;
+	struct timespec pause = { 0, 100000000 };
+
+	if (file[0] != '/' && getcwd(abs, sizeof(abs) - strlen(file) - 2) != NULL) {
+		strcat(abs, "/");
+		strcat(abs, file);
+		file = abs;
+	}
+	req = json_pack("{s:s,s:s,s:i,s:s}", "cmd", "trace", "point", point, "count", count,
+			"file", file);
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (text == NULL)
+		die("out of memory");
+	st = request(path, text);
+	result_of(st);		/* dies with dpvpnd's message on an error */
+	json_decref(st);
+	st = NULL;
+	free(text);
+	json_decref(req);
+	for (int i = 0; i < seconds * 10; i++) {
+		json_decref(st);
+		st = request(path, "{\"cmd\":\"show\",\"what\":\"trace\"}");
+		if (!json_is_true(json_object_get(result_of(st), "active")))
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (json_is_true(json_object_get(result_of(st), "active")))	/* time is up */
+		json_decref(request(path, "{\"cmd\":\"trace\",\"point\":\"off\"}"));
+	json_decref(st);
+	st = request(path, "{\"cmd\":\"show\",\"what\":\"trace\"}");
+	reply = result_of(st);
+	printf("%" JSON_INTEGER_FORMAT " of %d packets at %s written to %s (%" JSON_INTEGER_FORMAT
+	       " lost)\n", json_integer_value(json_object_get(reply, "written")), count, point,
+	       file, json_integer_value(json_object_get(reply, "lost")));
+	json_decref(st);
+	return 0;
 }
 
 /* ---- monitor: rates from one-second snapshots, like top ---- */
@@ -482,6 +529,9 @@ int main(int argc, char **argv)
 		json_decref(reply);
 		return 0;
 	}
+	if (argc - optind >= 4 && argc - optind <= 5 && !strcmp(argv[optind], "trace"))
+		return trace(path, argv[optind + 1], atoi(argv[optind + 2]), argv[optind + 3],
+			     argc - optind == 5 ? atoi(argv[optind + 4]) : 10);
 	if (argc - optind >= 1 && argc - optind <= 2 && !strcmp(argv[optind], "monitor"))
 		return monitor(path, argc - optind == 2 ? atoi(argv[optind + 1]) : -1);
 	cmd = find_command(argc - optind, argv + optind);

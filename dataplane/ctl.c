@@ -27,6 +27,7 @@
 #include "route.h"
 #include "sa.h"
 #include "spd.h"
+#include "trace.h"
 
 #define CTL_MAX_CLIENTS	8
 #define CTL_ERR_LEN	256
@@ -233,6 +234,21 @@ static int
 do_show_lcores(const void *req, struct reply *r)
 {
 	return dump(req, r, sizeof(struct dpvpn_lcore_info), dp.n_workers + 1, get_lcore);
+}
+
+static int
+do_trace_start(const void *req, struct reply *r)
+{
+	return trace_start(req, r->err, sizeof(r->err));
+}
+
+static int
+do_trace_status(const void *req, struct reply *r)
+{
+	(void)req;
+	trace_status((struct dpvpn_trace_status *)r->payload);
+	r->len = sizeof(struct dpvpn_trace_status);
+	return 0;
 }
 
 static int
@@ -462,6 +478,8 @@ static const struct {
 	[DPVPN_MSG_EVENTS] = { "EVENTS", sizeof(struct dpvpn_dump_req), do_events },
 	[DPVPN_MSG_SEQ_GRANT] = { "SEQ_GRANT", sizeof(struct dpvpn_seq_grant), do_seq_grant },
 	[DPVPN_MSG_SHOW_LCORES] = { "SHOW_LCORES", sizeof(struct dpvpn_dump_req), do_show_lcores },
+	[DPVPN_MSG_TRACE_START] = { "TRACE_START", sizeof(struct dpvpn_trace_req), do_trace_start },
+	[DPVPN_MSG_TRACE_STATUS] = { "TRACE_STATUS", 0, do_trace_status },
 };
 
 /* ---- transport ---- */

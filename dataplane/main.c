@@ -30,6 +30,7 @@
 #include "sa.h"
 #include "spd.h"
 #include "telem.h"
+#include "trace.h"
 
 #define MBUF_CACHE	256
 /* room for a 9600-byte IP packet, its Ethernet header, ESP growth (the outer
@@ -275,6 +276,7 @@ static void
 teardown(struct crypto_mgr *mb)
 {
 	rte_eal_mp_wait_lcore();
+	trace_stop();
 	sa_flush();	/* wipes every SA's keys */
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		if (dp.started)
@@ -314,7 +316,9 @@ main(int argc, char **argv)
 	rc = mb == NULL ? -ENOMEM : setup();
 	if (rc == 0) {
 		telem_init();
-		rc = ctl_open(socket_path, mb);
+		rc = trace_init();
+		if (rc == 0)
+			rc = ctl_open(socket_path, mb);
 		if (rc != 0)
 			fprintf(stderr, "%s: %s\n", socket_path, strerror(-rc));
 	}
@@ -331,6 +335,7 @@ main(int argc, char **argv)
 	while (!dp.quit) {
 		ctl_poll(1);
 		arp_poll();
+		trace_poll();
 		if (rte_get_timer_cycles() >= next_tick) {	/* lifetimes, 10 times a second */
 			sa_lifetimes_tick(rte_get_timer_cycles());
 			next_tick = rte_get_timer_cycles() + tick;

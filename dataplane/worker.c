@@ -13,6 +13,7 @@
 #include "ip.h"
 #include "pmtu.h"
 #include "reass.h"
+#include "trace.h"
 #include "route.h"
 
 /* TX buffer callback: what the queue did not take is dropped and counted. */
@@ -230,6 +231,9 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 		}
 		eth->src_addr = dp.ports[port].mac;
 		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
+		if (unlikely(trace_point == DPVPN_TRACE_OUTSIDE_TX) &&
+		    dp.ports[port].role == DPVPN_ROLE_OUTSIDE)
+			trace_tap_slow(&m, 1, port, true, true);
 		st->tx++;
 		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
 	}
@@ -288,11 +292,17 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
-	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE)
-		n = esp_encap_burst(w, st, port, pkts, drop_to_self(st, port, pkts, n));
-	else if (port->role == DPVPN_ROLE_OUTSIDE)
+		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
+	n = classify(w, st, port, pkts, n);
+	if (port->role == DPVPN_ROLE_INSIDE) {
+		n = drop_to_self(st, port, pkts, n);
+		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
+		n = esp_encap_burst(w, st, port, pkts, n);
+	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
 		n = esp_decap_burst(w, st, port, pkts, n);
+		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
+	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);

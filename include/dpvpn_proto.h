@@ -49,6 +49,9 @@
  *                                                   running low); dpvpnd polls it
  *   SEQ_GRANT      struct dpvpn_seq_grant    -> -   raise an outbound SA's limit
  *   SHOW_LCORES    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_lcore_info[]
+ *   TRACE_START    struct dpvpn_trace_req    -> -   capture at a point into a new
+ *                                                   pcapng file (point 0: stop)
+ *   TRACE_STATUS   -                         -> struct dpvpn_trace_status
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -58,7 +61,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	13
+#define DPVPN_PROTO_VERSION	14
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -88,6 +91,8 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_EVENTS,
 	DPVPN_MSG_SEQ_GRANT,
 	DPVPN_MSG_SHOW_LCORES,
+	DPVPN_MSG_TRACE_START,
+	DPVPN_MSG_TRACE_STATUS,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -383,6 +388,29 @@ enum dpvpn_drop_reason {
 
 #define DPVPN_DROP_SLOTS 64	/* room for reasons added later */
 _Static_assert(DPVPN_DROP_MAX <= DPVPN_DROP_SLOTS, "grow DPVPN_DROP_SLOTS");
+
+enum dpvpn_trace_point {
+	DPVPN_TRACE_OFF = 0,
+	DPVPN_TRACE_INSIDE_RX,		/* frames received on inside ports */
+	DPVPN_TRACE_PRE_ENCRYPT,	/* cleartext about to be encrypted */
+	DPVPN_TRACE_DECRYPTED,		/* cleartext just decrypted */
+	DPVPN_TRACE_OUTSIDE_TX,		/* frames sent on outside ports */
+	DPVPN_TRACE_MAX
+};
+
+struct dpvpn_trace_req {
+	uint8_t point;		/* enum dpvpn_trace_point */
+	uint8_t reserved[3];
+	uint32_t count;		/* packets, 1..100000 */
+	char path[256];		/* absolute, created new (O_EXCL), mode 0600 */
+};
+
+struct dpvpn_trace_status {
+	uint8_t active;
+	uint8_t point;
+	uint8_t reserved[6];
+	uint64_t wanted, captured, written, lost;
+};
 
 /*
  * One lcore's share.  A polling worker is always 100 % busy to the OS: busy

@@ -83,5 +83,5 @@ def test_every_option_documented():
             assert opt in dp or opt in ("--", ), opt
     ctl = text_of("dpvpnctl.8")
     for cmd in ("status", "show sa", "show ports", "show counters", "show policies", "reload",
-                "tunnel", "clear", "monitor", "--json"):
+                "tunnel", "clear", "monitor", "trace", "--json"):
         assert cmd in ctl, cmd
