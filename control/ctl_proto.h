@@ -16,9 +16,15 @@
  * closes the connection.)
  * Requests are at most CTL_REQ_MAX bytes, replies at most CTL_REPLY_MAX.
  *
- * Requests:
+ * Requests (those that change something are refused to the read-only group:
+ * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
- *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"}
+ *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"}
+ *   {"cmd":"reload"}                     re-read the config, apply what changed
+ *   {"cmd":"clear"}                      counters shown from now on start at 0
+ *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
+ *   {"cmd":"trace","point":"inside-rx"|"pre-encrypt"|"decrypted"|"outside-tx",
+ *    "count":1..100000,"file":ABSOLUTE-PATH}   a new pcapng file; "point":"off" stops
  * Any other member is an error, as are a missing or unknown "cmd" or "what".
  *
  * Replies:
@@ -63,6 +69,13 @@
  *              newer than dpvpnd are named "reason-INDEX"
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
+ *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
+ *              "written":N,"lost":N}
+ *   reload, clear, tunnel, trace: {"message":"what was done"}; a reload that is
+ *              refused answers an error listing every FILE:LINE of the config
+ * The sa objects also carry "encap", "esn", "life" ({"state","age_s",
+ * "soft_left","hard_left"}), "df", "mtu", "mss", "fragment"; counters carry
+ * every counter of struct dpvpn_counters by name.
  *
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.

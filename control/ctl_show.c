@@ -163,6 +163,19 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 			"other", u64(s->drop_other));
 }
 
+/* sa_json plus the tunnel MTU, MSS clamp and fragmentation mode. */
+static json_t *sa_json_full(const struct dpvpn_sa_info *s)
+{
+	json_t *o = sa_json(s);
+
+	if (o == NULL)
+		return NULL;
+	json_object_set_new(o, "mtu", json_integer(s->mtu));
+	json_object_set_new(o, "mss", s->mss == DPVPN_MSS_OFF ? json_null() : json_integer(s->mss));
+	json_object_set_new(o, "fragment", json_string(s->frag_outer ? "outer" : "inner"));
+	return o;
+}
+
 static const char *role_name(uint8_t role)
 {
 	switch (role) {
@@ -234,7 +247,7 @@ static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entr
 
 static json_t *sa_entry(const void *e)
 {
-	return sa_json(e);
+	return sa_json_full(e);
 }
 
 static json_t *port_entry(const void *e)

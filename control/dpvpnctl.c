@@ -163,7 +163,7 @@ static void print_sa(json_t *r)
 		{ "NAME", "name" }, { "DIR", "dir" }, { "SPI", "spi" }, { "CIPHER", "cipher" },
 		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "ENCAP", "encap" },
 		{ "ESN", "esn" }, { "LIFE", "life.state" },
-		{ "LOCAL-TS", "local_ts" },
+		{ "MTU", "mtu" }, { "LOCAL-TS", "local_ts" },
 		{ "REMOTE-TS", "remote_ts" }, { "WINDOW", "replay_window" }, { "DF", "df" },
 		{ "SEQ", "seq" },
 		{ "PACKETS", "packets" }, { "BYTES", "bytes" }, { "REPLAY", "drops.replay" },
