@@ -24,7 +24,7 @@
 #include "dpvpn_proto.h"
 
 #define RECV_TIMEOUT_S	5
-#define MAX_COLS	20
+#define MAX_COLS	32
 
 struct column {
 	const char *title;
@@ -107,6 +107,8 @@ static void print_table(json_t *rows, const struct column *cols, size_t ncols)
 	size_t i, c;
 	json_t *row;
 
+	if (ncols > MAX_COLS)	/* tables are ours: never, but never past w[] either */
+		ncols = MAX_COLS;
 	col_widths(rows, cols, ncols, w);
 	for (c = 0; c < ncols; c++)
 		printf("%-*s%s", c + 1 < ncols ? w[c] : 0, cols[c].title,
