@@ -19,7 +19,9 @@
  * Requests (those that change something are refused to the read-only group:
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
- *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"}
+ *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"}
+ *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
+ *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"reload"}                     re-read the config, apply what changed
  *   {"cmd":"clear"}                      counters shown from now on start at 0
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
@@ -69,9 +71,11 @@
  *              newer than dpvpnd are named "reason-INDEX"
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
+ *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}
+ *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}
- *   reload, clear, tunnel, trace: {"message":"what was done"}; a reload that is
+ *   reload, clear, tunnel, trace, route, neighbour: {"message":"what was done"}; a reload that is
  *              refused answers an error listing every FILE:LINE of the config
  * The sa objects also carry "encap", "esn", "life" ({"state","age_s",
  * "soft_left","hard_left"}), "df", "mtu", "mss", "fragment"; counters carry

@@ -237,6 +237,8 @@ static const struct {
 	{ "counters", ctl_show_counters },
 	{ "policies", ctl_show_policies },
 	{ "trace", ctl_show_trace },
+	{ "routes", ctl_show_routes },
+	{ "neighbours", ctl_show_neighs },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -267,7 +269,7 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 	if (only_members(req, members, err, err_len))
 		return NULL;
 	if (!w) {
-		snprintf(err, err_len, "missing \"what\" (sa, ports, counters or policies)");
+		snprintf(err, err_len, "missing \"what\" (sa, ports, counters, policies, trace, routes or neighbours)");
 		return NULL;
 	}
 	what = json_string_value(w);
@@ -278,8 +280,8 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 	for (size_t i = 0; i < sizeof(shows) / sizeof(shows[0]); i++)
 		if (!strcmp(shows[i].what, what))
 			return shows[i].fn(ctx, err, err_len);
-	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters or "
-		 "policies)", what);
+	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters, "
+		 "policies, trace, routes or neighbours)", what);
 	return NULL;
 }
 
@@ -344,6 +346,34 @@ static json_t *do_trace(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_
 			 json_string_value(json_object_get(req, "file")), err, err_len);
 }
 
+/* {"cmd":"route"|"neighbour","op":"add"|"del", ...}: root only. */
+static json_t *do_table(struct ctl_ctx *ctx, json_t *req, int route, char *err, size_t err_len)
+{
+	static const char *const rmembers[] = { "cmd", "op", "dst", "port", "via", NULL };
+	static const char *const nmembers[] = { "cmd", "op", "port", "address", "mac", NULL };
+	const char *op = json_string_value(json_object_get(req, "op"));
+	json_int_t port = json_is_integer(json_object_get(req, "port")) ?
+			  json_integer_value(json_object_get(req, "port")) : -1;
+	int add;
+
+	if (only_members(req, route ? rmembers : nmembers, err, err_len))
+		return NULL;
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: changes are for root only");
+		return NULL;
+	}
+	if (op == NULL || (strcmp(op, "add") && strcmp(op, "del"))) {
+		snprintf(err, err_len, "\"op\": expected add or del");
+		return NULL;
+	}
+	add = !strcmp(op, "add");
+	if (route)
+		return ctl_route(ctx, add, json_string_value(json_object_get(req, "dst")), port,
+				 json_string_value(json_object_get(req, "via")), err, err_len);
+	return ctl_neigh(ctx, add, port, json_string_value(json_object_get(req, "address")),
+			 json_string_value(json_object_get(req, "mac")), err, err_len);
+}
+
 static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	static const char *const members[] = { "cmd", "name", "state", NULL };
@@ -400,8 +430,12 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_tunnel(ctx, req, err, err_len);
 	if (!strcmp(cmd, "trace"))
 		return do_trace(ctx, req, err, err_len);
+	if (!strcmp(cmd, "route"))
+		return do_table(ctx, req, 1, err, err_len);
+	if (!strcmp(cmd, "neighbour"))
+		return do_table(ctx, req, 0, err, err_len);
 	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
-		 "clear or tunnel)", cmd);
+		 "clear, tunnel, trace, route or neighbour)", cmd);
 	return NULL;
 }
 

@@ -401,3 +401,120 @@ json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, cons
 		return dp_failed(ctx, err, err_len, "trace");
 	return json_pack("{s:s}", "message", r.point ? "tracing" : "trace stopped");
 }
+
+/* ---- routes and neighbours: show, add, delete ---- */
+
+json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_route *r;
+	uint32_t n;
+	json_t *a;
+
+	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_ROUTES, sizeof(*r), (void **)&r, &n))
+		return dp_failed(ctx, err, err_len, "routes");
+	a = json_array();
+	for (uint32_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:o,s:I,s:o}", "dst", prefix_json(&r[i].dst),
+						   "port", (json_int_t)r[i].port_id,
+						   "via", r[i].gateway.family ?
+						   addr_json(&r[i].gateway) : json_null()));
+	free(r);
+	return json_pack("{s:o}", "routes", a);
+}
+
+json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_neigh_info *e;
+	uint32_t n;
+	json_t *a;
+
+	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_NEIGHS, sizeof(*e), (void **)&e, &n))
+		return dp_failed(ctx, err, err_len, "neighbours");
+	a = json_array();
+	for (uint32_t i = 0; a && i < n; i++) {
+		const uint8_t *m = e[i].mac;
+		int resolved = m[0] | m[1] | m[2] | m[3] | m[4] | m[5];
+
+		json_array_append_new(a, json_pack("{s:I,s:o,s:o,s:b}", "port",
+			(json_int_t)e[i].port_id, "address", addr_json(&e[i].addr),
+			"mac", resolved ? json_sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
+						      m[2], m[3], m[4], m[5]) : json_null(),
+			"static", e[i].is_static));
+	}
+	free(e);
+	return json_pack("{s:o}", "neighbours", a);
+}
+
+static int parse_ip(const char *s, struct dpvpn_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (inet_pton(AF_INET, s, &a->v4) == 1) {
+		a->family = DPVPN_AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, a->v6) == 1) {
+		a->family = DPVPN_AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,
+		  const char *via, char *err, size_t err_len)
+{
+	struct dpvpn_route r = { .port_id = (uint16_t)port };
+	char buf[64];
+	const char *slash = dst ? strchr(dst, '/') : NULL;
+	struct dpvpn_addr a;
+	char *end;
+	unsigned long len;
+
+	if (slash == NULL || (size_t)(slash - dst) >= sizeof(buf)) {
+		snprintf(err, err_len, "\"dst\": expected a prefix ADDRESS/LEN");
+		return NULL;
+	}
+	memcpy(buf, dst, (size_t)(slash - dst));
+	buf[slash - dst] = '\0';
+	len = strtoul(slash + 1, &end, 10);
+	if (parse_ip(buf, &a) || *end != '\0' || slash[1] == '\0' ||
+	    len > (a.family == DPVPN_AF_INET ? 32u : 128u)) {
+		snprintf(err, err_len, "\"dst\": expected a prefix ADDRESS/LEN, got '%.64s'", dst);
+		return NULL;
+	}
+	r.dst.family = a.family;
+	r.dst.len = (uint8_t)len;
+	memcpy(r.dst.v6, a.v6, 16);
+	if (add && (port < 0 || port > 1023)) {
+		snprintf(err, err_len, "\"port\": expected a DPDK port id");
+		return NULL;
+	}
+	if (add && via && parse_ip(via, &r.gateway)) {
+		snprintf(err, err_len, "\"via\": expected an IP address, got '%.64s'", via);
+		return NULL;
+	}
+	if (dp_call(ctx->dp, add ? DPVPN_MSG_ROUTE_ADD : DPVPN_MSG_ROUTE_DEL, &r, sizeof(r),
+		    NULL, 0))
+		return dp_failed(ctx, err, err_len, "route");
+	return json_pack("{s:s}", "message", add ? "route added" : "route deleted");
+}
+
+json_t *ctl_neigh(struct ctl_ctx *ctx, int add, json_int_t port, const char *addr,
+		  const char *mac, char *err, size_t err_len)
+{
+	struct dpvpn_neigh n = { .port_id = (uint16_t)port };
+
+	if (port < 0 || port > 1023 || addr == NULL || parse_ip(addr, &n.addr)) {
+		snprintf(err, err_len, "\"port\" and \"address\": a DPDK port id and an IP address");
+		return NULL;
+	}
+	if (add && (mac == NULL || sscanf(mac, "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx", &n.mac[0],
+					  &n.mac[1], &n.mac[2], &n.mac[3], &n.mac[4],
+					  &n.mac[5]) != 6)) {
+		snprintf(err, err_len, "\"mac\": expected aa:bb:cc:dd:ee:ff");
+		return NULL;
+	}
+	if (dp_call(ctx->dp, add ? DPVPN_MSG_NEIGH_ADD : DPVPN_MSG_NEIGH_DEL, &n, sizeof(n),
+		    NULL, 0))
+		return dp_failed(ctx, err, err_len, "neighbour");
+	return json_pack("{s:s}", "message", add ? "neighbour added" : "neighbour deleted");
+}

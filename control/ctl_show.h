@@ -29,6 +29,14 @@ json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
+/* Runtime changes (not written back to the config: a reload or restart
+ * installs the config's routes and neighbours again). */
+json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,
+		  const char *via, char *err, size_t err_len);
+json_t *ctl_neigh(struct ctl_ctx *ctx, int add, json_int_t port, const char *addr,
+		  const char *mac, char *err, size_t err_len);
 /* Start (or with point "off" stop) a capture into a new pcapng file. */
 json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, const char *file,
 		  char *err, size_t err_len);

@@ -245,6 +245,25 @@ static void print_counters(json_t *r)
 	json_decref(rows);
 }
 
+static void print_routes(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "DST", "dst" }, { "PORT", "port" }, { "VIA", "via" },
+	};
+
+	print_table(json_object_get(r, "routes"), COLS(cols));
+}
+
+static void print_neighs(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "PORT", "port" }, { "ADDRESS", "address" }, { "MAC", "mac" },
+		{ "STATIC", "static" },
+	};
+
+	print_table(json_object_get(r, "neighbours"), COLS(cols));
+}
+
 static void print_reload(json_t *r)
 {
 	printf("%s\n", str_of(r, "message"));
@@ -253,6 +272,9 @@ static void print_reload(json_t *r)
 static const struct command commands[] = {
 	{ { "reload", NULL }, "{\"cmd\":\"reload\"}", print_reload },
 	{ { "clear", NULL }, "{\"cmd\":\"clear\"}", print_reload },
+	{ { "show", "routes" }, "{\"cmd\":\"show\",\"what\":\"routes\"}", print_routes },
+	{ { "show", "neighbours" }, "{\"cmd\":\"show\",\"what\":\"neighbours\"}",
+	  print_neighs },
 	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
 	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
@@ -333,7 +355,9 @@ static void usage(FILE *out)
 	fprintf(out, "usage: dpvpnctl [-s SOCKET] [--json] COMMAND\n"
 		"commands:\n"
 		"  status\n"
-		"  show sa | ports | counters | policies\n"
+		"  show sa | ports | counters | policies | routes | neighbours | trace\n"
+		"  route add DST PORT [VIA] | route del DST          (root)\n"
+		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
 		"  reload      re-read the config, apply what changed (root)\n"
 		"  clear       counters shown from now on start at 0 (root)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
@@ -522,6 +546,37 @@ int main(int argc, char **argv)
 					"state", argv[optind + 2]);
 		char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 
+		if (text == NULL)
+			die("out of memory");
+		reply = request(path, text);
+		free(text);
+		json_decref(req);
+		print_reload(result_of(reply));
+		json_decref(reply);
+		return 0;
+	}
+	if (argc - optind >= 3 && (!strcmp(argv[optind], "route") ||
+				   !strcmp(argv[optind], "neighbour"))) {
+		int route = !strcmp(argv[optind], "route"), add = !strcmp(argv[optind + 1], "add");
+		int n = argc - optind;
+		json_t *req;
+		char *text;
+
+		if ((!add && strcmp(argv[optind + 1], "del")) ||
+		    (route && (add ? n < 4 || n > 5 : n != 3)) ||
+		    (!route && (add ? n != 5 : n != 4))) {
+			usage(stderr);
+			return 2;
+		}
+		req = route ? json_pack("{s:s,s:s,s:s,s:i,s:s?}", "cmd", "route", "op",
+					argv[optind + 1], "dst", argv[optind + 2], "port",
+					add ? atoi(argv[optind + 3]) : 0,
+					"via", add && n == 5 ? argv[optind + 4] : NULL) :
+			      json_pack("{s:s,s:s,s:i,s:s,s:s?}", "cmd", "neighbour", "op",
+					argv[optind + 1], "port", atoi(argv[optind + 2]),
+					"address", argv[optind + 3],
+					"mac", add ? argv[optind + 4] : NULL);
+		text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 		if (text == NULL)
 			die("out of memory");
 		reply = request(path, text);

@@ -77,6 +77,8 @@ check_port(uint16_t id, const char *field, struct reply *r)
 	return -ENODEV;
 }
 
+static void remember_route(const struct dpvpn_route *c);
+
 static int
 do_port_set(const void *req, struct reply *r)
 {
@@ -149,6 +151,17 @@ do_port_set(const void *req, struct reply *r)
 	if (p->addr != 0 && (rc = route_add(p->addr & p->mask, p->prefix_len, c->port_id, 0,
 					    r->err, sizeof(r->err))) != 0)
 		return rc;
+	if (p->addr != 0)
+		remember_route(&(struct dpvpn_route){ .dst = { .family = DPVPN_AF_INET,
+			.len = p->prefix_len, .v4 = p->addr & p->mask }, .port_id = c->port_id });
+	if (p->has6) {
+		struct dpvpn_route cr = { .dst = { .family = DPVPN_AF_INET6,
+						   .len = p->prefix6_len }, .port_id = c->port_id };
+
+		memcpy(cr.dst.v6, p->addr6, 16);
+		dp_mask6(cr.dst.v6, p->prefix6_len);
+		remember_route(&cr);
+	}
 	if (p->has6)
 		return route6_add(p->addr6, p->prefix6_len, c->port_id, NULL, r->err,
 				  sizeof(r->err));
@@ -183,11 +196,93 @@ do_neigh_add(const void *req, struct reply *r)
 	return 0;
 }
 
+/* The routes as installed (the LPM tables cannot be walked): for SHOW_ROUTES. */
+static struct dpvpn_route routes[ROUTE_MAX];
+static unsigned int n_routes;
+
+static bool
+same_dst(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
+{
+	struct dpvpn_prefix x = *a, y = *b;
+
+	if (x.family != y.family || x.len != y.len)
+		return false;
+	if (x.family == DPVPN_AF_INET6) {
+		dp_mask6(x.v6, x.len);
+		dp_mask6(y.v6, y.len);
+		return memcmp(x.v6, y.v6, 16) == 0;
+	}
+	return (x.v4 & dp_mask(x.len)) == (y.v4 & dp_mask(y.len));
+}
+
+static void
+remember_route(const struct dpvpn_route *c)
+{
+	for (unsigned int i = 0; i < n_routes; i++)
+		if (same_dst(&routes[i].dst, &c->dst)) {
+			routes[i] = *c;		/* replaced */
+			return;
+		}
+	if (n_routes < ROUTE_MAX)
+		routes[n_routes++] = *c;
+}
+
+static int
+do_route_del(const void *req, struct reply *r)
+{
+	const struct dpvpn_route *c = req;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < n_routes && !same_dst(&routes[i].dst, &c->dst); i++)
+		;
+	if (i == n_routes) {
+		snprintf(r->err, sizeof(r->err), "route.dst: no such route");
+		return -ENOENT;
+	}
+	rc = c->dst.family == DPVPN_AF_INET6 ? route6_del(c->dst.v6, c->dst.len) :
+					       route_del(c->dst.v4, c->dst.len);
+	if (rc != 0) {
+		snprintf(r->err, sizeof(r->err), "route.dst: %s", rte_strerror(-rc));
+		return rc;
+	}
+	routes[i] = routes[--n_routes];
+	return 0;
+}
+
+static int
+do_neigh_del(const void *req, struct reply *r)
+{
+	const struct dpvpn_neigh *c = req;
+	int rc = check_port(c->port_id, "neigh.port_id", r);
+
+	if (rc != 0)
+		return rc;
+	if (neigh_forget(c->port_id, c->addr.family, c->addr.family == DPVPN_AF_INET ?
+			 (const void *)&c->addr.v4 : c->addr.v6) != 0) {
+		snprintf(r->err, sizeof(r->err), "neigh.addr: no such neighbour on port %u",
+			 c->port_id);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int
+route_add_msg(const struct dpvpn_route *c, struct reply *r);
+
 static int
 do_route_add(const void *req, struct reply *r)
 {
-	const struct dpvpn_route *c = req;
+	int rc = route_add_msg(req, r);
 
+	if (rc == 0)
+		remember_route(req);
+	return rc;
+}
+
+static int
+route_add_msg(const struct dpvpn_route *c, struct reply *r)
+{
 	if (c->gateway.family != 0 && c->gateway.family != c->dst.family) {
 		snprintf(r->err, sizeof(r->err), "route.gateway: family %u, not the family of "
 			 "route.dst (%u)", c->gateway.family, c->dst.family);
@@ -234,6 +329,57 @@ static int
 do_show_lcores(const void *req, struct reply *r)
 {
 	return dump(req, r, sizeof(struct dpvpn_lcore_info), dp.n_workers + 1, get_lcore);
+}
+
+static bool
+get_route(unsigned int idx, void *out)
+{
+	if (idx >= n_routes)
+		return false;
+	*(struct dpvpn_route *)out = routes[idx];
+	return true;
+}
+
+static bool
+get_neigh(unsigned int idx, void *out)
+{
+	struct dpvpn_neigh_info *o = out;
+	struct neigh n;
+
+	if (!neigh_at(idx, &n))
+		return false;
+	memset(o, 0, sizeof(*o));
+	o->port_id = n.port;
+	memcpy(o->mac, &n.mac, 6);
+	o->addr.family = n.family;
+	memcpy(o->addr.v6, n.addr, n.family == DPVPN_AF_INET6 ? 16 : 4);
+	o->is_static = n.is_static;
+	return true;
+}
+
+static unsigned int neigh_count(void);
+
+static int
+do_show_routes(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_route), n_routes, get_route);
+}
+
+static int
+do_show_neighs(const void *req, struct reply *r)
+{
+	return dump(req, r, sizeof(struct dpvpn_neigh_info), neigh_count(), get_neigh);
+}
+
+static unsigned int
+neigh_count(void)
+{
+	struct neigh n;
+	unsigned int i = 0;
+
+	while (neigh_at(i, &n))
+		i++;
+	return i;
 }
 
 static int
@@ -480,6 +626,10 @@ static const struct {
 	[DPVPN_MSG_SHOW_LCORES] = { "SHOW_LCORES", sizeof(struct dpvpn_dump_req), do_show_lcores },
 	[DPVPN_MSG_TRACE_START] = { "TRACE_START", sizeof(struct dpvpn_trace_req), do_trace_start },
 	[DPVPN_MSG_TRACE_STATUS] = { "TRACE_STATUS", 0, do_trace_status },
+	[DPVPN_MSG_ROUTE_DEL] = { "ROUTE_DEL", sizeof(struct dpvpn_route), do_route_del },
+	[DPVPN_MSG_NEIGH_DEL] = { "NEIGH_DEL", sizeof(struct dpvpn_neigh), do_neigh_del },
+	[DPVPN_MSG_SHOW_ROUTES] = { "SHOW_ROUTES", sizeof(struct dpvpn_dump_req), do_show_routes },
+	[DPVPN_MSG_SHOW_NEIGHS] = { "SHOW_NEIGHS", sizeof(struct dpvpn_dump_req), do_show_neighs },
 };
 
 /* ---- transport ---- */

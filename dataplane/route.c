@@ -217,3 +217,44 @@ neigh_lookup(uint16_t port, uint8_t family, const void *addr, struct rte_ether_a
 	memcpy(mac->addr_bytes, &v, RTE_ETHER_ADDR_LEN);
 	return true;
 }
+
+int
+route_del(uint32_t prefix, uint8_t len)
+{
+	return rte_lpm_delete(route_lpm, rte_be_to_cpu_32(prefix) & (len ? ~0u << (32 - len) : 0),
+			      len);
+}
+
+/* rte_lpm6 has no RCU: readers may see the old next hop for a moment (never freed memory). */
+int
+route6_del(const uint8_t *prefix, uint8_t len)
+{
+	uint8_t net[16];
+
+	memcpy(net, prefix, 16);
+	dp_mask6(net, len);
+	return rte_lpm6_delete(route_lpm6, net, len);
+}
+
+int
+neigh_forget(uint16_t port, uint8_t family, const void *addr)
+{
+	struct neigh *n = neigh_get(port, family, addr, false);
+
+	if (n == NULL)
+		return -ENOENT;
+	n->is_static = 0;
+	n->asked_tsc = 0;
+	__atomic_store_n(&n->mac, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+bool
+neigh_at(unsigned int idx, struct neigh *out)
+{
+	if (idx >= n_neigh)
+		return false;
+	*out = neighs[idx];
+	out->mac = __atomic_load_n(&neighs[idx].mac, __ATOMIC_ACQUIRE);
+	return true;
+}

@@ -77,7 +77,15 @@ route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
 	return true;
 }
 
+/* Remove a route (main lcore); -ENOENT if there is none for the prefix. */
+int route_del(uint32_t prefix, uint8_t len);
+int route6_del(const uint8_t *prefix, uint8_t len);
+
 int neigh_init(void);
+/* Forget a neighbour: unresolved again (entries are never freed, see route.c). */
+int neigh_forget(uint16_t port, uint8_t family, const void *addr);
+/* The idx-th neighbour entry; false past the end. */
+bool neigh_at(unsigned int idx, struct neigh *out);
 /*
  * addr: 4 bytes (family DPVPN_AF_INET) or 16 (DPVPN_AF_INET6), network order.
  * Main lcore: create or update; static entries are not overwritten by ARP/ND.

@@ -52,6 +52,11 @@
  *   TRACE_START    struct dpvpn_trace_req    -> -   capture at a point into a new
  *                                                   pcapng file (point 0: stop)
  *   TRACE_STATUS   -                         -> struct dpvpn_trace_status
+ *   ROUTE_DEL      struct dpvpn_route        -> -   by dst (port and gateway ignored)
+ *   NEIGH_DEL      struct dpvpn_neigh        -> -   by port and addr (mac ignored):
+ *                                                   forgotten, resolved again if needed
+ *   SHOW_ROUTES    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_route[]
+ *   SHOW_NEIGHS    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_neigh_info[]
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -61,7 +66,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	14
+#define DPVPN_PROTO_VERSION	15
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -93,6 +98,10 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_SHOW_LCORES,
 	DPVPN_MSG_TRACE_START,
 	DPVPN_MSG_TRACE_STATUS,
+	DPVPN_MSG_ROUTE_DEL,
+	DPVPN_MSG_NEIGH_DEL,
+	DPVPN_MSG_SHOW_ROUTES,
+	DPVPN_MSG_SHOW_NEIGHS,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -216,6 +225,14 @@ struct dpvpn_neigh {
 	uint16_t port_id;
 	uint8_t mac[6];
 	struct dpvpn_addr addr;	/* IPv4 (ARP) or IPv6 (Neighbour Discovery) */
+};
+
+struct dpvpn_neigh_info {
+	uint16_t port_id;
+	uint8_t mac[6];		/* zero: not resolved (yet) */
+	struct dpvpn_addr addr;
+	uint8_t is_static;
+	uint8_t reserved[7];
 };
 
 struct dpvpn_route {

@@ -83,5 +83,6 @@ def test_every_option_documented():
             assert opt in dp or opt in ("--", ), opt
     ctl = text_of("dpvpnctl.8")
     for cmd in ("status", "show sa", "show ports", "show counters", "show policies", "reload",
-                "tunnel", "clear", "monitor", "trace", "--json"):
+                "tunnel", "clear", "monitor", "trace", "route add", "neighbour del",
+                "show routes", "--json"):
         assert cmd in ctl, cmd

@@ -62,3 +62,31 @@ def test_tunnel_down_and_up(net):
 def test_unknown_tunnel(net):
     r = ctl(net, "tunnel", "nosuch", "down", check=False)
     assert r.returncode != 0 and "no tunnel 'nosuch'" in r.stderr
+
+
+def test_routes_at_runtime(net):
+    routes = net.a.ctl("show", "routes")["routes"]
+    assert {"dst": "198.18.1.0/24", "port": 0, "via": None} in routes      # connected
+    ctl(net, "route", "add", "203.0.113.0/24", "1", "198.19.0.2")
+    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2"} in \
+        net.a.ctl("show", "routes")["routes"]
+    ctl(net, "route", "del", "203.0.113.0/24")
+    assert all(r["dst"] != "203.0.113.0/24" for r in net.a.ctl("show", "routes")["routes"])
+    r = ctl(net, "route", "del", "203.0.113.0/24", check=False)
+    assert r.returncode != 0 and "no such route" in r.stderr
+
+
+def test_neighbours_at_runtime(net):
+    ns = net.a.ctl("show", "neighbours")["neighbours"]
+    host = next(n for n in ns if n["address"] == "198.18.1.2")
+    assert host["mac"] and not host["static"]                  # learnt by ARP
+    ctl(net, "neighbour", "del", "0", "198.18.1.2")
+    gone = next(n for n in net.a.ctl("show", "neighbours")["neighbours"]
+                if n["address"] == "198.18.1.2")
+    assert gone["mac"] is None
+    lab.wait_for(lambda: net.ping(count=1).returncode == 0, 10, "ARP again")
+    ctl(net, "neighbour", "add", "1", "198.19.0.99", "02:00:00:00:00:99")
+    assert {"port": 1, "address": "198.19.0.99", "mac": "02:00:00:00:00:99", "static": True} \
+        in net.a.ctl("show", "neighbours")["neighbours"]
+    r = ctl(net, "neighbour", "del", "1", "198.19.9.9", check=False)
+    assert r.returncode != 0 and "no such neighbour" in r.stderr
