@@ -3,8 +3,8 @@
  * dpvpnd.c - the dpvpn control daemon: read the config, install it into the
  * dataplane, then answer operators on the control socket until told to stop.
  *
- * Restarts: a dataplane that is already forwarding when dpvpnd starts is left
- * as it is (its state is what a previous dpvpnd installed); a dataplane that
+ * Restarts: a dataplane that is already forwarding when dpvpnd starts is
+ * reconciled with the config (what matches is not touched); a dataplane that
  * goes away is waited for and, once back, given the config again (read anew:
  * keys are not kept in memory).  Outbound sequence numbers are reserved a
  * block at a time in a state file (seqstate.h), so neither restart reuses one.
@@ -152,10 +152,11 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 	if (started < 0)
 		return -1;
 	if (started) {
-		fprintf(stderr, "dpvpnd: the dataplane is already forwarding: left as it is\n");
-		inst_fingerprint(cfg);	/* taken as what it has, for reloads */
-		cfg_wipe_keys(cfg);
-		return 0;
+		char msg[256];
+		int rc = inst_reconcile(dp, cfg, seq, msg, sizeof(msg));
+
+		fprintf(stderr, "dpvpnd: %s\n", msg);
+		return rc;
 	}
 	if (inst_all(dp, cfg, opts->verbose, seq))
 		return -1;

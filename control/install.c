@@ -374,3 +374,85 @@ failed:
 		 "config; fix it and reload again", dp->err);
 	return -1;
 }
+
+/*
+ * dpvpnd started against a dataplane that is already forwarding: keep every
+ * tunnel whose two SAs are there as configured (name, SPIs, cipher: keys
+ * cannot be read back), install the configured tunnels that are missing or
+ * differ, remove SAs the config does not have.  Nothing that matches is touched.
+ */
+int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
+		   char *msg, size_t len)
+{
+	struct dpvpn_sa_info *sa;
+	uint32_t n;
+	size_t kept = 0, added = 0, removed = 0;
+	bool *used;
+
+	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n)) {
+		snprintf(msg, len, "reconcile: %s", dp->err);
+		cfg_wipe_keys(cfg);
+		return -1;
+	}
+	used = calloc(n + 1, sizeof(*used));
+	if (used == NULL)
+		goto failed;
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cfg->tunnels[i];
+		int out = -1, in = -1;
+
+		for (uint32_t k = 0; k < n; k++) {
+			bool named = strncmp(sa[k].name, t->name, DPVPN_NAME_LEN) == 0 &&
+				     sa[k].alg == t->alg;
+
+			if (named && sa[k].dir == DPVPN_DIR_OUT && ntohl(sa[k].spi) == t->out.spi)
+				out = (int)k;
+			if (named && sa[k].dir == DPVPN_DIR_IN && ntohl(sa[k].spi) == t->in.spi)
+				in = (int)k;
+		}
+		if (out >= 0 && in >= 0) {
+			used[out] = used[in] = true;
+			kept++;
+		}
+	}
+	/* what the config does not have (or has otherwise) goes first */
+	for (uint32_t k = 0; k < n; k++) {
+		struct dpvpn_sa_id id = { .spi = sa[k].spi, .dir = sa[k].dir };
+
+		if (used[k])
+			continue;
+		if (call(dp, false, "stale SA removal", DPVPN_MSG_SA_DEL, &id, sizeof(id)))
+			goto failed;
+		removed++;
+	}
+	if (call(dp, false, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
+		goto failed;
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cfg->tunnels[i];
+		bool have = false;
+
+		for (uint32_t k = 0; k < n && !have; k++)
+			have = used[k] && sa[k].dir == DPVPN_DIR_OUT &&
+			       ntohl(sa[k].spi) == t->out.spi;
+		if (have)
+			continue;
+		if (install_tunnel(dp, t, false, seq))
+			goto failed;
+		added++;
+	}
+	if (call(dp, false, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
+		goto failed;
+	snprintf(msg, len, "dataplane already forwarding: %zu tunnels kept, %zu installed, "
+		 "%zu stale SAs removed", kept, added, removed);
+	free(used);
+	free(sa);
+	inst_fingerprint(cfg);
+	cfg_wipe_keys(cfg);
+	return 0;
+failed:
+	snprintf(msg, len, "reconcile failed: %s", dp->err);
+	free(used);
+	free(sa);
+	cfg_wipe_keys(cfg);
+	return -1;
+}

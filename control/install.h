@@ -18,6 +18,12 @@
 struct seqstate;
 /* seq: where outbound sequence reservations are kept (NULL: no limits). */
 int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq);
+/*
+ * dpvpnd (re)started against a dataplane already forwarding: keep what matches
+ * the config (names, SPIs, cipher), install what is missing, remove the rest.
+ */
+int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
+		   char *msg, size_t len);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
 /*

@@ -63,16 +63,38 @@ def test_dataplane_crash_no_sequence_reuse(net):
     assert "dataplane back" in net.a.dpvpnd.output()
 
 
+EXTRA = """
+[tunnel extra]
+local = 198.19.0.1
+remote = 198.19.0.2
+local-ts = 198.18.1.0/24
+remote-ts = 198.18.6.0/24
+cipher = aes128-gcm
+out-spi = 0x1006
+out-key = 0x{k}
+in-spi = 0x2006
+in-key = 0x{k}
+""".format(k="cd" * 20)
+
+
 def test_dpvpnd_crash_forwarding_goes_on(net):
     net.a.dpvpnd.kill9()
     r = net.ping(count=5)
     assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout   # without dpvpnd
+    seq = next(s for s in net.b.ctl("show", "sa")["sas"] if s["dir"] == "in")["seq"]
+    # the config gained a tunnel while dpvpnd was away: the new one reconciles
+    with open(net.a.config, "a") as f:
+        f.write(EXTRA)
     net.a.dpvpnd = lab.Proc("gw-a-dpvpnd-2", [lab.DPVPND, "-c", net.a.config, "-D",
                                               net.a.dp_sock, "-s", net.a.ctl_sock], net.a.dir)
-    lab.wait_for(lambda: "left as it is" in net.a.dpvpnd.output(), 15, "dpvpnd back")
+    lab.wait_for(lambda: "already forwarding" in net.a.dpvpnd.output(), 15, "dpvpnd back")
+    assert "1 tunnels kept, 1 installed, 0 stale SAs removed" in net.a.dpvpnd.output()
     assert net.ping(count=3).returncode == 0
     sas = net.a.ctl("show", "sa")["sas"]
-    assert len(sas) == 2
+    assert len(sas) == 4
+    # to-b was not re-installed: the peer sees its numbers run on from where they were
+    after = next(s for s in net.b.ctl("show", "sa")["sas"] if s["dir"] == "in")["seq"]
+    assert seq < after < seq + 100
 
 
 def test_reservations_granted_in_blocks():
