@@ -77,9 +77,13 @@
  *              "written":N,"lost":N}
  *   reload, clear, tunnel, trace, route, neighbour: {"message":"what was done"}; a reload that is
  *              refused answers an error listing every FILE:LINE of the config
- * The sa objects also carry "encap", "esn", "life" ({"state","age_s",
- * "soft_left","hard_left"}), "df", "mtu", "mss", "fragment"; counters carry
- * every counter of struct dpvpn_counters by name.
+ * The sa objects also carry "encap":"esp"|"udp LOCAL->REMOTE", "esn":BOOL,
+ * "df":"copy"|"set"|"clear", "mtu":N, "mss":N|null (off),
+ * "fragment":"inner"|"outer" and
+ *   "life":{"state":"ok"|"soft"|"hard","age_s":N,
+ *           "soft_left":LEFT,"hard_left":LEFT}
+ *   with LEFT = {"bytes":N|null,"packets":N|null,"seconds":N|null} (null: no
+ *   such limit).
  *
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.

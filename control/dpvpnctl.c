@@ -264,6 +264,14 @@ static void print_neighs(json_t *r)
 	print_table(json_object_get(r, "neighbours"), COLS(cols));
 }
 
+static void print_trace(json_t *r)
+{
+	printf("%s at %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " written, %"
+	       JSON_INTEGER_FORMAT " lost\n",
+	       json_is_true(json_object_get(r, "active")) ? "tracing" : "no trace running",
+	       str_of(r, "point"), int_of(r, "written"), int_of(r, "wanted"), int_of(r, "lost"));
+}
+
 static void print_reload(json_t *r)
 {
 	printf("%s\n", str_of(r, "message"));
@@ -275,6 +283,7 @@ static const struct command commands[] = {
 	{ { "show", "routes" }, "{\"cmd\":\"show\",\"what\":\"routes\"}", print_routes },
 	{ { "show", "neighbours" }, "{\"cmd\":\"show\",\"what\":\"neighbours\"}",
 	  print_neighs },
+	{ { "show", "trace" }, "{\"cmd\":\"show\",\"what\":\"trace\"}", print_trace },
 	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
 	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
@@ -362,10 +371,10 @@ static void usage(FILE *out)
 		"  clear       counters shown from now on start at 0 (root)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
 		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
+		"              (N times; default until interrupted)\n"
 		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
 		"              decrypted or outside-tx into a new pcapng FILE (root; default\n"
 		"              10 s at most)\n"
-		"              (N times; default until interrupted)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
 		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);
