@@ -291,13 +291,6 @@ static int tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 	return same;
 }
 
-#define SAME_ARRAY(type, a, na, b, nb, fields_to_zero)				\
-	({ int ok_ = (na) == (nb);						\
-	   for (size_t i_ = 0; ok_ && i_ < (na); i_++) {			\
-		type x_ = (a)[i_], y_ = (b)[i_];				\
-		fields_to_zero(&x_); fields_to_zero(&y_);			\
-		ok_ = memcmp(&x_, &y_, sizeof(x_)) == 0;			\
-	   } ok_; })
 
 static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
 static void neigh_lines(struct cfg_neigh *n) { n->line = n->port_line = 0; }
@@ -321,22 +314,115 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 	return call(dp, false, what, DPVPN_MSG_SA_DEL, &id, sizeof(id));
 }
 
+#define SAME_ITEM(type, a, b, zero) ({ type x_ = *(a), y_ = *(b); zero(&x_); zero(&y_); \
+					     memcmp(&x_, &y_, sizeof(x_)) == 0; })
+
+static int port_set(struct dp_client *dp, const struct cfg_port *p)
+{
+	struct dpvpn_port_cfg m = {
+		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
+		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu,
+	};
+	char what[64];
+
+	snprintf(what, sizeof(what), "port %s", p->name);
+	return call(dp, false, what, DPVPN_MSG_PORT_SET, &m, sizeof(m));
+}
+
+/* The connected route of an address that goes away. */
+static int del_connected(struct dp_client *dp, const struct cfg_prefix *old,
+			 const struct cfg_prefix *now)
+{
+	struct dpvpn_route m = { .dst = net_prefix(old) };
+
+	if (old->addr.family == 0 || memcmp(old, now, sizeof(*old)) == 0)
+		return 0;
+	return call(dp, false, "connected route removal", DPVPN_MSG_ROUTE_DEL, &m, sizeof(m));
+}
+
+static int neigh_msg(struct dp_client *dp, const struct cfg_neigh *n, uint16_t type)
+{
+	struct dpvpn_neigh m = { .port_id = n->port_id, .addr = net_addr(&n->addr) };
+	char what[64];
+
+	memcpy(m.mac, n->mac, sizeof(m.mac));
+	snprintf(what, sizeof(what), "neighbor %s", n->name);
+	return call(dp, false, what, type, &m, sizeof(m));
+}
+
+static int route_msg(struct dp_client *dp, const struct cfg_route *r, uint16_t type)
+{
+	struct dpvpn_route m = { .dst = net_prefix(&r->dst), .port_id = r->port_id,
+				 .gateway = net_addr(&r->via) };
+	char what[64];
+
+	snprintf(what, sizeof(what), "route %s", r->name);
+	return call(dp, false, what, type, &m, sizeof(m));
+}
+
+/* Ports (same ids, changed roles or addresses), neighbours and routes: the difference. */
+static int reload_tables(struct dp_client *dp, const struct cfg *cur, const struct cfg *next,
+			 size_t *changes)
+{
+	for (size_t i = 0; i < cur->n_ports; i++) {
+		const struct cfg_port *o = &cur->ports[i], *p = &next->ports[i];
+
+		if (SAME_ITEM(struct cfg_port, o, p, port_lines))
+			continue;
+		if (del_connected(dp, &o->addr4, &p->addr4) || del_connected(dp, &o->addr6, &p->addr6) ||
+		    port_set(dp, p))
+			return -1;
+		(*changes)++;
+	}
+	for (size_t i = 0; i < cur->n_neighs; i++) {
+		bool kept = false;
+
+		for (size_t k = 0; k < next->n_neighs && !kept; k++)
+			kept = SAME_ITEM(struct cfg_neigh, &cur->neighs[i], &next->neighs[k], neigh_lines);
+		if (!kept && neigh_msg(dp, &cur->neighs[i], DPVPN_MSG_NEIGH_DEL) == 0)
+			(*changes)++;	/* (an entry the dataplane forgot already is fine) */
+	}
+	for (size_t k = 0; k < next->n_neighs; k++) {
+		bool had = false;
+
+		for (size_t i = 0; i < cur->n_neighs && !had; i++)
+			had = SAME_ITEM(struct cfg_neigh, &cur->neighs[i], &next->neighs[k], neigh_lines);
+		if (!had && (neigh_msg(dp, &next->neighs[k], DPVPN_MSG_NEIGH_ADD) || !++*changes))
+			return -1;
+	}
+	for (size_t i = 0; i < cur->n_routes; i++) {
+		bool kept = false;
+
+		for (size_t k = 0; k < next->n_routes && !kept; k++)
+			kept = SAME_ITEM(struct cfg_route, &cur->routes[i], &next->routes[k], route_lines);
+		if (!kept && (route_msg(dp, &cur->routes[i], DPVPN_MSG_ROUTE_DEL) || !++*changes))
+			return -1;
+	}
+	for (size_t k = 0; k < next->n_routes; k++) {
+		bool had = false;
+
+		for (size_t i = 0; i < cur->n_routes && !had; i++)
+			had = SAME_ITEM(struct cfg_route, &cur->routes[i], &next->routes[k], route_lines);
+		if (!had && (route_msg(dp, &next->routes[k], DPVPN_MSG_ROUTE_ADD) || !++*changes))
+			return -1;
+	}
+	return 0;
+}
+
 int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
 		char *msg, size_t len)
 {
-	size_t added = 0, removed = 0, changed = 0;
+	size_t added = 0, removed = 0, changed = 0, tables = 0;
+	bool same_ports = cur->n_ports == next->n_ports;
 
+	for (size_t i = 0; same_ports && i < cur->n_ports; i++)
+		same_ports = cur->ports[i].id == next->ports[i].id;
 	if (strcmp(cur->dp_socket, next->dp_socket) || strcmp(cur->ctl_socket, next->ctl_socket) ||
 	    strcmp(cur->state, next->state) || strcmp(cur->group, next->group) ||
-	    strcmp(cur->metrics, next->metrics) ||
-	    !SAME_ARRAY(struct cfg_port, cur->ports, cur->n_ports, next->ports, next->n_ports,
-			port_lines) ||
-	    !SAME_ARRAY(struct cfg_neigh, cur->neighs, cur->n_neighs, next->neighs,
-			next->n_neighs, neigh_lines) ||
-	    !SAME_ARRAY(struct cfg_route, cur->routes, cur->n_routes, next->routes,
-			next->n_routes, route_lines)) {
-		snprintf(msg, len, "ports, neighbours, routes or [dataplane]/[control] changed: "
-			 "those need a restart (reload applies tunnel changes); nothing changed");
+	    strcmp(cur->metrics, next->metrics) || !same_ports) {
+		snprintf(msg, len, "the set of ports or [dataplane]/[control] changed: that needs "
+			 "a restart (reload applies tunnels, port roles and addresses, neighbours "
+			 "and routes); nothing changed");
 		return -1;
 	}
 	inst_fingerprint(next);
@@ -351,6 +437,8 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 			goto failed;
 		n ? changed++ : removed++;
 	}
+	if (reload_tables(dp, cur, next, &tables))
+		goto failed;
 	if (call(dp, false, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		goto failed;
 	for (size_t i = 0; i < next->n_tunnels; i++) {
@@ -365,8 +453,9 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	if (call(dp, false, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		goto failed;
 	cfg_wipe_keys(next);
-	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged",
-		 added, removed, changed, next->n_tunnels - added - changed);
+	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged; "
+		 "%zu port, neighbour and route changes", added, removed, changed,
+		 next->n_tunnels - added - changed, tables);
 	return 0;
 failed:
 	cfg_wipe_keys(next);

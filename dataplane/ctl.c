@@ -142,10 +142,10 @@ do_port_set(const void *req, struct reply *r)
 	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
 	p->mask = dp_mask(p->prefix_len);
 	p->addr = c->addr4.family ? c->addr4.v4 : 0;
-	if (c->addr6.family) {
+	p->has6 = c->addr6.family != 0;	/* (a reload may take it away) */
+	if (p->has6) {
 		memcpy(p->addr6, c->addr6.v6, 16);
 		p->prefix6_len = c->addr6.len;
-		p->has6 = 1;
 	}
 	/* The connected routes. */
 	if (p->addr != 0 && (rc = route_add(p->addr & p->mask, p->prefix_len, c->port_id, 0,

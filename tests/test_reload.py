@@ -124,3 +124,44 @@ def test_reload_under_iperf3(net):
     unsent = sum(a1["drops"][k] - a0["drops"][k] for k in ("tx-full", "no-neighbour"))
     lost = (a1["encrypted"] - a0["encrypted"]) - (b1["decrypted"] - b0["decrypted"])
     assert 0 <= lost <= missed + unsent, (lost, missed, unsent)
+
+
+def test_reload_routes_neighbours_addresses(net):
+    conf = net.a.config
+    original = open(conf).read()
+    changed = original.replace("address = 198.18.1.1/24\n",
+                               "address = 198.18.1.1/24, 2001:db8:77::1/64\n") + """
+[route far]
+dst = 203.0.113.0/24
+port = outside
+via = 198.19.0.2
+
+[neighbor n9]
+port = outside
+address = 198.19.0.77
+mac = 02:00:00:00:00:77
+"""
+    assert changed != original
+    with open(conf, "w") as f:
+        f.write(changed)
+    r = lab.sh(lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+    assert r.returncode == 0 and "3 port, neighbour and route changes" in r.stdout, \
+        r.stdout + r.stderr
+    routes = net.a.ctl("show", "routes")["routes"]
+    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2"} in routes
+    assert any(x["dst"] == "2001:db8:77::/64" for x in routes)
+    inside = next(p for p in net.a.ctl("show", "ports")["ports"] if p["role"] == "inside")
+    assert inside["address6"] == "2001:db8:77::1/64"
+    assert {"port": 1, "address": "198.19.0.77", "mac": "02:00:00:00:00:77", "static": True} \
+        in net.a.ctl("show", "neighbours")["neighbours"]
+    assert net.ping(count=2).returncode == 0                    # the tunnel untouched
+
+    with open(conf, "w") as f:
+        f.write(original)
+    r = lab.sh(lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+    assert r.returncode == 0, r.stderr
+    routes = net.a.ctl("show", "routes")["routes"]
+    assert all(x["dst"] not in ("203.0.113.0/24", "2001:db8:77::/64") for x in routes)
+    n9 = next(n for n in net.a.ctl("show", "neighbours")["neighbours"]
+              if n["address"] == "198.19.0.77")
+    assert n9["mac"] is None and not n9["static"]
