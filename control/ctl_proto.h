@@ -22,6 +22,9 @@
  *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"}
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
+ *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
+ *   {"cmd":"sa","op":"del","spi":"0x..","dir":"in"|"out"}   (SAs are added from
+ *                                        the config: keys never on a command line)
  *   {"cmd":"reload"}                     re-read the config, apply what changed
  *   {"cmd":"clear"}                      counters shown from now on start at 0
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
@@ -75,7 +78,8 @@
  *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}
- *   reload, clear, tunnel, trace, route, neighbour: {"message":"what was done"}; a reload that is
+ *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};
+ *              a reload that is
  *              refused answers an error listing every FILE:LINE of the config
  * The sa objects also carry "encap":"esp"|"udp LOCAL->REMOTE", "esn":BOOL,
  * "df":"copy"|"set"|"clear", "mtu":N, "mss":N|null (off),

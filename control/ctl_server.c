@@ -374,6 +374,35 @@ static json_t *do_table(struct ctl_ctx *ctx, json_t *req, int route, char *err, 
 			 json_string_value(json_object_get(req, "mac")), err, err_len);
 }
 
+/* {"cmd":"policy","op":..,"src","dst","spi","priority"}, {"cmd":"sa","op":"del","spi","dir"} */
+static json_t *do_policy_sa(struct ctl_ctx *ctx, json_t *req, int policy, char *err,
+			    size_t err_len)
+{
+	static const char *const pmembers[] = { "cmd", "op", "src", "dst", "spi", "priority",
+						NULL };
+	static const char *const smembers[] = { "cmd", "op", "spi", "dir", NULL };
+	const char *op = json_string_value(json_object_get(req, "op"));
+
+	if (only_members(req, policy ? pmembers : smembers, err, err_len))
+		return NULL;
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: changes are for root only");
+		return NULL;
+	}
+	if (op == NULL || (strcmp(op, "del") && (!policy || strcmp(op, "add")))) {
+		snprintf(err, err_len, "\"op\": expected %s", policy ? "add or del" :
+			 "del (SAs are added from the config: tunnel up, reload)");
+		return NULL;
+	}
+	if (!policy)
+		return ctl_sa_del(ctx, json_string_value(json_object_get(req, "spi")),
+				  json_string_value(json_object_get(req, "dir")), err, err_len);
+	return ctl_policy(ctx, !strcmp(op, "add"), json_string_value(json_object_get(req, "src")),
+			  json_string_value(json_object_get(req, "dst")),
+			  json_string_value(json_object_get(req, "spi")),
+			  json_integer_value(json_object_get(req, "priority")), err, err_len);
+}
+
 static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	static const char *const members[] = { "cmd", "name", "state", NULL };
@@ -434,8 +463,12 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_table(ctx, req, 1, err, err_len);
 	if (!strcmp(cmd, "neighbour"))
 		return do_table(ctx, req, 0, err, err_len);
+	if (!strcmp(cmd, "policy"))
+		return do_policy_sa(ctx, req, 1, err, err_len);
+	if (!strcmp(cmd, "sa"))
+		return do_policy_sa(ctx, req, 0, err, err_len);
 	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
-		 "clear, tunnel, trace, route or neighbour)", cmd);
+		 "clear, tunnel, trace, route, neighbour, policy or sa)", cmd);
 	return NULL;
 }
 

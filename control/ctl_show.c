@@ -518,3 +518,73 @@ json_t *ctl_neigh(struct ctl_ctx *ctx, int add, json_int_t port, const char *add
 		return dp_failed(ctx, err, err_len, "neighbour");
 	return json_pack("{s:s}", "message", add ? "neighbour added" : "neighbour deleted");
 }
+
+static int parse_prefix(const char *s, struct dpvpn_prefix *p)
+{
+	char buf[64];
+	const char *slash = s ? strchr(s, '/') : NULL;
+	struct dpvpn_addr a;
+	unsigned long len;
+	char *end;
+
+	if (slash == NULL || (size_t)(slash - s) >= sizeof(buf) || slash[1] == '\0')
+		return -1;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	len = strtoul(slash + 1, &end, 10);
+	if (parse_ip(buf, &a) || *end != '\0' || len > (a.family == DPVPN_AF_INET ? 32u : 128u))
+		return -1;
+	memset(p, 0, sizeof(*p));
+	p->family = a.family;
+	p->len = (uint8_t)len;
+	memcpy(p->v6, a.v6, 16);
+	return 0;
+}
+
+static int parse_spi(const char *s, uint32_t *spi)
+{
+	char *end;
+	unsigned long v;
+
+	if (s == NULL)
+		return -1;
+	v = strtoul(s, &end, 0);
+	if (*end != '\0' || v < 256 || v > 0xffffffffUL)
+		return -1;
+	*spi = htonl((uint32_t)v);
+	return 0;
+}
+
+json_t *ctl_policy(struct ctl_ctx *ctx, int add, const char *src, const char *dst,
+		   const char *spi, json_int_t priority, char *err, size_t err_len)
+{
+	struct dpvpn_policy p = { .priority = (uint32_t)(priority > 0 ? priority : 100) };
+
+	if (parse_prefix(src, &p.src) || parse_prefix(dst, &p.dst)) {
+		snprintf(err, err_len, "\"src\", \"dst\": expected prefixes ADDRESS/LEN");
+		return NULL;
+	}
+	if (add && parse_spi(spi, &p.spi)) {
+		snprintf(err, err_len, "\"spi\": expected an outbound SA's SPI (0x100..)");
+		return NULL;
+	}
+	if (dp_call(ctx->dp, add ? DPVPN_MSG_POLICY_ADD : DPVPN_MSG_POLICY_DEL, &p, sizeof(p),
+		    NULL, 0))
+		return dp_failed(ctx, err, err_len, "policy");
+	return json_pack("{s:s}", "message", add ? "policy added" : "policy deleted");
+}
+
+json_t *ctl_sa_del(struct ctl_ctx *ctx, const char *spi, const char *dir, char *err,
+		   size_t err_len)
+{
+	struct dpvpn_sa_id id = { .dir = dir && !strcmp(dir, "in") ? DPVPN_DIR_IN :
+				  dir && !strcmp(dir, "out") ? DPVPN_DIR_OUT : 0 };
+
+	if (parse_spi(spi, &id.spi) || id.dir == 0) {
+		snprintf(err, err_len, "\"spi\" and \"dir\" (in or out) are needed");
+		return NULL;
+	}
+	if (dp_call(ctx->dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0))
+		return dp_failed(ctx, err, err_len, "sa");
+	return json_pack("{s:s}", "message", "SA deleted (and, outbound, its policies)");
+}

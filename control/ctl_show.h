@@ -37,6 +37,11 @@ json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port
 		  const char *via, char *err, size_t err_len);
 json_t *ctl_neigh(struct ctl_ctx *ctx, int add, json_int_t port, const char *addr,
 		  const char *mac, char *err, size_t err_len);
+json_t *ctl_policy(struct ctl_ctx *ctx, int add, const char *src, const char *dst,
+		   const char *spi, json_int_t priority, char *err, size_t err_len);
+/* SAs are added from the config (tunnel up, reload): keys never on a command line. */
+json_t *ctl_sa_del(struct ctl_ctx *ctx, const char *spi, const char *dir, char *err,
+		   size_t err_len);
 /* Start (or with point "off" stop) a capture into a new pcapng file. */
 json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, const char *file,
 		  char *err, size_t err_len);

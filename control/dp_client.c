@@ -171,6 +171,7 @@ static int check_reply(struct dp_client *dp, size_t n, uint16_t type)
 	if (h->status > 0)
 		return fail(dp, "reply status %d is not 0 or -errno", h->status);
 	if (h->status < 0) {
+		dp->status = h->status;
 		error_text(dp, h);
 		return -1;
 	}
@@ -183,6 +184,7 @@ static ssize_t recv_reply(struct dp_client *dp, uint16_t type)
 	uint64_t deadline = now_ms() + DP_REPLY_TIMEOUT_MS;
 
 	dp->skipped = 0;
+	dp->status = 0;
 	for (;;) {
 		uint64_t now = now_ms();
 		ssize_t n = recv_one(dp, now >= deadline ? 0 : (int)(deadline - now));

@@ -23,6 +23,7 @@ struct dp_client {
 	uint32_t seq;
 	int lost;
 	unsigned skipped;	/* replies of the current call with another seq */
+	int status;		/* the last error reply's -errno, 0 if none */
 	uint32_t skipped_seq;
 	char err[256];
 };

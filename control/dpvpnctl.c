@@ -367,6 +367,8 @@ static void usage(FILE *out)
 		"  show sa | ports | counters | policies | routes | neighbours | trace\n"
 		"  route add DST PORT [VIA] | route del DST          (root)\n"
 		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
+		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
+		"  sa del SPI in|out   (root; SAs are added from the config: tunnel up, reload)\n"
 		"  reload      re-read the config, apply what changed (root)\n"
 		"  clear       counters shown from now on start at 0 (root)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
@@ -586,6 +588,37 @@ int main(int argc, char **argv)
 					"address", argv[optind + 3],
 					"mac", add ? argv[optind + 4] : NULL);
 		text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+		if (text == NULL)
+			die("out of memory");
+		reply = request(path, text);
+		free(text);
+		json_decref(req);
+		print_reload(result_of(reply));
+		json_decref(reply);
+		return 0;
+	}
+	if (argc - optind >= 3 && (!strcmp(argv[optind], "policy") || !strcmp(argv[optind], "sa"))) {
+		int n = argc - optind, policy = !strcmp(argv[optind], "policy");
+		int add = !strcmp(argv[optind + 1], "add");
+		json_t *req = NULL;
+		char *text;
+
+		if (policy && add && (n == 5 || n == 6))
+			req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "policy", "op", "add",
+					"src", argv[optind + 2], "dst", argv[optind + 3],
+					"spi", argv[optind + 4], "priority",
+					n == 6 ? atoi(argv[optind + 5]) : 100);
+		else if (policy && !strcmp(argv[optind + 1], "del") && n == 4)
+			req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "policy", "op", "del",
+					"src", argv[optind + 2], "dst", argv[optind + 3]);
+		else if (!policy && !strcmp(argv[optind + 1], "del") && n == 4)
+			req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "sa", "op", "del",
+					"spi", argv[optind + 2], "dir", argv[optind + 3]);
+		if (req == NULL) {
+			usage(stderr);
+			return 2;
+		}
+		text = json_dumps(req, JSON_COMPACT);
 		if (text == NULL)
 			die("out of memory");
 		reply = request(path, text);

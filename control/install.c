@@ -311,7 +311,10 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 
 	snprintf(what, sizeof(what), "tunnel %s %s SA removal", t->name,
 		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
-	return call(dp, false, what, DPVPN_MSG_SA_DEL, &id, sizeof(id));
+	if (dp_call(dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0) == 0 || dp->status == -ENOENT)
+		return 0;	/* (one an operator deleted already is gone as wanted) */
+	fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
+	return -1;
 }
 
 #define SAME_ITEM(type, a, b, zero) ({ type x_ = *(a), y_ = *(b); zero(&x_); zero(&y_); \

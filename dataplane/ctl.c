@@ -426,6 +426,12 @@ do_policy_add(const void *req, struct reply *r)
 }
 
 static int
+do_policy_del(const void *req, struct reply *r)
+{
+	return spd_del(req, r->err, sizeof(r->err));
+}
+
+static int
 do_batch_begin(const void *req, struct reply *r)
 {
 	(void)req;
@@ -630,6 +636,7 @@ static const struct {
 	[DPVPN_MSG_NEIGH_DEL] = { "NEIGH_DEL", sizeof(struct dpvpn_neigh), do_neigh_del },
 	[DPVPN_MSG_SHOW_ROUTES] = { "SHOW_ROUTES", sizeof(struct dpvpn_dump_req), do_show_routes },
 	[DPVPN_MSG_SHOW_NEIGHS] = { "SHOW_NEIGHS", sizeof(struct dpvpn_dump_req), do_show_neighs },
+	[DPVPN_MSG_POLICY_DEL] = { "POLICY_DEL", sizeof(struct dpvpn_policy), do_policy_del },
 };
 
 /* ---- transport ---- */

@@ -362,6 +362,38 @@ spd_del_slot(uint32_t slot, char *eb, size_t len)
 	return publish(eb, len);
 }
 
+static bool
+same_prefix(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
+{
+	struct dpvpn_prefix x = *b;
+
+	if (a->family != x.family || a->len != x.len)
+		return false;
+	if (x.family == DPVPN_AF_INET6) {
+		dp_mask6(x.v6, x.len);
+		return memcmp(a->v6, x.v6, 16) == 0;
+	}
+	return a->v4 == (x.v4 & dp_mask(x.len));
+}
+
+int
+spd_del(const struct dpvpn_policy *p, char *eb, size_t len)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n_entries; i++)
+		if (!same_prefix(&entries[i].cfg.src, &p->src) ||
+		    !same_prefix(&entries[i].cfg.dst, &p->dst))
+			entries[k++] = entries[i];
+	if (k == n_entries) {
+		snprintf(eb, len, "policy.src/dst: no such policy");
+		return -ENOENT;
+	}
+	n_entries = k;
+	dirty = true;
+	return batching ? 0 : publish(eb, len);
+}
+
 void
 spd_begin(void)
 {

@@ -33,6 +33,8 @@ int spd_add(const struct dpvpn_policy *p, char *errbuf, size_t len);
  * classifier without them is published before the slot can be reused.
  */
 int spd_del_slot(uint32_t slot, char *errbuf, size_t len);
+/* Remove the policies with these src and dst prefixes; -ENOENT if none. */
+int spd_del(const struct dpvpn_policy *p, char *errbuf, size_t len);
 /* Defer rebuilds until spd_commit(); nesting is not supported. */
 void spd_begin(void);
 int spd_commit(char *errbuf, size_t len);

@@ -57,6 +57,7 @@
  *                                                   forgotten, resolved again if needed
  *   SHOW_ROUTES    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_route[]
  *   SHOW_NEIGHS    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_neigh_info[]
+ *   POLICY_DEL     struct dpvpn_policy       -> -   by src and dst (spi, priority ignored)
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -66,7 +67,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	15
+#define DPVPN_PROTO_VERSION	16
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -102,6 +103,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_NEIGH_DEL,
 	DPVPN_MSG_SHOW_ROUTES,
 	DPVPN_MSG_SHOW_NEIGHS,
+	DPVPN_MSG_POLICY_DEL,
 	DPVPN_MSG_TYPE_MAX
 };
 

@@ -90,3 +90,23 @@ def test_neighbours_at_runtime(net):
         in net.a.ctl("show", "neighbours")["neighbours"]
     r = ctl(net, "neighbour", "del", "1", "198.19.9.9", check=False)
     assert r.returncode != 0 and "no such neighbour" in r.stderr
+
+
+def test_policies_and_sas_at_runtime(net):
+    # a second policy for the tunnel's outbound SA, then gone again
+    ctl(net, "policy", "add", "198.18.1.0/24", "198.18.5.0/24", "0x1001", "50")
+    pols = net.a.ctl("show", "policies")["policies"]
+    assert {"src": "198.18.1.0/24", "dst": "198.18.5.0/24", "spi": "0x00001001",
+            "priority": 50} in pols
+    ctl(net, "policy", "del", "198.18.1.0/24", "198.18.5.0/24")
+    assert len(net.a.ctl("show", "policies")["policies"]) == len(pols) - 1
+    r = ctl(net, "policy", "add", "198.18.1.0/24", "198.18.5.0/24", "0x7777", check=False)
+    assert r.returncode != 0 and "no outbound SA" in r.stderr
+    # deleting the outbound SA takes its policy with it; tunnel up brings both back
+    ctl(net, "sa", "del", "0x1001", "out")
+    assert net.a.ctl("show", "policies")["policies"] == []
+    assert [s["dir"] for s in net.a.ctl("show", "sa")["sas"]] == ["in"]
+    ctl(net, "tunnel", "to-b", "down")
+    ctl(net, "tunnel", "to-b", "up")
+    assert len(net.a.ctl("show", "sa")["sas"]) == 2
+    lab.wait_for(lambda: net.ping(count=1).returncode == 0, 10, "the tunnel back")
