@@ -19,7 +19,8 @@
  * Requests (those that change something are refused to the read-only group:
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
- *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"}
+ *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"
+ *          |"lcores"}
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
@@ -75,6 +76,9 @@
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}
+ *   lcores:   {"lcores":[{"lcore":N,"role":"main"|"worker","rx_packets":N,"tx_packets":N,
+ *                         "encrypted":N,"decrypted":N,"drops":N,"busy":0..1}, ...]}
+ *             busy: the share of poll cycles that found work
  *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}

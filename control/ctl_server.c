@@ -239,6 +239,7 @@ static const struct {
 	{ "trace", ctl_show_trace },
 	{ "routes", ctl_show_routes },
 	{ "neighbours", ctl_show_neighs },
+	{ "lcores", ctl_show_lcores },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -269,7 +270,7 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 	if (only_members(req, members, err, err_len))
 		return NULL;
 	if (!w) {
-		snprintf(err, err_len, "missing \"what\" (sa, ports, counters, policies, trace, routes or neighbours)");
+		snprintf(err, err_len, "missing \"what\" (sa, ports, counters, policies, trace, routes, neighbours or lcores)");
 		return NULL;
 	}
 	what = json_string_value(w);
@@ -281,7 +282,7 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 		if (!strcmp(shows[i].what, what))
 			return shows[i].fn(ctx, err, err_len);
 	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters, "
-		 "policies, trace, routes or neighbours)", what);
+		 "policies, trace, routes, neighbours or lcores)", what);
 	return NULL;
 }
 

@@ -588,3 +588,26 @@ json_t *ctl_sa_del(struct ctl_ctx *ctx, const char *spi, const char *dir, char *
 		return dp_failed(ctx, err, err_len, "sa");
 	return json_pack("{s:s}", "message", "SA deleted (and, outbound, its policies)");
 }
+
+json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	struct dpvpn_lcore_info *l;
+	uint32_t n;
+	json_t *a;
+
+	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_LCORES, sizeof(*l), (void **)&l, &n))
+		return dp_failed(ctx, err, err_len, "lcores");
+	a = json_array();
+	for (uint32_t i = 0; a && i < n; i++) {
+		uint64_t all = l[i].busy_cycles + l[i].idle_cycles;
+
+		json_array_append_new(a, json_pack("{s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:f}",
+			"lcore", (json_int_t)l[i].lcore, "role", l[i].worker ? "worker" : "main",
+			"rx_packets", u64(l[i].rx_packets), "tx_packets", u64(l[i].tx_packets),
+			"encrypted", u64(l[i].encrypted), "decrypted", u64(l[i].decrypted),
+			"drops", u64(l[i].drops),
+			"busy", all ? (double)l[i].busy_cycles / (double)all : 0.0));
+	}
+	free(l);
+	return json_pack("{s:o}", "lcores", a);
+}

@@ -30,6 +30,7 @@ json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
 /* Runtime changes (not written back to the config: a reload or restart
  * installs the config's routes and neighbours again). */

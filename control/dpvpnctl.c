@@ -272,6 +272,17 @@ static void print_trace(json_t *r)
 	       str_of(r, "point"), int_of(r, "written"), int_of(r, "wanted"), int_of(r, "lost"));
 }
 
+static void print_lcores(json_t *r)
+{
+	static const struct column cols[] = {
+		{ "LCORE", "lcore" }, { "ROLE", "role" }, { "RX-PKTS", "rx_packets" },
+		{ "TX-PKTS", "tx_packets" }, { "ENCRYPTED", "encrypted" },
+		{ "DECRYPTED", "decrypted" }, { "DROPS", "drops" }, { "BUSY", "busy" },
+	};
+
+	print_table(json_object_get(r, "lcores"), COLS(cols));
+}
+
 static void print_reload(json_t *r)
 {
 	printf("%s\n", str_of(r, "message"));
@@ -284,6 +295,7 @@ static const struct command commands[] = {
 	{ { "show", "neighbours" }, "{\"cmd\":\"show\",\"what\":\"neighbours\"}",
 	  print_neighs },
 	{ { "show", "trace" }, "{\"cmd\":\"show\",\"what\":\"trace\"}", print_trace },
+	{ { "show", "lcores" }, "{\"cmd\":\"show\",\"what\":\"lcores\"}", print_lcores },
 	{ { "status", NULL }, "{\"cmd\":\"status\"}", print_status },
 	{ { "show", "sa" }, "{\"cmd\":\"show\",\"what\":\"sa\"}", print_sa },
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
@@ -364,7 +376,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: dpvpnctl [-s SOCKET] [--json] COMMAND\n"
 		"commands:\n"
 		"  status\n"
-		"  show sa | ports | counters | policies | routes | neighbours | trace\n"
+		"  show sa | ports | counters | policies | routes | neighbours | lcores | trace\n"
 		"  route add DST PORT [VIA] | route del DST          (root)\n"
 		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
 		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
