@@ -1529,7 +1529,7 @@ static int find_port(const struct cfg *c, const char *ref)
 static void resolve_ports(struct parser *p)
 {
 	struct cfg *c = p->cfg;
-	int i;
+	int i = -1;
 
 	for (size_t n = 0; n < c->n_neighs; n++) {
 		struct cfg_neigh *e = &c->neighs[n];

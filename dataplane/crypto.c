@@ -35,7 +35,8 @@ crypto_rng_refill(struct crypto_mgr *m)
 struct crypto_mgr *
 crypto_mgr_create(void)
 {
-	struct crypto_mgr *m = aligned_alloc(64, sizeof(*m));
+	/* C11: the size a multiple of the alignment */
+	struct crypto_mgr *m = aligned_alloc(64, (sizeof(*m) + 63) & ~(size_t)63);
 
 	if (m == NULL)
 		return NULL;

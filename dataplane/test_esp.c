@@ -32,13 +32,16 @@
 #include "spd.h"
 #include "test_gcm_vectors.h"
 
+/* RTE_IPV4 shifts a signed int past its top bit (UB for 198 << 24): ours does not */
+#define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+
 struct dp_state dp;
 struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static struct dp_worker wk;
 static struct dp_lstats *st;
-static const struct dp_port in_port = { .addr = RTE_BE32(RTE_IPV4(198, 18, 1, 1)) };
-static const struct dp_port peer_port = { .addr = RTE_BE32(RTE_IPV4(198, 19, 0, 2)) };
+static const struct dp_port in_port = { .addr = RTE_BE32(IP4(198, 18, 1, 1)) };
+static const struct dp_port peer_port = { .addr = RTE_BE32(IP4(198, 19, 0, 2)) };
 
 static const uint8_t key128[16] = "0123456789abcdef";
 static const uint8_t salt[4] = { 0xca, 0xfe, 0xba, 0xbe };
@@ -62,10 +65,10 @@ sa_cfg(struct dpvpn_sa_cfg *c, uint8_t dir)
 	memcpy(c->key, key128, 16);
 	memcpy(c->salt, salt, 4);
 	/* The outbound SA is gateway A's; the inbound one is gateway B's view. */
-	c->local = V4ADDR(out ? RTE_IPV4(198, 19, 0, 1) : RTE_IPV4(198, 19, 0, 2));
-	c->remote = V4ADDR(out ? RTE_IPV4(198, 19, 0, 2) : RTE_IPV4(198, 19, 0, 1));
-	c->local_ts = V4PFX(out ? RTE_IPV4(198, 18, 1, 0) : RTE_IPV4(198, 18, 2, 0), 24);
-	c->remote_ts = V4PFX(out ? RTE_IPV4(198, 18, 2, 0) : RTE_IPV4(198, 18, 1, 0), 24);
+	c->local = V4ADDR(out ? IP4(198, 19, 0, 1) : IP4(198, 19, 0, 2));
+	c->remote = V4ADDR(out ? IP4(198, 19, 0, 2) : IP4(198, 19, 0, 1));
+	c->local_ts = V4PFX(out ? IP4(198, 18, 1, 0) : IP4(198, 18, 2, 0), 24);
+	c->remote_ts = V4PFX(out ? IP4(198, 18, 2, 0) : IP4(198, 18, 1, 0), 24);
 	snprintf(c->name, sizeof(c->name), "test");
 }
 
@@ -76,8 +79,8 @@ setup(void **state)
 	char *argv[] = { "test_esp", "--no-huge", "-m", "128", "--no-pci", "-l", "0",
 			 "--log-level", "lib.*:error", "--file-prefix", prefix };
 	struct dpvpn_sa_cfg c;
-	struct dpvpn_policy p = { .src = V4PFX(RTE_IPV4(198, 18, 1, 0), 24),
-				  .dst = V4PFX(RTE_IPV4(198, 18, 2, 0), 24),
+	struct dpvpn_policy p = { .src = V4PFX(IP4(198, 18, 1, 0), 24),
+				  .dst = V4PFX(IP4(198, 18, 2, 0), 24),
 				  .spi = SPI };
 	char err[256];
 
@@ -94,7 +97,7 @@ setup(void **state)
 	 * the tunnel MTU (tests/test_pmtu.py covers that end to end) */
 	dp.n_ports = 1;
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
-					.addr = RTE_BE32(RTE_IPV4(198, 19, 0, 1)) };
+					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
 	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
@@ -126,8 +129,8 @@ inner_packet(uint16_t len, uint32_t src, uint32_t dst)
 	return m;
 }
 
-#define HOST_A	RTE_BE32(RTE_IPV4(198, 18, 1, 2))
-#define HOST_B	RTE_BE32(RTE_IPV4(198, 18, 2, 2))
+#define HOST_A	RTE_BE32(IP4(198, 18, 1, 2))
+#define HOST_B	RTE_BE32(IP4(198, 18, 2, 2))
 
 /* Decrypt an ESP packet with OpenSSL and return the plaintext length, or -1. */
 static int
@@ -160,7 +163,7 @@ check_wire(struct rte_mbuf *m, const uint8_t *inner, uint16_t len, uint64_t seq)
 	assert_int_equal(o->next_proto_id, IPPROTO_ESP);
 	assert_int_equal(rte_be_to_cpu_16(o->total_length), rte_pktmbuf_data_len(m));
 	assert_int_equal(rte_raw_cksum(o, 20), 0xffff);
-	assert_int_equal(o->dst_addr, RTE_BE32(RTE_IPV4(198, 19, 0, 2)));
+	assert_int_equal(o->dst_addr, RTE_BE32(IP4(198, 19, 0, 2)));
 	assert_int_equal(o->type_of_service, 0xb9);	/* DSCP and ECN copied */
 	assert_int_equal(o->fragment_offset, 0);	/* DF copied: the inner has none */
 	assert_memory_equal(esp, &(uint32_t){ SPI }, 4);
@@ -291,9 +294,9 @@ static void
 test_policy_mismatch(void **state)
 {
 	/* A packet from outside the peer's selectors, sealed under the SA. */
-	struct rte_mbuf *m = inner_packet(60, RTE_BE32(RTE_IPV4(203, 0, 113, 9)), HOST_B);
-	struct dpvpn_policy p = { .src = V4PFX(RTE_IPV4(203, 0, 113, 0), 24),
-				  .dst = V4PFX(RTE_IPV4(198, 18, 2, 0), 24),
+	struct rte_mbuf *m = inner_packet(60, RTE_BE32(IP4(203, 0, 113, 9)), HOST_B);
+	struct dpvpn_policy p = { .src = V4PFX(IP4(203, 0, 113, 0), 24),
+				  .dst = V4PFX(IP4(198, 18, 2, 0), 24),
 				  .spi = SPI };
 	char err[256];
 
@@ -301,7 +304,7 @@ test_policy_mismatch(void **state)
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
 	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
 	expect_drop(m, DPVPN_DROP_POLICY_MISMATCH);
-	m = inner_packet(60, HOST_A, RTE_BE32(RTE_IPV4(192, 0, 2, 1)));
+	m = inner_packet(60, HOST_A, RTE_BE32(IP4(192, 0, 2, 1)));
 	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);	/* no policy */
 	assert_int_equal(drops(DPVPN_DROP_NO_POLICY), 1);
 }
