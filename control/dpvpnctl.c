@@ -409,11 +409,34 @@ static const struct command *find_command(int argc, char **argv)
 
 /* ---- trace: start a capture, wait for it, report ---- */
 
+/* req (a JSON object, taken over) sent to dpvpnd; its reply. */
+static json_t *request_obj(const char *path, json_t *req)
+{
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_t *reply;
+
+	if (text == NULL)
+		die("out of memory");
+	reply = request(path, text);
+	free(text);
+	json_decref(req);
+	return reply;
+}
+
+/* A change request: dpvpnd's message printed (or its error, and exit). */
+static int send_change(const char *path, json_t *req)
+{
+	json_t *reply = request_obj(path, req);
+
+	print_reload(result_of(reply));
+	json_decref(reply);
+	return 0;
+}
+
 static int trace(const char *path, const char *point, int count, const char *file, int seconds)
 {
 	char abs[4096];
-	json_t *req, *reply, *st = NULL;
-	char *text;
+	json_t *reply, *st;
 	struct timespec pause = { 0, 100000000 };
 
 	if (file[0] != '/' && getcwd(abs, sizeof(abs) - strlen(file) - 2) != NULL) {
@@ -421,17 +444,11 @@ static int trace(const char *path, const char *point, int count, const char *fil
 		strcat(abs, file);
 		file = abs;
 	}
-	req = json_pack("{s:s,s:s,s:i,s:s}", "cmd", "trace", "point", point, "count", count,
-			"file", file);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	if (text == NULL)
-		die("out of memory");
-	st = request(path, text);
+	st = request_obj(path, json_pack("{s:s,s:s,s:i,s:s}", "cmd", "trace", "point", point,
+					 "count", count, "file", file));
 	result_of(st);		/* dies with dpvpnd's message on an error */
 	json_decref(st);
 	st = NULL;
-	free(text);
-	json_decref(req);
 	for (int i = 0; i < seconds * 10; i++) {
 		json_decref(st);
 		st = request(path, "{\"cmd\":\"show\",\"what\":\"trace\"}");
@@ -565,25 +582,14 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind == 3 && !strcmp(argv[optind], "tunnel") &&
 	    (!strcmp(argv[optind + 2], "up") || !strcmp(argv[optind + 2], "down"))) {
-		json_t *req = json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name", argv[optind + 1],
-					"state", argv[optind + 2]);
-		char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-
-		if (text == NULL)
-			die("out of memory");
-		reply = request(path, text);
-		free(text);
-		json_decref(req);
-		print_reload(result_of(reply));
-		json_decref(reply);
-		return 0;
+		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name",
+						   argv[optind + 1], "state", argv[optind + 2]));
 	}
 	if (argc - optind >= 3 && (!strcmp(argv[optind], "route") ||
 				   !strcmp(argv[optind], "neighbour"))) {
 		int route = !strcmp(argv[optind], "route"), add = !strcmp(argv[optind + 1], "add");
 		int n = argc - optind;
 		json_t *req;
-		char *text;
 
 		if ((!add && strcmp(argv[optind + 1], "del")) ||
 		    (route && (add ? n < 4 || n > 5 : n != 3)) ||
@@ -599,21 +605,12 @@ int main(int argc, char **argv)
 					argv[optind + 1], "port", atoi(argv[optind + 2]),
 					"address", argv[optind + 3],
 					"mac", add ? argv[optind + 4] : NULL);
-		text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-		if (text == NULL)
-			die("out of memory");
-		reply = request(path, text);
-		free(text);
-		json_decref(req);
-		print_reload(result_of(reply));
-		json_decref(reply);
-		return 0;
+		return send_change(path, req);
 	}
 	if (argc - optind >= 3 && (!strcmp(argv[optind], "policy") || !strcmp(argv[optind], "sa"))) {
 		int n = argc - optind, policy = !strcmp(argv[optind], "policy");
 		int add = !strcmp(argv[optind + 1], "add");
 		json_t *req = NULL;
-		char *text;
 
 		if (policy && add && (n == 5 || n == 6))
 			req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "policy", "op", "add",
@@ -630,15 +627,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		text = json_dumps(req, JSON_COMPACT);
-		if (text == NULL)
-			die("out of memory");
-		reply = request(path, text);
-		free(text);
-		json_decref(req);
-		print_reload(result_of(reply));
-		json_decref(reply);
-		return 0;
+		return send_change(path, req);
 	}
 	if (argc - optind >= 4 && argc - optind <= 5 && !strcmp(argv[optind], "trace"))
 		return trace(path, argv[optind + 1], atoi(argv[optind + 2]), argv[optind + 3],
