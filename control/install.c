@@ -319,6 +319,11 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 
 #define SAME_ITEM(type, a, b, zero) ({ type x_ = *(a), y_ = *(b); zero(&x_); zero(&y_); \
 					     memcmp(&x_, &y_, sizeof(x_)) == 0; })
+/* Whether item is one of arr[0..n) (compared as SAME_ITEM compares). */
+#define IN_LIST(type, item, arr, n, zero) ({ bool in_ = false; \
+		for (size_t j_ = 0; j_ < (n) && !in_; j_++) \
+			in_ = SAME_ITEM(type, item, &(arr)[j_], zero); \
+		in_; })
 
 static int port_set(struct dp_client *dp, const struct cfg_port *p)
 {
@@ -377,38 +382,26 @@ static int reload_tables(struct dp_client *dp, const struct cfg *cur, const stru
 			return -1;
 		(*changes)++;
 	}
-	for (size_t i = 0; i < cur->n_neighs; i++) {
-		bool kept = false;
-
-		for (size_t k = 0; k < next->n_neighs && !kept; k++)
-			kept = SAME_ITEM(struct cfg_neigh, &cur->neighs[i], &next->neighs[k], neigh_lines);
-		if (!kept && neigh_msg(dp, &cur->neighs[i], DPVPN_MSG_NEIGH_DEL) == 0)
+	for (size_t i = 0; i < cur->n_neighs; i++)
+		if (!IN_LIST(struct cfg_neigh, &cur->neighs[i], next->neighs, next->n_neighs,
+			     neigh_lines) &&
+		    neigh_msg(dp, &cur->neighs[i], DPVPN_MSG_NEIGH_DEL) == 0)
 			(*changes)++;	/* (an entry the dataplane forgot already is fine) */
-	}
-	for (size_t k = 0; k < next->n_neighs; k++) {
-		bool had = false;
-
-		for (size_t i = 0; i < cur->n_neighs && !had; i++)
-			had = SAME_ITEM(struct cfg_neigh, &cur->neighs[i], &next->neighs[k], neigh_lines);
-		if (!had && (neigh_msg(dp, &next->neighs[k], DPVPN_MSG_NEIGH_ADD) || !++*changes))
+	for (size_t k = 0; k < next->n_neighs; k++)
+		if (!IN_LIST(struct cfg_neigh, &next->neighs[k], cur->neighs, cur->n_neighs,
+			     neigh_lines) &&
+		    (neigh_msg(dp, &next->neighs[k], DPVPN_MSG_NEIGH_ADD) || !++*changes))
 			return -1;
-	}
-	for (size_t i = 0; i < cur->n_routes; i++) {
-		bool kept = false;
-
-		for (size_t k = 0; k < next->n_routes && !kept; k++)
-			kept = SAME_ITEM(struct cfg_route, &cur->routes[i], &next->routes[k], route_lines);
-		if (!kept && (route_msg(dp, &cur->routes[i], DPVPN_MSG_ROUTE_DEL) || !++*changes))
+	for (size_t i = 0; i < cur->n_routes; i++)
+		if (!IN_LIST(struct cfg_route, &cur->routes[i], next->routes, next->n_routes,
+			     route_lines) &&
+		    (route_msg(dp, &cur->routes[i], DPVPN_MSG_ROUTE_DEL) || !++*changes))
 			return -1;
-	}
-	for (size_t k = 0; k < next->n_routes; k++) {
-		bool had = false;
-
-		for (size_t i = 0; i < cur->n_routes && !had; i++)
-			had = SAME_ITEM(struct cfg_route, &cur->routes[i], &next->routes[k], route_lines);
-		if (!had && (route_msg(dp, &next->routes[k], DPVPN_MSG_ROUTE_ADD) || !++*changes))
+	for (size_t k = 0; k < next->n_routes; k++)
+		if (!IN_LIST(struct cfg_route, &next->routes[k], cur->routes, cur->n_routes,
+			     route_lines) &&
+		    (route_msg(dp, &next->routes[k], DPVPN_MSG_ROUTE_ADD) || !++*changes))
 			return -1;
-	}
 	return 0;
 }
 
