@@ -164,11 +164,13 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	uint8_t *inner = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *tail, *hdr, *iv, tc, nh;
 	rte_be16_t inner_frag;
+	uint64_t limit;
 
 	if (seq > UINT32_MAX && !sa->esn)	/* never wrap the 32-bit counter */
 		return DPVPN_DROP_SEQ_EXHAUSTED;
-	/* only numbers dpvpnd has persisted: none is ever sent twice */
-	if (unlikely(seq > __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE)) && sa->seq_limit)
+	/* only numbers dpvpnd has persisted: none is ever sent twice (0 = no limit) */
+	limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE);
+	if (unlikely(seq > limit && limit != 0))
 		return DPVPN_DROP_SEQ_UNRESERVED;
 	/* select_sa checked that TTL / hop limit does not expire */
 	if (inner[0] >> 4 == 6) {
