@@ -357,8 +357,6 @@ get_neigh(unsigned int idx, void *out)
 	return true;
 }
 
-static unsigned int neigh_count(void);
-
 static int
 do_show_routes(const void *req, struct reply *r)
 {
@@ -369,17 +367,6 @@ static int
 do_show_neighs(const void *req, struct reply *r)
 {
 	return dump(req, r, sizeof(struct dpvpn_neigh_info), neigh_count(), get_neigh);
-}
-
-static unsigned int
-neigh_count(void)
-{
-	struct neigh n;
-	unsigned int i = 0;
-
-	while (neigh_at(i, &n))
-		i++;
-	return i;
 }
 
 static int

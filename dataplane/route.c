@@ -249,6 +249,12 @@ neigh_forget(uint16_t port, uint8_t family, const void *addr)
 	return 0;
 }
 
+unsigned int
+neigh_count(void)
+{
+	return n_neigh;
+}
+
 bool
 neigh_at(unsigned int idx, struct neigh *out)
 {

@@ -84,6 +84,8 @@ int route6_del(const uint8_t *prefix, uint8_t len);
 int neigh_init(void);
 /* Forget a neighbour: unresolved again (entries are never freed, see route.c). */
 int neigh_forget(uint16_t port, uint8_t family, const void *addr);
+/* How many neighbour entries there are (main lcore). */
+unsigned int neigh_count(void);
 /* The idx-th neighbour entry; false past the end. */
 bool neigh_at(unsigned int idx, struct neigh *out);
 /*
