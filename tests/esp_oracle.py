@@ -117,6 +117,16 @@ class SA:
         return bytes(plain.data)
 
 
+def tunnel_conf(name, out, inb, local_ts, remote_ts, extra=""):
+    """A [tunnel] section for a pair of SAs as dpvpn sees them: out (dpvpn
+    sends, the peer opens) and inb (the peer sends); extra: more lines."""
+    return (f"\n[tunnel {name}]\nlocal = {out.src}\nremote = {out.dst}\n"
+            f"local-ts = {local_ts}\nremote-ts = {remote_ts}\ncipher = {out.cipher}\n"
+            f"out-spi = {out.spi:#x}\nin-spi = {inb.spi:#x}\n" + out.conf_keys("out") +
+            inb.conf_keys("in") + ("encap = udp\n" if out.udp else "") +
+            ("esn = yes\n" if out.esn else "") + extra)
+
+
 def esp_of(outer):
     """The ESP bytes of an outer IPv4/IPv6 packet, behind UDP or not."""
     if outer[0] >> 4 == 4:

@@ -36,6 +36,12 @@ mac = {MAC_GW_B}
 """
 
 
+def ports_conf(inside="198.18.1.1/24", outside=f"{GW_A}/24"):
+    """The two [port] sections of gateway A on net_pcap (address lists)."""
+    return (f"\n[port inside]\nid = 0\nrole = inside\naddress = {inside}\n"
+            f"\n[port outside]\nid = 1\nrole = outside\naddress = {outside}\n")
+
+
 def sa(spi, key, src, dst, **kw):
     return SecurityAssociation(ESP, spi=spi, crypt_algo="AES-GCM", crypt_key=key,
                                auth_algo="NULL", tunnel_header=IP(src=src, dst=dst), **kw)

@@ -20,7 +20,7 @@ from scapy.all import IP, UDP, Ether, Raw
 from scapy.layers.inet6 import IPv6
 
 import pcapgw
-from esp_oracle import CIPHERS, SA, esp_of
+from esp_oracle import CIPHERS, SA, esp_of, tunnel_conf
 from pcapgw import GW_A, GW_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded, inner
 
 GW_A6, GW_B6 = "2001:db8:19::1", "2001:db8:19::2"
@@ -69,18 +69,8 @@ class Tunnel:
         self.inb = SA(cipher, 0x20000 + k, *reversed(self.gw), udp, esn)  # peer sends
 
     def conf(self):
-        text = (f"\n[tunnel {self.name}]\nlocal = {self.gw[0]}\nremote = {self.gw[1]}\n"
-                f"local-ts = {self.ts[0]}\nremote-ts = {self.ts[1]}\n"
-                f"cipher = {self.cipher}\nout-spi = {self.out.spi:#x}\n"
-                f"in-spi = {self.inb.spi:#x}\n" + self.out.conf_keys("out") +
-                self.inb.conf_keys("in"))
-        if self.udp:
-            text += "encap = udp\n"
-        if self.esn:
-            text += "esn = yes\n"
-        if self.seq_start:
-            text += f"out-seq-start = {self.seq_start:#x}\n"
-        return text
+        return tunnel_conf(self.name, self.out, self.inb, *self.ts,
+                           f"out-seq-start = {self.seq_start:#x}\n" if self.seq_start else "")
 
     def _inner(self, i, size, src, dst):
         return (inner if self.fam[0] == 4 else inner6)(i, size, src, dst)
@@ -99,17 +89,7 @@ class Tunnel:
         return ESN_IN if self.esn else PLAIN_IN
 
 
-BASE = f"""
-[port inside]
-id = 0
-role = inside
-address = 198.18.1.1/24, 2001:db8:18:1::1/64
-
-[port outside]
-id = 1
-role = outside
-address = {GW_A}/24, {GW_A6}/64
-
+BASE = pcapgw.ports_conf("198.18.1.1/24, 2001:db8:18:1::1/64", f"{GW_A}/24, {GW_A6}/64") + f"""
 [route behind-us]
 dst = 10.0.0.0/8
 port = inside

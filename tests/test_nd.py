@@ -19,17 +19,7 @@ GW_IN6, HOST6 = "2001:db8:18:1::1", "2001:db8:18:1::2"
 GW_A6, GW_B6 = "2001:db8:19::1", "2001:db8:19::2"
 SNM_GW = "ff02::1:ff00:1"           # solicited-node group of ...::1
 
-CONF = f"""
-[port inside]
-id = 0
-role = inside
-address = 198.18.1.1/24, {GW_IN6}/64
-
-[port outside]
-id = 1
-role = outside
-address = 198.19.0.1/24, {GW_A6}/64
-
+CONF = pcapgw.ports_conf(f"198.18.1.1/24, {GW_IN6}/64", f"198.19.0.1/24, {GW_A6}/64") + f"""
 [tunnel six]
 local = {GW_A6}
 remote = {GW_B6}

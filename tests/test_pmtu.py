@@ -18,8 +18,9 @@ from scapy.all import (IP, TCP, UDP, Ether, ICMP, Raw, defragment, rdpcap)
 from scapy.layers.inet6 import IPv6, ICMPv6PacketTooBig
 
 import pcapgw
-from esp_oracle import SA, esp_of
-from pcapgw import GW_A, GW_B, HOST_A, HOST_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded
+from esp_oracle import SA, esp_of, tunnel_conf
+from pcapgw import (GW_A, GW_B, HOST_A, HOST_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded,
+                    ports_conf)
 
 pytestmark = pytest.mark.scale
 
@@ -35,27 +36,15 @@ def tunnels():
     ts = {"v4": ("198.18.1.0/24", "198.18.2.0/24"), "v6": ("2001:db8:18:1::/64",
                                                           "2001:db8:18:2::/64"),
           "outer": ("198.18.1.0/24", "198.18.3.0/24")}
-    conf = f"""
-[port inside]
-id = 0
-role = inside
-address = 198.18.1.1/24, 2001:db8:18:1::1/64
-
-[port outside]
-id = 1
-role = outside
-address = {GW_A}/24
-
+    conf = ports_conf(inside="198.18.1.1/24, 2001:db8:18:1::1/64") + f"""
 [neighbor host-a6]
 port = inside
 address = {HOST_A6}
 mac = {MAC_HOST_A}
 """
     for name, (out, inb) in t.items():
-        conf += (f"\n[tunnel {name}]\nlocal = {GW_A}\nremote = {GW_B}\n"
-                 f"local-ts = {ts[name][0]}\nremote-ts = {ts[name][1]}\ncipher = aes128-gcm\n"
-                 f"out-spi = {out.spi:#x}\nin-spi = {inb.spi:#x}\n" + out.conf_keys("out") +
-                 inb.conf_keys("in") + ("fragment = outer\n" if name == "outer" else ""))
+        conf += tunnel_conf(name, out, inb, *ts[name],
+                            "fragment = outer\n" if name == "outer" else "")
     return t, conf
 
 

@@ -13,8 +13,9 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment, fragment6
 
 import lab
 import pcapgw
-from esp_oracle import SA
-from pcapgw import GW_A, GW_B, HOST_A, HOST_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded
+from esp_oracle import SA, tunnel_conf
+from pcapgw import (GW_A, GW_B, HOST_A, HOST_B, MAC_GW_B, MAC_HOST_A, MAC_IN, MAC_OUT, forwarded,
+                    ports_conf)
 
 pytestmark = pytest.mark.scale
 
@@ -35,45 +36,10 @@ def run(tmp_path_factory):
     udp_out = SA("aes128-gcm", 0x1002, GW_A, GW_B, udp=True)
     six_in = SA("aes128-gcm", 0x2003, "2001:db8:19::2", "2001:db8:19::1")
     six_out = SA("aes128-gcm", 0x1003, "2001:db8:19::1", "2001:db8:19::2")
-    conf = f"""
-[port inside]
-id = 0
-role = inside
-address = 198.18.1.1/24
-
-[port outside]
-id = 1
-role = outside
-address = {GW_A}/24, 2001:db8:19::1/64
-
-[tunnel plain]
-local = {GW_A}
-remote = {GW_B}
-local-ts = 198.18.1.0/24
-remote-ts = 198.18.2.0/24
-cipher = aes128-gcm
-out-spi = 0x1001
-in-spi = 0x2001
-{plain_out.conf_keys("out")}{plain_in.conf_keys("in")}
-[tunnel natt]
-local = {GW_A}
-remote = {GW_B}
-local-ts = 198.18.1.0/24
-remote-ts = 198.18.3.0/24
-cipher = aes128-gcm
-encap = udp
-out-spi = 0x1002
-in-spi = 0x2002
-{udp_out.conf_keys("out")}{udp_in.conf_keys("in")}
-[tunnel six]
-local = 2001:db8:19::1
-remote = 2001:db8:19::2
-local-ts = 198.18.1.0/24
-remote-ts = 198.18.4.0/24
-cipher = aes128-gcm
-out-spi = 0x1003
-in-spi = 0x2003
-{six_out.conf_keys("out")}{six_in.conf_keys("in")}"""
+    conf = (ports_conf(outside=f"{GW_A}/24, 2001:db8:19::1/64") +
+            tunnel_conf("plain", plain_out, plain_in, "198.18.1.0/24", "198.18.2.0/24") +
+            tunnel_conf("natt", udp_out, udp_in, "198.18.1.0/24", "198.18.3.0/24") +
+            tunnel_conf("six", six_out, six_in, "198.18.1.0/24", "198.18.4.0/24"))
     rng = random.Random(7)
     back = [udp(1, 1400), udp(2, 1000, src="198.18.3.2"), udp(4, 1200, src="198.18.4.2")]
     esp = [IP(plain_in.seal(back[0], 1)), IP(udp_in.seal(back[1], 1))]

@@ -8,8 +8,8 @@ import pytest
 from scapy.all import IP, UDP, Ether, Raw
 
 import pcapgw
-from esp_oracle import SA
-from pcapgw import GW_A, GW_B, HOST_A, HOST_B, MAC_HOST_A, MAC_IN, forwarded
+from esp_oracle import SA, tunnel_conf
+from pcapgw import GW_A, GW_B, HOST_A, HOST_B, MAC_HOST_A, MAC_IN, forwarded, ports_conf
 
 pytestmark = pytest.mark.scale
 
@@ -20,28 +20,8 @@ FLOWS, PER_FLOW = 40, 3
 def run(tmp_path_factory):
     out = SA("aes128-gcm", 0x1001, GW_A, GW_B, udp=True)
     inb = SA("aes128-gcm", 0x2001, GW_B, GW_A, udp=True)
-    conf = f"""
-[port inside]
-id = 0
-role = inside
-address = 198.18.1.1/24
-
-[port outside]
-id = 1
-role = outside
-address = {GW_A}/24
-
-[tunnel spread]
-local = {GW_A}
-remote = {GW_B}
-local-ts = 198.18.1.0/24
-remote-ts = 198.18.2.0/24
-cipher = aes128-gcm
-encap = udp
-local-ports = 16
-out-spi = 0x1001
-in-spi = 0x2001
-{out.conf_keys("out")}{inb.conf_keys("in")}"""
+    conf = ports_conf() + tunnel_conf("spread", out, inb, "198.18.1.0/24", "198.18.2.0/24",
+                                      "local-ports = 16\n")
     clear = [IP(src=HOST_A, dst=HOST_B, ttl=64) / UDP(sport=10000 + f, dport=53) /
              Raw(bytes([f, r]) * 20) for r in range(PER_FLOW) for f in range(FLOWS)]
     state = pcapgw.run(str(tmp_path_factory.mktemp("spread")),
