@@ -30,3 +30,38 @@ def _built():
     for exe in (lab.DATAPLANE, lab.DPVPND, lab.DPVPNCTL):
         if not os.access(exe, os.X_OK):
             pytest.exit(f"{exe} is missing: run scripts/test (it builds first)", 2)
+
+
+# scripts/sanitize runs the suite against the ASan+UBSan build with every
+# report written to a file in this directory (ASAN_OPTIONS log_path).
+SANITIZER_LOGS = os.environ.get("DPVPN_SANITIZER_LOGS")
+_reported = set()
+
+
+def _new_sanitizer_reports():
+    if not SANITIZER_LOGS or not os.path.isdir(SANITIZER_LOGS):
+        return []
+    new = sorted(set(os.listdir(SANITIZER_LOGS)) - _reported)
+    _reported.update(new)
+    out = []
+    for name in new:
+        with open(os.path.join(SANITIZER_LOGS, name), errors="replace") as f:
+            out.append(f"{name}:\n{f.read()[:4000]}")
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _sanitizer_clean():
+    """Fails the test during which a process wrote a sanitizer report (a
+    report of a module's lab, written when it stops, fails the session)."""
+    yield
+    reports = _new_sanitizer_reports()
+    if reports:
+        pytest.fail("sanitizer report(s):\n" + "\n".join(reports), pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reports = _new_sanitizer_reports()
+    if reports:
+        print("\nsanitizer report(s) after the last test:\n" + "\n".join(reports))
+        session.exitstatus = 1
