@@ -60,6 +60,8 @@ struct parser {
 	const char *file;	/* as given, for messages */
 	char dir[4096];		/* the file's directory, for key files */
 	char *text;		/* the whole file: wiped at the end */
+	mode_t mode;		/* the file's permission bits (fstat of what was read) */
+	bool key_mode_reported;	/* an inline key in a file others may read: said once */
 	size_t text_len, pos;
 	int line;
 	enum sect_type type;
@@ -778,10 +780,24 @@ static int set_key_hex(struct parser *p, struct cfg_sa_key *k, bool auth, const 
 	return 0;
 }
 
+/*
+ * A key written in the config itself is as private as the file: one that
+ * group or others may read is refused (once per file, naming the first key).
+ */
+static int inline_key_private(struct parser *p)
+{
+	if (!(p->mode & 044) || p->key_mode_reported)
+		return 0;
+	p->key_mode_reported = true;
+	return kerr(p, "%s is mode %04o: group or others can read this key (chmod 600 it, "
+		    "or move the key to %s-file)", p->file, (unsigned)p->mode, p->key);
+}
+
 static int key_tun_key(struct parser *p, const char *val, struct cfg_sa_key *k)
 {
 	if (key_once(p, k, false, false))
 		return -1;
+	inline_key_private(p);
 	return set_key_hex(p, k, false, val, "");
 }
 
@@ -789,6 +805,7 @@ static int key_tun_auth_key(struct parser *p, const char *val, struct cfg_sa_key
 {
 	if (key_once(p, k, true, false))
 		return -1;
+	inline_key_private(p);
 	return set_key_hex(p, k, true, val, "");
 }
 
@@ -812,7 +829,11 @@ static int key_tun_in_key(struct parser *p, const char *val)
 	return key_tun_key(p, val, &CUR_TUN(p)->in);
 }
 
-/* The file must be a private regular file of root or of us. */
+/*
+ * The file must be a private regular file of root or of us.  The checks are
+ * on the descriptor that is read (fstat), not on the path: a symlink is
+ * judged by the file it leads to, and nothing can be swapped in between.
+ */
 static int check_key_file(struct parser *p, int fd, const char *path)
 {
 	struct stat st;
@@ -1667,11 +1688,29 @@ static void check_all(struct parser *p)
 
 /* ---- entry points ---- */
 
+/*
+ * Who may have written the file decides what it installs: it must belong to
+ * root or to us and be writable by nobody else.  (Whether others may read
+ * it matters only if it holds a key: inline_key_private.)  Checked on the
+ * descriptor that is read, like key files.
+ */
+static void check_config_file(struct parser *p, const struct stat *st)
+{
+	p->mode = st->st_mode & 07777;
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		err_at(p, 0, "owned by uid %u, not by root or uid %u: refused", (unsigned)st->st_uid,
+		       (unsigned)geteuid());
+	if (st->st_mode & 022)
+		err_at(p, 0, "mode %04o lets group or others change the configuration: refused "
+		       "(chmod go-w it)", (unsigned)p->mode);
+}
+
 static int read_file(struct parser *p, const char *path)
 {
 	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO put in its place cannot hang us (it is refused below) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		err_at(p, 0, "%s", strerror(errno));
@@ -1681,6 +1720,7 @@ static int read_file(struct parser *p, const char *path)
 		err_at(p, 0, "not a regular file of at most %d bytes", CFG_FILE_MAX);
 		goto fail;
 	}
+	check_config_file(p, &st);
 	p->text = calloc(1, (size_t)st.st_size + 1);
 	n = p->text ? read_small(fd, p->text, (size_t)st.st_size) : -1;
 	if (n < 0) {

@@ -21,6 +21,7 @@
  *   {"cmd":"status"}
  *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"
  *          |"lcores"}
+ *   {"cmd":"show","what":"sa"|"ports"|"policies","first":N}   one page of a table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
@@ -67,7 +68,8 @@
  *                        "tx_errors":N}, ...]}
  *   counters: {"rx_packets":N,"tx_packets":N,"encrypted":N,"decrypted":N,
  *              "arp_in":N,"arp_out":N,"handoff":N,"icmp_out":N,
- *              "icmp_limited":N,"fragments":N,"mss_clamped":N,"frag_in":N,
+ *              "icmp_limited":N,"fragments":N,"fragmented":N,"mss_clamped":N,
+ *              "frag_in":N,
  *              "reassembled":N,"reass_dropped":N,"mbufs_in_use":N,
  *              "mbufs_total":N,
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
@@ -85,6 +87,11 @@
  *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};
  *              a reload that is
  *              refused answers an error listing every FILE:LINE of the config
+ * sa, ports and policies are tables that may outgrow one reply: each reply
+ * holds at most CTL_PAGE entries, from index "first" (default 0) on, and adds
+ * "first":N and "total":N (entries in the table now); a client asks again
+ * with "first" + the entries it got until it has "total" (dpvpnctl does).
+ * A table that changes between pages may show an entry twice or not at all.
  * The sa objects also carry "encap":"esp"|"udp LOCAL->REMOTE", "esn":BOOL,
  * "df":"copy"|"set"|"clear", "mtu":N, "mss":N|null (off),
  * "fragment":"inner"|"outer" and
@@ -102,5 +109,6 @@
 #define CTL_DEFAULT_SOCKET	"/run/dpvpn/dpvpnd.sock"
 #define CTL_REQ_MAX		65536		/* bytes of one request */
 #define CTL_REPLY_MAX		(1 << 20)	/* bytes of one reply */
+#define CTL_PAGE		512		/* table entries in one reply (< 1 KiB each) */
 
 #endif /* DPVPN_CONTROL_CTL_PROTO_H */

@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,9 +152,55 @@ static void send_reply(int cfd, json_t *reply)
 	free(text);
 }
 
+/* Length of the valid UTF-8 sequence at s (as jansson checks it), 0 if none. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	cp = s[0] & (0x7fu >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)	/* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * An error message may quote what the client sent (a member name, the bytes
+ * a JSON syntax error is near), cut at a byte count: bytes that are not
+ * valid UTF-8 become '?', or jansson would refuse the string and the client
+ * would get no reply at all.
+ */
 static json_t *error_reply(const char *msg)
 {
-	return json_pack("{s:b,s:s}", "ok", 0, "error", msg);
+	const unsigned char *s = (const unsigned char *)msg;
+	char clean[1200];
+	size_t k = 0;
+
+	while (*s && k < sizeof(clean) - 5) {
+		size_t n = utf8_seq(s);
+
+		if (n == 0) {
+			clean[k++] = '?';
+			s++;
+			continue;
+		}
+		memcpy(clean + k, s, n);
+		k += n;
+		s += n;
+	}
+	clean[k] = '\0';
+	return json_pack("{s:b,s:s}", "ok", 0, "error", clean);
 }
 
 /* ---- peer credentials ---- */
@@ -231,15 +279,16 @@ typedef json_t *(*show_fn)(struct ctl_ctx *ctx, char *err, size_t err_len);
 static const struct {
 	const char *what;
 	show_fn fn;
+	bool paged;		/* a table sent CTL_PAGE entries at a time ("first") */
 } shows[] = {
-	{ "sa", ctl_show_sa },
-	{ "ports", ctl_show_ports },
-	{ "counters", ctl_show_counters },
-	{ "policies", ctl_show_policies },
-	{ "trace", ctl_show_trace },
-	{ "routes", ctl_show_routes },
-	{ "neighbours", ctl_show_neighs },
-	{ "lcores", ctl_show_lcores },
+	{ "sa", ctl_show_sa, true },
+	{ "ports", ctl_show_ports, true },
+	{ "counters", ctl_show_counters, false },
+	{ "policies", ctl_show_policies, true },
+	{ "trace", ctl_show_trace, false },
+	{ "routes", ctl_show_routes, false },
+	{ "neighbours", ctl_show_neighs, false },
+	{ "lcores", ctl_show_lcores, false },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -263,12 +312,21 @@ static int only_members(json_t *req, const char *const *allowed, char *err, size
 
 static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
-	static const char *const members[] = { "cmd", "what", NULL };
-	json_t *w = json_object_get(req, "what");
+	static const char *const members[] = { "cmd", "what", "first", NULL };
+	json_t *w = json_object_get(req, "what"), *first = json_object_get(req, "first");
 	const char *what;
 
 	if (only_members(req, members, err, err_len))
 		return NULL;
+	ctx->first = 0;
+	if (first) {
+		if (!json_is_integer(first) || json_integer_value(first) < 0 ||
+		    json_integer_value(first) > UINT32_MAX) {
+			snprintf(err, err_len, "\"first\" must be an integer 0..%u", UINT32_MAX);
+			return NULL;
+		}
+		ctx->first = (uint32_t)json_integer_value(first);
+	}
 	if (!w) {
 		snprintf(err, err_len, "missing \"what\" (sa, ports, counters, policies, trace, routes, neighbours or lcores)");
 		return NULL;
@@ -278,9 +336,16 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 		snprintf(err, err_len, "\"what\" must be a string");
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(shows) / sizeof(shows[0]); i++)
-		if (!strcmp(shows[i].what, what))
-			return shows[i].fn(ctx, err, err_len);
+	for (size_t i = 0; i < sizeof(shows) / sizeof(shows[0]); i++) {
+		if (strcmp(shows[i].what, what))
+			continue;
+		if (first && !shows[i].paged) {
+			snprintf(err, err_len, "\"first\": \"%s\" is not a table sent in pages "
+				 "(sa, ports and policies are)", what);
+			return NULL;
+		}
+		return shows[i].fn(ctx, err, err_len);
+	}
 	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters, "
 		 "policies, trace, routes, neighbours or lcores)", what);
 	return NULL;
@@ -498,6 +563,34 @@ static json_t *parse_request(const char *buf, ssize_t n, char *err, size_t err_l
 	return req;
 }
 
+/* A request member for the log: a known word or "?" (a client chose it). */
+static const char *log_word(json_t *req, const char *member)
+{
+	const char *s = json_string_value(json_object_get(req, member));
+
+	if (s == NULL)
+		return NULL;
+	if (!*s || strlen(s) > 24 || strspn(s, "abcdefghijklmnopqrstuvwxyz-") != strlen(s))
+		return "?";
+	return s;
+}
+
+/* dpvpnd -v: who asked for what, and the answer (requests carry no key). */
+static void log_request(const struct ctl_ctx *ctx, json_t *req, json_t *reply)
+{
+	const char *cmd = req ? log_word(req, "cmd") : NULL;
+	const char *sub = req ? log_word(req, "what") : NULL;
+	const char *err = json_string_value(json_object_get(reply, "error"));
+
+	if (sub == NULL && req)
+		sub = log_word(req, "op");
+	if (sub == NULL && req)
+		sub = log_word(req, "state");
+	fprintf(stderr, "dpvpnd: uid %u: %s%s%s: %s%s\n", (unsigned)ctx->peer_uid,
+		cmd ? cmd : "(bad request)", sub ? " " : "", sub ? sub : "",
+		err ? "refused: " : "ok", err ? err : "");
+}
+
 int ctl_serve(struct ctl_ctx *ctx, int cfd)
 {
 	static char buf[CTL_REQ_MAX + 1];
@@ -512,12 +605,15 @@ int ctl_serve(struct ctl_ctx *ctx, int cfd)
 	{
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
+		int known = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0;
 
-		ctx->peer_privileged = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
-				       (cr.uid == 0 || cr.uid == ctx->euid);
+		ctx->peer_uid = known ? cr.uid : (uid_t)-1;
+		ctx->peer_privileged = known && (cr.uid == 0 || cr.uid == ctx->euid);
 	}
 	req = parse_request(buf, n, err, sizeof(err));
 	reply = req ? ctl_dispatch(ctx, req) : error_reply(err);
+	if (ctx->verbose && reply)
+		log_request(ctx, req, reply);
 	json_decref(req);
 	if (reply)
 		send_reply(cfd, reply);

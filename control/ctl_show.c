@@ -12,6 +12,7 @@
 
 #include "dpvpn_alg.h"
 #include "config.h"
+#include "ctl_proto.h"
 #include "ctl_show.h"
 
 #ifndef DPVPN_VERSION
@@ -221,18 +222,19 @@ static json_t *policy_json(const struct dpvpn_policy *p)
 
 typedef json_t *(*entry_fn)(const void *entry);
 
-/* Dump table TYPE into {"KEY":[entry_fn(e)...]}. */
+/* Page ctx->first of table TYPE: {"KEY":[entry_fn(e)...],"first":N,"total":N}. */
 static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entry_fn fn,
 			  const char *key, char *err, size_t err_len)
 {
 	json_t *arr, *e;
 	uint8_t *entries;
-	uint32_t n;
+	uint32_t n, end;
 
 	if (dp_dump(ctx->dp, type, esize, (void **)&entries, &n))
 		return dp_failed(ctx, err, err_len, key);
+	end = ctx->first >= n ? ctx->first : n - ctx->first > CTL_PAGE ? ctx->first + CTL_PAGE : n;
 	arr = json_array();
-	for (uint32_t i = 0; arr && i < n; i++) {
+	for (uint32_t i = ctx->first; arr && i < end; i++) {
 		e = fn(entries + (size_t)i * esize);
 		if (!e || json_array_append_new(arr, e)) {
 			json_decref(arr);
@@ -242,7 +244,8 @@ static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entr
 	free(entries);
 	if (!arr)
 		snprintf(err, err_len, "out of memory building %s", key);
-	return arr ? json_pack("{s:o}", key, arr) : NULL;
+	return arr ? json_pack("{s:o,s:I,s:I}", key, arr, "first", (json_int_t)ctx->first,
+			       "total", (json_int_t)n) : NULL;
 }
 
 static json_t *sa_entry(const void *e)
@@ -338,7 +341,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
 		return dp_failed(ctx, err, err_len, "counters");
 	rebase(&c);
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -349,6 +352,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"icmp_out", u64(c.icmp_out),
 		"icmp_limited", u64(c.icmp_limited),
 		"fragments", u64(c.fragments),
+		"fragmented", u64(c.fragmented),
 		"mss_clamped", u64(c.mss_clamped),
 		"frag_in", u64(c.frag_in),
 		"reassembled", u64(c.reassembled),

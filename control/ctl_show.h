@@ -17,6 +17,9 @@ struct ctl_ctx {
 	gid_t gid;
 	int has_group;
 	int peer_privileged;	/* the current request's peer is root or our user */
+	uid_t peer_uid;		/* the current request's peer (SO_PEERCRED) */
+	uint32_t first;		/* the current show request's first table entry */
+	int verbose;		/* dpvpnd -v: log every request and its outcome */
 	/* reload: re-read the config and apply it; 0 or -1, msg says what happened */
 	int (*reload)(char *msg, size_t len);
 	/* tunnel NAME up|down: leave it out of what is installed, or back in */

@@ -423,6 +423,44 @@ static json_t *request_obj(const char *path, json_t *req)
 	return reply;
 }
 
+/*
+ * A show request's reply, whole: the tables (sa, ports, policies) come
+ * CTL_PAGE entries at a time, with "first" and "total"; ask for the next page
+ * until the table is all there (or, if it shrank meanwhile, a page is empty).
+ */
+static json_t *request_show(const char *path, const char *req_text)
+{
+	json_t *reply = request(path, req_text);
+	json_t *res = json_object_get(reply, "result"), *all = NULL, *total, *v;
+	const char *key = NULL, *k;
+
+	total = json_object_get(res, "total");
+	json_object_foreach(res, k, v)
+		if (json_is_array(v)) {
+			key = k;
+			all = v;
+		}
+	if (!json_is_integer(total) || !all)
+		return reply;
+	while (json_array_size(all) < (size_t)json_integer_value(total)) {
+		json_t *req = json_loads(req_text, 0, NULL), *next, *page;
+
+		if (!req || json_object_set_new(req, "first",
+						json_integer((json_int_t)json_array_size(all))))
+			die("out of memory");
+		next = request_obj(path, req);
+		page = json_object_get(result_of(next), key);
+		if (!json_is_array(page) || json_array_size(page) == 0) {
+			json_decref(next);
+			break;
+		}
+		json_array_extend(all, page);
+		json_decref(next);
+	}
+	json_object_set_new(res, "total", json_integer((json_int_t)json_array_size(all)));
+	return reply;
+}
+
 /* A change request: dpvpnd's message printed (or its error, and exit). */
 static int send_change(const char *path, json_t *req)
 {
@@ -480,7 +518,7 @@ static json_t *snapshot(const char *path, const char *what)
 	char req[64];
 
 	snprintf(req, sizeof(req), "{\"cmd\":\"show\",\"what\":\"%s\"}", what);
-	return request(path, req);
+	return request_show(path, req);
 }
 
 static void monitor_frame(json_t *sa0, json_t *sa1, json_t *p0, json_t *p1, json_t *c0,
@@ -644,7 +682,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	reply = request(path, cmd->request);
+	reply = request_show(path, cmd->request);
 	if (json)
 		json_dumpf(result_of(reply), stdout, JSON_INDENT(2));
 	if (json)

@@ -58,7 +58,8 @@ static void usage(FILE *out)
 		"  -D PATH  dataplane socket (overrides [dataplane] socket)\n"
 		"  -s PATH  control socket (overrides [control] socket)\n"
 		"  -w SECS  how long to wait for the dataplane socket (default %d)\n"
-		"  -v       log each step\n", DEFAULT_WAIT_S);
+		"  -v       verbose: log every change sent to the dataplane and every\n"
+		"           operator request (never a key)\n", DEFAULT_WAIT_S);
 }
 
 static int parse_wait(const char *s, unsigned *out)
@@ -153,7 +154,7 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 		return -1;
 	if (started) {
 		char msg[256];
-		int rc = inst_reconcile(dp, cfg, seq, msg, sizeof(msg));
+		int rc = inst_reconcile(dp, cfg, seq, opts->verbose, msg, sizeof(msg));
 
 		fprintf(stderr, "dpvpnd: %s\n", msg);
 		return rc;
@@ -305,6 +306,18 @@ static void drop_down_tunnels(struct cfg *c)
 	c->n_tunnels = k;
 }
 
+/* The config file has errors (bad text, loose permissions): say them all. */
+static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
+{
+	size_t n = (size_t)snprintf(msg, len, "refused, running config kept:");
+
+	for (size_t i = 0; i < bad->n_errors && n + 2 < len; i++)
+		n += (size_t)snprintf(msg + n, len - n, " %s;", bad->errors[i]);
+	cfg_free(bad);
+	fprintf(stderr, "dpvpnd: %s %s\n", what, msg);
+	return -1;
+}
+
 /*
  * Live reload (SIGHUP, dpvpnctl reload): the file read anew; refused whole,
  * running state kept, if it has an error; else only what differs is applied.
@@ -314,22 +327,15 @@ static int reload(char *msg, size_t len)
 	struct cfg next;
 	int rc;
 
-	if (cfg_load(&next, config_path)) {
-		size_t n = (size_t)snprintf(msg, len, "refused, running config kept:");
-
-		for (size_t i = 0; i < next.n_errors && n + 2 < len; i++)
-			n += (size_t)snprintf(msg + n, len - n, " %s;", next.errors[i]);
-		cfg_free(&next);
-		fprintf(stderr, "dpvpnd: reload %s\n", msg);
-		return -1;
-	}
+	if (cfg_load(&next, config_path))
+		return refused(&next, "reload", msg, len);
 	if (apply_overrides(&next, opts) != 0) {
 		snprintf(msg, len, "refused: bad socket override");
 		cfg_free(&next);
 		return -1;
 	}
 	drop_down_tunnels(&next);
-	rc = inst_reload(the_dp, current, &next, seq, msg, len);
+	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len);
 	fprintf(stderr, "dpvpnd: %s\n", msg);
 	if (rc == 0) {
 		cfg_free(current);
@@ -346,9 +352,10 @@ static int tunnel_state(const char *name, int up, char *msg, size_t len)
 	struct cfg probe;
 	int known = 0, slot = is_down(name);
 
-	if (cfg_load(&probe, config_path) == 0)
-		for (size_t i = 0; i < probe.n_tunnels; i++)
-			known |= !strcmp(probe.tunnels[i]->name, name);
+	if (cfg_load(&probe, config_path))	/* not "no such tunnel": the file is bad */
+		return refused(&probe, up ? "tunnel up" : "tunnel down", msg, len);
+	for (size_t i = 0; i < probe.n_tunnels; i++)
+		known |= !strcmp(probe.tunnels[i]->name, name);
 	cfg_free(&probe);
 	if (!known) {
 		snprintf(msg, len, "no tunnel '%.31s' in %s", name, config_path);
@@ -386,6 +393,9 @@ static int on_signal(int sfd)
 		return 0;
 	if (si.ssi_signo != SIGHUP)
 		return 1;
+	if (opts->verbose)
+		fprintf(stderr, "dpvpnd: SIGHUP from pid %u uid %u: reload\n", si.ssi_pid,
+			si.ssi_uid);
 	reload(msg, sizeof(msg));
 	return 0;
 }
@@ -469,7 +479,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	struct ctl_ctx ctx = {
 		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
-		.tunnel_state = tunnel_state,
+		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;

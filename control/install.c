@@ -31,7 +31,7 @@ static int call(struct dp_client *dp, bool verbose, const char *what, uint16_t t
 		return -1;
 	}
 	if (verbose)
-		fprintf(stderr, "dpvpnd: installed %s\n", what);
+		fprintf(stderr, "dpvpnd: %s: done\n", what);
 	return 0;
 }
 
@@ -218,13 +218,45 @@ static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool ver
 	return 0;
 }
 
+/*
+ * A dataplane not started yet may hold what a dpvpnd killed in the middle of
+ * its install left there: those SAs go first (an outbound one takes its
+ * policies with it), or SA_ADD would find them and fail, on every restart.
+ * Nothing was sent with them: the ports stay stopped until START, and the
+ * outbound SAs installed again start above their reservations.  Ports,
+ * neighbours and routes are simply set again.
+ */
+static int clear_unstarted(struct dp_client *dp, bool verbose)
+{
+	struct dpvpn_sa_info *sa;
+	uint32_t n;
+	int rc = 0;
+
+	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n)) {
+		fprintf(stderr, "dpvpnd: SAs of the dataplane: %s\n", dp->err);
+		return -1;
+	}
+	if (n > 0)
+		fprintf(stderr, "dpvpnd: dataplane not started but holding %u SAs (an install "
+			"was interrupted): removing them first\n", n);
+	for (uint32_t k = 0; k < n && rc == 0; k++) {
+		struct dpvpn_sa_id id = { .spi = sa[k].spi, .dir = sa[k].dir };
+
+		rc = call(dp, verbose, "SA of an interrupted install removal", DPVPN_MSG_SA_DEL,
+			  &id, sizeof(id));
+	}
+	free(sa);
+	return rc;
+}
+
 int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq)
 {
 	int rc = -1;
 
 	/* One batch: the dataplane builds its policy classifier once, at the
 	 * commit, however many tunnels there are. */
-	if (!install_ports(dp, cfg, verbose) && !install_neighs(dp, cfg, verbose) &&
+	if (!clear_unstarted(dp, verbose) &&
+	    !install_ports(dp, cfg, verbose) && !install_neighs(dp, cfg, verbose) &&
 	    !install_routes(dp, cfg, verbose) &&
 	    !call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0) &&
 	    !install_tunnels(dp, cfg, verbose, seq) &&
@@ -304,15 +336,19 @@ static struct cfg_tunnel *find_tunnel(const struct cfg *c, const char *name)
 	return NULL;
 }
 
-static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir)
+static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
+		  bool verbose)
 {
 	struct dpvpn_sa_id id = { .spi = htonl(spi), .dir = dir };
 	char what[80];
 
 	snprintf(what, sizeof(what), "tunnel %s %s SA removal", t->name,
 		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
-	if (dp_call(dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0) == 0 || dp->status == -ENOENT)
+	if (dp_call(dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0) == 0 || dp->status == -ENOENT) {
+		if (verbose)
+			fprintf(stderr, "dpvpnd: %s: done\n", what);
 		return 0;	/* (one an operator deleted already is gone as wanted) */
+	}
 	fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
 	return -1;
 }
@@ -325,7 +361,7 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 			in_ = SAME_ITEM(type, item, &(arr)[j_], zero); \
 		in_; })
 
-static int port_set(struct dp_client *dp, const struct cfg_port *p)
+static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose)
 {
 	struct dpvpn_port_cfg m = {
 		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
@@ -334,79 +370,83 @@ static int port_set(struct dp_client *dp, const struct cfg_port *p)
 	char what[64];
 
 	snprintf(what, sizeof(what), "port %s", p->name);
-	return call(dp, false, what, DPVPN_MSG_PORT_SET, &m, sizeof(m));
+	return call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m));
 }
 
 /* The connected route of an address that goes away. */
 static int del_connected(struct dp_client *dp, const struct cfg_prefix *old,
-			 const struct cfg_prefix *now)
+			 const struct cfg_prefix *now, bool verbose)
 {
 	struct dpvpn_route m = { .dst = net_prefix(old) };
 
 	if (old->addr.family == 0 || memcmp(old, now, sizeof(*old)) == 0)
 		return 0;
-	return call(dp, false, "connected route removal", DPVPN_MSG_ROUTE_DEL, &m, sizeof(m));
+	return call(dp, verbose, "connected route removal", DPVPN_MSG_ROUTE_DEL, &m, sizeof(m));
 }
 
-static int neigh_msg(struct dp_client *dp, const struct cfg_neigh *n, uint16_t type)
+static int neigh_msg(struct dp_client *dp, const struct cfg_neigh *n, uint16_t type,
+		     bool verbose)
 {
 	struct dpvpn_neigh m = { .port_id = n->port_id, .addr = net_addr(&n->addr) };
 	char what[64];
 
 	memcpy(m.mac, n->mac, sizeof(m.mac));
-	snprintf(what, sizeof(what), "neighbor %s", n->name);
-	return call(dp, false, what, type, &m, sizeof(m));
+	snprintf(what, sizeof(what), "neighbor %s%s", n->name,
+		 type == DPVPN_MSG_NEIGH_DEL ? " removal" : "");
+	return call(dp, verbose, what, type, &m, sizeof(m));
 }
 
-static int route_msg(struct dp_client *dp, const struct cfg_route *r, uint16_t type)
+static int route_msg(struct dp_client *dp, const struct cfg_route *r, uint16_t type,
+		     bool verbose)
 {
 	struct dpvpn_route m = { .dst = net_prefix(&r->dst), .port_id = r->port_id,
 				 .gateway = net_addr(&r->via) };
 	char what[64];
 
-	snprintf(what, sizeof(what), "route %s", r->name);
-	return call(dp, false, what, type, &m, sizeof(m));
+	snprintf(what, sizeof(what), "route %s%s", r->name,
+		 type == DPVPN_MSG_ROUTE_DEL ? " removal" : "");
+	return call(dp, verbose, what, type, &m, sizeof(m));
 }
 
 /* Ports (same ids, changed roles or addresses), neighbours and routes: the difference. */
 static int reload_tables(struct dp_client *dp, const struct cfg *cur, const struct cfg *next,
-			 size_t *changes)
+			 size_t *changes, bool v)
 {
 	for (size_t i = 0; i < cur->n_ports; i++) {
 		const struct cfg_port *o = &cur->ports[i], *p = &next->ports[i];
 
 		if (SAME_ITEM(struct cfg_port, o, p, port_lines))
 			continue;
-		if (del_connected(dp, &o->addr4, &p->addr4) || del_connected(dp, &o->addr6, &p->addr6) ||
-		    port_set(dp, p))
+		if (del_connected(dp, &o->addr4, &p->addr4, v) ||
+		    del_connected(dp, &o->addr6, &p->addr6, v) || port_set(dp, p, v))
 			return -1;
 		(*changes)++;
 	}
 	for (size_t i = 0; i < cur->n_neighs; i++)
 		if (!IN_LIST(struct cfg_neigh, &cur->neighs[i], next->neighs, next->n_neighs,
 			     neigh_lines) &&
-		    neigh_msg(dp, &cur->neighs[i], DPVPN_MSG_NEIGH_DEL) == 0)
+		    neigh_msg(dp, &cur->neighs[i], DPVPN_MSG_NEIGH_DEL, v) == 0)
 			(*changes)++;	/* (an entry the dataplane forgot already is fine) */
 	for (size_t k = 0; k < next->n_neighs; k++)
 		if (!IN_LIST(struct cfg_neigh, &next->neighs[k], cur->neighs, cur->n_neighs,
 			     neigh_lines) &&
-		    (neigh_msg(dp, &next->neighs[k], DPVPN_MSG_NEIGH_ADD) || !++*changes))
+		    (neigh_msg(dp, &next->neighs[k], DPVPN_MSG_NEIGH_ADD, v) || !++*changes))
 			return -1;
 	for (size_t i = 0; i < cur->n_routes; i++)
 		if (!IN_LIST(struct cfg_route, &cur->routes[i], next->routes, next->n_routes,
 			     route_lines) &&
-		    (route_msg(dp, &cur->routes[i], DPVPN_MSG_ROUTE_DEL) || !++*changes))
+		    (route_msg(dp, &cur->routes[i], DPVPN_MSG_ROUTE_DEL, v) || !++*changes))
 			return -1;
 	for (size_t k = 0; k < next->n_routes; k++)
 		if (!IN_LIST(struct cfg_route, &next->routes[k], cur->routes, cur->n_routes,
 			     route_lines) &&
-		    (route_msg(dp, &next->routes[k], DPVPN_MSG_ROUTE_ADD) || !++*changes))
+		    (route_msg(dp, &next->routes[k], DPVPN_MSG_ROUTE_ADD, v) || !++*changes))
 			return -1;
 	return 0;
 }
 
 int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
-		char *msg, size_t len)
+		bool verbose, char *msg, size_t len)
 {
 	size_t added = 0, removed = 0, changed = 0, tables = 0;
 	bool same_ports = cur->n_ports == next->n_ports;
@@ -429,24 +469,25 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 
 		if (n && tunnel_same(t, n))
 			continue;
-		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT) || del_sa(dp, t, t->in.spi, DPVPN_DIR_IN))
+		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose) ||
+		    del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
 			goto failed;
 		n ? changed++ : removed++;
 	}
-	if (reload_tables(dp, cur, next, &tables))
+	if (reload_tables(dp, cur, next, &tables, verbose))
 		goto failed;
-	if (call(dp, false, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
+	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		goto failed;
 	for (size_t i = 0; i < next->n_tunnels; i++) {
 		const struct cfg_tunnel *n = next->tunnels[i], *t = find_tunnel(cur, n->name);
 
 		if (t && tunnel_same(t, n))
 			continue;
-		if (install_tunnel(dp, n, false, seq))
+		if (install_tunnel(dp, n, verbose, seq))
 			goto failed;
 		added += t == NULL;
 	}
-	if (call(dp, false, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
+	if (call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		goto failed;
 	cfg_wipe_keys(next);
 	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged; "
@@ -466,7 +507,7 @@ failed:
  * cannot be read back), install the configured tunnels that are missing or
  * differ, remove SAs the config does not have.  Nothing that matches is touched.
  */
-int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
+int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, bool verbose,
 		   char *msg, size_t len)
 {
 	struct dpvpn_sa_info *sa;
@@ -506,11 +547,11 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
 
 		if (used[k])
 			continue;
-		if (call(dp, false, "stale SA removal", DPVPN_MSG_SA_DEL, &id, sizeof(id)))
+		if (call(dp, verbose, "stale SA removal", DPVPN_MSG_SA_DEL, &id, sizeof(id)))
 			goto failed;
 		removed++;
 	}
-	if (call(dp, false, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
+	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		goto failed;
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cfg->tunnels[i];
@@ -521,11 +562,11 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
 			       ntohl(sa[k].spi) == t->out.spi;
 		if (have)
 			continue;
-		if (install_tunnel(dp, t, false, seq))
+		if (install_tunnel(dp, t, verbose, seq))
 			goto failed;
 		added++;
 	}
-	if (call(dp, false, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
+	if (call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		goto failed;
 	snprintf(msg, len, "dataplane already forwarding: %zu tunnels kept, %zu installed, "
 		 "%zu stale SAs removed", kept, added, removed);

@@ -12,8 +12,12 @@
 
 /*
  * PORT_SET, NEIGH_ADD, ROUTE_ADD, per tunnel SA_ADD in + out and POLICY_ADD,
- * then START.  On failure prints "dpvpnd: WHAT: ERROR" and returns -1.  Key
- * material in cfg is wiped either way.
+ * then START, into a dataplane not started yet (SAs it holds, left by an
+ * install that was interrupted, are deleted first).  On failure prints
+ * "dpvpnd: WHAT: ERROR" and returns -1.  Key material in cfg is wiped either
+ * way.  verbose (here, in reconcile and in reload): "dpvpnd: WHAT: done" for
+ * each message that succeeded, naming the tunnel, SA direction, port, route
+ * or neighbour: never a key.
  */
 struct seqstate;
 /* seq: where outbound sequence reservations are kept (NULL: no limits). */
@@ -22,7 +26,7 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstat
  * dpvpnd (re)started against a dataplane already forwarding: keep what matches
  * the config (names, SPIs, cipher), install what is missing, remove the rest.
  */
-int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq,
+int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, bool verbose,
 		   char *msg, size_t len);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
@@ -33,6 +37,6 @@ void inst_fingerprint(struct cfg *cfg);
  * or why not.  On success the caller replaces cur by next.
  */
 int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
-		char *msg, size_t len);
+		bool verbose, char *msg, size_t len);
 
 #endif /* DPVPN_CONTROL_INSTALL_H */

@@ -65,6 +65,7 @@ struct tcase {
 	const char *error;	/* "LINE: message", NULL: parses */
 	struct keyfile kf;
 	size_t n_errors;	/* 0: exactly one, the first is checked */
+	mode_t conf_mode;	/* the config file's mode; 0: 0600 */
 };
 
 static const struct tcase cases[] = {
@@ -229,6 +230,24 @@ static const struct tcase cases[] = {
 	{ "both key and key-file", PORTS TUN_HEAD SPIS KEYS "in-key-file = in.hex\n",
 	  "20: [tunnel t] in-key-file: give either in-key or in-key-file, not both "
 	  "(other one at line 19)", { "in.hex", KEY20B "\n", 0600, 0 } },
+	/* the config file itself: private if it holds a key, never writable by others */
+	{ "config 0644 with a key refused", GOOD,
+	  "18: [tunnel t] out-key: @DIR@/test.conf is mode 0644: group or others can read "
+	  "this key (chmod 600 it, or move the key to out-key-file)", { 0 }, 0, 0644 },
+	{ "config 0640 with an auth key refused", PORTS TUNX("t", "198.19.0.1",
+	  "aes128-cbc-sha1") SPIS "out-key-file = k.hex\nin-key-file = k.hex\n"
+	  "out-auth-key = 0x" KEY20 "\nin-auth-key = 0x" KEY20B "\n",
+	  "20: [tunnel t] out-auth-key: @DIR@/test.conf is mode 0640: group or others can "
+	  "read this key (chmod 600 it, or move the key to out-auth-key-file)",
+	  { "k.hex", KEY16 "\n", 0600, 0 }, 0, 0640 },
+	{ "config 0644 with key files only accepted", PORTS TUN_HEAD SPIS
+	  "out-key-file = k.hex\nin-key-file = k.hex\n", NULL,
+	  { "k.hex", KEY20 "\n", 0600, 0 }, 0, 0644 },
+	/* (an error about the whole file has no line: "FILE: message") */
+	{ "config 0664 refused", PORTS, " mode 0664 lets group or others change the "
+	  "configuration: refused (chmod go-w it)", { 0 }, 0, 0664 },
+	{ "config 0602 refused", PORTS, " mode 0602 lets group or others change the "
+	  "configuration: refused (chmod go-w it)", { 0 }, 0, 0602 },
 	{ "bad group", "[control]\ngroup = no-such-group-dpvpn\n" PORTS,
 	  "2: [control] group: no such group 'no-such-group-dpvpn'", { 0 } },
 	{ "named dataplane", "[dataplane x]\n" PORTS,
@@ -368,7 +387,7 @@ static void test_case(void **state)
 	char path[64], kpath[64];
 
 	snprintf(path, sizeof(path), "%s/test.conf", tmpdir);
-	write_file(path, tc->text, 0644);
+	write_file(path, tc->text, tc->conf_mode ? tc->conf_mode : 0600);
 	if (tc->kf.name) {
 		snprintf(kpath, sizeof(kpath), "%s/%s", tmpdir, tc->kf.name);
 		write_file(kpath, tc->kf.text, tc->kf.mode);
@@ -391,7 +410,7 @@ static void test_keyfile_owner(void **state)
 	snprintf(path, sizeof(path), "%s/owner.conf", tmpdir);
 	snprintf(kpath, sizeof(kpath), "%s/nobody.hex", tmpdir);
 	write_file(path, PORTS TUN_HEAD SPIS "out-key = " KEY20 "\nin-key-file = nobody.hex\n",
-		   0644);
+		   0600);
 	write_file(kpath, KEY20B, 0600);
 	assert_int_equal(chown(kpath, 65534, 65534), 0);
 	assert_int_equal(cfg_load(&cfg, path), -1);
@@ -400,6 +419,58 @@ static void test_keyfile_owner(void **state)
 	assert_int_equal(cfg.n_errors, 1);
 	assert_string_equal(cfg.errors[0], want);
 	cfg_free(&cfg);
+	unlink(kpath);
+	unlink(path);
+}
+
+/* A config owned by someone else is refused, whatever its mode (needs root). */
+static void test_config_owner(void **state)
+{
+	char path[64], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	snprintf(path, sizeof(path), "%s/theirs.conf", tmpdir);
+	write_file(path, PORTS, 0600);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s: owned by uid 65534, not by root or uid 0: refused",
+		 path);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	unlink(path);
+}
+
+/*
+ * Key files are judged by the file actually opened: a symlink to a file
+ * others may read is refused, one to a private file is followed.
+ */
+static void test_keyfile_symlink(void **state)
+{
+	char path[64], kpath[64], link[64], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/link.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/target.hex", tmpdir);
+	snprintf(link, sizeof(link), "%s/link.hex", tmpdir);
+	write_file(path, PORTS TUN_HEAD SPIS "out-key = " KEY20 "\nin-key-file = link.hex\n",
+		   0600);
+	write_file(kpath, KEY20B, 0644);
+	assert_int_equal(symlink("target.hex", link), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:19: [tunnel t] in-key-file: %s: mode 0644 lets group "
+		 "or others access the key (chmod 600 it)", path, link);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	assert_int_equal(chmod(kpath, 0600), 0);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	cfg_free(&cfg);
+	unlink(link);
 	unlink(kpath);
 	unlink(path);
 }
@@ -442,7 +513,7 @@ static void test_ipv6_values(void **state)
 		   "[route r]\ndst = 2001:db8:99::/48\nport = outside\nvia = fe80::1\n"
 		   "[port v6]\nid = 2\nrole = inside\naddress = 2001:db8:3::1/64\n"
 		   "[neighbor n]\nport = v6\naddress = 2001:db8:3::2\nmac = 02:00:00:00:00:03\n",
-		   0644);
+		   0600);
 	assert_int_equal(cfg_load(&cfg, path), 0);
 	assert_int_equal(cfg.n_ports, 3);
 	assert_int_equal(cfg.ports[1].addr4.addr.family, DPVPN_AF_INET);
@@ -478,7 +549,24 @@ static void test_lab(const char *name, uint32_t out_spi, uint8_t first_key_byte)
 	const struct cfg_tunnel *t;
 	static const uint8_t zero[CFG_KEYMAT_MAX];
 
-	snprintf(path, sizeof(path), "%s/configs/%s", SOURCE_ROOT, name);
+	char src[512], *text;
+	FILE *f;
+	long n;
+
+	/* a private copy: git keeps the lab configs 0644, and they hold keys */
+	snprintf(src, sizeof(src), "%s/configs/%s", SOURCE_ROOT, name);
+	f = fopen(src, "r");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)n + 1);
+	assert_non_null(text);
+	assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	write_file(path, text, 0600);
+	free(text);
 	assert_int_equal(cfg_load(&cfg, path), 0);
 	assert_int_equal(cfg.n_ports, 2);
 	assert_int_equal(cfg.n_tunnels, 1);
@@ -493,6 +581,7 @@ static void test_lab(const char *name, uint32_t out_spi, uint8_t first_key_byte)
 	assert_memory_equal(t->out.keymat, zero, sizeof(zero));
 	assert_memory_equal(t->in.keymat, zero, sizeof(zero));
 	cfg_free(&cfg);
+	unlink(path);
 }
 
 static void test_lab_a(void **state)
@@ -509,7 +598,7 @@ static void test_lab_b(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 5];
+	struct CMUnitTest tests[N_CASES + 7];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -524,7 +613,9 @@ int main(void)
 	tests[N_CASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_lab_a);
 	tests[N_CASES + 3] = (struct CMUnitTest)cmocka_unit_test(test_lab_b);
 	tests[N_CASES + 4] = (struct CMUnitTest)cmocka_unit_test(test_ipv6_values);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 5, NULL, NULL);
+	tests[N_CASES + 5] = (struct CMUnitTest)cmocka_unit_test(test_config_owner);
+	tests[N_CASES + 6] = (struct CMUnitTest)cmocka_unit_test(test_keyfile_symlink);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 7, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

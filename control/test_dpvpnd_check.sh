@@ -9,10 +9,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+# The lab configs hold keys: dpvpnd takes them only private (git keeps 0644).
 for c in lab-a lab-b; do
-	out=$("$dpvpnd" -n -c "$configs/$c.conf" 2>&1) || fail "$c.conf: exit $?: $out"
-	[ "$out" = "$configs/$c.conf: OK" ] || fail "$c.conf: printed '$out'"
+	install -m 600 "$configs/$c.conf" "$tmp/$c.conf"
+	out=$("$dpvpnd" -n -c "$tmp/$c.conf" 2>&1) || fail "$c.conf: exit $?: $out"
+	[ "$out" = "$tmp/$c.conf: OK" ] || fail "$c.conf: printed '$out'"
 done
+chmod 644 "$tmp/lab-a.conf"
+"$dpvpnd" -n -c "$tmp/lab-a.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "lab-a.conf 0644: exit $rc, expected 1"
+grep -q "^$tmp/lab-a.conf:[0-9]*: \[tunnel to-b\] out-key: $tmp/lab-a.conf is mode 0644: " \
+	"$tmp/out" || fail "lab-a.conf 0644: no mode error in: $(cat "$tmp/out")"
 
 cat > "$tmp/bad.conf" <<'CONF'
 [port inside]

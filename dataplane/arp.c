@@ -16,15 +16,25 @@
 #include "route.h"
 
 
+/*
+ * Every frame the main lcore builds counts in arp_out, sent or not; one
+ * that is not sent is a drop under its reason too (here punt-full, later
+ * tx-full), so that received + built = sent + dropped + consumed.
+ */
 void
 dp_send_frame(struct rte_mbuf *m, uint16_t port)
 {
-	m->port = port;
-	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
-		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
-		return;
-	}
 	main_stats()->arp_out++;
+	m->port = port;
+	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0)
+		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
+}
+
+void
+dp_frame_nombuf(void)
+{
+	main_stats()->arp_out++;
+	main_stats()->drops[DPVPN_DROP_NO_MBUF]++;
 }
 
 static void
@@ -88,8 +98,10 @@ arp_request(const struct dp_port *p, uint32_t tip)
 	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
 	struct rte_ether_hdr *eth;
 
-	if (m == NULL)
+	if (m == NULL) {	/* asked again when a packet needs it after a second */
+		dp_frame_nombuf();
 		return;
+	}
 	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) +
 							  sizeof(struct rte_arp_hdr));
 	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));

@@ -18,6 +18,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_log.h>
 #include <rte_mempool.h>
 
 #include "crypto.h"
@@ -28,6 +29,7 @@
 #include "sa.h"
 #include "spd.h"
 #include "trace.h"
+#include "dpvpn_alg.h"
 
 #define CTL_MAX_CLIENTS	8
 #define CTL_ERR_LEN	256
@@ -38,6 +40,9 @@ static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static struct crypto_mgr *ctl_mb;
 static uint8_t rxbuf[DPVPN_MSG_MAX + 1];
 static uint8_t txbuf[DPVPN_MSG_MAX];
+
+/* EAL --log-level dpvpn.ctl:debug logs every control message (never a key). */
+RTE_LOG_REGISTER(ctl_logtype, dpvpn.ctl, NOTICE);
 
 struct reply {
 	uint8_t *payload;	/* room for DPVPN_MSG_MAX - header */
@@ -158,13 +163,15 @@ do_port_set(const void *req, struct reply *r)
 		struct dpvpn_route cr = { .dst = { .family = DPVPN_AF_INET6,
 						   .len = p->prefix6_len }, .port_id = c->port_id };
 
+		/* listed (SHOW_ROUTES, ROUTE_DEL) only once it is in the table */
+		rc = route6_add(p->addr6, p->prefix6_len, c->port_id, NULL, r->err,
+				sizeof(r->err));
+		if (rc != 0)
+			return rc;
 		memcpy(cr.dst.v6, p->addr6, 16);
 		dp_mask6(cr.dst.v6, p->prefix6_len);
 		remember_route(&cr);
 	}
-	if (p->has6)
-		return route6_add(p->addr6, p->prefix6_len, c->port_id, NULL, r->err,
-				  sizeof(r->err));
 	return 0;
 }
 
@@ -584,6 +591,7 @@ do_show_counters(const void *req, struct reply *r)
 		c->frag_in += s->frag_in;
 		c->reassembled += s->reassembled;
 		c->reass_dropped += s->reass_dropped;
+		c->fragmented += s->fragmented;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}
@@ -660,6 +668,43 @@ check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
 	return 0;
 }
 
+/*
+ * One debug line per control message: its type, seq and outcome; for SAs
+ * the SPI, direction, cipher and tunnel name.  Never a field of the key,
+ * salt or auth key.  EVENTS (five a second, dpvpnd's poll) only when it fails.
+ */
+static void
+log_msg(ssize_t got, const struct dpvpn_msg_hdr *h, bool valid, int rc, const char *err)
+{
+	const void *req = h + 1;
+	char sa[96] = "";
+
+	if (!rte_log_can_log(ctl_logtype, RTE_LOG_DEBUG))
+		return;
+	if ((size_t)got < sizeof(*h) || h->type >= DPVPN_MSG_TYPE_MAX || !msgs[h->type].name) {
+		rte_log(RTE_LOG_DEBUG, ctl_logtype, "dpvpn-dataplane: ctl: bad message: %s\n",
+			err);
+		return;
+	}
+	if (h->type == DPVPN_MSG_EVENTS && rc == 0)
+		return;
+	if (valid && h->type == DPVPN_MSG_SA_ADD) {
+		const struct dpvpn_sa_cfg *c = req;
+		const struct dpvpn_alg_info *a = dpvpn_alg_get(c->alg);
+
+		snprintf(sa, sizeof(sa), " SA 0x%08x %s %s '%.*s'", rte_be_to_cpu_32(c->spi),
+			 c->dir == DPVPN_DIR_IN ? "in" : "out", a ? a->name : "?",
+			 DPVPN_NAME_LEN, c->name);
+	} else if (valid && h->type == DPVPN_MSG_SA_DEL) {
+		const struct dpvpn_sa_id *c = req;
+
+		snprintf(sa, sizeof(sa), " SA 0x%08x %s", rte_be_to_cpu_32(c->spi),
+			 c->dir == DPVPN_DIR_IN ? "in" : "out");
+	}
+	rte_log(RTE_LOG_DEBUG, ctl_logtype, "dpvpn-dataplane: ctl: %s seq %u%s: %s\n",
+		msgs[h->type].name, h->seq, sa, rc ? err : "ok");
+}
+
 static void
 serve(int fd)
 {
@@ -667,6 +712,7 @@ serve(int fd)
 	struct dpvpn_msg_hdr *o = (struct dpvpn_msg_hdr *)txbuf;
 	struct reply r = { .payload = txbuf + sizeof(*o) };
 	ssize_t got = recv(fd, rxbuf, sizeof(rxbuf), MSG_TRUNC | MSG_DONTWAIT);
+	bool valid;
 	int rc;
 
 	if (got <= 0) {
@@ -681,8 +727,10 @@ serve(int fd)
 	o->type = (size_t)got >= sizeof(*h) ? h->type : 0;
 	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
 	rc = check_header(got, h, &r);
-	if (rc == 0)
+	valid = rc == 0;
+	if (valid)
 		rc = msgs[h->type].fn(rxbuf + sizeof(*h), &r);
+	log_msg(got, h, valid, rc, r.err);
 	/* The request may have carried keys. */
 	explicit_bzero(rxbuf, RTE_MIN((size_t)got, sizeof(rxbuf)));
 	o->flags = DPVPN_F_REPLY;

@@ -32,6 +32,7 @@ struct rte_ip_frag_death_row;
 #define DP_TXQ_RING		1024	/* main -> worker: frames to send */
 #define DP_WORK_RING		2048	/* worker -> worker: outside frames to decap */
 #define DP_IDLE_POLLS		1024	/* empty polls before an idle sleep */
+#define DP_FLUSH_MAX		8192	/* frames discarded per queue at START, at most */
 
 _Static_assert((DP_PUNT_RING & (DP_PUNT_RING - 1)) == 0, "ring sizes are powers of 2");
 _Static_assert(DP_BURST <= DP_TXQ_RING / 4, "a burst must fit a TX ring many times");
@@ -49,6 +50,7 @@ struct dp_port {
 	uint8_t addr6[16];
 	struct rte_ether_addr mac;
 	char name[DPVPN_NAME_LEN];
+	uint8_t flush_at_start;	/* discard what its queues hold at START (worker.c) */
 };
 
 /* A next hop to resolve (worker -> main lcore): ARP or Neighbour Discovery. */
@@ -63,7 +65,7 @@ struct dp_resolve_req {
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
-	uint64_t frag_in, reassembled, reass_dropped;
+	uint64_t frag_in, reassembled, reass_dropped, fragmented;
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
@@ -149,11 +151,20 @@ dp_mask6(uint8_t *a, uint8_t len)
 
 /* Worker loop (worker.c) and the main lcore's slow path (arp.c). */
 int worker_main(void *arg);
+/*
+ * A burst of n frames (n <= DP_BURST) received on port p: outer reassembly
+ * and hand-off (outside ports), classification, encap or decap, routing and
+ * buffered TX; what the poll loop does with each RX burst (fuzz/ calls it too).
+ */
+void worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte_mbuf **pkts,
+	       uint16_t n);
 void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
 void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
-/* Main lcore: send a frame it built through worker 0's TX ring. */
+/* Main lcore: send a frame it built through worker 0's TX ring (arp_out). */
 void dp_send_frame(struct rte_mbuf *m, uint16_t port);
+/* Main lcore: a frame it could not build, the pool being empty (arp_out, no-mbuf). */
+void dp_frame_nombuf(void);
 static inline struct dp_lstats *
 main_stats(void)
 {

@@ -117,8 +117,12 @@ flow_hash(const uint8_t *inner)
 
 	if (inner[0] >> 4 == 6) {
 		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)inner;
+		uint64_t addrs[4];
 
-		h = rte_hash_crc(ip->src_addr, 32, 0);
+		/* rte_hash_crc loads 8 bytes at a time: from an aligned copy
+		 * (the header is only 2-byte aligned in the mbuf) */
+		memcpy(addrs, ip->src_addr, sizeof(addrs));
+		h = rte_hash_crc(addrs, sizeof(addrs), 0);
 		proto = ip->proto;
 		l4 = inner + sizeof(*ip);
 	} else {
@@ -416,6 +420,7 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 {
 	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
 	struct sa *fsas[PMTU_MAX_FRAGS];
+	enum dpvpn_drop_reason why;
 	uint16_t f;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -423,23 +428,25 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 			worker_tx(w, st, &pkts[i], 1);
 			continue;
 		}
-		f = pmtu_fragment4(pkts[i], sas[i]->port_mtu, frags, PMTU_MAX_FRAGS);
+		f = pmtu_fragment4(pkts[i], sas[i]->port_mtu, frags, PMTU_MAX_FRAGS, &why);
 		if (f == 0) {
-			dp_drop(st, pkts[i], DPVPN_DROP_TOO_BIG);
+			dp_drop(st, pkts[i], why);
 			continue;
 		}
 		st->fragments += f;
+		st->fragmented++;
 		worker_tx(w, st, frags, f);
 	}
 	/* RFC 4459 pre-fragmentation: each fragment is a packet of its own */
 	for (uint16_t i = 0; i < nbig; i++) {
-		f = pmtu_fragment4(big[i], big_sa[i]->mtu, frags, PMTU_MAX_FRAGS);
+		f = pmtu_fragment4(big[i], big_sa[i]->mtu, frags, PMTU_MAX_FRAGS, &why);
 		if (f == 0) {
 			big_sa[i]->stats[w->index].drop_other++;
-			dp_drop(st, big[i], DPVPN_DROP_TOO_BIG);
+			dp_drop(st, big[i], why);
 			continue;
 		}
 		st->fragments += f;
+		st->fragmented++;
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
 		f = encap_core(w, st, frags, fsas, f);

@@ -6,7 +6,7 @@
  * sends START, which starts the ports.
  *
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
- *                                  [--no-spread] [--jumbo]
+ *                                  [--no-spread] [--jumbo] [--mbufs N] [--desc N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +25,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "pmtu.h"
 #include "reass.h"
 #include "route.h"
 #include "sa.h"
@@ -38,6 +39,11 @@
 #define JUMBO_BUF_SIZE	(RTE_PKTMBUF_HEADROOM + 10240)
 #define IDLE_SLEEP_US	50	/* default back-off once idle */
 #define MAX_SA_LIMIT	(1u << 22)	/* SAs, both directions: 4 M */
+#define MBUFS_LIMIT	(1u << 24)	/* --mbufs: 16 M */
+#define DESC_MIN	32		/* --desc */
+#define DESC_MAX	4096
+/* what rte_mempool lets one lcore's cache hold before it flushes (1.5 x) */
+#define MBUF_CACHE_HELD	(MBUF_CACHE * 3 / 2)
 
 struct dp_state dp;
 struct dp_lstats dp_lstats[RTE_MAX_LCORE];
@@ -45,6 +51,11 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
 static bool no_spread, jumbo;
+static unsigned int n_mbufs;	/* --mbufs; 0: room for every ring and queue at once */
+static uint16_t n_desc = DP_RX_DESC;	/* --desc: RX and TX descriptors per queue */
+_Static_assert(DP_RX_DESC == DP_TX_DESC, "--desc sets both: one default");
+/* descriptors per queue, as the devices took them (port_configure) */
+static uint16_t port_rxd[DP_MAX_PORTS], port_txd[DP_MAX_PORTS];
 
 static void
 on_signal(int sig)
@@ -58,7 +69,7 @@ usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
-		"                        [--no-spread] [--jumbo]\n"
+		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
@@ -67,8 +78,14 @@ usage(const char *prog)
 		"  --jumbo              mbufs for jumbo frames (port mtu up to %u)\n"
 		"  --no-spread          decrypt each outside burst on the worker that received\n"
 		"                       it (default with 2+ workers: hand bursts round the\n"
-		"                       workers, so one tunnel's ESP uses every core)\n",
-		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX);
+		"                       workers, so one tunnel's ESP uses every core)\n"
+		"  --mbufs N            packet buffers in the pool (default: room for every\n"
+		"                       ring and queue at once); at least what the ports'\n"
+		"                       descriptors, the lcores' caches and one burst per\n"
+		"                       worker hold (too few: the error says how many)\n"
+		"  --desc N             RX and TX descriptors per queue (default %u, %u..%u)\n",
+		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
+		DESC_MAX);
 }
 
 static int
@@ -80,9 +97,12 @@ parse_args(int argc, char **argv)
 		{ "max-sa", required_argument, NULL, 'm' },
 		{ "no-spread", no_argument, NULL, 'S' },
 		{ "jumbo", no_argument, NULL, 'J' },
+		{ "mbufs", required_argument, NULL, 'b' },
+		{ "desc", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned long v;
 	char *end;
 	int c;
 
@@ -114,6 +134,26 @@ parse_args(int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 'b':	/* the floor depends on the ports: checked in setup() */
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v == 0 || v > MBUFS_LIMIT) {
+				fprintf(stderr, "--mbufs: '%s' is not 1..%u\n", optarg,
+					MBUFS_LIMIT);
+				return -1;
+			}
+			n_mbufs = (unsigned int)v;
+			break;
+		case 'd':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < DESC_MIN || v > DESC_MAX) {
+				fprintf(stderr, "--desc: '%s' is not %u..%u\n", optarg, DESC_MIN,
+					DESC_MAX);
+				return -1;
+			}
+			n_desc = (uint16_t)v;
+			break;
 		default:
 			return -1;
 		}
@@ -125,13 +165,13 @@ parse_args(int argc, char **argv)
 	return 0;
 }
 
+/* Queues and descriptor counts (before the pool: its size depends on them). */
 static int
-port_init(uint16_t id)
+port_configure(uint16_t id)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
-	uint16_t nq = (uint16_t)dp.n_workers, rxd = DP_RX_DESC, txd = DP_TX_DESC;
-	struct dp_port *p = &dp.ports[id];
+	uint16_t nq = (uint16_t)dp.n_workers, rxd = n_desc, txd = n_desc;
 	int rc;
 
 	rc = rte_eth_dev_info_get(id, &info);
@@ -158,14 +198,32 @@ port_init(uint16_t id)
 	rc = rte_eth_dev_configure(id, nq, nq, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
-	for (uint16_t q = 0; rc == 0 && q < nq; q++) {
-		rc = rte_eth_rx_queue_setup(id, q, rxd, rte_eth_dev_socket_id(id), NULL, dp.pool);
+	port_rxd[id] = rxd;
+	port_txd[id] = txd;
+	return rc;
+}
+
+/* The queues, on the pool; the port's name, MAC and MTU. */
+static int
+port_init(uint16_t id)
+{
+	struct dp_port *p = &dp.ports[id];
+	struct rte_eth_dev_info info;
+	int rc = 0;
+
+	for (uint16_t q = 0; rc == 0 && q < dp.n_workers; q++) {
+		rc = rte_eth_rx_queue_setup(id, q, port_rxd[id], rte_eth_dev_socket_id(id), NULL,
+					    dp.pool);
 		if (rc == 0)
-			rc = rte_eth_tx_queue_setup(id, q, txd, rte_eth_dev_socket_id(id), NULL);
+			rc = rte_eth_tx_queue_setup(id, q, port_txd[id], rte_eth_dev_socket_id(id),
+						    NULL);
 	}
 	if (rc != 0)
 		return rc;
 	p->id = id;
+	if (rte_eth_dev_info_get(id, &info) == 0 && info.driver_name != NULL &&
+	    strcmp(info.driver_name, "net_af_packet") == 0)
+		p->flush_at_start = 1;	/* see flush_stale() in worker.c */
 	rte_eth_macaddr_get(id, &p->mac);
 	if (rte_eth_dev_get_mtu(id, &p->mtu) != 0 || p->mtu < DPVPN_MTU_MIN)
 		p->mtu = RTE_ETHER_MTU;
@@ -216,11 +274,54 @@ rcu_init(void)
 	return rte_rcu_qsbr_init(dp.rcu, RTE_MAX_LCORE);
 }
 
+/*
+ * The fewest mbufs the dataplane runs on without starving itself for good:
+ * what the devices may hold (every RX descriptor filled; every TX descriptor
+ * not yet reclaimed, since a PMD frees sent mbufs only in a later transmit
+ * call), what may sit in each lcore's cache out of the others' reach, and
+ * what one poll of each worker has in hand (a burst received per port, a TX
+ * buffer per port, the fragments of one packet, an ICMP error).  The rings
+ * and the reassembly tables are left out: they drain without allocating, so
+ * while they hold the rest of the pool, packets are dropped and counted
+ * (no-mbuf, or by the device as missed) and then it passes.
+ */
+static unsigned int
+mbufs_floor(void)
+{
+	unsigned int n = (dp.n_workers + 1) * MBUF_CACHE_HELD +
+			 dp.n_workers * (2u * dp.n_ports * DP_BURST + PMTU_MAX_FRAGS + 1);
+
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		n += dp.n_workers * ((unsigned int)port_rxd[p] + port_txd[p]);
+	return n;
+}
+
+/* --mbufs, checked against the floor; by default room for every ring full too. */
+static int
+mbufs_count(unsigned int *count)
+{
+	unsigned int floor = mbufs_floor();
+
+	if (n_mbufs == 0) {
+		*count = floor + dp.n_workers * (DP_PUNT_RING + DP_TXQ_RING + DP_WORK_RING +
+						 REASS_MAX_MBUFS);
+		return 0;
+	}
+	if (n_mbufs < floor) {
+		fprintf(stderr, "--mbufs: %u is below the minimum %u for %u ports x %u queues "
+			"(their RX and TX descriptors), %u lcore caches and a burst per worker\n",
+			n_mbufs, floor, dp.n_ports, dp.n_workers, dp.n_workers + 1);
+		return -EINVAL;
+	}
+	*count = n_mbufs;
+	return 0;
+}
+
 static int
 setup(void)
 {
 	unsigned int lcore, nmbufs;
-	int rc;
+	int rc = 0;
 
 	dp.n_workers = rte_lcore_count() - 1;
 	dp.spread = !no_spread && dp.n_workers > 1;
@@ -235,9 +336,15 @@ setup(void)
 			DP_MAX_PORTS, dp.n_ports);
 		return -EINVAL;
 	}
-	nmbufs = dp.n_ports * dp.n_workers * (DP_RX_DESC + DP_TX_DESC + 2 * DP_BURST) +
-		 (dp.n_workers + 1) * (MBUF_CACHE + DP_PUNT_RING + DP_TXQ_RING) +
-		 dp.n_workers * (DP_WORK_RING + REASS_MAX_MBUFS);
+	for (uint16_t p = 0; rc == 0 && p < dp.n_ports; p++) {
+		rc = port_configure(p);
+		if (rc != 0)
+			fprintf(stderr, "port %u: %s\n", p, rte_strerror(-rc));
+	}
+	if (rc == 0)
+		rc = mbufs_count(&nmbufs);
+	if (rc != 0)
+		return rc;
 	/* Every packet in one segment: with --jumbo, mbufs for 9600-byte IP
 	 * packets plus Ethernet and ESP growth; else the usual 2 KiB ones. */
 	dp.pool = rte_pktmbuf_pool_create("dpvpn_mbufs", nmbufs, MBUF_CACHE, 0,
@@ -323,6 +430,12 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s: %s\n", socket_path, strerror(-rc));
 	}
 	if (rc != 0) {
+		/* what setup() made before it failed (the rest is EAL memory) */
+		for (unsigned int i = 0; i < dp.n_workers && i < DP_MAX_WORKERS; i++) {
+			crypto_mgr_free(dp.workers[i].mb);
+			reass_free(&dp.workers[i]);
+		}
+		crypto_mgr_free(mb);
 		rte_eal_cleanup();
 		return 1;
 	}

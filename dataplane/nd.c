@@ -144,6 +144,8 @@ nd_solicit(const struct dp_port *p, const uint8_t *target)
 	m = nd_build(p, ND_NS, 0, group, &mac, target);
 	if (m != NULL)
 		dp_send_frame(m, p->id);
+	else
+		dp_frame_nombuf();
 }
 
 static enum dpvpn_drop_reason
@@ -225,4 +227,6 @@ nd_input(struct rte_mbuf *m)
 	rte_pktmbuf_free(m);
 	if (r != NULL)
 		dp_send_frame(r, p->id);
+	else
+		dp_frame_nombuf();
 }

@@ -70,11 +70,13 @@ icmp4_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	if (port->addr == 0 || !icmp4_may_answer(orig) || !icmp_allowed(w, st))
 		return;
 	r = rte_pktmbuf_alloc(dp.pool);
-	if (r == NULL)
+	if (r == NULL) {	/* counted in icmp_out: dropped for want of a buffer */
+		st->drops[DPVPN_DROP_NO_MBUF]++;
 		return;
+	}
 	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(r, sizeof(*ip) + sizeof(*ic) + quote);
 	if (ip == NULL) {
-		rte_pktmbuf_free(r);
+		dp_drop(st, r, DPVPN_DROP_TOO_BIG);
 		return;
 	}
 	ic = (struct rte_icmp_hdr *)(ip + 1);
@@ -118,11 +120,13 @@ icmp6_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	    !icmp_allowed(w, st))
 		return;
 	r = rte_pktmbuf_alloc(dp.pool);
-	if (r == NULL)
+	if (r == NULL) {	/* counted in icmp_out: dropped for want of a buffer */
+		st->drops[DPVPN_DROP_NO_MBUF]++;
 		return;
+	}
 	ip = (struct rte_ipv6_hdr *)rte_pktmbuf_append(r, sizeof(*ip) + 8 + quote);
 	if (ip == NULL) {
-		rte_pktmbuf_free(r);
+		dp_drop(st, r, DPVPN_DROP_TOO_BIG);
 		return;
 	}
 	ic = (uint8_t *)(ip + 1);
@@ -152,7 +156,8 @@ pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_por
 }
 
 uint16_t
-pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t max)
+pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t max,
+	       enum dpvpn_drop_reason *why)
 {
 	const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, const struct rte_ipv4_hdr *);
 	uint16_t ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
@@ -162,11 +167,16 @@ pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t
 	uint16_t base = frag & RTE_IPV4_HDR_OFFSET_MASK;	/* in 8-byte units */
 	bool more = (frag & RTE_IPV4_HDR_MF_FLAG) != 0;
 
+	*why = DPVPN_DROP_TOO_BIG;
 	if (mtu <= ihl + 8 || per == 0)
 		return 0;
 	n = (uint16_t)((payload + per - 1) / per);
-	if (n > max || rte_pktmbuf_alloc_bulk(dp.pool, out, n) != 0)
+	if (n > max)
 		return 0;
+	if (rte_pktmbuf_alloc_bulk(dp.pool, out, n) != 0) {	/* all or none */
+		*why = DPVPN_DROP_NO_MBUF;
+		return 0;
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		uint16_t off = (uint16_t)(i * per), len = RTE_MIN(per, (uint16_t)(payload - off));
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(out[i], ihl + len);

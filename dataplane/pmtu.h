@@ -31,16 +31,21 @@
 /*
  * Tell the sender of m (an IPv4 or IPv6 packet at m's data) that the
  * tunnel takes at most mtu bytes; port is where m came in.  m is not freed.
+ * An error that is built counts in icmp_out; one the pool has no mbuf for
+ * counts there too, and as a no-mbuf drop.
  */
 void pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		       const struct rte_mbuf *m, uint16_t mtu);
 
 /*
  * Split the IPv4 packet m into fragments of at most mtu bytes (fresh mbufs
- * in out[], m freed); 0 (m untouched) if it would take more than max or the
- * pool is empty.  An existing fragment is split further, offsets kept.
+ * in out[], m freed); 0 (m untouched) if it would take more than max
+ * (*why = too-big) or the pool has too few mbufs (*why = no-mbuf): the
+ * caller drops m under that reason.  An existing fragment is split further,
+ * offsets kept.
  */
-uint16_t pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t max);
+uint16_t pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t max,
+			enum dpvpn_drop_reason *why);
 
 /* Lower the MSS of a TCP SYN in the IPv4/IPv6 packet ip (len bytes) to mss. */
 bool pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss);

@@ -92,9 +92,13 @@ outer_fragment6(const struct dp_port *port, struct rte_mbuf *m, struct rte_ipv6_
 	return f;
 }
 
-/* The reassembled chain as one segment (what the rest of the path wants). */
+/*
+ * The reassembled chain as one segment (what the rest of the path wants);
+ * NULL (chain freed, *why set) if no mbuf is free or the packet does not
+ * fit one.
+ */
 static struct rte_mbuf *
-flatten(struct rte_mbuf *chain)
+flatten(struct rte_mbuf *chain, enum dpvpn_drop_reason *why)
 {
 	struct rte_mbuf *m;
 	struct rte_ipv4_hdr *ip;
@@ -107,6 +111,7 @@ flatten(struct rte_mbuf *chain)
 		m = rte_pktmbuf_alloc(dp.pool);
 		d = m == NULL ? NULL : (uint8_t *)rte_pktmbuf_append(m, rte_pktmbuf_pkt_len(chain));
 		if (d == NULL) {
+			*why = m == NULL ? DPVPN_DROP_NO_MBUF : DPVPN_DROP_TOO_BIG;
 			rte_pktmbuf_free(m);
 			rte_pktmbuf_free(chain);
 			return NULL;
@@ -150,6 +155,7 @@ reass_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *por
 		struct rte_ipv4_hdr *ip = outer_fragment(port, m);
 		struct rte_ipv6_fragment_ext *f6 = NULL;
 		struct rte_ipv6_hdr *ip6 = NULL;
+		enum dpvpn_drop_reason why;
 
 		if (likely(ip == NULL) && likely((f6 = outer_fragment6(port, m, &ip6)) == NULL)) {
 			pkts[k++] = m;
@@ -163,12 +169,12 @@ reass_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *por
 			rte_ipv6_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip6, f6);
 		if (whole == NULL)
 			continue;	/* held until the rest comes, or given up */
-		whole = flatten(whole);
+		st->reassembled++;	/* then a packet like any other: kept or dropped */
+		whole = flatten(whole, &why);
 		if (whole == NULL) {
-			st->drops[DPVPN_DROP_TOO_BIG]++;
+			st->drops[why]++;
 			continue;
 		}
-		st->reassembled++;
 		pkts[k++] = whole;
 	}
 	if (now != 0)

@@ -352,6 +352,20 @@ idle(unsigned int *empty)
 	rte_delay_us_sleep(dp.idle_sleep_us);
 }
 
+void
+worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte_mbuf **pkts,
+	  uint16_t n)
+{
+	if (dp.ports[p].role == DPVPN_ROLE_OUTSIDE) {
+		/* fragments are made whole here, before the burst moves on */
+		n = reass_burst(w, st, &dp.ports[p], pkts, n);
+		if (dp.spread && n > 0)
+			n = hand_off(w, st, pkts, n);
+	}
+	if (n > 0)
+		poll_port(w, st, &dp.ports[p], pkts, n);
+}
+
 static void
 poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 {
@@ -366,14 +380,7 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 			continue;
 		got += n;
 		st->rx += n;
-		if (dp.ports[p].role == DPVPN_ROLE_OUTSIDE) {
-			/* fragments are made whole here, before the burst moves on */
-			n = reass_burst(w, st, &dp.ports[p], pkts, n);
-			if (dp.spread && n > 0)
-				n = hand_off(w, st, pkts, n);
-		}
-		if (n > 0)
-			poll_port(w, st, &dp.ports[p], pkts, n);
+		worker_rx(w, st, p, pkts, n);
 	}
 	if (dp.spread)
 		got += drain_work(w, st);
@@ -391,12 +398,44 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	}
 }
 
+/*
+ * net_af_packet (22.11) opens each queue's socket for every protocol, which
+ * receives from every interface of the namespace, and binds it to its own
+ * interface only after setting up the ring: what passed any interface in
+ * between, either way, is in the ring, before what came since.  Forwarded,
+ * such frames are copies of packets another port (or this one) receives too
+ * (ESP seen twice: replay drops at a restarted gateway; cleartext encrypted
+ * twice) or frames for other hosts.  So a worker's first poll after START
+ * discards what its queues of such ports hold: frames from before the
+ * dataplane forwarded, counted as before-start.
+ */
+static void
+flush_stale(struct dp_worker *w, struct dp_lstats *st)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		unsigned int n = 0, got;
+
+		if (!dp.ports[p].flush_at_start)
+			continue;
+		do {	/* until the ring is empty: a few hundred frames */
+			got = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
+			st->rx += got;
+			for (unsigned int i = 0; i < got; i++)
+				dp_drop(st, pkts[i], DPVPN_DROP_BEFORE_START);
+			n += got;
+		} while (got > 0 && n < DP_FLUSH_MAX);
+	}
+}
+
 int
 worker_main(void *arg)
 {
 	struct dp_worker *w = arg;
 	struct dp_lstats *st = &dp_lstats[w->lcore];
 	unsigned int empty = 0;
+	bool flushed = false;
 
 	rte_rcu_qsbr_thread_register(dp.rcu, w->lcore);
 	rte_rcu_qsbr_thread_online(dp.rcu, w->lcore);
@@ -405,6 +444,10 @@ worker_main(void *arg)
 		if (!__atomic_load_n(&dp.started, __ATOMIC_ACQUIRE)) {
 			rte_delay_us_sleep(1000);
 			continue;
+		}
+		if (unlikely(!flushed)) {
+			flush_stale(w, st);
+			flushed = true;
 		}
 		poll_once(w, st, &empty);
 	}

@@ -67,7 +67,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	16
+#define DPVPN_PROTO_VERSION	17
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -396,7 +396,9 @@ struct dpvpn_sa_info {
 	X(BAD_IPV6,	"bad-ipv6",	"malformed IPv6 header or length") \
 	X(BAD_ND,	"bad-nd",	"malformed or foreign Neighbour Discovery packet") \
 	X(PMTU,		"pmtu",		"over the tunnel MTU and may not be fragmented (ICMP sent)") \
-	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd")
+	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd") \
+	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
+	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -462,6 +464,7 @@ struct dpvpn_counters {
 	uint64_t frag_in;	/* outer IPv4/IPv6 fragments taken for reassembly */
 	uint64_t reassembled;	/* packets they completed */
 	uint64_t reass_dropped;	/* fragments given up (timeout, table full, bad) */
+	uint64_t fragmented;	/* packets split into those fragments */
 	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 };

@@ -190,7 +190,7 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None, replace_a=()):
+                 seq_block=None, replace_a=(), dp_args_a=()):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -200,7 +200,8 @@ class Lab:
         gateways' (lab-*.conf say 1024).  mtu: every link and port of the
         lab at this MTU, hosts included (default: hosts and inside links at
         HOST_MTU, the gateway link at 1500); over 1500 the dataplanes get
-        --jumbo and net_af_packet frames big enough."""
+        --jumbo and net_af_packet frames big enough.  dp_args_a: extra
+        options for gateway A's dataplane (after --socket)."""
         self.mtu = mtu
         self.replace = (() if replay_window is None else
                         (("replay-window = 1024", f"replay-window = {replay_window}"),))
@@ -211,6 +212,7 @@ class Lab:
                              ("role = outside\n", f"role = outside\nmtu = {mtu}\n"))
         self.extra_a = extra_a
         self.replace_a = replace_a     # (old, new) edits of gateway A's config only
+        self.dp_args_a = tuple(dp_args_a)
         self.ipv6 = ipv6
         self.workers = workers
         self.tag = secrets.token_hex(2)
@@ -299,7 +301,8 @@ class Lab:
                     [f"net_af_packet0,iface=gwa-in{q}",
                      f"net_af_packet1,iface=gwa-out,qdisc_bypass=0{q}"],
                     self.workdir, lc_a, self.ns_gw, extra_config=self.extra_a,
-                    replace=self.replace + tuple(self.replace_a), dp_args=dp_args)
+                    replace=self.replace + tuple(self.replace_a),
+                    dp_args=dp_args + self.dp_args_a)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
@@ -435,3 +438,16 @@ if __name__ == "__main__":
         demo()
     else:
         sys.exit("usage: lab.py demo")
+
+
+def counters_balance(c):
+    """A gateway's packet conservation from `show counters` (JSON), once idle:
+    (received + made, sent + counted drops + consumed), equal when every
+    packet is accounted for.  Made: ARP/ND frames and ICMP errors the
+    dataplane built, the extra packets fragmentation made (fragments minus the
+    packets split), the packets reassembly completed.  Consumed: ARP/ND frames
+    handled on the main lcore, outer fragments taken for reassembly (those
+    given up are counted as reass_dropped among them)."""
+    made = c["arp_out"] + c["icmp_out"] + c["fragments"] - c["fragmented"] + c["reassembled"]
+    gone = (c["tx_packets"] + sum(c["drops"].values()) + c["arp_in"] + c["frag_in"])
+    return c["rx_packets"] + made, gone
