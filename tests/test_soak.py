@@ -16,7 +16,7 @@ def test_soak_60s():
     # ASan keeps freed memory in quarantine (by design, up to 256 MiB), so
     # RSS says nothing there; LeakSanitizer checks for leaks instead.
     bound = 1 << 20 if os.environ.get("DPVPN_SANITIZER_LOGS") else 4
-    failures, figures = soak.run(seconds=int(os.environ.get("DPVPN_SOAK_SECONDS", "60")),
-                                 rss_bound_mib=bound)
+    seconds = int(os.environ.get("DPVPN_SOAK_SECONDS", "60"))
+    failures, figures = soak.run(seconds=seconds, rss_bound_mib=bound)
     assert not failures, failures
-    assert figures["rounds"] >= 10 and figures["reloads"] >= 20, figures
+    assert figures["rounds"] >= seconds // 6 and figures["reloads"] >= seconds // 3, figures

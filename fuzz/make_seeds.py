@@ -1,0 +1,856 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""fuzz/make_seeds.py: (re)write the seed corpora fuzz/corpus/TARGET/seed-*.
+
+Each seed is an input in the format its target's comment describes.  The
+ESP ones are sealed here, with python3-cryptography, under the keys of the
+fixed SA set of fuzz/fuzz_dp.c (made-up, public keys; the table below must
+match it), so they get past the ICV check: an implementation independent of
+the dataplane's.  Packets are built with scapy.  Files named regress-* (inputs
+that once found a bug) are kept; seed-* files are replaced.
+
+    /usr/bin/python3 fuzz/make_seeds.py
+"""
+import ctypes
+import hashlib
+import hmac
+import os
+import struct
+import sys
+from ipaddress import ip_address
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from scapy.all import (ARP, ICMP, IP, TCP, UDP, Ether, ICMPv6EchoRequest,
+                       ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr,
+                       ICMPv6NDOptSrcLLAddr, IPv6, Raw, fragment, fragment6,
+                       IPv6ExtHdrFragment)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, 'corpus')
+
+OUR_IN_MAC = '02:00:00:00:01:00'
+OUR_OUT_MAC = '02:00:00:00:01:01'
+NONE_MAC = '02:00:00:00:01:02'
+HOST_MAC = '02:00:00:00:0a:02'
+PEER_MAC = '02:00:00:00:0b:02'
+OUT4, OUT6 = '198.19.0.1', '2001:db8:ff::1'
+IN4, IN6 = '198.18.1.1', '2001:db8:1::1'
+HOST4, HOST6 = '198.18.1.2', '2001:db8:1::2'
+
+# name: key_len, auth_key_len, iv_len, icv_len, block, aead (include/dpvpn_alg.h)
+ALGS = {
+    'aes128-gcm': (16, 0, 8, 16, 4, True),
+    'aes256-gcm': (32, 0, 8, 16, 4, True),
+    'aes128-cbc-sha1': (16, 20, 16, 12, 16, False),
+    'aes256-cbc-sha256': (32, 32, 16, 16, 16, False),
+    'chacha20-poly1305': (32, 0, 8, 16, 4, True),
+    'null-sha256': (0, 32, 0, 16, 4, False),
+    'aes128-cbc-sha256': (16, 32, 16, 16, 16, False),
+}
+ALG_IDS = {'aes128-gcm': 1, 'aes256-gcm': 2, 'aes128-cbc-sha1': 3, 'aes256-cbc-sha1': 4,
+           'aes128-cbc-sha256': 5, 'aes256-cbc-sha256': 6, 'chacha20-poly1305': 7,
+           'null-sha256': 8}
+
+# The fixed SA set: fuzz/fuzz_dp.c, defs[] (same order).
+TUNNELS = [
+    dict(alg='aes128-gcm', peer='198.19.0.2', rts='198.18.2.0'),
+    dict(alg='aes256-gcm', udp=4500, esn=True, peer='198.19.0.2', rts='198.18.3.0'),
+    dict(alg='aes128-cbc-sha1', peer='2001:db8:ff::2', rts='2001:db8:2::'),
+    dict(alg='aes256-cbc-sha256', udp=4501, peer='198.19.0.3', rts='2001:db8:3::'),
+    dict(alg='chacha20-poly1305', udp=4500, esn=True, peer='2001:db8:ff::3',
+         rts='198.18.4.0'),
+    dict(alg='null-sha256', peer='198.19.0.2', rts='198.18.5.0'),
+    dict(alg='aes128-cbc-sha256', esn=True, peer='198.19.0.2', rts='198.18.6.0'),
+    dict(alg='aes128-gcm', peer='198.19.0.2', rts='198.18.7.0'),
+]
+
+
+def keys(i, inbound):
+    """The keys sa_cfg() in fuzz_dp.c makes up for tunnel i."""
+    key = bytes((i * 41 + k * 7 + (1 if inbound else 0x81)) & 0xff for k in range(32))
+    auth = bytes((i * 13 + k * 3 + (5 if inbound else 0x85)) & 0xff for k in range(32))
+    salt = bytes((0xc0 + i * 4 + k + (0 if inbound else 0x20)) & 0xff for k in range(4))
+    return key, auth, salt
+
+
+def v6(addr):
+    return ':' in addr
+
+
+def host_behind_peer(i, last=9):
+    rts = TUNNELS[i]['rts']
+    return rts[:-1] + str(last) if not v6(rts) else rts + str(last)
+
+
+def inner_packet(i, payload=b'hello, dpvpn', l4=None, **kw):
+    """A packet from a host behind tunnel i's peer to our host: what the peer seals."""
+    src = host_behind_peer(i)
+    if v6(src):
+        return bytes(IPv6(src=src, dst=HOST6, hlim=kw.get('ttl', 64), tc=kw.get('tos', 0)) /
+                     (l4 or UDP(sport=1234, dport=5678)) / Raw(payload))
+    return bytes(IP(src=src, dst=HOST4, ttl=kw.get('ttl', 64), tos=kw.get('tos', 0)) /
+                 (l4 or UDP(sport=1234, dport=5678)) / Raw(payload))
+
+
+def esp_seal(i, seq, inner, nh=None, iv=None, bad_pad=False):
+    """ESP (RFC 4303) for tunnel i's inbound SA: header, IV, ciphertext, ICV."""
+    t = TUNNELS[i]
+    key_len, auth_len, iv_len, icv_len, block, aead = ALGS[t['alg']]
+    key, auth, salt = keys(i, True)
+    key, auth = key[:key_len], auth[:auth_len]
+    if nh is None:
+        nh = 41 if v6(t['rts']) else 4
+    pad = -(len(inner) + 2) % block
+    padding = bytearray(range(1, pad + 1))
+    if bad_pad and pad:
+        padding[-1] ^= 0x5a
+    pt = inner + bytes(padding) + bytes([pad, nh])
+    spi = 0x2001 + i
+    hdr = struct.pack('>II', spi, seq & 0xffffffff)
+    hi = struct.pack('>I', seq >> 32)
+    esn = t.get('esn', False)
+    if aead:
+        iv = iv or struct.pack('>Q', seq)
+        aad = struct.pack('>I', spi) + hi + hdr[4:] if esn else hdr
+        box = ChaCha20Poly1305(key) if t['alg'].startswith('chacha') else AESGCM(key)
+        return hdr + iv + box.encrypt(salt + iv, pt, aad)
+    if iv_len:
+        iv = iv or bytes(range(0x40, 0x40 + iv_len))
+        enc = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
+        ct = enc.update(pt) + enc.finalize()
+    else:
+        iv, ct = b'', pt
+    digest = hashlib.sha1 if t['alg'].endswith('sha1') else hashlib.sha256
+    icv = hmac.new(auth, hdr + iv + ct + (hi if esn else b''), digest).digest()[:icv_len]
+    return hdr + iv + ct + icv
+
+
+def outer(i, esp, udp=None, tos=0):
+    """The frame the peer of tunnel i sends: Ethernet, IP, maybe UDP, ESP."""
+    t = TUNNELS[i]
+    udp = t.get('udp', 0) if udp is None else udp
+    l4 = UDP(sport=4500, dport=udp) / Raw(esp) if udp else Raw(esp)
+    if v6(t['peer']):
+        ip = IPv6(src=t['peer'], dst=OUT6, tc=tos, nh=17 if udp else 50) / l4
+    else:
+        ip = IP(src=t['peer'], dst=OUT4, tos=tos, proto=17 if udp else 50) / l4
+    return Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / ip
+
+
+def rec(kind, body):
+    body = bytes(body)
+    return bytes([kind]) + struct.pack('>H', len(body)) + body
+
+
+def sealed(i, inner, flags=0x03, tos=0, frag=0, seq=1, hi=0, nh=0, iv=b'', flush=False,
+           kind=0):
+    """A record the target seals itself (fuzz_esp_in.c's kind 2); flush: a burst ends."""
+    body = (bytes([i, flags, tos, frag]) + struct.pack('>I', seq) + bytes([hi, nh]) +
+            iv.ljust(16, b'\0')[:16] + inner)
+    return rec(kind | (6 if flush else 2), body)
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'seed-' + name), 'wb') as f:
+        f.write(data)
+
+
+# ---- fuzz_esp_in ----
+
+def esp_in_seeds():
+    out = {}
+    for i, t in enumerate(TUNNELS):
+        inner = inner_packet(i)
+        out['valid-t%d' % i] = rec(0, outer(i, esp_seal(i, 1, inner)))
+        out['sealed-t%d' % i] = sealed(i, inner)
+        # a burst: in order, a replay, one left of the window, one far ahead
+        out['window-t%d' % i] = b''.join([
+            rec(0, outer(i, esp_seal(i, 5, inner))),
+            rec(0, outer(i, esp_seal(i, 5, inner))),
+            rec(0, outer(i, esp_seal(i, 3, inner))),
+            rec(4, outer(i, esp_seal(i, 5000, inner))),
+            rec(0, outer(i, esp_seal(i, 4, inner))),
+        ])
+        out['sealed-frag-t%d' % i] = sealed(i, inner_packet(i, b'x' * 900), flags=0x07,
+                                            frag=40)
+        out['sealed-frag-rev-t%d' % i] = sealed(i, inner_packet(i, b'y' * 600),
+                                                flags=0x0f, frag=20)
+        out['bad-pad-t%d' % i] = rec(0, outer(i, esp_seal(i, 2, inner, bad_pad=True)))
+        out['bad-nh-t%d' % i] = sealed(i, inner, flags=0x13, nh=17)
+        out['encap-mismatch-t%d' % i] = sealed(i, inner, flags=0x23)
+    # ESN: numbers across 2^32 (tunnels 1, 4, 6)
+    for i in (1, 4, 6):
+        inner = inner_packet(i)
+        # up the first 2^32 in two jumps, across, back into the window, replayed,
+        # each its own burst (a burst's numbers are inferred from the window before it)
+        out['esn-wrap-t%d' % i] = b''.join([
+            sealed(i, inner, seq=1000, flush=True),
+            sealed(i, inner, seq=0x80000000, flush=True),
+            sealed(i, inner, seq=0xfffffff0, flush=True),
+            sealed(i, inner, seq=5, hi=1, flush=True),
+            rec(4, outer(i, esp_seal(i, (1 << 32) + 6, inner))),
+            sealed(i, inner, seq=0xfffffff1, flush=True),
+            sealed(i, inner, seq=0xfffffff0, flush=True),
+            sealed(i, inner, seq=7, hi=2, flush=True),
+        ])
+    # the inner packet: selectors, ECN, TTL, length, MSS clamping, lifetimes
+    out['policy-mismatch'] = sealed(0, bytes(IP(src='203.0.113.5', dst=HOST4) / UDP()))
+    out['ecn-ce-not-ect'] = sealed(0, inner_packet(0), tos=3)
+    out['ecn-ce-ect0'] = sealed(0, inner_packet(0, tos=2), tos=3)
+    out['ecn6-ce-not-ect'] = sealed(2, inner_packet(2), tos=3)
+    out['ecn6-ce-ect0'] = sealed(2, inner_packet(2, tos=2), tos=3)
+    out['ecn-ect1-ect0'] = sealed(4, inner_packet(4, tos=2), tos=1)
+    out['inner-ttl-1'] = sealed(0, inner_packet(0, ttl=1))
+    out['inner6-hop-1'] = sealed(2, inner_packet(2, ttl=1))
+    out['inner-bad-length'] = sealed(0, inner_packet(0) + b'junk', flags=0x01)
+    out['inner-not-ip'] = sealed(0, b'\x00' * 40, flags=0x01)
+    syn = TCP(sport=40000, dport=80, flags='S', options=[('MSS', 1460), ('NOP', None),
+                                                         ('WScale', 7)])
+    out['mss-clamp'] = sealed(5, inner_packet(5, b'', l4=syn))
+    out['mss-clamp6'] = sealed(3, inner_packet(3, b'', l4=syn))
+    out['lifetime'] = b''.join(sealed(5, inner_packet(5), seq=s) for s in range(1, 7))
+    out['inner-no-route'] = sealed(6, bytes(IP(src='198.18.6.9', dst='192.0.2.1') / UDP()))
+    out['inner-unresolved'] = sealed(6, bytes(IP(src='198.18.6.9', dst='203.0.113.7') /
+                                              UDP()))
+    out['long-pad'] = sealed(2, inner_packet(2), flags=0x83, frag=200)
+    # NAT-T: keepalive, IKE marker, unknown port, too short, second port
+    for name, port, pl in (('keepalive', 4500, b'\xff'), ('ike', 4500, b'\0\0\0\0ikev2'),
+                           ('udp-other-port', 53, b'dns?'), ('udp-4501-short', 4501, b'ab')):
+        out['natt-' + name] = rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                                  IP(src='198.19.0.2', dst=OUT4) /
+                                  UDP(sport=4500, dport=port) / Raw(pl))
+    out['natt6-keepalive'] = rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                                 IPv6(src='2001:db8:ff::3', dst=OUT6) /
+                                 UDP(sport=4500, dport=4500) / Raw(b'\xff'))
+    # outer fragments built here (scapy), in order, reversed, overlapping
+    big = outer(0, esp_seal(0, 9, inner_packet(0, b'z' * 1200)))
+    frags = fragment(big[IP], fragsize=400)
+    out['frag4'] = b''.join(rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / f) for f in frags)
+    out['frag4-rev'] = b''.join(rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / f)
+                                for f in reversed(frags))
+    out['frag4-dup'] = b''.join(rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / f)
+                                for f in frags + frags[:1])
+    big6 = outer(2, esp_seal(2, 9, inner_packet(2, b'w' * 1200)))
+    p6 = big6[IPv6]
+    p6 = IPv6(src=p6.src, dst=p6.dst) / IPv6ExtHdrFragment(id=99, nh=50) / p6.payload
+    frags6 = fragment6(p6, 600)
+    out['frag6'] = b''.join(rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / f) for f in frags6)
+    out['frag-unfinished'] = rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) / frags[0])
+    # the slow path: ARP and Neighbour Discovery
+    out['arp-request'] = rec(0, Ether(dst='ff:ff:ff:ff:ff:ff', src=PEER_MAC) /
+                             ARP(op=1, hwsrc=PEER_MAC, psrc='198.19.0.9', pdst=OUT4))
+    out['arp-reply'] = rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                           ARP(op=2, hwsrc=PEER_MAC, psrc='198.19.0.3', pdst=OUT4))
+    out['nd-ns'] = rec(0, Ether(dst='33:33:ff:00:00:01', src=PEER_MAC) /
+                       IPv6(src='2001:db8:ff::9', dst='ff02::1:ff00:1', hlim=255) /
+                       ICMPv6ND_NS(tgt=OUT6) / ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC))
+    out['nd-ns-dad'] = rec(0, Ether(dst='33:33:ff:00:00:01', src=PEER_MAC) /
+                           IPv6(src='::', dst='ff02::1:ff00:1', hlim=255) / ICMPv6ND_NS(tgt=OUT6))
+    out['nd-na'] = rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                       IPv6(src='2001:db8:ff::3', dst=OUT6, hlim=255) /
+                       ICMPv6ND_NA(tgt='2001:db8:ff::3', R=0, S=1, O=1) /
+                       ICMPv6NDOptDstLLAddr(lladdr=PEER_MAC))
+    # malformed outer packets
+    good = bytes(outer(0, esp_seal(0, 1, inner_packet(0))))
+    out['short-frame'] = rec(0, good[:10])
+    out['wrong-mac'] = rec(0, b'\x02\x00\x00\x00\x09\x09' + good[6:])
+    out['vlan'] = rec(0, good[:12] + b'\x81\x00' + good[14:])
+    out['ipv4-bad-sum'] = rec(0, good[:24] + b'\0\0' + good[26:])
+    out['ipv4-truncated'] = rec(0, good[:60])
+    out['esp-short'] = rec(3, bytes(IP(src='198.19.0.2', dst=OUT4, proto=50) /
+                                    Raw(b'\0\0\x20\x01')))
+    out['unknown-spi'] = rec(3, bytes(IP(src='198.19.0.2', dst=OUT4, proto=50) /
+                                      Raw(b'\0\0\x99\x99' + bytes(60))))
+    out['not-local'] = rec(3, bytes(IP(src='198.19.0.2', dst='198.19.0.77', proto=50) /
+                                    Raw(bytes(64))))
+    out['not-esp'] = rec(3, bytes(IP(src='198.19.0.2', dst=OUT4) / ICMP()))
+    out['ipv6-bad-length'] = rec(1, bytes(IPv6(src='2001:db8:ff::2', dst=OUT6, plen=500) /
+                                          Raw(bytes(20))))
+    out['ipv6-multicast'] = rec(3, bytes(IPv6(src='2001:db8:ff::2', dst='ff02::16') /
+                                         ICMPv6EchoRequest()))
+    out['no-role-ethertype'] = rec(0, good[:12] + b'\x88\xcc' + good[14:])
+    # a scattered frame; captures at each point
+    out['multiseg'] = rec(8, outer(0, esp_seal(0, 1, inner_packet(0))))
+    out['trace-decrypted'] = rec(1 << 6, outer(0, esp_seal(0, 1, inner_packet(0))))
+    out['trace-outside-tx'] = sealed(6, bytes(IP(src='198.18.6.9', dst='198.19.0.2') / UDP()),
+                                     kind=2 << 6)
+    # a long input: 40 frames, two bursts
+    out['many'] = b''.join(sealed(i % 8, inner_packet(i % 8), seq=1 + i // 8)
+                           for i in range(40))
+    return out
+
+
+# ---- fuzz_ip ----
+
+def ip_rec(i, pkt, kind=2, host=2):
+    return rec(kind, bytes([i, host]) + bytes(pkt))
+
+
+def to_tunnel(i, l4=None, payload=b'ping', size=None, **kw):
+    """What a host behind us sends into tunnel i (addresses set by the target)."""
+    if size is not None:
+        payload = b'p' * size
+    if v6(TUNNELS[i]['rts']):
+        return IPv6(src=HOST6, dst=host_behind_peer(i), hlim=kw.get('ttl', 64)) / \
+            (l4 or UDP(sport=5000, dport=6000)) / Raw(payload)
+    return IP(src=HOST4, dst=host_behind_peer(i), ttl=kw.get('ttl', 64),
+              flags=kw.get('flags', 0), tos=kw.get('tos', 0)) / \
+        (l4 or UDP(sport=5000, dport=6000)) / Raw(payload)
+
+
+def ip_seeds():
+    out = {}
+    for i in range(len(TUNNELS)):
+        out['udp-t%d' % i] = ip_rec(i, to_tunnel(i))
+        out['tight-t%d' % i] = rec(8 | 2, bytes([i, 7]) + bytes(to_tunnel(i)))
+        out['raw-frame-t%d' % i] = rec(0, Ether(dst=OUR_IN_MAC, src=HOST_MAC) / to_tunnel(i))
+        out['big-df-t%d' % i] = ip_rec(i, to_tunnel(i, size=1450, flags='DF'))
+        out['big-t%d' % i] = ip_rec(i, to_tunnel(i, size=1450))
+    syn = TCP(sport=40000, dport=80, flags='S', options=[('MSS', 1460), ('SAckOK', b''),
+                                                         ('Timestamp', (1, 0))])
+    out['mss-clamp'] = ip_rec(0, to_tunnel(0, l4=syn, payload=b''))
+    out['mss-clamp6'] = ip_rec(2, to_tunnel(2, l4=syn, payload=b''))
+    odd = TCP(sport=40000, dport=80, flags='S', options=[('NOP', None), ('MSS', 1400)])
+    out['mss-odd-offset'] = ip_rec(1, to_tunnel(1, l4=odd, payload=b''))
+    odd6 = TCP(sport=40000, dport=80, flags='S', options=[('NOP', None), ('MSS', 1400)])
+    out['mss-odd-offset6'] = ip_rec(2, to_tunnel(2, l4=odd6, payload=b''))
+    out['multiseg'] = rec(32, Ether(dst=OUR_IN_MAC, src=HOST_MAC) / to_tunnel(0))
+    for k, point in ((1, 'inside-rx'), (2, 'pre-encrypt'), (3, 'outside-tx')):
+        out['trace-' + point] = rec(k << 6 | 2, bytes([k, 2]) + bytes(to_tunnel(k)))
+    out['ttl-1'] = ip_rec(0, to_tunnel(0, ttl=1))
+    out['hop-1'] = ip_rec(2, to_tunnel(2, ttl=1))
+    out['icmp-echo-big-df'] = ip_rec(3, IP(src=HOST4, dst='198.18.2.9', flags='DF') /
+                                     ICMP() / Raw(b'e' * 1400))
+    out['icmp-error-big-df'] = ip_rec(0, IP(src=HOST4, dst='198.18.2.9', flags='DF') /
+                                      ICMP(type=3, code=4) / Raw(b'e' * 1500))
+    out['icmp-limit'] = b''.join(ip_rec(0, to_tunnel(0, size=1450, flags='DF'))
+                                 for _ in range(12))
+    out['already-fragment'] = ip_rec(3, IP(src=HOST4, dst='198.18.2.9', flags='MF', frag=100) /
+                                     Raw(b'f' * 1400))
+    out['outer-frag'] = ip_rec(5, to_tunnel(5, size=1800))
+    out['seq-unreserved'] = b''.join(ip_rec(6, to_tunnel(6)) for _ in range(5))
+    out['seq-exhausted'] = b''.join(ip_rec(7, to_tunnel(7)) for _ in range(3))
+    out['life-bytes'] = b''.join(ip_rec(7, to_tunnel(7, size=1000)) for _ in range(4))
+    out['icmp-to-unresolved'] = ip_rec(0, to_tunnel(0, size=1450, flags='DF'), host=7)
+    out['no-policy'] = rec(3, IP(src=HOST4, dst='192.0.2.1') / UDP())
+    out['to-self'] = rec(3, IP(src=HOST4, dst=IN4) / ICMP())
+    out['to-self6'] = rec(3, IPv6(src=HOST6, dst=IN6) / ICMPv6EchoRequest())
+    out['multicast6'] = rec(3, IPv6(src=HOST6, dst='ff02::1') / ICMPv6EchoRequest())
+    out['arp-request'] = rec(0, Ether(dst='ff:ff:ff:ff:ff:ff', src=HOST_MAC) /
+                             ARP(op=1, hwsrc=HOST_MAC, psrc='198.18.1.7', pdst=IN4))
+    out['nd-ns'] = rec(0, Ether(dst='33:33:ff:00:00:01', src=HOST_MAC) /
+                       IPv6(src='2001:db8:1::7', dst='ff02::1:ff00:1', hlim=255) /
+                       ICMPv6ND_NS(tgt=IN6) / ICMPv6NDOptSrcLLAddr(lladdr=HOST_MAC))
+    out['no-role'] = rec(16 | 0, Ether(dst=NONE_MAC, src=HOST_MAC) / to_tunnel(0))
+    out['ipv4-options'] = ip_rec(0, IP(src=HOST4, dst='198.18.2.9', options=b'\x01\x01\x01\x00') /
+                                 UDP() / Raw(b'opt'))
+    out['bad-ipv4'] = rec(1, bytes(to_tunnel(0))[:30])
+    out['many'] = b''.join(ip_rec(i % 8, to_tunnel(i % 8, size=100 + i)) for i in range(40))
+    return out
+
+
+# ---- fuzz_ctl_dp: the dataplane protocol (include/dpvpn_proto.h) ----
+
+class AddrU(ctypes.Union):
+    _fields_ = [('v4', ctypes.c_uint8 * 4), ('v6', ctypes.c_uint8 * 16)]
+
+
+class Addr(ctypes.Structure):
+    _fields_ = [('family', ctypes.c_uint8), ('reserved', ctypes.c_uint8 * 3), ('u', AddrU)]
+
+
+class Prefix(ctypes.Structure):
+    _fields_ = [('family', ctypes.c_uint8), ('len', ctypes.c_uint8),
+                ('reserved', ctypes.c_uint8 * 2), ('u', AddrU)]
+
+
+class PortCfg(ctypes.Structure):
+    _fields_ = [('port_id', ctypes.c_uint16), ('role', ctypes.c_uint8),
+                ('reserved', ctypes.c_uint8), ('addr4', Prefix), ('addr6', Prefix),
+                ('mtu', ctypes.c_uint16), ('reserved2', ctypes.c_uint8 * 2)]
+
+
+class Neigh(ctypes.Structure):
+    _fields_ = [('port_id', ctypes.c_uint16), ('mac', ctypes.c_uint8 * 6), ('addr', Addr)]
+
+
+class Route(ctypes.Structure):
+    _fields_ = [('dst', Prefix), ('port_id', ctypes.c_uint16),
+                ('reserved', ctypes.c_uint8 * 2), ('gateway', Addr)]
+
+
+class SaCfg(ctypes.Structure):
+    _fields_ = [('spi', ctypes.c_uint8 * 4), ('dir', ctypes.c_uint8), ('alg', ctypes.c_uint8),
+                ('key_len', ctypes.c_uint8), ('df', ctypes.c_uint8),
+                ('replay_window', ctypes.c_uint32), ('local', Addr), ('remote', Addr),
+                ('udp_local', ctypes.c_uint16), ('udp_remote', ctypes.c_uint16),
+                ('esn', ctypes.c_uint8), ('auth_key_len', ctypes.c_uint8),
+                ('reserved2', ctypes.c_uint8 * 2), ('life_bytes', ctypes.c_uint64 * 2),
+                ('life_packets', ctypes.c_uint64 * 2), ('life_seconds', ctypes.c_uint32 * 2),
+                ('seq_start', ctypes.c_uint64), ('seq_limit', ctypes.c_uint64),
+                ('mtu', ctypes.c_uint16), ('mss', ctypes.c_uint16),
+                ('frag_outer', ctypes.c_uint8), ('udp_spread_log2', ctypes.c_uint8),
+                ('reserved3', ctypes.c_uint8 * 2), ('local_ts', Prefix), ('remote_ts', Prefix),
+                ('name', ctypes.c_char * 32), ('key', ctypes.c_uint8 * 32),
+                ('salt', ctypes.c_uint8 * 4), ('auth_key', ctypes.c_uint8 * 32)]
+
+
+class SaId(ctypes.Structure):
+    _fields_ = [('spi', ctypes.c_uint8 * 4), ('dir', ctypes.c_uint8),
+                ('reserved', ctypes.c_uint8 * 3)]
+
+
+class Policy(ctypes.Structure):
+    _fields_ = [('src', Prefix), ('dst', Prefix), ('spi', ctypes.c_uint8 * 4),
+                ('priority', ctypes.c_uint32)]
+
+
+class SeqGrant(ctypes.Structure):
+    _fields_ = [('spi', ctypes.c_uint8 * 4), ('reserved', ctypes.c_uint32),
+                ('limit', ctypes.c_uint64)]
+
+
+class TraceReq(ctypes.Structure):
+    _fields_ = [('point', ctypes.c_uint8), ('reserved', ctypes.c_uint8 * 3),
+                ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
+
+
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 48, Neigh: 28, Route: 44, SaCfg: 272, SaId: 8,
+         Policy: 48, SeqGrant: 16, TraceReq: 264}
+for cls, size in SIZES.items():
+    assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
+
+(HELLO, PORT_SET, NEIGH_ADD, ROUTE_ADD, SA_ADD, SA_DEL, POLICY_ADD, START, SHOW_PORTS,
+ SHOW_SA, SHOW_POLICIES, SHOW_COUNTERS, BATCH_BEGIN, BATCH_COMMIT, EVENTS, SEQ_GRANT,
+ SHOW_LCORES, TRACE_START, TRACE_STATUS, ROUTE_DEL, NEIGH_DEL, SHOW_ROUTES, SHOW_NEIGHS,
+ POLICY_DEL) = range(1, 25)
+
+
+def set_addr(a, s):
+    ip = ip_address(s)
+    a.family = 6 if ip.version == 6 else 4
+    ctypes.memmove(ctypes.addressof(a.u), ip.packed, len(ip.packed))
+
+
+def set_prefix(p, s):
+    addr, plen = s.split('/')
+    set_addr(p, addr)
+    p.len = int(plen)
+
+
+def be32(v):
+    return (ctypes.c_uint8 * 4)(*struct.pack('>I', v))
+
+
+class Msgs:
+    """A list of control messages, each one record of fuzz_ctl_dp.c's input."""
+
+    def __init__(self):
+        self.parts, self.seq = [], 0
+
+    def add(self, mtype, payload=b'', flags=0, fix=0, hdr_len=None, status=0):
+        self.seq += 1
+        payload = bytes(payload)
+        hdr = struct.pack('<HHIIi', mtype, flags, self.seq,
+                          len(payload) if hdr_len is None else hdr_len, status)
+        self.raw(hdr + payload, fix)
+        return self
+
+    def raw(self, data, flags=0):
+        self.parts.append(rec(flags, data))
+        return self
+
+    def bytes(self):
+        return b''.join(self.parts)
+
+
+def port_cfg(pid, role, a4=None, a6=None, mtu=0):
+    c = PortCfg(port_id=pid, role=role, mtu=mtu)
+    if a4:
+        set_prefix(c.addr4, a4)
+    if a6:
+        set_prefix(c.addr6, a6)
+    return c
+
+
+def sa_cfg(i, inbound, **over):
+    t = TUNNELS[i]
+    key_len, auth_len = ALGS[t['alg']][0], ALGS[t['alg']][1]
+    key, auth, salt = keys(i, inbound)
+    c = SaCfg(dir=1 if inbound else 2, alg=ALG_IDS[t['alg']], key_len=key_len,
+              auth_key_len=auth_len, replay_window=64 if inbound else 0,
+              udp_local=t.get('udp', 0), udp_remote=4500 if t.get('udp') else 0,
+              esn=1 if t.get('esn') else 0, name=b'tun%d' % i)
+    c.spi = be32((0x2001 if inbound else 0x1001) + i)
+    set_addr(c.local, OUT6 if v6(t['peer']) else OUT4)
+    set_addr(c.remote, t['peer'])
+    six = v6(t['rts'])
+    set_prefix(c.local_ts, '2001:db8:1::/64' if six else '198.18.1.0/24')
+    set_prefix(c.remote_ts, t['rts'] + ('/64' if six else '/24'))
+    ctypes.memmove(c.key, key, 32)
+    ctypes.memmove(c.auth_key, auth, 32)
+    ctypes.memmove(c.salt, salt, 4)
+    for k, v in over.items():
+        setattr(c, k, v)
+    return c
+
+
+def policy(i, prio=100, src=None, dst=None):
+    t = TUNNELS[i]
+    six = v6(t['rts'])
+    p = Policy(priority=prio)
+    set_prefix(p.src, src or ('2001:db8:1::/64' if six else '198.18.1.0/24'))
+    set_prefix(p.dst, dst or (t['rts'] + ('/64' if six else '/24')))
+    p.spi = be32(0x1001 + i)
+    return p
+
+
+def dump(start=0):
+    return struct.pack('<I', start)
+
+
+def install(m, tunnels=range(len(TUNNELS))):
+    """What dpvpnd's install does (control/install.c), in its order."""
+    m.add(HELLO)
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', '2001:db8:1::1/64'))
+    m.add(PORT_SET, port_cfg(1, 2, '198.19.0.1/24', '2001:db8:ff::1/64'))
+    n = Neigh(port_id=1, mac=(ctypes.c_uint8 * 6)(2, 0, 0, 0, 0xb, 2))
+    set_addr(n.addr, '198.19.0.2')
+    m.add(NEIGH_ADD, n)
+    r = Route(port_id=1)
+    set_prefix(r.dst, '203.0.113.0/24')
+    set_addr(r.gateway, '198.19.0.254')
+    m.add(ROUTE_ADD, r)
+    r6 = Route(port_id=0)
+    set_prefix(r6.dst, '2001:db8:99::/48')
+    m.add(ROUTE_ADD, r6)
+    m.add(BATCH_BEGIN)
+    for i in tunnels:
+        m.add(SA_ADD, sa_cfg(i, True))
+        m.add(SA_ADD, sa_cfg(i, False))
+        m.add(POLICY_ADD, policy(i))
+    m.add(BATCH_COMMIT)
+    return m
+
+
+def ctl_dp_seeds():
+    out = {}
+    m = install(Msgs(), [0, 2, 4])
+    for t in (SHOW_PORTS, SHOW_SA, SHOW_POLICIES, SHOW_LCORES, SHOW_ROUTES, SHOW_NEIGHS,
+              EVENTS):
+        m.add(t, dump())
+    m.add(SHOW_COUNTERS).add(TRACE_STATUS).add(START)
+    out['install-show'] = m.bytes()
+    for i in range(len(TUNNELS)):
+        out['sa-t%d' % i] = install(Msgs(), [i]).add(SHOW_SA, dump()).bytes()
+    m = install(Msgs(), [0])
+    m.add(SA_ADD, sa_cfg(6, False, seq_limit=100))
+    m.add(SEQ_GRANT, SeqGrant(spi=be32(0x1007), limit=1000))
+    m.add(SEQ_GRANT, SeqGrant(spi=be32(0x1001), limit=1000))
+    m.add(SA_DEL, SaId(spi=be32(0x1001), dir=2))
+    m.add(SA_DEL, SaId(spi=be32(0x2001), dir=1))
+    m.add(SA_DEL, SaId(spi=be32(0x2001), dir=1))
+    m.add(POLICY_DEL, policy(6))
+    m.add(POLICY_DEL, policy(6))
+    r = Route()
+    set_prefix(r.dst, '203.0.113.0/24')
+    m.add(ROUTE_DEL, r).add(ROUTE_DEL, r)
+    n = Neigh(port_id=1)
+    set_addr(n.addr, '198.19.0.2')
+    m.add(NEIGH_DEL, n).add(NEIGH_DEL, n)
+    m.add(SHOW_SA, dump(1)).add(SHOW_SA, dump(1000)).add(EVENTS, dump())
+    out['delete'] = m.bytes()
+    m = Msgs()
+    tr = TraceReq(point=2, count=10, path=b'/tmp/not-used.pcapng')
+    m.add(TRACE_START, tr).add(TRACE_STATUS).add(TRACE_START, tr)
+    m.add(TRACE_START, TraceReq(point=0)).add(TRACE_START, TraceReq(point=9, count=1))
+    m.add(TRACE_START, TraceReq(point=1, count=5, path=b'relative'))
+    out['trace'] = m.bytes()
+    # every field check of SA_ADD
+    m = Msgs()
+    bad = [dict(spi=be32(255)), dict(dir=3), dict(alg=99), dict(key_len=15),
+           dict(auth_key_len=7), dict(replay_window=100), dict(esn=2), dict(df=9),
+           dict(mtu=100), dict(frag_outer=1, mtu=1400), dict(seq_start=5),
+           dict(udp_local=4500, udp_remote=0), dict(udp_spread_log2=3),
+           dict(life_bytes=(ctypes.c_uint64 * 2)(10, 5)),
+           dict(name=b'x' * 32)]
+    for over in bad[:8]:
+        m.add(SA_ADD, sa_cfg(0, True, **over))
+    out['sa-errors'] = m.bytes()
+    m = Msgs()
+    for over in bad[8:]:
+        m.add(SA_ADD, sa_cfg(0, True, **over))
+    c = sa_cfg(0, True)
+    c.local.family = 6
+    m.add(SA_ADD, c)
+    c = sa_cfg(0, False, seq_start=0xfffffffe, seq_limit=0xffffffff)
+    m.add(SA_ADD, c).add(SA_ADD, c)
+    c = sa_cfg(0, False, frag_outer=1, mtu=2000, udp_spread_log2=0)
+    c.spi = be32(0x3333)
+    m.add(SA_ADD, c)
+    m.add(POLICY_ADD, policy(1)).add(POLICY_ADD, policy(0, prio=0xffffffff))
+    p = policy(0)
+    p.src.family = 6
+    m.add(POLICY_ADD, p)
+    out['sa-errors2'] = m.bytes()
+    # ports, neighbours and routes that are refused
+    m = Msgs()
+    m.add(PORT_SET, port_cfg(7, 1)).add(PORT_SET, port_cfg(0, 5))
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/40')).add(PORT_SET, port_cfg(0, 1, None,
+                                                                             'ff02::1/64'))
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', mtu=9000))
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', mtu=1400))
+    m.add(PORT_SET, port_cfg(2, 0))
+    n = Neigh(port_id=0, mac=(ctypes.c_uint8 * 6)(1, 0, 0, 0, 0, 1))
+    set_addr(n.addr, '198.18.1.9')
+    m.add(NEIGH_ADD, n)
+    n = Neigh(port_id=0, mac=(ctypes.c_uint8 * 6)(2, 0, 0, 0, 0, 1))
+    set_addr(n.addr, 'ff02::1')
+    m.add(NEIGH_ADD, n)
+    r = Route(port_id=0)
+    set_prefix(r.dst, '10.0.0.0/8')
+    set_addr(r.gateway, '2001:db8::1')
+    m.add(ROUTE_ADD, r)
+    r = Route(port_id=9)
+    set_prefix(r.dst, '10.0.0.0/40')
+    m.add(ROUTE_ADD, r)
+    r = Route(port_id=0)
+    set_prefix(r.dst, '2001:db8:5::/200')
+    m.add(ROUTE_ADD, r).add(ROUTE_DEL, r)
+    out['port-route-errors'] = m.bytes()
+    # the transport: sizes, flags, types
+    m = Msgs()
+    m.add(HELLO, flags=1).add(99).add(0).add(HELLO, b'x').add(HELLO, hdr_len=4)
+    m.add(SA_ADD, b'\0' * 100).add(SHOW_SA, dump(), fix=1, hdr_len=77)
+    m.raw(b'\x01\x00').raw(b'\x01\x00\x00\x00' + b'\0' * 12 + b'abc')
+    m.raw(struct.pack('<HHIIi', SHOW_SA, 0, 77, 65536 - 16 + 5, 0), flags=2)
+    out['transport'] = m.bytes()
+    out['empty-datagram'] = Msgs().add(HELLO).raw(b'', flags=4).add(HELLO).bytes()
+    return out
+
+
+# ---- fuzz_ctl_d: the operator protocol (control/ctl_proto.h) ----
+
+def ctl_d_seeds():
+    reqs = {
+        'status': '{"cmd":"status"}',
+        'reload': '{"cmd":"reload"}',
+        'clear': '{"cmd":"clear"}',
+        'tunnel-up': '{"cmd":"tunnel","name":"to-b","state":"up"}',
+        'tunnel-down': '{"cmd":"tunnel","name":"to-bb","state":"down"}',
+        'tunnel-bad': '{"cmd":"tunnel","name":"to-b","state":"sideways"}',
+        'route-add': '{"cmd":"route","op":"add","dst":"203.0.113.0/24","port":1,'
+                     '"via":"198.19.0.254"}',
+        'route-add6': '{"cmd":"route","op":"add","dst":"2001:db8:99::/48","port":0,'
+                      '"via":null}',
+        'route-del': '{"cmd":"route","op":"del","dst":"203.0.113.0/24"}',
+        'route-bad': '{"cmd":"route","op":"add","dst":"203.0.113.0/33","port":-1,'
+                     '"via":"::1"}',
+        'neighbour-add': '{"cmd":"neighbour","op":"add","port":0,"address":"198.18.1.9",'
+                         '"mac":"02:00:00:00:0a:09"}',
+        'neighbour-add6': '{"cmd":"neighbour","op":"add","port":0,"address":"2001:db8:1::9",'
+                          '"mac":"02:00:00:00:0a:09"}',
+        'neighbour-del': '{"cmd":"neighbour","op":"del","port":0,"address":"198.18.1.9"}',
+        'neighbour-bad': '{"cmd":"neighbour","op":"add","port":70000,"address":"1.2.3",'
+                         '"mac":"zz:00:00:00:0a:09"}',
+        'policy-add': '{"cmd":"policy","op":"add","src":"198.18.1.0/24",'
+                      '"dst":"198.18.9.0/24","spi":"0x00001001","priority":10}',
+        'policy-del': '{"cmd":"policy","op":"del","src":"198.18.1.0/24",'
+                      '"dst":"198.18.9.0/24"}',
+        'policy-bad': '{"cmd":"policy","op":"add","src":"198.18.1.0/24","dst":"2001:db8::/32",'
+                      '"spi":"4097x","priority":-5}',
+        'sa-del': '{"cmd":"sa","op":"del","spi":"0x00002001","dir":"in"}',
+        'sa-add': '{"cmd":"sa","op":"add","spi":"0x00002001","dir":"out"}',
+        'trace': '{"cmd":"trace","point":"decrypted","count":10,"file":"/tmp/x.pcapng"}',
+        'trace-off': '{"cmd":"trace","point":"off"}',
+        'trace-bad': '{"cmd":"trace","point":"inside-rx","count":0,"file":"rel"}',
+        'unknown-cmd': '{"cmd":"reboot"}',
+        'unknown-member': '{"cmd":"status","verbose":true}',
+        'not-object': '["cmd","status"]',
+        'cmd-not-string': '{"cmd":7}',
+        'no-cmd': '{"what":"sa"}',
+        'duplicate': '{"cmd":"status","cmd":"show"}',
+        'syntax': '{"cmd":"show",',
+        'unicode': '{"cmd":"tunnel","name":"t\\u00fcnnel\\u20ac","state":"up"}',
+    }
+    for what in ('sa', 'ports', 'counters', 'policies', 'trace', 'routes', 'neighbours',
+                 'lcores', 'nothing'):
+        reqs['show-' + what] = '{"cmd":"show","what":"%s"}' % what
+    reqs['show-no-what'] = '{"cmd":"show"}'
+    reqs['show-what-number'] = '{"cmd":"show","what":1}'
+    return {k: v.encode() for k, v in reqs.items()}
+
+
+# ---- fuzz_config ----
+
+def config_seeds():
+    out = {}
+    for name in ('lab-a.conf', 'lab-b.conf'):
+        with open(os.path.join(HERE, '..', 'configs', name), 'rb') as f:
+            out[name] = f.read()
+    base = """[dataplane]
+socket = /run/dpvpn/fuzz/dataplane.sock
+[control]
+socket = /run/dpvpn/fuzz/dpvpnd.sock
+state = fuzz.state
+seq-block = 4096
+metrics = 127.0.0.1:9477
+[port inside]
+id = 0
+role = inside
+mtu = 1500
+address = 198.18.1.1/24, 2001:db8:1::1/64
+[port outside]
+id = 1
+role = outside
+address = 198.19.0.1/24,2001:db8:ff::1/64
+[neighbor peer]
+port = outside
+address = 198.19.0.2
+mac = 02:00:00:00:0b:02
+[neighbor peer6]
+port = 1
+address = 2001:db8:ff::2
+mac = 02:00:00:00:0b:03
+[route far]
+dst = 203.0.113.0/24
+port = outside
+via = 198.19.0.254
+[route far6]
+dst = 2001:db8:99::/48
+port = inside
+"""
+    tun = """[tunnel t%(i)d]
+local = %(local)s
+remote = %(remote)s
+local-ts = %(lts)s
+remote-ts = %(rts)s
+cipher = %(alg)s
+out-spi = 0x%(out)08x
+in-spi = %(in_)d
+%(keys)s%(extra)s
+"""
+    tunnels = []
+    for i, t in enumerate(TUNNELS):
+        six_out, six_in = v6(t['peer']), v6(t['rts'])
+        key_len, auth_len = ALGS[t['alg']][:2]
+        salt = 4 if ALGS[t['alg']][5] else 0
+        keys_txt = ''
+        if key_len:
+            keys_txt += 'out-key = 0x%s\nin-key = %s\n' % ('11' * (key_len + salt),
+                                                          '12' * (key_len + salt))
+        if auth_len:
+            keys_txt += 'out-auth-key = %s\nin-auth-key = 0x%s\n' % ('22' * auth_len,
+                                                                   '33' * auth_len)
+        extra = ''
+        if t.get('udp'):
+            extra += ('encap = udp\nlocal-port = %d\nremote-port = 4500\n'
+                      'local-ports = 2\n' % t['udp'])
+        if t.get('esn'):
+            extra += 'esn = yes\nout-seq-start = 4294967300\n'
+        extra += ['df = set\n', 'df = clear\n', 'replay-window = 4096\n', 'mtu = 1400\n',
+                  'soft-packets = 10\nhard-packets = 20\nsoft-bytes = 1000\n'
+                  'hard-bytes = 2000\nsoft-seconds = 60\nhard-seconds = 120\n',
+                  'fragment = outer\nmss-clamp = 1300\n',
+                  'replay-window = 0\nmss-clamp = off\n', 'mss-clamp = auto\n'][i]
+        tunnels.append(tun % dict(i=i, local=OUT6 if six_out else OUT4, remote=t['peer'],
+                                  lts='2001:db8:1::/64' if six_in else '198.18.1.0/24',
+                                  rts=t['rts'] + ('/64' if six_in else '/24'), alg=t['alg'],
+                                  out=0x1001 + i, in_=0x2001 + i, keys=keys_txt, extra=extra))
+    for k in range(0, len(tunnels), 3):	# a few tunnels a file: inputs stay small
+        out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 3])).encode()
+    out['one-tunnel.conf'] = (base + tunnels[0]).encode()
+    def key_file(i, name, auth=False):
+        """Tunnel i with its inbound (auth) key read from a file of fuzz_config.c's."""
+        lines = tunnels[i].split('\n')
+        want = 'in-auth-key = ' if auth else 'in-key = '
+        return '\n'.join(('%s-file = %s' % (want[:-3], name)) if x.startswith(want) else x
+                         for x in lines)
+    good = key_file(0, 'a.key') + key_file(3, 'b.key')
+    out['key-files.conf'] = (base + good).encode()
+    bad = (key_file(0, 'open.key') + key_file(1, 'two.key') + key_file(2, 'big.key') +
+           key_file(4, 'missing.key'))
+    out['key-files-bad.conf'] = (base + bad.replace('out-spi = 0x00001002',
+                                                    'out-spi = 0x00001001')).encode()
+    bad = key_file(5, 'auth.key', auth=True) + key_file(7, '/dev/null') + key_file(6, '../a.key')
+    out['key-files-bad2.conf'] = (base + bad).encode()
+    out['errors.conf'] = b"""\xef\xbb\xbf# errors of every kind
+key = outside
+[port a]
+id = 99999
+role = sideways
+address = 300.1.1.1/24, 2001:db8::1/129, 198.18.1.1/24
+mtu = 10
+unknown = 1
+[port a]
+id = 0
+[port b]
+id = 0
+role = outside
+[neighbor n]
+port = c
+address = 2001:db8:ff::
+mac = ff:ff:ff:ff:ff:ff
+[route r]
+dst = 10.1.2.3/8
+port = b
+via = 2001:db8::1
+[tunnel t]
+local = 198.19.0.9
+remote = 2001:db8:ff::2
+local-ts = 198.18.1.0/24
+remote-ts = 2001:db8:2::/64
+cipher = aes512-gcm
+out-spi = 12
+in-spi = 0x1_0000
+out-key = 0xabc
+out-key = 0x00
+in-key = nothex
+replay-window = 100
+esn = maybe
+df = sometimes
+encap = tcp
+local-ports = 3
+hard-packets = 5
+soft-packets = 10
+[tunnel t]
+[weird section name with spaces]
+[control]
+group = no-such-group-here
+metrics = 10.0.0.1:
+seq-block = 12
+[dataplane]
+[dataplane]
+socket = relative/path
+= value
+just a line
+[unterminated
+"""
+    out['long-line.conf'] = ('[port p]\nid = 0\nrole = inside\naddress = ' + '1' * 300 +
+                             '\n').encode()
+    out['empty.conf'] = b''
+    return out
+
+
+def main():
+    targets = {'fuzz_esp_in': esp_in_seeds, 'fuzz_ip': ip_seeds, 'fuzz_ctl_dp': ctl_dp_seeds,
+               'fuzz_ctl_d': ctl_d_seeds, 'fuzz_config': config_seeds}
+    for target, make in targets.items():
+        d = os.path.join(CORPUS, target)
+        os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):
+            if old.startswith('seed-'):
+                os.unlink(os.path.join(d, old))
+        seeds = make()
+        for name, data in seeds.items():
+            write(target, name, bytes(data))
+        print('%s: %d seeds, %d bytes' % (target, len(seeds),
+                                          sum(len(bytes(v)) for v in seeds.values())))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
