@@ -22,6 +22,7 @@
 #include "config.h"
 
 static char dir[64], path[128];
+static int conf_fd = -1;
 
 static __attribute__((noreturn)) void
 die(const char *what, const char *detail)
@@ -115,6 +116,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("mkdtemp", dir);
 	snprintf(path, sizeof(path), "%s/dpvpn.conf", dir);
 	atexit(cleanup);
+	conf_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (conf_fd < 0)
+		die("cannot create", path);
 	put("a.key", "0x0123456789abcdef0123456789abcdef01020304\n", 0600);
 	put("b.key", "  00112233445566778899aabbccddeeff0011223344556677889900aabbccddee\n", 0600);
 	put("auth.key", "0x000102030405060708090a0b0c0d0e0f10111213\n", 0400);
@@ -130,10 +134,10 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct cfg c;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc;
 
-	if (fd < 0 || write(fd, data, size) != (ssize_t)size || close(fd) != 0)
+	/* the file stays open here: rewritten in place, two system calls */
+	if (pwrite(conf_fd, data, size, 0) != (ssize_t)size || ftruncate(conf_fd, (off_t)size) != 0)
 		die("cannot write", path);
 	rc = cfg_load(&c, path);
 	if (getenv("FUZZ_DEBUG") != NULL)	/* for writing seeds */

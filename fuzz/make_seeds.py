@@ -760,8 +760,8 @@ in-spi = %(in_)d
                                   lts='2001:db8:1::/64' if six_in else '198.18.1.0/24',
                                   rts=t['rts'] + ('/64' if six_in else '/24'), alg=t['alg'],
                                   out=0x1001 + i, in_=0x2001 + i, keys=keys_txt, extra=extra))
-    for k in range(0, len(tunnels), 3):	# a few tunnels a file: inputs stay small
-        out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 3])).encode()
+    for k in range(0, len(tunnels), 2):	# two tunnels a file: inputs stay small
+        out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 2])).encode()
     out['one-tunnel.conf'] = (base + tunnels[0]).encode()
     def key_file(i, name, auth=False):
         """Tunnel i with its inbound (auth) key read from a file of fuzz_config.c's."""

@@ -318,13 +318,17 @@ def test_restarted_dataplane_forwards_nothing_from_before_start():
     with lab.Lab() as net:
         net.ping(count=3)
         net.bg("foreign-frames", net.ns_a, "python3", "-c", FOREIGN, "60")
-        for _ in range(3):
+        caught = 0      # the race is the kernel's: restart until it happened
+        for _ in range(6):
             net.b.crash_dataplane()
             wait_traffic(net)
             c = net.b.ctl("show", "counters")
             print(f"test_faults: gateway B restarted: {nonzero(c['drops'])}")
             assert c["drops"]["wrong-mac"] == 0 and c["drops"]["replay"] == 0, c["drops"]
-            assert c["drops"]["before-start"] > 0, c["drops"]
+            caught += c["drops"]["before-start"]
+            if caught and _ >= 2:
+                break
+        assert caught > 0, "no restart caught frames before START: the test proved nothing"
         everyone_alive(net)
 
 
