@@ -192,6 +192,7 @@ struct loop {
 	struct pollfd pfd[PFD_CLIENTS + MAX_CLIENTS];
 	nfds_t n;
 	struct ctl_ctx *ctx;
+	struct metrics *metrics;	/* NULL: no [control] metrics */
 };
 
 static void add_client(struct loop *l)
@@ -466,8 +467,7 @@ static int run_loop(struct loop *l)
 			serve_clients(l);
 			if (l->pfd[PFD_LISTEN].revents)
 				add_client(l);
-			if (l->pfd[PFD_METRICS].revents)
-				metrics_serve(l->pfd[PFD_METRICS].fd, dp);
+			metrics_poll(l->metrics, dp);	/* also expires the idle */
 		}
 		if (dp->lost && reconnect(l) != 0)
 			return 0;
@@ -498,16 +498,16 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	l.pfd[PFD_LISTEN] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	l.pfd[PFD_METRICS] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	if (cfg->metrics[0] != '\0') {
-		l.pfd[PFD_METRICS].fd = metrics_listen(cfg->metrics);
-		if (l.pfd[PFD_METRICS].fd < 0) {
+		l.metrics = metrics_open(cfg->metrics);
+		l.pfd[PFD_METRICS].fd = metrics_fd(l.metrics);
+		if (l.metrics == NULL) {
 			close(lfd);
 			close(sfd);
 			return 1;
 		}
 	}
 	rc = run_loop(&l);
-	if (l.pfd[PFD_METRICS].fd >= 0)
-		close(l.pfd[PFD_METRICS].fd);
+	metrics_close(l.metrics);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);
 	close(lfd);

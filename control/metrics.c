@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,7 +23,7 @@ static const char *const drop_names[] = {
 #undef DPVPN_X_NAME
 };
 
-int metrics_listen(const char *spec)
+static int metrics_listen(const char *spec)
 {
 	struct sockaddr_storage ss = { 0 };
 	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
@@ -226,47 +228,206 @@ static void lcores(struct out *o, struct dp_client *dp)
 	free(l);
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
+/*
+ * Connections: non-blocking, in an epoll set of their own whose descriptor
+ * dpvpnd's loop polls, each with a deadline for the whole exchange, so no
+ * scraper, idle or not reading, holds up dpvpnd (whose loop also serves the
+ * operator's socket and the dataplane's events).
+ */
+#define METRICS_CONNS		16
+#define METRICS_DEADLINE_MS	5000
+#define METRICS_REQ_MAX		2048
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
+struct mconn {
+	int fd;			/* -1: free */
+	bool writing;		/* request read; the response going out */
+	uint64_t deadline;	/* ms, CLOCK_MONOTONIC */
+	size_t got, sent;
+	struct out o;		/* the response: head and text */
+	char req[METRICS_REQ_MAX];
+};
+
+struct metrics {
+	int ep, lfd;
+	struct mconn c[METRICS_CONNS];
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct metrics *metrics_open(const char *spec)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+
+	if (m == NULL)
+		return NULL;
+	for (int i = 0; i < METRICS_CONNS; i++)
+		m->c[i].fd = -1;
+	m->lfd = metrics_listen(spec);
+	if (m->lfd < 0) {
+		free(m);
+		return NULL;
+	}
+	m->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (m->ep < 0 || epoll_ctl(m->ep, EPOLL_CTL_ADD, m->lfd, &ev) != 0) {
+		fprintf(stderr, "dpvpnd: metrics: epoll: %s\n", strerror(errno));
+		if (m->ep >= 0)
+			close(m->ep);
+		close(m->lfd);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int metrics_fd(const struct metrics *m)
+{
+	return m ? m->ep : -1;
+}
+
+static void drop(struct mconn *c)
+{
+	close(c->fd);	/* leaves the epoll set with it */
+	free(c->o.buf);
+	memset(&c->o, 0, sizeof(c->o));
+	c->fd = -1;
+}
+
+static void accept_all(struct metrics *m)
+{
+	for (int n = 0; n < METRICS_CONNS; n++) {
+		int fd = accept4(m->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct mconn *c = NULL;
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (fd < 0)
 			return;
-		p += w;
-		len -= (size_t)w;
+		for (int i = 0; i < METRICS_CONNS; i++) {	/* a free slot, else the oldest */
+			if (m->c[i].fd < 0) {
+				c = &m->c[i];
+				break;
+			}
+			if (c == NULL || m->c[i].deadline < c->deadline)
+				c = &m->c[i];
+		}
+		if (c->fd >= 0)
+			drop(c);
+		ev.data.u32 = (uint32_t)(c - m->c) + 1;
+		if (epoll_ctl(m->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			close(fd);
+			continue;
+		}
+		*c = (struct mconn){ .fd = fd, .deadline = mono_ms() + METRICS_DEADLINE_MS };
 	}
 }
 
-void metrics_serve(int lfd, struct dp_client *dp)
+static void respond(struct mconn *c, struct dp_client *dp)
 {
-	struct out o = { 0 };
-	char req[2048], head[160];
-	struct pollfd p;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct out body = { 0 };
+	char head[160];
 
-	if (fd < 0)
-		return;
-	/* the request line is all we need; a slow client gets one second */
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if (poll(&p, 1, 1000) <= 0 || read(fd, req, sizeof(req)) <= 0) {
-		close(fd);
-		return;
-	}
 	if (!dp->lost) {
-		counters(&o, dp);
-		sas(&o, dp);
-		ports(&o, dp);
-		lcores(&o, dp);
+		counters(&body, dp);
+		sas(&body, dp);
+		ports(&body, dp);
+		lcores(&body, dp);
 	}
 	snprintf(head, sizeof(head), "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
-		 "Content-Length: %zu\r\n\r\n", o.buf ? "200 OK" : "503 Service Unavailable",
-		 o.len);
-	write_all(fd, head, strlen(head));
-	if (o.buf)
-		write_all(fd, o.buf, o.len);
-	free(o.buf);
-	close(fd);
+		 "Content-Length: %zu\r\n\r\n", body.buf ? "200 OK" : "503 Service Unavailable",
+		 body.len);
+	put(&c->o, "%s", head);
+	if (body.buf && c->o.buf) {
+		char *b = realloc(c->o.buf, c->o.len + body.len);
+
+		if (b != NULL) {
+			memcpy(b + c->o.len, body.buf, body.len);
+			c->o.buf = b;
+			c->o.len += body.len;
+			c->o.cap = c->o.len;
+		}
+	}
+	free(body.buf);
+	c->writing = true;
+}
+
+/* 0: more to do; -1: done with this connection (answered, gone or wrong). */
+static int step(struct metrics *m, struct mconn *c, struct dp_client *dp)
+{
+	if (!c->writing) {
+		ssize_t r = recv(c->fd, c->req + c->got, sizeof(c->req) - 1 - c->got, 0);
+
+		if (r < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		if (r == 0)
+			return -1;
+		c->got += (size_t)r;
+		c->req[c->got] = '\0';
+		/* the request's head is all there is to read; a full buffer is enough too */
+		if (strstr(c->req, "\r\n\r\n") == NULL && strstr(c->req, "\n\n") == NULL &&
+		    c->got < sizeof(c->req) - 1)
+			return 0;
+		respond(c, dp);
+		if (c->o.buf == NULL)
+			return -1;
+	}
+	while (c->sent < c->o.len) {
+		ssize_t w = send(c->fd, c->o.buf + c->sent, c->o.len - c->sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct epoll_event ev = { .events = EPOLLOUT,
+						  .data.u32 = (uint32_t)(c - m->c) + 1 };
+
+			return epoll_ctl(m->ep, EPOLL_CTL_MOD, c->fd, &ev) == 0 ? 0 : -1;
+		}
+		if (w <= 0)
+			return -1;
+		c->sent += (size_t)w;
+	}
+	return -1;
+}
+
+void metrics_poll(struct metrics *m, struct dp_client *dp)
+{
+	struct epoll_event ev[METRICS_CONNS + 1];
+	uint64_t now = mono_ms();
+	int n;
+
+	if (m == NULL)
+		return;
+	n = epoll_wait(m->ep, ev, METRICS_CONNS + 1, 0);
+	for (int i = 0; i < n; i++) {
+		struct mconn *c;
+
+		if (ev[i].data.u32 == 0) {
+			accept_all(m);
+			continue;
+		}
+		c = &m->c[ev[i].data.u32 - 1];
+		if (c->fd >= 0 && step(m, c, dp) != 0)
+			drop(c);
+	}
+	for (int i = 0; i < METRICS_CONNS; i++)	/* out of time: idle, slow or not reading */
+		if (m->c[i].fd >= 0 && now >= m->c[i].deadline)
+			drop(&m->c[i]);
+}
+
+void metrics_close(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	for (int i = 0; i < METRICS_CONNS; i++)
+		if (m->c[i].fd >= 0)
+			drop(&m->c[i]);
+	close(m->ep);
+	close(m->lfd);
+	free(m);
 }

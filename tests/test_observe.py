@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import time
 import urllib.request
 
 import pytest
@@ -86,3 +87,39 @@ def test_dpdk_telemetry(net):
     one = telemetry(net, f"/dpvpn/lcore,{ids[1]}")[f"/dpvpn/lcore"]
     assert one["role"] == "worker" and 0 <= one["busy_percent"] <= 100
     assert one["busy_cycles"] > 0
+
+
+def test_scrapers_that_idle_or_never_read_do_not_hold_dpvpnd(net):
+    """Regression (hardening): dpvpnd served each scrape inline, giving a
+    connection up to 1 s to send its request and writing the answer with
+    blocking writes, on the loop that also serves the operator's socket and
+    the dataplane's events: every idle local connection cost every other
+    client a second.  Now scrapes are non-blocking, 16 at a time (a 17th
+    closes the oldest), 5 s for each whole exchange."""
+    idle = []
+    try:
+        for _ in range(16):
+            idle.append(socket.create_connection(("127.0.0.1", net.metrics_port), timeout=10))
+        # one that asks and never reads, its receive buffer as small as Linux allows
+        stalled = socket.socket()
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        stalled.connect(("127.0.0.1", net.metrics_port))
+        stalled.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        idle.append(stalled)
+        t0 = time.monotonic()
+        for _ in range(5):
+            net.a.ctl("show", "counters")
+        took = time.monotonic() - t0
+        print(f"test_observe: 5 requests with 16 idle and 1 stalled scraper: {took:.3f} s")
+        assert took < 2.5, took     # blocking: about a second each
+        assert "dpvpn_encrypted_total" in scrape(net)   # the oldest idle one makes room
+        # dpvpnd ends what ran out of time itself
+        t0 = time.monotonic()
+        for s in idle[1:16]:
+            s.settimeout(max(0.1, 10 - (time.monotonic() - t0)))
+            assert s.recv(1) == b"", "an idle scraper got an answer"
+        assert time.monotonic() - t0 < 9
+    finally:
+        for s in idle:
+            s.close()
+    assert "dpvpn_encrypted_total" in scrape(net)
