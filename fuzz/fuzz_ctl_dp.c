@@ -177,8 +177,13 @@ request(const uint8_t *req, size_t len)
 		abort();
 	}
 	if (len == 0) {		/* the end of the connection, to the dataplane */
-		if (answer() != 0)
+		ssize_t got = answer();
+
+		if (got != 0) {
+			fprintf(stderr, "fuzz_ctl_dp: after an empty datagram: %zd (%s)\n", got,
+				got < 0 ? strerror(errno) : "a datagram");
 			die("empty datagram did not close the connection", req, len);
+		}
 		connect_client();
 		return 0;
 	}
