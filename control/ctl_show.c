@@ -341,7 +341,8 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
 		return dp_failed(ctx, err, err_len, "counters");
 	rebase(&c);
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+			 "s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -357,6 +358,8 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"frag_in", u64(c.frag_in),
 		"reassembled", u64(c.reassembled),
 		"reass_dropped", u64(c.reass_dropped),
+		"ike_in", u64(c.ike_in),
+		"ike_out", u64(c.ike_out),
 		"mbufs_in_use", u64(c.mbufs_in_use),
 		"mbufs_total", u64(c.mbufs_total),
 		"drops", drops_json(&c));

@@ -24,6 +24,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "ike.h"
 #include "ip.h"
 #include "route.h"
 #include "sa.h"
@@ -40,6 +41,8 @@ static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static struct crypto_mgr *ctl_mb;
 static uint8_t rxbuf[DPVPN_MSG_MAX + 1];
 static uint8_t txbuf[DPVPN_MSG_MAX];
+static int cur_fd = -1;		/* the connection whose request is being served */
+static uint32_t cur_len;	/* its payload length (IKE_TX's varies) */
 
 /* EAL --log-level dpvpn.ctl:debug logs every control message (never a key). */
 RTE_LOG_REGISTER(ctl_logtype, dpvpn.ctl, NOTICE);
@@ -426,6 +429,19 @@ do_policy_del(const void *req, struct reply *r)
 }
 
 static int
+do_ike_open(const void *req, struct reply *r)
+{
+	(void)req;
+	return ike_open(cur_fd, r->err, sizeof(r->err));
+}
+
+static int
+do_ike_tx(const void *req, struct reply *r)
+{
+	return ike_tx(req, cur_len, r->err, sizeof(r->err));
+}
+
+static int
 do_batch_begin(const void *req, struct reply *r)
 {
 	(void)req;
@@ -592,6 +608,8 @@ do_show_counters(const void *req, struct reply *r)
 		c->reassembled += s->reassembled;
 		c->reass_dropped += s->reass_dropped;
 		c->fragmented += s->fragmented;
+		c->ike_in += s->ike_in;
+		c->ike_out += s->ike_out;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}
@@ -604,7 +622,7 @@ do_show_counters(const void *req, struct reply *r)
 /* The validation table: one row per type, consulted before dispatch. */
 static const struct {
 	const char *name;
-	uint32_t size;		/* exact request payload size */
+	uint32_t size;		/* exact request payload size (IKE_TX: the least) */
 	handler_fn fn;
 } msgs[DPVPN_MSG_TYPE_MAX] = {
 	[DPVPN_MSG_HELLO] = { "HELLO", 0, do_hello },
@@ -632,6 +650,8 @@ static const struct {
 	[DPVPN_MSG_SHOW_ROUTES] = { "SHOW_ROUTES", sizeof(struct dpvpn_dump_req), do_show_routes },
 	[DPVPN_MSG_SHOW_NEIGHS] = { "SHOW_NEIGHS", sizeof(struct dpvpn_dump_req), do_show_neighs },
 	[DPVPN_MSG_POLICY_DEL] = { "POLICY_DEL", sizeof(struct dpvpn_policy), do_policy_del },
+	[DPVPN_MSG_IKE_OPEN] = { "IKE_OPEN", 0, do_ike_open },
+	[DPVPN_MSG_IKE_TX] = { "IKE_TX", sizeof(struct dpvpn_ike_pkt), do_ike_tx },
 };
 
 /* ---- transport ---- */
@@ -660,7 +680,7 @@ check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
 		snprintf(r->err, sizeof(r->err), "hdr.type: %u is unknown", h->type);
 		return -ENOTSUP;
 	}
-	if (h->len != msgs[h->type].size) {
+	if (h->type == DPVPN_MSG_IKE_TX ? h->len < msgs[h->type].size : h->len != msgs[h->type].size) {
 		snprintf(r->err, sizeof(r->err), "hdr.len: %u, %s takes %u",
 			 h->len, msgs[h->type].name, msgs[h->type].size);
 		return -EBADMSG;
@@ -717,6 +737,7 @@ serve(int fd)
 
 	if (got <= 0) {
 		if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ike_closed(fd);
 			for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 				if (clients[i] == fd)
 					clients[i] = -1;
@@ -728,6 +749,8 @@ serve(int fd)
 	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
 	rc = check_header(got, h, &r);
 	valid = rc == 0;
+	cur_fd = fd;
+	cur_len = valid ? h->len : 0;
 	if (valid)
 		rc = msgs[h->type].fn(rxbuf + sizeof(*h), &r);
 	log_msg(got, h, valid, rc, r.err);
@@ -831,8 +854,10 @@ void
 ctl_close(void)
 {
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (clients[i] >= 0)
+		if (clients[i] >= 0) {
+			ike_closed(clients[i]);
 			close(clients[i]);
+		}
 	if (listen_fd >= 0) {
 		close(listen_fd);
 		unlink(sock_path);

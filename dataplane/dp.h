@@ -31,6 +31,8 @@ struct rte_ip_frag_death_row;
 #define DP_RESOLVE_RING		256	/* worker -> main: next hops to resolve */
 #define DP_TXQ_RING		1024	/* main -> worker: frames to send */
 #define DP_WORK_RING		2048	/* worker -> worker: outside frames to decap */
+#define DP_IKE_RING		256	/* worker -> main: IKE messages for the IKE channel */
+#define DP_IKE_BURST		16	/* IKE token bucket depth, per worker */
 #define DP_IDLE_POLLS		1024	/* empty polls before an idle sleep */
 #define DP_FLUSH_MAX		8192	/* frames discarded per queue at START, at most */
 
@@ -66,6 +68,7 @@ struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
 	uint64_t frag_in, reassembled, reass_dropped, fragmented;
+	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 } __rte_cache_aligned;
@@ -88,6 +91,9 @@ struct dp_worker {
 	struct rte_ip_frag_death_row *frag_dr;
 	uint64_t icmp_tsc;		/* ICMP error rate limit: last refill */
 	uint32_t icmp_tokens;
+	struct rte_ring *ike;		/* IKE messages to the main lcore */
+	uint64_t ike_tsc;		/* IKE punt rate limit: last refill */
+	uint32_t ike_tokens;
 } __rte_cache_aligned;
 
 struct dp_state {
@@ -102,6 +108,8 @@ struct dp_state {
 	bool spread;			/* hand outside bursts round the workers */
 	uint16_t max_mtu;		/* largest port MTU the mbufs hold in one segment */
 	volatile int started;		/* ports up, workers forwarding */
+	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */
+	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
 	volatile int quit;
 };
 
@@ -163,6 +171,11 @@ void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
 /* Main lcore: send a frame it built through worker 0's TX ring (arp_out). */
 void dp_send_frame(struct rte_mbuf *m, uint16_t port);
+/*
+ * The main lcore's own IP packets (no Ethernet header: IKE_TX) ride worker 0's
+ * TX ring too, marked so; that worker routes them as it routes ESP.
+ */
+#define DP_PTYPE_LOCAL_IP	0x0fffffffu
 /* Main lcore: a frame it could not build, the pool being empty (arp_out, no-mbuf). */
 void dp_frame_nombuf(void);
 static inline struct dp_lstats *

@@ -8,6 +8,7 @@
 
 #include "crypto.h"
 #include "esp.h"
+#include "ike.h"
 #include "ip.h"
 #include "pmtu.h"
 #include "sa.h"
@@ -41,22 +42,29 @@ natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
 {
 	const struct rte_udp_hdr *u;
 	const uint8_t *pl;
-	uint16_t ulen;
+	uint16_t ulen, dport;
+	bool natt;
 
 	if (rte_pktmbuf_data_len(m) < ihl + NATT_HDR_LEN)
 		return DPVPN_DROP_SHORT;
 	u = rte_pktmbuf_mtod_offset(m, const struct rte_udp_hdr *, ihl);
-	if (!sa_natt_port(rte_be_to_cpu_16(u->dst_port)))
+	dport = rte_be_to_cpu_16(u->dst_port);
+	natt = sa_natt_port(dport);
+	if (!natt && dport != DPVPN_IKE_PORT && dport != DPVPN_IKE_NATT_PORT)
 		return DPVPN_DROP_NOT_ESP;
 	ulen = rte_be_to_cpu_16(u->dgram_len);
 	if (ulen < NATT_HDR_LEN || ulen > rte_pktmbuf_data_len(m) - ihl)
 		return DPVPN_DROP_SHORT;
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - ihl - ulen));
+	if (!natt && dport == DPVPN_IKE_PORT)	/* IKE's own port: never ESP */
+		return DPVPN_DROP_IKE;
 	pl = (const uint8_t *)(u + 1);
 	if (ulen - NATT_HDR_LEN == 1 && pl[0] == 0xff)
 		return DPVPN_DROP_NATT_KEEPALIVE;
 	if (ulen - NATT_HDR_LEN >= 4 && (pl[0] | pl[1] | pl[2] | pl[3]) == 0)
 		return DPVPN_DROP_IKE;
+	if (!natt)	/* 4500 without the marker, and no SA takes ESP there */
+		return DPVPN_DROP_NOT_ESP;
 	*off = ihl + NATT_HDR_LEN;
 	return DPVPN_DROP_MAX;
 }
@@ -284,6 +292,10 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k],
 							   &seqs[k]);
 
+		if (why == DPVPN_DROP_IKE) {	/* to the IKE channel, if one is open */
+			ike_punt(w, st, pkts[i]);
+			continue;
+		}
 		if (why != DPVPN_DROP_MAX) {
 			if (sa != NULL)
 				count_sa_drop(&sa->stats[w->index], why);

@@ -7,6 +7,7 @@
  *
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
  *                                  [--no-spread] [--jumbo] [--mbufs N] [--desc N]
+ *                                  [--ike-rate N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "ike.h"
 #include "pmtu.h"
 #include "reass.h"
 #include "route.h"
@@ -42,6 +44,8 @@
 #define MBUFS_LIMIT	(1u << 24)	/* --mbufs: 16 M */
 #define DESC_MIN	32		/* --desc */
 #define DESC_MAX	4096
+#define IKE_RATE_DEFAULT	1000	/* IKE messages a second, each worker */
+#define IKE_RATE_MAX	1000000
 /* what rte_mempool lets one lcore's cache hold before it flushes (1.5 x) */
 #define MBUF_CACHE_HELD	(MBUF_CACHE * 3 / 2)
 
@@ -70,6 +74,7 @@ usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
+		"                        [--ike-rate N]\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
@@ -83,9 +88,12 @@ usage(const char *prog)
 		"                       ring and queue at once); at least what the ports'\n"
 		"                       descriptors, the lcores' caches and one burst per\n"
 		"                       worker hold (too few: the error says how many)\n"
-		"  --desc N             RX and TX descriptors per queue (default %u, %u..%u)\n",
+		"  --desc N             RX and TX descriptors per queue (default %u, %u..%u)\n"
+		"  --ike-rate N         IKE messages a second each worker passes to the IKE\n"
+		"                       channel (default %u, 1..%u); more are dropped\n"
+		"                       and counted (ike-limit)\n",
 		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
-		DESC_MAX);
+		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX);
 }
 
 static int
@@ -99,6 +107,7 @@ parse_args(int argc, char **argv)
 		{ "jumbo", no_argument, NULL, 'J' },
 		{ "mbufs", required_argument, NULL, 'b' },
 		{ "desc", required_argument, NULL, 'd' },
+		{ "ike-rate", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -107,6 +116,7 @@ parse_args(int argc, char **argv)
 	int c;
 
 	dp.idle_sleep_us = IDLE_SLEEP_US;
+	dp.ike_rate = IKE_RATE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -153,6 +163,16 @@ parse_args(int argc, char **argv)
 				return -1;
 			}
 			n_desc = (uint16_t)v;
+			break;
+		case 'k':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v == 0 || v > IKE_RATE_MAX) {
+				fprintf(stderr, "--ike-rate: '%s' is not 1..%u\n", optarg,
+					IKE_RATE_MAX);
+				return -1;
+			}
+			dp.ike_rate = (uint32_t)v;
 			break;
 		default:
 			return -1;
@@ -249,8 +269,11 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	w->work = rte_ring_create(name, DP_WORK_RING, sock, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "txq%u", index);
 	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "ike%u", index);
+	w->ike = rte_ring_create(name, DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w->mb = crypto_mgr_create();
 	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
+	    w->ike == NULL ||
 	    w->mb == NULL || reass_init(w) != 0)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
@@ -303,7 +326,7 @@ mbufs_count(unsigned int *count)
 	unsigned int floor = mbufs_floor();
 
 	if (n_mbufs == 0) {
-		*count = floor + dp.n_workers * (DP_PUNT_RING + DP_TXQ_RING + DP_WORK_RING +
+		*count = floor + dp.n_workers * (DP_PUNT_RING + DP_TXQ_RING + DP_WORK_RING + DP_IKE_RING +
 						 REASS_MAX_MBUFS);
 		return 0;
 	}
@@ -448,6 +471,7 @@ main(int argc, char **argv)
 	while (!dp.quit) {
 		ctl_poll(1);
 		arp_poll();
+		ike_poll();
 		trace_poll();
 		if (rte_get_timer_cycles() >= next_tick) {	/* lifetimes, 10 times a second */
 			sa_lifetimes_tick(rte_get_timer_cycles());

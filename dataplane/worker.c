@@ -319,6 +319,11 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 	unsigned int n = rte_ring_dequeue_burst(w->txq_ring, (void **)pkts, DP_BURST, NULL);
 
 	for (unsigned int i = 0; i < n; i++) {
+		if (pkts[i]->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: routed */
+			pkts[i]->packet_type = 0;
+			worker_tx(w, st, &pkts[i], 1);
+			continue;
+		}
 		st->tx++;
 		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->txb[pkts[i]->port], pkts[i]);
 	}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -31,6 +32,7 @@
 #include "crypto.h"
 #include "dpvpn_alg.h"
 #include "fuzz_dp.h"
+#include "ike.h"
 #include "ip.h"
 #include "reass.h"
 #include "replay.h"
@@ -174,8 +176,10 @@ worker(void)
 	w->work = rte_ring_create("fuzz_work", DP_WORK_RING, sock, RING_F_SC_DEQ);
 	w->txq_ring = rte_ring_create("fuzz_txq", DP_TXQ_RING, sock,
 				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->ike = rte_ring_create("fuzz_ike", DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w->mb = crypto_mgr_create();
 	if (w->punt == NULL || w->resolve == NULL || w->work == NULL || w->txq_ring == NULL ||
+	    w->ike == NULL ||
 	    w->mb == NULL || reass_init(w) != 0)
 		die("worker: out of memory");
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
@@ -205,6 +209,7 @@ fuzz_dp_init(const char *prog)
 	dp.start_tsc = rte_get_timer_cycles();
 	dp.n_ports = FUZZ_PORTS;
 	dp.n_workers = 1;
+	dp.ike_rate = 1000000;	/* the limit is not what is fuzzed */
 	dp.max_mtu = RTE_ETHER_MTU;
 	/* sa_init with two workers: windows may be shared (fuzz_tunnel.shared) */
 	if (sa_init(2, MAX_SA) != 0 || spd_init(MAX_SA) != 0 || route_init() != 0 ||
@@ -609,6 +614,41 @@ drain_txb(void)
 	}
 }
 
+/* The IKE channel's far end (fuzz_dp_ike_channel), -1 if none. */
+static int ike_peer = -1;
+
+void
+fuzz_dp_ike_channel(void)
+{
+	char err[256];
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0 ||
+	    ike_open(sv[0], err, sizeof(err)) != 0)
+		die("IKE channel: %s", strerror(errno));
+	ike_peer = sv[1];
+}
+
+/* What the main lcore pushed to the IKE channel: IKE_RX messages, well-formed. */
+static void
+ike_drain(void)
+{
+	static uint8_t buf[DPVPN_MSG_MAX];
+	const struct dpvpn_msg_hdr *h = (const struct dpvpn_msg_hdr *)buf;
+	const struct dpvpn_ike_pkt *p = (const struct dpvpn_ike_pkt *)(h + 1);
+	ssize_t n;
+
+	while (ike_peer >= 0 && (n = recv(ike_peer, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+		if ((size_t)n < sizeof(*h) + sizeof(*p) || h->type != DPVPN_MSG_IKE_RX ||
+		    h->flags != DPVPN_F_PUSH || h->len != (size_t)n - sizeof(*h) ||
+		    p->len == 0 || p->len > DPVPN_IKE_MAX || p->len != h->len - sizeof(*p) ||
+		    p->port >= dp.n_ports || p->local.family != p->remote.family ||
+		    (p->local.family != DPVPN_AF_INET && p->local.family != DPVPN_AF_INET6) ||
+		    (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT))
+			die("IKE_RX push: %zd bytes, type %u, len %u", n, h->type, h->len);
+	}
+}
+
 /* Frames the main lcore built (ARP, Neighbour Discovery): Ethernet from our MAC. */
 static void
 drain_txq(void)
@@ -617,6 +657,17 @@ drain_txq(void)
 
 	while (rte_ring_dequeue(fuzz_w->txq_ring, (void **)&m) == 0) {
 		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+		if (m->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: an IP packet */
+			const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+			if (m->port >= dp.n_ports || rte_pktmbuf_data_len(m) < 28 ||
+			    (ip[0] != 0x45 && ip[0] >> 4 != 6))
+				die("IKE_TX packet: port %u, %u bytes", m->port,
+				    rte_pktmbuf_data_len(m));
+			rte_pktmbuf_free(m);
+			continue;
+		}
 
 		if (m->port >= dp.n_ports || rte_pktmbuf_data_len(m) < sizeof(*eth) ||
 		    !rte_is_same_ether_addr(&eth->src_addr, &dp.ports[m->port].mac))
@@ -663,6 +714,8 @@ fuzz_dp_finish(void)
 	}
 	if (debug)
 		report();
+	ike_poll();
+	ike_drain();
 	drain_txq();
 	if (slow)
 		forget_neighbours();

@@ -53,6 +53,8 @@ void fuzz_dp_reset(void);
  * to be back at its size before the input (abort otherwise).
  */
 void fuzz_dp_finish(void);
+/* Open the IKE channel on a socket pair: IKE is punted, pushed and checked. */
+void fuzz_dp_ike_channel(void);
 
 /*
  * A received frame of len bytes in an mbuf.  tight: the data is the very end

@@ -319,6 +319,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_dp_init("fuzz_esp_in");
+	fuzz_dp_ike_channel();
 	fuzz_dp_install_sas();
 	return 0;
 }

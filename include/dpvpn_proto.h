@@ -16,7 +16,8 @@
  * offending field ("sa.key_len: 15 is not 16 or 32").  The dataplane checks
  * the peer's credentials (SO_PEERCRED: root or its own uid), the datagram size
  * against hdr.len, and hdr.len against the exact payload size of the type
- * before reading a single field.  Integers are host byte order (both processes
+ * (IKE_TX: its least, then its own len field) before reading a single field.
+ * Only IKE_RX comes unasked, flags = DPVPN_F_PUSH, on the IKE channel alone.  Integers are host byte order (both processes
  * run on one machine) except IP addresses and SPIs, which are network order
  * as on the wire.  Addresses carry their family (struct dpvpn_addr,
  * struct dpvpn_prefix: 4 or 6).  Reserved fields must be zero.
@@ -58,6 +59,18 @@
  *   SHOW_ROUTES    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_route[]
  *   SHOW_NEIGHS    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_neigh_info[]
  *   POLICY_DEL     struct dpvpn_policy       -> -   by src and dst (spi, priority ignored)
+ *   IKE_OPEN       -                         -> -   this connection becomes the IKE
+ *                                                   channel (-EBUSY if another is):
+ *                                                   IKE_RX pushes begin; IKE to the
+ *                                                   gateway is dropped ("ike") when
+ *                                                   no channel is open
+ *   IKE_TX         struct dpvpn_ike_pkt + data -> - send an IKE message from an
+ *                                                   outside port's address (the
+ *                                                   non-ESP marker added on 4500)
+ *   IKE_RX         (pushed, never requested: flags DPVPN_F_PUSH, seq counting
+ *                  pushes) struct dpvpn_ike_pkt + data: an IKE message that
+ *                  reached an outside port's address on UDP 500, or on 4500
+ *                  behind the non-ESP marker (stripped), within --ike-rate
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -67,7 +80,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	17
+#define DPVPN_PROTO_VERSION	18
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -104,10 +117,14 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_SHOW_ROUTES,
 	DPVPN_MSG_SHOW_NEIGHS,
 	DPVPN_MSG_POLICY_DEL,
+	DPVPN_MSG_IKE_OPEN,
+	DPVPN_MSG_IKE_TX,
+	DPVPN_MSG_IKE_RX,
 	DPVPN_MSG_TYPE_MAX
 };
 
 #define DPVPN_F_REPLY	0x1
+#define DPVPN_F_PUSH	0x2	/* unsolicited (IKE_RX); no reply is expected */
 
 struct dpvpn_msg_hdr {
 	uint16_t type;		/* enum dpvpn_msg_type */
@@ -390,7 +407,7 @@ struct dpvpn_sa_info {
 	X(TTL_EXPIRED,	"ttl-expired",	"inner TTL would reach 0 when forwarded") \
 	X(ECN_DROP,	"ecn-drop",	"outer CE on a not-ECN-capable inner packet (RFC 6040)") \
 	X(NATT_KEEPALIVE, "natt-keepalive", "NAT-T keepalive (RFC 3948), counted and dropped") \
-	X(IKE,		"ike",		"IKE on the NAT-T port: no IKE daemon yet") \
+	X(IKE,		"ike",		"IKE (UDP 500, or 4500 with the non-ESP marker) and no IKE channel open") \
 	X(ENCAP_MISMATCH, "encap-mismatch", "ESP in or out of UDP, or over another IP version, unlike its SA") \
 	X(SA_EXPIRED,	"sa-expired",	"the SA reached a hard lifetime") \
 	X(BAD_IPV6,	"bad-ipv6",	"malformed IPv6 header or length") \
@@ -398,7 +415,8 @@ struct dpvpn_sa_info {
 	X(PMTU,		"pmtu",		"over the tunnel MTU and may not be fragmented (ICMP sent)") \
 	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd") \
 	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
-	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)")
+	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)") \
+	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -465,8 +483,30 @@ struct dpvpn_counters {
 	uint64_t reassembled;	/* packets they completed */
 	uint64_t reass_dropped;	/* fragments given up (timeout, table full, bad) */
 	uint64_t fragmented;	/* packets split into those fragments */
+	uint64_t ike_in;	/* IKE messages pushed to the IKE channel */
+	uint64_t ike_out;	/* IKE messages built for IKE_TX */
 	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */
 	uint64_t drops[DPVPN_DROP_SLOTS];
+};
+
+#define DPVPN_IKE_PORT		500
+#define DPVPN_IKE_NATT_PORT	4500
+#define DPVPN_IKE_MAX		8192	/* largest IKE message carried (UDP payload) */
+
+/*
+ * IKE_RX and IKE_TX: one IKE message, as a UDP socket would show it (the
+ * non-ESP marker of port 4500 is not part of data).  port: the outside port
+ * it came in on; for IKE_TX the port whose address is the source (the route
+ * to remote picks the port it leaves by, as for ESP).  len: bytes of data
+ * that follow, 1..DPVPN_IKE_MAX, the rest of the message.
+ */
+struct dpvpn_ike_pkt {
+	uint16_t port;
+	uint16_t local_port, remote_port;	/* host order: 500 or 4500 */
+	uint16_t reserved;
+	struct dpvpn_addr local, remote;	/* same family */
+	uint32_t len;
+	uint32_t reserved2;
 };
 
 #endif /* DPVPN_PROTO_H */

@@ -447,7 +447,10 @@ def counters_balance(c):
     dataplane built, the extra packets fragmentation made (fragments minus the
     packets split), the packets reassembly completed.  Consumed: ARP/ND frames
     handled on the main lcore, outer fragments taken for reassembly (those
-    given up are counted as reass_dropped among them)."""
-    made = c["arp_out"] + c["icmp_out"] + c["fragments"] - c["fragmented"] + c["reassembled"]
-    gone = (c["tx_packets"] + sum(c["drops"].values()) + c["arp_in"] + c["frag_in"])
+    given up are counted as reass_dropped among them).  IKE: messages built
+    for IKE_TX are made, those pushed to the IKE channel consumed."""
+    made = (c["arp_out"] + c["icmp_out"] + c["fragments"] - c["fragmented"] + c["reassembled"] +
+            c.get("ike_out", 0))
+    gone = (c["tx_packets"] + sum(c["drops"].values()) + c["arp_in"] + c["frag_in"] +
+            c.get("ike_in", 0))
     return c["rx_packets"] + made, gone

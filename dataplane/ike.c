@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ike.c - the IKE punt path (see ike.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rte_cycles.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+
+#include "ike.h"
+#include "ip.h"
+
+#define IKE_MARKER_LEN	4	/* RFC 3948: zeros where an ESP SPI would be */
+
+static int ike_fd = -1;
+static uint32_t push_seq;
+static uint16_t ip_id;
+
+/* Token bucket per worker: dp.ike_rate a second, DP_IKE_BURST deep. */
+static bool
+ike_allowed(struct dp_worker *w)
+{
+	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / dp.ike_rate;
+
+	if (w->ike_tsc == 0 || now - w->ike_tsc >= per * DP_IKE_BURST) {
+		w->ike_tokens = DP_IKE_BURST;
+		w->ike_tsc = now;
+	} else if (now - w->ike_tsc >= per) {
+		uint64_t add = (now - w->ike_tsc) / per;
+
+		w->ike_tokens = (uint32_t)RTE_MIN((uint64_t)DP_IKE_BURST, w->ike_tokens + add);
+		w->ike_tsc += add * per;
+	}
+	if (w->ike_tokens == 0)
+		return false;
+	w->ike_tokens--;
+	return true;
+}
+
+void
+ike_punt(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
+{
+	if (!__atomic_load_n(&dp.ike_open, __ATOMIC_RELAXED)) {
+		dp_drop(st, m, DPVPN_DROP_IKE);
+		return;
+	}
+	if (!ike_allowed(w)) {
+		dp_drop(st, m, DPVPN_DROP_IKE_LIMIT);
+		return;
+	}
+	if (rte_ring_enqueue(w->ike, m) != 0)
+		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+}
+
+int
+ike_open(int fd, char *err, size_t elen)
+{
+	if (ike_fd >= 0 && ike_fd != fd) {
+		snprintf(err, elen, "IKE_OPEN: another connection is the IKE channel");
+		return -EBUSY;
+	}
+	ike_fd = fd;
+	__atomic_store_n(&dp.ike_open, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void
+ike_closed(int fd)
+{
+	if (fd != ike_fd)
+		return;
+	ike_fd = -1;
+	__atomic_store_n(&dp.ike_open, 0, __ATOMIC_RELEASE);
+}
+
+static void
+set_addr(struct dpvpn_addr *a, bool v6, const void *addr)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
+	memcpy(v6 ? (void *)a->v6 : (void *)&a->v4, addr, v6 ? 16 : 4);
+}
+
+/* One punted message to the channel; m is freed or counted as a drop. */
+static void
+ike_push(struct rte_mbuf *m)
+{
+	static uint8_t buf[sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) +
+			  DPVPN_IKE_MAX];
+	struct dpvpn_msg_hdr *h = (struct dpvpn_msg_hdr *)buf;
+	struct dpvpn_ike_pkt *p = (struct dpvpn_ike_pkt *)(h + 1);
+	struct dp_lstats *st = main_stats();
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+	bool v6 = ip[0] >> 4 == 6;
+	const struct rte_udp_hdr *u;
+	const uint8_t *data;
+	uint16_t ihl;
+	uint32_t len;
+
+	if (v6) {
+		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)ip;
+
+		ihl = sizeof(*ip6);
+		set_addr(&p->local, true, ip6->dst_addr);
+		set_addr(&p->remote, true, ip6->src_addr);
+	} else {
+		const struct rte_ipv4_hdr *ip4 = (const struct rte_ipv4_hdr *)ip;
+
+		ihl = (uint16_t)((ip4->version_ihl & 0x0f) * 4);
+		set_addr(&p->local, false, &ip4->dst_addr);
+		set_addr(&p->remote, false, &ip4->src_addr);
+	}
+	/* the worker checked the headers and trimmed m to the UDP datagram */
+	u = (const struct rte_udp_hdr *)(ip + ihl);
+	data = (const uint8_t *)(u + 1);
+	len = rte_pktmbuf_data_len(m) - ihl - (uint32_t)sizeof(*u);
+	if (rte_be_to_cpu_16(u->dst_port) != DPVPN_IKE_PORT) {	/* the marker */
+		data += IKE_MARKER_LEN;
+		len -= IKE_MARKER_LEN;
+	}
+	if (len == 0) {
+		dp_drop(st, m, DPVPN_DROP_SHORT);
+		return;
+	}
+	if (len > DPVPN_IKE_MAX) {
+		dp_drop(st, m, DPVPN_DROP_TOO_BIG);
+		return;
+	}
+	if (ike_fd < 0) {	/* closed since the worker looked */
+		dp_drop(st, m, DPVPN_DROP_IKE);
+		return;
+	}
+	p->port = m->port;
+	p->local_port = rte_be_to_cpu_16(u->dst_port);
+	p->remote_port = rte_be_to_cpu_16(u->src_port);
+	p->reserved = 0;
+	p->len = len;
+	p->reserved2 = 0;
+	memcpy(p + 1, data, len);
+	*h = (struct dpvpn_msg_hdr){ .type = DPVPN_MSG_IKE_RX, .flags = DPVPN_F_PUSH,
+				     .seq = ++push_seq, .len = (uint32_t)sizeof(*p) + len };
+	if (send(ike_fd, buf, sizeof(*h) + h->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);	/* the channel is not reading */
+		return;
+	}
+	st->ike_in++;
+	rte_pktmbuf_free(m);
+}
+
+void
+ike_poll(void)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		struct dp_worker *w = &dp.workers[i];
+		unsigned int n;
+
+		if (w->ike == NULL)
+			continue;
+		n = rte_ring_dequeue_burst(w->ike, (void **)pkts, DP_BURST, NULL);
+		for (unsigned int k = 0; k < n; k++)
+			ike_push(pkts[k]);
+	}
+}
+
+static bool
+unicast4(uint32_t a)	/* network order */
+{
+	uint32_t h = rte_be_to_cpu_32(a);
+
+	return h != 0 && h != 0xffffffffu && (h >> 28) != 0xe && (h >> 24) != 127;
+}
+
+static bool
+unicast6(const uint8_t *a)
+{
+	static const uint8_t zero[16];
+
+	return a[0] != 0xff && memcmp(a, zero, 16) != 0;
+}
+
+int
+ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
+{
+	const struct dpvpn_ike_pkt *p = payload;
+	const uint8_t *data = (const uint8_t *)(p + 1);
+	const struct dp_port *port;
+	bool v6, marker;
+	uint32_t hlen, total;
+	struct rte_mbuf *m;
+	struct rte_udp_hdr *u;
+	uint8_t *pkt;
+
+	if (p->len == 0 || p->len > DPVPN_IKE_MAX || p->len != len - sizeof(*p)) {
+		snprintf(err, elen, "ike.len: %u, not 1..%u or not the %zu bytes that follow",
+			 p->len, DPVPN_IKE_MAX, (size_t)(len - sizeof(*p)));
+		return -EINVAL;
+	}
+	if (p->reserved != 0 || p->reserved2 != 0) {
+		snprintf(err, elen, "ike.reserved: must be zero");
+		return -EINVAL;
+	}
+	if (p->port >= dp.n_ports || dp.ports[p->port].role != DPVPN_ROLE_OUTSIDE) {
+		snprintf(err, elen, "ike.port: %u is not an outside port", p->port);
+		return -EINVAL;
+	}
+	port = &dp.ports[p->port];
+	if (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT) {
+		snprintf(err, elen, "ike.local_port: %u is not %u or %u", p->local_port,
+			 DPVPN_IKE_PORT, DPVPN_IKE_NATT_PORT);
+		return -EINVAL;
+	}
+	if (p->remote_port == 0) {
+		snprintf(err, elen, "ike.remote_port: 0");
+		return -EINVAL;
+	}
+	if (p->local.family != p->remote.family ||
+	    (p->local.family != DPVPN_AF_INET && p->local.family != DPVPN_AF_INET6)) {
+		snprintf(err, elen, "ike.local/remote: families %u and %u, not both 4 or both 6",
+			 p->local.family, p->remote.family);
+		return -EINVAL;
+	}
+	v6 = p->local.family == DPVPN_AF_INET6;
+	if (v6 ? !port->has6 || memcmp(p->local.v6, port->addr6, 16) != 0
+	       : port->addr == 0 || p->local.v4 != port->addr) {
+		snprintf(err, elen, "ike.local: not port %u's IPv%c address", p->port, v6 ? '6' : '4');
+		return -EINVAL;
+	}
+	if (v6 ? !unicast6(p->remote.v6) : !unicast4(p->remote.v4)) {
+		snprintf(err, elen, "ike.remote: not a unicast address");
+		return -EINVAL;
+	}
+	marker = p->local_port == DPVPN_IKE_NATT_PORT || p->remote_port == DPVPN_IKE_NATT_PORT;
+	hlen = (v6 ? (uint32_t)sizeof(struct rte_ipv6_hdr) : (uint32_t)sizeof(struct rte_ipv4_hdr)) +
+	       (uint32_t)sizeof(*u) + (marker ? IKE_MARKER_LEN : 0);
+	total = hlen + p->len;
+	if (total > port->mtu) {
+		snprintf(err, elen, "ike.len: a %u-byte packet is over port %u's MTU %u (IKE "
+			 "fragmentation, RFC 7383, is the sender's)", total, p->port, port->mtu);
+		return -EMSGSIZE;
+	}
+	if (!dp.started) {
+		snprintf(err, elen, "IKE_TX: not forwarding yet (START)");
+		return -EAGAIN;
+	}
+	m = rte_pktmbuf_alloc(dp.pool);
+	if (m == NULL) {
+		main_stats()->ike_out++;
+		main_stats()->drops[DPVPN_DROP_NO_MBUF]++;
+		snprintf(err, elen, "IKE_TX: no packet buffer");
+		return -ENOBUFS;
+	}
+	pkt = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
+	if (pkt == NULL) {	/* over the mbuf's room: the port MTU check should prevent it */
+		main_stats()->ike_out++;
+		dp_drop(main_stats(), m, DPVPN_DROP_TOO_BIG);
+		snprintf(err, elen, "ike.len: %u bytes do not fit a packet buffer", p->len);
+		return -EMSGSIZE;
+	}
+	if (v6) {
+		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)pkt;
+
+		memset(ip, 0, sizeof(*ip));
+		ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+		ip->payload_len = rte_cpu_to_be_16((uint16_t)(total - sizeof(*ip)));
+		ip->proto = IPPROTO_UDP;
+		ip->hop_limits = 64;
+		memcpy(ip->src_addr, p->local.v6, 16);
+		memcpy(ip->dst_addr, p->remote.v6, 16);
+		u = (struct rte_udp_hdr *)(ip + 1);
+	} else {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
+
+		memset(ip, 0, sizeof(*ip));
+		ip->version_ihl = RTE_IPV4_VHL_DEF;
+		ip->total_length = rte_cpu_to_be_16((uint16_t)total);
+		ip->packet_id = rte_cpu_to_be_16(ip_id++);
+		ip->time_to_live = 64;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->src_addr = p->local.v4;
+		ip->dst_addr = p->remote.v4;
+		u = (struct rte_udp_hdr *)(ip + 1);
+	}
+	u->src_port = rte_cpu_to_be_16(p->local_port);
+	u->dst_port = rte_cpu_to_be_16(p->remote_port);
+	u->dgram_len = rte_cpu_to_be_16((uint16_t)(total - ((uint8_t *)u - pkt)));
+	u->dgram_cksum = 0;
+	if (marker)
+		memset(u + 1, 0, IKE_MARKER_LEN);
+	memcpy((uint8_t *)(u + 1) + (marker ? IKE_MARKER_LEN : 0), data, p->len);
+	if (v6) {
+		u->dgram_cksum = rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)pkt, u);
+	} else {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
+
+		u->dgram_cksum = rte_ipv4_udptcp_cksum(ip, u);
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	m->packet_type = DP_PTYPE_LOCAL_IP;
+	m->port = p->port;
+	main_stats()->ike_out++;
+	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
+		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
+		snprintf(err, elen, "IKE_TX: worker 0's TX ring is full");
+		return -ENOBUFS;
+	}
+	return 0;
+}
