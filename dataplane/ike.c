@@ -11,6 +11,7 @@
 
 #include "ike.h"
 #include "ip.h"
+#include "sa.h"
 
 #define IKE_MARKER_LEN	4	/* RFC 3948: zeros where an ESP SPI would be */
 
@@ -208,9 +209,10 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 		return -EINVAL;
 	}
 	port = &dp.ports[p->port];
-	if (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT) {
-		snprintf(err, elen, "ike.local_port: %u is not %u or %u", p->local_port,
-			 DPVPN_IKE_PORT, DPVPN_IKE_NATT_PORT);
+	if (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT &&
+	    !sa_natt_port(p->local_port)) {
+		snprintf(err, elen, "ike.local_port: %u is not %u, %u or an SA's NAT-T port",
+			 p->local_port, DPVPN_IKE_PORT, DPVPN_IKE_NATT_PORT);
 		return -EINVAL;
 	}
 	if (p->remote_port == 0) {
@@ -233,7 +235,8 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 		snprintf(err, elen, "ike.remote: not a unicast address");
 		return -EINVAL;
 	}
-	marker = p->local_port == DPVPN_IKE_NATT_PORT || p->remote_port == DPVPN_IKE_NATT_PORT;
+	/* from a NAT-T port, or to 4500: behind the non-ESP marker (RFC 3948 2.2) */
+	marker = p->local_port != DPVPN_IKE_PORT || p->remote_port == DPVPN_IKE_NATT_PORT;
 	hlen = (v6 ? (uint32_t)sizeof(struct rte_ipv6_hdr) : (uint32_t)sizeof(struct rte_ipv4_hdr)) +
 	       (uint32_t)sizeof(*u) + (marker ? IKE_MARKER_LEN : 0);
 	total = hlen + p->len;

@@ -7,7 +7,8 @@
  * connection that sent IKE_OPEN: dpvpnd) as an IKE_RX message; IKE_TX from
  * that channel is built into a UDP packet here and routed out by worker 0
  * like any packet the gateway sends.  Every step counts: ike_in, ike_out, and
- * the drops ike (no channel), ike-limit, punt-full, short, too-big.
+ * the drops ike (no channel), ike-limit, punt-full, short, too-big.  Ports:
+ * 500, 4500, and any NAT-T port an SA listens on (the marker on all but 500).
  */
 #ifndef IKE_H
 #define IKE_H

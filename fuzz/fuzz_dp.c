@@ -644,7 +644,8 @@ ike_drain(void)
 		    p->len == 0 || p->len > DPVPN_IKE_MAX || p->len != h->len - sizeof(*p) ||
 		    p->port >= dp.n_ports || p->local.family != p->remote.family ||
 		    (p->local.family != DPVPN_AF_INET && p->local.family != DPVPN_AF_INET6) ||
-		    (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT))
+		    (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT &&
+		     !sa_natt_port(p->local_port)))
 			die("IKE_RX push: %zd bytes, type %u, len %u", n, h->type, h->len);
 	}
 }
