@@ -9,7 +9,7 @@ match it), so they get past the ICV check: an implementation independent of
 the dataplane's.  Packets are built with scapy.  Files named regress-* (inputs
 that once found a bug) are kept; seed-* files are replaced.
 
-    /usr/bin/python3 fuzz/make_seeds.py
+    /usr/bin/python3 fuzz/make_seeds.py [TARGET...]
 """
 import ctypes
 import hashlib
@@ -835,10 +835,34 @@ just a line
     return out
 
 
+# ---- fuzz_ike_msg ----
+
+def ike_msg_seeds():
+    """IKEv2 datagrams built by scapy.contrib.ikev2 (the messages of
+    control/testdata/make_ike_msg_vectors.py), plus IKE_AUTH and
+    CREATE_CHILD_SA whose SK body is a real inner chain: the target parses
+    an SK body as if decrypted."""
+    sys.path.insert(0, os.path.join(HERE, '..', 'control', 'testdata'))
+    import make_ike_msg_vectors as v
+    from scapy.contrib.ikev2 import IKEv2, IKEv2_payload_Encrypted
+    inner = bytes(v.inner())
+    seeds = {'ike-sa-init': bytes(v.sa_init()), 'ike-auth-opaque': bytes(v.ike_auth()),
+             'ike-informational-delete': bytes(v.informational())}
+    for name, exch, mid in (('ike-auth-inner', 35, 1), ('ike-create-child-inner', 36, 2)):
+        seeds[name] = bytes(IKEv2(init_SPI=v.SPI_I, resp_SPI=v.SPI_R, next_payload=v.SK,
+                                  exch_type=exch, flags='Initiator', id=mid) /
+                            IKEv2_payload_Encrypted(next_payload=v.IDI, load=inner))
+    return seeds
+
+
 def main():
     targets = {'fuzz_esp_in': esp_in_seeds, 'fuzz_ip': ip_seeds, 'fuzz_ctl_dp': ctl_dp_seeds,
-               'fuzz_ctl_d': ctl_d_seeds, 'fuzz_config': config_seeds}
+               'fuzz_ctl_d': ctl_d_seeds, 'fuzz_config': config_seeds,
+               'fuzz_ike_msg': ike_msg_seeds}
+    only = sys.argv[1:]         # make_seeds.py [TARGET...]: just these
     for target, make in targets.items():
+        if only and target not in only:
+            continue
         d = os.path.join(CORPUS, target)
         os.makedirs(d, exist_ok=True)
         for old in os.listdir(d):

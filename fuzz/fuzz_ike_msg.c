@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fuzz_ike_msg.c - the IKEv2 message codec (control/ike_msg.c) on datagrams
+ * as they come off the IKE channel: the header, the payload chain, and every
+ * payload parser on the payloads of its type (an SK body is parsed as a chain
+ * too, as if it had been decrypted).  What parses is built again with the
+ * builder and parsed back: the result must be what was read (a round trip,
+ * so the builder and the parser cannot disagree on a field).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ike_msg.h"
+
+#define MAX_PL		64
+#define MAX_PROPS	16
+#define MAX_TS		16
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static __attribute__((noreturn)) void
+die(const char *what)
+{
+	fprintf(stderr, "fuzz_ike_msg: %s\n", what);
+	abort();
+}
+
+/* The builder's output must parse back into what it was made from. */
+static void
+sa_round_trip(const struct ike_proposal *p, unsigned n, uint8_t exchange)
+{
+	static uint8_t mem[65536];
+	static struct ike_proposal again[MAX_PROPS];
+	struct ike_buf b;
+	struct ike_pl pl[2];
+	unsigned k, m;
+	char err[256];
+
+	for (unsigned i = 0; i < n; i++)	/* only what the builder can express */
+		for (unsigned t = 0; t < p[i].n_tr; t++)
+			if (p[i].tr[t].key_len == IKE_KEY_LEN_UNUSABLE)
+				return;
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_sa(&b, p, n);
+	if (b.overflow)
+		return;
+	if (ike_chain_parse(IKE_PL_SA, mem, b.len, pl, 2, &k, err, sizeof(err)) != 0 || k != 1)
+		die("built SA payload: chain");
+	if (ike_sa_parse(pl[0].body, pl[0].len, exchange, again, MAX_PROPS, &m, err,
+			 sizeof(err)) != 0)
+		die("built SA payload does not parse");
+	if (m != n)
+		die("SA round trip: proposal count");
+	for (unsigned i = 0; i < n; i++) {
+		if (again[i].num != p[i].num || again[i].proto != p[i].proto ||
+		    again[i].spi_len != p[i].spi_len || again[i].n_tr != p[i].n_tr ||
+		    memcmp(again[i].spi, p[i].spi, p[i].spi_len) != 0)
+			die("SA round trip: proposal");
+		for (unsigned t = 0; t < p[i].n_tr; t++)
+			if (again[i].tr[t].type != p[i].tr[t].type ||
+			    again[i].tr[t].id != p[i].tr[t].id ||
+			    again[i].tr[t].key_len != p[i].tr[t].key_len)
+				die("SA round trip: transform");
+	}
+}
+
+static void
+ts_round_trip(uint8_t type, const struct ike_ts *ts, unsigned n)
+{
+	static uint8_t mem[8192];
+	struct ike_ts again[MAX_TS];
+	struct ike_buf b;
+	struct ike_pl pl[2];
+	unsigned k, m;
+	char err[256];
+
+	for (unsigned i = 0; i < n; i++)	/* unknown selector types are not rebuilt */
+		if (ts[i].type != IKE_TS_IPV4_ADDR_RANGE && ts[i].type != IKE_TS_IPV6_ADDR_RANGE)
+			return;
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_ts(&b, type, ts, n);
+	if (b.overflow)
+		return;
+	if (ike_chain_parse(type, mem, b.len, pl, 2, &k, err, sizeof(err)) != 0 || k != 1 ||
+	    ike_ts_parse(pl[0].body, pl[0].len, again, MAX_TS, &m, err, sizeof(err)) != 0)
+		die("built TS payload does not parse");
+	if (m != n || memcmp(again, ts, n * sizeof(*ts)) != 0)
+		die("TS round trip");
+}
+
+static void
+payload(const struct ike_pl *p, uint8_t exchange)
+{
+	static struct ike_proposal props[MAX_PROPS];
+	struct ike_ts ts[MAX_TS];
+	struct ike_notify nt;
+	struct ike_delete d;
+	struct ike_auth a;
+	struct ike_ke ke;
+	struct ike_id id;
+	unsigned n;
+	char err[256];
+
+	switch (p->type) {
+	case IKE_PL_SA:
+		if (ike_sa_parse(p->body, p->len, exchange, props, MAX_PROPS, &n, err,
+				 sizeof(err)) == 0)
+			sa_round_trip(props, n, exchange);
+		break;
+	case IKE_PL_KE:
+		if (ike_ke_parse(p->body, p->len, &ke, err, sizeof(err)) == 0 &&
+		    ke.data + ke.len > p->body + p->len)
+			die("KE data past its payload");
+		break;
+	case IKE_PL_NONCE:
+		ike_nonce_parse(p->body, p->len, err, sizeof(err));
+		break;
+	case IKE_PL_NOTIFY:
+		if (ike_notify_parse(p->body, p->len, &nt, err, sizeof(err)) == 0 &&
+		    nt.data + nt.data_len > p->body + p->len)
+			die("Notify data past its payload");
+		break;
+	case IKE_PL_IDI:
+	case IKE_PL_IDR:
+		if (ike_id_parse(p->body, p->len, &id, err, sizeof(err)) == 0 &&
+		    (id.data + id.len > p->body + p->len || id.body != p->body ||
+		     id.body_len != p->len))
+			die("ID data past its payload, or IDx' not the body");
+		break;
+	case IKE_PL_AUTH:
+		if (ike_auth_parse(p->body, p->len, &a, err, sizeof(err)) == 0 &&
+		    a.data + a.len > p->body + p->len)
+			die("AUTH data past its payload");
+		break;
+	case IKE_PL_DELETE:
+		if (ike_delete_parse(p->body, p->len, &d, err, sizeof(err)) == 0 &&
+		    d.spis + (size_t)d.count * d.spi_len > p->body + p->len)
+			die("Delete SPIs past the payload");
+		break;
+	case IKE_PL_TSI:
+	case IKE_PL_TSR:
+		if (ike_ts_parse(p->body, p->len, ts, MAX_TS, &n, err, sizeof(err)) == 0)
+			ts_round_trip(p->type, ts, n);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+chain(uint8_t first, const uint8_t *p, size_t len, uint8_t exchange, int depth)
+{
+	struct ike_pl pl[MAX_PL];
+	unsigned n = 0;
+	char err[256];
+	int rc = ike_chain_parse(first, p, len, pl, MAX_PL, &n, err, sizeof(err));
+
+	if (rc != 0 && rc != -ENOTSUP)
+		return;
+	if (n > MAX_PL || (rc == -ENOTSUP && n == 0))
+		die("chain: payload count");
+	if (rc == -ENOTSUP && !pl[n - 1].critical)
+		die("chain: -ENOTSUP on a payload that is not critical");
+	for (unsigned i = 0; i < n; i++) {
+		if (pl[i].body < p || pl[i].body + pl[i].len > p + len)
+			die("chain: a payload body outside the message");
+		if ((pl[i].type == IKE_PL_SK || pl[i].type == IKE_PL_SKF) && i != n - 1)
+			die("chain: SK not last");
+		if (rc == 0)
+			payload(&pl[i], exchange);
+	}
+	/* an SK body, as if decrypted: the inner chain starts with inner_first */
+	if (rc == 0 && n > 0 && pl[n - 1].type == IKE_PL_SK && depth == 0)
+		chain(pl[n - 1].inner_first, pl[n - 1].body, pl[n - 1].len, exchange, 1);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ike_hdr h;
+	char err[256];
+	uint8_t *copy;
+
+	/* an exact-size heap copy: ASan sees any read past the datagram */
+	copy = malloc(size ? size : 1);
+	if (copy == NULL)
+		return 0;
+	memcpy(copy, data, size);
+	if (ike_hdr_parse(copy, size, &h, err, sizeof(err)) == 0) {
+		if (h.length != size)
+			die("header: length is not the datagram's");
+		chain(h.next, copy + IKE_HDR_LEN, size - IKE_HDR_LEN, h.exchange, 0);
+	}
+	free(copy);
+	return 0;
+}
