@@ -70,8 +70,8 @@
  *              "arp_in":N,"arp_out":N,"handoff":N,"icmp_out":N,
  *              "icmp_limited":N,"fragments":N,"fragmented":N,"mss_clamped":N,
  *              "frag_in":N,
- *              "reassembled":N,"reass_dropped":N,"mbufs_in_use":N,
- *              "mbufs_total":N,
+ *              "reassembled":N,"reass_dropped":N,"ike_in":N,"ike_out":N,
+ *              "mbufs_in_use":N,"mbufs_total":N,
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
  *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
  *              newer than dpvpnd are named "reason-INDEX"

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "ike_msg.h"
+#include "testdata/ike_msg_strongswan.h"
 #include "testdata/ike_msg_vectors.h"
 
 #define MAX_PL		16
@@ -1157,6 +1158,63 @@ static void test_header(void **state)
  * AEAD's associated data) and then "encrypted" (here: copied).  The parser
  * gives back the inner type and the body, and the body parses as the chain.
  */
+/*
+ * A peer's message: charon's IKE_SA_INIT request, every payload read (SA: one
+ * proposal AES-GCM-16/128, PRF HMAC-SHA-256, group 19; KE 19 with 64 bytes;
+ * a 32-byte nonce; five notifies: the two NAT detections and three that say
+ * what charon supports, which a responder may ignore).
+ */
+static void test_strongswan_sa_init(void **state)
+{
+	const uint8_t *m = ike_v_strongswan_sa_init;
+	size_t len = sizeof(ike_v_strongswan_sa_init);
+	struct ike_proposal prop[4];
+	struct ike_notify nt;
+	struct ike_pl pl[16];
+	struct ike_hdr h;
+	struct ike_ke ke;
+	unsigned n, np, notifies = 0;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(ike_hdr_parse(m, len, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.exchange, IKE_SA_INIT);
+	assert_int_equal(h.msg_id, 0);
+	assert_true(h.flags & IKE_F_INITIATOR);
+	assert_int_equal(ike_chain_parse(h.next, m + IKE_HDR_LEN, len - IKE_HDR_LEN, pl, 16, &n,
+					 err, sizeof(err)), 0);
+	assert_int_equal(n, 8);
+	assert_int_equal(pl[0].type, IKE_PL_SA);
+	assert_int_equal(ike_sa_parse(pl[0].body, pl[0].len, IKE_SA_INIT, prop, 4, &np, err,
+				      sizeof(err)), 0);
+	assert_int_equal(np, 1);
+	assert_int_equal(prop[0].proto, IKE_PROTO_IKE);
+	assert_int_equal(prop[0].n_tr, 3);
+	assert_int_equal(prop[0].tr[0].type, IKE_TR_ENCR);
+	assert_int_equal(prop[0].tr[0].id, IKE_ENCR_AES_GCM_16);
+	assert_int_equal(prop[0].tr[0].key_len, 128);
+	assert_int_equal(prop[0].tr[1].id, IKE_PRF_HMAC_SHA2_256);
+	assert_int_equal(prop[0].tr[2].type, IKE_TR_DH);
+	assert_int_equal(prop[0].tr[2].id, IKE_DH_ECP256);
+	assert_int_equal(pl[1].type, IKE_PL_KE);
+	assert_int_equal(ike_ke_parse(pl[1].body, pl[1].len, &ke, err, sizeof(err)), 0);
+	assert_int_equal(ke.group, IKE_DH_ECP256);
+	assert_int_equal(ke.len, 64);
+	assert_int_equal(pl[2].type, IKE_PL_NONCE);
+	assert_int_equal(ike_nonce_parse(pl[2].body, pl[2].len, err, sizeof(err)), 0);
+	assert_int_equal(pl[2].len, 32);
+	for (unsigned i = 3; i < n; i++) {
+		assert_int_equal(pl[i].type, IKE_PL_NOTIFY);
+		assert_int_equal(ike_notify_parse(pl[i].body, pl[i].len, &nt, err, sizeof(err)),
+				 0);
+		if (nt.type == IKE_N_NAT_DETECTION_SOURCE_IP ||
+		    nt.type == IKE_N_NAT_DETECTION_SOURCE_IP + 1)
+			assert_int_equal(nt.data_len, 20);	/* SHA-1 */
+		notifies++;
+	}
+	assert_int_equal(notifies, 5);
+}
+
 static void test_sk_flow(void **state)
 {
 	const struct msg_case *inner = &msgs[V_INNER];
@@ -1207,6 +1265,7 @@ int main(void)
 		cmocka_unit_test(test_attributes),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_sk_flow),
+		cmocka_unit_test(test_strongswan_sa_init),
 	};
 	struct CMUnitTest tests[N_MSGS + N_BADS + N_ELEMS(loops)];
 	size_t k = 0;

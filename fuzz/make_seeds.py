@@ -7,7 +7,9 @@ ESP ones are sealed here, with python3-cryptography, under the keys of the
 fixed SA set of fuzz/fuzz_dp.c (made-up, public keys; the table below must
 match it), so they get past the ICV check: an implementation independent of
 the dataplane's.  Packets are built with scapy.  Files named regress-* (inputs
-that once found a bug) are kept; seed-* files are replaced.
+that once found a bug) and peer-* (messages a real peer sent, e.g. strongSwan's
+IKE_SA_INIT taken off the IKE channel by tests/test_ike_swan.py with
+DPVPN_SAVE_IKE=FILE) are kept; seed-* files are replaced.
 
     /usr/bin/python3 fuzz/make_seeds.py [TARGET...]
 """

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The IKE punt path with a live IKE peer ([ike] issue, requirement 2):
+strongSwan's charon initiates towards a dpvpn gateway; its IKE_SA_INIT
+request must reach the IKE channel (a test client of the control protocol,
+as dpvpnd will be) exactly as charon sent it, and an answer written to the
+channel must reach charon, which must act on it.
+
+    host S     strongSwan gw (netns)          peer gw (netns)           host D
+               charon #1                      dpvpn only: port 1 outside
+    eth0 ==veth== sw-in      sw-out ==veth== pe-out        pe-in ==veth== eth0
+                             198.19.0.1      198.19.0.2
+
+(tests/swan.py builds the namespaces; charon #2 is never started.)  The
+answer is IKE_SA_INIT's error response NO_PROPOSAL_CHOSEN, built by scapy:
+charon logs that it received it and gives up, which proves the reply path
+through the dataplane (addresses, ports, checksums, ARP) to a real peer."""
+import os
+import re
+import time
+
+import pytest
+
+import lab
+import swan
+from test_ike_punt import Channel
+
+pytestmark = [pytest.mark.ike, pytest.mark.strongswan]
+
+PEER_CONF = """; dpvpn.conf of tests/test_ike_swan.py: ports only, no tunnel
+[port inside]
+id = 0
+role = inside
+address = {gw_in}/24
+
+[port outside]
+id = 1
+role = outside
+address = {out}/24
+"""
+
+
+@pytest.fixture(scope="module")
+def swanlab():
+    why = swan.ensure_installed()
+    if why:
+        pytest.skip(f"strongSwan interop: {why}")
+    with swan.SwanLab() as sl:
+        pe = sl.ns_pe
+        for dev in ("pe-in", "pe-out"):         # the dataplane owns these addresses
+            sl.ip(pe, "addr", "flush", "dev", dev)
+        sl.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
+        path = os.path.join(sl.workdir, "peer.conf")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT))
+        sl.gw = lab.Gateway("gw-peer", path,
+                            ["net_af_packet0,iface=pe-in",
+                             "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
+                            sl.workdir, ["-l", "0-1", "--main-lcore", "0"], pe)
+        sl.gw.start()
+        sl.swan.start()
+        yield sl
+
+
+def test_charon_ike_sa_init_reaches_the_channel_and_its_answer_reaches_charon(swanlab):
+    from scapy.contrib.ikev2 import IKEv2, IKEv2_payload_Notify
+    sl = swanlab
+    ch = Channel(sl.gw.dp_sock)
+    try:
+        ch.open()
+        init = sl.bg("swanctl-initiate", None, "env", f"STRONGSWAN_CONF={sl.swan.conf}",
+                     f"SWANCTL_DIR={os.path.join(sl.swan.dir, 'swanctl')}", swan.SWANCTL,
+                     "--initiate", "--child", "net", "--timeout", "25", "--uri", sl.swan.vici)
+        p = ch.wait_push(timeout=15)
+        assert (p["local"], p["lport"], p["remote"], p["rport"], p["port"]) == \
+            (swan.PEER_OUT, 500, swan.SWAN_OUT, 500, 1), p
+        if os.environ.get("DPVPN_SAVE_IKE"):      # a real peer's message, e.g. a fuzz seed
+            with open(os.environ["DPVPN_SAVE_IKE"], "wb") as f:
+                f.write(p["data"])
+        req = IKEv2(p["data"])
+        assert req.exch_type == 34 and req.id == 0, req.summary()
+        assert req.init_SPI != bytes(8) and req.resp_SPI == bytes(8)
+        assert len(p["data"]) == req.length
+        # what charon logged sending is what arrived: its size
+        sent = re.findall(r"sending packet: from \S+ to \S+ \((\d+) bytes\)", sl.swan.log_text())
+        assert str(len(p["data"]) + 0) in sent, (len(p["data"]), sent)
+        answer = bytes(IKEv2(init_SPI=req.init_SPI, resp_SPI=bytes(8), next_payload=41,
+                             exch_type=34, flags="Response", id=0) /
+                       IKEv2_payload_Notify(next_payload=0, proto=0, type=14))
+        got = ""
+        for _ in range(4):      # the first may meet an unresolved neighbour (counted)
+            status, err = ch.tx(swan.PEER_OUT, 500, swan.SWAN_OUT, p["rport"], answer)
+            assert status == 0, err
+            end = time.monotonic() + 3
+            while time.monotonic() < end and "NO_PROPOSAL_CHOSEN" not in got:
+                got = sl.swan.log_text()
+                time.sleep(0.2)
+            if "NO_PROPOSAL_CHOSEN" in got:
+                break
+        assert re.search(r"received NO_PROPOSAL_CHOSEN notify error", got), got[-3000:]
+        print("test_ike_swan: charon: " + " | ".join(
+            l.strip() for l in got.splitlines() if "NO_PROPOSAL" in l or "sending packet" in l))
+        init.stop()
+    finally:
+        ch.close()
+    c = sl.gw.ctl("show", "counters")
+    assert c["ike_in"] >= 1 and c["ike_out"] >= 1, c
+    total, gone = lab.counters_balance(c)
+    assert total == gone, c
