@@ -1,0 +1,2207 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_sa.c - the IKEv2 SA state machine (see ike_sa.h).
+ *
+ * Each IKE SA keeps two message-ID streams (RFC 7296 2.3), both with a
+ * window of one: the requests we send (one outstanding, retransmitted from a
+ * stored copy until answered or given up) and the requests the peer sends
+ * (the last one and its response kept, so that a retransmission gets the
+ * same bytes back without being processed twice).  Nothing is decided on a
+ * message before it is authenticated, except in IKE_SA_INIT where there is
+ * nothing to authenticate with yet; there the responder keeps no state for
+ * a message it refuses (INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN, COOKIE).
+ */
+#define _GNU_SOURCE		/* explicit_bzero */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <openssl/evp.h>
+
+#include "ike_crypto.h"
+#include "ike_msg.h"
+#include "ike_sa.h"
+
+#define PRF_ID		IKE_PRF_HMAC_SHA2_256
+#define MSG_MAX		4096	/* what we build; ours are well under 1280 bytes */
+#define NONCE_LEN	32
+#define MAX_PL		24	/* payloads per chain */
+#define MAX_PROPS	16	/* proposals per SA payload */
+#define MAX_TS		8	/* selectors per TS payload */
+#define HALF_OPEN_MS	30000	/* a responder SA that saw no IKE_AUTH by then goes */
+#define COOKIE_LEN	33	/* version byte + HMAC-SHA-256 */
+#define INIT_RETRIES	3	/* cookie and INVALID_KE_PAYLOAD retries, each */
+#define NATD_LEN	20	/* SHA-1 */
+#define ERR_LEN		160
+#define WHY_LEN		96
+#define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
+#define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
+
+enum req_kind { REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE };
+
+struct conn {
+	struct conn *next;
+	struct ike_conn_cfg cfg;
+};
+
+struct child {
+	bool up;
+	struct ike_prop_esp prop;
+	uint32_t spi_in, spi_out;
+};
+
+struct ike_sa {
+	struct ike_sa *next;
+	struct conn *conn;
+	enum ike_state state;
+	bool initiator;
+	bool owner_knows;		/* ike_down is due when it ends */
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+	struct ike_addr local, remote;
+	struct ike_prop_ike prop;	/* negotiated */
+	uint16_t ke_group;		/* initiator: the group of its KE payload */
+	struct ike_dh *dh;		/* until the keys are derived */
+	uint8_t ni[IKE_NONCE_MAX], nr[IKE_NONCE_MAX];
+	size_t ni_len, nr_len;
+	struct ike_keys keys;
+	uint64_t iv_ctr;		/* SK IVs: one key per direction, so never repeats */
+	/* The IKE_SA_INIT messages as sent: AUTH signs them, retransmissions compare. */
+	uint8_t *init_req, *init_resp;
+	size_t init_req_len, init_resp_len;
+	uint8_t cookie[COOKIE_LEN];
+	size_t cookie_len;
+	unsigned cookie_tries, ke_tries;
+	/* Our outstanding request. */
+	enum req_kind req_kind;
+	uint8_t *req;
+	size_t req_len;
+	uint32_t req_id, next_req_id;
+	unsigned tries;
+	uint64_t timeout_ms, next_tx_ms;
+	bool want_del_child, want_del_ike;
+	/* The peer's last request and our response. */
+	uint32_t peer_next_id;
+	uint8_t *last_req, *last_resp;
+	size_t last_req_len, last_resp_len;
+	struct child child;
+	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
+	bool nat_local, nat_remote;
+	uint64_t created_ms, last_rx_ms;
+	uint64_t rx, tx, retransmits;
+	char why[WHY_LEN];		/* for ike_down after our own Delete */
+};
+
+struct ike_ctx {
+	struct ike_ops ops;
+	void *opaque;
+	struct conn *conns;
+	struct ike_sa *sas;
+	unsigned cookie_threshold, half_open;
+	uint8_t cookie_secret[32];
+	struct ike_stats stats;
+};
+
+/* A parsed payload chain. */
+struct view {
+	struct ike_pl pl[MAX_PL];
+	unsigned n;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static const char *const reject_names[] = {
+#define IKE_REJ_NAME(e, s) s,
+	IKE_REJECT_LIST(IKE_REJ_NAME)
+#undef IKE_REJ_NAME
+};
+
+const char *
+ike_reject_name(enum ike_reject r)
+{
+	return (unsigned)r < IKE_REJ_COUNT ? reject_names[r] : "?";
+}
+
+const char *
+ike_state_name(enum ike_state s)
+{
+	static const char *const names[] = {
+		[IKE_ST_INIT_SENT] = "init-sent", [IKE_ST_HALF_OPEN] = "half-open",
+		[IKE_ST_AUTH_SENT] = "auth-sent", [IKE_ST_ESTABLISHED] = "established",
+		[IKE_ST_DELETING] = "deleting",
+	};
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static void __attribute__((format(printf, 3, 4)))
+logf_(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	if (ctx->ops.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ctx->ops.log(ctx->opaque, sa && sa->conn ? sa->conn->cfg.name : "-", buf);
+}
+
+/* Count a refused message and pass rc on. */
+static int
+reject(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc, const char *err)
+{
+	ctx->stats.reject[r]++;
+	logf_(ctx, sa, "dropped (%s): %s", reject_names[r], err ? err : "");
+	return rc;
+}
+
+static size_t
+addr_len(uint8_t family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+static bool
+ip_equal(const struct ike_addr *a, const struct ike_addr *b)
+{
+	return a->family == b->family && memcmp(a->ip, b->ip, addr_len(a->family)) == 0;
+}
+
+static bool
+is_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return acc == 0;
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Replace *dst with a copy of src: 0 or -ENOMEM (and *dst left empty). */
+static int
+store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len)
+{
+	free(*dst);
+	*dlen = 0;
+	*dst = malloc(len);
+	if (*dst == NULL)
+		return -ENOMEM;
+	memcpy(*dst, src, len);
+	*dlen = len;
+	return 0;
+}
+
+/* A random value that is not zero: SPIs, where zero means "none". */
+static int
+random_nonzero(uint8_t *p, size_t n)
+{
+	int rc;
+
+	do {
+		rc = ike_random(p, n);
+	} while (rc == 0 && is_zero(p, n));
+	return rc;
+}
+
+static const char *
+notify_name(uint16_t type)
+{
+	switch (type) {
+	case IKE_N_INVALID_SYNTAX: return "INVALID_SYNTAX";
+	case IKE_N_NO_PROPOSAL_CHOSEN: return "NO_PROPOSAL_CHOSEN";
+	case IKE_N_INVALID_KE_PAYLOAD: return "INVALID_KE_PAYLOAD";
+	case IKE_N_AUTHENTICATION_FAILED: return "AUTHENTICATION_FAILED";
+	case IKE_N_TS_UNACCEPTABLE: return "TS_UNACCEPTABLE";
+	case IKE_N_NO_ADDITIONAL_SAS: return "NO_ADDITIONAL_SAS";
+	case IKE_N_TEMPORARY_FAILURE: return "TEMPORARY_FAILURE";
+	default: return "error";
+	}
+}
+
+/* ---- payload chains ----------------------------------------------------- */
+
+/* Parse a chain and every Notify in it, so that later lookups need no checks. */
+static int
+view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *err, size_t elen)
+{
+	int rc = ike_chain_parse(first, p, len, v->pl, MAX_PL, &v->n, err, elen);
+
+	for (unsigned i = 0; rc == 0 && i < v->n; i++) {
+		struct ike_notify nt;
+
+		if (v->pl[i].type == IKE_PL_NOTIFY)
+			rc = ike_notify_parse(v->pl[i].body, v->pl[i].len, &nt, err, elen);
+	}
+	return rc;
+}
+
+static const struct ike_pl *
+find_pl(const struct view *v, uint8_t type)
+{
+	for (unsigned i = 0; i < v->n; i++)
+		if (v->pl[i].type == type)
+			return &v->pl[i];
+	return NULL;
+}
+
+/* The first Notify of type after index *from (start with 0); false if none. */
+static bool
+find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt)
+{
+	char err[8];
+
+	for (unsigned i = *from; i < v->n; i++) {
+		if (v->pl[i].type != IKE_PL_NOTIFY)
+			continue;
+		ike_notify_parse(v->pl[i].body, v->pl[i].len, nt, err, sizeof(err));
+		if (nt->type == type) {
+			*from = i + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The type of the first error Notify, 0 if none. */
+static uint16_t
+error_notify(const struct view *v)
+{
+	struct ike_notify nt;
+	char err[8];
+
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->pl[i].type != IKE_PL_NOTIFY)
+			continue;
+		ike_notify_parse(v->pl[i].body, v->pl[i].len, &nt, err, sizeof(err));
+		if (nt.type != 0 && nt.type <= IKE_N_ERROR_MAX)
+			return nt.type;
+	}
+	return 0;
+}
+
+static void
+put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
+{
+	struct ike_notify nt = { .type = type, .data = data, .data_len = len };
+
+	ike_build_notify(b, &nt);
+}
+
+/* ---- proposals ---------------------------------------------------------- */
+
+static void
+add_tr(struct ike_proposal *p, uint8_t type, uint16_t id, int16_t key_len)
+{
+	p->tr[p->n_tr++] = (struct ike_transform){ .type = type, .id = id, .key_len = key_len };
+}
+
+static void
+ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->num = num;
+	p->proto = IKE_PROTO_IKE;
+	add_tr(p, IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, (int16_t)e->encr_bits);
+	add_tr(p, IKE_TR_PRF, PRF_ID, IKE_KEY_LEN_NONE);
+	add_tr(p, IKE_TR_DH, e->dh, IKE_KEY_LEN_NONE);
+}
+
+static void
+esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi, struct ike_proposal *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->num = num;
+	p->proto = IKE_PROTO_ESP;
+	p->spi_len = 4;
+	put32(p->spi, spi);
+	add_tr(p, IKE_TR_ENCR, e->encr, (int16_t)e->encr_bits);
+	if (e->integ != 0)
+		add_tr(p, IKE_TR_INTEG, e->integ, IKE_KEY_LEN_NONE);
+	add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
+}
+
+static bool
+tr_has(const struct ike_proposal *p, uint8_t type, uint16_t id, int16_t key_len)
+{
+	for (unsigned i = 0; i < p->n_tr; i++)
+		if (p->tr[i].type == type && p->tr[i].id == id && p->tr[i].key_len == key_len)
+			return true;
+	return false;
+}
+
+static bool
+tr_present(const struct ike_proposal *p, uint8_t type)
+{
+	for (unsigned i = 0; i < p->n_tr; i++)
+		if (p->tr[i].type == type)
+			return true;
+	return false;
+}
+
+/* Absent, or offered with id (NONE: 0); for the transform types we do not use. */
+static bool
+tr_absent_or(const struct ike_proposal *p, uint8_t type, uint16_t id)
+{
+	return !tr_present(p, type) || tr_has(p, type, id, IKE_KEY_LEN_NONE);
+}
+
+/* Every transform type in p is one of mask's (bit = 1 << type). */
+static bool
+tr_types_within(const struct ike_proposal *p, unsigned mask)
+{
+	for (unsigned i = 0; i < p->n_tr; i++)
+		if (p->tr[i].type >= 32 || !(mask & 1u << p->tr[i].type))
+			return false;
+	return true;
+}
+
+/* The same transforms, in any order (what a responder must send back). */
+static bool
+prop_same(const struct ike_proposal *got, const struct ike_proposal *want)
+{
+	if (got->n_tr != want->n_tr || got->proto != want->proto)
+		return false;
+	for (unsigned i = 0; i < got->n_tr; i++)
+		if (!tr_has(want, got->tr[i].type, got->tr[i].id, got->tr[i].key_len))
+			return false;
+	return true;
+}
+
+/*
+ * The responder's choice (2.7): the first of the initiator's proposals that
+ * one of ours matches; within it, ours in order, but one whose group is
+ * that of the KE payload first, which saves an INVALID_KE_PAYLOAD round.
+ */
+static int
+pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+	 uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num)
+{
+	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_PRF | 1u << IKE_TR_INTEG |
+			      1u << IKE_TR_DH;
+
+	for (unsigned i = 0; i < n; i++) {
+		int found = -1;
+
+		if (p[i].proto != IKE_PROTO_IKE || !tr_types_within(&p[i], mask) ||
+		    !tr_absent_or(&p[i], IKE_TR_INTEG, 0))
+			continue;
+		for (unsigned j = 0; j < cfg->n_ike; j++) {
+			const struct ike_prop_ike *e = &cfg->ike[j];
+
+			if (!tr_has(&p[i], IKE_TR_ENCR, IKE_ENCR_AES_GCM_16,
+				    (int16_t)e->encr_bits) ||
+			    !tr_has(&p[i], IKE_TR_PRF, PRF_ID, IKE_KEY_LEN_NONE) ||
+			    !tr_has(&p[i], IKE_TR_DH, e->dh, IKE_KEY_LEN_NONE))
+				continue;
+			if (found < 0 || e->dh == ke_group)
+				found = (int)j;
+			if (e->dh == ke_group)
+				break;
+		}
+		if (found >= 0) {
+			*out = cfg->ike[found];
+			*num = p[i].num;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static bool
+esp_matches(const struct ike_proposal *p, const struct ike_prop_esp *e)
+{
+	if (!tr_has(p, IKE_TR_ENCR, e->encr, (int16_t)e->encr_bits))
+		return false;
+	if (e->integ != 0 ? !tr_has(p, IKE_TR_INTEG, e->integ, IKE_KEY_LEN_NONE) :
+	    !tr_absent_or(p, IKE_TR_INTEG, 0))
+		return false;
+	/* No extended sequence numbers, no PFS group in IKE_AUTH (1.2). */
+	return tr_absent_or(p, IKE_TR_ESN, IKE_ESN_NO) && tr_absent_or(p, IKE_TR_DH, 0);
+}
+
+static int
+pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+	 struct ike_prop_esp *out, uint32_t *spi_out, uint8_t *num)
+{
+	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_INTEG | 1u << IKE_TR_ESN |
+			      1u << IKE_TR_DH;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (p[i].proto != IKE_PROTO_ESP || p[i].spi_len != 4 ||
+		    !tr_types_within(&p[i], mask))
+			continue;
+		for (unsigned j = 0; j < cfg->n_esp; j++) {
+			if (!esp_matches(&p[i], &cfg->esp[j]))
+				continue;
+			*out = cfg->esp[j];
+			*spi_out = get32(p[i].spi);
+			*num = p[i].num;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
+ * An SA payload in a response: the one proposal the responder accepted,
+ * which keeps the number it had in our request (3.3.1).  ike_sa_parse()
+ * wants a first proposal numbered 1, as in a request, so the number is
+ * parsed from a copy with it set to 1 and put back afterwards.
+ */
+static int
+sa_parse_answer(const struct ike_pl *pl, uint8_t exchange, struct ike_proposal *out,
+		unsigned max, unsigned *n, char *err, size_t elen)
+{
+	uint8_t *copy, num;
+	int rc;
+
+	if (pl->len < 8)
+		return ike_sa_parse(pl->body, pl->len, exchange, out, max, n, err, elen);
+	copy = malloc(pl->len);
+	if (copy == NULL)
+		return -ENOMEM;
+	memcpy(copy, pl->body, pl->len);
+	num = copy[4];
+	copy[4] = 1;
+	rc = ike_sa_parse(copy, pl->len, exchange, out, max, n, err, elen);
+	if (rc == 0 && *n > 0)
+		out[0].num = num;
+	free(copy);
+	return rc;
+}
+
+/* ---- traffic selectors -------------------------------------------------- */
+
+static void
+prefix_range(const struct ike_prefix *p, uint8_t lo[16], uint8_t hi[16])
+{
+	size_t alen = addr_len(p->family);
+
+	memset(lo, 0, 16);
+	memset(hi, 0, 16);
+	for (size_t i = 0; i < alen; i++) {
+		unsigned bits = p->plen > i * 8 ? p->plen - (unsigned)i * 8 : 0;
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff00 >> bits);
+
+		lo[i] = p->addr[i] & mask;
+		hi[i] = (uint8_t)(lo[i] | (uint8_t)~mask);
+	}
+}
+
+static void
+ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->type = p->family == AF_INET ? IKE_TS_IPV4_ADDR_RANGE : IKE_TS_IPV6_ADDR_RANGE;
+	ts->end_port = 65535;
+	prefix_range(p, ts->start, ts->end);
+}
+
+/* The selector as a prefix, if it covers every protocol and port of exactly one. */
+static bool
+ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out)
+{
+	struct ike_prefix p = { 0 };
+	uint8_t lo[16], hi[16];
+
+	if (ts->ip_proto != 0 || ts->start_port != 0 || ts->end_port != 65535)
+		return false;
+	if (ts->type == IKE_TS_IPV4_ADDR_RANGE)
+		p.family = AF_INET;
+	else if (ts->type == IKE_TS_IPV6_ADDR_RANGE)
+		p.family = AF_INET6;
+	else
+		return false;
+	memcpy(p.addr, ts->start, 16);
+	for (unsigned plen = 0; plen <= addr_len(p.family) * 8; plen++) {
+		p.plen = (uint8_t)plen;
+		prefix_range(&p, lo, hi);
+		if (memcmp(lo, ts->start, 16) == 0 && memcmp(hi, ts->end, 16) == 0) {
+			*out = p;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* inner lies within outer. */
+static bool
+prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer)
+{
+	uint8_t ilo[16], ihi[16], olo[16], ohi[16];
+
+	if (inner->family != outer->family)
+		return false;
+	prefix_range(inner, ilo, ihi);
+	prefix_range(outer, olo, ohi);
+	return memcmp(ilo, olo, 16) >= 0 && memcmp(ihi, ohi, 16) <= 0;
+}
+
+/*
+ * The responder's narrowing (2.9) against its one prefix: ours if a proposed
+ * selector covers it, else a proposed prefix that lies inside ours.
+ */
+static bool
+ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
+	  struct ike_prefix *out)
+{
+	uint8_t lo[16], hi[16];
+
+	prefix_range(ours, lo, hi);
+	for (unsigned i = 0; i < n; i++) {
+		struct ike_ts t = ts[i];
+		struct ike_prefix theirs;
+		uint8_t type = ours->family == AF_INET ? IKE_TS_IPV4_ADDR_RANGE :
+			       IKE_TS_IPV6_ADDR_RANGE;
+
+		if (t.type != type || t.ip_proto != 0 || t.start_port != 0 ||
+		    t.end_port != 65535)
+			continue;
+		if (memcmp(t.start, lo, 16) <= 0 && memcmp(t.end, hi, 16) >= 0) {
+			*out = *ours;
+			return true;
+		}
+		if (ts_to_prefix(&t, &theirs) && prefix_within(&theirs, ours)) {
+			*out = theirs;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- NAT detection (2.23) and cookies (2.6) ----------------------------- */
+
+static void
+natd_hash(const uint8_t *spi_i, const uint8_t *spi_r, const struct ike_addr *a,
+	  uint8_t out[NATD_LEN])
+{
+	uint8_t buf[2 * IKE_SPI_LEN + 16 + 2];
+	size_t alen = addr_len(a->family), n = 0;
+	unsigned olen = NATD_LEN;
+
+	memcpy(buf, spi_i, IKE_SPI_LEN);
+	memcpy(buf + IKE_SPI_LEN, spi_r, IKE_SPI_LEN);
+	n = 2 * IKE_SPI_LEN;
+	memcpy(buf + n, a->ip, alen);
+	n += alen;
+	buf[n++] = (uint8_t)(a->port >> 8);
+	buf[n++] = (uint8_t)a->port;
+	/* A failure makes the hashes differ: "behind a NAT", the safe mistake. */
+	if (EVP_Digest(buf, n, out, &olen, EVP_sha1(), NULL) != 1)
+		memset(out, 0, NATD_LEN);
+}
+
+static void
+natd_put(struct ike_buf *b, const uint8_t *spi_i, const uint8_t *spi_r,
+	 const struct ike_addr *src, const struct ike_addr *dst)
+{
+	uint8_t h[NATD_LEN];
+
+	natd_hash(spi_i, spi_r, src, h);
+	put_notify(b, IKE_N_NAT_DETECTION_SOURCE_IP, h, NATD_LEN);
+	natd_hash(spi_i, spi_r, dst, h);
+	put_notify(b, IKE_N_NAT_DETECTION_DESTINATION_IP, h, NATD_LEN);
+}
+
+/* Whether a Notify of type carries the hash of a; also true if there is none. */
+static bool
+natd_ok(const struct view *v, uint16_t type, const uint8_t *spi_i, const uint8_t *spi_r,
+	const struct ike_addr *a)
+{
+	struct ike_notify nt;
+	uint8_t h[NATD_LEN];
+	unsigned from = 0;
+	bool any = false;
+
+	natd_hash(spi_i, spi_r, a, h);
+	while (find_notify(v, type, &from, &nt)) {
+		any = true;
+		if (nt.data_len == NATD_LEN && memcmp(nt.data, h, NATD_LEN) == 0)
+			return true;
+	}
+	return !any;
+}
+
+/* Version byte 1, then prf(secret, Ni | IPi | SPIi): no state until it comes back. */
+static int
+cookie_make(const struct ike_ctx *ctx, const uint8_t *ni, size_t ni_len,
+	    const struct ike_addr *remote, const uint8_t *spi_i, uint8_t out[COOKIE_LEN])
+{
+	struct ike_iov v[3] = {
+		{ ni, ni_len }, { remote->ip, addr_len(remote->family) }, { spi_i, IKE_SPI_LEN },
+	};
+	size_t len = COOKIE_LEN - 1;
+
+	out[0] = 1;
+	return ike_prf(PRF_ID, ctx->cookie_secret, sizeof(ctx->cookie_secret), v, 3, out + 1,
+		       &len);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void
+xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
+{
+	ctx->stats.tx++;
+	sa->tx++;
+	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
+}
+
+static void
+hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
+	uint32_t id)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->spi_i, sa->spi_i, IKE_SPI_LEN);
+	memcpy(h->spi_r, sa->spi_r, IKE_SPI_LEN);
+	h->exchange = exchange;
+	h->flags = (uint8_t)((sa->initiator ? IKE_F_INITIATOR : 0) |
+			     (response ? IKE_F_RESPONSE : 0));
+	h->msg_id = id;
+}
+
+/*
+ * A message of header h whose only payload is SK around the chain in, into
+ * out.  The IV is a counter: each direction has its own key (SK_ei, SK_er),
+ * and only this side encrypts under this one.
+ */
+static int
+seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
+	 size_t cap, size_t *len)
+{
+	const uint8_t *key = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
+	uint8_t iv[IKE_GCM_IV_LEN];
+	size_t plen = in->len + 1, sk;
+	struct ike_buf b;
+	uint8_t *ct;
+	int rc;
+
+	if (in->overflow)
+		return -ENOSPC;
+	for (unsigned i = 0; i < IKE_GCM_IV_LEN; i++)
+		iv[i] = (uint8_t)(sa->iv_ctr >> (56 - 8 * i));
+	sa->iv_ctr++;
+	ike_buf_init(&b, out, cap);
+	ike_build_hdr(&b, h);
+	sk = ike_sk_begin(&b, IKE_PL_SK, in->first);
+	ike_put_bytes(&b, iv, sizeof(iv));
+	ct = ike_reserve(&b, plen + IKE_GCM_ICV_LEN);
+	ike_pl_end(&b, sk);
+	rc = ike_finish(&b);
+	if (rc != 0)
+		return rc;
+	memcpy(ct, in->p, in->len);
+	ct[in->len] = 0;	/* pad length: GCM needs no padding */
+	rc = ike_aead_seal(key, sa->keys.enc_len, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen, ct);
+	*len = b.len;
+	return rc;
+}
+
+/* Send a new request and keep it for retransmission. */
+static int
+request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
+	      const uint8_t *m, size_t len, uint64_t now)
+{
+	int rc = store(&sa->req, &sa->req_len, m, len);
+
+	if (rc != 0)
+		return rc;
+	sa->req_kind = kind;
+	sa->req_id = id;
+	sa->next_req_id = id + 1;
+	sa->tries = 1;
+	sa->timeout_ms = sa->conn->cfg.retrans_ms;
+	sa->next_tx_ms = now + sa->timeout_ms;
+	xmit(ctx, sa, m, len);
+	return 0;
+}
+
+static void
+request_done(struct ike_sa *sa)
+{
+	free(sa->req);
+	sa->req = NULL;
+	sa->req_len = 0;
+	sa->req_kind = REQ_NONE;
+}
+
+/* Send the response to the peer's current request, kept for its retransmissions. */
+static int
+respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
+	const struct ike_buf *in)
+{
+	uint8_t out[MSG_MAX];
+	struct ike_hdr h;
+	size_t len;
+	int rc;
+
+	hdr_for(sa, &h, req->exchange, true, req->msg_id);
+	rc = seal_msg(sa, &h, in, out, sizeof(out), &len);
+	if (rc == 0)
+		rc = store(&sa->last_resp, &sa->last_resp_len, out, len);
+	if (rc == 0)
+		xmit(ctx, sa, out, len);
+	return rc;
+}
+
+/* ---- SA lifetime -------------------------------------------------------- */
+
+static struct ike_sa *
+sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
+{
+	struct ike_sa *sa = calloc(1, sizeof(*sa));
+
+	if (sa == NULL)
+		return NULL;
+	sa->conn = c;
+	sa->initiator = initiator;
+	sa->created_ms = now;
+	sa->last_rx_ms = now;
+	sa->next = ctx->sas;
+	ctx->sas = sa;
+	return sa;
+}
+
+static void
+sa_free(struct ike_sa *sa)
+{
+	ike_keys_wipe(&sa->keys);
+	ike_dh_free(sa->dh);
+	free(sa->init_req);
+	free(sa->init_resp);
+	free(sa->req);
+	free(sa->last_req);
+	free(sa->last_resp);
+	explicit_bzero(sa, sizeof(*sa));	/* nonces, SPIs: nothing of it outlives it */
+	free(sa);
+}
+
+static void
+set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
+{
+	if (sa->state == IKE_ST_HALF_OPEN && st != IKE_ST_HALF_OPEN)
+		ctx->half_open--;
+	sa->state = st;
+}
+
+static void
+child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (!sa->child.up)
+		return;
+	sa->child.up = false;
+	ctx->ops.child_down(ctx->opaque, sa->conn->cfg.name, sa->child.spi_in,
+			    sa->child.spi_out);
+}
+
+/* Tell the owner (child first), unlink and free. */
+static void
+sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
+{
+	struct ike_sa **pp;
+
+	child_gone(ctx, sa);
+	if (sa->owner_knows)
+		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
+	logf_(ctx, sa, "IKE SA ends: %s", why);
+	set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
+	for (pp = &ctx->sas; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == sa) {
+			*pp = sa->next;
+			break;
+		}
+	}
+	sa_free(sa);
+}
+
+/* Derive the IKE SA's keys from the peer's KE; the DH key goes either way. */
+static int
+derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
+{
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t glen = sizeof(gir);
+	int rc;
+
+	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
+	if (rc == 0)
+		rc = ike_derive_sa_keys(PRF_ID, sa->prop.encr_bits / 8, true, sa->ni, sa->ni_len,
+					sa->nr, sa->nr_len, gir, glen, sa->spi_i, sa->spi_r,
+					&sa->keys);
+	explicit_bzero(gir, sizeof(gir));
+	ike_dh_free(sa->dh);
+	sa->dh = NULL;
+	return rc;
+}
+
+/* ---- IKE_SA_INIT, initiator --------------------------------------------- */
+
+static int
+init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal props[IKE_CONN_PROPS_MAX];
+	uint8_t pub[IKE_DH_MAX_PUB], out[MSG_MAX];
+	static const uint8_t zero[IKE_SPI_LEN];
+	size_t publen = sizeof(pub);
+	struct ike_hdr h;
+	struct ike_buf b;
+	int rc;
+
+	ike_dh_free(sa->dh);
+	sa->dh = NULL;
+	rc = ike_dh_new(sa->ke_group, &sa->dh, pub, &publen);
+	if (rc != 0)
+		return rc;
+	for (unsigned i = 0; i < cfg->n_ike; i++)
+		ike_prop_build(&cfg->ike[i], (uint8_t)(i + 1), &props[i]);
+	hdr_for(sa, &h, IKE_SA_INIT, false, 0);
+	ike_buf_init(&b, out, sizeof(out));
+	ike_build_hdr(&b, &h);
+	/* A cookie goes first (2.6), so that the responder finds it cheaply. */
+	if (sa->cookie_len != 0)
+		put_notify(&b, IKE_N_COOKIE, sa->cookie, sa->cookie_len);
+	ike_build_sa(&b, props, cfg->n_ike);
+	ike_build_ke(&b, sa->ke_group, pub, publen);
+	ike_build_nonce(&b, sa->ni, sa->ni_len);
+	natd_put(&b, sa->spi_i, zero, &sa->local, &sa->remote);
+	rc = ike_finish(&b);
+	if (rc == 0)
+		rc = store(&sa->init_req, &sa->init_req_len, out, b.len);
+	if (rc == 0)
+		rc = request_start(ctx, sa, REQ_INIT, 0, out, b.len, now);
+	return rc;
+}
+
+static struct conn *
+conn_by_name(struct ike_ctx *ctx, const char *name)
+{
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		if (strcmp(c->cfg.name, name) == 0)
+			return c;
+	return NULL;
+}
+
+static struct ike_sa *
+sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
+{
+	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
+		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN)
+			return sa;
+	return NULL;
+}
+
+int
+ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = conn_by_name(ctx, name);
+	struct ike_sa *sa;
+	int rc;
+
+	if (c == NULL)
+		return -ENOENT;
+	if (sa_of_conn(ctx, c) != NULL)
+		return -EALREADY;
+	sa = sa_new(ctx, c, true, now_ms);
+	if (sa == NULL)
+		return -ENOMEM;
+	sa->owner_knows = true;
+	sa->state = IKE_ST_INIT_SENT;
+	sa->local = c->cfg.local;
+	sa->remote = c->cfg.remote;
+	sa->ke_group = c->cfg.ike[0].dh;
+	sa->ni_len = NONCE_LEN;
+	rc = random_nonzero(sa->spi_i, IKE_SPI_LEN);
+	if (rc == 0)
+		rc = ike_random(sa->ni, sa->ni_len);
+	if (rc == 0)
+		rc = init_send(ctx, sa, now_ms);
+	if (rc != 0)
+		sa_end(ctx, sa, "cannot start IKE_SA_INIT");
+	return rc;
+}
+
+/* An error answer to our IKE_SA_INIT: retry (INVALID_KE_PAYLOAD, COOKIE) or give up. */
+static int
+init_refused(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_notify nt;
+	unsigned from = 0;
+	char why[WHY_LEN];
+	uint16_t type;
+
+	if (find_notify(v, IKE_N_COOKIE, &from, &nt)) {
+		if (nt.data_len == 0 || nt.data_len > COOKIE_LEN ||
+		    ++sa->cookie_tries > INIT_RETRIES)
+			return reject(ctx, sa, IKE_REJ_COOKIE, -EBADMSG, "notify.cookie");
+		memcpy(sa->cookie, nt.data, nt.data_len);
+		sa->cookie_len = nt.data_len;
+		return init_send(ctx, sa, now);
+	}
+	from = 0;
+	if (find_notify(v, IKE_N_INVALID_KE_PAYLOAD, &from, &nt) && nt.data_len == 2) {
+		uint16_t g = (uint16_t)(nt.data[0] << 8 | nt.data[1]);
+
+		for (unsigned i = 0; i < cfg->n_ike; i++) {
+			if (cfg->ike[i].dh != g || g == sa->ke_group ||
+			    ++sa->ke_tries > INIT_RETRIES)
+				continue;
+			ctx->stats.reject[IKE_REJ_INVALID_KE]++;
+			sa->ke_group = g;
+			return init_send(ctx, sa, now);
+		}
+	}
+	type = error_notify(v);
+	ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+	snprintf(why, sizeof(why), "peer: %s (%u) in IKE_SA_INIT", notify_name(type), type);
+	sa_end(ctx, sa, why);
+	return -ECONNREFUSED;
+}
+
+/* SA, KE and Nonce of an IKE_SA_INIT message. */
+struct init_pl {
+	struct ike_proposal props[MAX_PROPS];
+	unsigned n_props;
+	struct ike_ke ke;
+	const uint8_t *nonce;
+	size_t nonce_len;
+	struct ike_prop_ike chosen;	/* responder: the proposal it took, and its number */
+	uint8_t num;
+};
+
+static int
+init_pl_parse(const struct view *v, bool answer, struct init_pl *ip, char *err, size_t elen)
+{
+	const struct ike_pl *sa = find_pl(v, IKE_PL_SA), *ke = find_pl(v, IKE_PL_KE);
+	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
+	int rc;
+
+	if (sa == NULL || ke == NULL || no == NULL) {
+		snprintf(err, elen, "ike_sa_init: no %s payload",
+			 sa == NULL ? "SA" : ke == NULL ? "KE" : "Nonce");
+		return -EBADMSG;
+	}
+	rc = answer ? sa_parse_answer(sa, IKE_SA_INIT, ip->props, MAX_PROPS, &ip->n_props, err,
+				      elen) :
+		      ike_sa_parse(sa->body, sa->len, IKE_SA_INIT, ip->props, MAX_PROPS,
+				   &ip->n_props, err, elen);
+	if (rc == 0)
+		rc = ike_ke_parse(ke->body, ke->len, &ip->ke, err, elen);
+	if (rc == 0)
+		rc = ike_nonce_parse(no->body, no->len, err, elen);
+	ip->nonce = no->body;
+	ip->nonce_len = no->len;
+	return rc;
+}
+
+/* The responder's choice must be one of the proposals we made, unchanged. */
+static int
+init_check_choice(const struct ike_sa *sa, const struct init_pl *ip, const struct ike_hdr *h,
+		  char *err, size_t elen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal want;
+	unsigned num;
+
+	if (ip->n_props != 1) {
+		snprintf(err, elen, "sa: %u proposals in a response, expected 1", ip->n_props);
+		return -EBADMSG;
+	}
+	num = ip->props[0].num;
+	if (num < 1 || num > cfg->n_ike) {
+		snprintf(err, elen, "sa.proposal[1].num: %u, we made %u", num, cfg->n_ike);
+		return -EBADMSG;
+	}
+	ike_prop_build(&cfg->ike[num - 1], (uint8_t)num, &want);
+	if (!prop_same(&ip->props[0], &want) || cfg->ike[num - 1].dh != sa->ke_group ||
+	    ip->ke.group != sa->ke_group) {
+		snprintf(err, elen, "sa.proposal[1]: not proposal %u as we made it (KE group "
+			 "%u)", num, ip->ke.group);
+		return -EBADMSG;
+	}
+	if (is_zero(h->spi_r, IKE_SPI_LEN)) {
+		snprintf(err, elen, "ike.spi_r: zero in a successful IKE_SA_INIT response");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+
+static int
+init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	      const uint8_t *msg, size_t len, uint64_t now)
+{
+	struct init_pl ip;
+	char err[ERR_LEN];
+	struct view v;
+	int rc;
+
+	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+			      rc, err);
+	if (find_pl(&v, IKE_PL_SA) == NULL)
+		return init_refused(ctx, sa, &v, now);
+	rc = init_pl_parse(&v, true, &ip, err, sizeof(err));
+	if (rc == 0)
+		rc = init_check_choice(sa, &ip, h, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+	sa->prop = sa->conn->cfg.ike[ip.props[0].num - 1];
+	memcpy(sa->spi_r, h->spi_r, IKE_SPI_LEN);
+	memcpy(sa->nr, ip.nonce, ip.nonce_len);
+	sa->nr_len = ip.nonce_len;
+	rc = derive_keys(sa, &ip.ke);
+	if (rc == 0)
+		rc = store(&sa->init_resp, &sa->init_resp_len, msg, len);
+	if (rc != 0) {
+		sa_end(ctx, sa, "key derivation failed (peer's KE)");
+		return rc;
+	}
+	/* The peer's view of us is its destination, and ours of it our source. */
+	sa->nat_local = !natd_ok(&v, IKE_N_NAT_DETECTION_DESTINATION_IP, sa->spi_i, sa->spi_r,
+				 &sa->local);
+	sa->nat_remote = !natd_ok(&v, IKE_N_NAT_DETECTION_SOURCE_IP, sa->spi_i, sa->spi_r,
+				  &sa->remote);
+	request_done(sa);
+	rc = auth_send(ctx, sa, now);
+	if (rc != 0)
+		sa_end(ctx, sa, "cannot send IKE_AUTH");
+	return rc;
+}
+
+/* ---- IKE_SA_INIT, responder --------------------------------------------- */
+
+static int
+raw_send(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	 struct ike_buf *b)
+{
+	int rc = ike_finish(b);
+
+	if (rc != 0)
+		return rc;
+	ctx->stats.tx++;
+	ctx->ops.send(ctx->opaque, local, remote, b->p, b->len);
+	return 0;
+}
+
+/* A stateless IKE_SA_INIT answer of one Notify. */
+static int
+init_notify(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	    const struct ike_hdr *req, uint16_t type, const void *data, size_t dlen)
+{
+	uint8_t out[512];
+	struct ike_hdr h;
+	struct ike_buf b;
+
+	memset(&h, 0, sizeof(h));
+	memcpy(h.spi_i, req->spi_i, IKE_SPI_LEN);
+	h.exchange = IKE_SA_INIT;
+	h.flags = IKE_F_RESPONSE;
+	ike_buf_init(&b, out, sizeof(out));
+	ike_build_hdr(&b, &h);
+	put_notify(&b, type, data, dlen);
+	return raw_send(ctx, local, remote, &b);
+}
+
+static struct conn *
+conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
+{
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		if (ip_equal(&c->cfg.local, local) && ip_equal(&c->cfg.remote, remote))
+			return c;
+	return NULL;
+}
+
+/* Above the threshold, a request must carry the cookie we would give it. */
+static int
+cookie_check(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	     const struct ike_hdr *h, const struct view *v, const struct init_pl *ip)
+{
+	uint8_t want[COOKIE_LEN];
+	struct ike_notify nt;
+	unsigned from = 0;
+	int rc;
+
+	if (ctx->cookie_threshold == 0 || ctx->half_open < ctx->cookie_threshold)
+		return 0;
+	rc = cookie_make(ctx, ip->nonce, ip->nonce_len, remote, h->spi_i, want);
+	if (rc != 0)
+		return rc;
+	if (find_notify(v, IKE_N_COOKIE, &from, &nt) && nt.data_len == COOKIE_LEN &&
+	    ike_auth_equal(nt.data, want, COOKIE_LEN))
+		return 0;
+	reject(ctx, NULL, IKE_REJ_COOKIE, 0, "notify.cookie: missing or wrong, half-open "
+	       "SAs above the threshold");
+	init_notify(ctx, local, remote, h, IKE_N_COOKIE, want, COOKIE_LEN);
+	return -EAGAIN;
+}
+
+/* Choose, or answer NO_PROPOSAL_CHOSEN / INVALID_KE_PAYLOAD and keep nothing. */
+static int
+init_choose(struct ike_ctx *ctx, const struct conn *c, const struct ike_addr *local,
+	    const struct ike_addr *remote, const struct ike_hdr *h, struct init_pl *ip)
+{
+	const struct ike_prop_ike *prop = &ip->chosen;
+	uint8_t g[2];
+
+	if (pick_ike(&c->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen, &ip->num) != 0) {
+		reject(ctx, NULL, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable");
+		init_notify(ctx, local, remote, h, IKE_N_NO_PROPOSAL_CHOSEN, NULL, 0);
+		return -ENOENT;
+	}
+	if (ip->ke.group != prop->dh) {
+		g[0] = (uint8_t)(prop->dh >> 8);
+		g[1] = (uint8_t)prop->dh;
+		reject(ctx, NULL, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one");
+		init_notify(ctx, local, remote, h, IKE_N_INVALID_KE_PAYLOAD, g, sizeof(g));
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static int
+init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
+{
+	uint8_t pub[IKE_DH_MAX_PUB], out[MSG_MAX];
+	size_t publen = sizeof(pub);
+	struct ike_proposal prop;
+	struct ike_hdr h;
+	struct ike_buf b;
+	int rc;
+
+	rc = ike_dh_new(sa->prop.dh, &sa->dh, pub, &publen);
+	if (rc == 0)
+		rc = derive_keys(sa, &ip->ke);
+	if (rc != 0)
+		return rc;
+	ike_prop_build(&sa->prop, ip->num, &prop);
+	hdr_for(sa, &h, IKE_SA_INIT, true, 0);
+	ike_buf_init(&b, out, sizeof(out));
+	ike_build_hdr(&b, &h);
+	ike_build_sa(&b, &prop, 1);
+	ike_build_ke(&b, sa->prop.dh, pub, publen);
+	ike_build_nonce(&b, sa->nr, sa->nr_len);
+	natd_put(&b, sa->spi_i, sa->spi_r, &sa->local, &sa->remote);
+	rc = ike_finish(&b);
+	if (rc == 0)
+		rc = store(&sa->init_resp, &sa->init_resp_len, out, b.len);
+	if (rc == 0)
+		xmit(ctx, sa, out, b.len);
+	return rc;
+}
+
+/* A new half-open SA for an acceptable request. */
+static int
+init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
+	    const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
+	    size_t len, const struct view *v, const struct init_pl *ip, uint64_t now)
+{
+	static const uint8_t zero[IKE_SPI_LEN];
+	struct ike_sa *sa = sa_new(ctx, c, false, now);
+	int rc;
+
+	if (sa == NULL)
+		return -ENOMEM;
+	sa->state = IKE_ST_HALF_OPEN;
+	ctx->half_open++;
+	sa->local = *local;
+	sa->remote = *remote;
+	sa->prop = ip->chosen;
+	memcpy(sa->spi_i, h->spi_i, IKE_SPI_LEN);
+	memcpy(sa->ni, ip->nonce, ip->nonce_len);
+	sa->ni_len = ip->nonce_len;
+	sa->nr_len = NONCE_LEN;
+	sa->peer_next_id = 1;
+	sa->nat_remote = !natd_ok(v, IKE_N_NAT_DETECTION_SOURCE_IP, h->spi_i, zero, remote);
+	sa->nat_local = !natd_ok(v, IKE_N_NAT_DETECTION_DESTINATION_IP, h->spi_i, zero, local);
+	rc = random_nonzero(sa->spi_r, IKE_SPI_LEN);
+	if (rc == 0)
+		rc = ike_random(sa->nr, sa->nr_len);
+	if (rc == 0)
+		rc = store(&sa->init_req, &sa->init_req_len, msg, len);
+	if (rc == 0)
+		rc = init_reply(ctx, sa, ip);
+	if (rc != 0) {
+		reject(ctx, sa, IKE_REJ_MALFORMED, rc, "ke.data: no shared secret");
+		sa_end(ctx, sa, "IKE_SA_INIT failed");
+	}
+	return rc;
+}
+
+static struct ike_sa *
+half_open_find(struct ike_ctx *ctx, const uint8_t *spi_i, const struct ike_addr *remote)
+{
+	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
+		if (!sa->initiator && memcmp(sa->spi_i, spi_i, IKE_SPI_LEN) == 0 &&
+		    ip_equal(&sa->remote, remote))
+			return sa;
+	return NULL;
+}
+
+static int
+init_request(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	     const struct ike_hdr *h, const uint8_t *msg, size_t len, uint64_t now)
+{
+	struct ike_sa *sa;
+	struct init_pl ip;
+	char err[ERR_LEN];
+	struct view v;
+	struct conn *c;
+	int rc;
+
+	if (h->msg_id != 0)
+		return reject(ctx, NULL, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: not 0 "
+			      "in an IKE_SA_INIT request");
+	if (!(h->flags & IKE_F_INITIATOR))
+		return reject(ctx, NULL, IKE_REJ_BAD_FLAGS, -EBADMSG, "ike.flags: no I bit in "
+			      "an IKE_SA_INIT request");
+	if (!is_zero(h->spi_r, IKE_SPI_LEN))
+		return reject(ctx, NULL, IKE_REJ_MALFORMED, -EBADMSG, "ike.spi_r: not zero in "
+			      "an IKE_SA_INIT request");
+	sa = half_open_find(ctx, h->spi_i, remote);
+	if (sa != NULL) {
+		/* A retransmission while half-open gets the same answer (2.1). */
+		if (sa->state != IKE_ST_HALF_OPEN || len != sa->init_req_len ||
+		    memcmp(msg, sa->init_req, len) != 0)
+			return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EALREADY, "ike.spi_i: an "
+				      "IKE_SA_INIT for an existing SA");
+		ctx->stats.resent_responses++;
+		xmit(ctx, sa, sa->init_resp, sa->init_resp_len);
+		return 0;
+	}
+	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
+	if (rc == 0)
+		rc = init_pl_parse(&v, false, &ip, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, NULL, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+			      rc, err);
+	c = conn_by_addr(ctx, local, remote);
+	if (c == NULL)
+		return reject(ctx, NULL, IKE_REJ_NO_CONN, -ENOENT, "no connection for the "
+			      "addresses");
+	rc = cookie_check(ctx, local, remote, h, &v, &ip);
+	if (rc == 0)
+		rc = init_choose(ctx, c, local, remote, h, &ip);
+	if (rc == 0)
+		rc = init_accept(ctx, c, local, remote, h, msg, len, &v, &ip, now);
+	return rc;
+}
+
+/* ---- IKE_AUTH ----------------------------------------------------------- */
+
+/* The ID payload's body as AUTH signs it: type, three reserved bytes, data. */
+static size_t
+id_body(const struct ike_ident *id, uint8_t out[4 + IKE_IDENT_MAX])
+{
+	out[0] = id->type;
+	out[1] = out[2] = out[3] = 0;
+	memcpy(out + 4, id->data, id->len);
+	return 4 + (size_t)id->len;
+}
+
+/*
+ * The AUTH of one side (2.15): prf(prf(PSK, pad), its IKE_SA_INIT message |
+ * the other side's nonce | prf(its SK_p, its ID')).
+ */
+static int
+auth_compute(const struct ike_sa *sa, bool of_initiator, const uint8_t *idb, size_t idlen,
+	     uint8_t *out, size_t *olen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	uint8_t mac[IKE_PRF_MAX_LEN];
+	size_t mlen = sizeof(mac);
+	struct ike_iov v[3];
+	int rc;
+
+	rc = ike_id_mac(PRF_ID, of_initiator ? sa->keys.sk_pi : sa->keys.sk_pr,
+			sa->keys.prf_len, idb, idlen, mac, &mlen);
+	if (rc == 0) {
+		v[0] = of_initiator ? (struct ike_iov){ sa->init_req, sa->init_req_len } :
+				      (struct ike_iov){ sa->init_resp, sa->init_resp_len };
+		v[1] = of_initiator ? (struct ike_iov){ sa->nr, sa->nr_len } :
+				      (struct ike_iov){ sa->ni, sa->ni_len };
+		v[2] = (struct ike_iov){ mac, mlen };
+		rc = ike_psk_auth(PRF_ID, cfg->psk, cfg->psk_len, v, 3, out, olen);
+	}
+	explicit_bzero(mac, sizeof(mac));
+	return rc;
+}
+
+/* Our ID and AUTH payloads into in. */
+static int
+put_id_auth(const struct ike_sa *sa, struct ike_buf *in)
+{
+	const struct ike_ident *me = &sa->conn->cfg.local_id;
+	uint8_t idb[4 + IKE_IDENT_MAX], auth[IKE_PRF_MAX_LEN];
+	struct ike_id id = { .type = me->type, .data = me->data, .len = me->len };
+	size_t alen = sizeof(auth);
+	struct ike_auth a;
+	int rc;
+
+	rc = auth_compute(sa, sa->initiator, idb, id_body(me, idb), auth, &alen);
+	if (rc == 0) {
+		a = (struct ike_auth){ IKE_AUTH_SHARED_KEY_MIC, auth, alen };
+		ike_build_id(in, sa->initiator ? IKE_PL_IDI : IKE_PL_IDR, &id);
+		ike_build_auth(in, &a);
+	}
+	explicit_bzero(auth, sizeof(auth));
+	return rc;
+}
+
+/* The peer's ID and AUTH: 0, -EBADMSG (malformed) or -EACCES, with err. */
+static int
+auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t elen)
+{
+	const struct ike_pl *idp = find_pl(v, sa->initiator ? IKE_PL_IDR : IKE_PL_IDI);
+	const struct ike_pl *ap = find_pl(v, IKE_PL_AUTH);
+	const struct ike_ident *want = &sa->conn->cfg.remote_id;
+	uint8_t exp[IKE_PRF_MAX_LEN];
+	size_t xlen = sizeof(exp);
+	struct ike_auth a;
+	struct ike_id id;
+	int rc;
+
+	if (idp == NULL || ap == NULL) {
+		snprintf(err, elen, "ike_auth: no %s payload", idp == NULL ? "ID" : "AUTH");
+		return -EBADMSG;
+	}
+	rc = ike_id_parse(idp->body, idp->len, &id, err, elen);
+	if (rc == 0)
+		rc = ike_auth_parse(ap->body, ap->len, &a, err, elen);
+	if (rc != 0)
+		return rc;
+	if (id.type != want->type || id.len != want->len || memcmp(id.data, want->data, id.len))
+		return snprintf(err, elen, "id: type %u, %zu bytes, not the configured remote "
+				"identity", id.type, id.len), -EACCES;
+	if (a.method != IKE_AUTH_SHARED_KEY_MIC)
+		return snprintf(err, elen, "auth.method: %u, expected 2 (shared key)",
+				a.method), -EACCES;
+	rc = auth_compute(sa, !sa->initiator, id.body, id.body_len, exp, &xlen);
+	if (rc == 0 && (a.len != xlen || !ike_auth_equal(a.data, exp, xlen))) {
+		snprintf(err, elen, "auth.data: does not verify (another PSK?)");
+		rc = -EACCES;
+	}
+	explicit_bzero(exp, sizeof(exp));
+	return rc;
+}
+
+/* KEYMAT (2.17) into a CHILD_SA, and the owner installs it. */
+static int
+child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_prop_esp *p,
+	      uint32_t spi_in, uint32_t spi_out, const struct ike_prefix *tl,
+	      const struct ike_prefix *tr)
+{
+	uint8_t km[2 * (IKE_CHILD_ENC_MAX + IKE_CHILD_INTEG_MAX)];
+	struct ike_child c;
+	size_t ek, ik;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.encr = p->encr;
+	c.encr_bits = p->encr_bits;
+	c.integ = p->integ;
+	ek = c.enc_key_len = p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
+	ik = c.integ_key_len = p->integ != 0 ? 32 : 0;
+	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, sa->ni,
+			      sa->ni_len, sa->nr, sa->nr_len, km, 2 * (ek + ik));
+	if (rc == 0) {
+		/* KEYMAT: the SA initiator's outbound keys first, then the responder's. */
+		const uint8_t *ei = km, *ai = km + ek, *er = km + ek + ik, *ar = er + ek;
+
+		memcpy(c.enc_out, sa->initiator ? ei : er, ek);
+		memcpy(c.enc_in, sa->initiator ? er : ei, ek);
+		memcpy(c.integ_out, sa->initiator ? ai : ar, ik);
+		memcpy(c.integ_in, sa->initiator ? ar : ai, ik);
+		c.spi_in = spi_in;
+		c.spi_out = spi_out;
+		c.ts_local = *tl;
+		c.ts_remote = *tr;
+		c.local = sa->local;
+		c.remote = sa->remote;
+		sa->child = (struct child){ true, *p, spi_in, spi_out };
+		ctx->ops.child_up(ctx->opaque, sa->conn->cfg.name, &c);
+	}
+	explicit_bzero(km, sizeof(km));
+	explicit_bzero(&c, sizeof(c));
+	return rc;
+}
+
+static int
+auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal props[IKE_CONN_PROPS_MAX];
+	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4];
+	struct ike_ts tsi, tsr;
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+	int rc;
+
+	rc = random_nonzero(spi, sizeof(spi));
+	sa->offered_spi = get32(spi);
+	ike_buf_init(&in, inner, sizeof(inner));
+	if (rc == 0)
+		rc = put_id_auth(sa, &in);
+	if (rc != 0)
+		return rc;
+	for (unsigned i = 0; i < cfg->n_esp; i++)
+		esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, &props[i]);
+	ike_build_sa(&in, props, cfg->n_esp);
+	ts_from_prefix(&cfg->ts_local, &tsi);
+	ts_from_prefix(&cfg->ts_remote, &tsr);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	hdr_for(sa, &h, IKE_AUTH, false, 1);
+	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0)
+		rc = request_start(ctx, sa, REQ_AUTH, 1, out, len, now);
+	if (rc == 0)
+		sa->state = IKE_ST_AUTH_SENT;
+	return rc;
+}
+
+/* SA, TSi and TSr of an IKE_AUTH message (the CHILD_SA's). */
+struct child_pl {
+	struct ike_proposal props[MAX_PROPS];
+	unsigned n_props, n_tsi, n_tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
+};
+
+static int
+child_pl_parse(const struct view *v, bool answer, struct child_pl *cp, char *err, size_t elen)
+{
+	const struct ike_pl *sa = find_pl(v, IKE_PL_SA), *tsi = find_pl(v, IKE_PL_TSI);
+	const struct ike_pl *tsr = find_pl(v, IKE_PL_TSR);
+	int rc;
+
+	if (sa == NULL || tsi == NULL || tsr == NULL) {
+		snprintf(err, elen, "ike_auth: no %s payload",
+			 sa == NULL ? "SA" : tsi == NULL ? "TSi" : "TSr");
+		return -EBADMSG;
+	}
+	rc = answer ? sa_parse_answer(sa, IKE_AUTH, cp->props, MAX_PROPS, &cp->n_props, err,
+				      elen) :
+		      ike_sa_parse(sa->body, sa->len, IKE_AUTH, cp->props, MAX_PROPS,
+				   &cp->n_props, err, elen);
+	if (rc == 0)
+		rc = ike_ts_parse(tsi->body, tsi->len, cp->tsi, MAX_TS, &cp->n_tsi, err, elen);
+	if (rc == 0)
+		rc = ike_ts_parse(tsr->body, tsr->len, cp->tsr, MAX_TS, &cp->n_tsr, err, elen);
+	return rc;
+}
+
+/* Responder: the CHILD_SA of an IKE_AUTH request; 0, or the error Notify to send. */
+static uint16_t
+child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_prefix tl, tr;
+	struct ike_proposal resp;
+	struct ike_prop_esp prop;
+	struct ike_ts tsi, tsr;
+	uint32_t spi_in, spi_out;
+	char err[ERR_LEN];
+	struct child_pl cp;
+	uint8_t num, spi[4];
+
+	if (child_pl_parse(v, false, &cp, err, sizeof(err)) != 0)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+	if (pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
+		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	/* TSi is the initiator's side: our remote one. */
+	if (!ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &tr) ||
+	    !ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &tl))
+		return reject(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
+	if (random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
+		return IKE_N_NO_PROPOSAL_CHOSEN;
+	spi_in = get32(spi);
+	if (child_install(ctx, sa, &prop, spi_in, spi_out, &tl, &tr) != 0)
+		return IKE_N_NO_PROPOSAL_CHOSEN;
+	esp_prop_build(&prop, num, spi_in, &resp);
+	ts_from_prefix(&tr, &tsi);
+	ts_from_prefix(&tl, &tsr);
+	ike_build_sa(in, &resp, 1);
+	ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	return 0;
+}
+
+static int
+auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	     const struct view *v)
+{
+	uint8_t inner[MSG_MAX];
+	char err[ERR_LEN];
+	struct ike_buf in;
+	uint16_t nerr;
+	int rc;
+
+	sa->owner_knows = true;
+	ike_buf_init(&in, inner, sizeof(inner));
+	rc = auth_verify(sa, v, err, sizeof(err));
+	if (rc != 0) {
+		bool bad = rc == -EBADMSG;
+
+		reject(ctx, sa, bad ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
+		put_notify(&in, bad ? IKE_N_INVALID_SYNTAX : IKE_N_AUTHENTICATION_FAILED,
+			   NULL, 0);
+		respond(ctx, sa, h, &in);
+		sa_end(ctx, sa, bad ? "malformed IKE_AUTH request" :
+			   "authentication of the peer failed");
+		return rc;
+	}
+	set_state(ctx, sa, IKE_ST_ESTABLISHED);
+	rc = put_id_auth(sa, &in);
+	if (rc != 0) {
+		sa_end(ctx, sa, "cannot compute AUTH");
+		return rc;
+	}
+	nerr = child_accept(ctx, sa, v, &in);
+	if (nerr != 0)
+		put_notify(&in, nerr, NULL, 0);
+	rc = respond(ctx, sa, h, &in);
+	explicit_bzero(inner, sizeof(inner));
+	logf_(ctx, sa, "IKE SA established (responder)%s", nerr ? ", no CHILD_SA" : "");
+	return rc;
+}
+
+/* Initiator: the responder's CHILD_SA must be one we proposed, within our selectors. */
+static int
+child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
+	     size_t elen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal want;
+	struct ike_prefix tl, tr;
+	struct child_pl cp;
+	uint32_t spi_out;
+	unsigned num;
+	int rc;
+
+	rc = child_pl_parse(v, true, &cp, err, elen);
+	if (rc != 0)
+		return rc;
+	num = cp.props[0].num;
+	if (cp.n_props != 1 || num < 1 || num > cfg->n_esp)
+		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
+				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
+	esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
+	spi_out = get32(cp.props[0].spi);
+	if (!prop_same(&cp.props[0], &want) || spi_out == 0)
+		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
+				"or SPI 0", num), -EBADMSG;
+	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ts_to_prefix(&cp.tsi[0], &tl) ||
+	    !ts_to_prefix(&cp.tsr[0], &tr) || !prefix_within(&tl, &cfg->ts_local) ||
+	    !prefix_within(&tr, &cfg->ts_remote))
+		return snprintf(err, elen, "tsi/tsr: not one prefix each within ours"),
+		       -EBADMSG;
+	return child_install(ctx, sa, &cfg->esp[num - 1], sa->offered_spi, spi_out, &tl, &tr);
+}
+
+static int info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind,
+		     uint64_t now);
+static int next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+
+static int
+auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	uint16_t nerr = error_notify(v);
+	char err[ERR_LEN], why[WHY_LEN];
+	int rc;
+
+	if (find_pl(v, IKE_PL_AUTH) == NULL) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		snprintf(why, sizeof(why), "peer: %s (%u) in IKE_AUTH", notify_name(nerr), nerr);
+		sa_end(ctx, sa, why);
+		return -ECONNREFUSED;
+	}
+	rc = auth_verify(sa, v, err, sizeof(err));
+	if (rc != 0) {
+		reject(ctx, sa, rc == -EBADMSG ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
+		sa_end(ctx, sa, "authentication of the responder failed");
+		return rc;
+	}
+	request_done(sa);
+	sa->state = IKE_ST_ESTABLISHED;
+	if (nerr != 0) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		snprintf(sa->why, sizeof(sa->why), "peer: %s (%u), no CHILD_SA",
+			 notify_name(nerr), nerr);
+	} else if ((rc = child_finish(ctx, sa, v, err, sizeof(err))) != 0) {
+		reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
+	}
+	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
+	if (!sa->child.up)
+		return info_send(ctx, sa, REQ_DEL_IKE, now);
+	logf_(ctx, sa, "IKE SA established (initiator)");
+	return next_request(ctx, sa, now);
+}
+
+/* ---- INFORMATIONAL ------------------------------------------------------ */
+
+static int
+info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now)
+{
+	uint8_t inner[64], out[MSG_MAX], spi[4];
+	struct ike_delete d = { 0 };
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+	int rc;
+
+	if (sa->req_kind != REQ_NONE) {
+		/* Window of one: after the exchange in progress. */
+		sa->want_del_ike |= kind == REQ_DEL_IKE;
+		sa->want_del_child |= kind == REQ_DEL_CHILD;
+		return 0;
+	}
+	ike_buf_init(&in, inner, sizeof(inner));
+	if (kind == REQ_DEL_IKE) {
+		d.proto = IKE_PROTO_IKE;
+		ike_build_delete(&in, &d);
+		sa->state = IKE_ST_DELETING;
+	} else if (kind == REQ_DEL_CHILD) {
+		put32(spi, sa->child.spi_in);
+		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
+		ike_build_delete(&in, &d);
+	}
+	hdr_for(sa, &h, IKE_INFORMATIONAL, false, sa->next_req_id);
+	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	if (rc == 0)
+		rc = request_start(ctx, sa, kind, h.msg_id, out, len, now);
+	return rc;
+}
+
+/* After an exchange of ours ends: what was asked for meanwhile. */
+static int
+next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	if (sa->want_del_ike) {
+		sa->want_del_ike = false;
+		return info_send(ctx, sa, REQ_DEL_IKE, now);
+	}
+	if (sa->want_del_child) {
+		sa->want_del_child = false;
+		if (sa->child.up)
+			return info_send(ctx, sa, REQ_DEL_CHILD, now);
+	}
+	return 0;
+}
+
+static int
+info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	enum req_kind k = sa->req_kind;
+
+	request_done(sa);
+	if (k == REQ_DEL_IKE) {
+		sa_end(ctx, sa, sa->why[0] ? sa->why : "deleted");
+		return 0;
+	}
+	if (k == REQ_DEL_CHILD)
+		child_gone(ctx, sa);
+	return next_request(ctx, sa, now);
+}
+
+static int
+info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	     const struct view *v)
+{
+	bool del_ike = false, del_child = false;
+	uint8_t inner[64], spi[4];
+	char err[ERR_LEN];
+	struct ike_buf in;
+	int rc;
+
+	ike_buf_init(&in, inner, sizeof(inner));
+	for (unsigned i = 0; i < v->n; i++) {
+		struct ike_delete d;
+
+		if (v->pl[i].type != IKE_PL_DELETE)
+			continue;
+		if (ike_delete_parse(v->pl[i].body, v->pl[i].len, &d, err, sizeof(err)) != 0) {
+			reject(ctx, sa, IKE_REJ_MALFORMED, 0, err);
+			put_notify(&in, IKE_N_INVALID_SYNTAX, NULL, 0);
+			return respond(ctx, sa, h, &in);
+		}
+		del_ike |= d.proto == IKE_PROTO_IKE;
+		for (unsigned j = 0; d.proto == IKE_PROTO_ESP && j < d.count; j++)
+			del_child |= sa->child.up && ike_delete_spi(&d, j) == sa->child.spi_out;
+	}
+	if (del_ike) {
+		respond(ctx, sa, h, &in);
+		sa_end(ctx, sa, "deleted by the peer");
+		return 0;
+	}
+	if (del_child) {
+		struct ike_delete d = { IKE_PROTO_ESP, 4, 1, spi };
+
+		put32(spi, sa->child.spi_in);
+		ike_build_delete(&in, &d);
+	}
+	rc = respond(ctx, sa, h, &in);
+	if (del_child)
+		child_gone(ctx, sa);
+	return rc;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+/* Decrypt the SK payload (the last of the chain) into plain and parse what it holds. */
+static int
+open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const uint8_t *msg,
+	 size_t len, uint8_t *plain, struct view *v)
+{
+	const uint8_t *key = sa->initiator ? sa->keys.sk_er : sa->keys.sk_ei;
+	const struct ike_pl *sk;
+	char err[ERR_LEN];
+	struct view outer;
+	size_t plen;
+	int rc;
+
+	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &outer, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+			      rc, err);
+	sk = outer.n ? &outer.pl[outer.n - 1] : NULL;
+	if (sk == NULL || sk->type != IKE_PL_SK)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, "sk: no Encrypted payload");
+	if (sk->len < IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1) {
+		snprintf(err, sizeof(err), "sk.length: %u, at least %d", sk->len,
+			 IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1);
+		return reject(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
+	}
+	rc = ike_aead_open(key, sa->keys.enc_len, sk->body, msg, (size_t)(sk->body - msg),
+			   sk->body + IKE_GCM_IV_LEN, sk->len - IKE_GCM_IV_LEN, plain);
+	if (rc != 0)
+		return reject(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
+	rc = ike_sk_unpad(plain, sk->len - IKE_GCM_IV_LEN - IKE_GCM_ICV_LEN, &plen);
+	if (rc != 0)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
+	rc = view_parse(sk->inner_first, plain, plen, v, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+			      rc, err);
+	return 0;
+}
+
+static uint8_t
+req_exchange(enum req_kind k)
+{
+	return k == REQ_INIT ? IKE_SA_INIT : k == REQ_AUTH ? IKE_AUTH : IKE_INFORMATIONAL;
+}
+
+static int
+on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	    const uint8_t *msg, size_t len, uint64_t now)
+{
+	char err[ERR_LEN];
+	struct view v;
+	uint8_t *plain;
+	int rc;
+
+	if (sa->req_kind == REQ_NONE || h->msg_id != sa->req_id) {
+		snprintf(err, sizeof(err), "ike.message_id: %u, no such request outstanding",
+			 (unsigned)h->msg_id);
+		return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, err);
+	}
+	if (h->exchange != req_exchange(sa->req_kind))
+		return reject(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not that "
+			      "of our request");
+	if (sa->req_kind == REQ_INIT)
+		return init_response(ctx, sa, h, msg, len, now);
+	plain = malloc(len);
+	if (plain == NULL)
+		return -ENOMEM;
+	rc = open_msg(ctx, sa, h, msg, len, plain, &v);
+	if (rc == 0) {
+		sa->last_rx_ms = now;
+		if (sa->req_kind == REQ_AUTH)
+			rc = auth_response(ctx, sa, &v, now);
+		else
+			rc = info_response(ctx, sa, now);
+	}
+	explicit_bzero(plain, len);
+	free(plain);
+	return rc;
+}
+
+/* Whether the peer may send a request of this exchange in this state. */
+static bool
+request_allowed(const struct ike_sa *sa, uint8_t exchange)
+{
+	switch (exchange) {
+	case IKE_AUTH:
+		return sa->state == IKE_ST_HALF_OPEN;
+	case IKE_INFORMATIONAL:
+	case IKE_CREATE_CHILD_SA:
+		return sa->state == IKE_ST_ESTABLISHED || sa->state == IKE_ST_DELETING;
+	default:
+		return false;
+	}
+}
+
+static int
+on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	   const uint8_t *msg, size_t len)
+{
+	uint8_t inner[64];
+	struct ike_buf in;
+	struct view v;
+	uint8_t *plain;
+	int rc;
+
+	if (sa->last_req != NULL && h->msg_id + 1 == sa->peer_next_id) {
+		if (len != sa->last_req_len || memcmp(msg, sa->last_req, len) != 0)
+			return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
+				      "that of the last request, but the message differs");
+		ctx->stats.resent_responses++;
+		xmit(ctx, sa, sa->last_resp, sa->last_resp_len);
+		return 0;
+	}
+	if (h->msg_id != sa->peer_next_id)
+		return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: outside "
+			      "the window");
+	if (!request_allowed(sa, h->exchange))
+		return reject(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not "
+			      "expected in this state");
+	plain = malloc(len);
+	if (plain == NULL)
+		return -ENOMEM;
+	rc = open_msg(ctx, sa, h, msg, len, plain, &v);
+	if (rc == 0)
+		rc = store(&sa->last_req, &sa->last_req_len, msg, len);
+	if (rc == 0) {
+		sa->peer_next_id++;
+		if (h->exchange == IKE_AUTH) {
+			rc = auth_request(ctx, sa, h, &v);
+		} else if (h->exchange == IKE_INFORMATIONAL) {
+			rc = info_request(ctx, sa, h, &v);
+		} else {
+			/* CREATE_CHILD_SA: rekeying is not done yet. */
+			ike_buf_init(&in, inner, sizeof(inner));
+			put_notify(&in, IKE_N_NO_ADDITIONAL_SAS, NULL, 0);
+			rc = respond(ctx, sa, h, &in);
+		}
+	}
+	explicit_bzero(plain, len);
+	free(plain);
+	return rc;
+}
+
+/* The SA a message is for, or NULL with the reason: unknown SPIs, or our own role. */
+static struct ike_sa *
+sa_lookup(struct ike_ctx *ctx, const struct ike_hdr *h, enum ike_reject *why)
+{
+	bool from_initiator = h->flags & IKE_F_INITIATOR;
+
+	*why = IKE_REJ_BAD_SPI;
+	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next) {
+		if (memcmp(sa->spi_i, h->spi_i, IKE_SPI_LEN) != 0)
+			continue;
+		/* Our IKE_SA_INIT's answer brings the responder's SPI, or none (errors). */
+		if (memcmp(sa->spi_r, h->spi_r, IKE_SPI_LEN) != 0 &&
+		    !(sa->state == IKE_ST_INIT_SENT && h->exchange == IKE_SA_INIT))
+			continue;
+		if (sa->initiator == from_initiator) {
+			*why = IKE_REJ_BAD_FLAGS;
+			continue;
+		}
+		return sa;
+	}
+	return NULL;
+}
+
+int
+ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	  const uint8_t *msg, size_t len, uint64_t now_ms)
+{
+	enum ike_reject why;
+	char err[ERR_LEN];
+	struct ike_sa *sa;
+	struct ike_hdr h;
+	int rc;
+
+	ctx->stats.rx++;
+	rc = ike_hdr_parse(msg, len, &h, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, NULL, rc == -EPROTO ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+			      rc, err);
+	if (h.exchange == IKE_SA_INIT && !(h.flags & IKE_F_RESPONSE))
+		return init_request(ctx, local, remote, &h, msg, len, now_ms);
+	sa = sa_lookup(ctx, &h, &why);
+	if (sa == NULL)
+		return reject(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
+	sa->rx++;
+	if (h.flags & IKE_F_RESPONSE)
+		return on_response(ctx, sa, &h, msg, len, now_ms);
+	return on_request(ctx, sa, &h, msg, len);
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void
+retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	static const char *const names[] = {
+		[REQ_INIT] = "IKE_SA_INIT", [REQ_AUTH] = "IKE_AUTH",
+		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
+		[REQ_DEL_IKE] = "IKE SA Delete",
+	};
+	char why[WHY_LEN];
+
+	if (sa->req_kind == REQ_NONE || now < sa->next_tx_ms)
+		return;
+	if (sa->tries >= sa->conn->cfg.retrans_tries) {
+		snprintf(why, sizeof(why), "no response to %s after %u tries",
+			 names[sa->req_kind], sa->tries);
+		sa_end(ctx, sa, why);
+		return;
+	}
+	sa->tries++;
+	sa->timeout_ms *= 2;
+	sa->next_tx_ms = now + sa->timeout_ms;
+	sa->retransmits++;
+	ctx->stats.retransmits++;
+	xmit(ctx, sa, sa->req, sa->req_len);
+}
+
+void
+ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
+{
+	struct ike_sa *sa, *next;
+
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		uint32_t dpd = sa->conn->cfg.dpd_ms;
+
+		next = sa->next;	/* sa may go */
+		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
+			ctx->stats.half_open_expired++;
+			sa_end(ctx, sa, "half-open SA expired");
+		} else if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE &&
+			   dpd != 0 && now_ms >= sa->last_rx_ms + dpd) {
+			/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
+			info_send(ctx, sa, REQ_DPD, now_ms);
+		} else {
+			retransmit(ctx, sa, now_ms);
+		}
+	}
+}
+
+/* ---- the owner's calls -------------------------------------------------- */
+
+int
+ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+
+	if (sa == NULL)
+		return -ENOENT;
+	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
+		return -EALREADY;
+	snprintf(sa->why, sizeof(sa->why), "deleted");
+	if (sa->state != IKE_ST_ESTABLISHED) {
+		/* Nothing authenticated to send a Delete over yet. */
+		sa_end(ctx, sa, "terminated before established");
+		return 0;
+	}
+	return info_send(ctx, sa, REQ_DEL_IKE, now_ms);
+}
+
+int
+ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+
+	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
+		return -ENOENT;
+	return info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
+}
+
+static int
+bad_cfg(char *err, size_t elen, const char *name, const char *what)
+{
+	snprintf(err, elen, "%s: %s", name, what);
+	return -EINVAL;
+}
+
+static bool
+prefix_ok(const struct ike_prefix *p)
+{
+	return (p->family == AF_INET && p->plen <= 32) ||
+	       (p->family == AF_INET6 && p->plen <= 128);
+}
+
+static int
+check_props(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	if (cfg->n_ike < 1 || cfg->n_ike > IKE_CONN_PROPS_MAX)
+		return bad_cfg(err, elen, cfg->name, "ike: 1 to 4 proposals");
+	for (unsigned i = 0; i < cfg->n_ike; i++)
+		if ((cfg->ike[i].encr_bits != 128 && cfg->ike[i].encr_bits != 256) ||
+		    (cfg->ike[i].dh != IKE_DH_ECP256 && cfg->ike[i].dh != IKE_DH_CURVE25519))
+			return bad_cfg(err, elen, cfg->name, "ike: AES-GCM-16 128 or 256 with "
+				       "DH group 19 or 31");
+	if (cfg->n_esp < 1 || cfg->n_esp > IKE_CONN_PROPS_MAX)
+		return bad_cfg(err, elen, cfg->name, "esp: 1 to 4 proposals");
+	for (unsigned i = 0; i < cfg->n_esp; i++) {
+		const struct ike_prop_esp *e = &cfg->esp[i];
+		bool gcm = e->encr == IKE_ENCR_AES_GCM_16 && e->integ == 0;
+		bool cbc = e->encr == IKE_ENCR_AES_CBC && e->integ == IKE_INTEG_HMAC_SHA2_256_128;
+
+		if ((!gcm && !cbc) || (e->encr_bits != 128 && e->encr_bits != 256))
+			return bad_cfg(err, elen, cfg->name, "esp: AES-GCM-16, or AES-CBC with "
+				       "HMAC-SHA2-256-128, keys of 128 or 256 bits");
+	}
+	return 0;
+}
+
+/* An identity of type 0 is the address. */
+static void
+ident_default(struct ike_ident *id, const struct ike_addr *a)
+{
+	if (id->type != 0)
+		return;
+	id->type = a->family == AF_INET ? IKE_ID_IPV4_ADDR : IKE_ID_IPV6_ADDR;
+	id->len = (uint8_t)addr_len(a->family);
+	memcpy(id->data, a->ip, id->len);
+}
+
+static int
+check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	if (cfg->name[0] == '\0' || memchr(cfg->name, '\0', sizeof(cfg->name)) == NULL)
+		return bad_cfg(err, elen, "?", "name: empty or not terminated");
+	if ((cfg->local.family != AF_INET && cfg->local.family != AF_INET6) ||
+	    cfg->remote.family != cfg->local.family)
+		return bad_cfg(err, elen, cfg->name, "local/remote: one address family");
+	if (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX)
+		return bad_cfg(err, elen, cfg->name, "psk: 1 to 128 bytes");
+	if ((cfg->local_id.type != 0 && (cfg->local_id.len == 0 ||
+					 cfg->local_id.len > IKE_IDENT_MAX)) ||
+	    (cfg->remote_id.type != 0 && (cfg->remote_id.len == 0 ||
+					  cfg->remote_id.len > IKE_IDENT_MAX)))
+		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 128 bytes");
+	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote))
+		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
+	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
+		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");
+	return check_props(cfg, err, elen);
+}
+
+int
+ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	struct conn *c;
+	int rc = check_cfg(cfg, err, elen);
+
+	if (rc != 0)
+		return rc;
+	if (conn_by_name(ctx, cfg->name) != NULL)
+		return bad_cfg(err, elen, cfg->name, "name: in use"), -EEXIST;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	ident_default(&c->cfg.local_id, &cfg->local);
+	ident_default(&c->cfg.remote_id, &cfg->remote);
+	c->next = ctx->conns;
+	ctx->conns = c;
+	return 0;
+}
+
+void
+ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max)
+{
+	ctx->cookie_threshold = max;
+}
+
+struct ike_ctx *
+ike_new(const struct ike_ops *ops, void *opaque)
+{
+	struct ike_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	if (ctx == NULL)
+		return NULL;
+	ctx->ops = *ops;
+	ctx->opaque = opaque;
+	if (ike_random(ctx->cookie_secret, sizeof(ctx->cookie_secret)) != 0) {
+		free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+void
+ike_free(struct ike_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	while (ctx->sas != NULL)
+		sa_end(ctx, ctx->sas, "shut down");
+	while (ctx->conns != NULL) {
+		struct conn *c = ctx->conns;
+
+		ctx->conns = c->next;
+		explicit_bzero(c, sizeof(*c));	/* the PSK */
+		free(c);
+	}
+	explicit_bzero(ctx, sizeof(*ctx));
+	free(ctx);
+}
+
+void
+ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa_status *st),
+	    void *arg)
+{
+	for (const struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next) {
+		struct ike_sa_status st = {
+			.conn = sa->conn->cfg.name, .state = sa->state,
+			.initiator = sa->initiator, .local = sa->local, .remote = sa->remote,
+			.encr_bits = sa->prop.encr_bits, .dh = sa->prop.dh,
+			.nat_local = sa->nat_local, .nat_remote = sa->nat_remote,
+			.child_up = sa->child.up, .child_spi_in = sa->child.spi_in,
+			.child_spi_out = sa->child.spi_out, .next_req_id = sa->next_req_id,
+			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
+			.retransmits = sa->retransmits,
+		};
+
+		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);
+		memcpy(st.spi_r, sa->spi_r, IKE_SPI_LEN);
+		fn(arg, &st);
+	}
+}
+
+const struct ike_stats *
+ike_get_stats(const struct ike_ctx *ctx)
+{
+	return &ctx->stats;
+}

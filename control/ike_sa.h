@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_sa.h - the IKEv2 SA state machine (RFC 7296) of dpvpnd, as a library
+ * with no sockets, no clock and no globals.  The owner feeds it every
+ * datagram of the IKE channel (ike_input) and the time (ike_tick), and it
+ * answers through callbacks: datagrams to send, CHILD_SAs to install or
+ * remove, IKE SAs that ended.  Times are milliseconds on any monotonic
+ * scale the owner chooses, passed in, never read here.
+ *
+ * What it speaks (PSK only, one CHILD_SA per IKE SA):
+ *   IKE_SA_INIT  proposal selection (2.7), INVALID_KE_PAYLOAD and the retry
+ *                with the group asked for, COOKIE (2.6) above a threshold of
+ *                half-open SAs, NAT detection (2.23; recorded, not acted on)
+ *   IKE_AUTH     SHARED_KEY_MIC over the SK payload (AES-GCM-16), ESP
+ *                proposal selection, traffic selector narrowing (2.9)
+ *   INFORMATIONAL  Delete of the CHILD_SA and of the IKE SA, liveness checks
+ * Message IDs follow 2.3 with a window of one: a retransmitted request gets
+ * the cached response byte for byte, anything else out of order is dropped
+ * and counted; our requests are retransmitted with exponential backoff.
+ *
+ * Algorithm, identity and notify numbers are those of ike_msg.h.
+ *
+ * Callbacks run from inside ike_input, ike_tick, ike_initiate and the other
+ * calls taking a context; they must not call back into the same context.
+ */
+#ifndef DPVPN_IKE_SA_H
+#define DPVPN_IKE_SA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IKE_CONN_NAME_MAX	32	/* with the NUL */
+#define IKE_PSK_MAX		128
+#define IKE_IDENT_MAX		128
+#define IKE_CONN_PROPS_MAX	4	/* IKE and ESP proposals per connection */
+#define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */
+#define IKE_CHILD_INTEG_MAX	32	/* HMAC-SHA2-256 key */
+
+/* An address and UDP port; family is AF_INET (ip[0..3]) or AF_INET6. */
+struct ike_addr {
+	uint8_t family;
+	uint8_t ip[16];		/* network order */
+	uint16_t port;		/* host order */
+};
+
+/* An identity; type 0 means "the address" (ID_IPV4_ADDR or ID_IPV6_ADDR). */
+struct ike_ident {
+	uint8_t type;		/* enum ike_id_type */
+	uint8_t len;
+	uint8_t data[IKE_IDENT_MAX];
+};
+
+/* A traffic selector: every protocol and port of one prefix. */
+struct ike_prefix {
+	uint8_t family;		/* AF_INET or AF_INET6 */
+	uint8_t plen;
+	uint8_t addr[16];	/* network order, IPv4 in the first 4 bytes */
+};
+
+/* An IKE proposal: ENCR_AES_GCM_16 and PRF_HMAC_SHA2_256 are implied. */
+struct ike_prop_ike {
+	uint16_t encr_bits;	/* 128 or 256 */
+	uint16_t dh;		/* IKE_DH_ECP256 or IKE_DH_CURVE25519 */
+};
+
+/* An ESP proposal (no ESN, no PFS). */
+struct ike_prop_esp {
+	uint16_t encr;		/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
+	uint16_t encr_bits;	/* 128 or 256 */
+	uint16_t integ;		/* 0 with GCM; IKE_INTEG_HMAC_SHA2_256_128 with CBC */
+};
+
+struct ike_conn_cfg {
+	char name[IKE_CONN_NAME_MAX];
+	struct ike_addr local, remote;	/* the responder matches on the IPs only */
+	uint8_t psk[IKE_PSK_MAX];	/* copied by ike_conn_add: wipe yours after */
+	size_t psk_len;
+	struct ike_ident local_id, remote_id;
+	struct ike_prop_ike ike[IKE_CONN_PROPS_MAX];	/* in order of preference */
+	unsigned n_ike;
+	struct ike_prop_esp esp[IKE_CONN_PROPS_MAX];
+	unsigned n_esp;
+	struct ike_prefix ts_local, ts_remote;
+	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
+	unsigned retrans_tries;		/* transmissions of a request before giving up */
+	uint32_t dpd_ms;		/* liveness check after this long unheard; 0: off */
+};
+
+/* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
+struct ike_child {
+	uint16_t encr;			/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
+	uint16_t encr_bits;
+	uint16_t integ;			/* IKE_INTEG_HMAC_SHA2_256_128, or 0 with GCM */
+	size_t enc_key_len;		/* bytes of enc_*: the AES key, + 4 salt with GCM */
+	size_t integ_key_len;		/* bytes of integ_*: 32, or 0 with GCM */
+	uint32_t spi_in, spi_out;	/* host order */
+	uint8_t enc_in[IKE_CHILD_ENC_MAX], enc_out[IKE_CHILD_ENC_MAX];
+	uint8_t integ_in[IKE_CHILD_INTEG_MAX], integ_out[IKE_CHILD_INTEG_MAX];
+	struct ike_prefix ts_local, ts_remote;	/* narrowed */
+	struct ike_addr local, remote;		/* the tunnel's outer addresses */
+};
+
+/*
+ * The owner's side.  child_up's keys are wiped when it returns: copy what
+ * is needed.  ike_down is called once for every IKE SA that ends after
+ * ike_initiate, or after the responder has seen an IKE_AUTH request;
+ * a child that was up gets child_down first.
+ */
+struct ike_ops {
+	void (*send)(void *opaque, const struct ike_addr *local, const struct ike_addr *remote,
+		     const uint8_t *msg, size_t len);
+	void (*child_up)(void *opaque, const char *conn, const struct ike_child *c);
+	void (*child_down)(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out);
+	void (*ike_down)(void *opaque, const char *conn, const char *why);
+	/* Optional: why a message was dropped, naming the field (never a key). */
+	void (*log)(void *opaque, const char *conn, const char *msg);
+};
+
+/* Why a received message was dropped or refused: one counter each. */
+#define IKE_REJECT_LIST(X) \
+	X(MALFORMED, "malformed") \
+	X(UNSUPPORTED, "unsupported") \
+	X(BAD_SPI, "bad-spi") \
+	X(BAD_FLAGS, "bad-flags") \
+	X(BAD_MSGID, "bad-msgid") \
+	X(BAD_EXCHANGE, "bad-exchange") \
+	X(ICV_FAIL, "icv-fail") \
+	X(AUTH_FAIL, "auth-fail") \
+	X(NO_PROPOSAL, "no-proposal") \
+	X(INVALID_KE, "invalid-ke") \
+	X(TS_UNACCEPTABLE, "ts-unacceptable") \
+	X(NO_CONN, "no-conn") \
+	X(COOKIE, "cookie") \
+	X(PEER_ERROR, "peer-error")
+
+enum ike_reject {
+#define IKE_REJ_ENUM(e, s) IKE_REJ_##e,
+	IKE_REJECT_LIST(IKE_REJ_ENUM)
+#undef IKE_REJ_ENUM
+	IKE_REJ_COUNT
+};
+
+struct ike_stats {
+	uint64_t rx, tx;		/* datagrams */
+	uint64_t retransmits;		/* our requests sent again */
+	uint64_t resent_responses;	/* cached responses to retransmitted requests */
+	uint64_t half_open_expired;
+	uint64_t reject[IKE_REJ_COUNT];
+};
+
+enum ike_state {
+	IKE_ST_INIT_SENT,	/* initiator: IKE_SA_INIT request out */
+	IKE_ST_HALF_OPEN,	/* responder: IKE_SA_INIT answered */
+	IKE_ST_AUTH_SENT,	/* initiator: IKE_AUTH request out */
+	IKE_ST_ESTABLISHED,
+	IKE_ST_DELETING,	/* our Delete of the IKE SA is out */
+};
+
+/* What `show ike` prints about one IKE SA. */
+struct ike_sa_status {
+	const char *conn;
+	enum ike_state state;
+	bool initiator;
+	uint8_t spi_i[8], spi_r[8];
+	struct ike_addr local, remote;
+	uint16_t encr_bits, dh;
+	bool nat_local, nat_remote;	/* this side, the peer behind a NAT */
+	bool child_up;
+	uint32_t child_spi_in, child_spi_out;
+	uint32_t next_req_id;		/* our next request */
+	uint32_t peer_next_id;		/* the peer's next request expected */
+	uint64_t rx, tx, retransmits;
+};
+
+struct ike_ctx;
+
+/* A context; NULL on allocation failure.  opaque is passed to every callback. */
+struct ike_ctx *ike_new(const struct ike_ops *ops, void *opaque);
+/* Ends every SA (callbacks run, nothing sent) and wipes every key and PSK. */
+void ike_free(struct ike_ctx *ctx);
+
+/*
+ * Add a connection (copied): 0, -EEXIST for a name in use, -EINVAL with a
+ * message naming the field in err for a configuration it cannot use.
+ */
+int ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, size_t elen);
+
+/* Above max half-open responder SAs, IKE_SA_INIT needs a cookie; 0: never. */
+void ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max);
+
+/* Start the IKE SA (and its CHILD_SA) of connection name: 0, -ENOENT, -EALREADY. */
+int ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+/* Delete the IKE SA of name (INFORMATIONAL Delete; ike_down on the answer). */
+int ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+/* Delete the CHILD_SA of name and keep the IKE SA. */
+int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+
+/*
+ * A datagram of the IKE channel, local and remote as the dataplane saw them.
+ * 0 if it was used, else a negative errno; either way the counters tell.
+ */
+int ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+	      const uint8_t *msg, size_t len, uint64_t now_ms);
+/* Timers: retransmissions, liveness checks, half-open expiry. */
+void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
+
+/* Calls fn for each IKE SA, in no particular order; fn must not change ctx. */
+void ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa_status *st),
+		 void *arg);
+const struct ike_stats *ike_get_stats(const struct ike_ctx *ctx);
+const char *ike_reject_name(enum ike_reject r);
+const char *ike_state_name(enum ike_state s);
+
+#endif /* DPVPN_IKE_SA_H */
