@@ -69,7 +69,10 @@ struct parser {
 	char sect_name[DPVPN_NAME_LEN];
 	int sect_line;
 	size_t idx;		/* entry of the current section */
-	uint32_t seen;		/* bit per key index of the current section */
+	uint64_t seen;		/* bit per key index of the current section */
+	int key_line[64];	/* line of each key seen (valid where its bit is set) */
+	int keying_line;	/* the tunnel's keying, 0 if not given (yet) */
+	bool keying_bad;	/* the tunnel's keying value was refused */
 	const char *key;	/* key being handled, for messages */
 	int seen_dataplane, seen_control;
 	struct perror_ent *errs;
@@ -84,10 +87,20 @@ struct parser {
 
 typedef int (*key_fn)(struct parser *p, const char *val);
 
+#define KEY_BIT(i)	(UINT64_C(1) << (i))
+
+/* Which tunnels a key belongs to: keying = static, keying = ike, or both. */
+enum keying {
+	KEYING_ANY,
+	KEYING_STATIC,
+	KEYING_IKE,
+};
+
 struct key_def {
 	const char *name;
 	key_fn fn;
-	bool required;
+	bool required;		/* by the tunnels of its keying (KEYING_ANY: all) */
+	enum keying keying;
 };
 
 struct sect_def {
@@ -672,6 +685,24 @@ static void finish_route(struct parser *p)
 
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
 
+/*
+ * Whether key d may be given in the current section: keys of one keying
+ * belong only to its tunnels.  After a refused keying value every key is
+ * taken, so that one typo does not bring an error for each key.
+ */
+static bool key_belongs(struct parser *p, const struct key_def *d)
+{
+	if (p->type != SECT_TUNNEL || d->keying == KEYING_ANY || p->keying_bad)
+		return true;
+	return (d->keying == KEYING_IKE) == (CUR_TUN(p)->ike.on != 0);
+}
+
+/* A required key of one keying is not missing after a refused keying value. */
+static bool key_required(struct parser *p, const struct key_def *d)
+{
+	return d->keying == KEYING_ANY || (!p->keying_bad && key_belongs(p, d));
+}
+
 static int tun_addr(struct parser *p, const char *val, struct cfg_addr *addr, int *line)
 {
 	struct cfg_addr a;
@@ -877,6 +908,27 @@ static int one_line(char *s)
 	return strpbrk(s, "\r\n") ? -1 : 0;
 }
 
+/*
+ * Open a secret file and check it (check_key_file); -1 when refused, with
+ * the error reported.  nofollow: a symbolic link as the last component is
+ * refused rather than judged by its target.
+ */
+static int open_key_file(struct parser *p, const char *path, bool nofollow)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+		      (nofollow ? O_NOFOLLOW : 0));
+
+	if (fd < 0 && nofollow && errno == ELOOP)
+		return kerr(p, "%s: a symbolic link: refused (name the file itself)", path);
+	if (fd < 0)
+		return kerr(p, "%s: %s", path, strerror(errno));
+	if (check_key_file(p, fd, path)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int load_key_file(struct parser *p, struct cfg_sa_key *k, bool auth, const char *path)
 {
 	char buf[KEYFILE_MAX + 1], what[CFG_PATH_MAX + 4096];
@@ -884,11 +936,9 @@ static int load_key_file(struct parser *p, struct cfg_sa_key *k, bool auth, cons
 	ssize_t n;
 	int fd, rc = -1;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open_key_file(p, path, false);
 	if (fd < 0)
-		return kerr(p, "%s: %s", path, strerror(errno));
-	if (check_key_file(p, fd, path))
-		goto out;
+		return -1;
 	n = read_small(fd, buf, KEYFILE_MAX + 1);
 	if (n < 0 || n > KEYFILE_MAX) {
 		kerr(p, "%s: %s", path, n < 0 ? strerror(errno) : "too big for a key file");
@@ -909,19 +959,25 @@ out:
 	return rc;
 }
 
+/* A key file's path: absolute, or relative to the config's directory. */
+static int key_path(struct parser *p, const char *val, char path[4096])
+{
+	if (!*val)
+		return kerr(p, "empty path");
+	if (val[0] == '/')
+		snprintf(path, 4096, "%s", val);
+	else if (snprintf(path, 4096, "%s/%s", p->dir, val) >= 4096)
+		return kerr(p, "path too long");
+	return 0;
+}
+
 static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key *k,
 			    bool auth)
 {
 	char path[4096];
 
-	if (key_once(p, k, auth, true))
+	if (key_once(p, k, auth, true) || key_path(p, val, path))
 		return -1;
-	if (!*val)
-		return kerr(p, "empty path");
-	if (val[0] == '/')
-		snprintf(path, sizeof(path), "%s", val);
-	else if (snprintf(path, sizeof(path), "%s/%s", p->dir, val) >= (int)sizeof(path))
-		return kerr(p, "path too long");
 	return load_key_file(p, k, auth, path);
 }
 
@@ -1125,6 +1181,222 @@ static int key_tun_remote_port(struct parser *p, const char *val)
 	return tun_port(p, val, &CUR_TUN(p)->udp_remote);
 }
 
+/* ---- keying = ike ---- */
+
+static int key_tun_keying(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	p->keying_line = p->line;
+	if (!strcmp(val, "ike")) {
+		ike->on = 1;
+		ike->line = p->line;
+	} else if (strcmp(val, "static")) {
+		/* which keys belong is unknown: finish_tunnel checks neither set */
+		p->keying_bad = true;
+		return kerr(p, "expected static or ike, got '%s'", val);
+	}
+	return 0;
+}
+
+/*
+ * The whole file is the PSK, less one final newline (echo adds it).  Unlike
+ * key files, a symbolic link is refused: the PSK authenticates the peer for
+ * every SA to come, so it must be exactly the file the config names.
+ * Messages never quote the file's bytes.
+ */
+static int key_tun_psk_file(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+	uint8_t buf[CFG_PSK_MAX + 2];
+	char path[4096];
+	ssize_t n;
+	int fd;
+
+	ike->psk_line = p->line;
+	if (key_path(p, val, path) || (fd = open_key_file(p, path, true)) < 0)
+		return -1;
+	n = read_small(fd, (char *)buf, sizeof(buf));
+	close(fd);
+	if (n > 0 && n <= CFG_PSK_MAX + 1 && buf[n - 1] == '\n')
+		n--;
+	if (n < 0)
+		kerr(p, "%s: %s", path, strerror(errno));
+	else if (n == (ssize_t)sizeof(buf))
+		kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got more than %d",
+		     path, CFG_PSK_MIN, CFG_PSK_MAX, CFG_PSK_MAX);
+	else if (n < CFG_PSK_MIN || n > CFG_PSK_MAX)
+		kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got %zd", path,
+		     CFG_PSK_MIN, CFG_PSK_MAX, n);
+	else
+		memcpy(ike->psk, buf, (size_t)n);
+	ike->psk_len = n >= CFG_PSK_MIN && n <= CFG_PSK_MAX ? (size_t)n : 0;
+	explicit_bzero(buf, sizeof(buf));
+	return ike->psk_len ? 0 : -1;
+}
+
+/* fqdn: letters, digits, '-' and '.'; email: one '@' between printable text. */
+static bool id_text_ok(const char *s, bool email)
+{
+	const char *at = strchr(s, '@');
+
+	if (!*s || strlen(s) > CFG_IKE_ID_MAX)
+		return false;
+	if (email && (!at || at == s || !at[1] || strchr(at + 1, '@')))
+		return false;
+	for (; *s; s++) {
+		if (email ? !isgraph((unsigned char)*s) :
+			    !isalnum((unsigned char)*s) && *s != '-' && *s != '.')
+			return false;
+	}
+	return true;
+}
+
+/* "TYPE:VALUE" into an IKE identity (RFC 7296 3.5); -1 if malformed. */
+static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *len)
+{
+	const char *v = strchr(val, ':');
+	struct cfg_addr a;
+	char why[96];
+	size_t n;
+
+	if (v == NULL)
+		return -1;
+	v++;
+	if (!strncmp(val, "fqdn:", 5) || !strncmp(val, "email:", 6)) {
+		if (!id_text_ok(v, val[0] == 'e'))
+			return -1;
+		*type = val[0] == 'e' ? 3 : 2;
+		*len = (uint8_t)strlen(v);
+		memcpy(id, v, *len);
+	} else if (!strncmp(val, "keyid:", 6)) {
+		if (decode_hex(v, id, CFG_IKE_ID_MAX, &n, why, sizeof(why)) || n > 64)
+			return -1;
+		*type = 11;
+		*len = (uint8_t)n;
+	} else if (!strncmp(val, "ip:", 3)) {
+		if (parse_addr(v, &a) || addr_is_zero(&a))
+			return -1;
+		*type = a.family == DPVPN_AF_INET ? 1 : 5;
+		*len = a.family == DPVPN_AF_INET ? 4 : 16;
+		if (a.family == DPVPN_AF_INET)
+			a.v4 = htonl(a.v4);	/* the ID carries it as on the wire */
+		memcpy(id, a.family == DPVPN_AF_INET ? (uint8_t *)&a.v4 : a.v6, *len);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int tun_ike_id(struct parser *p, const char *val, uint8_t *type, uint8_t *id,
+		      uint8_t *len)
+{
+	if (parse_ike_id(val, type, id, len)) {
+		*type = 0;
+		*len = 0;
+		return kerr(p, "expected fqdn:NAME (letters, digits, '-', '.'), "
+			    "email:USER@HOST, keyid:HEX (1..64 bytes) or ip:ADDRESS, got '%s'",
+			    val);
+	}
+	return 0;
+}
+
+static int key_tun_local_id(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	return tun_ike_id(p, val, &ike->local_id_type, ike->local_id, &ike->local_id_len);
+}
+
+static int key_tun_remote_id(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	return tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len);
+}
+
+/* One "ENCR-PRF-DH" in strongSwan's naming; -1 if not one we negotiate. */
+static int parse_ike_prop(const char *s, uint16_t *encr_bits, uint16_t *dh)
+{
+	if (!strncmp(s, "aes128gcm16-", 12))
+		*encr_bits = 128;
+	else if (!strncmp(s, "aes256gcm16-", 12))
+		*encr_bits = 256;
+	else
+		return -1;
+	s += 12;
+	if (strncmp(s, "prfsha256-", 10))
+		return -1;
+	s += 10;
+	if (!strcmp(s, "ecp256"))
+		*dh = 19;
+	else if (!strcmp(s, "x25519"))
+		*dh = 31;
+	else
+		return -1;
+	return 0;
+}
+
+static int add_ike_prop(struct parser *p, struct cfg_ike *ike, const char *item)
+{
+	uint16_t bits, dh;
+
+	if (parse_ike_prop(item, &bits, &dh))
+		return kerr(p, "'%s': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or "
+			    "aes256gcm16 and DH ecp256 or x25519", item);
+	for (unsigned i = 0; i < ike->n_props; i++)
+		if (ike->props[i].encr_bits == bits && ike->props[i].dh == dh)
+			return kerr(p, "'%s' is listed twice", item);
+	ike->props[ike->n_props].encr_bits = bits;
+	ike->props[ike->n_props++].dh = dh;
+	return 0;
+}
+
+/* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference. */
+static int key_tun_ike_props(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+	char *list, *item, *next;
+	unsigned count = 1;
+	int rc = 0;
+
+	for (const char *c = val; (c = strchr(c, ',')) != NULL; c++)
+		count++;
+	if (count > CFG_IKE_PROPS_MAX)
+		return kerr(p, "expected 1..%d proposals, got %u", CFG_IKE_PROPS_MAX, count);
+	list = strdup(val);
+	if (!list)
+		return kerr(p, "out of memory");
+	for (item = list; item; item = next) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		if (add_ike_prop(p, ike, trim(item)))
+			rc = -1;
+	}
+	free(list);
+	return rc;
+}
+
+static int key_tun_start(struct parser *p, const char *val)
+{
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return kerr(p, "expected yes (initiate at start) or no (wait for the peer), "
+			    "got '%s'", val);
+	CUR_TUN(p)->ike.start = !strcmp(val, "yes");
+	return 0;
+}
+
+static int key_tun_dpd(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, CFG_DPD_MAX, &v))
+		return kerr(p, "expected seconds 0..%d (0: off), got '%s'", CFG_DPD_MAX, val);
+	CUR_TUN(p)->ike.dpd_seconds = (uint32_t)v;
+	return 0;
+}
+
 static int open_tunnel(struct parser *p)
 {
 	struct cfg *c = p->cfg;
@@ -1143,6 +1415,8 @@ static int open_tunnel(struct parser *p)
 	tun->line = p->sect_line;
 	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
 	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
+	tun->ike.start = 1;
+	tun->ike.dpd_seconds = CFG_DPD_DEFAULT;
 	p->idx = c->n_tunnels;
 	t[c->n_tunnels++] = tun;
 	return 0;
@@ -1187,10 +1461,68 @@ static void check_key_len(struct parser *p, const struct cfg_tunnel *t,
 		       k->auth_is_file ? "-file" : "", want, a->name, k->authmat_len);
 }
 
-static void finish_tunnel(struct parser *p)
+/* Line of key NAME in the current section, 0 if it was not given. */
+static int seen_line(const struct parser *p, const char *name)
 {
-	const struct cfg_tunnel *t = CUR_TUN(p);
+	for (size_t i = 0; i < p->def->n_keys; i++)
+		if (!strcmp(p->def->keys[i].name, name))
+			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
+	return 0;
+}
 
+/* Each key of the other keying, an error at its line. */
+static void check_keying(struct parser *p, const struct cfg_tunnel *t)
+{
+	const struct sect_def *d = p->def;
+
+	for (size_t i = 0; i < d->n_keys; i++) {
+		if (!(p->seen & KEY_BIT(i)) || key_belongs(p, &d->keys[i]))
+			continue;
+		if (t->ike.on)
+			err_at(p, p->key_line[i], "[tunnel %s] %s: not with keying = ike "
+			       "(IKE negotiates SPIs and keys)", t->name, d->keys[i].name);
+		else
+			err_at(p, p->key_line[i], "[tunnel %s] %s: only with keying = ike",
+			       t->name, d->keys[i].name);
+	}
+}
+
+/* The ESP transforms ike_sa.c can propose (RFC 7296 3.3.2: ENCR and INTEG ids). */
+static bool ike_can_negotiate(uint8_t alg)
+{
+	return alg == DPVPN_ALG_AES128_GCM || alg == DPVPN_ALG_AES256_GCM ||
+	       alg == DPVPN_ALG_AES128_CBC_SHA256 || alg == DPVPN_ALG_AES256_CBC_SHA256;
+}
+
+static void finish_ike(struct parser *p, struct cfg_tunnel *t)
+{
+	/* no ike-proposals: every one we take, the smaller key and ecp256 first */
+	static const uint16_t defaults[][2] = { { 128, 19 }, { 128, 31 }, { 256, 19 },
+						{ 256, 31 } };
+	const unsigned n_def = sizeof(defaults) / sizeof(defaults[0]);
+	struct cfg_ike *ike = &t->ike;
+
+	if (t->alg && !ike_can_negotiate(t->alg))
+		err_at(p, seen_line(p, "cipher"), "[tunnel %s] cipher: keying = ike negotiates "
+		       "aes128-gcm, aes256-gcm, aes128-cbc-sha256 or aes256-cbc-sha256, not %s",
+		       t->name, cfg_alg_name(t->alg));
+	_Static_assert(sizeof(defaults) / sizeof(defaults[0]) <= CFG_IKE_PROPS_MAX, "props");
+	if (!ike->n_props) {
+		for (unsigned i = 0; i < n_def; i++) {
+			ike->props[i].encr_bits = defaults[i][0];
+			ike->props[i].dh = defaults[i][1];
+		}
+		ike->n_props = n_def;
+	}
+	/* static keys given before "keying = ike" were parsed: not kept */
+	explicit_bzero(&t->out, sizeof(t->out));
+	explicit_bzero(&t->in, sizeof(t->in));
+	t->out_seq_start = 0;
+	t->seq_line = 0;
+}
+
+static void finish_static(struct parser *p, struct cfg_tunnel *t)
+{
 	check_key_len(p, t, &t->out, "out");
 	if (!t->esn && t->out_seq_start > UINT32_MAX)
 		err_at(p, t->seq_line, "[tunnel %s] out-seq-start: %llu needs esn = yes "
@@ -1200,6 +1532,24 @@ static void finish_tunnel(struct parser *p)
 	if (t->out.spi && t->out.spi == t->in.spi)
 		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: must differ from out-spi "
 		       "(both 0x%08x)", t->name, t->in.spi);
+}
+
+static void finish_tunnel(struct parser *p)
+{
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	check_keying(p, t);
+	if (t->ike.on) {
+		finish_ike(p, t);
+	} else {
+		/* nothing of IKE's is kept, a PSK read before the keying least of all
+		 * (the PSK wiped on its own: gcc's object-size check under ASan takes
+		 * &t->ike for its first byte) */
+		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
+		memset(&t->ike, 0, sizeof(t->ike));
+		if (!p->keying_bad)
+			finish_static(p, t);
+	}
 	/* The outer pair and the inner pair each of one family; 4o6 and 6o4
 	 * are fine. */
 	check_family(p, "tunnel", t->name, t->remote_line, "remote", &t->remote, -1, "local",
@@ -1248,21 +1598,21 @@ static const struct key_def tunnel_keys[] = {
 	{ "local-ts", key_tun_lts, true },
 	{ "remote-ts", key_tun_rts, true },
 	{ "cipher", key_tun_cipher, true },
-	{ "out-spi", key_tun_out_spi, true },
-	{ "in-spi", key_tun_in_spi, true },
-	{ "out-key", key_tun_out_key, false },
-	{ "in-key", key_tun_in_key, false },
-	{ "out-key-file", key_tun_out_key_file, false },
-	{ "in-key-file", key_tun_in_key_file, false },
-	{ "out-auth-key", key_tun_out_auth_key, false },
-	{ "in-auth-key", key_tun_in_auth_key, false },
-	{ "out-auth-key-file", key_tun_out_auth_key_file, false },
-	{ "in-auth-key-file", key_tun_in_auth_key_file, false },
+	{ "out-spi", key_tun_out_spi, true, KEYING_STATIC },
+	{ "in-spi", key_tun_in_spi, true, KEYING_STATIC },
+	{ "out-key", key_tun_out_key, false, KEYING_STATIC },
+	{ "in-key", key_tun_in_key, false, KEYING_STATIC },
+	{ "out-key-file", key_tun_out_key_file, false, KEYING_STATIC },
+	{ "in-key-file", key_tun_in_key_file, false, KEYING_STATIC },
+	{ "out-auth-key", key_tun_out_auth_key, false, KEYING_STATIC },
+	{ "in-auth-key", key_tun_in_auth_key, false, KEYING_STATIC },
+	{ "out-auth-key-file", key_tun_out_auth_key_file, false, KEYING_STATIC },
+	{ "in-auth-key-file", key_tun_in_auth_key_file, false, KEYING_STATIC },
 	{ "replay-window", key_tun_replay, false },
 	{ "df", key_tun_df, false },
 	{ "encap", key_tun_encap, false },
 	{ "esn", key_tun_esn, false },
-	{ "out-seq-start", key_tun_seq_start, false },
+	{ "out-seq-start", key_tun_seq_start, false, KEYING_STATIC },
 	{ "mtu", key_tun_mtu, false },
 	{ "mss-clamp", key_tun_mss, false },
 	{ "fragment", key_tun_fragment, false },
@@ -1275,6 +1625,13 @@ static const struct key_def tunnel_keys[] = {
 	{ "local-port", key_tun_local_port, false },
 	{ "local-ports", key_tun_local_ports, false },
 	{ "remote-port", key_tun_remote_port, false },
+	{ "keying", key_tun_keying, false },
+	{ "psk-file", key_tun_psk_file, true, KEYING_IKE },
+	{ "local-id", key_tun_local_id, false, KEYING_IKE },
+	{ "remote-id", key_tun_remote_id, false, KEYING_IKE },
+	{ "ike-proposals", key_tun_ike_props, false, KEYING_IKE },
+	{ "start", key_tun_start, false, KEYING_IKE },
+	{ "dpd", key_tun_dpd, false, KEYING_IKE },
 };
 
 #define KEYS(k)	k, sizeof(k) / sizeof(k[0])
@@ -1289,7 +1646,8 @@ static const struct sect_def sections[] = {
 };
 
 #define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
-_Static_assert(sizeof(tunnel_keys) / sizeof(tunnel_keys[0]) <= 32, "grow parser.seen");
+_Static_assert(sizeof(tunnel_keys) / sizeof(tunnel_keys[0]) <= 64, "grow parser.seen");
+_Static_assert(sizeof(((struct parser *)0)->key_line) / sizeof(int) == 64, "one line a bit");
 
 static const struct sect_def *find_section(const char *type)
 {
@@ -1335,7 +1693,7 @@ static void finish_section(struct parser *p)
 	if (p->type == SECT_NONE || p->type == SECT_BAD)
 		return;
 	for (size_t i = 0; i < d->n_keys; i++)
-		if (d->keys[i].required && !(p->seen & (1u << i)))
+		if (d->keys[i].required && !(p->seen & KEY_BIT(i)) && key_required(p, &d->keys[i]))
 			err_at(p, p->sect_line, "[%s%s%s] missing required key '%s'", d->type, sep,
 			       p->sect_name, d->keys[i].name);
 	if (d->finish)
@@ -1407,6 +1765,8 @@ static void section_header(struct parser *p, char *s)
 	p->sect_line = p->line;
 	p->sect_name[0] = '\0';
 	p->seen = 0;
+	p->keying_line = 0;
+	p->keying_bad = false;
 	if (!end || !is_comment(trim(end + 1))) {
 		err_at(p, p->line, "expected '[type name]' on a line of its own");
 		return;
@@ -1441,11 +1801,15 @@ static int handle_kv(struct parser *p, const char *name, const char *value)
 			break;
 	if (i == d->n_keys) {
 		kerr(p, "unknown key");
-	} else if (p->seen & (1u << i)) {
+	} else if (p->seen & KEY_BIT(i)) {
 		kerr(p, "duplicate key");
 	} else {
-		p->seen |= 1u << i;
-		d->keys[i].fn(p, value);
+		p->seen |= KEY_BIT(i);
+		p->key_line[i] = p->line;
+		/* a key of the other keying is refused at the end (finish_tunnel);
+		 * not even its file is read once the keying is known */
+		if (!p->keying_line || key_belongs(p, &d->keys[i]))
+			d->keys[i].fn(p, value);
 	}
 	p->key = NULL;
 	return 1;	/* errors are collected; let inih go on */
@@ -1624,7 +1988,7 @@ static void check_in_spis(struct parser *p)
 	if (refs == NULL)
 		return;
 	for (size_t i = 0; i < c->n_tunnels; i++)
-		if (c->tunnels[i]->in.spi)
+		if (c->tunnels[i]->in.spi && !c->tunnels[i]->ike.on)	/* IKE picks its own */
 			refs[n++] = (struct spi_ref){ c->tunnels[i]->in.spi, i };
 	qsort(refs, n, sizeof(*refs), spi_ref_cmp);
 	for (size_t i = 1; i < n; i++) {
@@ -1821,6 +2185,7 @@ void cfg_wipe_keys(struct cfg *cfg)
 		explicit_bzero(cfg->tunnels[i]->in.keymat, sizeof(cfg->tunnels[i]->in.keymat));
 		explicit_bzero(cfg->tunnels[i]->out.authmat, sizeof(cfg->tunnels[i]->out.authmat));
 		explicit_bzero(cfg->tunnels[i]->in.authmat, sizeof(cfg->tunnels[i]->in.authmat));
+		explicit_bzero(cfg->tunnels[i]->ike.psk, sizeof(cfg->tunnels[i]->ike.psk));
 	}
 }
 

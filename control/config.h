@@ -92,6 +92,39 @@ struct cfg_sa_key {
 	uint8_t authmat[DPVPN_AUTH_KEY_MAX];	/* secret: HMAC key */
 };
 
+/*
+ * keying = ike: the tunnel's SPIs and keys are negotiated by IKEv2 (dpvpnd's
+ * ike_sa.c) instead of configured; the ESP proposal is the tunnel's cipher.
+ */
+#define CFG_PSK_MIN		16
+#define CFG_PSK_MAX		128
+#define CFG_IKE_ID_MAX		128
+#define CFG_IKE_PROPS_MAX	4
+#define CFG_DPD_DEFAULT		30	/* seconds */
+#define CFG_DPD_MAX		86400
+
+struct cfg_ike {
+	uint8_t on;		/* keying = ike */
+	int line;		/* of keying = ike */
+	int psk_line;		/* of psk-file, 0 if none */
+	size_t psk_len;
+	uint8_t psk[CFG_PSK_MAX];	/* secret: the file's bytes (one final newline dropped) */
+	/* identities: type 0 = the tunnel's address; else an IKE ID type
+	 * (2 FQDN, 3 RFC822 e-mail, 11 KEY_ID; 1/5 an explicit IPv4/IPv6 address) */
+	/* local_id/remote_id: the ID payload's data (text without a NUL, key id
+	 * bytes, or an address in network order) */
+	uint8_t local_id_type, remote_id_type;
+	uint8_t local_id_len, remote_id_len;
+	uint8_t local_id[CFG_IKE_ID_MAX], remote_id[CFG_IKE_ID_MAX];
+	struct {
+		uint16_t encr_bits;	/* AES-GCM-16: 128 or 256 */
+		uint16_t dh;		/* 19 (ecp256) or 31 (x25519) */
+	} props[CFG_IKE_PROPS_MAX];	/* ike-proposals, in order of preference */
+	unsigned n_props;
+	uint8_t start;		/* start = yes (default): initiate at start */
+	uint32_t dpd_seconds;	/* dpd = N, 0 = off */
+};
+
 struct cfg_tunnel {
 	char name[DPVPN_NAME_LEN];
 	int line;
@@ -114,7 +147,8 @@ struct cfg_tunnel {
 	uint8_t udp_spread_log2;	/* local-ports = 2^this */
 	int frag_line;
 	int seq_line;
-	struct cfg_sa_key out, in;
+	struct cfg_sa_key out, in;	/* keying = ike: unused (zero) */
+	struct cfg_ike ike;
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 

@@ -49,6 +49,25 @@
 	"\nlocal-ts = " lts "\nremote-ts = " rts "\ncipher = aes128-gcm\n"
 #define TUN_TS4(local, remote) TUNA(local, remote, "198.18.1.0/24", "198.18.2.0/24")
 #define TUN_TS6(local, remote) TUNA(local, remote, "2001:db8:1::/64", "2001:db8:2::/64")
+/* keying = ike: lines 16-17 (after PORTS and a tunnel head), the PSK file beside. */
+#define IKE "keying = ike\npsk-file = a.psk\n"
+#define PSK_TEXT "lab psk: not a secret\n"
+#define PSK(mode) { "a.psk", PSK_TEXT, mode, 0 }
+#define IKE_GOOD PORTS TUN_HEAD IKE
+#define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
+#define ID_ERR "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
+	"keyid:HEX (1..64 bytes) or ip:ADDRESS, got "
+#define PROP_ERR "': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or aes256gcm16 and " \
+	"DH ecp256 or x25519"
+#define P128E "aes128gcm16-prfsha256-ecp256"
+#define P128X "aes128gcm16-prfsha256-x25519"
+#define P256E "aes256gcm16-prfsha256-ecp256"
+#define P256X "aes256gcm16-prfsha256-x25519"
+#define KEY64 KEY16 KEY16 KEY16 KEY16
+#define PSK_LEN_ERR ": expected a pre-shared key of 16..128 bytes, got "
+/* 128 bytes */
+#define PSK128 "0123456789abcdeffedcba98765432100123456789abcdeffedcba9876543210" \
+	"0123456789abcdeffedcba98765432100123456789abcdeffedcba9876543210"
 #define PORT_ERR "expected an IPv4 address with prefix length 1..32 (198.18.1.1/24) or " \
 	"an IPv6 address with prefix length 1..128 (2001:db8:1::1/64)"
 
@@ -325,6 +344,114 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "tunnel unspecified v6 remote", PORTS46 TUN_TS4("2001:db8::1", "::") SPIS KEYS,
 	  "12: [tunnel t] remote: expected an IPv4 or IPv6 address, got '::'", { 0 } },
+	/* keying = ike */
+	{ "ike minimal", IKE_GOOD, NULL, PSK(0600) },
+	{ "ike all keys", IKE_GOOD "local-id = fqdn:gw-a.example\n"
+	  "remote-id = fqdn:gw-b.example\nike-proposals = " P128E ", " P256X "\n"
+	  "start = no\ndpd = 0\nencap = udp\nreplay-window = 4096\nmtu = 1400\n"
+	  "mss-clamp = off\ndf = set\nesn = yes\nfragment = outer\nsoft-seconds = 3000\n"
+	  "hard-seconds = 3600\nlocal-ports = 4\n", NULL, PSK(0400) },
+	{ "ike keying first", "[tunnel t]\nkeying = ike\npsk-file = a.psk\n"
+	  "local = 198.19.0.1\nremote = 198.19.0.2\nlocal-ts = 198.18.1.0/24\n"
+	  "remote-ts = 198.18.2.0/24\ncipher = aes256-gcm\n" PORTS, NULL, PSK(0600) },
+	{ "ike id email", IKE_GOOD "local-id = email:vpn@gw-a.example\n"
+	  "remote-id = email:ops+vpn@b\n", NULL, PSK(0600) },
+	{ "ike id keyid", IKE_GOOD "local-id = keyid:0x" KEY16 "\nremote-id = keyid:" KEY64
+	  "\n", NULL, PSK(0600) },
+	{ "ike id ip", IKE_GOOD "local-id = ip:198.19.0.1\nremote-id = ip:2001:db8::2\n",
+	  NULL, PSK(0600) },
+	{ "ike four proposals", IKE_GOOD "ike-proposals = " P256X "," P256E " , " P128X ", "
+	  P128E "\n", NULL, PSK(0600) },
+	{ "ike cbc-sha256", PORTS TUNX("t", "198.19.0.1", "aes128-cbc-sha256") IKE, NULL,
+	  PSK(0600) },
+	{ "ike psk of 16 bytes", IKE_GOOD, NULL, { "a.psk", "0123456789abcdef", 0600, 0 } },
+	{ "ike psk of 128 bytes", IKE_GOOD, NULL, { "a.psk", PSK128 "\n", 0600, 0 } },
+	{ "keying = static", GOOD "keying = static\n", NULL, { 0 } },
+	{ "ike beside static", GOOD "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
+	  "local-ts = 198.18.1.0/24\nremote-ts = 198.18.3.0/24\ncipher = aes128-gcm\n"
+	  IKE, NULL, PSK(0600) },
+	{ "ike missing psk-file", PORTS TUN_HEAD "keying = ike\n",
+	  "10: [tunnel t] missing required key 'psk-file'", { 0 } },
+	{ "ike missing remote", PORTS "[tunnel t]\nlocal = 198.19.0.1\n"
+	  "local-ts = 198.18.1.0/24\nremote-ts = 198.18.2.0/24\ncipher = aes128-gcm\n" IKE,
+	  "10: [tunnel t] missing required key 'remote'", PSK(0600) },
+	{ "ike psk too short", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk" PSK_LEN_ERR
+	  "15", { "a.psk", "0123456789abcde\n", 0600, 0 } },
+	{ "ike psk empty", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk" PSK_LEN_ERR "0",
+	  { "a.psk", "\n", 0600, 0 } },
+	{ "ike psk too long", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk" PSK_LEN_ERR
+	  "129", { "a.psk", PSK128 "x", 0600, 0 } },
+	{ "ike psk far too long", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk" PSK_LEN_ERR
+	  "more than 128", { "a.psk", PSK128 "x\n", 0600, 0 } },
+	{ "ike psk 0644", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk: mode 0644 lets "
+	  "group or others access the key (chmod 600 it)", PSK(0644) },
+	{ "ike psk missing", IKE_GOOD, "17: [tunnel t] psk-file: @DIR@/a.psk: No such file "
+	  "or directory", { 0 } },
+	{ "ike with spis and keys", GOOD IKE, "16: [tunnel t] out-spi" NOT_IKE, PSK(0600), 4 },
+	{ "ike with a key file", IKE_GOOD "in-key-file = nope.hex\n",
+	  "18: [tunnel t] in-key-file" NOT_IKE, PSK(0600) },
+	{ "ike with an auth key", PORTS TUNX("t", "198.19.0.1", "aes128-cbc-sha256")
+	  "out-auth-key = " KEY16 KEY16 "\n" IKE,
+	  "16: [tunnel t] out-auth-key" NOT_IKE, PSK(0600) },
+	{ "ike with out-seq-start", IKE_GOOD "out-seq-start = 100\n",
+	  "18: [tunnel t] out-seq-start" NOT_IKE, PSK(0600) },
+	{ "ike with in-auth-key", IKE_GOOD "in-auth-key = " KEY16 "\n",
+	  "18: [tunnel t] in-auth-key" NOT_IKE, PSK(0600) },
+	{ "dpd without ike", GOOD "dpd = 10\n",
+	  "20: [tunnel t] dpd: only with keying = ike", { 0 } },
+	{ "psk-file without ike", GOOD "psk-file = a.psk\n",
+	  "20: [tunnel t] psk-file: only with keying = ike", PSK(0600) },
+	{ "ike keys with keying = static", GOOD "keying = static\nlocal-id = fqdn:a\n"
+	  "remote-id = fqdn:b\nike-proposals = " P128E "\nstart = no\n",
+	  "21: [tunnel t] local-id: only with keying = ike", { 0 }, 4 },
+	{ "bad keying", GOOD "keying = ikev2\n",
+	  "20: [tunnel t] keying: expected static or ike, got 'ikev2'", { 0 } },
+	{ "bad keying, ike keys", PORTS TUN_HEAD "keying = IKE\npsk-file = a.psk\n",
+	  "16: [tunnel t] keying: expected static or ike, got 'IKE'", PSK(0600) },
+	{ "bad proposal", IKE_GOOD "ike-proposals = aes128cbc-prfsha256-ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'aes128cbc-prfsha256-ecp256" PROP_ERR, PSK(0600) },
+	{ "bad proposal dh", IKE_GOOD "ike-proposals = " P128E
+	  ", aes128gcm16-prfsha256-modp2048\n",
+	  "18: [tunnel t] ike-proposals: 'aes128gcm16-prfsha256-modp2048" PROP_ERR, PSK(0600) },
+	{ "empty proposal", IKE_GOOD "ike-proposals = " P128E ",\n",
+	  "18: [tunnel t] ike-proposals: '" PROP_ERR, PSK(0600) },
+	{ "proposal twice", IKE_GOOD "ike-proposals = " P128E ", " P128E "\n",
+	  "18: [tunnel t] ike-proposals: '" P128E "' is listed twice", PSK(0600) },
+	{ "five proposals", IKE_GOOD "ike-proposals = " P128E ", " P128X ", " P256E ", "
+	  P256X ", " P128E "\n", "18: [tunnel t] ike-proposals: expected 1..4 proposals, got 5",
+	  PSK(0600) },
+	{ "id without type", IKE_GOOD "local-id = gw-a.example\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'gw-a.example'", PSK(0600) },
+	{ "id unknown type", IKE_GOOD "remote-id = dn:CN=gw-b\n",
+	  "18: [tunnel t] remote-id: " ID_ERR "'dn:CN=gw-b'", PSK(0600) },
+	{ "id empty fqdn", IKE_GOOD "local-id = fqdn:\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'fqdn:'", PSK(0600) },
+	{ "id fqdn with a space", IKE_GOOD "local-id = fqdn:gw a\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'fqdn:gw a'", PSK(0600) },
+	{ "id email without @", IKE_GOOD "local-id = email:gw-a.example\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'email:gw-a.example'", PSK(0600) },
+	{ "id email, empty user", IKE_GOOD "local-id = email:@gw-a.example\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'email:@gw-a.example'", PSK(0600) },
+	{ "id keyid too long", IKE_GOOD "local-id = keyid:" KEY64 "00\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'keyid:" KEY64 "00'", PSK(0600) },
+	{ "id keyid not hex", IKE_GOOD "local-id = keyid:0xgg\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'keyid:0xgg'", PSK(0600) },
+	{ "id bad ip", IKE_GOOD "remote-id = ip:198.19.0.300\n",
+	  "18: [tunnel t] remote-id: " ID_ERR "'ip:198.19.0.300'", PSK(0600) },
+	{ "ike with chacha", PORTS TUNX("t", "198.19.0.1", "chacha20-poly1305") IKE,
+	  "15: [tunnel t] cipher: keying = ike negotiates aes128-gcm, aes256-gcm, "
+	  "aes128-cbc-sha256 or aes256-cbc-sha256, not chacha20-poly1305", PSK(0600) },
+	{ "ike with sha1", PORTS TUNX("t", "198.19.0.1", "aes256-cbc-sha1") IKE,
+	  "15: [tunnel t] cipher: keying = ike negotiates aes128-gcm, aes256-gcm, "
+	  "aes128-cbc-sha256 or aes256-cbc-sha256, not aes256-cbc-sha1", PSK(0600) },
+	{ "start = maybe", IKE_GOOD "start = maybe\n", "18: [tunnel t] start: expected yes "
+	  "(initiate at start) or no (wait for the peer), got 'maybe'", PSK(0600) },
+	{ "dpd = -1", IKE_GOOD "dpd = -1\n",
+	  "18: [tunnel t] dpd: expected seconds 0..86400 (0: off), got '-1'", PSK(0600) },
+	{ "dpd too long", IKE_GOOD "dpd = 86401\n",
+	  "18: [tunnel t] dpd: expected seconds 0..86400 (0: off), got '86401'", PSK(0600) },
+	{ "duplicate keying", IKE_GOOD "keying = ike\n",
+	  "18: [tunnel t] keying: duplicate key", PSK(0600) },
 };
 
 #define N_CASES	(sizeof(cases) / sizeof(cases[0]))
@@ -475,6 +602,115 @@ static void test_keyfile_symlink(void **state)
 	unlink(path);
 }
 
+/*
+ * Unlike key files, a PSK file may not be a symbolic link, even to a private
+ * file: O_NOFOLLOW.
+ */
+static void test_psk_symlink(void **state)
+{
+	char path[64], kpath[64], link[64], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/psklink.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/target.psk", tmpdir);
+	snprintf(link, sizeof(link), "%s/a.psk", tmpdir);
+	write_file(path, IKE_GOOD, 0600);
+	write_file(kpath, PSK_TEXT, 0600);
+	assert_int_equal(symlink("target.psk", link), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:17: [tunnel t] psk-file: %s: a symbolic link: refused "
+		 "(name the file itself)", path, link);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	unlink(link);
+	assert_int_equal(rename(kpath, link), 0);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	cfg_free(&cfg);
+	unlink(link);
+	unlink(path);
+}
+
+/* What the parser stores for keying = ike, its defaults, and the wipe. */
+static void test_ike_values(void **state)
+{
+	static const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+	static const uint8_t v4[4] = { 198, 19, 0, 1 }, keyid[3] = { 1, 2, 0xab };
+	static const uint8_t zero[CFG_PSK_MAX];
+	char path[64], kpath[64];
+	const struct cfg_ike *a, *b;
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ike.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/a.psk", tmpdir);
+	write_file(path, IKE_GOOD "local-id = fqdn:gw-a.example\nremote-id = ip:2001:db8::2\n"
+		   "ike-proposals = " P256X ", " P128E "\nstart = no\ndpd = 0\n"
+		   "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
+		   "local-ts = 198.18.1.0/24\nremote-ts = 198.18.3.0/24\ncipher = aes128-gcm\n"
+		   IKE "local-id = email:a@b\nremote-id = keyid:0x0102ab\n"
+		   "[tunnel v]\nlocal = 198.19.0.1\nremote = 198.19.0.4\n"
+		   "local-ts = 198.18.1.0/24\nremote-ts = 198.18.4.0/24\ncipher = aes128-gcm\n"
+		   "local-id = ip:198.19.0.1\n", 0600);
+	write_file(kpath, PSK_TEXT, 0600);
+	/* v: local-id without ike, and its SPIs and keys missing */
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	assert_int_equal(cfg.n_errors, 5);
+	a = &cfg.tunnels[0]->ike;
+	b = &cfg.tunnels[1]->ike;
+	assert_int_equal(a->on, 1);
+	assert_int_equal(a->line, 16);
+	assert_int_equal(a->psk_line, 17);
+	assert_int_equal(a->psk_len, strlen(PSK_TEXT) - 1);	/* the newline dropped */
+	assert_memory_equal(a->psk, PSK_TEXT, a->psk_len);
+	assert_int_equal(a->local_id_type, 2);
+	assert_int_equal(a->local_id_len, strlen("gw-a.example"));
+	assert_memory_equal(a->local_id, "gw-a.example", a->local_id_len);
+	assert_int_equal(a->remote_id_type, 5);
+	assert_int_equal(a->remote_id_len, 16);
+	assert_memory_equal(a->remote_id, v6, 16);
+	assert_int_equal(a->n_props, 2);
+	assert_int_equal(a->props[0].encr_bits, 256);
+	assert_int_equal(a->props[0].dh, 31);
+	assert_int_equal(a->props[1].encr_bits, 128);
+	assert_int_equal(a->props[1].dh, 19);
+	assert_int_equal(a->start, 0);
+	assert_int_equal(a->dpd_seconds, 0);
+	assert_int_equal(cfg.tunnels[0]->out.spi, 0);
+	/* u: the defaults */
+	assert_int_equal(b->local_id_type, 3);
+	assert_memory_equal(b->local_id, "a@b", 3);
+	assert_int_equal(b->remote_id_type, 11);
+	assert_int_equal(b->remote_id_len, 3);
+	assert_memory_equal(b->remote_id, keyid, 3);
+	assert_int_equal(b->n_props, 4);
+	assert_int_equal(b->props[0].encr_bits, 128);
+	assert_int_equal(b->props[0].dh, 19);
+	assert_int_equal(b->props[1].dh, 31);
+	assert_int_equal(b->props[3].encr_bits, 256);
+	assert_int_equal(b->props[3].dh, 31);
+	assert_int_equal(b->start, 1);
+	assert_int_equal(b->dpd_seconds, CFG_DPD_DEFAULT);
+	/* v: static, nothing of IKE kept */
+	assert_int_equal(cfg.tunnels[2]->ike.on, 0);
+	assert_int_equal(cfg.tunnels[2]->ike.local_id_type, 0);
+	cfg_wipe_keys(&cfg);
+	assert_memory_equal(a->psk, zero, sizeof(zero));
+	assert_memory_equal(b->psk, zero, sizeof(zero));
+	cfg_free(&cfg);
+	/* an explicit IPv4 identity is kept as on the wire */
+	write_file(path, IKE_GOOD "local-id = ip:198.19.0.1\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.tunnels[0]->ike.local_id_type, 1);
+	assert_int_equal(cfg.tunnels[0]->ike.local_id_len, 4);
+	assert_memory_equal(cfg.tunnels[0]->ike.local_id, v4, 4);
+	assert_int_equal(cfg.tunnels[0]->ike.remote_id_type, 0);
+	cfg_free(&cfg);
+	unlink(kpath);
+	unlink(path);
+}
+
 /* Every error is reported, in line order. */
 static void test_many_errors(void **state)
 {
@@ -598,7 +834,7 @@ static void test_lab_b(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 7];
+	struct CMUnitTest tests[N_CASES + 9];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -615,7 +851,9 @@ int main(void)
 	tests[N_CASES + 4] = (struct CMUnitTest)cmocka_unit_test(test_ipv6_values);
 	tests[N_CASES + 5] = (struct CMUnitTest)cmocka_unit_test(test_config_owner);
 	tests[N_CASES + 6] = (struct CMUnitTest)cmocka_unit_test(test_keyfile_symlink);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 7, NULL, NULL);
+	tests[N_CASES + 7] = (struct CMUnitTest)cmocka_unit_test(test_psk_symlink);
+	tests[N_CASES + 8] = (struct CMUnitTest)cmocka_unit_test(test_ike_values);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 9, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -22,6 +22,21 @@ rc=$?
 grep -q "^$tmp/lab-a.conf:[0-9]*: \[tunnel to-b\] out-key: $tmp/lab-a.conf is mode 0644: " \
 	"$tmp/out" || fail "lab-a.conf 0644: no mode error in: $(cat "$tmp/out")"
 
+# keying = ike: the PSK file sits next to the configs and must be private too.
+install -m 600 "$configs/ike.psk" "$tmp/ike.psk"
+for c in ike-a ike-b; do
+	install -m 644 "$configs/$c.conf" "$tmp/$c.conf"	# no key inline: 0644 is fine
+	out=$("$dpvpnd" -n -c "$tmp/$c.conf" 2>&1) || fail "$c.conf: exit $?: $out"
+	[ "$out" = "$tmp/$c.conf: OK" ] || fail "$c.conf: printed '$out'"
+done
+chmod 644 "$tmp/ike.psk"
+"$dpvpnd" -n -c "$tmp/ike-a.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "ike.psk 0644: exit $rc, expected 1"
+grep -q "^$tmp/ike-a.conf:[0-9]*: \[tunnel to-b\] psk-file: $tmp/ike.psk: mode 0644 " \
+	"$tmp/out" || fail "ike.psk 0644: no mode error in: $(cat "$tmp/out")"
+grep -q "dpvpn lab" "$tmp/out" && fail "ike.psk 0644: the key was printed"
+
 cat > "$tmp/bad.conf" <<'CONF'
 [port inside]
 id = 0

@@ -834,6 +834,48 @@ just a line
     out['long-line.conf'] = ('[port p]\nid = 0\nrole = inside\naddress = ' + '1' * 300 +
                              '\n').encode()
     out['empty.conf'] = b''
+    # keying = ike: fuzz_config.c's key files serve as PSK files (the whole
+    # file is the key: a.key and b.key are good ones, open.key is 0644,
+    # big.key too long)
+    ike = """[tunnel ike%(i)d]
+local = %(local)s
+remote = %(remote)s
+local-ts = %(lts)s
+remote-ts = %(rts)s
+cipher = %(alg)s
+keying = ike
+psk-file = %(psk)s
+%(extra)s
+"""
+    good = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
+                       rts='198.18.2.0/24', alg='aes128-gcm', psk='a.key',
+                       extra='local-id = fqdn:gw-a.example\nremote-id = email:vpn@gw-b.example\n'
+                             'ike-proposals = aes128gcm16-prfsha256-ecp256, '
+                             'aes256gcm16-prfsha256-x25519\nstart = no\ndpd = 10\n'
+                             'encap = udp\nlocal-ports = 2\nreplay-window = 4096\n') +
+            ike % dict(i=1, local=OUT6, remote='2001:db8:ff::2', lts='2001:db8:1::/64',
+                       rts='2001:db8:2::/64', alg='aes256-cbc-sha256', psk='b.key',
+                       extra='local-id = keyid:0x0102030405\nremote-id = ip:2001:db8:ff::2\n'
+                             'dpd = 0\nmtu = 1400\n'))
+    out['ike.conf'] = (base + good + tunnels[0]).encode()
+    bad = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
+                      rts='198.18.2.0/24', alg='chacha20-poly1305', psk='open.key',
+                      extra='out-spi = 0x1001\nin-key = 0x00\nout-seq-start = 5\n'
+                            'local-id = fqdn:\nremote-id = dn:CN=x\nstart = maybe\n'
+                            'ike-proposals = aes128gcm16-prfsha256-modp2048, x, y, z, w\n'
+                            'dpd = -1\n') +
+           ike % dict(i=1, local=OUT4, remote='198.19.0.3', lts='198.18.1.0/24',
+                      rts='198.18.3.0/24', alg='aes128-gcm', psk='big.key',
+                      extra='keying = ike\nlocal-id = keyid:0xzz\nremote-id = email:nobody\n'
+                            'ike-proposals = aes256gcm16-prfsha256-x25519, '
+                            'aes256gcm16-prfsha256-x25519\n') +
+           (ike % dict(i=2, local=OUT4, remote='198.19.0.4', lts='198.18.1.0/24',
+                       rts='198.18.4.0/24', alg='aes128-gcm', psk='two.key',
+                       extra='in-key-file = a.key\n')).replace('keying = ike',
+                                                                'keying = ikev1') +
+           tunnels[1].replace('cipher =', 'start = yes\ndpd = 5\npsk-file = a.key\n'
+                                          'local-id = ip:198.19.0.1\ncipher ='))
+    out['ike-bad.conf'] = (base + bad).encode()
     return out
 
 
