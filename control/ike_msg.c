@@ -251,9 +251,26 @@ spi_len_for(uint8_t proto, uint8_t exchange)
 	}
 }
 
+/*
+ * Proposal numbers (section 3.3.1): in a request the first is 1, then the
+ * same number (AND) or the next; an answer's one proposal keeps the number
+ * it had in the request, any but 0.
+ */
+static int
+check_num(uint8_t num, unsigned idx, uint8_t prev_num, bool answer, char *err, size_t elen)
+{
+	if (answer)
+		return num == 0 ? bad(err, elen, "sa.proposal[1].num: 0, expected 1 to 255 in "
+				      "an answer") : 0;
+	if (idx == 0 ? num != 1 : (num != prev_num && num != prev_num + 1))
+		return bad(err, elen, "sa.proposal[%u].num: %u, expected %s%u", idx + 1, num,
+			   idx == 0 ? "" : "the previous or ", idx == 0 ? 1u : prev_num + 1u);
+	return 0;
+}
+
 static int
 parse_proposal(const uint8_t *p, size_t len, uint8_t exchange, unsigned idx, uint8_t prev_num,
-	       struct ike_proposal *pr, char *err, size_t elen)
+	       bool answer, struct ike_proposal *pr, char *err, size_t elen)
 {
 	unsigned pi = idx + 1;
 	int want;
@@ -262,10 +279,8 @@ parse_proposal(const uint8_t *p, size_t len, uint8_t exchange, unsigned idx, uin
 	pr->proto = p[5];
 	pr->spi_len = p[6];
 	pr->n_tr = p[7];
-	/* The first is 1; then the same number (AND, section 3.3.1) or the next. */
-	if (idx == 0 ? pr->num != 1 : (pr->num != prev_num && pr->num != prev_num + 1))
-		return bad(err, elen, "sa.proposal[%u].num: %u, expected %s%u", pi, pr->num,
-			   idx == 0 ? "" : "the previous or ", idx == 0 ? 1u : prev_num + 1u);
+	if (check_num(pr->num, idx, prev_num, answer, err, elen) != 0)
+		return -EBADMSG;
 	want = spi_len_for(pr->proto, exchange);
 	if (want >= 0 && pr->spi_len != want)
 		return bad(err, elen, "sa.proposal[%u].spi_size: %u, expected %d for protocol "
@@ -284,9 +299,9 @@ parse_proposal(const uint8_t *p, size_t len, uint8_t exchange, unsigned idx, uin
 				len - PROP_HDR_LEN - pr->spi_len, pi, pr, err, elen);
 }
 
-int
-ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_proposal *out,
-	     unsigned max, unsigned *n, char *err, size_t elen)
+static int
+sa_parse(const uint8_t *body, size_t len, uint8_t exchange, bool answer,
+	 struct ike_proposal *out, unsigned max, unsigned *n, char *err, size_t elen)
 {
 	uint8_t more = PROP_MORE;
 	size_t off = 0;
@@ -304,6 +319,9 @@ ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_propo
 		if (more != PROP_LAST && more != PROP_MORE)
 			return bad(err, elen, "sa.proposal[%u].last: %u, expected 0 (last) or "
 				   "2 (more)", pi, more);
+		if (answer && more != PROP_LAST)
+			return bad(err, elen, "sa.proposal[1].last: %u, an answer has exactly "
+				   "one proposal", more);
 		plen = get16(body + off + 2);
 		if (plen < PROP_HDR_LEN || plen > len - off)
 			return bad(err, elen, "sa.proposal[%u].length: %zu, %zu bytes left", pi,
@@ -311,7 +329,7 @@ ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_propo
 		if (*n == max)
 			return bad(err, elen, "sa: more than %u proposals", max);
 		rc = parse_proposal(body + off, plen, exchange, *n,
-				    *n ? out[*n - 1].num : 0, &out[*n], err, elen);
+				    *n ? out[*n - 1].num : 0, answer, &out[*n], err, elen);
 		if (rc != 0)
 			return rc;
 		(*n)++;
@@ -321,6 +339,22 @@ ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_propo
 		return bad(err, elen, "sa: %zu bytes after proposal %u, marked last", len - off,
 			   *n);
 	return 0;
+}
+
+int
+ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_proposal *out,
+	     unsigned max, unsigned *n, char *err, size_t elen)
+{
+	return sa_parse(body, len, exchange, false, out, max, n, err, elen);
+}
+
+int
+ike_sa_parse_answer(const uint8_t *body, size_t len, uint8_t exchange,
+		    struct ike_proposal *out, char *err, size_t elen)
+{
+	unsigned n;
+
+	return sa_parse(body, len, exchange, true, out, 1, &n, err, elen);
 }
 
 int

@@ -199,6 +199,13 @@ struct ike_proposal {
  */
 int ike_sa_parse(const uint8_t *body, size_t len, uint8_t exchange, struct ike_proposal *out,
 		 unsigned max, unsigned *n, char *err, size_t elen);
+/*
+ * The SA payload of an answer (IKE_SA_INIT, IKE_AUTH or CREATE_CHILD_SA
+ * response): exactly one proposal, which keeps the number it had in the
+ * request (section 3.3.1), so any number but 0; otherwise as ike_sa_parse.
+ */
+int ike_sa_parse_answer(const uint8_t *body, size_t len, uint8_t exchange,
+			struct ike_proposal *out, char *err, size_t elen);
 
 /* KE payload (section 3.4). */
 struct ike_ke {

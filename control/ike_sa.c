@@ -35,12 +35,19 @@
 #define COOKIE_LEN	33	/* version byte + HMAC-SHA-256 */
 #define INIT_RETRIES	3	/* cookie and INVALID_KE_PAYLOAD retries, each */
 #define NATD_LEN	20	/* SHA-1 */
+#define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
 #define ERR_LEN		160
 #define WHY_LEN		96
 #define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
+#define REKEY_GRACE_MS	2000	/* default: the old CHILD_SA outlives its rekey this long */
+#define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this */
 
-enum req_kind { REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE };
+enum req_kind {
+	REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE,
+	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
+	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
+};
 
 struct conn {
 	struct conn *next;
@@ -51,6 +58,8 @@ struct child {
 	bool up;
 	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
+	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
+	uint64_t up_ms;			/* for the lifetime rekey */
 };
 
 struct ike_sa {
@@ -88,7 +97,20 @@ struct ike_sa {
 	size_t last_req_len, last_resp_len;
 	struct child child;
 	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
+	/*
+	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
+	 * installed until deleted, by us at old_del_ms if we started the
+	 * rekey (0: not ours to delete), else when the peer's Delete comes.
+	 */
+	struct child old;
+	uint64_t old_del_ms;
+	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
+	uint32_t rk_spi;
+	bool want_rekey;		/* asked for while another request was out */
+	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
+	uint64_t child_rekeys;
 	bool nat_local, nat_remote;
+	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
 	uint64_t created_ms, last_rx_ms;
 	uint64_t rx, tx, retransmits;
 	char why[WHY_LEN];		/* for ike_down after our own Delete */
@@ -461,34 +483,6 @@ pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned 
 	return -ENOENT;
 }
 
-/*
- * An SA payload in a response: the one proposal the responder accepted,
- * which keeps the number it had in our request (3.3.1).  ike_sa_parse()
- * wants a first proposal numbered 1, as in a request, so the number is
- * parsed from a copy with it set to 1 and put back afterwards.
- */
-static int
-sa_parse_answer(const struct ike_pl *pl, uint8_t exchange, struct ike_proposal *out,
-		unsigned max, unsigned *n, char *err, size_t elen)
-{
-	uint8_t *copy, num;
-	int rc;
-
-	if (pl->len < 8)
-		return ike_sa_parse(pl->body, pl->len, exchange, out, max, n, err, elen);
-	copy = malloc(pl->len);
-	if (copy == NULL)
-		return -ENOMEM;
-	memcpy(copy, pl->body, pl->len);
-	num = copy[4];
-	copy[4] = 1;
-	rc = ike_sa_parse(copy, pl->len, exchange, out, max, n, err, elen);
-	if (rc == 0 && *n > 0)
-		out[0].num = num;
-	free(copy);
-	return rc;
-}
-
 /* ---- traffic selectors -------------------------------------------------- */
 
 static void
@@ -610,13 +604,20 @@ natd_hash(const uint8_t *spi_i, const uint8_t *spi_r, const struct ike_addr *a,
 		memset(out, 0, NATD_LEN);
 }
 
+/*
+ * Our NAT detection Notifies.  With force_encap the source hash is spoiled
+ * on purpose: the peer then believes us behind a NAT and uses port 4500 and
+ * ESP in UDP as well (what strongSwan does for encap=yes).
+ */
 static void
 natd_put(struct ike_buf *b, const uint8_t *spi_i, const uint8_t *spi_r,
-	 const struct ike_addr *src, const struct ike_addr *dst)
+	 const struct ike_addr *src, const struct ike_addr *dst, bool fake_src)
 {
 	uint8_t h[NATD_LEN];
 
 	natd_hash(spi_i, spi_r, src, h);
+	if (fake_src)
+		h[0] ^= 0xff;
 	put_notify(b, IKE_N_NAT_DETECTION_SOURCE_IP, h, NATD_LEN);
 	natd_hash(spi_i, spi_r, dst, h);
 	put_notify(b, IKE_N_NAT_DETECTION_DESTINATION_IP, h, NATD_LEN);
@@ -664,6 +665,37 @@ xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 	ctx->stats.tx++;
 	sa->tx++;
 	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
+}
+
+/* From now on IKE on port 4500 both ends (2.23), and the CHILD_SA ESP in UDP. */
+static void
+encap_start(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (!sa->encap)
+		logf_(ctx, sa, "NAT %s: IKE moves to port %u, ESP in UDP",
+		      sa->nat_local || sa->nat_remote ? "detected" : "forced", NATT_PORT);
+	sa->encap = true;
+	sa->local.port = NATT_PORT;
+	sa->remote.port = NATT_PORT;
+}
+
+/*
+ * An authenticated request that came to our port 4500: answer where it came
+ * from and go on from there (2.23: the peer's NAT mapping is what reaches
+ * it; the peer may have moved to 4500 first).  On port 500 nothing moves, and
+ * once on 4500 an SA does not go back.
+ */
+static void
+request_from(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+	     const struct ike_addr *remote)
+{
+	if (local->port != NATT_PORT)
+		return;
+	if (!sa->encap)
+		logf_(ctx, sa, "request on port %u: IKE moves there, ESP in UDP", NATT_PORT);
+	sa->encap = true;
+	sa->local = *local;
+	sa->remote = *remote;
 }
 
 static void
@@ -804,13 +836,18 @@ set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
 }
 
 static void
+child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
+{
+	if (!c->up)
+		return;
+	c->up = false;
+	ctx->ops.child_down(ctx->opaque, sa->conn->cfg.name, c->spi_in, c->spi_out);
+}
+
+static void
 child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
 {
-	if (!sa->child.up)
-		return;
-	sa->child.up = false;
-	ctx->ops.child_down(ctx->opaque, sa->conn->cfg.name, sa->child.spi_in,
-			    sa->child.spi_out);
+	child_down(ctx, sa, &sa->child);
 }
 
 /* Tell the owner (child first), unlink and free. */
@@ -820,6 +857,7 @@ sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 	struct ike_sa **pp;
 
 	child_gone(ctx, sa);
+	child_down(ctx, sa, &sa->old);
 	if (sa->owner_knows)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
 	logf_(ctx, sa, "IKE SA ends: %s", why);
@@ -882,7 +920,7 @@ init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_build_sa(&b, props, cfg->n_ike);
 	ike_build_ke(&b, sa->ke_group, pub, publen);
 	ike_build_nonce(&b, sa->ni, sa->ni_len);
-	natd_put(&b, sa->spi_i, zero, &sa->local, &sa->remote);
+	natd_put(&b, sa->spi_i, zero, &sa->local, &sa->remote, cfg->force_encap);
 	rc = ike_finish(&b);
 	if (rc == 0)
 		rc = store(&sa->init_req, &sa->init_req_len, out, b.len);
@@ -1000,8 +1038,9 @@ init_pl_parse(const struct view *v, bool answer, struct init_pl *ip, char *err, 
 			 sa == NULL ? "SA" : ke == NULL ? "KE" : "Nonce");
 		return -EBADMSG;
 	}
-	rc = answer ? sa_parse_answer(sa, IKE_SA_INIT, ip->props, MAX_PROPS, &ip->n_props, err,
-				      elen) :
+	/* An answer holds the one proposal taken, under the number it had (3.3.1). */
+	ip->n_props = 1;
+	rc = answer ? ike_sa_parse_answer(sa->body, sa->len, IKE_SA_INIT, ip->props, err, elen) :
 		      ike_sa_parse(sa->body, sa->len, IKE_SA_INIT, ip->props, MAX_PROPS,
 				   &ip->n_props, err, elen);
 	if (rc == 0)
@@ -1083,6 +1122,8 @@ init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 				 &sa->local);
 	sa->nat_remote = !natd_ok(&v, IKE_N_NAT_DETECTION_SOURCE_IP, sa->spi_i, sa->spi_r,
 				  &sa->remote);
+	if (sa->nat_local || sa->nat_remote || sa->conn->cfg.force_encap)
+		encap_start(ctx, sa);
 	request_done(sa);
 	rc = auth_send(ctx, sa, now);
 	if (rc != 0)
@@ -1202,7 +1243,8 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 	ike_build_sa(&b, &prop, 1);
 	ike_build_ke(&b, sa->prop.dh, pub, publen);
 	ike_build_nonce(&b, sa->nr, sa->nr_len);
-	natd_put(&b, sa->spi_i, sa->spi_r, &sa->local, &sa->remote);
+	natd_put(&b, sa->spi_i, sa->spi_r, &sa->local, &sa->remote,
+		 sa->conn->cfg.force_encap);
 	rc = ike_finish(&b);
 	if (rc == 0)
 		rc = store(&sa->init_resp, &sa->init_resp_len, out, b.len);
@@ -1406,13 +1448,23 @@ auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t ele
 	return rc;
 }
 
-/* KEYMAT (2.17) into a CHILD_SA, and the owner installs it. */
+/* A CHILD_SA as negotiated, before its keys. */
+struct child_new {
+	const struct ike_prop_esp *prop;
+	uint32_t spi_in, spi_out;
+	struct ike_prefix tl, tr;
+	/* The exchange that made it: its initiator's keys come first (2.17). */
+	bool initiator;
+	const uint8_t *ni, *nr;
+	size_t ni_len, nr_len;
+};
+
+/* KEYMAT (2.17) into a CHILD_SA, which becomes sa->child, and the owner installs it. */
 static int
-child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_prop_esp *p,
-	      uint32_t spi_in, uint32_t spi_out, const struct ike_prefix *tl,
-	      const struct ike_prefix *tr)
+child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now)
 {
 	uint8_t km[2 * (IKE_CHILD_ENC_MAX + IKE_CHILD_INTEG_MAX)];
+	const struct ike_prop_esp *p = cn->prop;
 	struct ike_child c;
 	size_t ek, ik;
 	int rc;
@@ -1423,23 +1475,28 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_prop_esp 
 	c.integ = p->integ;
 	ek = c.enc_key_len = p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
 	ik = c.integ_key_len = p->integ != 0 ? 32 : 0;
-	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, sa->ni,
-			      sa->ni_len, sa->nr, sa->nr_len, km, 2 * (ek + ik));
+	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, cn->ni,
+			      cn->ni_len, cn->nr, cn->nr_len, km, 2 * (ek + ik));
 	if (rc == 0) {
-		/* KEYMAT: the SA initiator's outbound keys first, then the responder's. */
+		/* KEYMAT: the exchange initiator's outbound keys first, then the responder's. */
 		const uint8_t *ei = km, *ai = km + ek, *er = km + ek + ik, *ar = er + ek;
 
-		memcpy(c.enc_out, sa->initiator ? ei : er, ek);
-		memcpy(c.enc_in, sa->initiator ? er : ei, ek);
-		memcpy(c.integ_out, sa->initiator ? ai : ar, ik);
-		memcpy(c.integ_in, sa->initiator ? ar : ai, ik);
-		c.spi_in = spi_in;
-		c.spi_out = spi_out;
-		c.ts_local = *tl;
-		c.ts_remote = *tr;
+		memcpy(c.enc_out, cn->initiator ? ei : er, ek);
+		memcpy(c.enc_in, cn->initiator ? er : ei, ek);
+		memcpy(c.integ_out, cn->initiator ? ai : ar, ik);
+		memcpy(c.integ_in, cn->initiator ? ar : ai, ik);
+		c.spi_in = cn->spi_in;
+		c.spi_out = cn->spi_out;
+		c.ts_local = cn->tl;
+		c.ts_remote = cn->tr;
 		c.local = sa->local;
 		c.remote = sa->remote;
-		sa->child = (struct child){ true, *p, spi_in, spi_out };
+		c.udp_encap = sa->encap;
+		c.udp_local = sa->encap ? sa->local.port : 0;
+		c.udp_remote = sa->encap ? sa->remote.port : 0;
+		sa->child = (struct child){ .up = true, .prop = *p, .spi_in = cn->spi_in,
+					    .spi_out = cn->spi_out, .tl = cn->tl, .tr = cn->tr,
+					    .up_ms = now };
 		ctx->ops.child_up(ctx->opaque, sa->conn->cfg.name, &c);
 	}
 	explicit_bzero(km, sizeof(km));
@@ -1491,20 +1548,22 @@ struct child_pl {
 };
 
 static int
-child_pl_parse(const struct view *v, bool answer, struct child_pl *cp, char *err, size_t elen)
+child_pl_parse(const struct view *v, uint8_t exchange, bool answer, struct child_pl *cp,
+	       char *err, size_t elen)
 {
 	const struct ike_pl *sa = find_pl(v, IKE_PL_SA), *tsi = find_pl(v, IKE_PL_TSI);
 	const struct ike_pl *tsr = find_pl(v, IKE_PL_TSR);
 	int rc;
 
 	if (sa == NULL || tsi == NULL || tsr == NULL) {
-		snprintf(err, elen, "ike_auth: no %s payload",
+		snprintf(err, elen, "%s: no %s payload",
+			 exchange == IKE_AUTH ? "ike_auth" : "create_child_sa",
 			 sa == NULL ? "SA" : tsi == NULL ? "TSi" : "TSr");
 		return -EBADMSG;
 	}
-	rc = answer ? sa_parse_answer(sa, IKE_AUTH, cp->props, MAX_PROPS, &cp->n_props, err,
-				      elen) :
-		      ike_sa_parse(sa->body, sa->len, IKE_AUTH, cp->props, MAX_PROPS,
+	cp->n_props = 1;
+	rc = answer ? ike_sa_parse_answer(sa->body, sa->len, exchange, cp->props, err, elen) :
+		      ike_sa_parse(sa->body, sa->len, exchange, cp->props, MAX_PROPS,
 				   &cp->n_props, err, elen);
 	if (rc == 0)
 		rc = ike_ts_parse(tsi->body, tsi->len, cp->tsi, MAX_TS, &cp->n_tsi, err, elen);
@@ -1515,7 +1574,8 @@ child_pl_parse(const struct view *v, bool answer, struct child_pl *cp, char *err
 
 /* Responder: the CHILD_SA of an IKE_AUTH request; 0, or the error Notify to send. */
 static uint16_t
-child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in)
+child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
+	     uint64_t now)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_prefix tl, tr;
@@ -1527,7 +1587,7 @@ child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	struct child_pl cp;
 	uint8_t num, spi[4];
 
-	if (child_pl_parse(v, false, &cp, err, sizeof(err)) != 0)
+	if (child_pl_parse(v, IKE_AUTH, false, &cp, err, sizeof(err)) != 0)
 		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
 	if (pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
 		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
@@ -1540,7 +1600,8 @@ child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	if (random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	spi_in = get32(spi);
-	if (child_install(ctx, sa, &prop, spi_in, spi_out, &tl, &tr) != 0)
+	if (child_install(ctx, sa, &(struct child_new){ &prop, spi_in, spi_out, tl, tr, false,
+			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	esp_prop_build(&prop, num, spi_in, &resp);
 	ts_from_prefix(&tr, &tsi);
@@ -1553,7 +1614,7 @@ child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 
 static int
 auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	     const struct view *v)
+	     const struct view *v, uint64_t now)
 {
 	uint8_t inner[MSG_MAX];
 	char err[ERR_LEN];
@@ -1581,7 +1642,7 @@ auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		sa_end(ctx, sa, "cannot compute AUTH");
 		return rc;
 	}
-	nerr = child_accept(ctx, sa, v, &in);
+	nerr = child_accept(ctx, sa, v, &in, now);
 	if (nerr != 0)
 		put_notify(&in, nerr, NULL, 0);
 	rc = respond(ctx, sa, h, &in);
@@ -1590,20 +1651,21 @@ auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	return rc;
 }
 
-/* Initiator: the responder's CHILD_SA must be one we proposed, within our selectors. */
+/*
+ * Initiator of an exchange that makes a CHILD_SA: the responder's must be
+ * one we proposed, within our selectors; into cn (prop, spi_out, tl, tr).
+ */
 static int
-child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
-	     size_t elen)
+child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
+	     struct child_new *cn, char *err, size_t elen)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_proposal want;
-	struct ike_prefix tl, tr;
 	struct child_pl cp;
-	uint32_t spi_out;
 	unsigned num;
 	int rc;
 
-	rc = child_pl_parse(v, true, &cp, err, elen);
+	rc = child_pl_parse(v, exchange, true, &cp, err, elen);
 	if (rc != 0)
 		return rc;
 	num = cp.props[0].num;
@@ -1611,20 +1673,36 @@ child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char 
 		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
 				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
 	esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
-	spi_out = get32(cp.props[0].spi);
-	if (!prop_same(&cp.props[0], &want) || spi_out == 0)
+	cn->prop = &cfg->esp[num - 1];
+	cn->spi_out = get32(cp.props[0].spi);
+	if (!prop_same(&cp.props[0], &want) || cn->spi_out == 0)
 		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
 				"or SPI 0", num), -EBADMSG;
-	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ts_to_prefix(&cp.tsi[0], &tl) ||
-	    !ts_to_prefix(&cp.tsr[0], &tr) || !prefix_within(&tl, &cfg->ts_local) ||
-	    !prefix_within(&tr, &cfg->ts_remote))
+	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ts_to_prefix(&cp.tsi[0], &cn->tl) ||
+	    !ts_to_prefix(&cp.tsr[0], &cn->tr) || !prefix_within(&cn->tl, &cfg->ts_local) ||
+	    !prefix_within(&cn->tr, &cfg->ts_remote))
 		return snprintf(err, elen, "tsi/tsr: not one prefix each within ours"),
 		       -EBADMSG;
-	return child_install(ctx, sa, &cfg->esp[num - 1], sa->offered_spi, spi_out, &tl, &tr);
+	return 0;
+}
+
+/* Initiator: the CHILD_SA of the IKE_AUTH response. */
+static int
+child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
+	     size_t elen, uint64_t now)
+{
+	struct child_new cn = { .spi_in = sa->offered_spi, .initiator = true, .ni = sa->ni,
+				.nr = sa->nr, .ni_len = sa->ni_len, .nr_len = sa->nr_len };
+	int rc = child_answer(sa, v, IKE_AUTH, &cn, err, elen);
+
+	if (rc == 0)
+		rc = child_install(ctx, sa, &cn, now);
+	return rc;
 }
 
 static int info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind,
 		     uint64_t now);
+static int rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 static int next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 
 static int
@@ -1652,7 +1730,7 @@ auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		snprintf(sa->why, sizeof(sa->why), "peer: %s (%u), no CHILD_SA",
 			 notify_name(nerr), nerr);
-	} else if ((rc = child_finish(ctx, sa, v, err, sizeof(err))) != 0) {
+	} else if ((rc = child_finish(ctx, sa, v, err, sizeof(err), now)) != 0) {
 		reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
 	}
@@ -1686,8 +1764,8 @@ info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t n
 		d.proto = IKE_PROTO_IKE;
 		ike_build_delete(&in, &d);
 		sa->state = IKE_ST_DELETING;
-	} else if (kind == REQ_DEL_CHILD) {
-		put32(spi, sa->child.spi_in);
+	} else if (kind == REQ_DEL_CHILD || kind == REQ_DEL_OLD) {
+		put32(spi, kind == REQ_DEL_OLD ? sa->old.spi_in : sa->child.spi_in);
 		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
 		ike_build_delete(&in, &d);
 	}
@@ -1695,6 +1773,11 @@ info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t n
 	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	if (rc == 0)
 		rc = request_start(ctx, sa, kind, h.msg_id, out, len, now);
+	if (rc == 0 && kind == REQ_DEL_OLD) {
+		/* The rekey's break: out with the Delete, whatever the answer. */
+		sa->old_del_ms = 0;
+		child_down(ctx, sa, &sa->old);
+	}
 	return rc;
 }
 
@@ -1710,6 +1793,11 @@ next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		sa->want_del_child = false;
 		if (sa->child.up)
 			return info_send(ctx, sa, REQ_DEL_CHILD, now);
+	}
+	if (sa->want_rekey) {
+		sa->want_rekey = false;
+		if (sa->child.up && !sa->old.up)
+			return rekey_send(ctx, sa, now);
 	}
 	return 0;
 }
@@ -1733,8 +1821,8 @@ static int
 info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	     const struct view *v)
 {
-	bool del_ike = false, del_child = false;
-	uint8_t inner[64], spi[4];
+	bool del_ike = false, del_child = false, del_old = false;
+	uint8_t inner[64], spi[8];
 	char err[ERR_LEN];
 	struct ike_buf in;
 	int rc;
@@ -1751,23 +1839,252 @@ info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 			return respond(ctx, sa, h, &in);
 		}
 		del_ike |= d.proto == IKE_PROTO_IKE;
-		for (unsigned j = 0; d.proto == IKE_PROTO_ESP && j < d.count; j++)
+		for (unsigned j = 0; d.proto == IKE_PROTO_ESP && j < d.count; j++) {
 			del_child |= sa->child.up && ike_delete_spi(&d, j) == sa->child.spi_out;
+			del_old |= sa->old.up && ike_delete_spi(&d, j) == sa->old.spi_out;
+		}
 	}
 	if (del_ike) {
 		respond(ctx, sa, h, &in);
 		sa_end(ctx, sa, "deleted by the peer");
 		return 0;
 	}
-	if (del_child) {
-		struct ike_delete d = { IKE_PROTO_ESP, 4, 1, spi };
+	if (del_child || del_old) {
+		/* Ours of the same pairs (1.4.1): the current one, the rekeyed one. */
+		struct ike_delete d = { IKE_PROTO_ESP, 4, 0, spi };
 
-		put32(spi, sa->child.spi_in);
+		if (del_child)
+			put32(spi + 4 * d.count++, sa->child.spi_in);
+		if (del_old)
+			put32(spi + 4 * d.count++, sa->old.spi_in);
 		ike_build_delete(&in, &d);
 	}
 	rc = respond(ctx, sa, h, &in);
 	if (del_child)
 		child_gone(ctx, sa);
+	if (del_old)
+		child_down(ctx, sa, &sa->old);
+	return rc;
+}
+
+/* ---- CREATE_CHILD_SA: rekeying the CHILD_SA (1.3.3, 2.8) ---------------- */
+
+static uint32_t
+grace_ms(const struct ike_conn_cfg *cfg)
+{
+	return cfg->rekey_grace_ms != 0 ? cfg->rekey_grace_ms : REKEY_GRACE_MS;
+}
+
+/*
+ * Make before break: the new CHILD_SA up (the owner installs it and moves
+ * the outbound policy to it) while the one it replaces stays installed as
+ * sa->old, until the rekey's initiator deletes it after the grace period.
+ */
+static int
+rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now,
+	     bool ours)
+{
+	struct child prev = sa->child;
+	int rc = child_install(ctx, sa, cn, now);
+
+	if (rc != 0)
+		return rc;
+	child_down(ctx, sa, &sa->old);	/* none: rekeys wait for the last one's Delete */
+	sa->old = prev;
+	sa->old_del_ms = ours && prev.up ? now + grace_ms(&sa->conn->cfg) : 0;
+	sa->child_rekeys++;
+	sa->want_rekey = false;
+	logf_(ctx, sa, "CHILD_SA rekeyed (%s): SPIs %08x/%08x", ours ? "ours" : "the peer's",
+	      cn->spi_in, cn->spi_out);
+	return 0;
+}
+
+/* Our request: N(REKEY_SA) naming the old SA by our inbound SPI, SA, Ni, TSi, TSr. */
+static int
+rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal props[IKE_CONN_PROPS_MAX];
+	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4], old[4];
+	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4,
+				 .type = IKE_N_REKEY_SA, .spi = old };
+	struct ike_ts tsi, tsr;
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+	int rc;
+
+	if (sa->req_kind != REQ_NONE) {
+		sa->want_rekey = true;	/* window of one */
+		return 0;
+	}
+	rc = random_nonzero(spi, sizeof(spi));
+	if (rc == 0)
+		rc = ike_random(sa->rk_nonce, sizeof(sa->rk_nonce));
+	if (rc != 0)
+		return rc;
+	sa->rk_spi = get32(spi);
+	put32(old, sa->child.spi_in);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_notify(&in, &nt);
+	for (unsigned i = 0; i < cfg->n_esp; i++)
+		esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
+	ike_build_sa(&in, props, cfg->n_esp);
+	ike_build_nonce(&in, sa->rk_nonce, sizeof(sa->rk_nonce));
+	ts_from_prefix(&sa->child.tl, &tsi);
+	ts_from_prefix(&sa->child.tr, &tsr);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0)
+		rc = request_start(ctx, sa, REQ_REKEY, h.msg_id, out, len, now);
+	return rc;
+}
+
+/*
+ * The answer to our rekey.  Made: the new CHILD_SA up (the owner moves its
+ * traffic there), the old one kept for the grace period, then our Delete
+ * (ike_tick).  Refused: the old one stays, a lifetime rekey is tried again
+ * later.  An answer we cannot use leaves the peer with a CHILD_SA we do not
+ * have: the IKE SA is deleted, as when IKE_AUTH's is refused.
+ */
+static int
+rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	struct child_new cn = { .spi_in = sa->rk_spi, .initiator = true, .ni = sa->rk_nonce,
+				.ni_len = sizeof(sa->rk_nonce) };
+	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
+	uint16_t nerr = error_notify(v);
+	char err[ERR_LEN];
+	int rc;
+
+	request_done(sa);
+	if (nerr != 0) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		logf_(ctx, sa, "CHILD_SA rekey refused: %s (%u)", notify_name(nerr), nerr);
+		sa->rekey_retry_ms = now + REKEY_RETRY_MS;
+		rc = 0;
+	} else {
+		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "
+					    "payload"), -EBADMSG) :
+		     ike_nonce_parse(no->body, no->len, err, sizeof(err));
+		if (rc == 0)
+			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
+		if (rc != 0) {
+			reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
+			explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+			return info_send(ctx, sa, REQ_DEL_IKE, now);
+		}
+		cn.nr = no->body;
+		cn.nr_len = no->len;
+		rc = rekey_switch(ctx, sa, &cn, now, true);
+	}
+	explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+	return rc == 0 ? next_request(ctx, sa, now) : rc;
+}
+
+/* Whether the peer's rekey names our CHILD_SA and may go ahead: 0, or the error Notify. */
+static uint16_t
+rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
+{
+	struct ike_notify nt;
+	unsigned from = 0;
+
+	if (!find_notify(v, IKE_N_REKEY_SA, &from, &nt)) {
+		logf_(ctx, sa, "CREATE_CHILD_SA for another CHILD_SA: one per IKE SA here");
+		return IKE_N_NO_ADDITIONAL_SAS;
+	}
+	/* The peer names it by its inbound SPI, our outbound one. */
+	if (nt.proto != IKE_PROTO_ESP || nt.spi_len != 4 || !sa->child.up ||
+	    get32(nt.spi) != sa->child.spi_out)
+		return reject(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
+			      "CHILD_SA"), IKE_N_CHILD_SA_NOT_FOUND;
+	/*
+	 * A rekey of ours in flight (a simultaneous rekey, 2.8.1, which is not
+	 * resolved here: both are refused and tried again), or the previous
+	 * rekey's old CHILD_SA not deleted yet.
+	 */
+	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind == REQ_REKEY ||
+	    sa->req_kind == REQ_DEL_CHILD || sa->want_del_child || sa->want_del_ike ||
+	    sa->old.up) {
+		logf_(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
+		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
+		return IKE_N_TEMPORARY_FAILURE;
+	}
+	if (find_pl(v, IKE_PL_KE) != NULL)
+		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "ke: PFS is not supported"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	return 0;
+}
+
+/* Responder of a rekey: the new CHILD_SA up and its payloads into in; 0, or the error. */
+static uint16_t
+rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
+	     uint64_t now)
+{
+	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct child_new cn = { .initiator = false };
+	uint8_t num, spi[4], nr[NONCE_LEN];
+	struct ike_prop_esp prop;
+	struct ike_proposal resp;
+	struct ike_ts tsi, tsr;
+	char err[ERR_LEN];
+	struct child_pl cp;
+	uint16_t nerr = rekey_admit(ctx, sa, v);
+
+	if (nerr != 0)
+		return nerr;
+	if (no == NULL || ike_nonce_parse(no->body, no->len, err, sizeof(err)) != 0 ||
+	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
+			      "Nonce payload"), IKE_N_INVALID_SYNTAX;
+	if (pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
+	    cn.spi_out == 0)
+		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	if (!ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
+	    !ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
+		return reject(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
+	if (random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
+		return IKE_N_TEMPORARY_FAILURE;
+	cn = (struct child_new){ &prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
+				 nr, no->len, sizeof(nr) };
+	nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
+	if (nerr == 0) {
+		esp_prop_build(&prop, num, cn.spi_in, &resp);
+		ts_from_prefix(&cn.tr, &tsi);
+		ts_from_prefix(&cn.tl, &tsr);
+		ike_build_sa(in, &resp, 1);
+		ike_build_nonce(in, nr, sizeof(nr));
+		ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
+		ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	}
+	explicit_bzero(nr, sizeof(nr));
+	return nerr;
+}
+
+static int
+rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	      const struct view *v, uint64_t now)
+{
+	uint8_t inner[MSG_MAX];
+	struct ike_buf in;
+	uint16_t nerr;
+	int rc;
+
+	ike_buf_init(&in, inner, sizeof(inner));
+	nerr = rekey_accept(ctx, sa, v, &in, now);
+	if (nerr != 0) {
+		ike_buf_init(&in, inner, sizeof(inner));
+		put_notify(&in, nerr, NULL, 0);
+	}
+	rc = respond(ctx, sa, h, &in);
+	explicit_bzero(inner, sizeof(inner));
 	return rc;
 }
 
@@ -1814,7 +2131,8 @@ open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const 
 static uint8_t
 req_exchange(enum req_kind k)
 {
-	return k == REQ_INIT ? IKE_SA_INIT : k == REQ_AUTH ? IKE_AUTH : IKE_INFORMATIONAL;
+	return k == REQ_INIT ? IKE_SA_INIT : k == REQ_AUTH ? IKE_AUTH :
+	       k == REQ_REKEY ? IKE_CREATE_CHILD_SA : IKE_INFORMATIONAL;
 }
 
 static int
@@ -1844,6 +2162,8 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		sa->last_rx_ms = now;
 		if (sa->req_kind == REQ_AUTH)
 			rc = auth_response(ctx, sa, &v, now);
+		else if (sa->req_kind == REQ_REKEY)
+			rc = rekey_response(ctx, sa, &v, now);
 		else
 			rc = info_response(ctx, sa, now);
 	}
@@ -1868,11 +2188,10 @@ request_allowed(const struct ike_sa *sa, uint8_t exchange)
 }
 
 static int
-on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	   const uint8_t *msg, size_t len)
+on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+	   const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
+	   size_t len, uint64_t now)
 {
-	uint8_t inner[64];
-	struct ike_buf in;
 	struct view v;
 	uint8_t *plain;
 	int rc;
@@ -1881,8 +2200,11 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		if (len != sa->last_req_len || memcmp(msg, sa->last_req, len) != 0)
 			return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
 				      "that of the last request, but the message differs");
+		/* To where the copy came from, which moves nothing (2.11, 2.23). */
 		ctx->stats.resent_responses++;
-		xmit(ctx, sa, sa->last_resp, sa->last_resp_len);
+		ctx->stats.tx++;
+		sa->tx++;
+		ctx->ops.send(ctx->opaque, local, remote, sa->last_resp, sa->last_resp_len);
 		return 0;
 	}
 	if (h->msg_id != sa->peer_next_id)
@@ -1898,16 +2220,15 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (rc == 0)
 		rc = store(&sa->last_req, &sa->last_req_len, msg, len);
 	if (rc == 0) {
+		request_from(ctx, sa, local, remote);
+		sa->last_rx_ms = now;
 		sa->peer_next_id++;
 		if (h->exchange == IKE_AUTH) {
-			rc = auth_request(ctx, sa, h, &v);
+			rc = auth_request(ctx, sa, h, &v, now);
 		} else if (h->exchange == IKE_INFORMATIONAL) {
 			rc = info_request(ctx, sa, h, &v);
 		} else {
-			/* CREATE_CHILD_SA: rekeying is not done yet. */
-			ike_buf_init(&in, inner, sizeof(inner));
-			put_notify(&in, IKE_N_NO_ADDITIONAL_SAS, NULL, 0);
-			rc = respond(ctx, sa, h, &in);
+			rc = rekey_request(ctx, sa, h, &v, now);
 		}
 	}
 	explicit_bzero(plain, len);
@@ -1961,7 +2282,7 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 	sa->rx++;
 	if (h.flags & IKE_F_RESPONSE)
 		return on_response(ctx, sa, &h, msg, len, now_ms);
-	return on_request(ctx, sa, &h, msg, len);
+	return on_request(ctx, sa, local, remote, &h, msg, len, now_ms);
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -1972,7 +2293,8 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	static const char *const names[] = {
 		[REQ_INIT] = "IKE_SA_INIT", [REQ_AUTH] = "IKE_AUTH",
 		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
-		[REQ_DEL_IKE] = "IKE SA Delete",
+		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
+		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete",
 	};
 	char why[WHY_LEN];
 
@@ -1992,23 +2314,47 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	xmit(ctx, sa, sa->req, sa->req_len);
 }
 
+/* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */
+static bool
+rekey_due(const struct ike_sa *sa, uint64_t now)
+{
+	uint32_t life = sa->conn->cfg.child_rekey_ms;
+
+	return sa->initiator && life != 0 && sa->child.up && !sa->old.up && !sa->want_rekey &&
+	       now >= sa->child.up_ms + life && now >= sa->rekey_retry_ms;
+}
+
+/* A new request of ours that is due, with none outstanding: 1 if one was sent. */
+static bool
+request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	uint32_t dpd = sa->conn->cfg.dpd_ms;
+
+	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind != REQ_NONE)
+		return false;
+	if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
+		info_send(ctx, sa, REQ_DEL_OLD, now);
+	else if (rekey_due(sa, now))
+		rekey_send(ctx, sa, now);
+	else if (dpd != 0 && now >= sa->last_rx_ms + dpd)
+		/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
+		info_send(ctx, sa, REQ_DPD, now);
+	else
+		return false;
+	return true;
+}
+
 void
 ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
 {
 	struct ike_sa *sa, *next;
 
 	for (sa = ctx->sas; sa != NULL; sa = next) {
-		uint32_t dpd = sa->conn->cfg.dpd_ms;
-
 		next = sa->next;	/* sa may go */
 		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
 			ctx->stats.half_open_expired++;
 			sa_end(ctx, sa, "half-open SA expired");
-		} else if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE &&
-			   dpd != 0 && now_ms >= sa->last_rx_ms + dpd) {
-			/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
-			info_send(ctx, sa, REQ_DPD, now_ms);
-		} else {
+		} else if (!request_due(ctx, sa, now_ms)) {
 			retransmit(ctx, sa, now_ms);
 		}
 	}
@@ -2033,6 +2379,19 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 		return 0;
 	}
 	return info_send(ctx, sa, REQ_DEL_IKE, now_ms);
+}
+
+int
+ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+
+	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
+		return -ENOENT;
+	if (sa->old.up || sa->req_kind == REQ_REKEY || sa->want_rekey)
+		return -EBUSY;
+	return rekey_send(ctx, sa, now_ms);
 }
 
 int
@@ -2191,7 +2550,8 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.child_up = sa->child.up, .child_spi_in = sa->child.spi_in,
 			.child_spi_out = sa->child.spi_out, .next_req_id = sa->next_req_id,
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
-			.retransmits = sa->retransmits,
+			.retransmits = sa->retransmits, .udp_encap = sa->encap,
+			.child_rekeys = sa->child_rekeys,
 		};
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);

@@ -10,9 +10,15 @@
  * What it speaks (PSK only, one CHILD_SA per IKE SA):
  *   IKE_SA_INIT  proposal selection (2.7), INVALID_KE_PAYLOAD and the retry
  *                with the group asked for, COOKIE (2.6) above a threshold of
- *                half-open SAs, NAT detection (2.23; recorded, not acted on)
+ *                half-open SAs, NAT detection (2.23): with a NAT on either
+ *                side (or force_encap) the initiator moves to port 4500 for
+ *                IKE_AUTH on, a request on 4500 moves the other side, and
+ *                the CHILD_SA is ESP in UDP (RFC 3948)
  *   IKE_AUTH     SHARED_KEY_MIC over the SK payload (AES-GCM-16), ESP
  *                proposal selection, traffic selector narrowing (2.9)
+ *   CREATE_CHILD_SA  rekey of the CHILD_SA (1.3.3, no PFS), make before
+ *                break: the new one up on both sides, then the initiator of
+ *                the rekey deletes the old one after a grace period
  *   INFORMATIONAL  Delete of the CHILD_SA and of the IKE SA, liveness checks
  * Message IDs follow 2.3 with a window of one: a retransmitted request gets
  * the cached response byte for byte, anything else out of order is dropped
@@ -85,6 +91,15 @@ struct ike_conn_cfg {
 	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
 	unsigned retrans_tries;		/* transmissions of a request before giving up */
 	uint32_t dpd_ms;		/* liveness check after this long unheard; 0: off */
+	/*
+	 * UDP encapsulation (RFC 3948) even without a NAT: our NAT detection
+	 * hash of the source is made not to match, so that the peer believes
+	 * us behind one and floats to port 4500 with us (what strongSwan's
+	 * encap=yes does; needed with kernel-libipsec peers).
+	 */
+	bool force_encap;
+	uint32_t child_rekey_ms;	/* initiator rekeys a CHILD_SA this old; 0: never */
+	uint32_t rekey_grace_ms;	/* old CHILD_SA kept after a rekey; 0: 2000 */
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
@@ -99,6 +114,14 @@ struct ike_child {
 	uint8_t integ_in[IKE_CHILD_INTEG_MAX], integ_out[IKE_CHILD_INTEG_MAX];
 	struct ike_prefix ts_local, ts_remote;	/* narrowed */
 	struct ike_addr local, remote;		/* the tunnel's outer addresses */
+	/*
+	 * ESP in UDP (RFC 3948), when a NAT was detected or force_encap asked
+	 * for it: from port udp_local (4500) to udp_remote (the peer's port as
+	 * seen here, a NAT's mapping of its 4500).  The IKE channel is on the
+	 * same ports (local.port and remote.port).
+	 */
+	bool udp_encap;
+	uint16_t udp_local, udp_remote;		/* host order; 0 without encapsulation */
 };
 
 /*
@@ -171,6 +194,8 @@ struct ike_sa_status {
 	uint32_t next_req_id;		/* our next request */
 	uint32_t peer_next_id;		/* the peer's next request expected */
 	uint64_t rx, tx, retransmits;
+	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
+	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
 };
 
 struct ike_ctx;
@@ -195,6 +220,16 @@ int ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 int ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 /* Delete the CHILD_SA of name and keep the IKE SA. */
 int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+/*
+ * Rekey the CHILD_SA of name (CREATE_CHILD_SA, no PFS), make before break:
+ * child_up for the new one on both sides (install it and move the outbound
+ * policy to it, the old one still installed), then after rekey_grace_ms our
+ * Delete of the old one, with child_down for it on both sides.  0, -ENOENT
+ * (no CHILD_SA up), -EBUSY (a rekey under way or its old CHILD_SA not yet
+ * deleted).  The peer's rekey is answered the same way; one that crosses
+ * ours is refused (TEMPORARY_FAILURE) and ours fails too: try again later.
+ */
+int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 
 /*
  * A datagram of the IKE channel, local and remote as the dataplane saw them.
@@ -202,7 +237,7 @@ int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
  */
 int ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
 	      const uint8_t *msg, size_t len, uint64_t now_ms);
-/* Timers: retransmissions, liveness checks, half-open expiry. */
+/* Timers: retransmissions, liveness checks, half-open expiry, CHILD_SA rekeys. */
 void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
 
 /* Calls fn for each IKE SA, in no particular order; fn must not change ctx. */

@@ -1128,6 +1128,97 @@ static void test_attributes(void **state)
 	}
 }
 
+/*
+ * An answer's SA payload (section 3.3.1): one proposal that keeps the number
+ * it had in the request.  Each case: the proposals built, then what
+ * ike_sa_parse_answer() and ike_sa_parse() make of them.
+ */
+static const struct answer_case {
+	const char *name;
+	uint8_t exchange, proto, nums[3];
+	unsigned n;
+	const char *answer_err;		/* NULL: parses, num kept */
+	bool request_ok;		/* ike_sa_parse accepts it too */
+} answer_cases[] = {
+	{ "IKE, number 1", IKE_SA_INIT, IKE_PROTO_IKE, { 1 }, 1, NULL, true },
+	{ "IKE, number 3", IKE_SA_INIT, IKE_PROTO_IKE, { 3 }, 1, NULL, false },
+	{ "ESP, number 255", IKE_AUTH, IKE_PROTO_ESP, { 255 }, 1, NULL, false },
+	{ "ESP, number 2, CREATE_CHILD_SA", IKE_CREATE_CHILD_SA, IKE_PROTO_ESP, { 2 }, 1, NULL,
+	  false },
+	{ "number 0", IKE_AUTH, IKE_PROTO_ESP, { 0 }, 1,
+	  "sa.proposal[1].num: 0, expected 1 to 255 in an answer", false },
+	{ "two proposals", IKE_SA_INIT, IKE_PROTO_IKE, { 1, 2 }, 2,
+	  "sa.proposal[1].last: 2, an answer has exactly one proposal", true },
+	{ "two proposals of one number", IKE_AUTH, IKE_PROTO_ESP, { 2, 2 }, 2,
+	  "sa.proposal[1].last: 2, an answer has exactly one proposal", false },
+	{ "IKE with an SPI in IKE_SA_INIT", IKE_SA_INIT, IKE_PROTO_IKE, { 4 }, 1,
+	  "sa.proposal[1].spi_size: 4, expected 0 for protocol 1 in exchange 34", false },
+};
+
+static size_t
+build_answer_sa(const struct answer_case *c, uint8_t *mem, size_t cap)
+{
+	struct ike_proposal p[3];
+	struct ike_buf b;
+
+	memset(p, 0, sizeof(p));
+	for (unsigned i = 0; i < c->n; i++) {
+		p[i].num = c->nums[i];
+		p[i].proto = c->proto;
+		/* The last case puts an ESP-sized SPI on an IKE proposal. */
+		p[i].spi_len = c->proto == IKE_PROTO_ESP || c->nums[0] == 4 ? 4 : 0;
+		memcpy(p[i].spi, "\x0a\x0b\x0c\x0d", 4);
+		p[i].n_tr = 1;
+		p[i].tr[0] = (struct ike_transform){ IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, 128 };
+	}
+	ike_buf_init(&b, mem, cap);
+	ike_build_sa(&b, p, c->n);
+	assert_false(b.overflow);
+	return b.len;
+}
+
+static void test_sa_answer(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < N_ELEMS(answer_cases); i++) {
+		const struct answer_case *c = &answer_cases[i];
+		struct ike_proposal prop[MAX_PROP];
+		uint8_t mem[256];
+		char err[ERR_LEN] = "";
+		size_t len = build_answer_sa(c, mem, sizeof(mem));
+		unsigned n;
+		int rc;
+
+		rc = ike_sa_parse_answer(mem + IKE_GEN_HDR_LEN, len - IKE_GEN_HDR_LEN,
+					 c->exchange, prop, err, sizeof(err));
+		if (c->answer_err == NULL &&
+		    (rc != 0 || prop[0].num != c->nums[0] || prop[0].proto != c->proto ||
+		     prop[0].n_tr != 1 || prop[0].tr[0].key_len != 128))
+			fail_msg("%s: %d '%s'", c->name, rc, err);
+		if (c->answer_err != NULL && (rc != -EBADMSG || strcmp(err, c->answer_err) != 0))
+			fail_msg("%s: %d '%s'", c->name, rc, err);
+		rc = ike_sa_parse(mem + IKE_GEN_HDR_LEN, len - IKE_GEN_HDR_LEN, c->exchange,
+				  prop, MAX_PROP, &n, err, sizeof(err));
+		if ((rc == 0) != c->request_ok)
+			fail_msg("%s: ike_sa_parse %d '%s'", c->name, rc, err);
+	}
+	/* Every truncation of a good answer is refused, and never read past. */
+	for (size_t len = 0; len < 20; len++) {
+		struct ike_proposal prop[1];
+		uint8_t mem[256], *copy;
+		char err[ERR_LEN];
+		size_t full = build_answer_sa(&answer_cases[2], mem, sizeof(mem)) -
+			      IKE_GEN_HDR_LEN;
+
+		assert_true(len < full);
+		copy = malloc(len ? len : 1);
+		memcpy(copy, mem + IKE_GEN_HDR_LEN, len);
+		assert_int_equal(ike_sa_parse_answer(copy, len, IKE_AUTH, prop, err,
+						     sizeof(err)), -EBADMSG);
+		free(copy);
+	}
+}
+
 /* What the header gives: the reserved flags dropped, and all of it on -EPROTO. */
 static void test_header(void **state)
 {
@@ -1263,6 +1354,7 @@ int main(void)
 		cmocka_unit_test(test_field_limits),
 		cmocka_unit_test(test_chain_limits),
 		cmocka_unit_test(test_attributes),
+		cmocka_unit_test(test_sa_answer),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_sk_flow),
 		cmocka_unit_test(test_strongswan_sa_init),

@@ -28,6 +28,8 @@
 #include "ike_sa.h"
 
 #define QMAX		32
+#define LOGMAX		64		/* addresses of the first datagrams sent, kept */
+#define EVMAX		512		/* child_up and child_down calls, in order */
 #define PKT_MAX		4096
 #define N_ELEMS(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -43,7 +45,10 @@ struct side {
 	struct pkt q[QMAX];		/* its outbox */
 	unsigned n;
 	unsigned sent;
+	struct ike_addr from[LOGMAX], to[LOGMAX];	/* of datagram k sent */
 	unsigned ups, downs, ike_downs;
+	struct ev { char kind; uint32_t spi_in; } ev[EVMAX];	/* 'u'p or 'd'own */
+	unsigned n_ev;
 	struct ike_child child;		/* the last child_up */
 	uint32_t down_in, down_out;
 	char why[128];
@@ -67,6 +72,10 @@ cb_send(void *opaque, const struct ike_addr *local, const struct ike_addr *remot
 	p->dst = *remote;
 	p->len = len;
 	memcpy(p->data, msg, len);
+	if (s->sent < LOGMAX) {
+		s->from[s->sent] = *local;
+		s->to[s->sent] = *remote;
+	}
 	s->sent++;
 }
 
@@ -78,6 +87,8 @@ cb_child_up(void *opaque, const char *conn, const struct ike_child *c)
 	assert_string_equal(conn, "t");
 	s->ups++;
 	s->child = *c;
+	if (s->n_ev < EVMAX)
+		s->ev[s->n_ev++] = (struct ev){ 'u', c->spi_in };
 }
 
 static void
@@ -87,6 +98,8 @@ cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
 
 	assert_string_equal(conn, "t");
 	s->downs++;
+	if (s->n_ev < EVMAX)
+		s->ev[s->n_ev++] = (struct ev){ 'd', spi_in };
 	s->down_in = spi_in;
 	s->down_out = spi_out;
 }
@@ -163,6 +176,14 @@ addr4(const char *ip)
 
 	assert_int_equal(inet_pton(AF_INET, ip, a.ip), 1);
 	return a;
+}
+
+static bool
+ip_is(const struct ike_addr *a, const char *ip)
+{
+	struct ike_addr b = addr4(ip);
+
+	return a->family == AF_INET && memcmp(a->ip, b.ip, 4) == 0;
 }
 
 static struct ike_prefix
@@ -952,6 +973,397 @@ test_nat_detected(void **state)
 	stop();
 }
 
+/*
+ * A NAT in front of the initiator, as a NAT does it: its port 500 and 4500
+ * each get their own public port, and answers are mapped back.
+ */
+#define NAT_IP		"203.0.113.7"
+#define NAT_P500	4711
+#define NAT_P4500	4712
+
+static void
+nat_out(struct pkt *p)
+{
+	uint16_t port = p->src.port == 500 ? NAT_P500 : NAT_P4500;
+
+	assert_true(p->src.port == 500 || p->src.port == 4500);
+	p->src = addr4(NAT_IP);
+	p->src.port = port;
+}
+
+static void
+nat_in(struct pkt *p, const struct ike_addr *inside)
+{
+	uint16_t port = p->dst.port == NAT_P500 ? 500 : 4500;
+
+	assert_true(p->dst.port == NAT_P500 || p->dst.port == NAT_P4500);
+	assert_true(ip_is(&p->dst, NAT_IP));
+	p->dst = *inside;
+	p->dst.port = port;
+}
+
+static void
+pump_nat(const struct ike_addr *inside, uint64_t now)
+{
+	for (unsigned guard = 0; (I.n || R.n) && guard < 100; guard++) {
+		if (I.n) {
+			struct pkt p = pop(&I);
+
+			nat_out(&p);
+			assert_int_equal(deliver(&R, &p, now), 0);
+		}
+		if (R.n) {
+			struct pkt p = pop(&R);
+
+			nat_in(&p, inside);
+			assert_int_equal(deliver(&I, &p, now), 0);
+		}
+	}
+	assert_int_equal(I.n + R.n, 0);
+}
+
+static void
+assert_ports(const struct side *s, unsigned k, uint16_t from, uint16_t to)
+{
+	assert_true(k < s->sent);
+	assert_int_equal(s->from[k].port, from);
+	assert_int_equal(s->to[k].port, to);
+}
+
+static void
+assert_encap(const struct ike_child *c, uint16_t local, uint16_t remote)
+{
+	assert_true(c->udp_encap);
+	assert_int_equal(c->udp_local, local);
+	assert_int_equal(c->udp_remote, remote);
+	assert_int_equal(c->local.port, local);
+	assert_int_equal(c->remote.port, remote);
+}
+
+/* A NAT detected: IKE_AUTH and all after it on 4500, the CHILD_SA ESP in UDP. */
+static void
+test_nat_traversal(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.local_id = (struct ike_ident){ IKE_ID_FQDN, 1, "i" };
+	ci.remote_id = (struct ike_ident){ IKE_ID_FQDN, 1, "r" };
+	cr = mirror(&ci);
+	cr.remote = addr4(NAT_IP);
+	start(&ci, &cr);
+	assert_int_equal(ike_initiate(I.ctx, "t", 0), 0);
+	pump_nat(&ci.local, 0);
+	assert_int_equal(I.ups + R.ups, 2);
+	assert_mirrored();
+	assert_ports(&I, 0, 500, 500);		/* IKE_SA_INIT */
+	assert_ports(&R, 0, 500, NAT_P500);
+	assert_ports(&I, 1, 4500, 4500);	/* IKE_AUTH */
+	assert_ports(&R, 1, 4500, NAT_P4500);
+	assert_encap(&I.child, 4500, 4500);
+	assert_encap(&R.child, 4500, NAT_P4500);
+	assert_true(ip_is(&R.child.remote, NAT_IP));
+	assert_true(status(&I).st.udp_encap && status(&R).st.udp_encap);
+	assert_true(status(&I).st.nat_local && status(&R).st.nat_remote);
+	/* Later requests, from either side, stay there. */
+	assert_int_equal(ike_child_close(R.ctx, "t", 10), 0);
+	pump_nat(&ci.local, 10);
+	assert_ports(&R, 2, 4500, NAT_P4500);
+	assert_ports(&I, 2, 4500, 4500);
+	assert_int_equal(ike_terminate(I.ctx, "t", 20), 0);
+	pump_nat(&ci.local, 20);
+	assert_ports(&I, 3, 4500, 4500);
+	assert_ports(&R, 3, 4500, NAT_P4500);
+	assert_int_equal(I.ike_downs + R.ike_downs, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/* force_encap on either side, no NAT: the same as with one. */
+static void
+test_force_encap(void **state)
+{
+	(void)state;
+	for (unsigned who = 0; who < 2; who++) {
+		struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+		struct walk wi, wr;
+
+		if (who == 0)
+			ci.force_encap = true;
+		else
+			cr.force_encap = true;
+		start(&ci, &cr);
+		bring_up(0);
+		assert_mirrored();
+		assert_ports(&I, 0, 500, 500);
+		assert_ports(&I, 1, 4500, 4500);
+		assert_ports(&R, 1, 4500, 4500);
+		assert_encap(&I.child, 4500, 4500);
+		assert_encap(&R.child, 4500, 4500);
+		wi = status(&I);
+		wr = status(&R);
+		assert_true(wi.st.udp_encap && wr.st.udp_encap);
+		/* The peer of the one that forces it believes it behind a NAT. */
+		assert_true(who == 0 ? wr.st.nat_remote && !wi.st.nat_remote :
+			    wi.st.nat_remote && !wr.st.nat_remote);
+		assert_false(wi.st.nat_local || wr.st.nat_local);
+		assert_int_equal(ike_child_close(I.ctx, "t", 10), 0);
+		pump(10);
+		assert_ports(&I, 2, 4500, 4500);
+		assert_ports(&R, 2, 4500, 4500);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		stop();
+	}
+}
+
+/* No NAT: port 500 throughout, no encapsulation. */
+static void
+test_no_nat(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_int_equal(ike_child_close(R.ctx, "t", 10), 0);
+	pump(10);
+	for (unsigned k = 0; k < 3; k++) {
+		assert_ports(&I, k, 500, 500);
+		assert_ports(&R, k, 500, 500);
+	}
+	assert_false(I.child.udp_encap || R.child.udp_encap);
+	assert_int_equal(I.child.udp_local + I.child.udp_remote + R.child.udp_local +
+			 R.child.udp_remote, 0);
+	assert_false(status(&I).st.udp_encap || status(&R).st.udp_encap);
+	stop();
+}
+
+/* The two ends' current children mirror each other (any number of ups). */
+static void
+assert_pair(void)
+{
+	const struct ike_child *a = &I.child, *b = &R.child;
+
+	assert_int_equal(a->spi_out, b->spi_in);
+	assert_int_equal(a->spi_in, b->spi_out);
+	assert_memory_equal(a->enc_out, b->enc_in, a->enc_key_len);
+	assert_memory_equal(a->enc_in, b->enc_out, a->enc_key_len);
+	assert_memory_not_equal(a->enc_in, a->enc_out, a->enc_key_len);
+	assert_memory_equal(a->integ_out, b->integ_in, a->integ_key_len);
+	assert_memory_equal(a->integ_in, b->integ_out, a->integ_key_len);
+	assert_int_equal(status(&I).st.child_spi_in, a->spi_in);
+	assert_int_equal(status(&R).st.child_spi_in, b->spi_in);
+}
+
+/* A new child: new SPIs and keys, the selectors and algorithms of the old. */
+static void
+assert_renewed(const struct ike_child *now, const struct ike_child *old)
+{
+	assert_true(now->spi_in != old->spi_in && now->spi_out != old->spi_out);
+	assert_true(now->spi_in != 0 && now->spi_out != 0);
+	assert_int_equal(now->enc_key_len, old->enc_key_len);
+	assert_memory_not_equal(now->enc_in, old->enc_in, now->enc_key_len);
+	assert_memory_not_equal(now->enc_out, old->enc_out, now->enc_key_len);
+	if (now->integ_key_len)
+		assert_memory_not_equal(now->integ_in, old->integ_in, now->integ_key_len);
+	assert_memory_equal(&now->ts_local, &old->ts_local, sizeof(now->ts_local));
+	assert_memory_equal(&now->ts_remote, &old->ts_remote, sizeof(now->ts_remote));
+}
+
+/* One rekey by a at now, its grace period, its Delete: make before break on both. */
+static void
+rekey_once(struct side *a, uint64_t now, uint32_t grace)
+{
+	struct side *b = a == &I ? &R : &I;
+	struct ike_child oa = a->child, ob = b->child;
+	unsigned ea = a->n_ev, eb = b->n_ev, da = a->downs, db = b->downs;
+
+	assert_int_equal(ike_child_rekey(a->ctx, "t", now), 0);
+	pump(now);
+	assert_pair();
+	assert_renewed(&a->child, &oa);
+	assert_renewed(&b->child, &ob);
+	/* Both up on each side: the new one came up, the old one is still there. */
+	assert_int_equal(a->downs, da);
+	assert_int_equal(b->downs, db);
+	assert_int_equal(ike_child_rekey(a->ctx, "t", now), -EBUSY);
+	assert_int_equal(ike_child_rekey(b->ctx, "t", now), -EBUSY);
+	ike_tick(a->ctx, now + grace - 1);
+	ike_tick(b->ctx, now + grace - 1);
+	assert_int_equal(a->n + b->n, 0);
+	ike_tick(a->ctx, now + grace);
+	ike_tick(b->ctx, now + grace);
+	assert_int_equal(a->n, 1);
+	assert_int_equal(b->n, 0);
+	assert_int_equal(a->downs, da + 1);	/* as the Delete goes out */
+	pump(now + grace);
+	assert_int_equal(b->downs, db + 1);
+	assert_int_equal(a->down_in, oa.spi_in);
+	assert_int_equal(b->down_in, ob.spi_in);
+	assert_int_equal(b->down_out, ob.spi_out);
+	if (ea + 2 <= EVMAX && eb + 2 <= EVMAX) {
+		assert_true(a->n_ev == ea + 2 && b->n_ev == eb + 2);
+		assert_true(a->ev[ea].kind == 'u' && a->ev[ea].spi_in == a->child.spi_in);
+		assert_true(a->ev[ea + 1].kind == 'd' && a->ev[ea + 1].spi_in == oa.spi_in);
+		assert_true(b->ev[eb].kind == 'u' && b->ev[eb].spi_in == b->child.spi_in);
+		assert_true(b->ev[eb + 1].kind == 'd' && b->ev[eb + 1].spi_in == ob.spi_in);
+	}
+}
+
+/* A rekey from each side, GCM and CBC, with the default grace period. */
+static void
+test_rekey(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 4; k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct side *a = k % 2 ? &R : &I;
+
+		ci.esp[0] = ESP_PROPS[k < 2 ? 0 : 3];
+		cr = mirror(&ci);
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		rekey_once(a, 100, 2000);
+		assert_established();
+		assert_int_equal(status(&I).st.child_rekeys, 1);
+		assert_int_equal(status(&R).st.child_rekeys, 1);
+		assert_int_equal(I.ups + R.ups, 4);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		/* The new one is the CHILD_SA from now on: closing it ends it. */
+		assert_int_equal(ike_child_close(I.ctx, "t", 3000), 0);
+		pump(3000);
+		assert_int_equal(I.down_in, I.child.spi_in);
+		assert_int_equal(R.down_in, R.child.spi_in);
+		assert_int_equal(I.downs + R.downs, 4);
+		stop();
+		assert_int_equal(I.downs + R.downs, 4);
+	}
+}
+
+/* 100 rekeys in a row, from both sides, with ESP in UDP; ASan checks for leaks. */
+static void
+test_rekey_100(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint64_t now = 0;
+
+	(void)state;
+	ci.rekey_grace_ms = 500;
+	ci.force_encap = true;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(now);
+	for (unsigned k = 0; k < 100; k++) {
+		now += 1000;
+		rekey_once(k % 3 ? &I : &R, now, 500);
+		assert_true(I.child.udp_encap && R.child.udp_encap);
+	}
+	assert_int_equal(I.ups, 101);
+	assert_int_equal(R.ups, 101);
+	assert_int_equal(I.downs + R.downs, 200);
+	assert_int_equal(status(&I).st.child_rekeys, 100);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	assert_int_equal(ike_get_stats(I.ctx)->retransmits, 0);
+	stop();
+	assert_int_equal(I.downs + R.downs, 202);
+}
+
+/* The CREATE_CHILD_SA response is lost: the retransmitted request gets it again. */
+static void
+test_rekey_lost_response(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_child oi;
+	struct pkt p;
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	oi = I.child;
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, 100), 0);
+	assert_int_equal(R.ups, 2);
+	(void)pop(&R);
+	assert_int_equal(I.ups, 1);
+	ike_tick(I.ctx, 599);
+	assert_int_equal(I.n, 0);
+	ike_tick(I.ctx, 600);
+	assert_int_equal(I.n, 1);
+	pump(600);
+	assert_int_equal(I.ups, 2);
+	assert_int_equal(R.ups, 2);		/* processed once */
+	assert_int_equal(ike_get_stats(R.ctx)->resent_responses, 1);
+	assert_pair();
+	assert_renewed(&I.child, &oi);
+	ike_tick(I.ctx, 2600);
+	pump(2600);
+	assert_int_equal(I.downs + R.downs, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/* child_rekey_ms: the IKE SA's initiator rekeys when the child is that old. */
+static void
+test_rekey_lifetime(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.child_rekey_ms = 60000;
+	ci.rekey_grace_ms = 1000;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	for (unsigned k = 1; k <= 3; k++) {
+		uint64_t due = 60000 * k;
+
+		ike_tick(I.ctx, due - 1);
+		ike_tick(R.ctx, due - 1);
+		assert_int_equal(I.n + R.n, 0);
+		ike_tick(I.ctx, due);
+		ike_tick(R.ctx, due);
+		assert_int_equal(I.n, 1);
+		assert_int_equal(R.n, 0);
+		pump(due);
+		assert_int_equal(I.ups, 1 + k);
+		assert_pair();
+		ike_tick(I.ctx, due + 1000);
+		pump(due + 1000);
+		assert_int_equal(I.downs + R.downs, 2 * k);
+	}
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/* Both ends rekey at once: both refused (TEMPORARY_FAILURE), nothing lost; then one works. */
+static void
+test_rekey_simultaneous(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_child oi;
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	oi = I.child;
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+	assert_int_equal(ike_child_rekey(R.ctx, "t", 100), 0);
+	pump(100);
+	assert_int_equal(I.ups + R.ups, 2);
+	assert_int_equal(I.downs + R.downs, 0);
+	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 1);
+	assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 1);
+	assert_int_equal(I.child.spi_in, oi.spi_in);
+	assert_established();
+	rekey_once(&I, 200, 2000);
+	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR) + rej(&R, IKE_REJ_PEER_ERROR), 2);
+	stop();
+	assert_int_equal(I.downs + R.downs, 4);
+}
+
 static void
 test_conn_add_checks(void **state)
 {
@@ -1004,6 +1416,14 @@ main(void)
 		cmocka_unit_test(test_dpd),
 		cmocka_unit_test(test_cookie),
 		cmocka_unit_test(test_nat_detected),
+		cmocka_unit_test(test_nat_traversal),
+		cmocka_unit_test(test_force_encap),
+		cmocka_unit_test(test_no_nat),
+		cmocka_unit_test(test_rekey),
+		cmocka_unit_test(test_rekey_100),
+		cmocka_unit_test(test_rekey_lost_response),
+		cmocka_unit_test(test_rekey_lifetime),
+		cmocka_unit_test(test_rekey_simultaneous),
 		cmocka_unit_test(test_conn_add_checks),
 	};
 
