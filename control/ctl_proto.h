@@ -20,7 +20,7 @@
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
  *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"
- *          |"lcores"}
+ *          |"lcores"|"ike"}
  *   {"cmd":"show","what":"sa"|"ports"|"policies","first":N}   one page of a table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
@@ -30,6 +30,8 @@
  *   {"cmd":"reload"}                     re-read the config, apply what changed
  *   {"cmd":"clear"}                      counters shown from now on start at 0
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
+ *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey","name":NAME}   a keying = ike
+ *                                        tunnel's IKE SA, or a rekey of its CHILD_SA
  *   {"cmd":"trace","point":"inside-rx"|"pre-encrypt"|"decrypted"|"outside-tx",
  *    "count":1..100000,"file":ABSOLUTE-PATH}   a new pcapng file; "point":"off" stops
  * Any other member is an error, as are a missing or unknown "cmd" or "what".
@@ -82,6 +84,16 @@
  *                         "encrypted":N,"decrypted":N,"drops":N,"busy":0..1}, ...]}
  *             busy: the share of poll cycles that found work
  *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
+ *   ike:      {"sas":[{"name":NAME,"state":"init-sent"|"half-open"|"auth-sent"|"established"
+ *                      |"deleting","role":"initiator"|"responder","spi_i":HEX16,
+ *                      "spi_r":HEX16,"local":"IP:PORT","remote":"IP:PORT","encr_bits":N,
+ *                      "dh":N,"nat_local":BOOL,"nat_remote":BOOL,
+ *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
+ *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL}, ...],
+ *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
+ *                       "half_open_expired":N,"rejected":{"malformed":N, ...}},
+ *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
+ *             (an error if no tunnel has keying = ike)
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}
  *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};

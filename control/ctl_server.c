@@ -289,6 +289,7 @@ static const struct {
 	{ "routes", ctl_show_routes, false },
 	{ "neighbours", ctl_show_neighs, false },
 	{ "lcores", ctl_show_lcores, false },
+	{ "ike", ctl_show_ike, false },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -494,6 +495,36 @@ static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return json_pack("{s:s}", "message", msg);
 }
 
+/* {"cmd":"ike","op":"initiate"|"terminate"|"rekey","name":TUNNEL} (root). */
+static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", "op", "name", NULL };
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *op = json_string_value(json_object_get(req, "op"));
+	char msg[1024];
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (name == NULL || op == NULL || (strcmp(op, "initiate") && strcmp(op, "terminate") &&
+					   strcmp(op, "rekey"))) {
+		snprintf(err, err_len, "expected \"op\": initiate, terminate or rekey and \"name\": "
+			 "a tunnel");
+		return NULL;
+	}
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: ike initiate/terminate/rekey is for root "
+			 "only");
+		return NULL;
+	}
+	if (ctx->ike_command == NULL ||
+	    ctx->ike_command(name, !strcmp(op, "initiate") ? 1 : !strcmp(op, "rekey") ? 2 : 0, msg,
+			     sizeof(msg)) != 0) {
+		snprintf(err, err_len, "%s", ctx->ike_command ? msg : "no IKE in this dpvpnd");
+		return NULL;
+	}
+	return json_pack("{s:s}", "message", msg);
+}
+
 static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	json_t *c;
@@ -533,8 +564,10 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_policy_sa(ctx, req, 1, err, err_len);
 	if (!strcmp(cmd, "sa"))
 		return do_policy_sa(ctx, req, 0, err, err_len);
+	if (!strcmp(cmd, "ike"))
+		return do_ike(ctx, req, err, err_len);
 	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
-		 "clear, tunnel, trace, route, neighbour, policy or sa)", cmd);
+		 "clear, tunnel, trace, route, neighbour, policy, sa or ike)", cmd);
 	return NULL;
 }
 

@@ -618,3 +618,12 @@ json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len)
 	free(l);
 	return json_pack("{s:o}", "lcores", a);
 }
+
+json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	if (ctx->show_ike == NULL) {
+		snprintf(err, err_len, "no IKE in this dpvpnd");
+		return NULL;
+	}
+	return ctx->show_ike(err, err_len);
+}

@@ -24,6 +24,9 @@ struct ctl_ctx {
 	int (*reload)(char *msg, size_t len);
 	/* tunnel NAME up|down: leave it out of what is installed, or back in */
 	int (*tunnel_state)(const char *name, int up, char *msg, size_t len);
+	/* IKE (ikd.h): show ike; NAME terminate (0), initiate (1), rekey (2); NULL: none */
+	json_t *(*show_ike)(char *err, size_t err_len);
+	int (*ike_command)(const char *name, int op, char *msg, size_t len);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */
@@ -35,6 +38,7 @@ json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len);
 /* Runtime changes (not written back to the config: a reload or restart
  * installs the config's routes and neighbours again). */
 json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,

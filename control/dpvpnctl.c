@@ -283,6 +283,32 @@ static void print_lcores(json_t *r)
 	print_table(json_object_get(r, "lcores"), COLS(cols));
 }
 
+/* show ike: one line per IKE SA, then what was refused, by reason. */
+static void print_ike(json_t *r)
+{
+	json_t *sa, *rej = json_object_get(json_object_get(r, "stats"), "rejected");
+	const char *key;
+	size_t i;
+
+	printf("%-16s %-12s %-9s %-24s %-10s %-10s %6s %6s %7s\n", "TUNNEL", "STATE", "ROLE",
+	       "REMOTE", "CHILD-IN", "CHILD-OUT", "RX", "TX", "RETRANS");
+	json_array_foreach(json_object_get(r, "sas"), i, sa) {
+		json_t *ch = json_object_get(sa, "child");
+
+		printf("%-16s %-12s %-9s %-24s %-10s %-10s %6" JSON_INTEGER_FORMAT " %6"
+		       JSON_INTEGER_FORMAT " %7" JSON_INTEGER_FORMAT "\n", str_of(sa, "name"),
+		       str_of(sa, "state"), str_of(sa, "role"), str_of(sa, "remote"),
+		       json_is_object(ch) ? str_of(ch, "spi_in") : "-",
+		       json_is_object(ch) ? str_of(ch, "spi_out") : "-", int_of(sa, "rx"),
+		       int_of(sa, "tx"), int_of(sa, "retransmits"));
+	}
+	printf("refused:");
+	json_object_foreach(rej, key, sa)
+		if (json_integer_value(sa) != 0)
+			printf(" %s %" JSON_INTEGER_FORMAT, key, json_integer_value(sa));
+	printf("\n");
+}
+
 static void print_reload(json_t *r)
 {
 	printf("%s\n", str_of(r, "message"));
@@ -301,6 +327,7 @@ static const struct command commands[] = {
 	{ { "show", "ports" }, "{\"cmd\":\"show\",\"what\":\"ports\"}", print_ports },
 	{ { "show", "counters" }, "{\"cmd\":\"show\",\"what\":\"counters\"}", print_counters },
 	{ { "show", "policies" }, "{\"cmd\":\"show\",\"what\":\"policies\"}", print_policies },
+	{ { "show", "ike" }, "{\"cmd\":\"show\",\"what\":\"ike\"}", print_ike },
 };
 
 /* ---- talking to dpvpnd ---- */
@@ -377,6 +404,9 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status\n"
 		"  show sa | ports | counters | policies | routes | neighbours | lcores | trace\n"
+		"       | ike\n"
+		"  initiate NAME | terminate NAME | rekey NAME   a keying = ike tunnel's IKE SA:\n"
+		"              start it, end it, or rekey its CHILD_SA (root)\n"
 		"  route add DST PORT [VIA] | route del DST          (root)\n"
 		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
 		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
@@ -618,6 +648,11 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (argc - optind == 2 && (!strcmp(argv[optind], "initiate") ||
+				   !strcmp(argv[optind], "terminate") ||
+				   !strcmp(argv[optind], "rekey")))
+		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ike", "op",
+						   argv[optind], "name", argv[optind + 1]));
 	if (argc - optind == 3 && !strcmp(argv[optind], "tunnel") &&
 	    (!strcmp(argv[optind + 2], "up") || !strcmp(argv[optind + 2], "down"))) {
 		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name",

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "ctl_server.h"
 #include "dp_client.h"
+#include "ikd.h"
 #include "install.h"
 #include "metrics.h"
 #include "seqstate.h"
@@ -38,7 +39,8 @@
 #define MAX_CLIENTS	16
 #define MAX_WAIT_S	3600
 
-enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_CLIENTS };
+enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_IKE, PFD_CLIENTS };
+#define IKE_TICK_MS	100	/* IKE timers: retransmissions, liveness, restarts */
 
 struct opts {
 	const char *config;
@@ -401,6 +403,15 @@ static int on_signal(int sfd)
 	return 0;
 }
 
+/* The dataplane is back: IKE starts again (its CHILD_SAs went with the old one). */
+static void ike_restart(struct loop *l, struct dp_client *dp)
+{
+	ikd_close();
+	if (ikd_open(config_path, current->dp_socket, dp, seq, opts->verbose) != 0)
+		fprintf(stderr, "dpvpnd: IKE not restarted: keying = ike tunnels stay down\n");
+	l->pfd[PFD_IKE].fd = ikd_fd();
+}
+
 /*
  * The dataplane went away: wait for one to answer again (or for a signal),
  * then give it the config, read anew.  0: back, 1: a signal came.
@@ -437,6 +448,7 @@ static int reconnect(struct loop *l)
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
 			fprintf(stderr, "dpvpnd: dataplane back\n");
+			ike_restart(l, dp);
 			return 0;
 		}
 	}
@@ -453,7 +465,7 @@ static int run_loop(struct loop *l)
 			poll_events(dp);
 			next_events = now_ms() + EVENTS_EVERY_MS;
 		}
-		if (poll(l->pfd, l->n, EVENTS_EVERY_MS) < 0) {
+		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "dpvpnd: poll: %s\n", strerror(errno));
@@ -463,6 +475,10 @@ static int run_loop(struct loop *l)
 			return 0;
 		if (l->pfd[PFD_DATAPLANE].revents)
 			dp_drain(dp);
+		if (l->pfd[PFD_IKE].revents && ikd_input() != 0)
+			l->pfd[PFD_IKE].fd = -1;	/* the dataplane went: restarted with it */
+		if (!dp->lost)
+			ikd_tick();
 		if (!dp->lost) {
 			serve_clients(l);
 			if (l->pfd[PFD_LISTEN].revents)
@@ -480,6 +496,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
+		.show_ike = ikd_show, .ike_command = ikd_command,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -497,6 +514,13 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	l.pfd[PFD_DATAPLANE] = (struct pollfd){ .fd = dp->fd, .events = POLLIN };
 	l.pfd[PFD_LISTEN] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	l.pfd[PFD_METRICS] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	l.pfd[PFD_IKE] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	if (ikd_open(config_path, cfg->dp_socket, dp, seq, opts->verbose) != 0) {
+		close(lfd);
+		close(sfd);
+		return 1;
+	}
+	l.pfd[PFD_IKE].fd = ikd_fd();
 	if (cfg->metrics[0] != '\0') {
 		l.metrics = metrics_open(cfg->metrics);
 		l.pfd[PFD_METRICS].fd = metrics_fd(l.metrics);
@@ -507,6 +531,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		}
 	}
 	rc = run_loop(&l);
+	ikd_close();
 	metrics_close(l.metrics);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);

@@ -209,13 +209,55 @@ static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool
 	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
 }
 
+/* keying = ike tunnels are installed by dpvpnd's IKE (ikd.c) once negotiated. */
 static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool verbose,
 			   struct seqstate *seq)
 {
 	for (size_t i = 0; i < cfg->n_tunnels; i++)
-		if (install_tunnel(dp, cfg->tunnels[i], verbose, seq))
+		if (!cfg->tunnels[i]->ike.on && install_tunnel(dp, cfg->tunnels[i], verbose, seq))
 			return -1;
 	return 0;
+}
+
+int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+		   struct seqstate *seq)
+{
+	return install_tunnel(dp, t, verbose, seq);
+}
+
+int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+		    struct seqstate *seq)
+{
+	return install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq) ||
+	       install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq) ? -1 : 0;
+}
+
+/*
+ * The tunnel's outbound policy to t->out.spi in one published change: the
+ * old policy's removal and the new one's addition in a batch, so no packet
+ * finds no policy in between (make-before-break rekeys).
+ */
+int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+{
+	struct dpvpn_policy pol = {
+		.src = net_prefix(&t->local_ts),
+		.dst = net_prefix(&t->remote_ts),
+		.spi = htonl(t->out.spi),
+		.priority = INST_POLICY_PRIORITY,
+	};
+	char what[80];
+
+	snprintf(what, sizeof(what), "tunnel %s policy switch", t->name);
+	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
+		return -1;
+	if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) != 0 &&
+	    dp->status != -ENOENT)
+		fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
+	if (call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol))) {
+		call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
+		return -1;
+	}
+	return call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
 }
 
 /*
@@ -353,6 +395,20 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 	return -1;
 }
 
+int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
+		bool verbose)
+{
+	return del_sa(dp, t, spi, dir, verbose);
+}
+
+int inst_tunnel_down(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+{
+	/* the outbound SA first: its policy goes with it (no packet meets a gap) */
+	int rc = del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose);
+
+	return del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose) || rc ? -1 : 0;
+}
+
 #define SAME_ITEM(type, a, b, zero) ({ type x_ = *(a), y_ = *(b); zero(&x_); zero(&y_); \
 					     memcmp(&x_, &y_, sizeof(x_)) == 0; })
 /* Whether item is one of arr[0..n) (compared as SAME_ITEM compares). */
@@ -467,7 +523,7 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	for (size_t i = 0; i < cur->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cur->tunnels[i], *n = find_tunnel(next, t->name);
 
-		if (n && tunnel_same(t, n))
+		if ((n && tunnel_same(t, n)) || t->ike.on)	/* IKE's: ikd.c */
 			continue;
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose) ||
 		    del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
@@ -481,7 +537,7 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	for (size_t i = 0; i < next->n_tunnels; i++) {
 		const struct cfg_tunnel *n = next->tunnels[i], *t = find_tunnel(cur, n->name);
 
-		if (t && tunnel_same(t, n))
+		if ((t && tunnel_same(t, n)) || n->ike.on)
 			continue;
 		if (install_tunnel(dp, n, verbose, seq))
 			goto failed;
@@ -527,6 +583,8 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		const struct cfg_tunnel *t = cfg->tunnels[i];
 		int out = -1, in = -1;
 
+		if (t->ike.on)	/* negotiated anew: what an earlier dpvpnd installed goes */
+			continue;
 		for (uint32_t k = 0; k < n; k++) {
 			bool named = strncmp(sa[k].name, t->name, DPVPN_NAME_LEN) == 0 &&
 				     sa[k].alg == t->alg;
@@ -557,6 +615,8 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		const struct cfg_tunnel *t = cfg->tunnels[i];
 		bool have = false;
 
+		if (t->ike.on)
+			continue;
 		for (uint32_t k = 0; k < n && !have; k++)
 			have = used[k] && sa[k].dir == DPVPN_DIR_OUT &&
 			       ntohl(sa[k].spi) == t->out.spi;

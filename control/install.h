@@ -28,6 +28,20 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstat
  */
 int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, bool verbose,
 		   char *msg, size_t len);
+/*
+ * One tunnel's SA pair and outbound policy, and their removal: for tunnels
+ * whose SPIs and keys IKE negotiated (t a copy of the config's tunnel with
+ * them filled in; its keys are the caller's to wipe).  0 or -1 (printed).
+ */
+int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+		   struct seqstate *seq);
+int inst_tunnel_down(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose);
+/* For rekeys: the SA pair alone; the policy moved to t->out.spi atomically; one SA. */
+int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+		    struct seqstate *seq);
+int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose);
+int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
+		bool verbose);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
 /*

@@ -190,7 +190,7 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None, replace_a=(), dp_args_a=()):
+                 seq_block=None, replace_a=(), dp_args_a=(), ike=None):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -201,7 +201,11 @@ class Lab:
         lab at this MTU, hosts included (default: hosts and inside links at
         HOST_MTU, the gateway link at 1500); over 1500 the dataplanes get
         --jumbo and net_af_packet frames big enough.  dp_args_a: extra
-        options for gateway A's dataplane (after --socket)."""
+        options for gateway A's dataplane (after --socket).  ike: the tunnel
+        keyed by IKEv2 instead of static keys (IPv4 lab): a dict with "psk"
+        (a file, 0600) or "psk_a"/"psk_b", and optional "a" / "b": more lines
+        for that gateway's tunnel (e.g. "start = no")."""
+        self.ike = ike
         self.mtu = mtu
         self.replace = (() if replay_window is None else
                         (("replay-window = 1024", f"replay-window = {replay_window}"),))
@@ -297,21 +301,39 @@ class Lab:
             lc_b = ["--lcores", ",".join(["0@0"] + [f"{i}@{i % 2}"
                                                     for i in range(1, self.workers + 1)]),
                     "--main-lcore", "0"]
+        ike_a, ike_b = self._ike_edits()
         a = Gateway("gw-a", os.path.join(CONFIGS, conf.format("a")),
                     [f"net_af_packet0,iface=gwa-in{q}",
                      f"net_af_packet1,iface=gwa-out,qdisc_bypass=0{q}"],
                     self.workdir, lc_a, self.ns_gw, extra_config=self.extra_a,
-                    replace=self.replace + tuple(self.replace_a),
+                    replace=self.replace + tuple(self.replace_a) + ike_a,
                     dp_args=dp_args + self.dp_args_a)
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
                      f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}"],
-                    self.workdir, lc_b, self.ns_gw, replace=self.replace, dp_args=dp_args)
+                    self.workdir, lc_b, self.ns_gw, replace=self.replace + ike_b,
+                    dp_args=dp_args)
         self.gws.append(b)
         for gw in self.gws:     # one after the other: see Gateway.start
             gw.start()
         self.a, self.b = a, b
+
+    STATIC_A = ("out-spi = 0x00001001\nout-key = 0x0123456789abcdef0123456789abcdef01020304\n"
+                "in-spi = 0x00002001\nin-key = 0xfedcba9876543210fedcba987654321005060708\n")
+    STATIC_B = ("out-spi = 0x00002001\nout-key = 0xfedcba9876543210fedcba987654321005060708\n"
+                "in-spi = 0x00001001\nin-key = 0x0123456789abcdef0123456789abcdef01020304\n")
+
+    def _ike_edits(self):
+        """The static SPI and key lines of lab-a/b.conf become keying = ike."""
+        if not self.ike:
+            return (), ()
+        edits = []
+        for side, static in (("a", self.STATIC_A), ("b", self.STATIC_B)):
+            psk = self.ike.get("psk_" + side, self.ike.get("psk"))
+            edits.append(((static, f"keying = ike\npsk-file = {psk}\n"
+                                   f"{self.ike.get(side, '')}"),))
+        return tuple(edits[0]), tuple(edits[1])
 
     def bg(self, name, ns, *argv):
         p = Proc(name, list(argv), self.workdir, ns)

@@ -107,3 +107,76 @@ def test_charon_ike_sa_init_reaches_the_channel_and_its_answer_reaches_charon(sw
     assert c["ike_in"] >= 1 and c["ike_out"] >= 1, c
     total, gone = lab.counters_balance(c)
     assert total == gone, c
+
+
+IKE_TUNNEL = """
+[tunnel to-swan]
+local = {out}
+remote = {swan_out}
+local-ts = {peer_net}
+remote-ts = {swan_net}
+cipher = {cipher}
+keying = ike
+psk-file = {psk}
+start = no
+encap = udp
+"""
+
+
+@pytest.mark.parametrize("esp,cipher", [("aes128gcm16", "aes128-gcm"),
+                                        ("aes256-sha256", "aes256-cbc-sha256")])
+def test_charon_negotiates_with_dpvpnd(esp, cipher):
+    """strongSwan's charon initiates IKEv2 (PSK, aes128gcm16-prfsha256-ecp256,
+    UDP encapsulation as its kernel-libipsec needs) towards dpvpnd, which
+    answers through the IKE channel and installs the CHILD_SA; then pings
+    both ways through charon <-> dpvpn, and a rekey from each side."""
+    why = swan.ensure_installed()
+    if why:
+        pytest.skip(f"strongSwan interop: {why}")
+    with swan.SwanLab(esp) as sl:
+        pe = sl.ns_pe
+        for dev in ("pe-in", "pe-out"):
+            sl.ip(pe, "addr", "flush", "dev", dev)
+        sl.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
+        psk = os.path.join(sl.workdir, "swan.psk")
+        fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(swan.PSK)
+        path = os.path.join(sl.workdir, "peer.conf")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT) +
+                    IKE_TUNNEL.format(out=swan.PEER_OUT, swan_out=swan.SWAN_OUT,
+                                      peer_net=swan.PEER_NET, swan_net=swan.SWAN_NET,
+                                      cipher=cipher, psk=psk))
+        sl.gw = lab.Gateway("gw-peer", path,
+                            ["net_af_packet0,iface=pe-in",
+                             "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
+                            sl.workdir, ["-l", "0-1", "--main-lcore", "0"], pe)
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                              check=False)
+        assert "initiate completed successfully" in out, \
+            out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+        st = sl.gw.ctl("show", "ike")["sas"]
+        assert st and st[0]["state"] == "established" and st[0]["child"], st
+        assert st[0]["udp_encap"] and st[0]["remote"].endswith(":4500"), st
+        for side in ("s", "d"):
+            sl.ping(side, count=2)
+            r = sl.ping(side, count=5)
+            assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        # forced rekeys: charon's, then ours
+        sl.swan.swanctl("--rekey", "--child", "net", timeout=30)
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 1, 15,
+                     "charon's rekey")
+        r = sl.ping("s", count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        assert "rekeying" in sl.gw.ctl_text("rekey", "to-swan")
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 2, 15,
+                     "dpvpnd's rekey")
+        r = sl.ping("d", count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        d = sl.gw.ctl("show", "counters")["drops"]
+        assert d["bad-icv"] == 0 and d["replay"] == 0, d
+        print(f"test_ike_swan: charon <-> dpvpnd, ESP {esp}: up, pings both ways, 2 rekeys")

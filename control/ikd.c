@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ikd.c - dpvpnd's IKE: connections, the IKE channel, CHILD_SA installs (ikd.h). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dpvpn_alg.h"
+#include "ike_msg.h"
+#include "ike_sa.h"
+#include "ikd.h"
+#include "install.h"
+
+#define IKD_RETRY_MS		5000	/* start = yes: initiate again this long after an end */
+#define IKD_RETRANS_MS		500
+#define IKD_RETRANS_TRIES	6
+#define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
+#define IKD_LATER_MAX		16
+#define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
+				 DPVPN_IKE_MAX)
+
+struct ikd_conn {
+	struct cfg_tunnel tpl;		/* the config's tunnel, keys (and PSK) wiped */
+	uint64_t retry_at;		/* start = yes: when to initiate again; 0: not due */
+	bool up;			/* a CHILD_SA installed */
+	bool held;			/* terminated by the operator: not started again */
+	uint32_t spi_in, spi_out;	/* the CHILD_SA the outbound policy points to */
+	bool has_next;			/* a rekey's new CHILD_SA installed, not yet used */
+	uint32_t next_in, next_out;
+	uint64_t rekeys;
+	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
+	struct {			/* replaced inbound SAs, removed after a grace period */
+		uint32_t spi;
+		uint64_t at;
+	} later[IKD_LATER_MAX];
+};
+
+static struct {
+	struct ike_ctx *ctx;
+	struct dp_client chan;		/* the IKE channel */
+	struct dp_client *dp;		/* installs */
+	struct seqstate *seq;
+	bool verbose;
+	struct cfg_port *ports;		/* copies, for the port of a local address */
+	size_t n_ports;
+	struct ikd_conn *conns;
+	size_t n_conns;
+	uint64_t tx_refused, tx_failed, rx_bad;
+	char last_tx_error[160];
+} k = { .chan = { .fd = -1 } };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct ikd_conn *find_conn(const char *name)
+{
+	for (size_t i = 0; i < k.n_conns; i++)
+		if (!strcmp(k.conns[i].tpl.name, name))
+			return &k.conns[i];
+	return NULL;
+}
+
+/* ---- between the config's forms and IKE's ---- */
+
+static void to_ike_addr(struct ike_addr *a, const struct cfg_addr *c, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	a->port = port;
+	if (c->family == DPVPN_AF_INET6) {
+		a->family = AF_INET6;
+		memcpy(a->ip, c->v6, 16);
+	} else {
+		uint32_t v4 = htonl(c->v4);
+
+		a->family = AF_INET;
+		memcpy(a->ip, &v4, 4);
+	}
+}
+
+static void to_ike_prefix(struct ike_prefix *p, const struct cfg_prefix *c)
+{
+	struct ike_addr a;
+
+	to_ike_addr(&a, &c->addr, 0);
+	memset(p, 0, sizeof(*p));
+	p->family = a.family;
+	p->plen = c->len;
+	memcpy(p->addr, a.ip, 16);
+}
+
+static void from_ike_prefix(struct cfg_prefix *c, const struct ike_prefix *p)
+{
+	memset(c, 0, sizeof(*c));
+	c->len = p->plen;
+	if (p->family == AF_INET6) {
+		c->addr.family = DPVPN_AF_INET6;
+		memcpy(c->addr.v6, p->addr, 16);
+	} else {
+		uint32_t v4;
+
+		memcpy(&v4, p->addr, 4);
+		c->addr.family = DPVPN_AF_INET;
+		c->addr.v4 = ntohl(v4);
+	}
+}
+
+static void to_ike_ident(struct ike_ident *id, uint8_t type, const uint8_t *data, uint8_t len)
+{
+	memset(id, 0, sizeof(*id));
+	id->type = type;
+	id->len = type ? len : 0;
+	if (type)
+		memcpy(id->data, data, len);
+}
+
+/* The tunnel's cipher as the one ESP proposal it makes or accepts. */
+static int esp_prop(struct ike_prop_esp *e, uint8_t alg)
+{
+	switch (alg) {
+	case DPVPN_ALG_AES128_GCM: *e = (struct ike_prop_esp){ IKE_ENCR_AES_GCM_16, 128, 0 }; break;
+	case DPVPN_ALG_AES256_GCM: *e = (struct ike_prop_esp){ IKE_ENCR_AES_GCM_16, 256, 0 }; break;
+	case DPVPN_ALG_AES128_CBC_SHA256:
+		*e = (struct ike_prop_esp){ IKE_ENCR_AES_CBC, 128, IKE_INTEG_HMAC_SHA2_256_128 };
+		break;
+	case DPVPN_ALG_AES256_CBC_SHA256:
+		*e = (struct ike_prop_esp){ IKE_ENCR_AES_CBC, 256, IKE_INTEG_HMAC_SHA2_256_128 };
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+static int child_alg(const struct ike_child *c)
+{
+	if (c->encr == IKE_ENCR_AES_GCM_16)
+		return c->encr_bits == 256 ? DPVPN_ALG_AES256_GCM : DPVPN_ALG_AES128_GCM;
+	return c->encr_bits == 256 ? DPVPN_ALG_AES256_CBC_SHA256 : DPVPN_ALG_AES128_CBC_SHA256;
+}
+
+static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", t->name);
+	to_ike_addr(&c->local, &t->local, DPVPN_IKE_PORT);
+	to_ike_addr(&c->remote, &t->remote, DPVPN_IKE_PORT);
+	if (t->ike.psk_len > sizeof(c->psk))
+		return -1;
+	memcpy(c->psk, t->ike.psk, t->ike.psk_len);
+	c->psk_len = t->ike.psk_len;
+	to_ike_ident(&c->local_id, t->ike.local_id_type, t->ike.local_id, t->ike.local_id_len);
+	to_ike_ident(&c->remote_id, t->ike.remote_id_type, t->ike.remote_id,
+		     t->ike.remote_id_len);
+	for (unsigned i = 0; i < t->ike.n_props && i < IKE_CONN_PROPS_MAX; i++)
+		c->ike[c->n_ike++] = (struct ike_prop_ike){ t->ike.props[i].encr_bits,
+							    t->ike.props[i].dh };
+	if (esp_prop(&c->esp[0], t->alg))
+		return -1;
+	c->n_esp = 1;
+	to_ike_prefix(&c->ts_local, &t->local_ts);
+	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	c->retrans_ms = IKD_RETRANS_MS;
+	c->retrans_tries = IKD_RETRANS_TRIES;
+	c->dpd_ms = t->ike.dpd_seconds * 1000u;
+	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
+	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
+	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */
+		c->rekey_grace_ms = (uint32_t)strtoul(getenv("DPVPND_REKEY_GRACE_MS"), NULL, 10);
+	return 0;
+}
+
+/* ---- callbacks of the state machine ---- */
+
+/* The outside port whose address a is (IKE_TX's source), or -1. */
+static int port_of(const struct ike_addr *a)
+{
+	for (size_t i = 0; i < k.n_ports; i++) {
+		const struct cfg_port *p = &k.ports[i];
+		struct ike_addr pa;
+
+		if (p->role != DPVPN_ROLE_OUTSIDE)
+			continue;
+		to_ike_addr(&pa, a->family == AF_INET6 ? &p->addr6.addr : &p->addr4.addr, 0);
+		if ((a->family == AF_INET6 ? p->addr6.addr.family : p->addr4.addr.family) != 0 &&
+		    !memcmp(pa.ip, a->ip, a->family == AF_INET6 ? 16 : 4))
+			return (int)p->id;
+	}
+	return -1;
+}
+
+static void to_dp_addr(struct dpvpn_addr *d, const struct ike_addr *a)
+{
+	memset(d, 0, sizeof(*d));
+	d->family = a->family == AF_INET6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
+	memcpy(a->family == AF_INET6 ? (void *)d->v6 : (void *)&d->v4, a->ip,
+	       a->family == AF_INET6 ? 16 : 4);
+}
+
+static void on_send(void *opaque, const struct ike_addr *local, const struct ike_addr *remote,
+		    const uint8_t *msg, size_t len)
+{
+	static uint8_t buf[IKD_BUF];
+	struct dpvpn_msg_hdr *h = (struct dpvpn_msg_hdr *)buf;
+	struct dpvpn_ike_pkt *p = (struct dpvpn_ike_pkt *)(h + 1);
+	int port = port_of(local);
+
+	(void)opaque;
+	if (k.chan.fd < 0 || port < 0 || len == 0 || len > DPVPN_IKE_MAX) {
+		k.tx_failed++;
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->port = (uint16_t)port;
+	p->local_port = local->port;
+	p->remote_port = remote->port;
+	to_dp_addr(&p->local, local);
+	to_dp_addr(&p->remote, remote);
+	p->len = (uint32_t)len;
+	memcpy(p + 1, msg, len);
+	*h = (struct dpvpn_msg_hdr){ .type = DPVPN_MSG_IKE_TX, .seq = ++k.chan.seq,
+				     .len = (uint32_t)(sizeof(*p) + len) };
+	if (send(k.chan.fd, buf, sizeof(*h) + h->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		k.tx_failed++;
+}
+
+/* The config's tunnel with what IKE negotiated: SPIs, keys, selectors. */
+static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const struct ike_child *ch)
+{
+	*t = c->tpl;
+	t->alg = (uint8_t)child_alg(ch);
+	t->out.spi = ch->spi_out;
+	t->in.spi = ch->spi_in;
+	memcpy(t->out.keymat, ch->enc_out, ch->enc_key_len);
+	memcpy(t->in.keymat, ch->enc_in, ch->enc_key_len);
+	t->out.keymat_len = t->in.keymat_len = ch->enc_key_len;
+	memcpy(t->out.authmat, ch->integ_out, ch->integ_key_len);
+	memcpy(t->in.authmat, ch->integ_in, ch->integ_key_len);
+	t->out.authmat_len = t->in.authmat_len = ch->integ_key_len;
+	from_ike_prefix(&t->local_ts, &ch->ts_local);
+	from_ike_prefix(&t->remote_ts, &ch->ts_remote);
+	t->udp = ch->udp_encap;
+	if (ch->udp_encap) {
+		t->udp_local = ch->udp_local;
+		t->udp_remote = ch->udp_remote;
+	}
+}
+
+static void on_child_up(void *opaque, const char *conn, const struct ike_child *ch)
+{
+	struct ikd_conn *c = find_conn(conn);
+	struct cfg_tunnel t;
+
+	(void)opaque;
+	if (c == NULL)
+		return;
+	negotiated(&t, c, ch);
+	if (!c->up && inst_tunnel_up(k.dp, &t, k.verbose, k.seq) == 0) {
+		c->up = true;
+		c->spi_in = ch->spi_in;
+		c->spi_out = ch->spi_out;
+		c->lts = t.local_ts;
+		c->rts = t.remote_ts;
+		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
+			conn, ch->spi_in, ch->spi_out);
+	} else if (c->up && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
+		/* a rekey: the new SAs wait, the policy stays, until the old one's Delete */
+		c->has_next = true;
+		c->next_in = ch->spi_in;
+		c->next_out = ch->spi_out;
+		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA rekeyed, new SPIs 0x%08x in, "
+			"0x%08x out\n", conn, ch->spi_in, ch->spi_out);
+	}
+	explicit_bzero(&t, sizeof(t));
+}
+
+/*
+ * The old CHILD_SA of a rekey is deleted: traffic moves to the new one in one
+ * policy change, the old outbound SA goes, the old inbound one a grace period
+ * later (the peer may have sent on it until it saw the Delete).  Both ends
+ * had the new inbound SA before either sends on it: each installed the pair
+ * at the exchange, and moves only at the Delete that follows it.
+ */
+static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
+{
+	uint32_t old_in = c->spi_in, old_out = c->spi_out;
+
+	t->local_ts = c->lts;
+	t->remote_ts = c->rts;
+	t->out.spi = c->next_out;
+	if (inst_policy_switch(k.dp, t, k.verbose) != 0)
+		fprintf(stderr, "dpvpnd: tunnel %s: rekey: policy not moved\n", t->name);
+	inst_sa_del(k.dp, t, old_out, DPVPN_DIR_OUT, k.verbose);
+	c->spi_in = c->next_in;
+	c->spi_out = c->next_out;
+	c->has_next = false;
+	c->rekeys++;
+	for (int i = 0; i < IKD_LATER_MAX; i++) {
+		if (c->later[i].spi == 0) {
+			c->later[i].spi = old_in;
+			c->later[i].at = now_ms() + IKD_OLD_IN_GRACE_MS;
+			return;
+		}
+	}
+	inst_sa_del(k.dp, t, old_in, DPVPN_DIR_IN, k.verbose);	/* no room: now */
+}
+
+static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
+{
+	struct ikd_conn *c = find_conn(conn);
+	struct cfg_tunnel t;
+
+	(void)opaque;
+	if (c == NULL)
+		return;
+	t = c->tpl;
+	if (c->up && c->has_next && spi_in == c->spi_in) {
+		replaced(c, &t);
+		return;
+	}
+	t.in.spi = spi_in;
+	t.out.spi = spi_out;
+	inst_tunnel_down(k.dp, &t, k.verbose);
+	if (c->has_next && spi_in == c->next_in) {
+		c->has_next = false;
+	} else if (c->spi_in == spi_in) {
+		c->up = false;
+		if (c->has_next) {	/* the rekey's pair goes with the tunnel */
+			t.in.spi = c->next_in;
+			t.out.spi = c->next_out;
+			inst_tunnel_down(k.dp, &t, k.verbose);
+			c->has_next = false;
+		}
+	}
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA 0x%08x/0x%08x removed\n", conn, spi_in,
+		spi_out);
+}
+
+static void on_ike_down(void *opaque, const char *conn, const char *why)
+{
+	struct ikd_conn *c = find_conn(conn);
+
+	(void)opaque;
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
+	if (c != NULL && c->tpl.ike.start && !c->held)
+		c->retry_at = now_ms() + IKD_RETRY_MS;
+}
+
+static void on_log(void *opaque, const char *conn, const char *msg)
+{
+	(void)opaque;
+	if (k.verbose)
+		fprintf(stderr, "dpvpnd: ike %s: %s\n", conn ? conn : "-", msg);
+}
+
+static const struct ike_ops ops = {
+	.send = on_send, .child_up = on_child_up, .child_down = on_child_down,
+	.ike_down = on_ike_down, .log = on_log,
+};
+
+/* ---- the channel ---- */
+
+static int add_conns(const struct cfg *cfg)
+{
+	char err[256];
+
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cfg->tunnels[i];
+		struct ike_conn_cfg cc;
+		struct ikd_conn *c;
+		int rc;
+
+		if (!t->ike.on)
+			continue;
+		c = &k.conns[k.n_conns];
+		rc = conn_cfg(&cc, t) ? -EINVAL : ike_conn_add(k.ctx, &cc, err, sizeof(err));
+		explicit_bzero(&cc, sizeof(cc));
+		if (rc != 0) {
+			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name,
+				rc == -EINVAL ? err : strerror(-rc));
+			return -1;
+		}
+		c->tpl = *t;
+		explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
+		c->tpl.ike.psk_len = 0;
+		c->retry_at = t->ike.start ? 1 : 0;	/* due at once */
+		k.n_conns++;
+	}
+	return 0;
+}
+
+static int open_channel(const char *dp_socket)
+{
+	if (dp_connect(&k.chan, dp_socket, 5) != 0)
+		return -1;
+	if (dp_call(&k.chan, DPVPN_MSG_IKE_OPEN, NULL, 0, NULL, 0) != 0) {
+		fprintf(stderr, "dpvpnd: IKE channel: %s\n", k.chan.err);
+		dp_close(&k.chan);
+		return -1;
+	}
+	return 0;
+}
+
+int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *dp,
+	     struct seqstate *seq, bool verbose)
+{
+	struct cfg cfg;
+	size_t n = 0;
+	int rc = -1;
+
+	if (cfg_load(&cfg, config_path)) {	/* the PSKs: the installed copy has none */
+		cfg_print_errors(&cfg, stderr);
+		return -1;
+	}
+	for (size_t i = 0; i < cfg.n_tunnels; i++)
+		n += cfg.tunnels[i]->ike.on;
+	if (n == 0) {
+		cfg_free(&cfg);
+		return 0;
+	}
+	k.dp = dp;
+	k.seq = seq;
+	k.verbose = verbose;
+	k.conns = calloc(n, sizeof(*k.conns));
+	k.ports = calloc(cfg.n_ports ? cfg.n_ports : 1, sizeof(*k.ports));
+	k.ctx = ike_new(&ops, NULL);
+	if (k.conns == NULL || k.ports == NULL || k.ctx == NULL) {
+		fprintf(stderr, "dpvpnd: IKE: out of memory\n");
+		goto out;
+	}
+	memcpy(k.ports, cfg.ports, cfg.n_ports * sizeof(*k.ports));
+	k.n_ports = cfg.n_ports;
+	if (add_conns(&cfg) || open_channel(dp_socket))
+		goto out;
+	fprintf(stderr, "dpvpnd: IKE: %zu tunnel(s), channel open\n", k.n_conns);
+	rc = 0;
+out:
+	cfg_free(&cfg);
+	if (rc != 0)
+		ikd_close();
+	return rc;
+}
+
+int ikd_fd(void)
+{
+	return k.chan.fd;
+}
+
+static void take(const uint8_t *buf, ssize_t n)
+{
+	const struct dpvpn_msg_hdr *h = (const struct dpvpn_msg_hdr *)buf;
+	const struct dpvpn_ike_pkt *p = (const struct dpvpn_ike_pkt *)(h + 1);
+	struct ike_addr local, remote;
+
+	if (n < (ssize_t)sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
+		k.rx_bad++;
+		return;
+	}
+	if (h->flags == DPVPN_F_REPLY) {	/* to an IKE_TX */
+		if (h->status < 0) {
+			k.tx_refused++;
+			snprintf(k.last_tx_error, sizeof(k.last_tx_error), "%.*s",
+				 (int)(h->len < 150 ? h->len : 150), (const char *)(h + 1));
+			if (k.verbose)
+				fprintf(stderr, "dpvpnd: IKE_TX: %s\n", k.last_tx_error);
+		}
+		return;
+	}
+	if (h->flags != DPVPN_F_PUSH || h->type != DPVPN_MSG_IKE_RX || h->len < sizeof(*p) ||
+	    p->len != h->len - sizeof(*p) ||
+	    (p->local.family != DPVPN_AF_INET && p->local.family != DPVPN_AF_INET6)) {
+		k.rx_bad++;
+		return;
+	}
+	memset(&local, 0, sizeof(local));
+	memset(&remote, 0, sizeof(remote));
+	local.family = remote.family = p->local.family == DPVPN_AF_INET6 ? AF_INET6 : AF_INET;
+	memcpy(local.ip, p->local.family == DPVPN_AF_INET6 ? (const void *)p->local.v6
+							    : (const void *)&p->local.v4,
+	       p->local.family == DPVPN_AF_INET6 ? 16 : 4);
+	memcpy(remote.ip, p->remote.family == DPVPN_AF_INET6 ? (const void *)p->remote.v6
+							      : (const void *)&p->remote.v4,
+	       p->remote.family == DPVPN_AF_INET6 ? 16 : 4);
+	local.port = p->local_port;
+	remote.port = p->remote_port;
+	ike_input(k.ctx, &local, &remote, (const uint8_t *)(p + 1), p->len, now_ms());
+}
+
+int ikd_input(void)
+{
+	static uint8_t buf[IKD_BUF + 64];
+
+	for (int i = 0; i < 256 && k.chan.fd >= 0; i++) {
+		ssize_t n = recv(k.chan.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			fprintf(stderr, "dpvpnd: IKE channel closed\n");
+			return -1;
+		}
+		if (n < 0)
+			break;
+		take(buf, n > (ssize_t)sizeof(buf) ? -1 : n);
+	}
+	return 0;
+}
+
+void ikd_tick(void)
+{
+	uint64_t now = now_ms();
+
+	if (k.ctx == NULL)
+		return;
+	ike_tick(k.ctx, now);
+	for (size_t i = 0; i < k.n_conns; i++) {
+		struct ikd_conn *c = &k.conns[i];
+
+		for (int l = 0; l < IKD_LATER_MAX; l++) {
+			if (c->later[l].spi != 0 && now >= c->later[l].at) {
+				inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN,
+					    k.verbose);
+				c->later[l].spi = 0;
+			}
+		}
+
+		if (c->retry_at == 0 || now < c->retry_at)
+			continue;
+		c->retry_at = 0;
+		if (ike_initiate(k.ctx, c->tpl.name, now) != 0 && k.verbose)
+			fprintf(stderr, "dpvpnd: tunnel %s: IKE already negotiating\n", c->tpl.name);
+	}
+}
+
+void ikd_close(void)
+{
+	if (k.ctx != NULL)
+		ike_free(k.ctx);	/* CHILD_SAs removed through on_child_down */
+	for (size_t i = 0; i < k.n_conns; i++)	/* and the replaced ones still kept */
+		for (int l = 0; l < IKD_LATER_MAX; l++)
+			if (k.conns[i].later[l].spi != 0)
+				inst_sa_del(k.dp, &k.conns[i].tpl, k.conns[i].later[l].spi,
+					    DPVPN_DIR_IN, k.verbose);
+	k.ctx = NULL;
+	dp_close(&k.chan);
+	k.chan.fd = -1;
+	free(k.conns);
+	free(k.ports);
+	k.conns = NULL;
+	k.ports = NULL;
+	k.n_conns = k.n_ports = 0;
+}
+
+/* ---- operator ---- */
+
+static json_t *addr_json(const struct ike_addr *a)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(a->family == AF_INET6 ? AF_INET6 : AF_INET, a->ip, s, sizeof(s));
+	return json_sprintf("%s:%u", s, a->port);
+}
+
+static json_t *spi_json(const uint8_t *spi)
+{
+	return json_sprintf("%02x%02x%02x%02x%02x%02x%02x%02x", spi[0], spi[1], spi[2], spi[3],
+			    spi[4], spi[5], spi[6], spi[7]);
+}
+
+static void walk_one(void *arg, const struct ike_sa_status *st)
+{
+	json_t *child = st->child_up ?
+		json_pack("{s:o,s:o}", "spi_in", json_sprintf("0x%08x", st->child_spi_in),
+			  "spi_out", json_sprintf("0x%08x", st->child_spi_out)) : json_null();
+
+	json_array_append_new(arg, json_pack(
+		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:i,s:i,s:b,s:b,s:o,s:I,s:I,s:I}",
+		"name", st->conn, "state", ike_state_name(st->state),
+		"role", st->initiator ? "initiator" : "responder",
+		"spi_i", spi_json(st->spi_i), "spi_r", spi_json(st->spi_r),
+		"local", addr_json(&st->local), "remote", addr_json(&st->remote),
+		"encr_bits", st->encr_bits, "dh", st->dh,
+		"nat_local", st->nat_local, "nat_remote", st->nat_remote, "child", child,
+		"rx", (json_int_t)st->rx, "tx", (json_int_t)st->tx,
+		"retransmits", (json_int_t)st->retransmits));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "child_rekeys",
+			    json_integer((json_int_t)st->child_rekeys));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "udp_encap",
+			    json_boolean(st->udp_encap));
+}
+
+json_t *ikd_show(char *err, size_t err_len)
+{
+	const struct ike_stats *s;
+	json_t *sas, *rej;
+
+	if (k.ctx == NULL) {
+		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
+		return NULL;
+	}
+	s = ike_get_stats(k.ctx);
+	sas = json_array();
+	rej = json_object();
+	ike_sa_walk(k.ctx, walk_one, sas);
+	for (int r = 0; r < IKE_REJ_COUNT; r++)
+		json_object_set_new(rej, ike_reject_name((enum ike_reject)r),
+				    json_integer((json_int_t)s->reject[r]));
+	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:o},s:{s:b,s:I,s:I,s:I}}",
+			 "sas", sas,
+			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
+			 "retransmits", (json_int_t)s->retransmits,
+			 "resent_responses", (json_int_t)s->resent_responses,
+			 "half_open_expired", (json_int_t)s->half_open_expired, "rejected", rej,
+			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
+			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);
+}
+
+int ikd_command(const char *name, int op, char *msg, size_t len)
+{
+	static const char *const done[] = { "terminating", "initiating", "rekeying" };
+	uint64_t now = now_ms();
+	int rc;
+
+	if (k.ctx == NULL || find_conn(name) == NULL) {
+		snprintf(msg, len, "no IKE tunnel \"%.64s\"", name);
+		return -1;
+	}
+	rc = op == IKD_INITIATE ? ike_initiate(k.ctx, name, now) :
+	     op == IKD_REKEY ? ike_child_rekey(k.ctx, name, now) : ike_terminate(k.ctx, name, now);
+	if (rc != 0) {
+		snprintf(msg, len, "tunnel %s: %s", name, rc == -EALREADY ? "already negotiating or up"
+			 : rc == -ENOENT ? "no IKE SA" : rc == -EBUSY ? "a rekey is under way"
+			 : strerror(-rc));
+		return -1;
+	}
+	if (op != IKD_REKEY) {
+		find_conn(name)->held = op == IKD_TERMINATE;	/* on purpose: not again */
+		find_conn(name)->retry_at = 0;
+	}
+	snprintf(msg, len, "tunnel %s: %s", name, done[op]);
+	return 0;
+}

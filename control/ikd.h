@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ikd.h - dpvpnd's IKE: the keying = ike tunnels of the config as IKEv2
+ * connections (ike_sa.c), spoken over the dataplane's IKE channel (a second
+ * control connection that sent IKE_OPEN: IKE_RX pushes in, IKE_TX out), and
+ * the CHILD_SAs they negotiate installed as the tunnel's SA pair and policy
+ * (install.c), removed when they end.
+ *
+ * The PSKs are read from the config file when the channel opens (the copy
+ * dpvpnd installed from has had its keys wiped) and kept only inside the IKE
+ * context, wiped when it is freed.  Tunnels with start = yes are initiated
+ * at once and again 5 s after their IKE SA ends.  Reloads leave IKE tunnels
+ * as they are: a restart of dpvpnd applies changes to them.
+ */
+#ifndef DPVPN_CONTROL_IKD_H
+#define DPVPN_CONTROL_IKD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "dp_client.h"
+#include "seqstate.h"
+
+/*
+ * Open the IKE channel on the dataplane socket and start the IKE tunnels of
+ * config_path; dp is the main control connection (installs go there).
+ * 0, or -1 after printing why.  Nothing to do (no IKE tunnel): 0, no channel.
+ */
+int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *dp,
+	     struct seqstate *seq, bool verbose);
+/* The channel's descriptor for poll(), -1 if none. */
+int ikd_fd(void);
+/* The channel is readable: take what it holds.  -1 if it closed. */
+int ikd_input(void);
+/* Timers (call at least every 100 ms). */
+void ikd_tick(void);
+/* Stop: every IKE SA ends here (its CHILD_SA removed), keys wiped, channel closed. */
+void ikd_close(void);
+
+/* Operator requests: show ike (a new object), initiate / terminate / rekey NAME. */
+enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY };
+json_t *ikd_show(char *err, size_t err_len);
+int ikd_command(const char *name, int op, char *msg, size_t len);
+
+#endif /* DPVPN_CONTROL_IKD_H */
