@@ -270,6 +270,13 @@ static void poll_events(struct dp_client *dp)
 			grant(dp, &ev[i]);
 			continue;
 		}
+		if (ev[i].life == DPVPN_LIFE_SOFT) {	/* keying = ike: a rekey */
+			char name[DPVPN_NAME_LEN];
+
+			snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, ev[i].name);
+			if (ikd_soft_lifetime(name, ntohl(ev[i].spi)))
+				continue;
+		}
 		fprintf(stderr, "dpvpnd: tunnel %.*s %s SA 0x%08x: %s lifetime reached%s\n",
 			DPVPN_NAME_LEN, ev[i].name, ev[i].dir == DPVPN_DIR_IN ? "inbound" : "outbound",
 			ntohl(ev[i].spi), ev[i].life == DPVPN_LIFE_HARD ? "hard" : "soft",

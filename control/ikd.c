@@ -172,6 +172,10 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
 	c->retrans_ms = IKD_RETRANS_MS;
 	c->retrans_tries = IKD_RETRANS_TRIES;
+	if (getenv("DPVPND_IKE_RETRANS_MS") != NULL)	/* labs: a vanished peer found fast */
+		c->retrans_ms = (uint32_t)strtoul(getenv("DPVPND_IKE_RETRANS_MS"), NULL, 10);
+	if (getenv("DPVPND_IKE_RETRANS_TRIES") != NULL)
+		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
@@ -557,6 +561,24 @@ void ikd_close(void)
 	k.conns = NULL;
 	k.ports = NULL;
 	k.n_conns = k.n_ports = 0;
+}
+
+/*
+ * The dataplane says an SA of tunnel name reached a soft lifetime (bytes,
+ * packets or seconds): for a keying = ike tunnel's current CHILD_SA, a
+ * rekey.  1 if it was one of ours (rekeying, or already), 0 if not IKE's.
+ */
+int ikd_soft_lifetime(const char *name, uint32_t spi)
+{
+	struct ikd_conn *c = k.ctx ? find_conn(name) : NULL;
+	int rc;
+
+	if (c == NULL || !c->up || (spi != c->spi_in && spi != c->spi_out))
+		return c != NULL;
+	rc = ike_child_rekey(k.ctx, name, now_ms());
+	fprintf(stderr, "dpvpnd: tunnel %s: SA 0x%08x soft lifetime: %s\n", name, spi,
+		rc == 0 ? "rekeying" : rc == -EBUSY ? "a rekey is under way" : strerror(-rc));
+	return 1;
 }
 
 /* ---- operator ---- */

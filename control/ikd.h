@@ -37,6 +37,8 @@ void ikd_tick(void);
 /* Stop: every IKE SA ends here (its CHILD_SA removed), keys wiped, channel closed. */
 void ikd_close(void);
 
+/* A soft lifetime event of the dataplane: 1 if an IKE tunnel's (rekeyed). */
+int ikd_soft_lifetime(const char *name, uint32_t spi);
 /* Operator requests: show ike (a new object), initiate / terminate / rekey NAME. */
 enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY };
 json_t *ikd_show(char *err, size_t err_len);

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 
@@ -164,3 +165,80 @@ def test_rekeys_under_iperf3_lose_nothing(pskdir, monkeypatch):
             d = gw.ctl("show", "counters")["drops"]
             assert all(d[r] == 0 for r in ("unknown-spi", "no-policy", "replay", "bad-icv",
                                            "sa-expired")), (gw.name, d)
+
+
+def test_soft_lifetime_rekeys(pskdir, monkeypatch):
+    """Requirement 3, by lifetime: soft-packets = 300 on A's tunnel: once an
+    SA of the CHILD_SA has carried 300 packets the dataplane says so and
+    dpvpnd rekeys (each new CHILD_SA starts its count again), with no loss
+    (the old CHILD_SA deleted 0.3 s after each rekey here)."""
+    monkeypatch.setenv("DPVPND_REKEY_GRACE_MS", "300")
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = yes\nsoft-packets = 300\n",
+                      "b": "start = no\n"}) as net:
+        first, _ = wait_up(net)
+        net.ping(count=2)
+        r = net.ns(net.ns_a, "ping", "-q", "-c", "2000", "-i", "0.002", "198.18.2.2",
+                   check=False, timeout=60)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        lab.wait_for(lambda: ike(net.a)["sas"][0]["child_rekeys"] >= 2, 10, "rekeys by lifetime")
+        assert "soft lifetime: rekeying" in net.a.dpvpnd.output()
+        now = child_of(net.a, "to-b")
+        assert now["spi_out"] != first["spi_out"]
+        for gw in (net.a, net.b):
+            d = gw.ctl("show", "counters")["drops"]
+            assert d["unknown-spi"] == 0 and d["no-policy"] == 0 and d["sa-expired"] == 0, d
+
+
+def test_malformed_and_replayed_ike_refused_and_counted(pskdir):
+    """Requirement 5: garbage on UDP 500 and 4500 (behind the marker) and every
+    IKE message of the setup replayed onto the link: all counted as refused
+    (or answered from the cache, for a retransmitted request), nothing changes."""
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = no\n", "b": "start = no\n"}) as net:
+        cap, pcap = net.capture("gwa-out", name="ike-setup")
+        assert "initiating" in net.a.ctl_text("initiate", "to-b")
+        before, _ = wait_up(net)
+        net.stop_capture(cap)
+        b0 = ike(net.b)["stats"]
+        mac_a = net.ns(net.ns_gw, "cat", "/sys/class/net/gwa-out/address").stdout.strip()
+        mac_b = net.ns(net.ns_gw, "cat", "/sys/class/net/gwb-out/address").stdout.strip()
+        net.ns(net.ns_gw, sys.executable, "-c", REPLAY, pcap, mac_b, mac_a, timeout=60)
+        time.sleep(1)
+        b1 = ike(net.b)["stats"]
+        refused = sum(b1["rejected"].values()) - sum(b0["rejected"].values())
+        resent = b1["resent_responses"] - b0["resent_responses"]
+        print(f"test_ike_lab: garbage and replays at B: {refused} refused "
+              f"{ {k: v - b0['rejected'][k] for k, v in b1['rejected'].items() if v != b0['rejected'][k]} }"
+              f", {resent} answered from the cache")
+        garbage = sum(b1["rejected"][r] - b0["rejected"][r] for r in ("malformed", "unsupported"))
+        assert garbage >= 40, (b0, b1)                  # every garbage datagram refused
+        assert resent >= 1 and refused + resent >= 40 + 2, (b0, b1)   # + the replays
+        assert child_of(net.b, "to-a") == before_b(before)
+        now_a, now_b = wait_up(net)
+        assert now_a == before, (now_a, before)
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+
+
+def before_b(c):
+    return {"spi_in": c["spi_out"], "spi_out": c["spi_in"]}
+
+
+REPLAY = r"""
+import os, sys
+from scapy.all import Ether, IP, UDP, Raw, rdpcap, sendp, conf
+conf.verb = 0
+pcap, mac_b, mac_a = sys.argv[1:4]
+frames = []
+for f in rdpcap(pcap):          # A's IKE messages of the setup, again, to B
+    if IP in f and UDP in f and f[IP].src == "198.19.0.1" and f[UDP].dport in (500, 4500):
+        frames.append(Ether(dst=mac_b, src=mac_a) / f[IP])
+assert frames, "no IKE from A in the capture"
+for i in range(20):             # garbage: on 500, and on 4500 behind the marker
+    for dport, pre in ((500, b""), (4500, b"\0\0\0\0")):
+        frames.append(Ether(dst=mac_b, src=mac_a) / IP(src="198.19.0.1", dst="198.19.0.2") /
+                      UDP(sport=dport, dport=dport) / Raw(pre + os.urandom(20 + i * 7)))
+sendp(frames, iface="gwa-out", inter=0.005)    # within B's --ike-rate
+"""

@@ -14,6 +14,7 @@ channel must reach charon, which must act on it.
 answer is IKE_SA_INIT's error response NO_PROPOSAL_CHOSEN, built by scapy:
 charon logs that it received it and gives up, which proves the reply path
 through the dataplane (addresses, ports, checksums, ARP) to a real peer."""
+import json
 import os
 import re
 import time
@@ -180,3 +181,80 @@ def test_charon_negotiates_with_dpvpnd(esp, cipher):
         d = sl.gw.ctl("show", "counters")["drops"]
         assert d["bad-icv"] == 0 and d["replay"] == 0, d
         print(f"test_ike_swan: charon <-> dpvpnd, ESP {esp}: up, pings both ways, 2 rekeys")
+
+
+def test_dpvpnd_initiates_to_charon_then_finds_it_gone(monkeypatch):
+    """dpvpnd as the initiator (start = yes), charon the responder: the
+    tunnel comes up with UDP encapsulation, iperf3 runs both ways; no byte of
+    the CHILD_SA's keys (charon logs them, chd = 4) is left in dpvpnd's log,
+    its state file, any show output or its memory; then charon is killed
+    (it sends nothing) and dpvpnd's liveness check finds the peer gone and
+    removes the SAs (dpd = 2, retransmissions shortened for the test)."""
+    from test_secrets import Scanner, process_memory
+    why = swan.ensure_installed()
+    if why:
+        pytest.skip(f"strongSwan interop: {why}")
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_MS", "200")
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_TRIES", "3")
+    with swan.SwanLab("aes128gcm16") as sl:
+        pe = sl.ns_pe
+        for dev in ("pe-in", "pe-out"):
+            sl.ip(pe, "addr", "flush", "dev", dev)
+        sl.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
+        psk = os.path.join(sl.workdir, "swan.psk")
+        fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(swan.PSK)
+        path = os.path.join(sl.workdir, "peer.conf")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        tunnel = IKE_TUNNEL.format(out=swan.PEER_OUT, swan_out=swan.SWAN_OUT,
+                                   peer_net=swan.PEER_NET, swan_net=swan.SWAN_NET,
+                                   cipher="aes128-gcm", psk=psk)
+        with os.fdopen(fd, "w") as f:
+            f.write(PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT) +
+                    tunnel.replace("start = no", "start = yes\ndpd = 2"))
+        sl.swan.start()
+        sl.gw = lab.Gateway("gw-peer", path,
+                            ["net_af_packet0,iface=pe-in",
+                             "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
+                            sl.workdir, ["-l", "0-1", "--main-lcore", "0"], pe)
+        sl.gw.start()
+
+        def up():
+            sas = sl.gw.ctl("show", "ike")["sas"]
+            return sas and sas[0]["state"] == "established" and sas[0]["child"]
+        lab.wait_for(up, 20, "dpvpnd's IKE SA with charon")
+        st = sl.gw.ctl("show", "ike")["sas"][0]
+        assert st["role"] == "initiator" and st["udp_encap"], st
+        for side in ("s", "d"):
+            sl.ping(side, count=2)
+            r = sl.ping(side, count=3)
+            assert " 0% packet loss" in r.stdout, r.stdout
+        rates = []
+        for side in ("s", "d"):
+            rep = sl.iperf(side, seconds=2)
+            rates.append(rep["end"]["sum_received"]["bits_per_second"] / 1e6)
+        child = swan.parse_child(sl.swan.log_text())
+        keys = [(" ".join(k), v) for k, v in child["keys"].items() if v]
+        assert len(keys) == 2, child["keys"].keys()         # GCM: one key each way
+        s = Scanner()
+        s.add("dpvpnd log", sl.gw.dpvpnd.output())
+        for what in ("sa", "ike", "counters"):
+            s.add(f"show {what}", json.dumps(sl.gw.ctl("show", what)))
+        state = sl.gw.config + ".state"
+        if os.path.exists(state):
+            s.add_file("state file", state)
+        for name, data in process_memory(sl.gw.dpvpnd.p.pid):
+            s.add(f"dpvpnd {name}", data, unescape=False)
+        assert s.scan(keys) == []
+        assert s.scan(keys, memory=True) == []
+        print(f"test_ike_swan: dpvpnd initiated; iperf3 S->D {rates[0]:.0f}, D->S "
+              f"{rates[1]:.0f} Mbit/s (charon's userspace ESP); no child key in dpvpnd")
+        sl.swan.kill()
+        t0 = time.monotonic()
+        lab.wait_for(lambda: not any(s["name"] == "to-swan"
+                                     for s in sl.gw.ctl("show", "sa")["sas"]), 20,
+                     "dpvpnd finding charon gone")
+        assert "IKE SA ended" in sl.gw.dpvpnd.output()
+        print(f"test_ike_swan: charon killed; dpvpnd removed the SAs {time.monotonic() - t0:.1f} s"
+              f" later (dpd 2 s, 3 tries from 200 ms)")
