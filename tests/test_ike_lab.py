@@ -242,3 +242,33 @@ for i in range(20):             # garbage: on 500, and on 4500 behind the marker
                       UDP(sport=dport, dport=dport) / Raw(pre + os.urandom(20 + i * 7)))
 sendp(frames, iface="gwa-out", inter=0.005)    # within B's --ike-rate
 """
+
+
+def test_iperf3_both_ways_then_peer_vanishes(pskdir, monkeypatch):
+    """iperf3 B -> A as well (A -> B: above); then B's dpvpnd is killed with
+    SIGKILL (no Delete; its dataplane keeps forwarding, but nobody answers
+    IKE there any more): A's liveness check (dpd = 2, retransmissions
+    shortened) finds the peer gone and removes the tunnel's SAs."""
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_MS", "200")
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_TRIES", "3")
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = yes\ndpd = 2\n", "b": "start = no\n"}) as net:
+        wait_up(net)
+        net.ping(count=2)
+        srv = net.bg("iperf3-server", net.ns_b, "iperf3", "-s", "-1", "-B", "198.18.2.2")
+        lab.wait_for(lambda: ":5201" in net.ns(net.ns_b, "ss", "-ltn", check=False).stdout, 10,
+                     "iperf3 server")
+        r = net.ns(net.ns_a, "iperf3", "-c", "198.18.2.2", "-R", "-t", "3", "-J",
+                   check=False, timeout=40)
+        srv.stop()
+        rep = json.loads(r.stdout)
+        mbit = rep["end"]["sum_received"]["bits_per_second"] / 1e6
+        assert mbit > 10, rep["end"]
+        net.b.dpvpnd.kill9()
+        t0 = time.monotonic()
+        lab.wait_for(lambda: not installed(net.a, "to-b"), 20, "A finding B gone")
+        print(f"test_ike_lab: iperf3 B -> A {mbit:.0f} Mbit/s; B's dpvpnd killed, A removed "
+              f"the SAs {time.monotonic() - t0:.1f} s later")
+        assert "IKE SA ended" in net.a.dpvpnd.output()
+        d = net.a.ctl("show", "counters")["drops"]
+        assert d["bad-icv"] == 0 and d["replay"] == 0, d
