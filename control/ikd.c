@@ -22,6 +22,7 @@
 #define IKD_RETRANS_TRIES	6
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
+#define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
 
@@ -443,6 +444,10 @@ int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *d
 		goto out;
 	}
 	memcpy(k.ports, cfg.ports, cfg.n_ports * sizeof(*k.ports));
+	/* above this many half-open responder SAs, IKE_SA_INIT needs a cookie (2.6) */
+	ike_set_cookie_threshold(k.ctx, getenv("DPVPND_IKE_COOKIE_THRESHOLD") ?
+			(unsigned)strtoul(getenv("DPVPND_IKE_COOKIE_THRESHOLD"), NULL, 10) :
+			IKD_COOKIE_THRESHOLD);
 	k.n_ports = cfg.n_ports;
 	if (add_conns(&cfg) || open_channel(dp_socket))
 		goto out;

@@ -272,3 +272,59 @@ def test_iperf3_both_ways_then_peer_vanishes(pskdir, monkeypatch):
         assert "IKE SA ended" in net.a.dpvpnd.output()
         d = net.a.ctl("show", "counters")["drops"]
         assert d["bad-icv"] == 0 and d["replay"] == 0, d
+
+
+FLOOD_INIT = r"""
+import os, sys
+sys.path.insert(0, sys.argv[4])
+from cryptography.hazmat.primitives.asymmetric import ec
+from scapy.all import Ether, IP, UDP, sendp, conf
+from scapy.contrib.ikev2 import (IKEv2, IKEv2_payload_KE, IKEv2_payload_Nonce,
+                                 IKEv2_payload_Proposal, IKEv2_payload_SA)
+import make_ike_msg_vectors as v
+conf.verb = 0
+mac_b, mac_a, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+frames = []
+for _ in range(n):              # IKE_SA_INIT as A would send it, new SPIs each time
+    pub = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+    ke = pub.x.to_bytes(32, "big") + pub.y.to_bytes(32, "big")
+    prop = IKEv2_payload_Proposal(next_payload=0, proposal=1, proto=1, trans_nb=3,
+                                  trans=v.chain(v.tr(1, 20, 3, 128), v.tr(2, 5, 3),
+                                                v.tr(4, 19, 0)))
+    ike = (IKEv2(init_SPI=os.urandom(8), resp_SPI=bytes(8), next_payload=33, exch_type=34,
+                 flags="Initiator", id=0) /
+           IKEv2_payload_SA(next_payload=34, prop=prop) /
+           IKEv2_payload_KE(next_payload=40, group=19, load=ke) /
+           IKEv2_payload_Nonce(next_payload=0, load=os.urandom(32)))
+    frames.append(Ether(dst=mac_b, src=mac_a) / IP(src="198.19.0.1", dst="198.19.0.2") /
+                  UDP(sport=500, dport=500) / ike)
+sendp(frames, iface="gwa-out", inter=0.005)
+"""
+
+
+def test_cookies_under_an_ike_sa_init_flood(pskdir, monkeypatch):
+    """RFC 7296 2.6 at work: 40 well-formed IKE_SA_INIT requests (valid ECP-256
+    keys, new SPIs) from A's address flood B; with DPVPND_IKE_COOKIE_THRESHOLD
+    = 8, B keeps 8 half-open SAs and answers the rest with a COOKIE; then A's
+    dpvpnd initiates for real, gets a COOKIE, returns it and the tunnel comes up."""
+    monkeypatch.setenv("DPVPND_IKE_COOKIE_THRESHOLD", "8")
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = no\n", "b": "start = no\n"}) as net:
+        mac_a = net.ns(net.ns_gw, "cat", "/sys/class/net/gwa-out/address").stdout.strip()
+        mac_b = net.ns(net.ns_gw, "cat", "/sys/class/net/gwb-out/address").stdout.strip()
+        testdata = os.path.join(lab.ROOT, "control", "testdata")
+        net.ns(net.ns_gw, sys.executable, "-c", FLOOD_INIT, mac_b, mac_a, "40", testdata,
+               timeout=120)
+        time.sleep(1)
+        b = ike(net.b)
+        half = [s for s in b["sas"] if s["state"] == "half-open"]
+        print(f"test_ike_lab: 40 IKE_SA_INIT at B: {len(half)} half-open, "
+              f"{b['stats']['rejected']['cookie']} answered with a COOKIE")
+        assert len(half) == 8, b["sas"]
+        assert b["stats"]["rejected"]["cookie"] == 32, b["stats"]
+        assert "initiating" in net.a.ctl_text("initiate", "to-b")
+        wait_up(net)
+        assert ike(net.b)["stats"]["rejected"]["cookie"] == 33   # A's first try, then its cookie
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
