@@ -30,8 +30,8 @@
  *   {"cmd":"reload"}                     re-read the config, apply what changed
  *   {"cmd":"clear"}                      counters shown from now on start at 0
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
- *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey","name":NAME}   a keying = ike
- *                                        tunnel's IKE SA, or a rekey of its CHILD_SA
+ *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":NAME}   a
+ *                                        keying = ike tunnel's IKE SA; rekey: its CHILD_SA
  *   {"cmd":"trace","point":"inside-rx"|"pre-encrypt"|"decrypted"|"outside-tx",
  *    "count":1..100000,"file":ABSOLUTE-PATH}   a new pcapng file; "point":"off" stops
  * Any other member is an error, as are a missing or unknown "cmd" or "what".
@@ -89,7 +89,8 @@
  *                      "spi_r":HEX16,"local":"IP:PORT","remote":"IP:PORT","encr_bits":N,
  *                      "dh":N,"nat_local":BOOL,"nat_remote":BOOL,
  *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
- *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL}, ...],
+ *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
+ *                      "ike_rekeys":N}, ...],   (state also "rekeyed": replaced)
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
  *                       "half_open_expired":N,"rejected":{"malformed":N, ...}},
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}

@@ -495,7 +495,7 @@ static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return json_pack("{s:s}", "message", msg);
 }
 
-/* {"cmd":"ike","op":"initiate"|"terminate"|"rekey","name":TUNNEL} (root). */
+/* {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":TUNNEL} (root). */
 static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	static const char *const members[] = { "cmd", "op", "name", NULL };
@@ -505,10 +505,15 @@ static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_le
 
 	if (only_members(req, members, err, err_len))
 		return NULL;
-	if (name == NULL || op == NULL || (strcmp(op, "initiate") && strcmp(op, "terminate") &&
-					   strcmp(op, "rekey"))) {
-		snprintf(err, err_len, "expected \"op\": initiate, terminate or rekey and \"name\": "
-			 "a tunnel");
+	static const char *const ops[] = { "terminate", "initiate", "rekey", "rekey-ike" };
+	int k = -1;
+
+	for (int i = 0; op != NULL && i < 4; i++)
+		if (!strcmp(op, ops[i]))
+			k = i;
+	if (name == NULL || k < 0) {
+		snprintf(err, err_len, "expected \"op\": initiate, terminate, rekey or rekey-ike "
+			 "and \"name\": a tunnel");
 		return NULL;
 	}
 	if (!ctx->peer_privileged) {
@@ -517,8 +522,7 @@ static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_le
 		return NULL;
 	}
 	if (ctx->ike_command == NULL ||
-	    ctx->ike_command(name, !strcmp(op, "initiate") ? 1 : !strcmp(op, "rekey") ? 2 : 0, msg,
-			     sizeof(msg)) != 0) {
+	    ctx->ike_command(name, k, msg, sizeof(msg)) != 0) {
 		snprintf(err, err_len, "%s", ctx->ike_command ? msg : "no IKE in this dpvpnd");
 		return NULL;
 	}

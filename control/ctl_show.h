@@ -24,7 +24,7 @@ struct ctl_ctx {
 	int (*reload)(char *msg, size_t len);
 	/* tunnel NAME up|down: leave it out of what is installed, or back in */
 	int (*tunnel_state)(const char *name, int up, char *msg, size_t len);
-	/* IKE (ikd.h): show ike; NAME terminate (0), initiate (1), rekey (2); NULL: none */
+	/* IKE (ikd.h): show ike; NAME terminate (0), initiate (1), rekey (2), rekey-ike (3) */
 	json_t *(*show_ike)(char *err, size_t err_len);
 	int (*ike_command)(const char *name, int op, char *msg, size_t len);
 };

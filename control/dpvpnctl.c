@@ -405,8 +405,8 @@ static void usage(FILE *out)
 		"  status\n"
 		"  show sa | ports | counters | policies | routes | neighbours | lcores | trace\n"
 		"       | ike\n"
-		"  initiate NAME | terminate NAME | rekey NAME   a keying = ike tunnel's IKE SA:\n"
-		"              start it, end it, or rekey its CHILD_SA (root)\n"
+		"  initiate NAME | terminate NAME | rekey NAME | rekey-ike NAME   a keying = ike\n"
+		"              tunnel's IKE SA: start it, end it, rekey its CHILD_SA or itself (root)\n"
 		"  route add DST PORT [VIA] | route del DST          (root)\n"
 		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
 		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
@@ -650,7 +650,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind == 2 && (!strcmp(argv[optind], "initiate") ||
 				   !strcmp(argv[optind], "terminate") ||
-				   !strcmp(argv[optind], "rekey")))
+				   !strcmp(argv[optind], "rekey") ||
+				   !strcmp(argv[optind], "rekey-ike")))
 		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ike", "op",
 						   argv[optind], "name", argv[optind + 1]));
 	if (argc - optind == 3 && !strcmp(argv[optind], "tunnel") &&

@@ -23,6 +23,7 @@
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
+#define IKD_IKE_REKEY_MS	(4u * 3600 * 1000)	/* IKE SA lifetime, as strongSwan's */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
 
@@ -180,6 +181,9 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
+	c->ike_rekey_ms = IKD_IKE_REKEY_MS;
+	if (getenv("DPVPND_IKE_REKEY_MS") != NULL)
+		c->ike_rekey_ms = (uint32_t)strtoul(getenv("DPVPND_IKE_REKEY_MS"), NULL, 10);
 	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */
 		c->rekey_grace_ms = (uint32_t)strtoul(getenv("DPVPND_REKEY_GRACE_MS"), NULL, 10);
 	return 0;
@@ -622,6 +626,8 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_integer((json_int_t)st->child_rekeys));
 	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "udp_encap",
 			    json_boolean(st->udp_encap));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "ike_rekeys",
+			    json_integer((json_int_t)st->ike_rekeys));
 }
 
 json_t *ikd_show(char *err, size_t err_len)
@@ -652,7 +658,8 @@ json_t *ikd_show(char *err, size_t err_len)
 
 int ikd_command(const char *name, int op, char *msg, size_t len)
 {
-	static const char *const done[] = { "terminating", "initiating", "rekeying" };
+	static const char *const done[] = { "terminating", "initiating", "rekeying",
+					    "rekeying the IKE SA" };
 	uint64_t now = now_ms();
 	int rc;
 
@@ -661,14 +668,15 @@ int ikd_command(const char *name, int op, char *msg, size_t len)
 		return -1;
 	}
 	rc = op == IKD_INITIATE ? ike_initiate(k.ctx, name, now) :
-	     op == IKD_REKEY ? ike_child_rekey(k.ctx, name, now) : ike_terminate(k.ctx, name, now);
+	     op == IKD_REKEY ? ike_child_rekey(k.ctx, name, now) :
+	     op == IKD_REKEY_IKE ? ike_sa_rekey(k.ctx, name, now) : ike_terminate(k.ctx, name, now);
 	if (rc != 0) {
 		snprintf(msg, len, "tunnel %s: %s", name, rc == -EALREADY ? "already negotiating or up"
 			 : rc == -ENOENT ? "no IKE SA" : rc == -EBUSY ? "a rekey is under way"
 			 : strerror(-rc));
 		return -1;
 	}
-	if (op != IKD_REKEY) {
+	if (op == IKD_INITIATE || op == IKD_TERMINATE) {
 		find_conn(name)->held = op == IKD_TERMINATE;	/* on purpose: not again */
 		find_conn(name)->retry_at = 0;
 	}

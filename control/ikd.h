@@ -40,7 +40,7 @@ void ikd_close(void);
 /* A soft lifetime event of the dataplane: 1 if an IKE tunnel's (rekeyed). */
 int ikd_soft_lifetime(const char *name, uint32_t spi);
 /* Operator requests: show ike (a new object), initiate / terminate / rekey NAME. */
-enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY };
+enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY, IKD_REKEY_IKE };
 json_t *ikd_show(char *err, size_t err_len);
 int ikd_command(const char *name, int op, char *msg, size_t len);
 

@@ -42,11 +42,13 @@
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
 #define REKEY_GRACE_MS	2000	/* default: the old CHILD_SA outlives its rekey this long */
 #define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this */
+#define REKEYED_MS	30000	/* an IKE SA we replaced waits this long for the peer's Delete */
 
 enum req_kind {
 	REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE,
 	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
 	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
+	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
 };
 
 struct conn {
@@ -109,6 +111,16 @@ struct ike_sa {
 	bool want_rekey;		/* asked for while another request was out */
 	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t child_rekeys;
+	/*
+	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
+	 * key, until the answer; the generation for `show ike`.
+	 */
+	uint8_t irk_spi[IKE_SPI_LEN];
+	uint8_t irk_nonce[NONCE_LEN];
+	struct ike_dh *irk_dh;
+	bool want_ike_rekey;		/* asked for while another request was out */
+	uint64_t ike_rekey_retry_ms;	/* lifetime rekey: not before this */
+	uint64_t ike_rekeys;
 	bool nat_local, nat_remote;
 	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
 	uint64_t created_ms, last_rx_ms;
@@ -152,7 +164,7 @@ ike_state_name(enum ike_state s)
 	static const char *const names[] = {
 		[IKE_ST_INIT_SENT] = "init-sent", [IKE_ST_HALF_OPEN] = "half-open",
 		[IKE_ST_AUTH_SENT] = "auth-sent", [IKE_ST_ESTABLISHED] = "established",
-		[IKE_ST_DELETING] = "deleting",
+		[IKE_ST_DELETING] = "deleting", [IKE_ST_REKEYED] = "rekeyed",
 	};
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -818,6 +830,7 @@ sa_free(struct ike_sa *sa)
 {
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
+	ike_dh_free(sa->irk_dh);
 	free(sa->init_req);
 	free(sa->init_resp);
 	free(sa->req);
@@ -942,7 +955,8 @@ static struct ike_sa *
 sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 {
 	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
-		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN)
+		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN &&
+		    sa->state != IKE_ST_REKEYED)
 			return sa;
 	return NULL;
 }
@@ -1703,6 +1717,7 @@ child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char 
 static int info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind,
 		     uint64_t now);
 static int rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+static int ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 static int next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 
 static int
@@ -1763,7 +1778,8 @@ info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t n
 	if (kind == REQ_DEL_IKE) {
 		d.proto = IKE_PROTO_IKE;
 		ike_build_delete(&in, &d);
-		sa->state = IKE_ST_DELETING;
+		if (sa->state != IKE_ST_REKEYED)	/* that says more */
+			sa->state = IKE_ST_DELETING;
 	} else if (kind == REQ_DEL_CHILD || kind == REQ_DEL_OLD) {
 		put32(spi, kind == REQ_DEL_OLD ? sa->old.spi_in : sa->child.spi_in);
 		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
@@ -1798,6 +1814,10 @@ next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		sa->want_rekey = false;
 		if (sa->child.up && !sa->old.up)
 			return rekey_send(ctx, sa, now);
+	}
+	if (sa->want_ike_rekey) {
+		sa->want_ike_rekey = false;
+		return ike_rekey_send(ctx, sa, now);
 	}
 	return 0;
 }
@@ -1864,6 +1884,369 @@ info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		child_gone(ctx, sa);
 	if (del_old)
 		child_down(ctx, sa, &sa->old);
+	return rc;
+}
+
+/* ---- CREATE_CHILD_SA: rekeying the IKE SA (1.3.2, 2.18) ----------------- */
+
+/*
+ * What a rekey of the IKE SA agreed on.  The initiator of the rekeying
+ * exchange is the new SA's initiator, whichever side began the old one:
+ * its nonce and SPI come first in the keys (2.18) and it sets the I flag.
+ */
+struct ike_rekey {
+	bool initiator;
+	struct ike_prop_ike prop;
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+	const uint8_t *ni, *nr;
+	size_t ni_len, nr_len;
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t gir_len;
+};
+
+/* Our rekey's secrets go, answered or not. */
+static void
+irk_wipe(struct ike_sa *sa)
+{
+	ike_dh_free(sa->irk_dh);
+	sa->irk_dh = NULL;
+	explicit_bzero(sa->irk_spi, sizeof(sa->irk_spi));
+	explicit_bzero(sa->irk_nonce, sizeof(sa->irk_nonce));
+}
+
+/*
+ * The IKE SA that replaces old, with its keys from old's SK_d and the new
+ * g^ir; no CHILD_SA yet and unknown to the owner (sa_hand_over does both),
+ * so that a failure here ends it without a callback.  NULL on failure.
+ */
+static struct ike_sa *
+sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rekey *rk,
+	     uint64_t now)
+{
+	struct ike_sa *sa = sa_new(ctx, old->conn, rk->initiator, now);
+
+	if (sa == NULL)
+		return NULL;
+	sa->state = IKE_ST_ESTABLISHED;
+	sa->prop = rk->prop;
+	memcpy(sa->spi_i, rk->spi_i, IKE_SPI_LEN);
+	memcpy(sa->spi_r, rk->spi_r, IKE_SPI_LEN);
+	sa->local = old->local;
+	sa->remote = old->remote;
+	sa->nat_local = old->nat_local;
+	sa->nat_remote = old->nat_remote;
+	sa->encap = old->encap;
+	if (ike_derive_rekey_keys(PRF_ID, sa->prop.encr_bits / 8, true, old->keys.sk_d,
+				  old->keys.prf_len, rk->ni, rk->ni_len, rk->nr, rk->nr_len,
+				  rk->gir, rk->gir_len, sa->spi_i, sa->spi_r, &sa->keys) != 0) {
+		sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
+		return NULL;
+	}
+	return sa;
+}
+
+/*
+ * The CHILD_SAs (current and rekeyed) and what was asked for meanwhile move
+ * to sa as they are: the dataplane sees nothing.  old keeps its keys for
+ * its Delete only, and ends with no callback.
+ */
+static void
+sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_t now)
+{
+	sa->owner_knows = old->owner_knows;
+	sa->child = old->child;
+	sa->old = old->old;
+	sa->old_del_ms = old->old_del_ms;
+	sa->child_rekeys = old->child_rekeys;
+	sa->rekey_retry_ms = old->rekey_retry_ms;
+	sa->ike_rekeys = old->ike_rekeys + 1;
+	sa->want_rekey = old->want_rekey;
+	sa->want_del_child = old->want_del_child;
+	sa->want_del_ike = old->want_del_ike;
+	memcpy(sa->why, old->why, sizeof(sa->why));
+	memset(&old->child, 0, sizeof(old->child));
+	memset(&old->old, 0, sizeof(old->old));
+	old->old_del_ms = 0;
+	old->owner_knows = false;
+	old->want_rekey = old->want_del_child = old->want_del_ike = false;
+	old->state = IKE_ST_REKEYED;
+	old->created_ms = now;		/* REKEYED_MS: the wait for the peer's Delete */
+	snprintf(old->why, sizeof(old->why), "rekeyed");
+	logf_(ctx, sa, "IKE SA rekeyed (%s), generation %llu",
+	      sa->initiator ? "ours" : "the peer's", (unsigned long long)sa->ike_rekeys);
+}
+
+/* Our request (2.18): SA (our IKE proposal with the new SPIi), Ni, KEi of the group in use. */
+static int
+ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	uint8_t inner[MSG_MAX], out[MSG_MAX], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub), len;
+	struct ike_proposal prop;
+	struct ike_buf in;
+	struct ike_hdr h;
+	int rc;
+
+	if (sa->req_kind != REQ_NONE) {
+		sa->want_ike_rekey = true;	/* window of one */
+		return 0;
+	}
+	irk_wipe(sa);
+	rc = random_nonzero(sa->irk_spi, IKE_SPI_LEN);
+	if (rc == 0)
+		rc = ike_random(sa->irk_nonce, sizeof(sa->irk_nonce));
+	if (rc == 0)
+		rc = ike_dh_new(sa->prop.dh, &sa->irk_dh, pub, &publen);
+	if (rc != 0)
+		return irk_wipe(sa), rc;
+	ike_prop_build(&sa->prop, 1, &prop);
+	prop.spi_len = IKE_SPI_LEN;
+	memcpy(prop.spi, sa->irk_spi, IKE_SPI_LEN);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_sa(&in, &prop, 1);
+	ike_build_nonce(&in, sa->irk_nonce, sizeof(sa->irk_nonce));
+	ike_build_ke(&in, sa->prop.dh, pub, publen);
+	hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0)
+		rc = request_start(ctx, sa, REQ_IKE_REKEY, h.msg_id, out, len, now);
+	if (rc != 0)
+		irk_wipe(sa);
+	return rc;
+}
+
+/* The initiator of the IKE SA rekeys it this old (so both ends never race). */
+static bool
+ike_rekey_due(const struct ike_sa *sa, uint64_t now)
+{
+	uint32_t life = sa->conn->cfg.ike_rekey_ms;
+
+	return sa->initiator && life != 0 && !sa->want_ike_rekey &&
+	       now >= sa->created_ms + life && now >= sa->ike_rekey_retry_ms;
+}
+
+/* The answer to our rekey: our proposal with the new SPIr, Nr, KEr; into rk. */
+static int
+ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, char *err,
+		 size_t elen)
+{
+	const struct ike_pl *sp = find_pl(v, IKE_PL_SA), *no = find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = find_pl(v, IKE_PL_KE);
+	struct ike_proposal got, want;
+	struct ike_ke ke;
+	int rc;
+
+	if (sp == NULL || no == NULL || kp == NULL)
+		return snprintf(err, elen, "create_child_sa: no %s payload", sp == NULL ? "SA" :
+				no == NULL ? "Nonce" : "KE"), -EBADMSG;
+	rc = ike_sa_parse_answer(sp->body, sp->len, IKE_CREATE_CHILD_SA, &got, err, elen);
+	if (rc == 0)
+		rc = ike_nonce_parse(no->body, no->len, err, elen);
+	if (rc == 0)
+		rc = ike_ke_parse(kp->body, kp->len, &ke, err, elen);
+	if (rc != 0)
+		return rc;
+	ike_prop_build(&sa->prop, 1, &want);
+	if (got.num != 1 || !prop_same(&got, &want) || got.spi_len != IKE_SPI_LEN ||
+	    is_zero(got.spi, IKE_SPI_LEN) || ke.group != sa->prop.dh)
+		return snprintf(err, elen, "sa.proposal[1]: not our IKE proposal with an SPI, or "
+				"KE group %u", ke.group), -EBADMSG;
+	rk->gir_len = sizeof(rk->gir);
+	if (ike_dh_derive(sa->irk_dh, ke.data, ke.len, rk->gir, &rk->gir_len) != 0)
+		return snprintf(err, elen, "ke.data: %zu bytes, no shared secret", ke.len),
+		       -EBADMSG;
+	memcpy(rk->spi_r, got.spi, IKE_SPI_LEN);
+	rk->nr = no->body;
+	rk->nr_len = no->len;
+	return 0;
+}
+
+/*
+ * Made: the new IKE SA takes over, and our Delete of the old one goes out
+ * on the old one.  Refused: the old one goes on, a lifetime rekey is tried
+ * again later.  An answer we cannot use leaves the peer with a new IKE SA
+ * we do not have: the old one is deleted, as for a CHILD_SA rekey.
+ */
+static int
+ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	struct ike_rekey rk = { .initiator = true, .prop = sa->prop, .ni = sa->irk_nonce,
+				.ni_len = sizeof(sa->irk_nonce) };
+	uint16_t nerr = error_notify(v);
+	struct ike_sa *nsa = NULL;
+	char err[ERR_LEN];
+	int rc;
+
+	request_done(sa);
+	if (nerr != 0) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		logf_(ctx, sa, "IKE SA rekey refused: %s (%u)", notify_name(nerr), nerr);
+		sa->ike_rekey_retry_ms = now + REKEY_RETRY_MS;
+		irk_wipe(sa);
+		return next_request(ctx, sa, now);
+	}
+	memcpy(rk.spi_i, sa->irk_spi, IKE_SPI_LEN);
+	rc = ike_rekey_answer(sa, v, &rk, err, sizeof(err));
+	if (rc != 0)
+		reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+	else if ((nsa = sa_successor(ctx, sa, &rk, now)) == NULL)
+		rc = -ENOMEM;
+	explicit_bzero(&rk, sizeof(rk));
+	irk_wipe(sa);
+	if (rc != 0) {
+		snprintf(sa->why, sizeof(sa->why), "IKE SA rekey answer refused");
+		return info_send(ctx, sa, REQ_DEL_IKE, now);
+	}
+	sa_hand_over(ctx, sa, nsa, now);
+	info_send(ctx, sa, REQ_DEL_IKE, now);
+	return next_request(ctx, nsa, now);
+}
+
+/*
+ * Whether the peer may rekey the IKE SA now: not across a request of ours
+ * (a crossing IKE SA rekey, 2.8.2, which is not resolved here; a CHILD_SA
+ * rekey; anything that would be left hanging on the old SA).
+ */
+static uint16_t
+ike_rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE && !sa->want_del_ike)
+		return 0;
+	logf_(ctx, sa, "IKE SA rekey refused: %s", sa->req_kind == REQ_IKE_REKEY ?
+	      "ours crosses it" : "a request of ours is under way");
+	return IKE_N_TEMPORARY_FAILURE;
+}
+
+/* The peer's SA, Ni and KEi: our choice into ip and its SPIi into rk; 0 or the error. */
+static uint16_t
+ike_rekey_parse(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		struct init_pl *ip, struct ike_rekey *rk)
+{
+	const struct ike_pl *sp = find_pl(v, IKE_PL_SA), *no = find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = find_pl(v, IKE_PL_KE);
+	const struct ike_proposal *p = NULL;
+	char err[ERR_LEN];
+	int rc = -EBADMSG;
+
+	snprintf(err, sizeof(err), "create_child_sa: no %s payload (IKE SA rekey)",
+		 sp == NULL ? "SA" : no == NULL ? "Nonce" : "KE");
+	if (sp != NULL && no != NULL && kp != NULL)
+		rc = ike_sa_parse(sp->body, sp->len, IKE_CREATE_CHILD_SA, ip->props, MAX_PROPS,
+				  &ip->n_props, err, sizeof(err));
+	if (rc == 0)
+		rc = ike_nonce_parse(no->body, no->len, err, sizeof(err));
+	if (rc == 0)
+		rc = ike_ke_parse(kp->body, kp->len, &ip->ke, err, sizeof(err));
+	if (rc != 0)
+		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+	rk->ni = no->body;
+	rk->ni_len = no->len;
+	if (pick_ike(&sa->conn->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen,
+		     &ip->num) != 0)
+		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	for (unsigned i = 0; i < ip->n_props && p == NULL; i++)
+		if (ip->props[i].num == ip->num && ip->props[i].proto == IKE_PROTO_IKE)
+			p = &ip->props[i];
+	if (p == NULL || p->spi_len != IKE_SPI_LEN || is_zero(p->spi, IKE_SPI_LEN))
+		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, "sa.proposal.spi: not 8 bytes, or "
+			      "zero"), IKE_N_INVALID_SYNTAX;
+	memcpy(rk->spi_i, p->spi, IKE_SPI_LEN);
+	if (ip->ke.group != ip->chosen.dh)
+		return reject(ctx, sa, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one"),
+		       IKE_N_INVALID_KE_PAYLOAD;
+	return 0;
+}
+
+/*
+ * Responder of an IKE SA rekey: the new SA (*out, handed over once the
+ * answer is out) and our SA, Nr and KEr into in; 0, or the error Notify.
+ */
+static uint16_t
+ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		 struct ike_buf *in, struct init_pl *ip, uint64_t now, struct ike_sa **out)
+{
+	struct ike_rekey rk = { .initiator = false };
+	uint8_t pub[IKE_DH_MAX_PUB], nr[NONCE_LEN];
+	size_t publen = sizeof(pub);
+	struct ike_proposal resp;
+	struct ike_dh *dh = NULL;
+	uint16_t nerr = ike_rekey_admit(ctx, sa);
+
+	if (nerr == 0)
+		nerr = ike_rekey_parse(ctx, sa, v, ip, &rk);
+	if (nerr == 0 && (random_nonzero(rk.spi_r, IKE_SPI_LEN) != 0 ||
+			  ike_random(nr, sizeof(nr)) != 0 ||
+			  ike_dh_new(ip->chosen.dh, &dh, pub, &publen) != 0))
+		nerr = IKE_N_TEMPORARY_FAILURE;
+	rk.gir_len = sizeof(rk.gir);
+	if (nerr == 0 && ike_dh_derive(dh, ip->ke.data, ip->ke.len, rk.gir, &rk.gir_len) != 0) {
+		reject(ctx, sa, IKE_REJ_MALFORMED, 0, "ke.data: not a public value of the group");
+		nerr = IKE_N_INVALID_SYNTAX;
+	}
+	if (nerr == 0) {
+		rk.prop = ip->chosen;
+		rk.nr = nr;
+		rk.nr_len = sizeof(nr);
+		*out = sa_successor(ctx, sa, &rk, now);
+		nerr = *out == NULL ? IKE_N_TEMPORARY_FAILURE : 0;
+	}
+	if (nerr == 0) {
+		ike_prop_build(&ip->chosen, ip->num, &resp);
+		resp.spi_len = IKE_SPI_LEN;
+		memcpy(resp.spi, rk.spi_r, IKE_SPI_LEN);
+		ike_build_sa(in, &resp, 1);
+		ike_build_nonce(in, nr, sizeof(nr));
+		ike_build_ke(in, ip->chosen.dh, pub, publen);
+	}
+	ike_dh_free(dh);
+	explicit_bzero(&rk, sizeof(rk));
+	explicit_bzero(nr, sizeof(nr));
+	return nerr;
+}
+
+/* A CREATE_CHILD_SA without REKEY_SA or selectors: the peer rekeys the IKE SA. */
+static bool
+is_ike_rekey(const struct view *v)
+{
+	struct ike_notify nt;
+	unsigned from = 0;
+
+	return find_pl(v, IKE_PL_TSI) == NULL && find_pl(v, IKE_PL_TSR) == NULL &&
+	       !find_notify(v, IKE_N_REKEY_SA, &from, &nt);
+}
+
+static int
+ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		  const struct view *v, uint64_t now)
+{
+	uint8_t inner[MSG_MAX], g[2];
+	struct ike_sa *nsa = NULL;
+	struct init_pl ip;
+	struct ike_buf in;
+	uint16_t nerr;
+	int rc;
+
+	ike_buf_init(&in, inner, sizeof(inner));
+	nerr = ike_rekey_accept(ctx, sa, v, &in, &ip, now, &nsa);
+	if (nerr != 0) {
+		bool ke = nerr == IKE_N_INVALID_KE_PAYLOAD;
+
+		/* INVALID_KE_PAYLOAD names the group we want (1.3.2). */
+		if (ke) {
+			g[0] = (uint8_t)(ip.chosen.dh >> 8);
+			g[1] = (uint8_t)ip.chosen.dh;
+		}
+		ike_buf_init(&in, inner, sizeof(inner));
+		put_notify(&in, nerr, ke ? g : NULL, ke ? sizeof(g) : 0);
+	}
+	rc = respond(ctx, sa, h, &in);
+	explicit_bzero(inner, sizeof(inner));
+	if (nsa != NULL && rc != 0)
+		sa_end(ctx, nsa, "IKE SA rekey: cannot answer");
+	else if (nsa != NULL)
+		sa_hand_over(ctx, sa, nsa, now);
 	return rc;
 }
 
@@ -2003,12 +2386,14 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 		return reject(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
 			      "CHILD_SA"), IKE_N_CHILD_SA_NOT_FOUND;
 	/*
-	 * A rekey of ours in flight (a simultaneous rekey, 2.8.1, which is not
-	 * resolved here: both are refused and tried again), or the previous
+	 * A rekey of ours in flight, of the CHILD_SA (a simultaneous rekey,
+	 * 2.8.1, which is not resolved here: both are refused and tried again)
+	 * or of the IKE SA (it would move the CHILD_SA under us), or the previous
 	 * rekey's old CHILD_SA not deleted yet.
 	 */
 	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind == REQ_REKEY ||
-	    sa->req_kind == REQ_DEL_CHILD || sa->want_del_child || sa->want_del_ike ||
+	    sa->req_kind == REQ_IKE_REKEY || sa->req_kind == REQ_DEL_CHILD ||
+	    sa->want_del_child || sa->want_del_ike ||
 	    sa->old.up) {
 		logf_(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
 		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
@@ -2077,6 +2462,8 @@ rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	uint16_t nerr;
 	int rc;
 
+	if (is_ike_rekey(v))
+		return ike_rekey_request(ctx, sa, h, v, now);
 	ike_buf_init(&in, inner, sizeof(inner));
 	nerr = rekey_accept(ctx, sa, v, &in, now);
 	if (nerr != 0) {
@@ -2132,7 +2519,7 @@ static uint8_t
 req_exchange(enum req_kind k)
 {
 	return k == REQ_INIT ? IKE_SA_INIT : k == REQ_AUTH ? IKE_AUTH :
-	       k == REQ_REKEY ? IKE_CREATE_CHILD_SA : IKE_INFORMATIONAL;
+	       k == REQ_REKEY || k == REQ_IKE_REKEY ? IKE_CREATE_CHILD_SA : IKE_INFORMATIONAL;
 }
 
 static int
@@ -2164,6 +2551,8 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 			rc = auth_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_REKEY)
 			rc = rekey_response(ctx, sa, &v, now);
+		else if (sa->req_kind == REQ_IKE_REKEY)
+			rc = ike_rekey_response(ctx, sa, &v, now);
 		else
 			rc = info_response(ctx, sa, now);
 	}
@@ -2180,6 +2569,9 @@ request_allowed(const struct ike_sa *sa, uint8_t exchange)
 	case IKE_AUTH:
 		return sa->state == IKE_ST_HALF_OPEN;
 	case IKE_INFORMATIONAL:
+		/* A replaced IKE SA still hears its Delete (and a liveness check). */
+		return sa->state == IKE_ST_ESTABLISHED || sa->state == IKE_ST_DELETING ||
+		       sa->state == IKE_ST_REKEYED;
 	case IKE_CREATE_CHILD_SA:
 		return sa->state == IKE_ST_ESTABLISHED || sa->state == IKE_ST_DELETING;
 	default:
@@ -2294,7 +2686,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		[REQ_INIT] = "IKE_SA_INIT", [REQ_AUTH] = "IKE_AUTH",
 		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
 		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
-		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete",
+		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete", [REQ_IKE_REKEY] = "IKE SA rekey",
 	};
 	char why[WHY_LEN];
 
@@ -2334,6 +2726,8 @@ request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		return false;
 	if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
 		info_send(ctx, sa, REQ_DEL_OLD, now);
+	else if (ike_rekey_due(sa, now))
+		ike_rekey_send(ctx, sa, now);
 	else if (rekey_due(sa, now))
 		rekey_send(ctx, sa, now);
 	else if (dpd != 0 && now >= sa->last_rx_ms + dpd)
@@ -2354,6 +2748,10 @@ ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
 		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
 			ctx->stats.half_open_expired++;
 			sa_end(ctx, sa, "half-open SA expired");
+		} else if (sa->state == IKE_ST_REKEYED && sa->req_kind == REQ_NONE &&
+			   now_ms >= sa->created_ms + REKEYED_MS) {
+			/* The peer's Delete of the SA it replaced never came. */
+			sa_end(ctx, sa, "replaced by a rekey");
 		} else if (!request_due(ctx, sa, now_ms)) {
 			retransmit(ctx, sa, now_ms);
 		}
@@ -2389,9 +2787,24 @@ ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
 		return -ENOENT;
-	if (sa->old.up || sa->req_kind == REQ_REKEY || sa->want_rekey)
+	if (sa->old.up || sa->req_kind == REQ_REKEY || sa->want_rekey ||
+	    sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
 		return -EBUSY;
 	return rekey_send(ctx, sa, now_ms);
+}
+
+int
+ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+
+	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || sa->want_del_ike)
+		return -ENOENT;
+	if (sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey ||
+	    sa->req_kind == REQ_REKEY || sa->want_rekey)
+		return -EBUSY;
+	return ike_rekey_send(ctx, sa, now_ms);
 }
 
 int
@@ -2551,7 +2964,7 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.child_spi_out = sa->child.spi_out, .next_req_id = sa->next_req_id,
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
 			.retransmits = sa->retransmits, .udp_encap = sa->encap,
-			.child_rekeys = sa->child_rekeys,
+			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,
 		};
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);

@@ -18,7 +18,10 @@
  *                proposal selection, traffic selector narrowing (2.9)
  *   CREATE_CHILD_SA  rekey of the CHILD_SA (1.3.3, no PFS), make before
  *                break: the new one up on both sides, then the initiator of
- *                the rekey deletes the old one after a grace period
+ *                the rekey deletes the old one after a grace period; rekey
+ *                of the IKE SA (1.3.2, 2.18, new DH): the CHILD_SA moves to
+ *                the new IKE SA untouched, then the initiator of the rekey
+ *                deletes the old IKE SA
  *   INFORMATIONAL  Delete of the CHILD_SA and of the IKE SA, liveness checks
  * Message IDs follow 2.3 with a window of one: a retransmitted request gets
  * the cached response byte for byte, anything else out of order is dropped
@@ -100,6 +103,7 @@ struct ike_conn_cfg {
 	bool force_encap;
 	uint32_t child_rekey_ms;	/* initiator rekeys a CHILD_SA this old; 0: never */
 	uint32_t rekey_grace_ms;	/* old CHILD_SA kept after a rekey; 0: 2000 */
+	uint32_t ike_rekey_ms;		/* initiator rekeys the IKE SA this old; 0: never */
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
@@ -128,7 +132,8 @@ struct ike_child {
  * The owner's side.  child_up's keys are wiped when it returns: copy what
  * is needed.  ike_down is called once for every IKE SA that ends after
  * ike_initiate, or after the responder has seen an IKE_AUTH request;
- * a child that was up gets child_down first.
+ * a child that was up gets child_down first.  An IKE SA replaced by a
+ * rekey (ike_sa_rekey) is not one that ends: its successor carries on.
  */
 struct ike_ops {
 	void (*send)(void *opaque, const struct ike_addr *local, const struct ike_addr *remote,
@@ -178,6 +183,7 @@ enum ike_state {
 	IKE_ST_AUTH_SENT,	/* initiator: IKE_AUTH request out */
 	IKE_ST_ESTABLISHED,
 	IKE_ST_DELETING,	/* our Delete of the IKE SA is out */
+	IKE_ST_REKEYED,		/* replaced by a rekey: only its Delete is left */
 };
 
 /* What `show ike` prints about one IKE SA. */
@@ -196,6 +202,7 @@ struct ike_sa_status {
 	uint64_t rx, tx, retransmits;
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
 	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
+	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
 };
 
 struct ike_ctx;
@@ -232,12 +239,27 @@ int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 
 /*
+ * Rekey the IKE SA of name (CREATE_CHILD_SA with a new DH of the same group,
+ * 2.18).  The new IKE SA takes over the CHILD_SAs as they are (no child_up,
+ * no child_down: nothing changes in the dataplane), its message IDs start at
+ * 0, and the initiator of the rekey deletes the old IKE SA, which goes with
+ * no ike_down.  After the rekey, the side that asked for it is the new IKE
+ * SA's initiator (2.18).  0 (sent, or queued behind our request in flight),
+ * -ENOENT (no established IKE SA), -EBUSY (an IKE SA or CHILD_SA rekey under
+ * way or queued).  One IKE SA rekey or CHILD_SA rekey at a time: while ours
+ * is in flight, ike_child_rekey says -EBUSY, and the peer's CHILD_SA or IKE
+ * SA rekey is refused (TEMPORARY_FAILURE), as is the peer's IKE SA rekey
+ * while any request of ours is outstanding: try again later.
+ */
+int ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+
+/*
  * A datagram of the IKE channel, local and remote as the dataplane saw them.
  * 0 if it was used, else a negative errno; either way the counters tell.
  */
 int ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
 	      const uint8_t *msg, size_t len, uint64_t now_ms);
-/* Timers: retransmissions, liveness checks, half-open expiry, CHILD_SA rekeys. */
+/* Timers: retransmissions, liveness checks, half-open expiry, CHILD_SA and IKE SA rekeys. */
 void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
 
 /* Calls fn for each IKE SA, in no particular order; fn must not change ctx. */

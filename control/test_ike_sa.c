@@ -1364,6 +1364,499 @@ test_rekey_simultaneous(void **state)
 	assert_int_equal(I.downs + R.downs, 4);
 }
 
+/* ---- IKE SA rekey (2.18) ------------------------------------------------- */
+
+/* One IKE SA on each side, the same one, established, a's the initiator, child up. */
+static void
+assert_ike_pair(const struct side *a)
+{
+	struct walk wi = status(&I), wr = status(&R);
+
+	assert_int_equal(wi.n, 1);
+	assert_int_equal(wr.n, 1);
+	assert_int_equal(wi.st.state, IKE_ST_ESTABLISHED);
+	assert_int_equal(wr.st.state, IKE_ST_ESTABLISHED);
+	assert_true(wi.st.initiator == (a == &I) && wr.st.initiator == (a == &R));
+	assert_memory_equal(wi.st.spi_i, wr.st.spi_i, 8);
+	assert_memory_equal(wi.st.spi_r, wr.st.spi_r, 8);
+	assert_true(wi.st.child_up && wr.st.child_up);
+	assert_int_equal(wi.st.child_spi_in, wr.st.child_spi_out);
+	assert_int_equal(wi.st.ike_rekeys, wr.st.ike_rekeys);
+}
+
+/*
+ * An IKE SA rekey by a at now: new SPIs on both sides, the old SA gone from
+ * both, the CHILD_SA the same with no callback, message IDs from 0.
+ */
+static void
+ike_rekey_once(struct side *a, uint64_t now)
+{
+	struct side *b = a == &I ? &R : &I;
+	struct ike_sa_status oa = status(a).st;
+	unsigned ups = I.ups + R.ups, downs = I.downs + R.downs;
+	unsigned ike_downs = I.ike_downs + R.ike_downs;
+	struct ike_sa_status na, nb;
+
+	assert_int_equal(ike_sa_rekey(a->ctx, "t", now), 0);
+	assert_int_equal(ike_sa_rekey(a->ctx, "t", now), -EBUSY);
+	assert_int_equal(ike_child_rekey(a->ctx, "t", now), -EBUSY);
+	pump(now);
+	assert_ike_pair(a);
+	na = status(a).st;
+	nb = status(b).st;
+	assert_memory_not_equal(na.spi_i, oa.spi_i, 8);
+	assert_memory_not_equal(na.spi_r, oa.spi_r, 8);
+	assert_memory_not_equal(na.spi_i, oa.spi_r, 8);
+	assert_int_equal(na.ike_rekeys, oa.ike_rekeys + 1);
+	assert_int_equal(na.child_spi_in, oa.child_spi_in);
+	assert_int_equal(na.child_spi_out, oa.child_spi_out);
+	assert_int_equal(na.child_rekeys, oa.child_rekeys);
+	assert_true(na.next_req_id == 0 && na.peer_next_id == 0);
+	assert_true(nb.next_req_id == 0 && nb.peer_next_id == 0);
+	assert_int_equal(I.ups + R.ups, ups);
+	assert_int_equal(I.downs + R.downs, downs);
+	assert_int_equal(I.ike_downs + R.ike_downs, ike_downs);
+}
+
+/*
+ * From each side: the old SA's SPIs are unknown afterwards (a replayed
+ * liveness check of the old SA is dropped), and liveness checks, a CHILD_SA
+ * rekey and the Delete work over the new one.
+ */
+static void
+test_ike_rekey(void **state)
+{
+	(void)state;
+	for (unsigned who = 0; who < 2; who++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct side *a = who ? &R : &I, *b = who ? &I : &R;
+		struct pkt old_dpd;
+
+		ci.dpd_ms = 10000;
+		cr = mirror(&ci);
+		start(&ci, &cr);
+		bring_up(0);
+		ike_tick(I.ctx, 10000);
+		assert_int_equal(I.n, 1);
+		old_dpd = I.q[0];
+		pump(10000);
+		ike_rekey_once(a, 15000);
+		assert_int_equal(deliver(&R, &old_dpd, 15001), -ENOENT);
+		assert_int_equal(rej(&R, IKE_REJ_BAD_SPI), 1);
+		assert_int_equal(R.n, 0);
+		ike_tick(I.ctx, 25000);		/* a liveness check over the new SA */
+		assert_int_equal(I.n, 1);
+		pump(25000);
+		assert_ike_pair(a);
+		assert_int_equal(status(&I).st.next_req_id, 1);
+		assert_int_equal(status(&R).st.peer_next_id, 1);
+		rekey_once(b, 26000, 2000);
+		assert_ike_pair(a);
+		assert_int_equal(status(&I).st.child_rekeys, 1);
+		assert_int_equal(status(&R).st.ike_rekeys, 1);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 1);
+		assert_int_equal(ike_terminate(b->ctx, "t", 30000), 0);
+		pump(30000);
+		assert_int_equal(status(&I).n + status(&R).n, 0);
+		assert_int_equal(I.ike_downs + R.ike_downs, 2);
+		assert_string_equal(b->why, "deleted");
+		assert_int_equal(I.downs + R.downs, 4);
+		assert_int_equal(I.ups + R.ups, 4);
+		stop();
+	}
+}
+
+/* The rekey's response is lost: the retransmission gets the cached one, one new SA. */
+static void
+test_ike_rekey_lost_response(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_sa_status o;
+	struct pkt p;
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	o = status(&I).st;
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", 100), 0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, 100), 0);
+	assert_int_equal(status(&R).n, 2);	/* the new one, and the old one, rekeyed */
+	(void)pop(&R);
+	ike_tick(I.ctx, 599);
+	assert_int_equal(I.n, 0);
+	ike_tick(I.ctx, 600);
+	assert_int_equal(I.n, 1);
+	pump(600);
+	assert_ike_pair(&I);
+	assert_memory_not_equal(status(&I).st.spi_i, o.spi_i, 8);
+	assert_int_equal(status(&I).st.ike_rekeys, 1);
+	assert_int_equal(ike_get_stats(R.ctx)->resent_responses, 1);
+	assert_int_equal(ike_get_stats(I.ctx)->retransmits, 1);
+	assert_int_equal(I.ups + R.ups + I.downs + R.downs, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+	assert_int_equal(I.ike_downs + R.ike_downs, 2);
+}
+
+/* ike_rekey_ms: the IKE SA's initiator rekeys it when it is that old, and again. */
+static void
+test_ike_rekey_lifetime(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.ike_rekey_ms = 60000;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	for (unsigned k = 1; k <= 3; k++) {
+		uint64_t due = 60000 * k;
+
+		ike_tick(I.ctx, due - 1);
+		ike_tick(R.ctx, due - 1);
+		assert_int_equal(I.n + R.n, 0);
+		ike_tick(I.ctx, due);
+		ike_tick(R.ctx, due);
+		assert_int_equal(I.n, 1);
+		assert_int_equal(R.n, 0);
+		pump(due);
+		assert_ike_pair(&I);
+		assert_int_equal(status(&R).st.ike_rekeys, k);
+	}
+	assert_int_equal(I.ups + R.ups + I.downs + R.downs, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/*
+ * Crossing IKE SA rekeys: both refused (TEMPORARY_FAILURE), nothing changes,
+ * nothing leaks; so is an IKE SA rekey crossing a CHILD_SA rekey, either way.
+ */
+static void
+test_ike_rekey_crossing(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_sa_status o;
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	o = status(&I).st;
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", 100), 0);
+	assert_int_equal(ike_sa_rekey(R.ctx, "t", 100), 0);
+	pump(100);
+	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 1);
+	assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 1);
+	assert_established();
+	assert_memory_equal(status(&I).st.spi_i, o.spi_i, 8);
+	assert_int_equal(status(&I).st.ike_rekeys, 0);
+	for (unsigned k = 0; k < 2; k++) {
+		struct side *ike = k ? &R : &I, *child = k ? &I : &R;
+
+		assert_int_equal(ike_sa_rekey(ike->ctx, "t", 200), 0);
+		assert_int_equal(ike_child_rekey(child->ctx, "t", 200), 0);
+		assert_int_equal(ike_sa_rekey(child->ctx, "t", 200), -EBUSY);
+		pump(200);
+		assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 2 + k);
+		assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 2 + k);
+		assert_established();
+		assert_int_equal(status(&I).st.ike_rekeys + status(&R).st.child_rekeys, 0);
+	}
+	assert_int_equal(I.ups + R.ups, 2);
+	ike_rekey_once(&R, 300);
+	rekey_once(&I, 400, 2000);
+	assert_ike_pair(&R);
+	stop();
+	assert_int_equal(I.ike_downs + R.ike_downs, 2);
+}
+
+/* 50 IKE SA rekeys in a row from both sides, CHILD_SA rekeys between; ASan checks leaks. */
+static void
+test_ike_rekey_50(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	struct side *last = &I;
+	uint64_t now = 0;
+
+	(void)state;
+	ci.rekey_grace_ms = 500;
+	ci.force_encap = true;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(now);
+	for (unsigned k = 0; k < 50; k++) {
+		now += 1000;
+		last = k % 3 ? &I : &R;
+		ike_rekey_once(last, now);
+		if (k % 10 == 9) {
+			now += 1000;
+			rekey_once(k % 20 == 9 ? &I : &R, now, 500);
+		}
+	}
+	assert_ike_pair(last);
+	assert_int_equal(status(&I).st.ike_rekeys, 50);
+	assert_int_equal(status(&R).st.child_rekeys, 5);
+	assert_true(status(&I).st.udp_encap && status(&R).st.udp_encap);
+	assert_int_equal(I.ups + R.ups, 12);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	assert_int_equal(ike_get_stats(I.ctx)->retransmits, 0);
+	stop();
+	assert_int_equal(I.ike_downs + R.ike_downs, 2);
+	assert_int_equal(I.downs + R.downs, 12);
+}
+
+/*
+ * A peer made in the test from ike_msg and ike_crypto, which R answers as
+ * the initiator: it can put into the SK payload what ike_sa.c never would.
+ */
+struct tpeer {
+	uint8_t spi_i[8], spi_r[8], ni[32], nr[IKE_NONCE_MAX];
+	size_t nr_len;
+	struct ike_keys k;
+	uint8_t init_req[PKT_MAX];
+	size_t init_req_len;
+};
+
+static void
+t_ike_prop(struct ike_proposal *p, const uint8_t *spi)
+{
+	memset(p, 0, sizeof(*p));
+	p->num = 1;
+	p->proto = IKE_PROTO_IKE;
+	p->spi_len = spi ? 8 : 0;
+	if (spi)
+		memcpy(p->spi, spi, 8);
+	p->tr[0] = (struct ike_transform){ IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, 128 };
+	p->tr[1] = (struct ike_transform){ IKE_TR_PRF, IKE_PRF_HMAC_SHA2_256, IKE_KEY_LEN_NONE };
+	p->tr[2] = (struct ike_transform){ IKE_TR_DH, IKE_DH_ECP256, IKE_KEY_LEN_NONE };
+	p->n_tr = 3;
+}
+
+/* Header, then the SK payload around in under SK_ei; the IV is the message ID. */
+static size_t
+t_seal(const struct tpeer *t, uint8_t exchange, uint32_t id, const struct ike_buf *in,
+       uint8_t *out)
+{
+	struct ike_hdr h = { .exchange = exchange, .flags = IKE_F_INITIATOR, .msg_id = id };
+	uint8_t iv[IKE_GCM_IV_LEN] = { [7] = (uint8_t)id };
+	struct ike_buf b;
+	uint8_t *ct;
+	size_t sk;
+
+	memcpy(h.spi_i, t->spi_i, 8);
+	memcpy(h.spi_r, t->spi_r, 8);
+	ike_buf_init(&b, out, PKT_MAX);
+	ike_build_hdr(&b, &h);
+	sk = ike_sk_begin(&b, IKE_PL_SK, in->first);
+	ike_put_bytes(&b, iv, sizeof(iv));
+	ct = ike_reserve(&b, in->len + 1 + IKE_GCM_ICV_LEN);
+	ike_pl_end(&b, sk);
+	assert_int_equal(ike_finish(&b), 0);
+	memcpy(ct, in->p, in->len);
+	ct[in->len] = 0;
+	assert_int_equal(ike_aead_seal(t->k.sk_ei, t->k.enc_len, iv, out, sk + IKE_GEN_HDR_LEN,
+				       ct, in->len + 1, ct), 0);
+	return b.len;
+}
+
+/* R's answer, decrypted: the type of its first Notify, 0 if none. */
+static uint16_t
+t_answer(const struct tpeer *t)
+{
+	struct pkt p = pop(&R);
+	uint8_t plain[PKT_MAX];
+	struct ike_pl pl[16];
+	struct ike_notify nt;
+	struct ike_hdr h;
+	char err[128];
+	unsigned n;
+	size_t plen;
+
+	assert_int_equal(ike_hdr_parse(p.data, p.len, &h, err, sizeof(err)), 0);
+	assert_int_equal(ike_chain_parse(h.next, p.data + IKE_HDR_LEN, p.len - IKE_HDR_LEN, pl,
+					 16, &n, err, sizeof(err)), 0);
+	assert_int_equal(pl[n - 1].type, IKE_PL_SK);
+	assert_int_equal(ike_aead_open(t->k.sk_er, t->k.enc_len, pl[n - 1].body, p.data,
+				       (size_t)(pl[n - 1].body - p.data),
+				       pl[n - 1].body + IKE_GCM_IV_LEN,
+				       pl[n - 1].len - IKE_GCM_IV_LEN, plain), 0);
+	assert_int_equal(ike_sk_unpad(plain, pl[n - 1].len - IKE_GCM_IV_LEN - IKE_GCM_ICV_LEN,
+				      &plen), 0);
+	assert_int_equal(ike_chain_parse(pl[n - 1].inner_first, plain, plen, pl, 16, &n, err,
+					 sizeof(err)), 0);
+	for (unsigned i = 0; i < n; i++)
+		if (pl[i].type == IKE_PL_NOTIFY &&
+		    ike_notify_parse(pl[i].body, pl[i].len, &nt, err, sizeof(err)) == 0)
+			return nt.type;
+	return 0;
+}
+
+static void
+t_send(const uint8_t *m, size_t len, int want)
+{
+	struct ike_addr l = addr4("198.51.100.1"), r = addr4("192.0.2.1");
+
+	assert_int_equal(ike_input(R.ctx, &l, &r, m, len, 0), want);
+}
+
+/* IKE_SA_INIT with R: the keys of the new IKE SA into t. */
+static void
+t_init(struct tpeer *t)
+{
+	uint8_t pub[IKE_DH_MAX_PUB], gir[IKE_DH_MAX_SECRET];
+	size_t publen = sizeof(pub), glen = sizeof(gir);
+	struct ike_hdr h = { .exchange = IKE_SA_INIT, .flags = IKE_F_INITIATOR };
+	struct ike_proposal prop;
+	struct ike_pl pl[16];
+	struct ike_dh *dh;
+	struct ike_buf b;
+	struct ike_ke ke;
+	struct pkt p;
+	char err[128];
+	unsigned n;
+
+	assert_int_equal(ike_random(t->spi_i, 8), 0);
+	assert_int_equal(ike_random(t->ni, 32), 0);
+	t->spi_i[0] |= 1;		/* not zero */
+	assert_int_equal(ike_dh_new(IKE_DH_ECP256, &dh, pub, &publen), 0);
+	memcpy(h.spi_i, t->spi_i, 8);
+	t_ike_prop(&prop, NULL);
+	ike_buf_init(&b, t->init_req, sizeof(t->init_req));
+	ike_build_hdr(&b, &h);
+	ike_build_sa(&b, &prop, 1);
+	ike_build_ke(&b, IKE_DH_ECP256, pub, publen);
+	ike_build_nonce(&b, t->ni, sizeof(t->ni));
+	assert_int_equal(ike_finish(&b), 0);
+	t->init_req_len = b.len;
+	t_send(t->init_req, b.len, 0);
+	p = pop(&R);
+	assert_int_equal(ike_hdr_parse(p.data, p.len, &h, err, sizeof(err)), 0);
+	memcpy(t->spi_r, h.spi_r, 8);
+	assert_int_equal(ike_chain_parse(h.next, p.data + IKE_HDR_LEN, p.len - IKE_HDR_LEN, pl,
+					 16, &n, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < n; i++) {
+		if (pl[i].type == IKE_PL_KE)
+			assert_int_equal(ike_ke_parse(pl[i].body, pl[i].len, &ke, err,
+						      sizeof(err)), 0);
+		if (pl[i].type == IKE_PL_NONCE) {
+			memcpy(t->nr, pl[i].body, pl[i].len);
+			t->nr_len = pl[i].len;
+		}
+	}
+	assert_int_equal(ike_dh_derive(dh, ke.data, ke.len, gir, &glen), 0);
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, true, t->ni, 32, t->nr,
+					    t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
+	ike_dh_free(dh);
+}
+
+/* IKE_AUTH with R, as cfg_i() would: R's IKE SA and CHILD_SA up. */
+static void
+t_auth(struct tpeer *t)
+{
+	static const uint8_t idb[8] = { IKE_ID_IPV4_ADDR, 0, 0, 0, 192, 0, 2, 1 };
+	static const uint8_t spi[4] = { 1, 2, 3, 4 };
+	uint8_t mac[IKE_PRF_MAX_LEN], auth[IKE_PRF_MAX_LEN], inner[1024], out[PKT_MAX];
+	size_t mlen = sizeof(mac), alen = sizeof(auth);
+	struct ike_ts tsi = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 1 }, .end = { 10, 1, 255, 255 } };
+	struct ike_ts tsr = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 2 }, .end = { 10, 2, 255, 255 } };
+	struct ike_proposal esp = { .num = 1, .proto = IKE_PROTO_ESP, .spi_len = 4, .n_tr = 2 };
+	struct ike_iov v[3];
+	struct ike_buf in;
+
+	memcpy(esp.spi, spi, 4);
+	esp.tr[0] = (struct ike_transform){ IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, 128 };
+	esp.tr[1] = (struct ike_transform){ IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE };
+	assert_int_equal(ike_id_mac(IKE_PRF_HMAC_SHA2_256, t->k.sk_pi, t->k.prf_len, idb,
+				    sizeof(idb), mac, &mlen), 0);
+	v[0] = (struct ike_iov){ t->init_req, t->init_req_len };
+	v[1] = (struct ike_iov){ t->nr, t->nr_len };
+	v[2] = (struct ike_iov){ mac, mlen };
+	assert_int_equal(ike_psk_auth(IKE_PRF_HMAC_SHA2_256, (const uint8_t *)"0123456789abcdef",
+				      16, v, 3, auth, &alen), 0);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_id(&in, IKE_PL_IDI, &(struct ike_id){ .type = IKE_ID_IPV4_ADDR,
+							 .data = idb + 4, .len = 4 });
+	ike_build_auth(&in, &(struct ike_auth){ IKE_AUTH_SHARED_KEY_MIC, auth, alen });
+	ike_build_sa(&in, &esp, 1);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	t_send(out, t_seal(t, IKE_AUTH, 1, &in, out), 0);
+	assert_int_equal(t_answer(t), 0);
+	assert_int_equal(R.ups, 1);
+}
+
+/* An IKE SA rekey request with message ID id and the KE payload given. */
+static void
+t_ike_rekey(const struct tpeer *t, uint32_t id, uint16_t group, const uint8_t *ke,
+	    size_t ke_len, int want)
+{
+	static const uint8_t spi[8] = { 9, 9, 9, 9, 9, 9, 9, 9 };
+	uint8_t inner[1024], out[PKT_MAX], nonce[32];
+	struct ike_proposal prop;
+	struct ike_buf in;
+
+	memset(nonce, 0x5a, sizeof(nonce));
+	t_ike_prop(&prop, spi);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_sa(&in, &prop, 1);
+	ike_build_nonce(&in, nonce, sizeof(nonce));
+	ike_build_ke(&in, group, ke, ke_len);
+	t_send(out, t_seal(t, IKE_CREATE_CHILD_SA, id, &in, out), want);
+}
+
+/*
+ * Malformed KE payloads in an IKE SA rekey request (too short, a point off
+ * the curve, another group): refused and counted, the IKE SA unchanged;
+ * then a good one is taken.
+ */
+static void
+test_ike_rekey_bad_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	uint8_t bad[64], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub);
+	struct ike_dh *dh;
+	struct tpeer t;
+
+	(void)state;
+	start(&ci, &cr);
+	memset(&t, 0, sizeof(t));
+	t_init(&t);
+	t_auth(&t);
+	memset(bad, 0xff, sizeof(bad));
+	t_ike_rekey(&t, 2, IKE_DH_ECP256, bad, 10, 0);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	t_ike_rekey(&t, 3, IKE_DH_ECP256, bad, 64, 0);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	assert_int_equal(rej(&R, IKE_REJ_MALFORMED), 2);
+	t_ike_rekey(&t, 4, IKE_DH_CURVE25519, bad, 32, 0);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_KE_PAYLOAD);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(status(&R).n, 1);
+	assert_int_equal(status(&R).st.ike_rekeys, 0);
+	assert_int_equal(status(&R).st.peer_next_id, 5);
+	assert_int_equal(ike_dh_new(IKE_DH_ECP256, &dh, pub, &publen), 0);
+	t_ike_rekey(&t, 5, IKE_DH_ECP256, pub, publen, 0);
+	ike_dh_free(dh);
+	assert_int_equal(t_answer(&t), 0);
+	assert_int_equal(status(&R).n, 2);	/* the new one; the old one awaits its Delete */
+	assert_int_equal(R.ups + R.downs + R.ike_downs, 1);
+	/* No Delete of the old one comes: it goes after 30 s, with no callback. */
+	ike_tick(R.ctx, 29999);
+	assert_int_equal(status(&R).n, 2);
+	ike_tick(R.ctx, 30000);
+	assert_int_equal(status(&R).n, 1);
+	assert_int_equal(status(&R).st.ike_rekeys, 1);
+	assert_int_equal(R.n + R.downs + R.ike_downs, 0);
+	ike_keys_wipe(&t.k);
+	stop();
+	assert_int_equal(R.ike_downs, 1);
+	assert_int_equal(R.downs, 1);
+}
+
 static void
 test_conn_add_checks(void **state)
 {
@@ -1424,6 +1917,12 @@ main(void)
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
 		cmocka_unit_test(test_rekey_simultaneous),
+		cmocka_unit_test(test_ike_rekey),
+		cmocka_unit_test(test_ike_rekey_lost_response),
+		cmocka_unit_test(test_ike_rekey_lifetime),
+		cmocka_unit_test(test_ike_rekey_crossing),
+		cmocka_unit_test(test_ike_rekey_50),
+		cmocka_unit_test(test_ike_rekey_bad_ke),
 		cmocka_unit_test(test_conn_add_checks),
 	};
 

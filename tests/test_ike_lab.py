@@ -328,3 +328,36 @@ def test_cookies_under_an_ike_sa_init_flood(pskdir, monkeypatch):
         net.ping(count=1)
         r = net.ping(count=3)
         assert " 0% packet loss" in r.stdout, r.stdout
+
+
+def test_ike_sa_rekeys_keep_the_child(pskdir):
+    """IKE SA rekeys (RFC 7296 2.18), from A and then from B, under a ping
+    flood: new IKE SPIs, the CHILD_SA and its SPIs unchanged, nothing lost;
+    a CHILD_SA rekey works over the new IKE SA afterwards."""
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = yes\n", "b": "start = no\n"}) as net:
+        child, _ = wait_up(net)
+        net.ping(count=2)
+        flood = net.bg("ping-flood", net.ns_a, "ping", "-q", "-i", "0.01", "-w", "8",
+                       "198.18.2.2")
+        spis = set()
+        for gw, name in ((net.a, "to-b"), (net.b, "to-a"), (net.a, "to-b")):
+            est = [s for s in ike(gw)["sas"] if s["state"] == "established"][0]
+            spis.add(est["spi_i"] + est["spi_r"])
+            assert "rekeying the IKE SA" in gw.ctl_text("rekey-ike", name)
+            lab.wait_for(lambda: any(s["state"] == "established" and
+                                     s["ike_rekeys"] > est["ike_rekeys"]
+                                     for s in ike(net.a)["sas"]), 10, "IKE SA rekeyed")
+            lab.wait_for(lambda: len(ike(net.a)["sas"]) == 1 and len(ike(net.b)["sas"]) == 1,
+                         10, "the old IKE SA deleted on both ends")
+        now = ike(net.a)["sas"][0]
+        assert now["ike_rekeys"] == 3 and now["spi_i"] + now["spi_r"] not in spis, now
+        assert child_of(net.a, "to-b") == child, (child_of(net.a, "to-b"), child)
+        lab.wait_for(lambda: flood.p.poll() is not None, 20, "ping flood")
+        out = flood.output()
+        assert " 0% packet loss" in out, out
+        assert "rekeying" in net.b.ctl_text("rekey", "to-a")
+        lab.wait_for(lambda: ike(net.a)["sas"][0]["child_rekeys"] >= 1, 10, "CHILD_SA rekey")
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout

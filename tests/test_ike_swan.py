@@ -178,9 +178,36 @@ def test_charon_negotiates_with_dpvpnd(esp, cipher):
                      "dpvpnd's rekey")
         r = sl.ping("d", count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
+        # IKE SA rekeys: charon's, then ours; the CHILD_SA carries on
+        child = sl.gw.ctl("show", "ike")["sas"][0]["child"]
+        sl.swan.swanctl("--rekey", "--ike", "dpsw", timeout=30)
+
+        def rekeyed(n):
+            sas = sl.gw.ctl("show", "ike")["sas"]
+            return len(sas) == 1 and sas[0]["state"] == "established" and \
+                sas[0]["ike_rekeys"] >= n
+        lab.wait_for(lambda: rekeyed(1), 15, "charon's IKE SA rekey")
+        assert "rekeying the IKE SA" in sl.gw.ctl_text("rekey-ike", "to-swan")
+        lab.wait_for(lambda: rekeyed(2), 15, "dpvpnd's IKE SA rekey")
+        assert sl.gw.ctl("show", "ike")["sas"][0]["child"] == child
+        r = sl.ping("s", count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        # (busy while our last CHILD_SA rekey's old SA waits out its 2 s grace)
+        end = time.monotonic() + 10
+        while True:
+            r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "rekey", "to-swan", check=False)
+            if r.returncode == 0 or time.monotonic() > end or "under way" not in r.stderr:
+                break
+            time.sleep(0.2)
+        assert "rekeying" in r.stdout, (r.stdout, r.stderr)
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 3, 15,
+                     "a CHILD_SA rekey over the rekeyed IKE SA")
+        r = sl.ping("d", count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
         d = sl.gw.ctl("show", "counters")["drops"]
         assert d["bad-icv"] == 0 and d["replay"] == 0, d
-        print(f"test_ike_swan: charon <-> dpvpnd, ESP {esp}: up, pings both ways, 2 rekeys")
+        print(f"test_ike_swan: charon <-> dpvpnd, ESP {esp}: up, pings both ways, 3 CHILD_SA "
+              f"rekeys, 2 IKE SA rekeys")
 
 
 def test_dpvpnd_initiates_to_charon_then_finds_it_gone(monkeypatch):
