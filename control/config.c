@@ -1397,6 +1397,17 @@ static int key_tun_dpd(struct parser *p, const char *val)
 	return 0;
 }
 
+static int key_tun_ike_life(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, false, CFG_IKE_LIFE_MAX, &v) || v < CFG_IKE_LIFE_MIN)
+		return kerr(p, "expected seconds %d..%d, got '%s'", CFG_IKE_LIFE_MIN,
+			    CFG_IKE_LIFE_MAX, val);
+	CUR_TUN(p)->ike.ike_lifetime = (uint32_t)v;
+	return 0;
+}
+
 static int open_tunnel(struct parser *p)
 {
 	struct cfg *c = p->cfg;
@@ -1417,6 +1428,7 @@ static int open_tunnel(struct parser *p)
 	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
 	tun->ike.start = 1;
 	tun->ike.dpd_seconds = CFG_DPD_DEFAULT;
+	tun->ike.ike_lifetime = CFG_IKE_LIFE_DEFAULT;
 	p->idx = c->n_tunnels;
 	t[c->n_tunnels++] = tun;
 	return 0;
@@ -1632,6 +1644,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "ike-proposals", key_tun_ike_props, false, KEYING_IKE },
 	{ "start", key_tun_start, false, KEYING_IKE },
 	{ "dpd", key_tun_dpd, false, KEYING_IKE },
+	{ "ike-lifetime", key_tun_ike_life, false, KEYING_IKE },
 };
 
 #define KEYS(k)	k, sizeof(k) / sizeof(k[0])

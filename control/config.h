@@ -102,6 +102,9 @@ struct cfg_sa_key {
 #define CFG_IKE_PROPS_MAX	4
 #define CFG_DPD_DEFAULT		30	/* seconds */
 #define CFG_DPD_MAX		86400
+#define CFG_IKE_LIFE_DEFAULT	14400	/* seconds: IKE SA rekeyed after 4 h, as strongSwan */
+#define CFG_IKE_LIFE_MIN	60
+#define CFG_IKE_LIFE_MAX	604800	/* a week */
 
 struct cfg_ike {
 	uint8_t on;		/* keying = ike */
@@ -123,6 +126,7 @@ struct cfg_ike {
 	unsigned n_props;
 	uint8_t start;		/* start = yes (default): initiate at start */
 	uint32_t dpd_seconds;	/* dpd = N, 0 = off */
+	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */
 };
 
 struct cfg_tunnel {

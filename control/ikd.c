@@ -23,7 +23,6 @@
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
-#define IKD_IKE_REKEY_MS	(4u * 3600 * 1000)	/* IKE SA lifetime, as strongSwan's */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
 
@@ -181,9 +180,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
-	c->ike_rekey_ms = IKD_IKE_REKEY_MS;
-	if (getenv("DPVPND_IKE_REKEY_MS") != NULL)
-		c->ike_rekey_ms = (uint32_t)strtoul(getenv("DPVPND_IKE_REKEY_MS"), NULL, 10);
+	c->ike_rekey_ms = t->ike.ike_lifetime * 1000u;
 	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */
 		c->rekey_grace_ms = (uint32_t)strtoul(getenv("DPVPND_REKEY_GRACE_MS"), NULL, 10);
 	return 0;

@@ -450,6 +450,10 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] dpd: expected seconds 0..86400 (0: off), got '-1'", PSK(0600) },
 	{ "dpd too long", IKE_GOOD "dpd = 86401\n",
 	  "18: [tunnel t] dpd: expected seconds 0..86400 (0: off), got '86401'", PSK(0600) },
+	{ "ike-lifetime too short", IKE_GOOD "ike-lifetime = 59\n",
+	  "18: [tunnel t] ike-lifetime: expected seconds 60..604800, got '59'", PSK(0600) },
+	{ "ike-lifetime without ike", GOOD "ike-lifetime = 3600\n",
+	  "20: [tunnel t] ike-lifetime: only with keying = ike", { 0 } },
 	{ "duplicate keying", IKE_GOOD "keying = ike\n",
 	  "18: [tunnel t] keying: duplicate key", PSK(0600) },
 };

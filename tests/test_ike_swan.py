@@ -167,7 +167,10 @@ def test_charon_negotiates_with_dpvpnd(esp, cipher):
             sl.ping(side, count=2)
             r = sl.ping(side, count=5)
             assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
-        # forced rekeys: charon's, then ours
+        # forced rekeys from each side under traffic: a ping flood S -> D throughout
+        flood = sl.bg("ping-flood", sl.ns_s, "ping", "-q", "-i", "0.01", "-w", "14",
+                      swan.HOST_D)
+        time.sleep(0.5)
         sl.swan.swanctl("--rekey", "--child", "net", timeout=30)
         lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 1, 15,
                      "charon's rekey")
@@ -204,10 +207,15 @@ def test_charon_negotiates_with_dpvpnd(esp, cipher):
                      "a CHILD_SA rekey over the rekeyed IKE SA")
         r = sl.ping("d", count=3)
         assert " 0% packet loss" in r.stdout, r.stdout
+        lab.wait_for(lambda: flood.p.poll() is not None, 30, "ping flood")
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", flood.output())
+        assert m and int(m.group(1)) > 500, flood.output()
+        lost = int(m.group(1)) - int(m.group(2))
         d = sl.gw.ctl("show", "counters")["drops"]
         assert d["bad-icv"] == 0 and d["replay"] == 0, d
         print(f"test_ike_swan: charon <-> dpvpnd, ESP {esp}: up, pings both ways, 3 CHILD_SA "
-              f"rekeys, 2 IKE SA rekeys")
+              f"rekeys and 2 IKE SA rekeys under a ping flood: {m.group(1)} sent, {lost} lost")
+        assert lost == 0, flood.output()
 
 
 def test_dpvpnd_initiates_to_charon_then_finds_it_gone(monkeypatch):
