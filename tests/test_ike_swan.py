@@ -279,10 +279,13 @@ def test_dpvpnd_initiates_to_charon_then_finds_it_gone(monkeypatch):
         state = sl.gw.config + ".state"
         if os.path.exists(state):
             s.add_file("state file", state)
-        for name, data in process_memory(sl.gw.dpvpnd.p.pid):
-            s.add(f"dpvpnd {name}", data, unescape=False)
         assert s.scan(keys) == []
-        assert s.scan(keys, memory=True) == []
+        # (under ASan, dpvpnd's writable mappings are its shadow memory, terabytes:
+        # the normal pass scans its memory, as test_secrets does)
+        if not os.environ.get("DPVPN_SANITIZER_LOGS"):
+            for name, data in process_memory(sl.gw.dpvpnd.p.pid):
+                s.add(f"dpvpnd {name}", data, unescape=False)
+            assert s.scan(keys, memory=True) == []
         print(f"test_ike_swan: dpvpnd initiated; iperf3 S->D {rates[0]:.0f}, D->S "
               f"{rates[1]:.0f} Mbit/s (charon's userspace ESP); no child key in dpvpnd")
         sl.swan.kill()
