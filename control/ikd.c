@@ -213,6 +213,16 @@ static void to_dp_addr(struct dpvpn_addr *d, const struct ike_addr *a)
 	       a->family == AF_INET6 ? 16 : 4);
 }
 
+static void from_dp_addr(struct ike_addr *a, const struct dpvpn_addr *d, uint16_t port)
+{
+	bool v6 = d->family == DPVPN_AF_INET6;
+
+	memset(a, 0, sizeof(*a));
+	a->family = v6 ? AF_INET6 : AF_INET;
+	memcpy(a->ip, v6 ? (const void *)d->v6 : (const void *)&d->v4, v6 ? 16 : 4);
+	a->port = port;
+}
+
 static void on_send(void *opaque, const struct ike_addr *local, const struct ike_addr *remote,
 		    const uint8_t *msg, size_t len)
 {
@@ -492,17 +502,8 @@ static void take(const uint8_t *buf, ssize_t n)
 		k.rx_bad++;
 		return;
 	}
-	memset(&local, 0, sizeof(local));
-	memset(&remote, 0, sizeof(remote));
-	local.family = remote.family = p->local.family == DPVPN_AF_INET6 ? AF_INET6 : AF_INET;
-	memcpy(local.ip, p->local.family == DPVPN_AF_INET6 ? (const void *)p->local.v6
-							    : (const void *)&p->local.v4,
-	       p->local.family == DPVPN_AF_INET6 ? 16 : 4);
-	memcpy(remote.ip, p->remote.family == DPVPN_AF_INET6 ? (const void *)p->remote.v6
-							      : (const void *)&p->remote.v4,
-	       p->remote.family == DPVPN_AF_INET6 ? 16 : 4);
-	local.port = p->local_port;
-	remote.port = p->remote_port;
+	from_dp_addr(&local, &p->local, p->local_port);
+	from_dp_addr(&remote, &p->remote, p->remote_port);
 	ike_input(k.ctx, &local, &remote, (const uint8_t *)(p + 1), p->len, now_ms());
 }
 

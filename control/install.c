@@ -188,22 +188,34 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	return rc;
 }
 
-static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
-			  struct seqstate *seq)
+/* The tunnel's outbound policy: its selectors to its outbound SA. */
+static struct dpvpn_policy tunnel_policy(const struct cfg_tunnel *t)
 {
-	struct dpvpn_policy pol = {
+	return (struct dpvpn_policy){
 		.src = net_prefix(&t->local_ts),
 		.dst = net_prefix(&t->remote_ts),
 		.spi = htonl(t->out.spi),
 		.priority = INST_POLICY_PRIORITY,
 	};
+}
+
+int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+		    struct seqstate *seq)
+{
+	return install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq) ||
+	       install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq) ? -1 : 0;
+}
+
+static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+			  struct seqstate *seq)
+{
+	struct dpvpn_policy pol = tunnel_policy(t);
 	char what[80];
 
 	if (!dpvpn_alg_get(t->alg)->encrypts)
 		fprintf(stderr, "dpvpnd: WARNING: tunnel %s uses %s: its traffic is NOT "
 			"encrypted (integrity only, RFC 2410)\n", t->name, cfg_alg_name(t->alg));
-	if (install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq) ||
-	    install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq))
+	if (inst_tunnel_sas(dp, t, verbose, seq))
 		return -1;
 	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
 	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
@@ -225,13 +237,6 @@ int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbos
 	return install_tunnel(dp, t, verbose, seq);
 }
 
-int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
-		    struct seqstate *seq)
-{
-	return install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq) ||
-	       install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq) ? -1 : 0;
-}
-
 /*
  * The tunnel's outbound policy to t->out.spi in one published change: the
  * old policy's removal and the new one's addition in a batch, so no packet
@@ -239,12 +244,7 @@ int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbo
  */
 int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
 {
-	struct dpvpn_policy pol = {
-		.src = net_prefix(&t->local_ts),
-		.dst = net_prefix(&t->remote_ts),
-		.spi = htonl(t->out.spi),
-		.priority = INST_POLICY_PRIORITY,
-	};
+	struct dpvpn_policy pol = tunnel_policy(t);
 	char what[80];
 
 	snprintf(what, sizeof(what), "tunnel %s policy switch", t->name);

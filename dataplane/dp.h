@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_ether.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -121,6 +122,31 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 {
 	st->drops[why]++;
 	rte_pktmbuf_free(m);
+}
+
+/*
+ * A per-lcore token bucket: rate tokens a second, at most burst saved up;
+ * true if one was taken.  *tsc is the last refill (0: never), *tokens what
+ * is left (ICMP errors in pmtu.c, IKE punts in ike.c).
+ */
+static inline bool
+dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)
+{
+	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / rate;
+
+	if (*tsc == 0 || now - *tsc >= per * burst) {
+		*tokens = burst;
+		*tsc = now;
+	} else if (now - *tsc >= per) {
+		uint64_t add = (now - *tsc) / per;
+
+		*tokens = (uint32_t)RTE_MIN((uint64_t)burst, *tokens + add);
+		*tsc += add * per;
+	}
+	if (*tokens == 0)
+		return false;
+	(*tokens)--;
+	return true;
 }
 
 static inline bool

@@ -19,27 +19,6 @@ static int ike_fd = -1;
 static uint32_t push_seq;
 static uint16_t ip_id;
 
-/* Token bucket per worker: dp.ike_rate a second, DP_IKE_BURST deep. */
-static bool
-ike_allowed(struct dp_worker *w)
-{
-	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / dp.ike_rate;
-
-	if (w->ike_tsc == 0 || now - w->ike_tsc >= per * DP_IKE_BURST) {
-		w->ike_tokens = DP_IKE_BURST;
-		w->ike_tsc = now;
-	} else if (now - w->ike_tsc >= per) {
-		uint64_t add = (now - w->ike_tsc) / per;
-
-		w->ike_tokens = (uint32_t)RTE_MIN((uint64_t)DP_IKE_BURST, w->ike_tokens + add);
-		w->ike_tsc += add * per;
-	}
-	if (w->ike_tokens == 0)
-		return false;
-	w->ike_tokens--;
-	return true;
-}
-
 void
 ike_punt(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 {
@@ -47,7 +26,7 @@ ike_punt(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 		dp_drop(st, m, DPVPN_DROP_IKE);
 		return;
 	}
-	if (!ike_allowed(w)) {
+	if (!dp_bucket_take(&w->ike_tsc, &w->ike_tokens, dp.ike_rate, DP_IKE_BURST)) {
 		dp_drop(st, m, DPVPN_DROP_IKE_LIMIT);
 		return;
 	}

@@ -17,22 +17,10 @@
 static bool
 icmp_allowed(struct dp_worker *w, struct dp_lstats *st)
 {
-	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / PMTU_ICMP_RATE;
-
-	if (w->icmp_tsc == 0 || now - w->icmp_tsc >= per * PMTU_ICMP_BURST) {
-		w->icmp_tokens = PMTU_ICMP_BURST;
-		w->icmp_tsc = now;
-	} else if (now - w->icmp_tsc >= per) {
-		uint64_t add = (now - w->icmp_tsc) / per;
-
-		w->icmp_tokens = (uint32_t)RTE_MIN((uint64_t)PMTU_ICMP_BURST, w->icmp_tokens + add);
-		w->icmp_tsc += add * per;
-	}
-	if (w->icmp_tokens == 0) {
+	if (!dp_bucket_take(&w->icmp_tsc, &w->icmp_tokens, PMTU_ICMP_RATE, PMTU_ICMP_BURST)) {
 		st->icmp_limited++;
 		return false;
 	}
-	w->icmp_tokens--;
 	st->icmp_out++;
 	return true;
 }
