@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "dp_client.h"
+#include "mono.h"
 
 #define DP_DUMP_MAX	(1u << 20)	/* entries: more means a confused dataplane */
 
@@ -35,14 +36,6 @@ static int fail(struct dp_client *dp, const char *fmt, ...)
 	vsnprintf(dp->err, sizeof(dp->err), fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int try_connect(const char *path)
@@ -64,7 +57,7 @@ static int try_connect(const char *path)
 
 int dp_connect(struct dp_client *dp, const char *path, unsigned wait_s)
 {
-	uint64_t deadline = now_ms() + (uint64_t)wait_s * 1000;
+	uint64_t deadline = mono_ms() + (uint64_t)wait_s * 1000;
 	struct timespec pause = { 0, DP_RETRY_MS * 1000000L };
 
 	memset(dp, 0, sizeof(*dp));
@@ -76,7 +69,7 @@ int dp_connect(struct dp_client *dp, const char *path, unsigned wait_s)
 		if (dp->fd >= 0)
 			return 0;
 		/* Not there yet, or not listening yet: the dataplane is starting. */
-		if ((errno != ENOENT && errno != ECONNREFUSED) || now_ms() >= deadline)
+		if ((errno != ENOENT && errno != ECONNREFUSED) || mono_ms() >= deadline)
 			return fail(dp, "%s: %s%s", path, strerror(errno),
 				    wait_s ? " (gave up waiting)" : "");
 		nanosleep(&pause, NULL);
@@ -181,12 +174,12 @@ static int check_reply(struct dp_client *dp, size_t n, uint16_t type)
 /* Receive the reply to the last request; returns its payload length or -1. */
 static ssize_t recv_reply(struct dp_client *dp, uint16_t type)
 {
-	uint64_t deadline = now_ms() + DP_REPLY_TIMEOUT_MS;
+	uint64_t deadline = mono_ms() + DP_REPLY_TIMEOUT_MS;
 
 	dp->skipped = 0;
 	dp->status = 0;
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = mono_ms();
 		ssize_t n = recv_one(dp, now >= deadline ? 0 : (int)(deadline - now));
 		int r;
 

@@ -34,6 +34,7 @@
 #include "install.h"
 #include "metrics.h"
 #include "seqstate.h"
+#include "mono.h"
 
 #define DEFAULT_WAIT_S	30
 #define MAX_CLIENTS	16
@@ -225,14 +226,6 @@ static void serve_clients(struct loop *l)
 }
 
 #define EVENTS_EVERY_MS	200	/* how often dpvpnd asks the dataplane for events */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* SA lifetime events: logged (a later issue rekeys on them). */
 /* More sequence numbers for an outbound SA: on disk first, then granted. */
@@ -465,12 +458,12 @@ static int reconnect(struct loop *l)
 static int run_loop(struct loop *l)
 {
 	struct dp_client *dp = l->ctx->dp;
-	uint64_t next_events = now_ms() + EVENTS_EVERY_MS;
+	uint64_t next_events = mono_ms() + EVENTS_EVERY_MS;
 
 	for (;;) {
-		if (now_ms() >= next_events && !dp->lost) {
+		if (mono_ms() >= next_events && !dp->lost) {
 			poll_events(dp);
-			next_events = now_ms() + EVENTS_EVERY_MS;
+			next_events = mono_ms() + EVENTS_EVERY_MS;
 		}
 		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
 			if (errno == EINTR)

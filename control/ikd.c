@@ -16,6 +16,7 @@
 #include "ike_sa.h"
 #include "ikd.h"
 #include "install.h"
+#include "mono.h"
 
 #define IKD_RETRY_MS		5000	/* start = yes: initiate again this long after an end */
 #define IKD_RETRANS_MS		500
@@ -55,14 +56,6 @@ static struct {
 	uint64_t tx_refused, tx_failed, rx_bad;
 	char last_tx_error[160];
 } k = { .chan = { .fd = -1 } };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct ikd_conn *find_conn(const char *name)
 {
@@ -324,7 +317,7 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 	for (int i = 0; i < IKD_LATER_MAX; i++) {
 		if (c->later[i].spi == 0) {
 			c->later[i].spi = old_in;
-			c->later[i].at = now_ms() + IKD_OLD_IN_GRACE_MS;
+			c->later[i].at = mono_ms() + IKD_OLD_IN_GRACE_MS;
 			return;
 		}
 	}
@@ -369,7 +362,7 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 	(void)opaque;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
 	if (c != NULL && c->tpl.ike.start && !c->held)
-		c->retry_at = now_ms() + IKD_RETRY_MS;
+		c->retry_at = mono_ms() + IKD_RETRY_MS;
 }
 
 static void on_log(void *opaque, const char *conn, const char *msg)
@@ -504,7 +497,7 @@ static void take(const uint8_t *buf, ssize_t n)
 	}
 	from_dp_addr(&local, &p->local, p->local_port);
 	from_dp_addr(&remote, &p->remote, p->remote_port);
-	ike_input(k.ctx, &local, &remote, (const uint8_t *)(p + 1), p->len, now_ms());
+	ike_input(k.ctx, &local, &remote, (const uint8_t *)(p + 1), p->len, mono_ms());
 }
 
 int ikd_input(void)
@@ -527,7 +520,7 @@ int ikd_input(void)
 
 void ikd_tick(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 
 	if (k.ctx == NULL)
 		return;
@@ -582,7 +575,7 @@ int ikd_soft_lifetime(const char *name, uint32_t spi)
 
 	if (c == NULL || !c->up || (spi != c->spi_in && spi != c->spi_out))
 		return c != NULL;
-	rc = ike_child_rekey(k.ctx, name, now_ms());
+	rc = ike_child_rekey(k.ctx, name, mono_ms());
 	fprintf(stderr, "dpvpnd: tunnel %s: SA 0x%08x soft lifetime: %s\n", name, spi,
 		rc == 0 ? "rekeying" : rc == -EBUSY ? "a rekey is under way" : strerror(-rc));
 	return 1;
@@ -658,7 +651,7 @@ int ikd_command(const char *name, int op, char *msg, size_t len)
 {
 	static const char *const done[] = { "terminating", "initiating", "rekeying",
 					    "rekeying the IKE SA" };
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	int rc;
 
 	if (k.ctx == NULL || find_conn(name) == NULL) {

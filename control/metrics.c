@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "mono.h"
 
 static const char *const drop_names[] = {
 #define DPVPN_X_NAME(e, name, desc) name,
@@ -251,14 +252,6 @@ struct metrics {
 	int ep, lfd;
 	struct mconn c[METRICS_CONNS];
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 struct metrics *metrics_open(const char *spec)
 {
