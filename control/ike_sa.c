@@ -41,7 +41,9 @@
 #define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
 #define REKEY_GRACE_MS	2000	/* default: the old CHILD_SA outlives its rekey this long */
-#define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this */
+#define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this, */
+#define REKEY_JITTER_MS	5000	/* plus up to this, drawn each time (two peers that
+				 * refused each other's rekey do not retry in step) */
 #define REKEYED_MS	30000	/* an IKE SA we replaced waits this long for the peer's Delete */
 
 enum req_kind {
@@ -808,6 +810,16 @@ respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 }
 
 /* ---- SA lifetime -------------------------------------------------------- */
+
+/* When a refused lifetime rekey is tried again. */
+static uint64_t
+rekey_retry_at(uint64_t now)
+{
+	uint16_t r = 0;
+
+	(void)ike_random((uint8_t *)&r, sizeof(r));	/* failed: no jitter */
+	return now + REKEY_RETRY_MS + r % (REKEY_JITTER_MS + 1);
+}
 
 static struct ike_sa *
 sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
@@ -2082,7 +2094,7 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		logf_(ctx, sa, "IKE SA rekey refused: %s (%u)", notify_name(nerr), nerr);
-		sa->ike_rekey_retry_ms = now + REKEY_RETRY_MS;
+		sa->ike_rekey_retry_ms = rekey_retry_at(now);
 		irk_wipe(sa);
 		return next_request(ctx, sa, now);
 	}
@@ -2347,7 +2359,7 @@ rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uin
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		logf_(ctx, sa, "CHILD_SA rekey refused: %s (%u)", notify_name(nerr), nerr);
-		sa->rekey_retry_ms = now + REKEY_RETRY_MS;
+		sa->rekey_retry_ms = rekey_retry_at(now);
 		rc = 0;
 	} else {
 		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "

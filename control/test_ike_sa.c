@@ -1364,6 +1364,56 @@ test_rekey_simultaneous(void **state)
 	assert_int_equal(I.downs + R.downs, 4);
 }
 
+/*
+ * A refused lifetime rekey (the responder's own rekey crossed it) is tried
+ * again 10 to 15 s later, at a moment drawn each time: five rounds, the retry
+ * found to 100 ms, not all at the same moment.
+ */
+static void
+test_rekey_lifetime_retry(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint64_t up = 0, delay[5];
+	bool differ = false;
+
+	(void)state;
+	ci.child_rekey_ms = 60000;
+	ci.rekey_grace_ms = 1000;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	for (unsigned k = 0; k < 5; k++) {
+		uint64_t due = up + 60000, t;
+		uint32_t spi_in = I.child.spi_in;
+
+		ike_tick(I.ctx, due);
+		assert_int_equal(I.n, 1);
+		assert_int_equal(ike_child_rekey(R.ctx, "t", due), 0);
+		pump(due);
+		assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), k + 1);
+		assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), k + 1);
+		assert_int_equal(I.child.spi_in, spi_in);
+		for (t = due + 9900; I.n == 0; t += 100) {
+			assert_true(t <= due + 15000);
+			ike_tick(I.ctx, t);
+		}
+		t -= 100;
+		assert_true(t >= due + 10000);
+		delay[k] = t - due;
+		differ |= delay[k] != delay[0];
+		pump(t);
+		assert_int_equal(I.ups, 2 + k);
+		assert_int_not_equal(I.child.spi_in, spi_in);
+		assert_pair();
+		ike_tick(I.ctx, t + 1000);
+		pump(t + 1000);
+		assert_int_equal(I.downs + R.downs, 2 * (k + 1));
+		up = t;
+	}
+	assert_true(differ);
+	stop();
+}
+
 /* ---- IKE SA rekey (2.18) ------------------------------------------------- */
 
 /* One IKE SA on each side, the same one, established, a's the initiator, child up. */
@@ -1920,6 +1970,7 @@ main(void)
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),
 		cmocka_unit_test(test_ike_rekey_lifetime),
+		cmocka_unit_test(test_rekey_lifetime_retry),
 		cmocka_unit_test(test_ike_rekey_crossing),
 		cmocka_unit_test(test_ike_rekey_50),
 		cmocka_unit_test(test_ike_rekey_bad_ke),
