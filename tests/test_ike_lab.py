@@ -338,8 +338,9 @@ def test_ike_sa_rekeys_keep_the_child(pskdir):
     with lab.Lab(ike={"psk": psk, "a": "start = yes\n", "b": "start = no\n"}) as net:
         child, _ = wait_up(net)
         net.ping(count=2)
-        flood = net.bg("ping-flood", net.ns_a, "ping", "-q", "-i", "0.01", "-w", "8",
-                       "198.18.2.2")
+        # -c with -w: ends when every reply is in (see test_reload)
+        flood = net.bg("ping-flood", net.ns_a, "ping", "-q", "-i", "0.01", "-c", "800",
+                       "-w", "20", "198.18.2.2")
         spis = set()
         for gw, name in ((net.a, "to-b"), (net.b, "to-a"), (net.a, "to-b")):
             est = [s for s in ike(gw)["sas"] if s["state"] == "established"][0]

@@ -168,8 +168,8 @@ def test_charon_negotiates_with_dpvpnd(esp, cipher):
             r = sl.ping(side, count=5)
             assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
         # forced rekeys from each side under traffic: a ping flood S -> D throughout
-        flood = sl.bg("ping-flood", sl.ns_s, "ping", "-q", "-i", "0.01", "-w", "14",
-                      swan.HOST_D)
+        flood = sl.bg("ping-flood", sl.ns_s, "ping", "-q", "-i", "0.01", "-c", "1400",
+                      "-w", "30", swan.HOST_D)
         time.sleep(0.5)
         sl.swan.swanctl("--rekey", "--child", "net", timeout=30)
         lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 1, 15,

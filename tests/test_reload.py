@@ -44,7 +44,9 @@ def net():
 def test_reload_under_traffic(net):
     conf = net.a.config
     original = open(conf).read()
-    flood = net.bg("ping-reload", net.ns_a, "ping", "-i", "0.005", "-w", "8", "-q",
+    # -c with -w: ping ends when every reply is in (-w alone ends at the
+    # deadline and counts the request still in flight as lost)
+    flood = net.bg("ping-reload", net.ns_a, "ping", "-i", "0.005", "-c", "1600", "-w", "20", "-q",
                    "198.18.2.2")
     time.sleep(1)
     seq0 = out_seq(net.a)
@@ -70,7 +72,7 @@ def test_reload_under_traffic(net):
         "tunnels added", "added"), 10, "the SIGHUP reload")
     assert len(net.a.ctl("show", "sa")["sas"]) == 2
 
-    flood.p.wait(20)
+    flood.p.wait(25)
     out = flood.output()
     assert " 0% packet loss" in out, out
     assert out_seq(net.a) > seq0     # the same SA all along: its numbers ran on
