@@ -328,7 +328,7 @@ static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 static int reload(char *msg, size_t len)
 {
 	struct cfg next;
-	int rc;
+	int rc, irc = 0;
 
 	if (cfg_load(&next, config_path))
 		return refused(&next, "reload", msg, len);
@@ -338,7 +338,23 @@ static int reload(char *msg, size_t len)
 		return -1;
 	}
 	drop_down_tunnels(&next);
+	/* keying = ike tunnels: checked first (refused whole), changed ones ended
+	 * before the install, new ones added after it */
+	if (inst_reload_check(current, &next, msg, len) != 0 ||
+	    ikd_reload_check(&next, msg, len) != 0) {
+		fprintf(stderr, "dpvpnd: reload %s\n", msg);
+		cfg_free(&next);
+		return -1;
+	}
+	ikd_reload_drop(&next);
 	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len);
+	if (rc == 0) {
+		size_t used = strlen(msg);
+
+		irc = ikd_reload_add(&next, msg + used, len - used);
+	} else {
+		ikd_reload_cancel();
+	}
 	fprintf(stderr, "dpvpnd: %s\n", msg);
 	if (rc == 0) {
 		cfg_free(current);
@@ -346,7 +362,7 @@ static int reload(char *msg, size_t len)
 	} else {
 		cfg_free(&next);
 	}
-	return rc;
+	return rc != 0 ? rc : irc;
 }
 
 /* dpvpnctl tunnel NAME up|down: the file as it is now, with or without it. */
@@ -465,6 +481,7 @@ static int run_loop(struct loop *l)
 			poll_events(dp);
 			next_events = mono_ms() + EVENTS_EVERY_MS;
 		}
+		l->pfd[PFD_IKE].fd = ikd_fd();	/* a reload may have opened it; -1 if closed */
 		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -475,8 +492,8 @@ static int run_loop(struct loop *l)
 			return 0;
 		if (l->pfd[PFD_DATAPLANE].revents)
 			dp_drain(dp);
-		if (l->pfd[PFD_IKE].revents && ikd_input() != 0)
-			l->pfd[PFD_IKE].fd = -1;	/* the dataplane went: restarted with it */
+		if (l->pfd[PFD_IKE].revents)
+			ikd_input();	/* closed: the dataplane went; restarted with it */
 		if (!dp->lost)
 			ikd_tick();
 		if (!dp->lost) {

@@ -52,7 +52,7 @@ static struct {
 	struct cfg_port *ports;		/* copies, for the port of a local address */
 	size_t n_ports;
 	struct ikd_conn *conns;
-	size_t n_conns;
+	size_t n_conns, cap_conns;
 	uint64_t tx_refused, tx_failed, rx_bad;
 	char last_tx_error[160];
 } k = { .chan = { .fd = -1 } };
@@ -379,6 +379,55 @@ static const struct ike_ops ops = {
 
 /* ---- the channel ---- */
 
+/* Connection t (its IKE settings cc, PSK included) into the context and k.conns. */
+static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
+{
+	struct ikd_conn *c;
+	char err[256];
+	int rc;
+
+	if (k.n_conns == k.cap_conns) {
+		size_t cap = k.cap_conns ? 2 * k.cap_conns : 4;
+
+		c = realloc(k.conns, cap * sizeof(*c));
+		if (c == NULL) {
+			fprintf(stderr, "dpvpnd: tunnel %s: IKE: out of memory\n", t->name);
+			return -1;
+		}
+		k.conns = c;
+		k.cap_conns = cap;
+	}
+	rc = ike_conn_add(k.ctx, cc, err, sizeof(err));
+	if (rc != 0) {
+		fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name,
+			rc == -EINVAL ? err : strerror(-rc));
+		return -1;
+	}
+	c = &k.conns[k.n_conns++];
+	memset(c, 0, sizeof(*c));
+	c->tpl = *t;
+	explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
+	c->tpl.ike.psk_len = 0;
+	c->retry_at = t->ike.start ? 1 : 0;	/* due at once */
+	return 0;
+}
+
+/* t's IKE settings into cc: 0, or -1 with why in err (nothing kept in cc). */
+static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char *err, size_t elen)
+{
+	int rc;
+
+	if (conn_cfg(cc, t) != 0) {
+		snprintf(err, elen, "cipher: no ESP proposal for it, or psk-file too long");
+		rc = -1;
+	} else {
+		rc = ike_conn_check(cc, err, elen);
+	}
+	if (rc != 0)
+		explicit_bzero(cc, sizeof(*cc));
+	return rc != 0 ? -1 : 0;
+}
+
 static int add_conns(const struct cfg *cfg)
 {
 	char err[256];
@@ -386,24 +435,18 @@ static int add_conns(const struct cfg *cfg)
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cfg->tunnels[i];
 		struct ike_conn_cfg cc;
-		struct ikd_conn *c;
 		int rc;
 
 		if (!t->ike.on)
 			continue;
-		c = &k.conns[k.n_conns];
-		rc = conn_cfg(&cc, t) ? -EINVAL : ike_conn_add(k.ctx, &cc, err, sizeof(err));
-		explicit_bzero(&cc, sizeof(cc));
-		if (rc != 0) {
-			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name,
-				rc == -EINVAL ? err : strerror(-rc));
+		if (check_conn(&cc, t, err, sizeof(err)) != 0) {
+			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name, err);
 			return -1;
 		}
-		c->tpl = *t;
-		explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
-		c->tpl.ike.psk_len = 0;
-		c->retry_at = t->ike.start ? 1 : 0;	/* due at once */
-		k.n_conns++;
+		rc = add_conn(t, &cc);
+		explicit_bzero(&cc, sizeof(cc));
+		if (rc != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -420,6 +463,24 @@ static int open_channel(const char *dp_socket)
 	return 0;
 }
 
+/* The context and the channel; cfg's ports (their addresses) copied. */
+static int ikd_start(const char *dp_socket, const struct cfg *cfg)
+{
+	k.ports = calloc(cfg->n_ports ? cfg->n_ports : 1, sizeof(*k.ports));
+	k.ctx = ike_new(&ops, NULL);
+	if (k.ports == NULL || k.ctx == NULL) {
+		fprintf(stderr, "dpvpnd: IKE: out of memory\n");
+		return -1;
+	}
+	memcpy(k.ports, cfg->ports, cfg->n_ports * sizeof(*k.ports));
+	k.n_ports = cfg->n_ports;
+	/* above this many half-open responder SAs, IKE_SA_INIT needs a cookie (2.6) */
+	ike_set_cookie_threshold(k.ctx, getenv("DPVPND_IKE_COOKIE_THRESHOLD") ?
+			(unsigned)strtoul(getenv("DPVPND_IKE_COOKIE_THRESHOLD"), NULL, 10) :
+			IKD_COOKIE_THRESHOLD);
+	return open_channel(dp_socket);
+}
+
 int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *dp,
 	     struct seqstate *seq, bool verbose)
 {
@@ -427,6 +488,9 @@ int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *d
 	size_t n = 0;
 	int rc = -1;
 
+	k.dp = dp;		/* also for a reload that brings the first IKE tunnel */
+	k.seq = seq;
+	k.verbose = verbose;
 	if (cfg_load(&cfg, config_path)) {	/* the PSKs: the installed copy has none */
 		cfg_print_errors(&cfg, stderr);
 		return -1;
@@ -437,23 +501,8 @@ int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *d
 		cfg_free(&cfg);
 		return 0;
 	}
-	k.dp = dp;
-	k.seq = seq;
-	k.verbose = verbose;
-	k.conns = calloc(n, sizeof(*k.conns));
-	k.ports = calloc(cfg.n_ports ? cfg.n_ports : 1, sizeof(*k.ports));
-	k.ctx = ike_new(&ops, NULL);
-	if (k.conns == NULL || k.ports == NULL || k.ctx == NULL) {
-		fprintf(stderr, "dpvpnd: IKE: out of memory\n");
-		goto out;
-	}
-	memcpy(k.ports, cfg.ports, cfg.n_ports * sizeof(*k.ports));
-	/* above this many half-open responder SAs, IKE_SA_INIT needs a cookie (2.6) */
-	ike_set_cookie_threshold(k.ctx, getenv("DPVPND_IKE_COOKIE_THRESHOLD") ?
-			(unsigned)strtoul(getenv("DPVPND_IKE_COOKIE_THRESHOLD"), NULL, 10) :
-			IKD_COOKIE_THRESHOLD);
-	k.n_ports = cfg.n_ports;
-	if (add_conns(&cfg) || open_channel(dp_socket))
+	inst_fingerprint(&cfg);		/* what a reload compares to */
+	if (ikd_start(dp_socket, &cfg) || add_conns(&cfg))
 		goto out;
 	fprintf(stderr, "dpvpnd: IKE: %zu tunnel(s), channel open\n", k.n_conns);
 	rc = 0;
@@ -509,6 +558,8 @@ int ikd_input(void)
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			fprintf(stderr, "dpvpnd: IKE channel closed\n");
+			dp_close(&k.chan);
+			k.chan.fd = -1;
 			return -1;
 		}
 		if (n < 0)
@@ -560,7 +611,8 @@ void ikd_close(void)
 	free(k.ports);
 	k.conns = NULL;
 	k.ports = NULL;
-	k.n_conns = k.n_ports = 0;
+	k.n_conns = k.cap_conns = k.n_ports = 0;
+	ikd_reload_cancel();
 }
 
 /*
@@ -579,6 +631,118 @@ int ikd_soft_lifetime(const char *name, uint32_t spi)
 	fprintf(stderr, "dpvpnd: tunnel %s: SA 0x%08x soft lifetime: %s\n", name, spi,
 		rc == 0 ? "rekeying" : rc == -EBUSY ? "a rekey is under way" : strerror(-rc));
 	return 1;
+}
+
+/* ---- reload ---- */
+
+/* A reload's IKE tunnels to add (new or changed), checked, PSKs in cc. */
+static struct {
+	struct ike_conn_cfg *cc;
+	const struct cfg_tunnel **t;
+	size_t n;
+	size_t removed, changed;	/* by ikd_reload_drop */
+} pending;
+
+void ikd_reload_cancel(void)
+{
+	if (pending.cc != NULL)
+		explicit_bzero(pending.cc, pending.n * sizeof(*pending.cc));
+	free(pending.cc);
+	free(pending.t);
+	memset(&pending, 0, sizeof(pending));
+}
+
+static const struct cfg_tunnel *ike_tunnel(const struct cfg *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		if (cfg->tunnels[i]->ike.on && !strcmp(cfg->tunnels[i]->name, name))
+			return cfg->tunnels[i];
+	return NULL;
+}
+
+int ikd_reload_check(struct cfg *next, char *msg, size_t len)
+{
+	size_t n = next->n_tunnels ? next->n_tunnels : 1;
+	char err[256];
+
+	ikd_reload_cancel();
+	inst_fingerprint(next);
+	pending.cc = calloc(n, sizeof(*pending.cc));
+	pending.t = calloc(n, sizeof(*pending.t));
+	if (pending.cc == NULL || pending.t == NULL) {
+		snprintf(msg, len, "refused, running config kept: out of memory");
+		ikd_reload_cancel();
+		return -1;
+	}
+	for (size_t i = 0; i < next->n_tunnels; i++) {
+		const struct cfg_tunnel *t = next->tunnels[i];
+		struct ikd_conn *c = t->ike.on && k.ctx != NULL ? find_conn(t->name) : NULL;
+
+		if (!t->ike.on || (c != NULL && inst_tunnel_same(&c->tpl, t)))
+			continue;
+		if (check_conn(&pending.cc[pending.n], t, err, sizeof(err)) != 0) {
+			snprintf(msg, len, "refused, running config kept: tunnel %s: IKE: %s",
+				 t->name, err);
+			ikd_reload_cancel();
+			return -1;
+		}
+		pending.t[pending.n++] = t;
+	}
+	return 0;
+}
+
+/* Connection c ends (gone from the config or changed): its SAs, its grace-period ones. */
+static void drop_conn(struct ikd_conn *c, uint64_t now)
+{
+	ike_conn_remove(k.ctx, c->tpl.name, now);	/* on_child_down: out of the dataplane */
+	for (int l = 0; l < IKD_LATER_MAX; l++)
+		if (c->later[l].spi != 0)
+			inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN, k.verbose);
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE connection removed (reload)\n", c->tpl.name);
+}
+
+void ikd_reload_drop(const struct cfg *next)
+{
+	uint64_t now = mono_ms();
+
+	for (size_t i = 0; k.ctx != NULL && i < k.n_conns;) {
+		struct ikd_conn *c = &k.conns[i];
+		const struct cfg_tunnel *t = ike_tunnel(next, c->tpl.name);
+
+		if (t != NULL && inst_tunnel_same(&c->tpl, t)) {
+			i++;
+			continue;
+		}
+		drop_conn(c, now);
+		t != NULL ? pending.changed++ : pending.removed++;
+		k.conns[i] = k.conns[--k.n_conns];
+		explicit_bzero(&k.conns[k.n_conns], sizeof(k.conns[k.n_conns]));
+	}
+}
+
+int ikd_reload_add(const struct cfg *next, char *msg, size_t len)
+{
+	size_t failed = 0;
+
+	if (k.ctx == NULL && pending.n == 0) {
+		ikd_reload_cancel();
+		return 0;			/* no IKE before, none now */
+	}
+	if (k.ctx == NULL && ikd_start(next->dp_socket, next) != 0) {
+		snprintf(msg, len, "; keying = ike: IKE could not start (see dpvpnd's log): "
+			 "those tunnels stay down");
+		ikd_close();
+		return -1;
+	}
+	if (k.n_ports == next->n_ports)		/* addresses may have moved */
+		memcpy(k.ports, next->ports, next->n_ports * sizeof(*k.ports));
+	for (size_t j = 0; j < pending.n; j++)
+		failed += add_conn(pending.t[j], &pending.cc[j]) != 0;
+	snprintf(msg, len, "; keying = ike: %zu added, %zu removed, %zu changed (negotiated "
+		 "anew)%s", pending.n - pending.changed, pending.removed, pending.changed,
+		 failed ? "; some not added: see dpvpnd's log" : "");
+	ikd_reload_cancel();
+	return failed ? -1 : 0;
 }
 
 /* ---- operator ---- */

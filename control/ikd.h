@@ -9,8 +9,10 @@
  * The PSKs are read from the config file when the channel opens (the copy
  * dpvpnd installed from has had its keys wiped) and kept only inside the IKE
  * context, wiped when it is freed.  Tunnels with start = yes are initiated
- * at once and again 5 s after their IKE SA ends.  Reloads leave IKE tunnels
- * as they are: a restart of dpvpnd applies changes to them.
+ * at once and again 5 s after their IKE SA ends.  A reload ends the IKE
+ * tunnels that left the config or changed in it (their IKE SA deleted, the
+ * peer told) and adds the new and changed ones; unchanged ones go on as they
+ * are.
  */
 #ifndef DPVPN_CONTROL_IKD_H
 #define DPVPN_CONTROL_IKD_H
@@ -18,6 +20,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "config.h"
 #include "dp_client.h"
 #include "seqstate.h"
 
@@ -36,6 +39,22 @@ int ikd_input(void);
 void ikd_tick(void);
 /* Stop: every IKE SA ends here (its CHILD_SA removed), keys wiped, channel closed. */
 void ikd_close(void);
+
+/*
+ * A reload, in steps around inst_reload (which leaves IKE tunnels here):
+ * ikd_reload_check first, with next's PSKs still there: the new and changed
+ * IKE tunnels checked and kept aside; 0, or -1 with msg saying which and why
+ * (nothing changed).  ikd_reload_drop just before inst_reload: the tunnels
+ * gone from next or changed in it end (so a static tunnel of the same name
+ * finds its selectors free).  ikd_reload_add once inst_reload is done: the
+ * new and changed ones are added (the channel opened if these are the
+ * first), what was done appended to msg; 0 or -1.  ikd_reload_cancel: the
+ * reload went no further (what check kept is wiped).
+ */
+int ikd_reload_check(struct cfg *next, char *msg, size_t len);
+void ikd_reload_drop(const struct cfg *next);
+int ikd_reload_add(const struct cfg *next, char *msg, size_t len);
+void ikd_reload_cancel(void);
 
 /* A soft lifetime event of the dataplane: 1 if an IKE tunnel's (rekeyed). */
 int ikd_soft_lifetime(const char *name, uint32_t spi);

@@ -2922,6 +2922,39 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 	return 0;
 }
 
+int
+ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	return check_cfg(cfg, err, elen);
+}
+
+int
+ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn **pp, *c = conn_by_name(ctx, name);
+	struct ike_sa *sa, *next;
+
+	if (c == NULL)
+		return -ENOENT;
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		next = sa->next;
+		if (sa->conn != c)
+			continue;
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
+		sa_end(ctx, sa, "connection removed");
+	}
+	for (pp = &ctx->conns; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	explicit_bzero(c, sizeof(*c));	/* the PSK */
+	free(c);
+	return 0;
+}
+
 void
 ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max)
 {

@@ -217,6 +217,15 @@ void ike_free(struct ike_ctx *ctx);
  * message naming the field in err for a configuration it cannot use.
  */
 int ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, size_t elen);
+/* Whether ike_conn_add could use cfg: 0, or -EINVAL with the field in err. */
+int ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen);
+/*
+ * Remove connection name (a reload dropped or changed it): its IKE SAs end at
+ * once, callbacks run (child_down, ike_down), and an established one that has
+ * no request in flight first sends the peer its Delete, once (nothing waits
+ * for the answer, which finds no SA); its PSK is wiped.  0 or -ENOENT.
+ */
+int ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 
 /* Above max half-open responder SAs, IKE_SA_INIT needs a cookie; 0: never. */
 void ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max);

@@ -332,6 +332,8 @@ static void fingerprint(struct cfg_tunnel *t)
 	    EVP_DigestUpdate(c, t->out.authmat, sizeof(t->out.authmat)) != 1 ||
 	    EVP_DigestUpdate(c, t->in.keymat, sizeof(t->in.keymat)) != 1 ||
 	    EVP_DigestUpdate(c, t->in.authmat, sizeof(t->in.authmat)) != 1 ||
+	    EVP_DigestUpdate(c, &t->ike.psk_len, sizeof(t->ike.psk_len)) != 1 ||
+	    EVP_DigestUpdate(c, t->ike.psk, sizeof(t->ike.psk)) != 1 ||
 	    EVP_DigestFinal_ex(c, t->fp, &len) != 1)
 		RAND_bytes(t->fp, sizeof(t->fp));	/* unknown: counts as changed */
 	EVP_MD_CTX_free(c);
@@ -343,8 +345,8 @@ void inst_fingerprint(struct cfg *cfg)
 		fingerprint(cfg->tunnels[i]);
 }
 
-/* Equal but for line numbers and key text (the digest stands for the keys). */
-static int tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
+/* Equal but for line numbers and key text (the digest stands for the keys and the PSK). */
+int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 {
 	struct cfg_tunnel x = *a, y = *b;
 	int same;
@@ -358,13 +360,15 @@ static int tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 			explicit_bzero(k->keymat, sizeof(k->keymat));
 			explicit_bzero(k->authmat, sizeof(k->authmat));
 		}
+		t->ike.line = t->ike.psk_line = 0;
+		t->ike.psk_len = 0;
+		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
 	}
 	same = memcmp(&x, &y, sizeof(x)) == 0;
 	explicit_bzero(&x, sizeof(x));
 	explicit_bzero(&y, sizeof(y));
 	return same;
 }
-
 
 static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
 static void neigh_lines(struct cfg_neigh *n) { n->line = n->port_line = 0; }
@@ -501,10 +505,8 @@ static int reload_tables(struct dp_client *dp, const struct cfg *cur, const stru
 	return 0;
 }
 
-int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
-		bool verbose, char *msg, size_t len)
+int inst_reload_check(const struct cfg *cur, const struct cfg *next, char *msg, size_t len)
 {
-	size_t added = 0, removed = 0, changed = 0, tables = 0;
 	bool same_ports = cur->n_ports == next->n_ports;
 
 	for (size_t i = 0; same_ports && i < cur->n_ports; i++)
@@ -517,13 +519,23 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 			 "and routes); nothing changed");
 		return -1;
 	}
+	return 0;
+}
+
+int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
+		bool verbose, char *msg, size_t len)
+{
+	size_t added = 0, removed = 0, changed = 0, tables = 0;
+
+	if (inst_reload_check(cur, next, msg, len) != 0)
+		return -1;
 	inst_fingerprint(next);
 	/* removed and changed tunnels go first (deleting an outbound SA removes its
 	 * policy in the dataplane), then new and changed ones are installed */
 	for (size_t i = 0; i < cur->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cur->tunnels[i], *n = find_tunnel(next, t->name);
 
-		if ((n && tunnel_same(t, n)) || t->ike.on)	/* IKE's: ikd.c */
+		if ((n && inst_tunnel_same(t, n)) || t->ike.on)	/* IKE's: ikd.c */
 			continue;
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose) ||
 		    del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
@@ -537,7 +549,7 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	for (size_t i = 0; i < next->n_tunnels; i++) {
 		const struct cfg_tunnel *n = next->tunnels[i], *t = find_tunnel(cur, n->name);
 
-		if ((t && tunnel_same(t, n)) || n->ike.on)
+		if ((t && inst_tunnel_same(t, n)) || n->ike.on)
 			continue;
 		if (install_tunnel(dp, n, verbose, seq))
 			goto failed;

@@ -44,6 +44,11 @@ int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, 
 		bool verbose);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
+/* a and b the same tunnel but for line numbers (keys and PSK by their digests). */
+int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b);
+/* Whether a reload from cur to next can be applied (inst_reload's first check):
+ * 0, or -1 with why in msg. */
+int inst_reload_check(const struct cfg *cur, const struct cfg *next, char *msg, size_t len);
 /*
  * Live reload: apply what differs between the running cur and next (tunnels
  * added, removed or changed; unchanged ones are not touched).  Other

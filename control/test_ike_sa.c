@@ -874,6 +874,60 @@ test_delete(void **state)
 	}
 }
 
+/*
+ * A connection removed (a reload), from each side: its SAs end at once with
+ * their callbacks, the peer hears one Delete and ends its SA too (the answer
+ * finds no SA: bad-spi), the name is gone; added again, it comes up again.
+ * A half-open SA goes with nothing sent.
+ */
+static void
+test_conn_remove(void **state)
+{
+	(void)state;
+	for (unsigned who = 0; who < 2; who++) {
+		struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+		struct side *a = who ? &R : &I, *b = who ? &I : &R;
+		const struct ike_conn_cfg *ca = who ? &cr : &ci;
+		char err[128];
+
+		start(&ci, &cr);
+		bring_up(0);
+		assert_int_equal(ike_conn_remove(a->ctx, "t", 10), 0);
+		assert_int_equal(a->downs, 1);
+		assert_int_equal(a->ike_downs, 1);
+		assert_string_equal(a->why, "connection removed");
+		assert_int_equal(status(a).n, 0);
+		assert_int_equal(a->n, 1);			/* the Delete */
+		pump(10);
+		assert_int_equal(b->downs, 1);
+		assert_int_equal(b->ike_downs, 1);
+		assert_string_equal(b->why, "deleted by the peer");
+		assert_int_equal(status(b).n, 0);
+		assert_int_equal(rej(a, IKE_REJ_BAD_SPI), 1);	/* its answer */
+		assert_int_equal(rej_total(&I) + rej_total(&R), 1);
+		assert_int_equal(ike_conn_remove(a->ctx, "t", 20), -ENOENT);
+		assert_int_equal(ike_initiate(a->ctx, "t", 20), -ENOENT);
+		assert_int_equal(ike_terminate(a->ctx, "t", 20), -ENOENT);
+		assert_int_equal(ike_conn_add(a->ctx, ca, err, sizeof(err)), 0);
+		bring_up(30);
+		assert_established();
+		assert_int_equal(I.ups + R.ups, 4);
+		/* half-open on the initiator: ends, nothing sent */
+		assert_int_equal(ike_terminate(I.ctx, "t", 40), 0);
+		pump(40);
+		assert_int_equal(ike_initiate(I.ctx, "t", 50), 0);
+		assert_int_equal(I.n, 1);
+		I.n = 0;				/* IKE_SA_INIT lost */
+		assert_int_equal(status(&I).n, 1);
+		assert_int_equal(ike_conn_remove(I.ctx, "t", 60), 0);
+		assert_int_equal(I.n, 0);
+		assert_int_equal(status(&I).n, 0);
+		assert_int_equal(ike_conn_remove(R.ctx, "t", 60), 0);
+		assert_int_equal(R.n, 0);
+		stop();
+	}
+}
+
 /* Liveness checks: answered while the peer lives; the SA ends when it stops. */
 static void
 test_dpd(void **state)
@@ -1956,6 +2010,7 @@ main(void)
 		cmocka_unit_test(test_give_up),
 		cmocka_unit_test(test_bad_spi_flags),
 		cmocka_unit_test(test_delete),
+		cmocka_unit_test(test_conn_remove),
 		cmocka_unit_test(test_dpd),
 		cmocka_unit_test(test_cookie),
 		cmocka_unit_test(test_nat_detected),

@@ -16,7 +16,10 @@
  *                IKE_SA_INIT when the input began), its SPIs patched to the
  *                ones that context chose when op & 8 (so a response is
  *                taken as one to our request)
- *   op & 3 == 2: time passes (length: milliseconds x 16), both contexts tick
+ *   op & 3 == 2: time passes (length: milliseconds x 16), both contexts tick;
+ *                then op & 16: the responder's connection removed and added
+ *                again (a reload that changed it), op & 32: the initiator's,
+ *                which initiates again
  *   op & 3 == 3: the initiator's last datagram sent is given to the responder
  *                (a real request, then whatever the fuzzer did before it)
  *
@@ -125,6 +128,20 @@ context(bool initiator)
 	return ctx;
 }
 
+/* A reload that changed the connection: removed (its SAs end), added again. */
+static void
+readd(struct ike_ctx *ctx, bool initiator, uint64_t now)
+{
+	struct ike_conn_cfg c;
+	char err[128];
+
+	if (ike_conn_remove(ctx, "fuzz", now) != 0)
+		abort();
+	conn(&c, initiator);
+	if (ike_conn_add(ctx, &c, err, sizeof(err)) != 0)
+		abort();
+}
+
 static void
 deliver(struct ike_ctx *ctx, const uint8_t *msg, size_t len, bool to_initiator,
 	uint16_t port, uint64_t now)
@@ -160,6 +177,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			now += len * 16;
 			ike_tick(resp, now);
 			ike_tick(init, now);
+			if (op & 16)
+				readd(resp, false, now);
+			if (op & 32) {
+				readd(init, true, now);
+				ike_initiate(init, "fuzz", now);
+			}
 			continue;
 		}
 		if ((op & 3) == 3) {

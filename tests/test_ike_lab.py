@@ -362,3 +362,100 @@ def test_ike_sa_rekeys_keep_the_child(pskdir):
         net.ping(count=1)
         r = net.ping(count=3)
         assert " 0% packet loss" in r.stdout, r.stdout
+
+
+def reload(gw, text=None):
+    """Write gw's config (if text) and reload it: dpvpnctl's output."""
+    if text is not None:
+        with open(gw.config, "w") as f:
+            f.write(text)
+    r = lab.sh(lab.DPVPNCTL, "-s", gw.ctl_sock, "reload", check=False)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_reload_applies_ike_changes(pskdir):
+    """A reload leaves an unchanged IKE tunnel alone (the same IKE SA and
+    CHILD_SA), ends a changed one (the peer hears the Delete) and negotiates
+    it anew, ends one taken down (dpvpnctl tunnel NAME down: out of both
+    dataplanes, nothing left on the peer) and brings it back up; a config
+    error is refused whole, the tunnel untouched."""
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = yes\n", "b": "start = no\n"}) as net:
+        first, _ = wait_up(net)
+        net.ping(count=1)
+        ike_spi = ike(net.a)["sas"][0]["spi_i"]
+        out = reload(net.a)
+        assert "keying = ike: 0 added, 0 removed, 0 changed" in out, out
+        assert child_of(net.a, "to-b") == first and ike(net.a)["sas"][0]["spi_i"] == ike_spi
+
+        original = open(net.a.config).read()
+        with open(net.a.config, "a") as f:
+            f.write("\nthis is not a key\n")
+        r = lab.sh(lab.DPVPNCTL, "-s", net.a.ctl_sock, "reload", check=False)
+        assert r.returncode != 0 and "refused, running config kept" in r.stderr, r.stderr
+        assert child_of(net.a, "to-b") == first
+
+        # changed (dpd on A only; 30 by default): A deletes the old IKE SA, B
+        # follows, A starts anew
+        out = reload(net.a, original.replace("start = yes\n", "start = yes\ndpd = 17\n"))
+        assert "keying = ike: 0 added, 0 removed, 1 changed" in out, out
+        lab.wait_for(lambda: child_of(net.a, "to-b") not in (None, first) and
+                     child_of(net.b, "to-a") not in (None, first) and
+                     len(ike(net.b)["sas"]) == 1, 20, "the changed tunnel up anew")
+        second, back = wait_up(net)
+        assert second["spi_out"] != first["spi_out"] and back["spi_out"] == second["spi_in"]
+        assert installed(net.b, "to-a") == sorted([("in", back["spi_in"]),
+                                                   ("out", back["spi_out"])])
+        assert ike(net.b)["stats"]["rejected"]["auth-fail"] == 0
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+
+        # taken down: gone from both gateways, then back
+        out = net.a.ctl_text("tunnel", "to-b", "down")
+        assert "keying = ike: 0 added, 1 removed, 0 changed" in out, out
+        assert not installed(net.a, "to-b") and not ike(net.a)["sas"]
+        lab.wait_for(lambda: not installed(net.b, "to-a") and not ike(net.b)["sas"], 10,
+                     "B told by A's Delete")
+        r = net.ping(count=2)
+        assert " 100% packet loss" in r.stdout, r.stdout
+        out = net.a.ctl_text("tunnel", "to-b", "up")
+        assert "keying = ike: 1 added, 0 removed, 0 changed" in out, out
+        third, _ = wait_up(net)
+        assert third["spi_out"] not in (first["spi_out"], second["spi_out"])
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+
+
+def test_reload_turns_a_static_tunnel_into_ike(pskdir):
+    """Gateways with static keys and no IKE at start: a reload of both to
+    keying = ike opens the IKE channel, removes the static SAs and the
+    tunnel comes up negotiated; a reload back to static keys ends it again."""
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab() as net:
+        net.ping(count=1)
+        static = {gw.name: open(gw.config).read() for gw in net.gws}
+        with pytest.raises(RuntimeError, match="no IKE"):
+            ike(net.a)
+        for gw, lines, extra in ((net.b, lab.Lab.STATIC_B, "start = no\n"),
+                                 (net.a, lab.Lab.STATIC_A, "start = yes\n")):
+            text = static[gw.name]
+            assert lines in text
+            out = reload(gw, text.replace(lines, f"keying = ike\npsk-file = {psk}\n{extra}"))
+            assert "keying = ike: 1 added, 0 removed, 0 changed" in out, out
+        ca, cb = wait_up(net)
+        assert installed(net.a, "to-b") == sorted([("in", ca["spi_in"]), ("out", ca["spi_out"])])
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        for gw in (net.a, net.b):
+            out = reload(gw, static[gw.name])
+            assert "keying = ike: 0 added, 1 removed, 0 changed" in out, out
+        assert not ike(net.a)["sas"]
+        spis = sorted(s["spi"] for s in net.a.ctl("show", "sa")["sas"])
+        assert spis == ["0x00001001", "0x00002001"], spis
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
