@@ -377,9 +377,10 @@ def reload(gw, text=None):
 def test_reload_applies_ike_changes(pskdir):
     """A reload leaves an unchanged IKE tunnel alone (the same IKE SA and
     CHILD_SA), ends a changed one (the peer hears the Delete) and negotiates
-    it anew, ends one taken down (dpvpnctl tunnel NAME down: out of both
-    dataplanes, nothing left on the peer) and brings it back up; a config
-    error is refused whole, the tunnel untouched."""
+    it anew (also when only its PSK file's content changed), ends one taken
+    down (dpvpnctl tunnel NAME down: out of both dataplanes, nothing left on
+    the peer) and brings it back up; a config error is refused whole, the
+    tunnel untouched."""
     psk = psk_file(pskdir, "lab.psk")
     with lab.Lab(ike={"psk": psk, "a": "start = yes\n", "b": "start = no\n"}) as net:
         first, _ = wait_up(net)
@@ -407,6 +408,21 @@ def test_reload_applies_ike_changes(pskdir):
         assert second["spi_out"] != first["spi_out"] and back["spi_out"] == second["spi_in"]
         assert installed(net.b, "to-a") == sorted([("in", back["spi_in"]),
                                                    ("out", back["spi_out"])])
+        assert ike(net.b)["stats"]["rejected"]["auth-fail"] == 0
+        net.ping(count=1)
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+
+        # a new PSK (the file's content, same path) on both: each end's tunnel
+        # changed, negotiated anew with it, no AUTH refused
+        psk_file(pskdir, "lab.psk")
+        for gw in (net.b, net.a):
+            out = reload(gw)
+            assert "keying = ike: 0 added, 0 removed, 1 changed" in out, out
+        lab.wait_for(lambda: child_of(net.a, "to-b") not in (None, second) and
+                     child_of(net.b, "to-a") not in (None, back), 20, "up with the new PSK")
+        wait_up(net)
+        assert ike(net.a)["stats"]["rejected"]["auth-fail"] == 0
         assert ike(net.b)["stats"]["rejected"]["auth-fail"] == 0
         net.ping(count=1)
         r = net.ping(count=3)
