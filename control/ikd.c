@@ -652,14 +652,6 @@ void ikd_reload_cancel(void)
 	memset(&pending, 0, sizeof(pending));
 }
 
-static const struct cfg_tunnel *ike_tunnel(const struct cfg *cfg, const char *name)
-{
-	for (size_t i = 0; i < cfg->n_tunnels; i++)
-		if (cfg->tunnels[i]->ike.on && !strcmp(cfg->tunnels[i]->name, name))
-			return cfg->tunnels[i];
-	return NULL;
-}
-
 int ikd_reload_check(struct cfg *next, char *msg, size_t len)
 {
 	size_t n = next->n_tunnels ? next->n_tunnels : 1;
@@ -707,14 +699,14 @@ void ikd_reload_drop(const struct cfg *next)
 
 	for (size_t i = 0; k.ctx != NULL && i < k.n_conns;) {
 		struct ikd_conn *c = &k.conns[i];
-		const struct cfg_tunnel *t = ike_tunnel(next, c->tpl.name);
+		const struct cfg_tunnel *t = inst_find_tunnel(next, c->tpl.name);
 
 		if (t != NULL && inst_tunnel_same(&c->tpl, t)) {
 			i++;
 			continue;
 		}
 		drop_conn(c, now);
-		t != NULL ? pending.changed++ : pending.removed++;
+		t != NULL && t->ike.on ? pending.changed++ : pending.removed++;
 		k.conns[i] = k.conns[--k.n_conns];
 		explicit_bzero(&k.conns[k.n_conns], sizeof(k.conns[k.n_conns]));
 	}

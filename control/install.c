@@ -374,7 +374,7 @@ static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
 static void neigh_lines(struct cfg_neigh *n) { n->line = n->port_line = 0; }
 static void route_lines(struct cfg_route *r) { r->line = r->port_line = r->via_line = 0; }
 
-static struct cfg_tunnel *find_tunnel(const struct cfg *c, const char *name)
+struct cfg_tunnel *inst_find_tunnel(const struct cfg *c, const char *name)
 {
 	for (size_t i = 0; i < c->n_tunnels; i++)
 		if (!strcmp(c->tunnels[i]->name, name))
@@ -533,7 +533,7 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	/* removed and changed tunnels go first (deleting an outbound SA removes its
 	 * policy in the dataplane), then new and changed ones are installed */
 	for (size_t i = 0; i < cur->n_tunnels; i++) {
-		const struct cfg_tunnel *t = cur->tunnels[i], *n = find_tunnel(next, t->name);
+		const struct cfg_tunnel *t = cur->tunnels[i], *n = inst_find_tunnel(next, t->name);
 
 		if ((n && inst_tunnel_same(t, n)) || t->ike.on)	/* IKE's: ikd.c */
 			continue;
@@ -547,7 +547,7 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		goto failed;
 	for (size_t i = 0; i < next->n_tunnels; i++) {
-		const struct cfg_tunnel *n = next->tunnels[i], *t = find_tunnel(cur, n->name);
+		const struct cfg_tunnel *n = next->tunnels[i], *t = inst_find_tunnel(cur, n->name);
 
 		if ((t && inst_tunnel_same(t, n)) || n->ike.on)
 			continue;

@@ -44,6 +44,8 @@ int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, 
 		bool verbose);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
+/* cfg's tunnel called name, or NULL. */
+struct cfg_tunnel *inst_find_tunnel(const struct cfg *cfg, const char *name);
 /* a and b the same tunnel but for line numbers (keys and PSK by their digests). */
 int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b);
 /* Whether a reload from cur to next can be applied (inst_reload's first check):
