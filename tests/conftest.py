@@ -15,6 +15,7 @@ MARKERS = {
     "hardening": "the [hardening] issue",
     "ike": "the [ike] issue",
     "strongswan": "live interop with strongSwan",
+    "operator": "the [operator] issue (13): what an operator hits first",
 }
 
 
