@@ -177,15 +177,22 @@ inner_rules6(struct rte_ipv6_hdr *in, uint8_t outer_tc)
 	return DPVPN_DROP_MAX;
 }
 
-/* The decrypted inner IPv6 packet: sound, exactly inner_len long, within the selectors. */
+/*
+ * The decrypted inner IPv6 packet: sound, at most inner_len long (m is trimmed
+ * to it: what follows is TFC padding), within the selectors.
+ */
 static enum dpvpn_drop_reason
 inner_check6(const struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
 {
 	const struct rte_ipv6_hdr *in = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
+	uint32_t len;
 
-	if (inner_len < sizeof(*in) || (rte_be_to_cpu_32(in->vtc_flow) >> 28) != 6 ||
-	    sizeof(*in) + rte_be_to_cpu_16(in->payload_len) != inner_len)
+	if (inner_len < sizeof(*in) || (rte_be_to_cpu_32(in->vtc_flow) >> 28) != 6)
 		return DPVPN_DROP_BAD_INNER;
+	len = sizeof(*in) + rte_be_to_cpu_16(in->payload_len);
+	if (len > inner_len)
+		return DPVPN_DROP_BAD_INNER;
+	rte_pktmbuf_trim(m, (uint16_t)(inner_len - len));	/* RFC 4303 2.7 TFC padding */
 	if (!dp_in_prefix6(in->src_addr, sa->rts6, sa->rts6_len) ||
 	    !dp_in_prefix6(in->dst_addr, sa->lts6, sa->lts6_len))
 		return DPVPN_DROP_POLICY_MISMATCH;
@@ -242,16 +249,17 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	inner_len = (uint16_t)(op->len - pad - ESP_TRAILER_LEN);
 	rte_pktmbuf_adj(m, (uint16_t)(op->data - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - inner_len));
+	/* The inner packet may be shorter than the payload: the rest is TFC
+	 * padding (RFC 4303 2.7), trimmed by inner_check6 / ip4_check. */
 	if (sa->inner6) {
 		why = inner_check6(sa, m, inner_len);
 		if (why != DPVPN_DROP_MAX)
 			return why;
-		if (sa->limited && !sa_account(sa, inner_len))
+		if (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))
 			return DPVPN_DROP_SA_EXPIRED;
 		return inner_rules6(rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *), outer_tos);
 	}
-	if (ip4_check(m) != DPVPN_DROP_MAX ||
-	    rte_be_to_cpu_16(rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->total_length) != inner_len)
+	if (ip4_check(m) != DPVPN_DROP_MAX)	/* total length over the payload, too */
 		return DPVPN_DROP_BAD_INNER;
 
 	struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
@@ -259,7 +267,7 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
 	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
 		return DPVPN_DROP_POLICY_MISMATCH;
-	if (sa->limited && !sa_account(sa, inner_len))
+	if (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))
 		return DPVPN_DROP_SA_EXPIRED;
 	return inner_rules(in, outer_tos);
 }

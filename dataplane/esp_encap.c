@@ -333,7 +333,10 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		lens[k] = rte_pktmbuf_data_len(pkts[i]);
 		why = encap_one(w, sas[i], seqs[i], pkts[i], &ops[k]);
 		if (why != DPVPN_DROP_MAX) {
-			sas[i]->stats[w->index].drop_other++;
+			if (why == DPVPN_DROP_SEQ_EXHAUSTED)
+				sas[i]->stats[w->index].drop_seq++;
+			else
+				sas[i]->stats[w->index].drop_other++;
 			dp_drop(st, pkts[i], why);
 			continue;
 		}

@@ -368,6 +368,7 @@ struct dpvpn_sa_info {
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
 	uint64_t packets, bytes;	/* inner packets and bytes carried */
 	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
+	uint64_t drop_seq;	/* out: seq-exhausted (counted in drop_other before) */
 };
 
 /*
