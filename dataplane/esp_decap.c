@@ -239,6 +239,8 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 		return DPVPN_DROP_REPLAY;
 	pad = ct[op->len - 2];
 	nh = ct[op->len - 1];
+	if (nh == IPPROTO_NONE)		/* RFC 4303 2.6: a dummy packet, its number spent */
+		return DPVPN_DROP_ESP_DUMMY;
 	if ((uint32_t)pad + ESP_TRAILER_LEN > op->len)
 		return DPVPN_DROP_BAD_PADDING;
 	for (uint8_t i = 0; i < pad; i++)
@@ -281,7 +283,7 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 		s->drop_icv++;
 	else if (why == DPVPN_DROP_POLICY_MISMATCH)
 		s->drop_policy++;
-	else
+	else if (why != DPVPN_DROP_ESP_DUMMY)	/* a dummy is no error of the SA's */
 		s->drop_other++;
 }
 

@@ -417,7 +417,8 @@ struct dpvpn_sa_info {
 	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd") \
 	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
 	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)") \
-	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit")
+	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit") \
+	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

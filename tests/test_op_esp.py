@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Issue 13, item 13: what an independent ESP peer may send.  One run of the
+"""Issue 13, items 12 and 13: what an independent ESP peer may send.  One run of the
 real dataplane on net_pcap ports (gateway A, configured by the real dpvpnd),
 scapy as the peer (tests/esp_oracle.py):
 
@@ -10,6 +10,8 @@ scapy as the peer (tests/esp_oracle.py):
   for every cipher, IPv4 and IPv6 inner, plain ESP and NAT-T; exactly the
   inner packet must come out of the inside port.  An inner length larger
   than the payload is still bad-inner.
+- ESP dummy packets (next header 59, RFC 4303 2.6): counted as esp-dummy,
+  not as an error.
 - A non-ESN SA whose sequence numbers ran out shows 2^32 - 1 as its last
   number, and its drops per SA as seq-exhausted, as the global counter does.
 """
@@ -58,6 +60,9 @@ def build():
     for t, n in ((tfc[0], 10), (tfc[len(CIPHERS) * 2 + 3], 10)):
         whole = bytes(t.back(n))
         outside.append(seal_raw(t.inb, whole[:-5], 4 if t.fam[0] == 4 else 41, n + 1))
+    # ESP dummy packets (RFC 4303 2.6), valid ICV: one AEAD, one CBC+HMAC, one NAT-T
+    for t in (tfc[0], tfc[4], tfc[3]):
+        outside.append(seal_raw(t.inb, bytes(range(40)), 59, 20))
     clear = [exhaust.clear(i) for i in range(3)]
     return dict(conf=conf, tfc=tfc, exhaust=exhaust, want_in=want_in, outside=outside,
                 clear=clear)
@@ -92,9 +97,19 @@ def test_tfc_padding_trimmed_for_every_cipher(run):
 def test_counters_name_every_drop(run):
     c = run["counters"]
     drops = {k: v for k, v in c["drops"].items() if v}
-    assert drops == {"bad-inner": 2, "seq-exhausted": 2}
+    assert drops == {"bad-inner": 2, "esp-dummy": 3, "seq-exhausted": 2}
     assert c["decrypted"] == len(run["want_in"])
     assert c["rx_packets"] == run["total"]
+
+
+def test_dummy_packets_are_no_sa_error(run):
+    """Dummies are not counted as any SA's drops; the two bad-inner packets are."""
+    tfc = run["tfc"]
+    bad = {tfc[0].inb.spi, tfc[len(CIPHERS) * 2 + 3].inb.spi}
+    per_sa = {s["spi"]: s for s in run["sas"] if s["dir"] == "in"}
+    for t in tfc:
+        s = per_sa[f"{t.inb.spi:#010x}"]
+        assert s["drops"]["other"] == (t.inb.spi in bad), s
 
 
 def test_exhausted_sequence_shown_honestly(run):
