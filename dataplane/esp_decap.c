@@ -11,6 +11,7 @@
 #include "ike.h"
 #include "ip.h"
 #include "pmtu.h"
+#include "route.h"
 #include "sa.h"
 
 
@@ -274,6 +275,32 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	return inner_rules(in, outer_tos);
 }
 
+/*
+ * The inner packet's TTL / hop limit expired here (RFC 1812 5.3.1): ICMP
+ * Time Exceeded back to its source, into the tunnel (esp_encap_burst finds
+ * the SA by the error's addresses), from the address of the inside port the
+ * packet would have left by: the address the tunnel's selectors hold.
+ */
+static void
+expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *), *next6;
+	uint32_t next4;
+	uint16_t p, n;
+	struct rte_mbuf *r;
+	bool routed = ip[0] >> 4 == 6 ?
+		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
+		route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &p, &next4);
+
+	if (!routed || dp.ports[p].role != DPVPN_ROLE_INSIDE)
+		return;
+	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
+	if (r == NULL)
+		return;
+	n = esp_encap_burst(w, st, &dp.ports[p], &r, 1);
+	worker_tx(w, st, &r, n);
+}
+
 static void
 count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 {
@@ -322,6 +349,8 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
+			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
+				expired_in_tunnel(w, st, pkts[i]);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}
