@@ -59,7 +59,10 @@
  *                      "replay_window":N,
  *                      "seq":N,"packets":N,"bytes":N,
  *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,
- *                               "other":N}}, ...]}
+ *                               "seq-exhausted":N,"other":N}}, ...]}
+ *             (seq, out: the last number used, at most 2^32 - 1 without ESN;
+ *              seq-exhausted: packets dropped because it was; ESP dummy
+ *              packets, RFC 4303 2.6, are no SA's drop)
  *   ports:    {"ports":[{"id":N,"name":"net_af_packet0",
  *                        "role":"inside"|"outside"|"none",
  *                        "address":PREFIX|null (IPv4 "198.18.1.1/24"; null: none),

@@ -139,7 +139,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 	const struct dpvpn_alg_info *a = dpvpn_alg_get(s->alg);
 
 	return json_pack("{s:o,s:o,s:s,s:s,s:b,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
-			 "s:{s:o,s:o,s:o,s:o}}",
+			 "s:{s:o,s:o,s:o,s:o,s:o}}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
 		"dir", s->dir == DPVPN_DIR_IN ? "in" : s->dir == DPVPN_DIR_OUT ? "out" : "?",
@@ -161,6 +161,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 			"replay", u64(s->drop_replay),
 			"bad-icv", u64(s->drop_icv),
 			"policy-mismatch", u64(s->drop_policy),
+			"seq-exhausted", u64(s->drop_seq),
 			"other", u64(s->drop_other));
 }
 

@@ -168,10 +168,11 @@ static void sas(struct out *o, struct dp_client *dp)
 	family(o, "dpvpn_sa_drops_total", "counter", "Packets an SA dropped, by reason.");
 	for (uint32_t i = 0; i < n; i++) {
 		const uint64_t v[] = { s[i].drop_replay, s[i].drop_icv, s[i].drop_policy,
-				       s[i].drop_other };
-		static const char *const why[] = { "replay", "bad-icv", "policy-mismatch", "other" };
+				       s[i].drop_seq, s[i].drop_other };
+		static const char *const why[] = { "replay", "bad-icv", "policy-mismatch",
+						   "seq-exhausted", "other" };
 
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 5; k++)
 			put(o, "dpvpn_sa_drops_total{tunnel=\"%.*s\",spi=\"0x%08x\",dir=\"%s\","
 			    "reason=\"%s\"} %" PRIu64 "\n", DPVPN_NAME_LEN, s[i].name, ntohl(s[i].spi),
 			    s[i].dir == DPVPN_DIR_IN ? "in" : "out", why[k], v[k]);

@@ -11,6 +11,7 @@
 #include "ike.h"
 #include "ip.h"
 #include "pmtu.h"
+#include "route.h"
 #include "sa.h"
 
 
@@ -177,15 +178,22 @@ inner_rules6(struct rte_ipv6_hdr *in, uint8_t outer_tc)
 	return DPVPN_DROP_MAX;
 }
 
-/* The decrypted inner IPv6 packet: sound, exactly inner_len long, within the selectors. */
+/*
+ * The decrypted inner IPv6 packet: sound, at most inner_len long (m is trimmed
+ * to it: what follows is TFC padding), within the selectors.
+ */
 static enum dpvpn_drop_reason
 inner_check6(const struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
 {
 	const struct rte_ipv6_hdr *in = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
+	uint32_t len;
 
-	if (inner_len < sizeof(*in) || (rte_be_to_cpu_32(in->vtc_flow) >> 28) != 6 ||
-	    sizeof(*in) + rte_be_to_cpu_16(in->payload_len) != inner_len)
+	if (inner_len < sizeof(*in) || (rte_be_to_cpu_32(in->vtc_flow) >> 28) != 6)
 		return DPVPN_DROP_BAD_INNER;
+	len = sizeof(*in) + rte_be_to_cpu_16(in->payload_len);
+	if (len > inner_len)
+		return DPVPN_DROP_BAD_INNER;
+	rte_pktmbuf_trim(m, (uint16_t)(inner_len - len));	/* RFC 4303 2.7 TFC padding */
 	if (!dp_in_prefix6(in->src_addr, sa->rts6, sa->rts6_len) ||
 	    !dp_in_prefix6(in->dst_addr, sa->lts6, sa->lts6_len))
 		return DPVPN_DROP_POLICY_MISMATCH;
@@ -232,6 +240,8 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 		return DPVPN_DROP_REPLAY;
 	pad = ct[op->len - 2];
 	nh = ct[op->len - 1];
+	if (nh == IPPROTO_NONE)		/* RFC 4303 2.6: a dummy packet, its number spent */
+		return DPVPN_DROP_ESP_DUMMY;
 	if ((uint32_t)pad + ESP_TRAILER_LEN > op->len)
 		return DPVPN_DROP_BAD_PADDING;
 	for (uint8_t i = 0; i < pad; i++)
@@ -242,16 +252,17 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	inner_len = (uint16_t)(op->len - pad - ESP_TRAILER_LEN);
 	rte_pktmbuf_adj(m, (uint16_t)(op->data - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - inner_len));
+	/* The inner packet may be shorter than the payload: the rest is TFC
+	 * padding (RFC 4303 2.7), trimmed by inner_check6 / ip4_check. */
 	if (sa->inner6) {
 		why = inner_check6(sa, m, inner_len);
 		if (why != DPVPN_DROP_MAX)
 			return why;
-		if (sa->limited && !sa_account(sa, inner_len))
+		if (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))
 			return DPVPN_DROP_SA_EXPIRED;
 		return inner_rules6(rte_pktmbuf_mtod(m, struct rte_ipv6_hdr *), outer_tos);
 	}
-	if (ip4_check(m) != DPVPN_DROP_MAX ||
-	    rte_be_to_cpu_16(rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *)->total_length) != inner_len)
+	if (ip4_check(m) != DPVPN_DROP_MAX)	/* total length over the payload, too */
 		return DPVPN_DROP_BAD_INNER;
 
 	struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
@@ -259,9 +270,35 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
 	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
 		return DPVPN_DROP_POLICY_MISMATCH;
-	if (sa->limited && !sa_account(sa, inner_len))
+	if (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))
 		return DPVPN_DROP_SA_EXPIRED;
 	return inner_rules(in, outer_tos);
+}
+
+/*
+ * The inner packet's TTL / hop limit expired here (RFC 1812 5.3.1): ICMP
+ * Time Exceeded back to its source, into the tunnel (esp_encap_burst finds
+ * the SA by the error's addresses), from the address of the inside port the
+ * packet would have left by: the address the tunnel's selectors hold.
+ */
+static void
+expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *), *next6;
+	uint32_t next4;
+	uint16_t p, n;
+	struct rte_mbuf *r;
+	bool routed = ip[0] >> 4 == 6 ?
+		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
+		route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &p, &next4);
+
+	if (!routed || dp.ports[p].role != DPVPN_ROLE_INSIDE)
+		return;
+	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
+	if (r == NULL)
+		return;
+	n = esp_encap_burst(w, st, &dp.ports[p], &r, 1);
+	worker_tx(w, st, &r, n);
 }
 
 static void
@@ -273,7 +310,7 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 		s->drop_icv++;
 	else if (why == DPVPN_DROP_POLICY_MISMATCH)
 		s->drop_policy++;
-	else
+	else if (why != DPVPN_DROP_ESP_DUMMY)	/* a dummy is no error of the SA's */
 		s->drop_other++;
 }
 
@@ -312,6 +349,8 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
+			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
+				expired_in_tunnel(w, st, pkts[i]);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}

@@ -274,10 +274,27 @@ reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 	}
 }
 
+/*
+ * The gateway forwards the inner packet (RFC 4301 5.1.2), so its TTL / hop
+ * limit must not expire here: if it would, the sender hears ICMP Time
+ * Exceeded from the port it came in by (RFC 1812 5.3.1), and m is dropped.
+ */
+static void
+expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct sa *sa,
+	struct rte_mbuf *m)
+{
+	struct rte_mbuf *r = pmtu_icmp_expired(w, st, port, m);
+
+	sa->stats[w->index].drop_other++;
+	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
+	if (r != NULL)
+		worker_tx(w, st, &r, 1);
+}
+
 /* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
 static uint16_t
-select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
-	  struct sa **sas)
+select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
 {
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
@@ -300,14 +317,12 @@ select_sa(unsigned int w_index, struct dp_lstats *st, struct rte_mbuf **pkts, ui
 			dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
 			continue;
 		}
-		/* The gateway forwards the inner packet (RFC 4301 5.1.2): checked
-		 * before a sequence number is spent on it. */
+		/* checked before a sequence number is spent on it */
 		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
 
 		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
 		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
-			sa->stats[w_index].drop_other++;
-			dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
+			expired(w, st, port, sa, m);
 			continue;
 		}
 		sas[k] = sa;
@@ -333,7 +348,10 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		lens[k] = rte_pktmbuf_data_len(pkts[i]);
 		why = encap_one(w, sas[i], seqs[i], pkts[i], &ops[k]);
 		if (why != DPVPN_DROP_MAX) {
-			sas[i]->stats[w->index].drop_other++;
+			if (why == DPVPN_DROP_SEQ_EXHAUSTED)
+				sas[i]->stats[w->index].drop_seq++;
+			else
+				sas[i]->stats[w->index].drop_other++;
 			dp_drop(st, pkts[i], why);
 			continue;
 		}
@@ -463,7 +481,7 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	uint16_t nbig, good;
 	bool outer = false;
 
-	n = select_sa(w->index, st, pkts, n, sas);
+	n = select_sa(w, st, port, pkts, n, sas);
 	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig);
 	good = encap_core(w, st, pkts, sas, n);
 	for (uint16_t i = 0; i < good; i++)

@@ -12,6 +12,8 @@
 #define ICMP_TOO_BIG_TYPE	3	/* destination unreachable ... */
 #define ICMP_FRAG_NEEDED	4	/* ... fragmentation needed and DF set */
 #define ICMP6_TOO_BIG		2
+#define ICMP_TIME_EXCEEDED	11	/* code 0: TTL exceeded in transit */
+#define ICMP6_TIME_EXCEEDED	3	/* code 0: hop limit exceeded in transit */
 #define ICMP6_MIN_MTU		1280
 
 static bool
@@ -44,9 +46,14 @@ icmp4_may_answer(const struct rte_ipv4_hdr *ip)
 	return true;
 }
 
-static void
-icmp4_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	      const struct rte_mbuf *m, uint16_t mtu)
+/*
+ * An ICMP error about m (type, code, and the 32-bit word after the checksum)
+ * from src to m's source, quoting m's header and 8 bytes (RFC 792); NULL
+ * when none may be sent.
+ */
+static struct rte_mbuf *
+icmp4_error(struct dp_worker *w, struct dp_lstats *st, uint32_t src, const struct rte_mbuf *m,
+	    uint8_t type, uint8_t code, rte_be32_t word)
 {
 	const struct rte_ipv4_hdr *orig = rte_pktmbuf_mtod(m, const struct rte_ipv4_hdr *);
 	uint16_t quote = (uint16_t)RTE_MIN((uint32_t)rte_pktmbuf_data_len(m),
@@ -55,17 +62,17 @@ icmp4_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	struct rte_ipv4_hdr *ip;
 	struct rte_icmp_hdr *ic;
 
-	if (port->addr == 0 || !icmp4_may_answer(orig) || !icmp_allowed(w, st))
-		return;
+	if (src == 0 || !icmp4_may_answer(orig) || !icmp_allowed(w, st))
+		return NULL;
 	r = rte_pktmbuf_alloc(dp.pool);
 	if (r == NULL) {	/* counted in icmp_out: dropped for want of a buffer */
 		st->drops[DPVPN_DROP_NO_MBUF]++;
-		return;
+		return NULL;
 	}
 	ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(r, sizeof(*ip) + sizeof(*ic) + quote);
 	if (ip == NULL) {
 		dp_drop(st, r, DPVPN_DROP_TOO_BIG);
-		return;
+		return NULL;
 	}
 	ic = (struct rte_icmp_hdr *)(ip + 1);
 	memset(ip, 0, sizeof(*ip));
@@ -74,22 +81,22 @@ icmp4_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	ip->total_length = rte_cpu_to_be_16(rte_pktmbuf_data_len(r));
 	ip->time_to_live = 64;
 	ip->next_proto_id = IPPROTO_ICMP;
-	ip->src_addr = port->addr;
+	ip->src_addr = src;
 	ip->dst_addr = orig->src_addr;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	ic->icmp_type = ICMP_TOO_BIG_TYPE;
-	ic->icmp_code = ICMP_FRAG_NEEDED;
+	ic->icmp_type = type;
+	ic->icmp_code = code;
 	ic->icmp_cksum = 0;
-	ic->icmp_ident = 0;			/* unused (RFC 1191) */
-	ic->icmp_seq_nb = rte_cpu_to_be_16(mtu);	/* next-hop MTU */
+	memcpy(&ic->icmp_ident, &word, 4);
 	memcpy(ic + 1, orig, quote);
 	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, sizeof(*ic) + quote);
-	worker_tx(w, st, &r, 1);
+	return r;
 }
 
-static void
-icmp6_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	      const struct rte_mbuf *m, uint16_t mtu)
+/* icmp4_error for IPv6 (RFC 4443): as much of m as fits the minimum MTU. */
+static struct rte_mbuf *
+icmp6_error(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	    const struct rte_mbuf *m, uint8_t type, uint8_t code, rte_be32_t word)
 {
 	const struct rte_ipv6_hdr *orig = rte_pktmbuf_mtod(m, const struct rte_ipv6_hdr *);
 	/* as much of the packet as fits the IPv6 minimum MTU (RFC 4443 3.2) */
@@ -98,7 +105,6 @@ icmp6_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	struct rte_mbuf *r;
 	struct rte_ipv6_hdr *ip;
 	uint8_t *ic;
-	uint32_t mtu32 = rte_cpu_to_be_32(RTE_MAX(mtu, (uint16_t)ICMP6_MIN_MTU));
 	static const uint8_t zero[16];
 
 	if (!port->has6 || ip6_is_multicast(orig->src_addr) ||
@@ -106,16 +112,16 @@ icmp6_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	    (orig->proto == IPPROTO_ICMPV6 && m->data_len > sizeof(*orig) &&
 	     *(const uint8_t *)(orig + 1) < 128) ||	/* an ICMPv6 error itself */
 	    !icmp_allowed(w, st))
-		return;
+		return NULL;
 	r = rte_pktmbuf_alloc(dp.pool);
 	if (r == NULL) {	/* counted in icmp_out: dropped for want of a buffer */
 		st->drops[DPVPN_DROP_NO_MBUF]++;
-		return;
+		return NULL;
 	}
 	ip = (struct rte_ipv6_hdr *)rte_pktmbuf_append(r, sizeof(*ip) + 8 + quote);
 	if (ip == NULL) {
 		dp_drop(st, r, DPVPN_DROP_TOO_BIG);
-		return;
+		return NULL;
 	}
 	ic = (uint8_t *)(ip + 1);
 	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
@@ -124,23 +130,38 @@ icmp6_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *p
 	ip->hop_limits = 64;
 	memcpy(ip->src_addr, port->addr6, 16);
 	memcpy(ip->dst_addr, orig->src_addr, 16);
-	ic[0] = ICMP6_TOO_BIG;
-	ic[1] = 0;
+	ic[0] = type;
+	ic[1] = code;
 	ic[2] = ic[3] = 0;
-	memcpy(ic + 4, &mtu32, 4);
+	memcpy(ic + 4, &word, 4);
 	memcpy(ic + 8, orig, quote);
 	*(rte_be16_t *)(ic + 2) = rte_ipv6_udptcp_cksum(ip, ic);
-	worker_tx(w, st, &r, 1);
+	return r;
 }
 
 void
 pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		  const struct rte_mbuf *m, uint16_t mtu)
 {
+	struct rte_mbuf *r;
+
 	if (rte_pktmbuf_mtod(m, const uint8_t *)[0] >> 4 == 6)
-		icmp6_too_big(w, st, port, m, mtu);
-	else
-		icmp4_too_big(w, st, port, m, mtu);
+		r = icmp6_error(w, st, port, m, ICMP6_TOO_BIG, 0,
+				rte_cpu_to_be_32(RTE_MAX(mtu, (uint16_t)ICMP6_MIN_MTU)));
+	else	/* the next-hop MTU in the low half (RFC 1191) */
+		r = icmp4_error(w, st, port->addr, m, ICMP_TOO_BIG_TYPE, ICMP_FRAG_NEEDED,
+				rte_cpu_to_be_32(mtu));
+	if (r != NULL)
+		worker_tx(w, st, &r, 1);
+}
+
+struct rte_mbuf *
+pmtu_icmp_expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+		  const struct rte_mbuf *m)
+{
+	if (rte_pktmbuf_mtod(m, const uint8_t *)[0] >> 4 == 6)
+		return icmp6_error(w, st, port, m, ICMP6_TIME_EXCEEDED, 0, 0);
+	return icmp4_error(w, st, port->addr, m, ICMP_TIME_EXCEEDED, 0, 0);
 }
 
 uint16_t

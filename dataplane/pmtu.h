@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * pmtu.h - packets too big for a tunnel, and TCP MSS clamping:
+ * pmtu.h - packets too big for a tunnel, ICMP errors, and TCP MSS clamping:
  *
  *  - ICMP "fragmentation needed" (RFC 792/1191) for an IPv4 packet with DF
  *    set, ICMPv6 "packet too big" (RFC 4443/8201) for IPv6, carrying the
  *    tunnel MTU, sent from the inside port's address and rate-limited per
  *    worker (a token bucket: PMTU_ICMP_RATE a second, PMTU_ICMP_BURST at once);
+ *  - ICMP / ICMPv6 Time Exceeded for packets whose TTL expires here, from
+ *    the same builders and the same bucket;
  *  - IPv4 fragmentation into fresh mbufs, for a DF-clear inner packet before
  *    encryption (RFC 4459 pre-fragmentation) or for the outer packet;
  *  - the MSS option of TCP SYNs lowered to the tunnel's, checksum updated
@@ -36,6 +38,15 @@
  */
 void pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		       const struct rte_mbuf *m, uint16_t mtu);
+
+/*
+ * ICMP Time Exceeded (RFC 1812 5.3.1; ICMPv6, RFC 4443 3.3) for m, whose
+ * TTL / hop limit expired here, from port's address, rate-limited and
+ * counted as pmtu_icmp_too_big's; NULL when none is to be sent.  The caller
+ * sends it (worker_tx, or into the tunnel: esp_decap.c).  m is not freed.
+ */
+struct rte_mbuf *pmtu_icmp_expired(struct dp_worker *w, struct dp_lstats *st,
+				   const struct dp_port *port, const struct rte_mbuf *m);
 
 /*
  * Split the IPv4 packet m into fragments of at most mtu bytes (fresh mbufs

@@ -383,7 +383,25 @@ sum_stats(const struct sa *sa, struct dpvpn_sa_info *info)
 		info->drop_icv += s->drop_icv;
 		info->drop_policy += s->drop_policy;
 		info->drop_other += s->drop_other;
+		info->drop_seq += s->drop_seq;
 	}
+}
+
+/*
+ * The last sequence number an outbound SA used.  Workers reserve numbers
+ * before they check them (esp_encap.c), so the counter runs on past what a
+ * non-ESN SA may send (2^32 - 1) and past a dpvpnd grant: those were dropped
+ * (seq-exhausted, seq-unreserved), never sent.
+ */
+static uint64_t
+out_seq_used(const struct sa *sa)
+{
+	uint64_t seq = __atomic_load_n(&sa->seq, __ATOMIC_RELAXED);
+	uint64_t limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_RELAXED);
+
+	if (!sa->esn)
+		seq = RTE_MIN(seq, (uint64_t)UINT32_MAX);
+	return limit != 0 ? RTE_MIN(seq, limit) : seq;
 }
 
 bool
@@ -416,8 +434,7 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));
-	info->seq = sa->dir == DPVPN_DIR_OUT ?
-		__atomic_load_n(&sa->seq, __ATOMIC_RELAXED) : sa->replay.top;
+	info->seq = sa->dir == DPVPN_DIR_OUT ? out_seq_used(sa) : sa->replay.top;
 	sum_stats(sa, info);
 	return true;
 }

@@ -32,6 +32,7 @@ bool sa_natt_port(uint16_t port);
 struct sa_stats {
 	uint64_t packets, bytes;
 	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
+	uint64_t drop_seq;	/* out: seq-exhausted */
 } __rte_cache_aligned;
 
 struct sa {

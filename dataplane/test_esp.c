@@ -28,6 +28,7 @@
 #include "dp.h"
 #include "esp.h"
 #include "ip.h"
+#include "route.h"
 #include "sa.h"
 #include "spd.h"
 #include "test_gcm_vectors.h"
@@ -76,7 +77,7 @@ static int
 setup(void **state)
 {
 	char prefix[64];
-	char *argv[] = { "test_esp", "--no-huge", "-m", "128", "--no-pci", "-l", "0",
+	char *argv[] = { "test_esp", "--no-huge", "-m", "256", "--no-pci", "-l", "0",
 			 "--log-level", "lib.*:error", "--file-prefix", prefix };
 	struct dpvpn_sa_cfg c;
 	struct dpvpn_policy p = { .src = V4PFX(IP4(198, 18, 1, 0), 24),
@@ -98,7 +99,8 @@ setup(void **state)
 	dp.n_ports = 1;
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
 					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64))
+	/* no routes: what the stages send themselves (ICMP errors) is no-route */
+	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init())
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
 	if (sa_add(&c, wk.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err)))
@@ -396,7 +398,8 @@ test_ecn_and_ttl_on_the_path(void **state)
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
 	rte_pktmbuf_free(m);
 
-	uint64_t before = drops(DPVPN_DROP_TTL_EXPIRED);
+	uint64_t before = drops(DPVPN_DROP_TTL_EXPIRED), icmp = st->icmp_out;
+	uint64_t no_route = drops(DPVPN_DROP_NO_ROUTE);
 
 	m = inner_packet(60, HOST_A, HOST_B);	/* TTL 1: may not be forwarded */
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
@@ -405,6 +408,9 @@ test_ecn_and_ttl_on_the_path(void **state)
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);
 	assert_int_equal(drops(DPVPN_DROP_TTL_EXPIRED), before + 1);
+	/* ICMP Time Exceeded built for the sender (no route to it here) */
+	assert_int_equal(st->icmp_out, icmp + 1);
+	assert_int_equal(drops(DPVPN_DROP_NO_ROUTE), no_route + 1);
 }
 
 /* Install an outbound SA with this SPI; returns its slot. */

@@ -209,6 +209,12 @@ def esp_in_seeds():
     out['inner6-hop-1'] = sealed(2, inner_packet(2, ttl=1))
     out['inner-bad-length'] = sealed(0, inner_packet(0) + b'junk', flags=0x01)
     out['inner-not-ip'] = sealed(0, b'\x00' * 40, flags=0x01)
+    # RFC 4303 2.7 TFC padding after the inner packet, and 2.6 dummy packets
+    out['inner-tfc'] = rec(0, outer(0, esp_seal(0, 3, inner_packet(0) + bytes(range(37)))))
+    out['inner6-tfc'] = rec(0, outer(2, esp_seal(2, 3, inner_packet(2) + b'\xa5' * 64)))
+    out['inner-longer-than-payload'] = rec(0, outer(0, esp_seal(0, 4, inner_packet(0)[:-3])))
+    out['dummy'] = rec(0, outer(0, esp_seal(0, 5, bytes(40), nh=59)))
+    out['dummy-cbc'] = rec(0, outer(2, esp_seal(2, 5, b'', nh=59)))
     syn = TCP(sport=40000, dport=80, flags='S', options=[('MSS', 1460), ('NOP', None),
                                                          ('WScale', 7)])
     out['mss-clamp'] = sealed(5, inner_packet(5, b'', l4=syn))

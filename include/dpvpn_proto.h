@@ -368,6 +368,7 @@ struct dpvpn_sa_info {
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
 	uint64_t packets, bytes;	/* inner packets and bytes carried */
 	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
+	uint64_t drop_seq;	/* out: seq-exhausted (counted in drop_other before) */
 };
 
 /*
@@ -416,7 +417,8 @@ struct dpvpn_sa_info {
 	X(SEQ_UNRESERVED, "seq-unreserved", "sequence numbers not yet persisted by dpvpnd") \
 	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
 	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)") \
-	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit")
+	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit") \
+	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

@@ -9,7 +9,7 @@ compares every packet with the original.  Hostile packets must show up in
 the right dpvpnctl counters.
 """
 import pytest
-from scapy.all import IP, UDP, Ether, Raw
+from scapy.all import ICMP, IP, UDP, Ether, Raw
 from scapy.layers.ipsec import ESP
 
 import pcapgw
@@ -77,7 +77,10 @@ def test_every_esp_packet_decrypts_to_the_original(run):
 
 
 def test_scapy_esp_decrypted_by_dpvpn(run):
-    out = run["out0"]
+    # the last-hop packet's ICMP Time Exceeded goes back out of the inside port too
+    errors = [p for p in run["out0"] if p.haslayer(ICMP)]
+    assert [(p[ICMP].type, p[IP].src) for p in errors] == [(11, "198.18.1.1")]
+    out = [p for p in run["out0"] if not p.haslayer(ICMP)]
     assert len(out) == len(run["back"])
     for pkt, orig in zip(out, run["back"]):
         assert pkt[Ether].dst == MAC_HOST_A and pkt[Ether].src == MAC_IN
@@ -93,8 +96,9 @@ def test_hostile_packets_counted_by_reason(run):
         assert c["drops"][reason] == n, reason
     others = {k: v for k, v in c["drops"].items() if k not in run["expect"] and v}
     assert not others
-    # received = sent + counted drops
-    assert c["rx_packets"] == c["tx_packets"] + sum(c["drops"].values())
+    # received = sent + counted drops (sent: the ICMP errors the gateway made too)
+    assert c["icmp_out"] == 1
+    assert c["rx_packets"] == c["tx_packets"] - c["icmp_out"] + sum(c["drops"].values())
 
 
 def test_sa_counters(run):
