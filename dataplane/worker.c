@@ -431,6 +431,8 @@ flush_stale(struct dp_worker *w, struct dp_lstats *st)
 				dp_drop(st, pkts[i], DPVPN_DROP_BEFORE_START);
 			n += got;
 		} while (got > 0 && n < DP_FLUSH_MAX);
+		/* not frames of the link since START: port.c leaves them out of rx_missed */
+		__atomic_fetch_add(&dp.ports[p].flushed, n, __ATOMIC_RELAXED);
 	}
 }
 
