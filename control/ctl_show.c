@@ -193,7 +193,7 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 {
 	const uint8_t *m = p->mac;
 
-	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
 		"iface", p->iface[0] ? name(p->iface, sizeof(p->iface)) : json_null(),
@@ -209,7 +209,8 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 		"tx_bytes", u64(p->tx_bytes),
 		"rx_missed", u64(p->rx_missed),
 		"rx_errors", u64(p->rx_errors),
-		"tx_errors", u64(p->tx_errors));
+		"tx_errors", u64(p->tx_errors),
+		"csum_completed", u64(p->csum_completed));
 }
 
 static json_t *policy_json(const struct dpvpn_policy *p)

@@ -525,6 +525,8 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 	o->rx_errors = s.ierrors;
 	o->tx_errors = s.oerrors;
 	memcpy(o->iface, p->iface, sizeof(o->iface));
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		o->csum_completed += dp_lstats[l].csum_completed[id];
 }
 
 /* Paged dump: fill as many entries from req->start as fit in one reply. */

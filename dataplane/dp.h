@@ -80,6 +80,7 @@ struct dp_lstats {
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
+	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */
 } __rte_cache_aligned;
 
 /* What a worker needs; owned and written by that worker only. */

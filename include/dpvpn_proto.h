@@ -346,6 +346,8 @@ struct dpvpn_port_info {
 				 * dataplane (dataplane/port.c) */
 	uint64_t rx_errors, tx_errors;
 	char iface[16];		/* Linux interface behind the port, "" none */
+	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
+					 * partial (offload), finished by the dataplane */
 };
 
 struct dpvpn_sa_info {

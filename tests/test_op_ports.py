@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Issue 13, the ports: losses a counter explains, ports named by their
-config section and Linux interface.
+"""Issue 13, the ports: losses a counter explains, hosts with checksum
+offload, ports named by their config section and Linux interface.
 
     host A eth0 ==veth== gwa-in [gw A] gwa-out ==veth== gwb-out [gw B] gwb-in ==veth== host B
                          port 0 "lan0"  port 1           port 1          port 0
@@ -16,6 +16,37 @@ import pytest
 import lab
 
 pytestmark = pytest.mark.operator
+
+# One side of a TCP echo: host B accepts one connection and sends back what
+# it reads; host A connects, sends, reads it all back (every step bounded).
+ECHO_SERVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 7007)); s.listen(1); s.settimeout(20)
+print('listening', flush=True)
+c, _ = s.accept(); c.settimeout(10)
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    c.sendall(d)
+c.close()
+"""
+ECHO_CLIENT = """
+import socket, sys
+data = bytes(range(256)) * 800
+c = socket.create_connection((sys.argv[1], 7007), timeout=4)
+c.sendall(data); c.shutdown(socket.SHUT_WR)
+got = b''
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    got += d
+print('echo ok' if got == data else f'echo differs: {len(got)} of {len(data)}')
+"""
+
 
 @pytest.fixture(scope="module")
 def net():
@@ -77,6 +108,38 @@ def test_rx_missed_explains_the_gap(net):
     assert gap > 0, "the flood did not overrun B's ring: the test shows nothing"
     # every ESP packet is accounted for; a few may still be in flight
     assert abs(gap - missed) <= 4, (gap, missed)
+
+
+def offload_echo(net, dst):
+    """A TCP echo from host A (tx checksum offload on) to host B through the
+    tunnel; returns how many checksums A's inside port finished."""
+    before = port(net.a, 0)["csum_completed"]
+    net.ns(net.ns_a, "ethtool", "-K", "eth0", "tx", "on")
+    try:
+        srv = net.bg("echo-server", net.ns_b, "python3", "-c", ECHO_SERVER, dst)
+        lab.wait_for(lambda: "listening" in srv.output(), 10, "echo server")
+        r = net.ns(net.ns_a, "python3", "-c", ECHO_CLIENT, dst, check=False, timeout=30)
+        srv.stop()
+    finally:
+        net.ns(net.ns_a, "ethtool", "-K", "eth0", "tx", "off")
+    assert "echo ok" in r.stdout, (r.stdout, r.stderr[-2000:])
+    assert port(net.b, 0)["csum_completed"] == 0    # B's host had no offload on
+    return port(net.a, 0)["csum_completed"] - before
+
+
+def test_checksum_offload_host_tcp(net):
+    """Host A with tx checksum offload on its veth sends CHECKSUM_PARTIAL
+    frames (TCP checksum field = pseudo-header sum): A's inside port
+    completes them, TCP works end to end and csum_completed counts them."""
+    done = offload_echo(net, "198.18.2.2")
+    assert done >= 100, done    # 200 KB in 1360-byte segments, the SYN, ACKs
+
+
+def test_checksum_offload_host_tcp_ipv6():
+    with lab.Lab(ipv6=True) as net6:
+        assert net6.ping(count=3, dst="2001:db8:18:2::2").returncode == 0
+        done = offload_echo(net6, "2001:db8:18:2::2")
+    assert done >= 100, done
 
 
 def test_ports_named_by_config_and_interface(net):
