@@ -38,6 +38,9 @@
 #include "dp.h"
 #include "port.h"
 
+_Static_assert(sizeof(((struct dpvpn_port_info *)0)->iface) == IF_NAMESIZE,
+	       "the shown interface name holds any Linux one");
+
 /* One number from /sys/class/net/IFACE/NAME. */
 static bool
 sys_u64(const char *iface, const char *name, uint64_t *v)
