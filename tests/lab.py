@@ -190,7 +190,7 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None, replace_a=(), dp_args_a=(), ike=None):
+                 seq_block=None, replace_a=(), dp_args_a=(), ike=None, vdev_args_b_out=""):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -204,7 +204,9 @@ class Lab:
         options for gateway A's dataplane (after --socket).  ike: the tunnel
         keyed by IKEv2 instead of static keys (IPv4 lab): a dict with "psk"
         (a file, 0600) or "psk_a"/"psk_b", and optional "a" / "b": more lines
-        for that gateway's tunnel (e.g. "start = no")."""
+        for that gateway's tunnel (e.g. "start = no").  vdev_args_b_out: more
+        net_af_packet arguments for gateway B's outside port (",framecnt=64":
+        a small socket ring, that overflows sooner)."""
         self.ike = ike
         self.mtu = mtu
         self.replace = (() if replay_window is None else
@@ -218,6 +220,7 @@ class Lab:
         self.replace_a = replace_a     # (old, new) edits of gateway A's config only
         self.dp_args_a = tuple(dp_args_a)
         self.ipv6 = ipv6
+        self.vdev_args_b_out = vdev_args_b_out
         self.workers = workers
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
@@ -311,7 +314,7 @@ class Lab:
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
-                     f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}"],
+                     f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}{self.vdev_args_b_out}"],
                     self.workdir, lc_b, self.ns_gw, replace=self.replace + ike_b,
                     dp_args=dp_args)
         self.gws.append(b)
