@@ -63,14 +63,30 @@
  *             (seq, out: the last number used, at most 2^32 - 1 without ESN;
  *              seq-exhausted: packets dropped because it was; ESP dummy
  *              packets, RFC 4303 2.6, are no SA's drop)
- *   ports:    {"ports":[{"id":N,"name":"net_af_packet0",
+ *   ports:    {"ports":[{"id":N,"name":"net_af_packet0" (the DPDK device),
+ *                        "config":NAME|null (the config's [port NAME] with this id;
+ *                                null: the config has none),
+ *                        "iface":"eth1"|null (the Linux interface behind the device:
+ *                                its if_index, else the vdev's iface=; null: none),
  *                        "role":"inside"|"outside"|"none",
  *                        "address":PREFIX|null (IPv4 "198.18.1.1/24"; null: none),
  *                        "address6":PREFIX|null (IPv6 "2001:db8:1::1/64"; null: none),
  *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
  *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
  *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,
- *                        "tx_errors":N}, ...]}
+ *                        "tx_errors":N,"csum_completed":N}, ...]}
+ *             rx_missed: frames the port received that never reached the
+ *             dataplane: the device's own count (imissed) where it keeps one;
+ *             for net_af_packet (DPDK 22.11 keeps none) what the Linux
+ *             interface received since START (rx_packets + rx_dropped of its
+ *             /sys/class/net/IFACE/statistics) minus what the device delivered
+ *             since then: the socket ring's overflow.  Exact once traffic
+ *             pauses; while frames wait in the ring it may read high by up to
+ *             the ring's size (it is computed when asked, never below 0).
+ *             csum_completed: TCP/UDP packets from the hosts of an inside port
+ *             whose checksum the sender left to offload (the field held the
+ *             pseudo-header sum only, Linux's CHECKSUM_PARTIAL over a veth or
+ *             tap), finished by the dataplane before encryption
  *   counters: {"rx_packets":N,"tx_packets":N,"encrypted":N,"decrypted":N,
  *              "arp_in":N,"arp_out":N,"handoff":N,"icmp_out":N,
  *              "icmp_limited":N,"fragments":N,"fragmented":N,"mss_clamped":N,

@@ -194,9 +194,10 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 {
 	const uint8_t *m = p->mac;
 
-	return json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
+		"iface", p->iface[0] ? name(p->iface, sizeof(p->iface)) : json_null(),
 		"role", role_name(p->role),
 		"address", prefix_json(&p->addr4),
 		"address6", prefix_json(&p->addr6),
@@ -209,7 +210,8 @@ static json_t *port_json(const struct dpvpn_port_info *p)
 		"tx_bytes", u64(p->tx_bytes),
 		"rx_missed", u64(p->rx_missed),
 		"rx_errors", u64(p->rx_errors),
-		"tx_errors", u64(p->tx_errors));
+		"tx_errors", u64(p->tx_errors),
+		"csum_completed", u64(p->csum_completed));
 }
 
 static json_t *policy_json(const struct dpvpn_policy *p)
@@ -270,10 +272,20 @@ json_t *ctl_show_sa(struct ctl_ctx *ctx, char *err, size_t err_len)
 			  err, err_len);
 }
 
+/* The dataplane knows devices, dpvpnd the config: "config" joins them by id. */
 json_t *ctl_show_ports(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
-	return show_table(ctx, DPVPN_MSG_SHOW_PORTS, sizeof(struct dpvpn_port_info), port_entry,
-			  "ports", err, err_len);
+	json_t *r = show_table(ctx, DPVPN_MSG_SHOW_PORTS, sizeof(struct dpvpn_port_info),
+			       port_entry, "ports", err, err_len), *p;
+	const char *cfg;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "ports"), i, p) {
+		cfg = ctx->port_name ? ctx->port_name(
+			(uint16_t)json_integer_value(json_object_get(p, "id"))) : NULL;
+		json_object_set_new(p, "config", cfg ? json_string(cfg) : json_null());
+	}
+	return r;
 }
 
 json_t *ctl_show_policies(struct ctl_ctx *ctx, char *err, size_t err_len)

@@ -27,6 +27,8 @@ struct ctl_ctx {
 	/* IKE (ikd.h): show ike; NAME terminate (0), initiate (1), rekey (2), rekey-ike (3) */
 	json_t *(*show_ike)(char *err, size_t err_len);
 	int (*ike_command)(const char *name, int op, char *msg, size_t len);
+	/* show ports: the config's name of dataplane port ID ([port NAME]), or NULL */
+	const char *(*port_name)(uint16_t id);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */

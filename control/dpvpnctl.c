@@ -188,7 +188,8 @@ static void print_sa(json_t *r)
 static void print_ports(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "ID", "id" }, { "NAME", "name" }, { "ROLE", "role" }, { "ADDRESS", "address" },
+		{ "ID", "id" }, { "NAME", "name" }, { "CONFIG", "config" }, { "IFACE", "iface" },
+		{ "ROLE", "role" }, { "ADDRESS", "address" },
 		{ "ADDRESS6", "address6" }, { "MAC", "mac" }, { "LINK", "link" },
 		{ "RX-PKTS", "rx_packets" }, { "RX-BYTES", "rx_bytes" }, { "TX-PKTS", "tx_packets" },
 		{ "TX-BYTES", "tx_bytes" }, { "RX-MISSED", "rx_missed" },

@@ -507,13 +507,22 @@ static int run_loop(struct loop *l)
 	}
 }
 
+/* show ports: the [port NAME] of the config now applied with this id. */
+static const char *port_name(uint16_t id)
+{
+	for (size_t i = 0; current != NULL && i < current->n_ports; i++)
+		if (current->ports[i].id == id)
+			return current->ports[i].name;
+	return NULL;
+}
+
 static int serve(struct dp_client *dp, struct cfg *cfg)
 {
 	struct ctl_ctx ctx = {
 		.dp = dp, .config_path = cfg->path, .euid = geteuid(),
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
-		.show_ike = ikd_show, .ike_command = ikd_command,
+		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;

@@ -190,6 +190,8 @@ static void ports(struct out *o, struct dp_client *dp)
 		{ "dpvpn_port_tx_packets_total", offsetof(struct dpvpn_port_info, tx_packets) },
 		{ "dpvpn_port_tx_bytes_total", offsetof(struct dpvpn_port_info, tx_bytes) },
 		{ "dpvpn_port_rx_missed_total", offsetof(struct dpvpn_port_info, rx_missed) },
+		{ "dpvpn_port_csum_completed_total",
+		  offsetof(struct dpvpn_port_info, csum_completed) },
 	};
 
 	if (dp_dump(dp, DPVPN_MSG_SHOW_PORTS, sizeof(*p), (void **)&p, &n))

@@ -26,6 +26,7 @@
 #include "dp.h"
 #include "ike.h"
 #include "ip.h"
+#include "port.h"
 #include "route.h"
 #include "sa.h"
 #include "spd.h"
@@ -486,6 +487,7 @@ do_start(const void *req, struct reply *r)
 			snprintf(r->err, sizeof(r->err), "start: port %u: %s", p, rte_strerror(-rc));
 			return rc;
 		}
+		port_baseline(p);
 	}
 	__atomic_store_n(&dp.started, 1, __ATOMIC_RELEASE);
 	fprintf(stderr, "dpvpn-dataplane: forwarding on %u ports\n", dp.n_ports);
@@ -519,9 +521,12 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 	o->rx_bytes = s.ibytes;
 	o->tx_packets = s.opackets;
 	o->tx_bytes = s.obytes;
-	o->rx_missed = s.imissed;
+	o->rx_missed = port_rx_missed(id, &s);
 	o->rx_errors = s.ierrors;
 	o->tx_errors = s.oerrors;
+	memcpy(o->iface, p->iface, sizeof(o->iface));
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		o->csum_completed += dp_lstats[l].csum_completed[id];
 }
 
 /* Paged dump: fill as many entries from req->start as fit in one reply. */

@@ -6,6 +6,7 @@
 #ifndef DP_H
 #define DP_H
 
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,6 +55,13 @@ struct dp_port {
 	struct rte_ether_addr mac;
 	char name[DPVPN_NAME_LEN];
 	uint8_t flush_at_start;	/* discard what its queues hold at START (worker.c) */
+	/* port.c: the Linux interface, and rx_missed from its counters */
+	uint8_t link_missed;	/* net_af_packet: rx_missed from the link */
+	uint8_t has_base;	/* base_* taken at START */
+	char iface[IF_NAMESIZE];	/* "": none */
+	unsigned int if_index;
+	uint64_t base_link_rx, base_ipackets;
+	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
 };
 
 /* A next hop to resolve (worker -> main lcore): ARP or Neighbour Discovery. */
@@ -72,6 +80,7 @@ struct dp_lstats {
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
+	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */
 } __rte_cache_aligned;
 
 /* What a worker needs; owned and written by that worker only. */

@@ -28,6 +28,7 @@
 #include "dp.h"
 #include "ike.h"
 #include "pmtu.h"
+#include "port.h"
 #include "reass.h"
 #include "route.h"
 #include "sa.h"
@@ -248,6 +249,7 @@ port_init(uint16_t id)
 	if (rte_eth_dev_get_mtu(id, &p->mtu) != 0 || p->mtu < DPVPN_MTU_MIN)
 		p->mtu = RTE_ETHER_MTU;
 	rte_eth_dev_get_name_by_port(id, p->name);
+	port_ident(id);
 	return 0;
 }
 

@@ -48,6 +48,51 @@ punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, stru
 }
 
 /*
+ * A host whose interface offloads transmit checksums (a veth or tap with
+ * "tx" on) sends TCP and UDP packets whose checksum field holds only the
+ * pseudo-header sum (Linux's CHECKSUM_PARTIAL): af_packet passes them on as
+ * they are and the far host would drop them.  The checksum is finished here
+ * where the field equals the pseudo-header sum, or where the PMD says the
+ * data is sound but the checksum not filled in (RX_L4_CKSUM_NONE); a
+ * packet that was right and matches by chance gets the same value again.
+ * One pseudo-header sum per TCP/UDP packet.  True if one was finished.
+ */
+static bool
+csum_finish(struct rte_mbuf *m, bool v6)
+{
+	uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
+	uint64_t flags = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+	uint16_t off = v6 ? sizeof(struct rte_ipv6_hdr) : (uint16_t)((ip[0] & 0x0f) * 4);
+	uint8_t proto = v6 ? ((struct rte_ipv6_hdr *)ip)->proto :
+			     ((struct rte_ipv4_hdr *)ip)->next_proto_id;
+	uint16_t at = proto == IPPROTO_TCP ? 16 : 6, *field, phdr;
+
+	if ((proto != IPPROTO_TCP && proto != IPPROTO_UDP) ||
+	    flags == RTE_MBUF_F_RX_L4_CKSUM_GOOD || flags == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
+	    (!v6 && ip4_is_fragment((const struct rte_ipv4_hdr *)ip)) ||
+	    rte_pktmbuf_data_len(m) < off + at + 2)
+		return false;
+	field = (uint16_t *)(ip + off + at);
+	if (proto == IPPROTO_UDP && *field == 0 && !v6)
+		return false;	/* no checksum (IPv4 UDP) */
+	phdr = v6 ? rte_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)ip, 0) :
+		    rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)ip, 0);
+	if (*field != phdr && flags != RTE_MBUF_F_RX_L4_CKSUM_NONE)
+		return false;
+	*field = 0;
+	*field = v6 ? rte_ipv6_udptcp_cksum((const struct rte_ipv6_hdr *)ip, ip + off) :
+		      rte_ipv4_udptcp_cksum((const struct rte_ipv4_hdr *)ip, ip + off);
+	return true;
+}
+
+static inline void
+inside_csum(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *m, bool v6)
+{
+	if (port->role == DPVPN_ROLE_INSIDE && csum_finish(m, v6))
+		st->csum_completed[port->id]++;
+}
+
+/*
  * An IPv6 packet (Ethernet header still on): Neighbour Solicitations and
  * Advertisements go to the main lcore; other multicast is not forwarded;
  * the rest is kept with its Ethernet header stripped (true).
@@ -78,6 +123,7 @@ classify6(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		dp_drop(st, m, DPVPN_DROP_TO_SELF);	/* MLD, router solicitations, ... */
 		return false;
 	}
+	inside_csum(st, port, m, true);
 	return true;
 }
 
@@ -124,6 +170,7 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			dp_drop(st, m, why);
 			continue;
 		}
+		inside_csum(st, port, m, false);
 		pkts[k++] = m;
 	}
 	return k;
@@ -431,6 +478,8 @@ flush_stale(struct dp_worker *w, struct dp_lstats *st)
 				dp_drop(st, pkts[i], DPVPN_DROP_BEFORE_START);
 			n += got;
 		} while (got > 0 && n < DP_FLUSH_MAX);
+		/* not frames of the link since START: port.c leaves them out of rx_missed */
+		__atomic_fetch_add(&dp.ports[p].flushed, n, __ATOMIC_RELAXED);
 	}
 }
 

@@ -357,7 +357,29 @@ def ip_seeds():
                                  UDP() / Raw(b'opt'))
     out['bad-ipv4'] = rec(1, bytes(to_tunnel(0))[:30])
     out['many'] = b''.join(ip_rec(i % 8, to_tunnel(i % 8, size=100 + i)) for i in range(40))
+    # a host with checksum offload: the L4 checksum field holds the pseudo-header sum
+    # only (CHECKSUM_PARTIAL); the inside port finishes it (kind 1: addresses kept)
+    out['csum-partial-tcp'] = rec(1, partial_csum(to_tunnel(0, l4=syn, payload=b'x' * 99)))
+    out['csum-partial-udp6'] = rec(1, partial_csum(to_tunnel(2, payload=b'y' * 77)))
     return out
+
+
+def partial_csum(pkt):
+    """pkt (IPv4 or IPv6, then TCP or UDP) with the checksum field as Linux leaves
+    it for CHECKSUM_PARTIAL: the pseudo-header sum, folded, not complemented."""
+    raw = bytearray(bytes(pkt))
+    if raw[0] >> 4 == 6:
+        l3, proto = 40, raw[6]
+        words = raw[8:40] + struct.pack('>IxxxB', len(raw) - l3, proto)
+    else:
+        l3, proto = (raw[0] & 15) * 4, raw[9]
+        words = raw[12:20] + struct.pack('>xBH', proto, len(raw) - l3)
+    total = sum(struct.unpack('>%dH' % (len(words) // 2), bytes(words)))
+    while total >> 16:
+        total = (total & 0xffff) + (total >> 16)
+    at = l3 + (16 if proto == 6 else 6)
+    raw[at:at + 2] = struct.pack('>H', total)
+    return bytes(raw)
 
 
 # ---- fuzz_ctl_dp: the dataplane protocol (include/dpvpn_proto.h) ----

@@ -341,7 +341,13 @@ struct dpvpn_port_info {
 	uint8_t reserved;
 	char name[DPVPN_NAME_LEN];	/* DPDK device name */
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
-	uint64_t rx_missed, rx_errors, tx_errors;
+	uint64_t rx_missed;	/* the device's imissed; net_af_packet: what the Linux
+				 * link received since START that never reached the
+				 * dataplane (dataplane/port.c) */
+	uint64_t rx_errors, tx_errors;
+	char iface[16];		/* Linux interface behind the port, "" none */
+	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
+					 * partial (offload), finished by the dataplane */
 };
 
 struct dpvpn_sa_info {

@@ -190,7 +190,7 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None, replace_a=(), dp_args_a=(), ike=None):
+                 seq_block=None, replace_a=(), dp_args_a=(), ike=None, vdev_args_b_out=""):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -204,7 +204,9 @@ class Lab:
         options for gateway A's dataplane (after --socket).  ike: the tunnel
         keyed by IKEv2 instead of static keys (IPv4 lab): a dict with "psk"
         (a file, 0600) or "psk_a"/"psk_b", and optional "a" / "b": more lines
-        for that gateway's tunnel (e.g. "start = no")."""
+        for that gateway's tunnel (e.g. "start = no").  vdev_args_b_out: more
+        net_af_packet arguments for gateway B's outside port (",framecnt=64":
+        a small socket ring, that overflows sooner)."""
         self.ike = ike
         self.mtu = mtu
         self.replace = (() if replay_window is None else
@@ -218,6 +220,7 @@ class Lab:
         self.replace_a = replace_a     # (old, new) edits of gateway A's config only
         self.dp_args_a = tuple(dp_args_a)
         self.ipv6 = ipv6
+        self.vdev_args_b_out = vdev_args_b_out
         self.workers = workers
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
@@ -311,7 +314,7 @@ class Lab:
         self.gws.append(a)
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
-                     f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}"],
+                     f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}{self.vdev_args_b_out}"],
                     self.workdir, lc_b, self.ns_gw, replace=self.replace + ike_b,
                     dp_args=dp_args)
         self.gws.append(b)
@@ -420,6 +423,31 @@ def frames(pcap, display_filter):
                   "-e", "frame.number", timeout=120).stdout.split())
 
 
+def esp_accounting(src, dst, timeout=10):
+    """Where the ESP packets gateway src encrypted (to dst) went, once the
+    counters settle: decrypted by dst, missed by dst's outside port (frames
+    its Linux link received that never reached the dataplane), not sent by
+    src or refused by dst (counted drops); gap: what no counter explains."""
+    last = None
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        now = (src.ctl("show", "counters"), dst.ctl("show", "counters"),
+               dst.ctl("show", "ports")["ports"])
+        if last and (now[1]["rx_packets"], [p["rx_missed"] for p in now[2]]) == \
+                (last[1]["rx_packets"], [p["rx_missed"] for p in last[2]]):
+            break
+        last = now
+        time.sleep(0.2)
+    a, b, ports = now
+    acct = {"enc": a["encrypted"], "dec": b["decrypted"],
+            "missed": sum(p["rx_missed"] for p in ports if p["role"] == "outside"),
+            "unsent": a["drops"]["tx-full"] + a["drops"]["no-neighbour"],
+            "refused": sum(b["drops"][k] for k in ("replay", "bad-icv", "no-mbuf",
+                                                   "unknown-spi"))}
+    acct["gap"] = acct["enc"] - acct["dec"] - acct["missed"] - acct["unsent"] - acct["refused"]
+    return acct
+
+
 def demo():
     """scripts/demo: the lab, ping, iperf3, counters, the wire proof."""
     with Lab() as lab:
@@ -447,6 +475,15 @@ def demo():
             print(gw.ctl_text("show", "sa"))
         print("--- gw-a: dpvpnctl show counters")
         print(lab.a.ctl_text("show", "counters"))
+        print("--- gw-b: dpvpnctl show ports")
+        print(lab.b.ctl_text("show", "ports"))
+        acct = esp_accounting(lab.a, lab.b)
+        print("demo: every ESP packet gw-a encrypted is accounted for: {enc} encrypted = "
+              "{dec} decrypted by gw-b + {missed} rx_missed on gw-b's outside port (its "
+              "af_packet ring overflowed) + {unsent} not sent by gw-a (tx-full, "
+              "no-neighbour) + {refused} refused by gw-b; unexplained: {gap}".format(**acct))
+        if abs(acct["gap"]) > 8:
+            raise SystemExit("demo: FAILED: ESP packets lost without a counter")
         esp, other = frames(pcap, "esp"), frames(pcap, "not esp and not arp")
         print(f"demo: tcpdump on gwa-out during iperf3: {esp} ESP frames, "
               f"{other} other frames (ARP aside)")

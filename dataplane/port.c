@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * port.c - what a port's device does not report itself, read on the main
+ * lcore when the port is shown (never by workers, never per packet).
+ *
+ * The Linux interface: the device's if_index (net_af_packet, net_af_xdp and
+ * net_tap set it), else the vdev's iface= argument.
+ *
+ * rx_missed: DPDK 22.11's net_af_packet reports no imissed, yet its socket's
+ * ring overflows when a worker falls behind (the kernel counts those in the
+ * socket's PACKET_STATISTICS, which only the PMD can reach).  So for that
+ * driver rx_missed is what the Linux link received since START but the
+ * dataplane never got:
+ *
+ *   (rx_packets + rx_dropped of /sys/class/net/IFACE/statistics, since START)
+ *   - (frames the PMD delivered since START - frames from before START that
+ *      the workers discarded, flush_stale() in worker.c)
+ *
+ * rx_dropped is in: on a veth it counts what the receive backlog had no room
+ * for, frames that reached the link but not the socket.  The difference is
+ * exact once traffic pauses; while frames wait in the socket ring it reads
+ * high by at most the ring's size, and it never goes below 0.  Frames the
+ * host's own stack sends on the interface also reach the socket and would
+ * hide as many losses: such an interface carries no addresses (lab.py).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+
+#include "dp.h"
+#include "port.h"
+
+_Static_assert(sizeof(((struct dpvpn_port_info *)0)->iface) == IF_NAMESIZE,
+	       "the shown interface name holds any Linux one");
+
+/* One number from /sys/class/net/IFACE/NAME. */
+static bool
+sys_u64(const char *iface, const char *name, uint64_t *v)
+{
+	char path[96], buf[32], *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", iface, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	*v = strtoull(buf, &end, 10);
+	return end != buf;
+}
+
+/* Frames the link received, dropped ones included; false if unreadable
+ * (or if /sys shows another network namespace than the dataplane's). */
+static bool
+link_rx(const struct dp_port *p, uint64_t *rx)
+{
+	uint64_t idx, pkts, drops;
+
+	if (!sys_u64(p->iface, "ifindex", &idx) || idx != p->if_index ||
+	    !sys_u64(p->iface, "statistics/rx_packets", &pkts) ||
+	    !sys_u64(p->iface, "statistics/rx_dropped", &drops))
+		return false;
+	*rx = pkts + drops;
+	return true;
+}
+
+/* The iface= argument of the vdev's arguments, if any. */
+static void
+iface_devarg(const struct rte_device *dev, char *out, size_t len)
+{
+	const struct rte_devargs *da = dev != NULL ? rte_dev_devargs(dev) : NULL;
+	const char *a = da != NULL ? da->args : NULL, *v;
+	size_t n;
+
+	for (v = a; v != NULL; v = strchr(v, ',')) {
+		v += *v == ',';
+		if (strncmp(v, "iface=", 6) == 0) {
+			v += 6;
+			n = strcspn(v, ",");
+			if (n > 0 && n < len) {
+				memcpy(out, v, n);
+				out[n] = '\0';
+			}
+			return;
+		}
+	}
+}
+
+void
+port_ident(uint16_t id)
+{
+	struct dp_port *p = &dp.ports[id];
+	struct rte_eth_dev_info info;
+
+	p->iface[0] = '\0';
+	if (rte_eth_dev_info_get(id, &info) != 0)
+		return;
+	p->if_index = info.if_index;
+	if (p->if_index == 0 || if_indextoname(p->if_index, p->iface) == NULL) {
+		iface_devarg(info.device, p->iface, sizeof(p->iface));
+		p->if_index = p->iface[0] ? if_nametoindex(p->iface) : 0;
+	}
+	p->link_missed = p->if_index != 0 && info.driver_name != NULL &&
+			 strcmp(info.driver_name, "net_af_packet") == 0;
+}
+
+void
+port_baseline(uint16_t id)
+{
+	struct dp_port *p = &dp.ports[id];
+	struct rte_eth_stats s;
+
+	p->has_base = p->link_missed && link_rx(p, &p->base_link_rx) &&
+		      rte_eth_stats_get(id, &s) == 0;
+	if (p->has_base)
+		p->base_ipackets = s.ipackets;
+}
+
+uint64_t
+port_rx_missed(uint16_t id, const struct rte_eth_stats *s)
+{
+	const struct dp_port *p = &dp.ports[id];
+	uint64_t rx, got, delivered;
+
+	if (s->imissed != 0 || !p->has_base || !link_rx(p, &rx))
+		return s->imissed;
+	got = rx - p->base_link_rx;
+	delivered = s->ipackets - p->base_ipackets -
+		    __atomic_load_n(&p->flushed, __ATOMIC_RELAXED);
+	return got > delivered ? got - delivered : 0;
+}
