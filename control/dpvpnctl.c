@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctl_proto.h"
+#include "dpvpn_git.h"
 #include "dpvpn_proto.h"
 
 #define RECV_TIMEOUT_S	5
@@ -422,7 +423,8 @@ static void usage(FILE *out)
 		"              10 s at most)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
-		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);
+		"  --json               print the result as JSON\n"
+		"  --version            print dpvpnctl's version\n", CTL_DEFAULT_SOCKET);
 }
 
 static const struct command *find_command(int argc, char **argv)
@@ -634,6 +636,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = CTL_DEFAULT_SOCKET;
@@ -646,6 +649,7 @@ int main(int argc, char **argv)
 		case 's': path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("dpvpnctl %s\n", DPVPN_VERSION_LONG); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dpvpn_git.h"
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "ikd.h"
@@ -56,6 +57,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: dpvpnd -c FILE [-n] [-D dataplane-socket] [-s control-socket]\n"
 		"              [-w wait-seconds] [-v]\n"
+		"       dpvpnd --version | --help\n"
 		"  -c FILE  configuration file\n"
 		"  -n       check the configuration and exit\n"
 		"  -D PATH  dataplane socket (overrides [dataplane] socket)\n"
@@ -80,10 +82,15 @@ static int parse_wait(const char *s, unsigned *out)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int c;
 
 	*o = (struct opts){ .wait_s = DEFAULT_WAIT_S };
-	while ((c = getopt(argc, argv, "c:nD:s:w:vh")) != -1) {
+	while ((c = getopt_long(argc, argv, "c:nD:s:w:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->config = optarg; break;
 		case 'n': o->check_only = true; break;
@@ -98,6 +105,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("dpvpnd %s\n", DPVPN_VERSION_LONG); exit(0);
 		default: return -1;
 		}
 	}
