@@ -177,9 +177,17 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 	return 0;
 }
 
+/* The dataplane not there yet (started together, or after us): say so at once. */
 static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_s)
 {
-	if (dp_connect(dp, cfg->dp_socket, wait_s)) {
+	int rc = dp_connect(dp, cfg->dp_socket, 0);
+
+	if (rc != 0 && wait_s > 0 && (errno == ENOENT || errno == ECONNREFUSED)) {
+		fprintf(stderr, "dpvpnd: waiting up to %u s for the dataplane at %s (%s)\n",
+			wait_s, cfg->dp_socket, strerror(errno));
+		rc = dp_connect(dp, cfg->dp_socket, wait_s);
+	}
+	if (rc != 0) {
 		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
 		return -1;
 	}

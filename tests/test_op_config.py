@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Issue 13, items 9 and 10: what an operator meets first, before a packet.
 
+Without a dataplane (fast):
 - --version and --help of dpvpn-dataplane (before EAL starts), dpvpnd and
   dpvpnctl: exit 0, stdout, one version string (meson.build's).
+- dpvpnd started before its dataplane says at once that it waits, for what
+  and how long.
 """
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -19,6 +23,13 @@ PROGRAMS = {"dpvpn-dataplane": lab.DATAPLANE, "dpvpnd": lab.DPVPND, "dpvpnctl": 
 def project_version():
     with open(os.path.join(lab.ROOT, "meson.build")) as f:
         return re.search(r"version:\s*'([^']+)'", f.read()).group(1)
+
+
+def private_copy(tmp, name):
+    """configs/NAME installed 0600 into tmp (git keeps them 0644)."""
+    dst = os.path.join(tmp, name)
+    lab.sh("install", "-m", "600", os.path.join(lab.CONFIGS, name), dst)
+    return dst
 
 
 # ---- --version, --help ----
@@ -46,3 +57,35 @@ def test_dataplane_help_after_double_dash():
     for opt in ("--help", "--version"):
         r = lab.sh(lab.DATAPLANE, "--no-pci", "--", opt, timeout=10)
         assert r.returncode == 0 and "EAL:" not in r.stdout + r.stderr, (opt, r.stdout, r.stderr)
+
+
+# ---- dpvpnd without its dataplane: the wait, the timestamps ----
+
+def start_alone(tmp, wait, env=None):
+    """dpvpnd with lab-a.conf and a dataplane socket nobody serves."""
+    conf = private_copy(tmp, "lab-a.conf")
+    log = os.path.join(tmp, f"dpvpnd-w{wait}.log")
+    with open(log, "w") as f:
+        p = subprocess.Popen([lab.DPVPND, "-c", conf, "-D", os.path.join(tmp, "none.sock"),
+                              "-s", os.path.join(tmp, "ctl.sock"), "-w", str(wait)],
+                             stdout=f, stderr=subprocess.STDOUT, env=env)
+    return p, log
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def test_dpvpnd_says_it_waits(tmp_path):
+    p, log = start_alone(str(tmp_path), 4)
+    try:
+        lab.wait_for(lambda: "waiting" in read(log), 1.0, "dpvpnd to say it waits")
+        line = next(ln for ln in read(log).splitlines() if "waiting" in ln)
+        assert "none.sock" in line and "4 s" in line, line
+        assert p.wait(10) == 1
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "gave up waiting" in read(log)
