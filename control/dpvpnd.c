@@ -33,6 +33,7 @@
 #include "dp_client.h"
 #include "ikd.h"
 #include "install.h"
+#include "logstamp.h"
 #include "metrics.h"
 #include "seqstate.h"
 #include "mono.h"
@@ -597,6 +598,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!o.check_only)	/* a daemon's log; -n answers as it always did */
+		logstamp_stderr();
 	signal(SIGPIPE, SIG_IGN);
 	if (cfg_load(&cfg, o.config)) {
 		cfg_print_errors(&cfg, stderr);

@@ -6,6 +6,8 @@ Without a dataplane (fast):
   dpvpnctl: exit 0, stdout, one version string (meson.build's).
 - dpvpnd started before its dataplane says at once that it waits, for what
   and how long.
+- dpvpnd's log lines carry an ISO 8601 local timestamp, unless stderr is
+  systemd's journal (JOURNAL_STREAM names it), which stamps lines itself.
 """
 import os
 import re
@@ -17,6 +19,7 @@ import lab
 
 pytestmark = pytest.mark.operator
 
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d "
 PROGRAMS = {"dpvpn-dataplane": lab.DATAPLANE, "dpvpnd": lab.DPVPND, "dpvpnctl": lab.DPVPNCTL}
 
 
@@ -89,3 +92,43 @@ def test_dpvpnd_says_it_waits(tmp_path):
             p.kill()
             p.wait()
     assert "gave up waiting" in read(log)
+
+
+def journal_env(log, **extra):
+    env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
+    env.update(extra)
+    if log is not None:
+        st = os.stat(log)
+        env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
+    return env
+
+
+def run_alone(tmp, env):
+    p, log = start_alone(tmp, 0, env)
+    assert p.wait(10) == 1
+    lines = read(log).splitlines()
+    assert lines, "dpvpnd printed nothing"
+    return lines
+
+
+def test_timestamps_unless_under_the_journal(tmp_path):
+    tmp = str(tmp_path)
+    # POSIX TZ "XYZ-3": three hours east of UTC
+    lines = run_alone(tmp, journal_env(None, TZ="XYZ-3"))
+    for ln in lines:
+        assert re.match(STAMP + "dpvpnd: ", ln), ln
+        assert ln[23:29] == "+03:00", ln
+    # another stream's JOURNAL_STREAM (dpvpnd's stderr is not that journal): stamped
+    lines = run_alone(tmp, journal_env(None, JOURNAL_STREAM="1:1"))
+    assert all(re.match(STAMP + "dpvpnd: ", ln) for ln in lines), lines
+    # systemd sets JOURNAL_STREAM to DEV:INODE of the stream it gave as stderr
+    log = os.path.join(tmp, "journal.log")
+    open(log, "w").close()
+    conf = private_copy(tmp, "lab-a.conf")
+    with open(log, "a") as f:
+        p = subprocess.run([lab.DPVPND, "-c", conf, "-D", os.path.join(tmp, "none.sock"),
+                            "-s", os.path.join(tmp, "ctl.sock"), "-w", "0"],
+                           stdout=f, stderr=f, env=journal_env(log), timeout=10)
+    assert p.returncode == 1
+    lines = read(log).splitlines()
+    assert lines and all(ln.startswith("dpvpnd: ") for ln in lines), lines
