@@ -326,15 +326,30 @@ static void drop_down_tunnels(struct cfg *c)
 	c->n_tunnels = k;
 }
 
-/* The config file has errors (bad text, loose permissions): say them all. */
+/*
+ * The config file has errors (bad text, loose permissions): each on a line of
+ * its own, "FILE:LINE: message" as dpvpnd -n prints them.  The log gets them
+ * all; msg (the operator's reply) as many whole lines as fit, and how many
+ * more there are.
+ */
 static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 {
-	size_t n = (size_t)snprintf(msg, len, "refused, running config kept:");
+	const char *s = bad->n_errors == 1 ? "" : "s";
+	size_t i, n;
 
-	for (size_t i = 0; i < bad->n_errors && n + 2 < len; i++)
-		n += (size_t)snprintf(msg + n, len - n, " %s;", bad->errors[i]);
+	for (i = 0; i < bad->n_errors; i++)
+		fprintf(stderr, "dpvpnd: %s refused: %s\n", what, bad->errors[i]);
+	fprintf(stderr, "dpvpnd: %s refused, running config kept (%zu error%s)\n", what,
+		bad->n_errors, s);
+	n = (size_t)snprintf(msg, len, "refused, running config kept (%zu error%s):",
+			     bad->n_errors, s);
+	/* 80: room left for the last line */
+	for (i = 0; i < bad->n_errors && n + strlen(bad->errors[i]) + 81 < len; i++)
+		n += (size_t)snprintf(msg + n, len - n, "\n%s", bad->errors[i]);
+	if (i < bad->n_errors && n < len)
+		snprintf(msg + n, len - n, "\n... and %zu more (dpvpnd -n -c FILE lists them all)",
+			 bad->n_errors - i);
 	cfg_free(bad);
-	fprintf(stderr, "dpvpnd: %s %s\n", what, msg);
 	return -1;
 }
 

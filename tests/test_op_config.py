@@ -8,10 +8,20 @@ Without a dataplane (fast):
   and how long.
 - dpvpnd's log lines carry an ISO 8601 local timestamp, unless stderr is
   systemd's journal (JOURNAL_STREAM names it), which stamps lines itself.
+
+In the lab (tests/lab.py), gateway A given the wrong inbound key, so that
+what B sends fails A's integrity check as it would with mismatched keys:
+
+    host A == gw A (in-key wrong) == gw B == host B
+
+- a refused reload (dpvpnctl reload, SIGHUP) gives one FILE:LINE: error per
+  line, in dpvpnctl's output and in dpvpnd's log.
 """
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -21,6 +31,8 @@ pytestmark = pytest.mark.operator
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d "
 PROGRAMS = {"dpvpn-dataplane": lab.DATAPLANE, "dpvpnd": lab.DPVPND, "dpvpnctl": lab.DPVPNCTL}
+WRONG_IN_KEY = "0x00112233445566778899aabbccddeeff00000000"
+RIGHT_IN_KEY = "0xfedcba9876543210fedcba987654321005060708"
 
 
 def project_version():
@@ -132,3 +144,57 @@ def test_timestamps_unless_under_the_journal(tmp_path):
     assert p.returncode == 1
     lines = read(log).splitlines()
     assert lines and all(ln.startswith("dpvpnd: ") for ln in lines), lines
+
+
+# ---- the lab: keys that differ, reloads that are refused ----
+
+@pytest.fixture(scope="module")
+def net():
+    with lab.Lab(replace_a=((f"in-key = {RIGHT_IN_KEY}", f"in-key = {WRONG_IN_KEY}"),)) as n:
+        yield n
+
+
+def add_errors(conf):
+    """Two errors appended; returns the original text and their lines."""
+    original = read(conf)
+    n = original.count("\n") + (0 if original.endswith("\n") else 1)
+    with open(conf, "a") as f:
+        f.write("\nthis is not a key\nreplay-window = 3\n")
+    return original, (n + 2, n + 3)
+
+
+def error_lines(text, conf):
+    return [ln for ln in text.splitlines() if f"{conf}:" in ln]
+
+
+def test_refused_reload_one_error_per_line(net):
+    a = net.a
+    conf = a.config
+    original, lines = add_errors(conf)
+    try:
+        r = lab.sh(lab.DPVPNCTL, "-s", a.ctl_sock, "reload", check=False)
+        assert r.returncode != 0 and "refused, running config kept" in r.stderr, r.stderr
+        got = error_lines(r.stderr, conf)
+        assert len(got) == 2, r.stderr
+        for ln, want in zip(got, lines):
+            assert ln.startswith(f"{conf}:{want}: ") and ln.count(f"{conf}:") == 1, r.stderr
+
+        before = len(a.dpvpnd.output().splitlines())
+        os.kill(a.dpvpnd.p.pid, signal.SIGHUP)
+        lab.wait_for(lambda: len(error_lines("\n".join(
+            a.dpvpnd.output().splitlines()[before:]), conf)) >= 2, 5, "the SIGHUP reload")
+        time.sleep(0.2)
+        got = error_lines("\n".join(a.dpvpnd.output().splitlines()[before:]), conf)
+        assert len(got) == 2, got
+        for ln, want in zip(got, lines):
+            assert re.match(STAMP + rf"dpvpnd: reload refused: {re.escape(conf)}:{want}: ",
+                            ln) and ln.count(f"{conf}:") == 1, got
+    finally:
+        with open(conf, "w") as f:
+            f.write(original)
+    assert len(a.ctl("show", "sa")["sas"]) == 2
+
+
+def test_lab_log_is_stamped(net):
+    out = net.a.dpvpnd.output().splitlines()
+    assert out and all(re.match(STAMP, ln) for ln in out), out
