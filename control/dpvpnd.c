@@ -32,6 +32,7 @@
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "ikd.h"
+#include "icvwatch.h"
 #include "install.h"
 #include "logstamp.h"
 #include "metrics.h"
@@ -296,6 +297,7 @@ static void poll_events(struct dp_client *dp)
 }
 
 static const char *config_path;
+static struct icvw icv;		/* bad-icv drops, said in the log */
 static struct cfg *current;	/* what the dataplane was given (keys wiped) */
 static struct dp_client *the_dp;
 
@@ -496,6 +498,7 @@ static int reconnect(struct loop *l)
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
 			fprintf(stderr, "dpvpnd: dataplane back\n");
+			icvw_reset(&icv);	/* its counters start from 0 */
 			ike_restart(l, dp);
 			return 0;
 		}
@@ -506,12 +509,16 @@ static int reconnect(struct loop *l)
 static int run_loop(struct loop *l)
 {
 	struct dp_client *dp = l->ctx->dp;
-	uint64_t next_events = mono_ms() + EVENTS_EVERY_MS;
+	uint64_t next_events = mono_ms() + EVENTS_EVERY_MS, next_icv = mono_ms();
 
 	for (;;) {
 		if (mono_ms() >= next_events && !dp->lost) {
 			poll_events(dp);
 			next_events = mono_ms() + EVENTS_EVERY_MS;
+		}
+		if (mono_ms() >= next_icv && !dp->lost) {
+			icvw_poll(&icv, dp, mono_ms());
+			next_icv = mono_ms() + ICVW_POLL_MS;
 		}
 		l->pfd[PFD_IKE].fd = ikd_fd();	/* a reload may have opened it; -1 if closed */
 		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
@@ -589,6 +596,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		}
 	}
 	rc = run_loop(&l);
+	icvw_free(&icv);
 	ikd_close();
 	metrics_close(l.metrics);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)

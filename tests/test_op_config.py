@@ -14,6 +14,8 @@ what B sends fails A's integrity check as it would with mismatched keys:
 
     host A == gw A (in-key wrong) == gw B == host B
 
+- one log line naming the tunnel, the SPI and the count, then none for the
+  rest of the rate-limit window however many more fail; never a key;
 - a refused reload (dpvpnctl reload, SIGHUP) gives one FILE:LINE: error per
   line, in dpvpnctl's output and in dpvpnd's log.
 """
@@ -33,6 +35,7 @@ STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d "
 PROGRAMS = {"dpvpn-dataplane": lab.DATAPLANE, "dpvpnd": lab.DPVPND, "dpvpnctl": lab.DPVPNCTL}
 WRONG_IN_KEY = "0x00112233445566778899aabbccddeeff00000000"
 RIGHT_IN_KEY = "0xfedcba9876543210fedcba987654321005060708"
+ICV_LINE = "failed the integrity check"
 
 
 def project_version():
@@ -152,6 +155,30 @@ def test_timestamps_unless_under_the_journal(tmp_path):
 def net():
     with lab.Lab(replace_a=((f"in-key = {RIGHT_IN_KEY}", f"in-key = {WRONG_IN_KEY}"),)) as n:
         yield n
+
+
+def icv_lines(gw):
+    return [ln for ln in gw.dpvpnd.output().splitlines() if ICV_LINE in ln]
+
+
+def test_icv_failures_logged_once_per_window(net):
+    a = net.a
+    net.ns(net.ns_a, "ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.2.2", check=False)
+    lab.wait_for(lambda: icv_lines(a), 5, "the bad-icv log line")
+    line, = icv_lines(a)
+    assert re.match(STAMP + "dpvpnd: tunnel to-b: ", line), line
+    assert "0x00002001" in line and "keys differ" in line, line
+    n = int(re.search(r": (\d+) inbound packets? " + ICV_LINE, line).group(1))
+    assert 1 <= n <= 3, line
+    # more failures within the window: counted, not logged
+    net.ns(net.ns_a, "ping", "-c", "15", "-i", "0.2", "-W", "1", "198.18.2.2", check=False)
+    time.sleep(2.5)                 # two more polls after the last one
+    assert len(icv_lines(a)) == 1, icv_lines(a)
+    sa, = [s for s in a.ctl("show", "sa")["sas"] if s["dir"] == "in"]
+    assert sa["drops"]["bad-icv"] >= n + 10, sa    # (a first ping may wait for ARP)
+    log = a.dpvpnd.output()
+    for key in (WRONG_IN_KEY, RIGHT_IN_KEY):
+        assert key[2:18] not in log.lower()
 
 
 def add_errors(conf):
