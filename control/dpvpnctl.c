@@ -23,6 +23,7 @@
 #include "ctl_proto.h"
 #include "dpvpn_git.h"
 #include "dpvpn_proto.h"
+#include "genkey.h"
 
 #define RECV_TIMEOUT_S	5
 #define MAX_COLS	32
@@ -421,6 +422,9 @@ static void usage(FILE *out)
 		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
 		"              decrypted or outside-tx into a new pcapng FILE (root; default\n"
 		"              10 s at most)\n"
+		"  genkey [-f] [--auth] CIPHER FILE | genkey [-f] psk FILE   a new random key\n"
+		"              file for a tunnel of CIPHER (--auth: its HMAC key; psk: a\n"
+		"              psk-file), mode 0600 (FILE -: stdout; -f: replace FILE)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
 		"  --json               print the result as JSON\n"
@@ -644,6 +648,8 @@ int main(int argc, char **argv)
 	int c, json = 0;
 	json_t *reply;
 
+	if (argc > 1 && !strcmp(argv[1], "genkey"))	/* no dpvpnd needed: control/genkey.c */
+		return genkey_main(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;

@@ -8,6 +8,9 @@ Without a dataplane (fast):
   and how long.
 - dpvpnd's log lines carry an ISO 8601 local timestamp, unless stderr is
   systemd's journal (JOURNAL_STREAM names it), which stamps lines itself.
+- dpvpnctl genkey: a key file of the right size for every cipher, mode 0600,
+  accepted by dpvpnd -n in a tunnel of that cipher, new bytes each run,
+  never over an existing file without -f.
 
 In the lab (tests/lab.py), gateway A given the wrong inbound key, so that
 what B sends fails A's integrity check as it would with mismatched keys:
@@ -22,12 +25,14 @@ what B sends fails A's integrity check as it would with mismatched keys:
 import os
 import re
 import signal
+import stat
 import subprocess
 import time
 
 import pytest
 
 import lab
+from esp_oracle import CIPHERS
 
 pytestmark = pytest.mark.operator
 
@@ -147,6 +152,119 @@ def test_timestamps_unless_under_the_journal(tmp_path):
     assert p.returncode == 1
     lines = read(log).splitlines()
     assert lines and all(ln.startswith("dpvpnd: ") for ln in lines), lines
+
+
+# ---- genkey ----
+
+def genkey(*args, check=True):
+    r = lab.sh(lab.DPVPNCTL, "genkey", *args, check=False, timeout=10)
+    if check:
+        assert r.returncode == 0, (args, r.stderr)
+    return r
+
+
+def hex_of(path):
+    with open(path) as f:
+        text = f.read()
+    assert text.endswith("\n") and text.count("\n") == 1, repr(text)
+    assert text.startswith("0x"), repr(text)
+    return bytes.fromhex(text[2:].strip())
+
+
+TUNNEL = """[port inside]
+id = 0
+role = inside
+address = 198.18.1.1/24
+
+[port outside]
+id = 1
+role = outside
+address = 198.19.0.1/24
+
+[tunnel t]
+local = 198.19.0.1
+remote = 198.19.0.2
+local-ts = 198.18.1.0/24
+remote-ts = 198.18.2.0/24
+cipher = {cipher}
+out-spi = 0x1001
+in-spi = 0x2001
+"""
+
+
+@pytest.mark.parametrize("cipher", sorted(CIPHERS))
+def test_genkey_every_cipher(tmp_path, cipher):
+    _, key_len, salt_len, _, auth_len, _, _ = CIPHERS[cipher]
+    d = str(tmp_path)
+    conf = TUNNEL.format(cipher=cipher)
+    files = []
+    for direction in ("out", "in"):
+        if key_len:
+            files.append((f"{direction}-key-file", f"{direction}.key", (), key_len + salt_len))
+        if auth_len:
+            files.append((f"{direction}-auth-key-file", f"{direction}.auth", ("--auth",),
+                          auth_len))
+    for key, name, opts, size in files:
+        path = os.path.join(d, name)
+        genkey(*opts, cipher, path)
+        st = os.lstat(path)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+        assert len(hex_of(path)) == size, (name, size)
+        conf += f"{key} = {name}\n"
+    with open(os.path.join(d, "t.conf"), "w") as f:
+        f.write(conf)
+    r = lab.sh(lab.DPVPND, "-n", "-c", os.path.join(d, "t.conf"), check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # two runs: different keys
+    opts = () if key_len else ("--auth",)
+    a, b = (genkey(*opts, cipher, "-").stdout for _ in range(2))
+    assert a != b and len(a) == len(b) == 2 + 2 * (key_len + salt_len or auth_len) + 1
+
+
+def test_key_sizes_documented():
+    """dpvpn.conf(5)'s table of key sizes: what genkey writes and dpvpnd takes."""
+    with open(os.path.join(lab.ROOT, "doc", "dpvpn.conf.5")) as f:
+        text = f.read()
+    for cipher, (_, key_len, salt_len, _, auth_len, _, _) in CIPHERS.items():
+        row = re.search(rf"^{cipher}\t([^\t]*)\t(.*)$", text, re.M)
+        assert row, f"no row for {cipher} in dpvpn.conf(5)"
+        assert row.group(1).split()[0] == (str(key_len + salt_len) if key_len else "\\-")
+        assert row.group(2).split()[0] == (str(auth_len) if auth_len else "\\-")
+
+
+def test_genkey_refuses_to_overwrite(tmp_path):
+    d = str(tmp_path)
+    path = os.path.join(d, "k")
+    genkey("aes128-gcm", path)
+    first = hex_of(path)
+    r = genkey("aes128-gcm", path, check=False)
+    assert r.returncode != 0 and "-f" in r.stderr, r.stderr
+    assert hex_of(path) == first
+    # not through a symbolic link either, even one to a missing file
+    link = os.path.join(d, "link")
+    os.symlink(os.path.join(d, "elsewhere"), link)
+    r = genkey("aes128-gcm", link, check=False)
+    assert r.returncode != 0 and not os.path.exists(os.path.join(d, "elsewhere")), r.stderr
+    # -f replaces it, private even over a file that was not
+    os.chmod(path, 0o644)
+    genkey("-f", "aes128-gcm", path)
+    assert hex_of(path) != first and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    # unknown cipher, and the NULL cipher's missing encryption key: named
+    r = genkey("aes128-gmc", os.path.join(d, "x"), check=False)
+    assert r.returncode == 2 and "aes128-gcm" in r.stderr, r.stderr
+    r = genkey("null-sha256", os.path.join(d, "x"), check=False)
+    assert r.returncode == 2 and "--auth" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(d, "x"))
+
+
+def test_genkey_psk(tmp_path):
+    """A PSK for keying = ike, accepted by dpvpnd -n."""
+    d = str(tmp_path)
+    genkey("psk", os.path.join(d, "ike.psk"))
+    assert stat.S_IMODE(os.stat(os.path.join(d, "ike.psk")).st_mode) == 0o600
+    conf = private_copy(d, "ike-a.conf")
+    r = lab.sh(lab.DPVPND, "-n", "-c", conf, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 # ---- the lab: keys that differ, reloads that are refused ----
