@@ -79,7 +79,7 @@ usage(FILE *out, const char *prog)
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
 		"                        [--ike-rate N]\n"
 		"       %s --version | --help\n"
-		"EAL options: DPDK's (-l, --vdev, --file-prefix, ...; -h lists them)\n"
+		"EAL options: DPDK's; '%s -h' lists them\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
@@ -97,7 +97,7 @@ usage(FILE *out, const char *prog)
 		"  --ike-rate N         IKE messages a second each worker passes to the IKE\n"
 		"                       channel (default %u, 1..%u); more are dropped\n"
 		"                       and counted (ike-limit)\n",
-		prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
+		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
 		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX);
 }
 
