@@ -37,7 +37,7 @@ static int cmp_ent(const void *a, const void *b)
 /* Entries [0, sorted) are in order; the ones added by this dump follow. */
 static struct icvw_ent *find(struct icvw *w, size_t sorted, const struct icvw_ent *key)
 {
-	struct icvw_ent *e = bsearch(key, w->ents, sorted, sizeof(*key), cmp_ent);
+	struct icvw_ent *e = sorted ? bsearch(key, w->ents, sorted, sizeof(*key), cmp_ent) : NULL;
 
 	for (size_t i = sorted; e == NULL && i < w->n; i++)
 		if (cmp_ent(&w->ents[i], key) == 0)
@@ -101,7 +101,8 @@ int icvw_update(struct icvw *w, const struct dpvpn_sa_info *sas, uint32_t n, uin
 		e->seen = sas[i].drop_icv;
 		e->gen = w->gen;
 	}
-	qsort(w->ents, w->n, sizeof(*w->ents), cmp_ent);
+	if (w->n)	/* (ents may still be NULL) */
+		qsort(w->ents, w->n, sizeof(*w->ents), cmp_ent);
 	prune(w, now_ms);
 	return rc;
 }
