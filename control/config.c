@@ -600,6 +600,7 @@ static int open_neigh(struct parser *p)
 	if (open_array(p, (void **)&c->neighs, &c->n_neighs, sizeof(*c->neighs)))
 		return -1;
 	strcpy(CUR(p, neighs)->name, p->sect_name);
+	CUR(p, neighs)->section = p->def->type;
 	CUR(p, neighs)->line = p->sect_line;
 	return 0;
 }
@@ -1654,6 +1655,9 @@ static const struct sect_def sections[] = {
 	{ "control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL },
 	{ "port", SECT_PORT, true, KEYS(port_keys), open_port, NULL },
 	{ "neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
+	/* British spelling, as dpvpnctl's "neighbour" commands: the same section
+	 * (one name space: [neighbor x] and [neighbour x] are duplicates) */
+	{ "neighbour", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
 	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, finish_route },
 	{ "tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel },
 };
@@ -1721,7 +1725,7 @@ static int open_section(struct parser *p, char *type, char *name)
 
 	if (!d) {
 		err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, port, "
-		       "neighbor, route or tunnel)", type);
+		       "neighbor (or neighbour), route or tunnel)", type);
 		return -1;
 	}
 	if (d->named && !*name) {
@@ -1742,11 +1746,11 @@ static int open_section(struct parser *p, char *type, char *name)
 		return -1;
 	}
 	strcpy(p->sect_name, name);
+	p->def = d;	/* open_neigh keeps the spelling (a refused section is SECT_BAD) */
 	if (d->open(p)) {
 		err_at(p, p->line, "duplicate section [%s]", type);
 		return -1;
 	}
-	p->def = d;
 	p->type = d->id;
 	return 0;
 }
@@ -1933,8 +1937,8 @@ static void resolve_ports(struct parser *p)
 		struct cfg_neigh *e = &c->neighs[n];
 
 		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
-			err_at(p, e->port_line, "[neighbor %s] port: no [port] named or numbered "
-			       "'%s'", e->name, e->port_ref);
+			err_at(p, e->port_line, "[%s %s] port: no [port] named or numbered "
+			       "'%s'", e->section, e->name, e->port_ref);
 		else if (e->port_line)
 			e->port_id = c->ports[i].id;
 	}

@@ -59,6 +59,7 @@ struct cfg_port {
 
 struct cfg_neigh {
 	char name[DPVPN_NAME_LEN];
+	const char *section;	/* "neighbor" or "neighbour", as the file spells it */
 	int line;
 	int port_line;
 	char port_ref[DPVPN_NAME_LEN];	/* resolved into port_id at the end */

@@ -117,8 +117,10 @@
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}
  *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};
- *              a reload that is
- *              refused answers an error listing every FILE:LINE of the config
+ *              a reload (or tunnel) refused for errors in the config answers
+ *              an error of lines: "refused, running config kept (N errors):",
+ *              then one "FILE:LINE: message" per line (as many as fit, then
+ *              "... and N more")
  * sa, ports and policies are tables that may outgrow one reply: each reply
  * holds at most CTL_PAGE entries, from index "first" (default 0) on, and adds
  * "first":N and "total":N (entries in the table now); a client asks again

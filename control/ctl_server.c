@@ -623,9 +623,10 @@ static void log_request(const struct ctl_ctx *ctx, json_t *req, json_t *reply)
 		sub = log_word(req, "op");
 	if (sub == NULL && req)
 		sub = log_word(req, "state");
-	fprintf(stderr, "dpvpnd: uid %u: %s%s%s: %s%s\n", (unsigned)ctx->peer_uid,
+	/* an error's first line: a refused reload has logged its other lines */
+	fprintf(stderr, "dpvpnd: uid %u: %s%s%s: %s%.*s\n", (unsigned)ctx->peer_uid,
 		cmd ? cmd : "(bad request)", sub ? " " : "", sub ? sub : "",
-		err ? "refused: " : "ok", err ? err : "");
+		err ? "refused: " : "ok", err ? (int)strcspn(err, "\n") : 0, err ? err : "");
 }
 
 int ctl_serve(struct ctl_ctx *ctx, int cfd)

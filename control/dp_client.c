@@ -69,9 +69,13 @@ int dp_connect(struct dp_client *dp, const char *path, unsigned wait_s)
 		if (dp->fd >= 0)
 			return 0;
 		/* Not there yet, or not listening yet: the dataplane is starting. */
-		if ((errno != ENOENT && errno != ECONNREFUSED) || mono_ms() >= deadline)
-			return fail(dp, "%s: %s%s", path, strerror(errno),
-				    wait_s ? " (gave up waiting)" : "");
+		if ((errno != ENOENT && errno != ECONNREFUSED) || mono_ms() >= deadline) {
+			int e = errno;
+
+			fail(dp, "%s: %s%s", path, strerror(e), wait_s ? " (gave up waiting)" : "");
+			errno = e;	/* the caller may tell "not there yet" apart */
+			return -1;
+		}
 		nanosleep(&pause, NULL);
 	}
 }

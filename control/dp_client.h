@@ -28,7 +28,10 @@ struct dp_client {
 	char err[256];
 };
 
-/* Connect to PATH, retrying every DP_RETRY_MS for up to wait_s seconds. */
+/*
+ * Connect to PATH, retrying every DP_RETRY_MS for up to wait_s seconds.  On
+ * failure errno says why: ENOENT or ECONNREFUSED, nobody serves PATH (yet).
+ */
 int dp_connect(struct dp_client *dp, const char *path, unsigned wait_s);
 void dp_close(struct dp_client *dp);
 

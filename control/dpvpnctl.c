@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "ctl_proto.h"
+#include "dpvpn_git.h"
 #include "dpvpn_proto.h"
+#include "genkey.h"
 
 #define RECV_TIMEOUT_S	5
 #define MAX_COLS	32
@@ -420,9 +422,13 @@ static void usage(FILE *out)
 		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
 		"              decrypted or outside-tx into a new pcapng FILE (root; default\n"
 		"              10 s at most)\n"
+		"  genkey [-f] [--auth] CIPHER FILE | genkey [-f] psk FILE   a new random key\n"
+		"              file for a tunnel of CIPHER (--auth: its HMAC key; psk: a\n"
+		"              psk-file), mode 0600 (FILE -: stdout; -f: replace FILE)\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
-		"  --json               print the result as JSON\n", CTL_DEFAULT_SOCKET);
+		"  --json               print the result as JSON\n"
+		"  --version            print dpvpnctl's version\n", CTL_DEFAULT_SOCKET);
 }
 
 static const struct command *find_command(int argc, char **argv)
@@ -634,6 +640,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = CTL_DEFAULT_SOCKET;
@@ -641,11 +648,14 @@ int main(int argc, char **argv)
 	int c, json = 0;
 	json_t *reply;
 
+	if (argc > 1 && !strcmp(argv[1], "genkey"))	/* no dpvpnd needed: control/genkey.c */
+		return genkey_main(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("dpvpnctl %s\n", DPVPN_VERSION_LONG); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

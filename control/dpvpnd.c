@@ -28,10 +28,13 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dpvpn_git.h"
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "ikd.h"
+#include "icvwatch.h"
 #include "install.h"
+#include "logstamp.h"
 #include "metrics.h"
 #include "seqstate.h"
 #include "mono.h"
@@ -56,6 +59,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: dpvpnd -c FILE [-n] [-D dataplane-socket] [-s control-socket]\n"
 		"              [-w wait-seconds] [-v]\n"
+		"       dpvpnd --version | --help\n"
 		"  -c FILE  configuration file\n"
 		"  -n       check the configuration and exit\n"
 		"  -D PATH  dataplane socket (overrides [dataplane] socket)\n"
@@ -80,10 +84,15 @@ static int parse_wait(const char *s, unsigned *out)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int c;
 
 	*o = (struct opts){ .wait_s = DEFAULT_WAIT_S };
-	while ((c = getopt(argc, argv, "c:nD:s:w:vh")) != -1) {
+	while ((c = getopt_long(argc, argv, "c:nD:s:w:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->config = optarg; break;
 		case 'n': o->check_only = true; break;
@@ -98,6 +107,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("dpvpnd %s\n", DPVPN_VERSION_LONG); exit(0);
 		default: return -1;
 		}
 	}
@@ -169,9 +179,17 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 	return 0;
 }
 
+/* The dataplane not there yet (started together, or after us): say so at once. */
 static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_s)
 {
-	if (dp_connect(dp, cfg->dp_socket, wait_s)) {
+	int rc = dp_connect(dp, cfg->dp_socket, 0);
+
+	if (rc != 0 && wait_s > 0 && (errno == ENOENT || errno == ECONNREFUSED)) {
+		fprintf(stderr, "dpvpnd: waiting up to %u s for the dataplane at %s (%s)\n",
+			wait_s, cfg->dp_socket, strerror(errno));
+		rc = dp_connect(dp, cfg->dp_socket, wait_s);
+	}
+	if (rc != 0) {
 		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
 		return -1;
 	}
@@ -279,6 +297,7 @@ static void poll_events(struct dp_client *dp)
 }
 
 static const char *config_path;
+static struct icvw icv;		/* bad-icv drops, said in the log */
 static struct cfg *current;	/* what the dataplane was given (keys wiped) */
 static struct dp_client *the_dp;
 
@@ -309,15 +328,30 @@ static void drop_down_tunnels(struct cfg *c)
 	c->n_tunnels = k;
 }
 
-/* The config file has errors (bad text, loose permissions): say them all. */
+/*
+ * The config file has errors (bad text, loose permissions): each on a line of
+ * its own, "FILE:LINE: message" as dpvpnd -n prints them.  The log gets them
+ * all; msg (the operator's reply) as many whole lines as fit, and how many
+ * more there are.
+ */
 static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 {
-	size_t n = (size_t)snprintf(msg, len, "refused, running config kept:");
+	const char *s = bad->n_errors == 1 ? "" : "s";
+	size_t i, n;
 
-	for (size_t i = 0; i < bad->n_errors && n + 2 < len; i++)
-		n += (size_t)snprintf(msg + n, len - n, " %s;", bad->errors[i]);
+	for (i = 0; i < bad->n_errors; i++)
+		fprintf(stderr, "dpvpnd: %s refused: %s\n", what, bad->errors[i]);
+	fprintf(stderr, "dpvpnd: %s refused, running config kept (%zu error%s)\n", what,
+		bad->n_errors, s);
+	n = (size_t)snprintf(msg, len, "refused, running config kept (%zu error%s):",
+			     bad->n_errors, s);
+	/* 80: room left for the last line */
+	for (i = 0; i < bad->n_errors && n + strlen(bad->errors[i]) + 81 < len; i++)
+		n += (size_t)snprintf(msg + n, len - n, "\n%s", bad->errors[i]);
+	if (i < bad->n_errors && n < len)
+		snprintf(msg + n, len - n, "\n... and %zu more (dpvpnd -n -c FILE lists them all)",
+			 bad->n_errors - i);
 	cfg_free(bad);
-	fprintf(stderr, "dpvpnd: %s %s\n", what, msg);
 	return -1;
 }
 
@@ -464,6 +498,7 @@ static int reconnect(struct loop *l)
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
 			fprintf(stderr, "dpvpnd: dataplane back\n");
+			icvw_reset(&icv);	/* its counters start from 0 */
 			ike_restart(l, dp);
 			return 0;
 		}
@@ -474,12 +509,16 @@ static int reconnect(struct loop *l)
 static int run_loop(struct loop *l)
 {
 	struct dp_client *dp = l->ctx->dp;
-	uint64_t next_events = mono_ms() + EVENTS_EVERY_MS;
+	uint64_t next_events = mono_ms() + EVENTS_EVERY_MS, next_icv = mono_ms();
 
 	for (;;) {
 		if (mono_ms() >= next_events && !dp->lost) {
 			poll_events(dp);
 			next_events = mono_ms() + EVENTS_EVERY_MS;
+		}
+		if (mono_ms() >= next_icv && !dp->lost) {
+			icvw_poll(&icv, dp, mono_ms());
+			next_icv = mono_ms() + ICVW_POLL_MS;
 		}
 		l->pfd[PFD_IKE].fd = ikd_fd();	/* a reload may have opened it; -1 if closed */
 		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
@@ -557,6 +596,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		}
 	}
 	rc = run_loop(&l);
+	icvw_free(&icv);
 	ikd_close();
 	metrics_close(l.metrics);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
@@ -581,6 +621,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!o.check_only)	/* a daemon's log; -n answers as it always did */
+		logstamp_stderr();
 	signal(SIGPIPE, SIG_IGN);
 	if (cfg_load(&cfg, o.config)) {
 		cfg_print_errors(&cfg, stderr);

@@ -371,7 +371,11 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 }
 
 static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
-static void neigh_lines(struct cfg_neigh *n) { n->line = n->port_line = 0; }
+static void neigh_lines(struct cfg_neigh *n)
+{
+	n->line = n->port_line = 0;
+	n->section = NULL;	/* [neighbor x] respelled [neighbour x]: the same entry */
+}
 static void route_lines(struct cfg_route *r) { r->line = r->port_line = r->via_line = 0; }
 
 struct cfg_tunnel *inst_find_tunnel(const struct cfg *c, const char *name)

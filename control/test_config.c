@@ -105,7 +105,8 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] fragment: expected inner (before encryption, RFC 4459) or outer, "
 	  "got 'both'", { 0 } },
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
-	  "(expected dataplane, control, port, neighbor, route or tunnel)", { 0 } },
+	  "(expected dataplane, control, port, neighbor (or neighbour), route or tunnel)",
+	  { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
 	{ "cidr without length", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1\n",
@@ -226,6 +227,20 @@ static const struct tcase cases[] = {
 	  "via = 198.18.1.254\n", "12: [route r] port: no [port] named or numbered '7'", { 0 } },
 	{ "neighbor ok", PORTS "[neighbor gw]\nport = 1\naddress = 198.19.0.2\n"
 	  "mac = 02:00:00:00:00:02\n", NULL, { 0 } },
+	{ "neighbour ok", PORTS "[neighbour gw]\nport = 1\naddress = 198.19.0.2\n"
+	  "mac = 02:00:00:00:00:02\n", NULL, { 0 } },
+	{ "neighbour error named as written", PORTS "[neighbour gw]\nport = outside\n"
+	  "address = 198.19.0.2\nmac = 02:00:00:00:00\n",
+	  "13: [neighbour gw] mac: expected a MAC address aa:bb:cc:dd:ee:ff, got "
+	  "'02:00:00:00:00'", { 0 } },
+	{ "neighbour missing key", PORTS "[neighbour gw]\nport = outside\n",
+	  "10: [neighbour gw] missing required key 'address'", { 0 }, 2 },
+	{ "neighbour port unknown", PORTS "[neighbour gw]\nport = 7\naddress = 198.19.0.2\n"
+	  "mac = 02:00:00:00:00:02\n", "11: [neighbour gw] port: no [port] named or numbered '7'",
+	  { 0 } },
+	{ "neighbor and neighbour one name space", PORTS "[neighbor gw]\nport = 1\n"
+	  "address = 198.19.0.2\nmac = 02:00:00:00:00:02\n[neighbour gw]\n",
+	  "14: duplicate section [neighbour gw]", { 0 } },
 	{ "neighbor multicast mac", PORTS "[neighbor gw]\nport = outside\n"
 	  "address = 198.19.0.2\nmac = 01:00:5e:00:00:01\n",
 	  "13: [neighbor gw] mac: 01:00:5e:00:00:01 is not a unicast MAC address", { 0 } },
@@ -782,6 +797,29 @@ static void test_ipv6_values(void **state)
 	unlink(path);
 }
 
+/* [neighbour] is [neighbor]: both spellings give static entries, ports resolved. */
+static void test_neighbour_spellings(void **state)
+{
+	char path[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/neigh.conf", tmpdir);
+	write_file(path, PORTS "[neighbor us]\nport = outside\naddress = 198.19.0.2\n"
+		   "mac = 02:00:00:00:00:02\n[neighbour uk]\nport = inside\n"
+		   "address = 198.18.1.2\nmac = 02:00:00:00:00:03\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.n_neighs, 2);
+	assert_string_equal(cfg.neighs[0].name, "us");
+	assert_int_equal(cfg.neighs[0].port_id, 1);
+	assert_string_equal(cfg.neighs[1].name, "uk");
+	assert_int_equal(cfg.neighs[1].port_id, 0);
+	assert_int_equal(cfg.neighs[1].addr.v4, 0xc6120102);	/* 198.18.1.2 */
+	assert_int_equal(cfg.neighs[1].mac[5], 3);
+	cfg_free(&cfg);
+	unlink(path);
+}
+
 static void test_lab(const char *name, uint32_t out_spi, uint8_t first_key_byte)
 {
 	char path[512];
@@ -838,7 +876,7 @@ static void test_lab_b(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 9];
+	struct CMUnitTest tests[N_CASES + 10];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -857,7 +895,8 @@ int main(void)
 	tests[N_CASES + 6] = (struct CMUnitTest)cmocka_unit_test(test_keyfile_symlink);
 	tests[N_CASES + 7] = (struct CMUnitTest)cmocka_unit_test(test_psk_symlink);
 	tests[N_CASES + 8] = (struct CMUnitTest)cmocka_unit_test(test_ike_values);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 9, NULL, NULL);
+	tests[N_CASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_neighbour_spellings);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 10, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

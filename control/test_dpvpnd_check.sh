@@ -3,18 +3,33 @@
 # dpvpnd -n: "FILE: OK" and 0 for a good config, "FILE:LINE: ..." and 1 for a
 # bad one, 2 for a usage error.  Usage: test_dpvpnd_check.sh DPVPND CONFIGDIR
 set -u
-dpvpnd=$1
-configs=$2
+dpvpnd=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")	# absolute: used after a cd
+configs=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# The lab configs hold keys: dpvpnd takes them only private (git keeps 0644).
-for c in lab-a lab-b; do
-	install -m 600 "$configs/$c.conf" "$tmp/$c.conf"
-	out=$("$dpvpnd" -n -c "$tmp/$c.conf" 2>&1) || fail "$c.conf: exit $?: $out"
-	[ "$out" = "$tmp/$c.conf: OK" ] || fail "$c.conf: printed '$out'"
+# Every example config says at its top how to install it, and that line,
+# run from the source tree with $tmp/etc for /etc/dpvpn, installs what
+# dpvpnd -n takes (the lab configs hold keys: git keeps them 0644, dpvpnd
+# takes them only private).
+n=0
+for f in "$configs"/*.conf; do
+	c=$(basename "$f")
+	cmd=$(sed -n 's/^;   \(install .*\)$/\1/p' "$f")
+	[ "$(printf '%s\n' "$cmd" | grep -c .)" -eq 1 ] ||
+		fail "$c: no (or more than one) ';   install ...' line"
+	case $cmd in
+	"install -D -m 600 "*" && dpvpnd -n -c /etc/dpvpn/$c") ;;
+	*) fail "$c: expected 'install -D -m 600 ... && dpvpnd -n -c /etc/dpvpn/$c': $cmd" ;;
+	esac
+	cmd=$(printf '%s\n' "$cmd" | sed "s#/etc/dpvpn#$tmp/etc#g; s#&& dpvpnd #\&\& $dpvpnd #")
+	out=$(cd "$configs/.." && eval "$cmd" 2>&1) || fail "$c: exit $?: $cmd: $out"
+	[ "$out" = "$tmp/etc/$c: OK" ] || fail "$c: printed '$out'"
+	n=$((n + 1))
 done
+[ $n -ge 6 ] || fail "only $n configs in $configs"
+install -m 600 "$configs/lab-a.conf" "$tmp/lab-a.conf"
 chmod 644 "$tmp/lab-a.conf"
 "$dpvpnd" -n -c "$tmp/lab-a.conf" >"$tmp/out" 2>&1
 rc=$?

@@ -8,6 +8,7 @@
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
  *                                  [--no-spread] [--jumbo] [--mbufs N] [--desc N]
  *                                  [--ike-rate N]
+ *   dpvpn-dataplane --version | --help      (answered before EAL starts)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@
 
 #include "crypto.h"
 #include "ctl.h"
+#include "dpvpn_git.h"
 #include "dp.h"
 #include "ike.h"
 #include "pmtu.h"
@@ -70,12 +72,14 @@ on_signal(int sig)
 }
 
 static void
-usage(const char *prog)
+usage(FILE *out, const char *prog)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
 		"                        [--ike-rate N]\n"
+		"       %s --version | --help\n"
+		"EAL options: DPDK's; '%s -h' lists them\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
 		"  --idle-sleep-us N    sleep N us per empty poll once idle (default %u,\n"
 		"                       0 = busy-poll always, for benchmarks)\n"
@@ -93,7 +97,7 @@ usage(const char *prog)
 		"  --ike-rate N         IKE messages a second each worker passes to the IKE\n"
 		"                       channel (default %u, 1..%u); more are dropped\n"
 		"                       and counted (ike-limit)\n",
-		prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
+		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
 		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX);
 }
 
@@ -423,12 +427,34 @@ teardown(struct crypto_mgr *mb)
 	ctl_close();
 }
 
+/*
+ * --version and --help, anywhere on the line (before or after --): answered
+ * before EAL starts, so they need no hugepages, devices or root.  1: done.
+ */
+static int
+early_option(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--version")) {
+			printf("dpvpn-dataplane %s\n", DPVPN_VERSION_LONG);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--help")) {
+			usage(stdout, "dpvpn-dataplane");
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct crypto_mgr *mb;
 	int rc, n;
 
+	if (early_option(argc, argv))
+		return 0;
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "dpvpn-dataplane: EAL: %s\n", rte_strerror(rte_errno));
@@ -437,7 +463,7 @@ main(int argc, char **argv)
 	argc -= n;
 	argv += n;
 	if (parse_args(argc, argv) != 0) {
-		usage("dpvpn-dataplane");
+		usage(stderr, "dpvpn-dataplane");
 		rte_eal_cleanup();
 		return 2;
 	}

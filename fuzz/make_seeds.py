@@ -859,6 +859,11 @@ socket = relative/path
 just a line
 [unterminated
 """
+    # [neighbour] is [neighbor] (British spelling): one name space, one error list
+    out['neighbour.conf'] = (base.replace('[neighbor peer6]', '[neighbour peer6]') +
+                             '[neighbour peer]\nport = outside\n[neighbour x]\nport = c\n'
+                             'address = 198.19.0.9\nmac = 02:00:00:00:00:00:01\n' +
+                             tunnels[0]).encode()
     out['long-line.conf'] = ('[port p]\nid = 0\nrole = inside\naddress = ' + '1' * 300 +
                              '\n').encode()
     out['empty.conf'] = b''

@@ -84,5 +84,5 @@ def test_every_option_documented():
     ctl = text_of("dpvpnctl.8")
     for cmd in ("status", "show sa", "show ports", "show counters", "show policies", "reload",
                 "tunnel", "clear", "monitor", "trace", "route add", "neighbour del",
-                "show routes", "policy add", "sa del", "--json"):
+                "show routes", "policy add", "sa del", "--json", "--version", "genkey"):
         assert cmd in ctl, cmd
