@@ -28,7 +28,7 @@
  *   {"cmd":"sa","op":"del","spi":"0x..","dir":"in"|"out"}   (SAs are added from
  *                                        the config: keys never on a command line)
  *   {"cmd":"reload"}                     re-read the config, apply what changed
- *   {"cmd":"clear"}                      counters shown from now on start at 0
+ *   {"cmd":"clear"}                      counters shown from now on start at 0 (below)
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
  *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":NAME}   a
  *                                        keying = ike tunnel's IKE SA; rekey: its CHILD_SA
@@ -59,10 +59,13 @@
  *                      "replay_window":N,
  *                      "seq":N,"packets":N,"bytes":N,
  *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,
- *                               "seq-exhausted":N,"other":N}}, ...]}
+ *                               "seq-exhausted":N,"other":N},
+ *                      "last_packet_ms":N|null}, ...]}
  *             (seq, out: the last number used, at most 2^32 - 1 without ESN;
  *              seq-exhausted: packets dropped because it was; ESP dummy
- *              packets, RFC 4303 2.6, are no SA's drop)
+ *              packets, RFC 4303 2.6, are no SA's drop; last_packet_ms: how
+ *              long ago the SA last carried a packet, to the poll, null if it
+ *              carried none since it was installed)
  *   ports:    {"ports":[{"id":N,"name":"net_af_packet0" (the DPDK device),
  *                        "config":NAME|null (the config's [port NAME] with this id;
  *                                null: the config has none),
@@ -101,7 +104,8 @@
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}
  *   lcores:   {"lcores":[{"lcore":N,"role":"main"|"worker","rx_packets":N,"tx_packets":N,
  *                         "encrypted":N,"decrypted":N,"drops":N,"busy":0..1}, ...]}
- *             busy: the share of poll cycles that found work
+ *             busy: the share of poll cycles that found work (a JSON real),
+ *             since the last clear if one was done
  *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
  *   ike:      {"sas":[{"name":NAME,"state":"init-sent"|"half-open"|"auth-sent"|"established"
  *                      |"deleting","role":"initiator"|"responder","spi_i":HEX16,
@@ -134,6 +138,16 @@
  *
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.
+ *
+ * clear: the counters of show counters, sa (packets, bytes, drops), ports
+ * (packets, bytes, rx_missed, errors, csum_completed) and lcores
+ * (packets, drops, and the cycles busy is computed from) are shown from then
+ * on less what they were at the clear: dpvpnd keeps that baseline, the
+ * dataplane's counters run on.  Not cleared: gauges (mbufs_in_use), sequence
+ * numbers, lifetimes (what an SA has left is counted from its install), IKE
+ * counters (show ike), and the metrics endpoint, whose counters stay raw (a
+ * Prometheus counter only grows).  An SA installed after the clear counts from
+ * 0 anyway; a dataplane that restarts takes the baselines with it.
  */
 #ifndef DPVPN_CONTROL_CTL_PROTO_H
 #define DPVPN_CONTROL_CTL_PROTO_H

@@ -41,6 +41,8 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len);
+/* "last_packet_ms": N, or null for UINT64_MAX (none yet). */
+json_t *ctl_idle_json(uint64_t idle_ms);
 /* Runtime changes (not written back to the config: a reload or restart
  * installs the config's routes and neighbours again). */
 json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctl_base.h"
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "ikd.h"
@@ -463,6 +464,7 @@ static int reconnect(struct loop *l)
 		}
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
+			base_forget();		/* it counts from 0: clear's baselines go */
 			fprintf(stderr, "dpvpnd: dataplane back\n");
 			ike_restart(l, dp);
 			return 0;
