@@ -19,9 +19,10 @@
  * Requests (those that change something are refused to the read-only group:
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
- *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"
- *          |"lcores"|"ike"}
- *   {"cmd":"show","what":"sa"|"ports"|"policies","first":N}   one page of a table
+ *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"counters"|"policies"|"trace"|"routes"
+ *          |"neighbours"|"lcores"|"ike"}
+ *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies","first":N}   one page of a
+ *                                        table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
@@ -66,6 +67,30 @@
  *              packets, RFC 4303 2.6, are no SA's drop; last_packet_ms: how
  *              long ago the SA last carried a packet, to the poll, null if it
  *              carried none since it was installed)
+ *   tunnels:  {"tunnels":[{"name":NAME,"state":"up"|"down",
+ *                          "reason":null (up)|"operator"|"refused"|"ike"|"no-sa"|"expired",
+ *                          "detail":null (up)|"why, in words",
+ *                          "keying":"static"|"ike"|null,
+ *                          "local":IP|null,"remote":IP|null (outer: the peer is remote),
+ *                          "cipher":NAME|null,"local_ts":PREFIX|null,"remote_ts":PREFIX|null,
+ *                          "ike_state":null (static)|"none"|an ike "state" below,
+ *                          "config_error":null|"FILE:LINE: ..." (the config file's
+ *                                version of this running tunnel was refused),
+ *                          "sas":[{"spi":"0x..","dir":"in"|"out"}, ...],
+ *                          "in":WAY,"out":WAY}, ...],
+ *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
+ *             with WAY = {"packets":N,"bytes":N,"last_packet_ms":N|null}: what
+ *             the tunnel's SAs of that direction carried, and the newest of
+ *             their last_packet_ms.  Every tunnel of the running config,
+ *             every one taken down, and, after a reload that was refused,
+ *             every one the refused file names that does not run.  null
+ *             members: not known (a tunnel taken down whose config was never
+ *             read).  Why a tunnel is down: operator (dpvpnctl tunnel NAME
+ *             down, or terminate for keying = ike), refused (named by a
+ *             config file a reload refused; config_refused says why, until a
+ *             config loads), ike (IKE not established: detail says how far it
+ *             got), no-sa (its SAs are not in the dataplane: sa del), expired
+ *             (an SA at its hard lifetime).
  *   ports:    {"ports":[{"id":N,"name":"net_af_packet0" (the DPDK device),
  *                        "config":NAME|null (the config's [port NAME] with this id;
  *                                null: the config has none),
@@ -123,7 +148,7 @@
  *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};
  *              a reload that is
  *              refused answers an error listing every FILE:LINE of the config
- * sa, ports and policies are tables that may outgrow one reply: each reply
+ * sa, tunnels, ports and policies are tables that may outgrow one reply: each reply
  * holds at most CTL_PAGE entries, from index "first" (default 0) on, and adds
  * "first":N and "total":N (entries in the table now); a client asks again
  * with "first" + the entries it got until it has "total" (dpvpnctl does).
@@ -139,8 +164,8 @@
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.
  *
- * clear: the counters of show counters, sa (packets, bytes, drops), ports
- * (packets, bytes, rx_missed, errors, csum_completed) and lcores
+ * clear: the counters of show counters, sa (packets, bytes, drops), tunnels,
+ * ports (packets, bytes, rx_missed, errors, csum_completed) and lcores
  * (packets, drops, and the cycles busy is computed from) are shown from then
  * on less what they were at the clear: dpvpnd keeps that baseline, the
  * dataplane's counters run on.  Not cleared: gauges (mbufs_in_use), sequence

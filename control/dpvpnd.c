@@ -294,6 +294,17 @@ static int is_down(const char *name)
 	return -1;
 }
 
+/* show tunnels: a tunnel taken down, as the config had it (keys wiped) */
+static struct cfg_tunnel *down_cfg[MAX_DOWN];
+
+static void keep_down_cfg(int slot, const struct cfg_tunnel *t)
+{
+	if (down_cfg[slot] == NULL)
+		down_cfg[slot] = malloc(sizeof(*down_cfg[slot]));
+	if (down_cfg[slot] != NULL)
+		ctl_tunnel_copy(down_cfg[slot], t);
+}
+
 /* Tunnels taken down stay out of what is installed (their keys wiped). */
 static void drop_down_tunnels(struct cfg *c)
 {
@@ -301,6 +312,7 @@ static void drop_down_tunnels(struct cfg *c)
 
 	for (size_t i = 0; i < c->n_tunnels; i++) {
 		if (is_down(c->tunnels[i]->name) >= 0) {
+			keep_down_cfg(is_down(c->tunnels[i]->name), c->tunnels[i]);
 			explicit_bzero(c->tunnels[i], sizeof(*c->tunnels[i]));
 			free(c->tunnels[i]);
 			continue;
@@ -317,6 +329,7 @@ static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 
 	for (size_t i = 0; i < bad->n_errors && n + 2 < len; i++)
 		n += (size_t)snprintf(msg + n, len - n, " %s;", bad->errors[i]);
+	ctl_tunnels_refused(bad, NULL);		/* show tunnels names what it held */
 	cfg_free(bad);
 	fprintf(stderr, "dpvpnd: %s %s\n", what, msg);
 	return -1;
@@ -333,6 +346,7 @@ static int reload(char *msg, size_t len)
 
 	if (cfg_load(&next, config_path))
 		return refused(&next, "reload", msg, len);
+	ctl_tunnels_refused(NULL, NULL);
 	if (apply_overrides(&next, opts) != 0) {
 		snprintf(msg, len, "refused: bad socket override");
 		cfg_free(&next);
@@ -344,6 +358,7 @@ static int reload(char *msg, size_t len)
 	if (inst_reload_check(current, &next, msg, len) != 0 ||
 	    ikd_reload_check(&next, msg, len) != 0) {
 		fprintf(stderr, "dpvpnd: reload %s\n", msg);
+		ctl_tunnels_refused(&next, msg);
 		cfg_free(&next);
 		return -1;
 	}
@@ -518,6 +533,23 @@ static const char *port_name(uint16_t id)
 	return NULL;
 }
 
+/* show tunnels: the running config's, then those taken down (ctl_tunnels.c adds
+ * those a refused config named). */
+static void walk_tunnels(ctl_tunnel_fn fn, void *arg)
+{
+	for (size_t i = 0; current != NULL && i < current->n_tunnels; i++)
+		fn(arg, &(struct ctl_tunnel){ .name = current->tunnels[i]->name,
+					      .cfg = current->tunnels[i] });
+	for (int i = 0; i < MAX_DOWN; i++) {
+		const struct cfg_tunnel *c = down_cfg[i];
+
+		if (down[i][0] == '\0')
+			continue;
+		fn(arg, &(struct ctl_tunnel){ .name = down[i], .operator_down = 1,
+			.cfg = c != NULL && !strcmp(c->name, down[i]) ? c : NULL });
+	}
+}
+
 static int serve(struct dp_client *dp, struct cfg *cfg)
 {
 	struct ctl_ctx ctx = {
@@ -525,6 +557,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
+		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
