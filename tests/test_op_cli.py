@@ -210,6 +210,20 @@ def test_show_tunnels_up_and_why_down(net):
     assert tunnels(net)["ike-gone"]["reason"] == "ike"
 
 
+def test_show_tunnels_sa_deleted(net):
+    """A static tunnel whose outbound SA an operator deleted (sa del)."""
+    text(net, "sa", "del", "0x00003001", "out")
+    try:
+        c = tunnels(net)["to-c"]
+        assert (c["state"], c["reason"]) == ("down", "no-sa"), c
+        assert "outbound SA" in c["detail"] and c["sas"] == [{"spi": "0x00003002",
+                                                              "dir": "in"}], c
+    finally:
+        text(net, "tunnel", "to-c", "down")
+        text(net, "tunnel", "to-c", "up")
+    assert tunnels(net)["to-c"]["state"] == "up"
+
+
 def test_show_tunnels_refused_by_the_config(net):
     """A tunnel added to the file by a reload that the config refused."""
     with open(net.a.config) as f:
