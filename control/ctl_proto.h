@@ -19,16 +19,17 @@
  * Requests (those that change something are refused to the read-only group:
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
- *   {"cmd":"show","what":"sa"|"ports"|"counters"|"policies"|"trace"|"routes"|"neighbours"
- *          |"lcores"|"ike"}
- *   {"cmd":"show","what":"sa"|"ports"|"policies","first":N}   one page of a table
+ *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"counters"|"policies"|"trace"|"routes"
+ *          |"neighbours"|"lcores"|"ike"}
+ *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies","first":N}   one page of a
+ *                                        table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
  *   {"cmd":"sa","op":"del","spi":"0x..","dir":"in"|"out"}   (SAs are added from
  *                                        the config: keys never on a command line)
  *   {"cmd":"reload"}                     re-read the config, apply what changed
- *   {"cmd":"clear"}                      counters shown from now on start at 0
+ *   {"cmd":"clear"}                      counters shown from now on start at 0 (below)
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
  *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":NAME}   a
  *                                        keying = ike tunnel's IKE SA; rekey: its CHILD_SA
@@ -59,10 +60,37 @@
  *                      "replay_window":N,
  *                      "seq":N,"packets":N,"bytes":N,
  *                      "drops":{"replay":N,"bad-icv":N,"policy-mismatch":N,
- *                               "seq-exhausted":N,"other":N}}, ...]}
+ *                               "seq-exhausted":N,"other":N},
+ *                      "last_packet_ms":N|null}, ...]}
  *             (seq, out: the last number used, at most 2^32 - 1 without ESN;
  *              seq-exhausted: packets dropped because it was; ESP dummy
- *              packets, RFC 4303 2.6, are no SA's drop)
+ *              packets, RFC 4303 2.6, are no SA's drop; last_packet_ms: how
+ *              long ago the SA last carried a packet, to the poll, null if it
+ *              carried none since it was installed)
+ *   tunnels:  {"tunnels":[{"name":NAME,"state":"up"|"down",
+ *                          "reason":null (up)|"operator"|"refused"|"ike"|"no-sa"|"expired",
+ *                          "detail":null (up)|"why, in words",
+ *                          "keying":"static"|"ike"|null,
+ *                          "local":IP|null,"remote":IP|null (outer: the peer is remote),
+ *                          "cipher":NAME|null,"local_ts":PREFIX|null,"remote_ts":PREFIX|null,
+ *                          "ike_state":null (static)|"none"|an ike "state" below,
+ *                          "config_error":null|"FILE:LINE: ..." (the config file's
+ *                                version of this running tunnel was refused),
+ *                          "sas":[{"spi":"0x..","dir":"in"|"out"}, ...],
+ *                          "in":WAY,"out":WAY}, ...],
+ *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
+ *             with WAY = {"packets":N,"bytes":N,"last_packet_ms":N|null}: what
+ *             the tunnel's SAs of that direction carried, and the newest of
+ *             their last_packet_ms.  Every tunnel of the running config,
+ *             every one taken down, and, after a reload that was refused,
+ *             every one the refused file names that does not run.  null
+ *             members: not known (a tunnel taken down whose config was never
+ *             read).  Why a tunnel is down: operator (dpvpnctl tunnel NAME
+ *             down, or terminate for keying = ike), refused (named by a
+ *             config file a reload refused; config_refused says why, until a
+ *             config loads), ike (IKE not established: detail says how far it
+ *             got), no-sa (its SAs are not in the dataplane: sa del), expired
+ *             (an SA at its hard lifetime).
  *   ports:    {"ports":[{"id":N,"name":"net_af_packet0" (the DPDK device),
  *                        "config":NAME|null (the config's [port NAME] with this id;
  *                                null: the config has none),
@@ -101,7 +129,8 @@
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}
  *   lcores:   {"lcores":[{"lcore":N,"role":"main"|"worker","rx_packets":N,"tx_packets":N,
  *                         "encrypted":N,"decrypted":N,"drops":N,"busy":0..1}, ...]}
- *             busy: the share of poll cycles that found work
+ *             busy: the share of poll cycles that found work (a JSON real),
+ *             since the last clear if one was done
  *   neighbours: {"neighbours":[{"port":N,"address":IP,"mac":MAC|null,"static":BOOL}, ...]}
  *   ike:      {"sas":[{"name":NAME,"state":"init-sent"|"half-open"|"auth-sent"|"established"
  *                      |"deleting","role":"initiator"|"responder","spi_i":HEX16,
@@ -121,7 +150,7 @@
  *              an error of lines: "refused, running config kept (N errors):",
  *              then one "FILE:LINE: message" per line (as many as fit, then
  *              "... and N more")
- * sa, ports and policies are tables that may outgrow one reply: each reply
+ * sa, tunnels, ports and policies are tables that may outgrow one reply: each reply
  * holds at most CTL_PAGE entries, from index "first" (default 0) on, and adds
  * "first":N and "total":N (entries in the table now); a client asks again
  * with "first" + the entries it got until it has "total" (dpvpnctl does).
@@ -136,6 +165,16 @@
  *
  * "show" queries the dataplane at the time of the request; when it fails the
  * reply is an error naming the dataplane's message.
+ *
+ * clear: the counters of show counters, sa (packets, bytes, drops), tunnels,
+ * ports (packets, bytes, rx_missed, errors, csum_completed) and lcores
+ * (packets, drops, and the cycles busy is computed from) are shown from then
+ * on less what they were at the clear: dpvpnd keeps that baseline, the
+ * dataplane's counters run on.  Not cleared: gauges (mbufs_in_use), sequence
+ * numbers, lifetimes (what an SA has left is counted from its install), IKE
+ * counters (show ike), and the metrics endpoint, whose counters stay raw (a
+ * Prometheus counter only grows).  An SA installed after the clear counts from
+ * 0 anyway; a dataplane that restarts takes the baselines with it.
  */
 #ifndef DPVPN_CONTROL_CTL_PROTO_H
 #define DPVPN_CONTROL_CTL_PROTO_H

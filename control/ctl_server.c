@@ -290,6 +290,7 @@ static const struct {
 	{ "neighbours", ctl_show_neighs, false },
 	{ "lcores", ctl_show_lcores, false },
 	{ "ike", ctl_show_ike, false },
+	{ "tunnels", ctl_show_tunnels, true },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -329,7 +330,8 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 		ctx->first = (uint32_t)json_integer_value(first);
 	}
 	if (!w) {
-		snprintf(err, err_len, "missing \"what\" (sa, ports, counters, policies, trace, routes, neighbours or lcores)");
+		snprintf(err, err_len, "missing \"what\" (sa, tunnels, ports, counters, policies, "
+			 "trace, routes, neighbours, lcores or ike)");
 		return NULL;
 	}
 	what = json_string_value(w);
@@ -342,13 +344,13 @@ static json_t *do_show(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_l
 			continue;
 		if (first && !shows[i].paged) {
 			snprintf(err, err_len, "\"first\": \"%s\" is not a table sent in pages "
-				 "(sa, ports and policies are)", what);
+				 "(sa, tunnels, ports and policies are)", what);
 			return NULL;
 		}
 		return shows[i].fn(ctx, err, err_len);
 	}
-	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, ports, counters, "
-		 "policies, trace, routes, neighbours or lcores)", what);
+	snprintf(err, err_len, "unknown \"what\": \"%.64s\" (expected sa, tunnels, ports, "
+		 "counters, policies, trace, routes, neighbours, lcores or ike)", what);
 	return NULL;
 }
 

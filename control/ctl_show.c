@@ -12,6 +12,7 @@
 
 #include "dpvpn_alg.h"
 #include "config.h"
+#include "ctl_base.h"
 #include "ctl_proto.h"
 #include "ctl_show.h"
 
@@ -134,12 +135,21 @@ static json_t *life_json(const struct dpvpn_sa_info *s)
 		"hard_left", left_json(s, 1));
 }
 
-static json_t *sa_json(const struct dpvpn_sa_info *s)
+/* Milliseconds since the last packet; null: none yet. */
+json_t *ctl_idle_json(uint64_t idle_ms)
 {
-	const struct dpvpn_alg_info *a = dpvpn_alg_get(s->alg);
+	return idle_ms == UINT64_MAX ? json_null() : u64(idle_ms);
+}
 
+/* Counters since the last clear; lifetimes by what the SA really carried (raw). */
+static json_t *sa_json(const struct dpvpn_sa_info *raw)
+{
+	const struct dpvpn_alg_info *a = dpvpn_alg_get(raw->alg);
+	struct dpvpn_sa_info c = *raw, *s = &c;
+
+	base_sa(&c);
 	return json_pack("{s:o,s:o,s:s,s:s,s:b,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,"
-			 "s:{s:o,s:o,s:o,s:o,s:o}}",
+			 "s:{s:o,s:o,s:o,s:o,s:o},s:o}",
 		"name", name(s->name, sizeof(s->name)),
 		"spi", spi(s->spi),
 		"dir", s->dir == DPVPN_DIR_IN ? "in" : s->dir == DPVPN_DIR_OUT ? "out" : "?",
@@ -149,7 +159,7 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 		"remote", addr_json(&s->remote),
 		"encap", encap_json(s),
 		"esn", (int)s->esn,
-		"life", life_json(s),
+		"life", life_json(raw),
 		"local_ts", prefix_json(&s->local_ts),
 		"remote_ts", prefix_json(&s->remote_ts),
 		"replay_window", (json_int_t)s->replay_window,
@@ -162,7 +172,8 @@ static json_t *sa_json(const struct dpvpn_sa_info *s)
 			"bad-icv", u64(s->drop_icv),
 			"policy-mismatch", u64(s->drop_policy),
 			"seq-exhausted", u64(s->drop_seq),
-			"other", u64(s->drop_other));
+			"other", u64(s->drop_other),
+		"last_packet_ms", ctl_idle_json(s->idle_ms));
 }
 
 /* sa_json plus the tunnel MTU, MSS clamp and fragmentation mode. */
@@ -190,10 +201,12 @@ static const char *role_name(uint8_t role)
 	}
 }
 
-static json_t *port_json(const struct dpvpn_port_info *p)
+static json_t *port_json(const struct dpvpn_port_info *raw)
 {
+	struct dpvpn_port_info c = *raw, *p = &c;
 	const uint8_t *m = p->mac;
 
+	base_port(&c);
 	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
@@ -312,39 +325,13 @@ static json_t *drops_json(const struct dpvpn_counters *c)
 	return d;
 }
 
-/*
- * `dpvpnctl clear`: the counters as they stood then, subtracted from what is
- * shown (the dataplane's own counters are never reset under the workers).
- * A dataplane that restarted since counts from 0 again: the baseline goes.
- */
-static struct dpvpn_counters base;
-
-static void rebase(struct dpvpn_counters *c)
-{
-	uint64_t *now = &c->rx_packets, *was = &base.rx_packets;
-	size_t n = (size_t)(&c->mbufs_in_use - &c->rx_packets);
-
-	for (size_t i = 0; i < n; i++)
-		if (now[i] < was[i]) {
-			memset(&base, 0, sizeof(base));	/* restarted */
-			return;
-		}
-	for (size_t i = 0; i < DPVPN_DROP_SLOTS; i++)
-		if (c->drops[i] < base.drops[i]) {
-			memset(&base, 0, sizeof(base));
-			return;
-		}
-	for (size_t i = 0; i < n; i++)
-		now[i] -= was[i];
-	for (size_t i = 0; i < DPVPN_DROP_SLOTS; i++)
-		c->drops[i] -= base.drops[i];
-}
-
+/* Every counter shown from now on starts from 0 (ctl_base.c). */
 json_t *ctl_clear_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
-	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &base, sizeof(base)))
-		return dp_failed(ctx, err, err_len, "counters");
-	return json_pack("{s:s}", "message", "counters cleared");
+	if (base_take(ctx->dp, err, err_len))
+		return NULL;
+	return json_pack("{s:s}", "message", "counters cleared: show counters, sa, ports, lcores "
+			 "and tunnels count from 0 (metrics stay raw)");
 }
 
 json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
@@ -353,7 +340,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 
 	if (dp_call(ctx->dp, DPVPN_MSG_SHOW_COUNTERS, NULL, 0, &c, sizeof(c)))
 		return dp_failed(ctx, err, err_len, "counters");
-	rebase(&c);
+	base_counters(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
 			 "s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
@@ -619,7 +606,10 @@ json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "lcores");
 	a = json_array();
 	for (uint32_t i = 0; a && i < n; i++) {
-		uint64_t all = l[i].busy_cycles + l[i].idle_cycles;
+		uint64_t all;
+
+		base_lcore(&l[i]);	/* busy: the share since the clear, if one was done */
+		all = l[i].busy_cycles + l[i].idle_cycles;
 
 		json_array_append_new(a, json_pack("{s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:f}",
 			"lcore", (json_int_t)l[i].lcore, "role", l[i].worker ? "worker" : "main",

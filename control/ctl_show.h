@@ -10,6 +10,26 @@
 
 #include "dp_client.h"
 
+struct cfg;
+struct cfg_tunnel;
+
+/* show tunnels: one tunnel dpvpnd knows of (ctl_tunnels.c joins it with the SAs). */
+struct ctl_tunnel {
+	const char *name;
+	const struct cfg_tunnel *cfg;	/* as configured, keys wiped; NULL: unknown */
+	int operator_down;		/* dpvpnctl tunnel NAME down: out of the dataplane */
+};
+
+/* A keying = ike tunnel's IKE, as ctx->ike_tunnel sees it. */
+enum ctl_ike {
+	CTL_IKE_UNKNOWN = -1,	/* no such IKE tunnel (or no IKE at all) */
+	CTL_IKE_DOWN = 0,	/* not established (yet): the detail says where it is */
+	CTL_IKE_UP = 1,		/* its CHILD_SA installed */
+	CTL_IKE_HELD = 2,	/* terminated by the operator: not started again */
+};
+
+typedef void (*ctl_tunnel_fn)(void *arg, const struct ctl_tunnel *t);
+
 struct ctl_ctx {
 	struct dp_client *dp;
 	const char *config_path;
@@ -29,6 +49,12 @@ struct ctl_ctx {
 	int (*ike_command)(const char *name, int op, char *msg, size_t len);
 	/* show ports: the config's name of dataplane port ID ([port NAME]), or NULL */
 	const char *(*port_name)(uint16_t id);
+	/* show tunnels: each tunnel of the running config and each one taken down, to fn */
+	void (*tunnels)(ctl_tunnel_fn fn, void *arg);
+	/* show tunnels: tunnel NAME's IKE (enum ctl_ike); its IKE SA's state ("none":
+	 * no IKE SA) and, unless up, why in words */
+	int (*ike_tunnel)(const char *name, char *state, size_t state_len, char *detail,
+			  size_t detail_len);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */
@@ -41,6 +67,18 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_tunnels(struct ctl_ctx *ctx, char *err, size_t err_len);
+/* "last_packet_ms": N, or null for UINT64_MAX (none yet). */
+json_t *ctl_idle_json(uint64_t idle_ms);
+/*
+ * show tunnels remembers a refused config (file: the tunnels it names, keys
+ * wiped; its errors, or why alone when it parsed but could not be applied),
+ * until a config loads again (file NULL): its tunnels that do not run are
+ * shown down, "refused", with their error.
+ */
+void ctl_tunnels_refused(const struct cfg *file, const char *why);
+/* src without its keys and PSK into dst. */
+void ctl_tunnel_copy(struct cfg_tunnel *dst, const struct cfg_tunnel *src);
 /* Runtime changes (not written back to the config: a reload or restart
  * installs the config's routes and neighbours again). */
 json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,

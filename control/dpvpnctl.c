@@ -3,8 +3,11 @@
  * dpvpnctl.c - ask dpvpnd for its state (protocol: ctl_proto.h).
  *
  * The grammar is a token table: each command maps to one request and one
- * printer.  Tables are printed with columns sized to their contents; --json
- * prints the result object as dpvpnd sent it.
+ * printer.  Tables are printed with columns sized to their contents and, by
+ * default, fit in WIDTH columns: the columns marked wide only come with -w,
+ * and names are cut (ending in '~', a character no name may hold) where the
+ * rest would not fit.  Numbers are in human units (1.4 GiB, 12.3 Mpps) unless
+ * -n; --json prints the result object as dpvpnd sent it, raw.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,10 +30,28 @@
 
 #define RECV_TIMEOUT_S	5
 #define MAX_COLS	32
+#define WIDTH		100	/* columns of a default table or line */
+#define CUT_MIN		8	/* a name is cut to no fewer characters than this */
+#define CELL_MAX	64	/* a formatted number, or a name (31) */
+
+/* How a cell's value is shown: human units unless -n. */
+enum unit {
+	U_TEXT,		/* as it is */
+	U_INT,		/* an id, a size: plain */
+	U_COUNT,	/* packets: plain below a million, then 1.2M */
+	U_BYTES,	/* IEC: 1.4 GiB */
+	U_SHARE,	/* 0..1 as 37.5 %; -n: 0.375 */
+	U_AGE,		/* milliseconds ago: 0.4 s, 12 min; null: never */
+};
+
+#define COL_WIDE	1	/* only with -w */
+#define COL_CUT		2	/* text that may be cut to fit WIDTH */
 
 struct column {
 	const char *title;
 	const char *path;	/* member, or "outer.inner" */
+	uint8_t unit;		/* enum unit */
+	uint8_t flags;		/* COL_* */
 };
 
 typedef void (*print_fn)(json_t *result);
@@ -40,6 +61,12 @@ struct command {
 	const char *request;
 	print_fn print;
 };
+
+static struct {
+	int wide;	/* -w: every column, nothing cut */
+	int numeric;	/* -n: raw numbers */
+	int all;	/* --all: show counters lists reasons at 0 too */
+} opt;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -55,6 +82,81 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
+/* ---- human units ---- */
+
+/* v with one decimal below 100 and none above, after dividing by step while it
+ * is that big: "1.4 GiB", "12.3 Mpps", "950 bit/s". */
+static const char *scaled(double v, double step, const char *const *prefix, const char *unit,
+			  char *buf, size_t len)
+{
+	int p = 0;
+
+	while (v >= step && prefix[p + 1] != NULL) {
+		v /= step;
+		p++;
+	}
+	snprintf(buf, len, p == 0 || v >= 99.95 ? "%.0f %s%s" : "%.1f %s%s", v, prefix[p], unit);
+	return buf;
+}
+
+static const char *bytes_text(uint64_t v, char *buf, size_t len)
+{
+	static const char *const iec[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", NULL };
+
+	if (opt.numeric) {
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+		return buf;
+	}
+	return scaled((double)v, 1024, iec, "B", buf, len);
+}
+
+/* Packets a second, bits a second: "12.3 Mpps", "1.4 Gbit/s"; -n: "12345678". */
+static const char *rate_text(double v, const char *unit, char *buf, size_t len)
+{
+	static const char *const si[] = { "", "k", "M", "G", "T", NULL };
+
+	if (opt.numeric) {
+		snprintf(buf, len, "%.0f", v);
+		return buf;
+	}
+	return scaled(v < 0 ? 0 : v, 1000, si, unit, buf, len);
+}
+
+static const char *count_text(uint64_t v, char *buf, size_t len)
+{
+	static const char *const si[] = { "", "k", "M", "G", "T", "P", "E", NULL };
+
+	if (opt.numeric || v < 1000000) {
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+		return buf;
+	}
+	scaled((double)v, 1000, si, "", buf, len);
+	memmove(strchr(buf, ' '), strchr(buf, ' ') + 1, strlen(strchr(buf, ' ')));	/* 1.2M */
+	return buf;
+}
+
+/* Milliseconds ago; NULL for "none yet" (the caller says how). */
+static const char *age_text(json_t *ms, char *buf, size_t len)
+{
+	unsigned long long v = (unsigned long long)json_integer_value(ms);
+
+	if (!json_is_integer(ms))
+		return NULL;
+	if (opt.numeric)
+		snprintf(buf, len, "%llu ms", v);
+	else if (v < 10000)
+		snprintf(buf, len, "%.1f s", (double)v / 1000);
+	else if (v < 120000)
+		snprintf(buf, len, "%llu s", v / 1000);
+	else if (v < 2 * 3600000ULL)
+		snprintf(buf, len, "%llu min", v / 60000);
+	else if (v < 2 * 86400000ULL)
+		snprintf(buf, len, "%llu h", v / 3600000);
+	else
+		snprintf(buf, len, "%llu d", v / 86400000);
+	return buf;
+}
+
 /* ---- table printing ---- */
 
 static json_t *get_path(json_t *obj, const char *path)
@@ -68,66 +170,160 @@ static json_t *get_path(json_t *obj, const char *path)
 	return json_object_get(json_object_get(obj, outer), dot + 1);
 }
 
-/* Text of a cell into buf; *num set for right-aligned numbers. */
-static const char *cell(json_t *v, char *buf, size_t len, int *num)
+/* Text of a cell into buf, in its column's unit; *num set for right-aligned numbers. */
+static const char *cell(json_t *v, enum unit unit, char *buf, size_t len, int *num)
 {
-	*num = json_is_integer(v);
+	uint64_t u = json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+
+	*num = json_is_number(v);
 	if (json_is_string(v))
 		return json_string_value(v);
-	if (*num)
+	if (json_is_boolean(v))
+		return json_is_true(v) ? "yes" : "no";
+	if (json_is_integer(v) && unit == U_BYTES)
+		return bytes_text(u, buf, len);
+	if (json_is_integer(v) && unit == U_COUNT)
+		return count_text(u, buf, len);
+	if (unit == U_AGE) {
+		*num = 1;
+		return json_is_integer(v) ? age_text(v, buf, len) : "never";
+	}
+	if (json_is_real(v) && unit == U_SHARE && !opt.numeric)
+		snprintf(buf, len, "%.1f%%", json_real_value(v) * 100);
+	else if (json_is_real(v))
+		snprintf(buf, len, "%.3f", json_real_value(v));
+	else if (json_is_integer(v))
 		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	else if (json_is_boolean(v))
-		snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
 	else
-		snprintf(buf, len, "-");
+		return "-";
 	return buf;
 }
 
-static void col_widths(json_t *rows, const struct column *cols, size_t ncols, int *w)
+/* The columns shown: all with -w, else those not marked wide. */
+static size_t shown_columns(const struct column *all, size_t n, const struct column **cols)
 {
-	char buf[32];
+	size_t k = 0;
+
+	for (size_t c = 0; c < n && k < MAX_COLS; c++)
+		if (opt.wide || !(all[c].flags & COL_WIDE))
+			cols[k++] = &all[c];
+	return k;
+}
+
+static void col_widths(json_t *rows, const struct column **cols, size_t ncols, int *w)
+{
+	char buf[CELL_MAX];
 	size_t i, c;
 	json_t *row;
 	int num;
 
 	for (c = 0; c < ncols; c++)
-		w[c] = (int)strlen(cols[c].title);
+		w[c] = (int)strlen(cols[c]->title);
 	json_array_foreach(rows, i, row) {
 		for (c = 0; c < ncols; c++) {
-			int n = (int)strlen(cell(get_path(row, cols[c].path), buf, sizeof(buf),
-						 &num));
+			int n = (int)strlen(cell(get_path(row, cols[c]->path), cols[c]->unit, buf,
+						 sizeof(buf), &num));
 			if (n > w[c])
 				w[c] = n;
 		}
 	}
 }
 
-static void print_table(json_t *rows, const struct column *cols, size_t ncols)
+/* Over WIDTH: the columns that may be cut give up what is too much, in order. */
+static void fit(const struct column **cols, size_t ncols, int *w)
 {
-	int w[MAX_COLS], num;
-	char buf[32];
-	size_t i, c;
-	json_t *row;
+	int total = 2 * ((int)ncols - 1);
 
-	if (ncols > MAX_COLS)	/* tables are ours: never, but never past w[] either */
-		ncols = MAX_COLS;
-	col_widths(rows, cols, ncols, w);
-	for (c = 0; c < ncols; c++)
-		printf("%-*s%s", c + 1 < ncols ? w[c] : 0, cols[c].title,
-		       c + 1 < ncols ? "  " : "\n");
-	json_array_foreach(rows, i, row) {
-		for (c = 0; c < ncols; c++) {
-			const char *s = cell(get_path(row, cols[c].path), buf, sizeof(buf), &num);
-			int width = c + 1 < ncols || num ? w[c] : 0;
+	for (size_t c = 0; c < ncols; c++)
+		total += w[c];
+	for (size_t c = 0; c < ncols && total > WIDTH; c++) {
+		int least = (int)strlen(cols[c]->title) > CUT_MIN ? (int)strlen(cols[c]->title) :
+			    CUT_MIN;
+		int give = w[c] - least < total - WIDTH ? w[c] - least : total - WIDTH;
 
-			printf(num ? "%*s%s" : "%-*s%s", width, s, c + 1 < ncols ? "  " : "\n");
+		if ((cols[c]->flags & COL_CUT) && give > 0) {
+			w[c] -= give;
+			total -= give;
 		}
 	}
+}
+
+/* s in a column of width w: cut to w with a final '~' if it is longer. */
+static const char *cut(const char *s, int w, char *buf, size_t len)
+{
+	if ((int)strlen(s) <= w || w < 2)
+		return s;
+	snprintf(buf, len, "%.*s~", w - 1, s);
+	return buf;
+}
+
+static void print_row(json_t *row, const struct column **cols, size_t ncols, const int *w)
+{
+	char buf[CELL_MAX], short_[CELL_MAX];
+	int num;
+
+	for (size_t c = 0; c < ncols; c++) {
+		const char *s = cell(get_path(row, cols[c]->path), cols[c]->unit, buf, sizeof(buf),
+				     &num);
+		int width = c + 1 < ncols || num ? w[c] : 0;
+
+		s = cut(s, w[c], short_, sizeof(short_));
+		printf(num ? "%*s%s" : "%-*s%s", width, s, c + 1 < ncols ? "  " : "\n");
+	}
+}
+
+static void print_table(json_t *rows, const struct column *all, size_t nall)
+{
+	const struct column *cols[MAX_COLS];
+	size_t ncols = shown_columns(all, nall, cols), i;
+	int w[MAX_COLS];
+	json_t *row;
+
+	col_widths(rows, cols, ncols, w);
+	if (!opt.wide)
+		fit(cols, ncols, w);
+	for (size_t c = 0; c < ncols; c++)
+		printf("%-*s%s", c + 1 < ncols ? w[c] : 0, cols[c]->title,
+		       c + 1 < ncols ? "  " : "\n");
+	json_array_foreach(rows, i, row)
+		print_row(row, cols, ncols, w);
 	if (json_array_size(rows) == 0)
 		printf("(none)\n");
 }
 
 #define COLS(c)	c, sizeof(c) / sizeof(c[0])
+
+/*
+ * "  label: text", folded at spaces to WIDTH (unless -w), continued lines
+ * indented under the text.
+ */
+static void field(const char *label, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void field(const char *label, const char *fmt, ...)
+{
+	char text[2048];
+	int col = printf("  %s: ", label), indent = 4;
+	const char *s = text;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	while (*s) {
+		size_t word = strcspn(s, " ");
+
+		if (col > indent && !opt.wide && col + 1 + (int)word > WIDTH) {
+			col = printf("\n%*s", indent, "") - 1;
+		} else if (s != text) {
+			col += printf(" ");
+		}
+		col += printf("%.*s", (int)word, s);
+		s += word;
+		s += strspn(s, " ");
+	}
+	printf("\n");
+}
 
 /* ---- printers ---- */
 
@@ -161,23 +357,47 @@ static void print_status(json_t *r)
 	printf("crypto     %s\n", str_of(r, "dataplane.crypto"));
 }
 
+/* The sum of an object's integer members, as "KEY" of each element of rows. */
+static void add_sum(json_t *rows, const char *obj, const char *key)
+{
+	json_t *row, *v;
+	const char *k;
+	size_t i;
+
+	json_array_foreach(rows, i, row) {
+		json_int_t sum = 0;
+
+		json_object_foreach(json_object_get(row, obj), k, v)
+			sum += json_integer_value(v);
+		json_object_set_new(row, key, json_integer(sum));
+	}
+}
+
 static void print_sa(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "NAME", "name" }, { "DIR", "dir" }, { "SPI", "spi" }, { "CIPHER", "cipher" },
-		{ "LOCAL", "local" }, { "REMOTE", "remote" }, { "ENCAP", "encap" },
-		{ "ESN", "esn" }, { "LIFE", "life.state" },
-		{ "MTU", "mtu" }, { "LOCAL-TS", "local_ts" },
-		{ "REMOTE-TS", "remote_ts" }, { "WINDOW", "replay_window" }, { "DF", "df" },
-		{ "SEQ", "seq" },
-		{ "PACKETS", "packets" }, { "BYTES", "bytes" }, { "REPLAY", "drops.replay" },
-		{ "BAD-ICV", "drops.bad-icv" }, { "POLICY", "drops.policy-mismatch" },
-		{ "OTHER", "drops.other" },
+		{ "NAME", "name", U_TEXT, COL_CUT }, { "DIR", "dir", U_TEXT, 0 },
+		{ "SPI", "spi", U_TEXT, 0 }, { "CIPHER", "cipher", U_TEXT, 0 },
+		{ "LOCAL", "local", U_TEXT, COL_WIDE }, { "REMOTE", "remote", U_TEXT, COL_WIDE },
+		{ "ENCAP", "encap", U_TEXT, COL_WIDE }, { "ESN", "esn", U_TEXT, COL_WIDE },
+		{ "LIFE", "life.state", U_TEXT, 0 }, { "MTU", "mtu", U_INT, COL_WIDE },
+		{ "LOCAL-TS", "local_ts", U_TEXT, COL_WIDE },
+		{ "REMOTE-TS", "remote_ts", U_TEXT, COL_WIDE },
+		{ "WINDOW", "replay_window", U_INT, COL_WIDE }, { "DF", "df", U_TEXT, COL_WIDE },
+		{ "SEQ", "seq", U_INT, COL_WIDE },
+		{ "PACKETS", "packets", U_COUNT, 0 }, { "BYTES", "bytes", U_BYTES, 0 },
+		{ "LAST-PKT", "last_packet_ms", U_AGE, 0 },
+		{ "DROPS", "drops_total", U_COUNT, 0 },
+		{ "REPLAY", "drops.replay", U_COUNT, COL_WIDE },
+		{ "BAD-ICV", "drops.bad-icv", U_COUNT, COL_WIDE },
+		{ "POLICY", "drops.policy-mismatch", U_COUNT, COL_WIDE },
+		{ "OTHER", "drops.other", U_COUNT, COL_WIDE },
 	};
 
 	json_t *sas = json_object_get(r, "sas"), *sa;
 	size_t i;
 
+	add_sum(sas, "drops", "drops_total");
 	print_table(sas, COLS(cols));
 	/* NULL encryption is for baselines and debugging: say so loudly. */
 	json_array_foreach(sas, i, sa)
@@ -190,12 +410,17 @@ static void print_sa(json_t *r)
 static void print_ports(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "ID", "id" }, { "NAME", "name" }, { "CONFIG", "config" }, { "IFACE", "iface" },
-		{ "ROLE", "role" }, { "ADDRESS", "address" },
-		{ "ADDRESS6", "address6" }, { "MAC", "mac" }, { "LINK", "link" },
-		{ "RX-PKTS", "rx_packets" }, { "RX-BYTES", "rx_bytes" }, { "TX-PKTS", "tx_packets" },
-		{ "TX-BYTES", "tx_bytes" }, { "RX-MISSED", "rx_missed" },
-		{ "RX-ERR", "rx_errors" }, { "TX-ERR", "tx_errors" },
+		{ "ID", "id", U_INT, 0 }, { "NAME", "name", U_TEXT, COL_CUT },
+		{ "CONFIG", "config", U_TEXT, COL_CUT }, { "IFACE", "iface", U_TEXT, COL_CUT },
+		{ "ROLE", "role", U_TEXT, 0 }, { "ADDRESS", "address", U_TEXT, COL_WIDE },
+		{ "ADDRESS6", "address6", U_TEXT, COL_WIDE }, { "MAC", "mac", U_TEXT, COL_WIDE },
+		{ "LINK", "link", U_TEXT, 0 },
+		{ "RX-PKTS", "rx_packets", U_COUNT, 0 }, { "RX-BYTES", "rx_bytes", U_BYTES, 0 },
+		{ "TX-PKTS", "tx_packets", U_COUNT, 0 }, { "TX-BYTES", "tx_bytes", U_BYTES, 0 },
+		{ "RX-MISSED", "rx_missed", U_COUNT, 0 },
+		{ "RX-ERR", "rx_errors", U_COUNT, COL_WIDE },
+		{ "TX-ERR", "tx_errors", U_COUNT, COL_WIDE },
+		{ "CSUM-DONE", "csum_completed", U_COUNT, COL_WIDE },
 	};
 
 	print_table(json_object_get(r, "ports"), COLS(cols));
@@ -204,7 +429,8 @@ static void print_ports(json_t *r)
 static void print_policies(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "SRC", "src" }, { "DST", "dst" }, { "SPI", "spi" }, { "PRIORITY", "priority" },
+		{ "SRC", "src", U_TEXT, 0 }, { "DST", "dst", U_TEXT, 0 },
+		{ "SPI", "spi", U_TEXT, 0 }, { "PRIORITY", "priority", U_INT, 0 },
 	};
 
 	print_table(json_object_get(r, "policies"), COLS(cols));
@@ -218,15 +444,22 @@ static const char *drop_desc(const char *name)
 	return "";
 }
 
-/* Turn {"name":N,...} into rows [{"name":..,"count":N,"desc":..}]. */
-static json_t *drop_rows(json_t *drops)
+/* Turn {"name":N,...} into rows [{"name":..,"count":N,"desc":..}]: those not
+ * at 0, or (--all) every one; how many were left out in *hidden. */
+static json_t *drop_rows(json_t *drops, size_t *hidden)
 {
 	json_t *rows = json_array(), *v;
 	const char *k;
 
-	json_object_foreach(drops, k, v)
+	*hidden = 0;
+	json_object_foreach(drops, k, v) {
+		if (json_integer_value(v) == 0 && !opt.all) {
+			(*hidden)++;
+			continue;
+		}
 		json_array_append_new(rows, json_pack("{s:s,s:O,s:s}", "name", k, "count", v,
 						       "desc", drop_desc(k)));
+	}
 	return rows;
 }
 
@@ -236,22 +469,32 @@ static void print_counters(json_t *r)
 		"rx_packets", "tx_packets", "encrypted", "decrypted", "arp_in", "arp_out",
 	};
 	static const struct column cols[] = {
-		{ "DROP REASON", "name" }, { "COUNT", "count" }, { "DESCRIPTION", "desc" },
+		{ "REASON", "name", U_TEXT, 0 }, { "COUNT", "count", U_COUNT, 0 },
+		{ "DESCRIPTION", "desc", U_TEXT, COL_CUT },
 	};
+	char buf[CELL_MAX];
+	size_t hidden;
 	json_t *rows;
 
 	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
-		printf("%-12s %20" JSON_INTEGER_FORMAT "\n", totals[i], int_of(r, totals[i]));
+		printf("%-12s %10s\n", totals[i],
+		       count_text((uint64_t)int_of(r, totals[i]), buf, sizeof(buf)));
 	printf("\n");
-	rows = drop_rows(json_object_get(r, "drops"));
-	print_table(rows, COLS(cols));
+	rows = drop_rows(json_object_get(r, "drops"), &hidden);
+	if (json_array_size(rows) == 0)
+		printf("no drops\n");
+	else
+		print_table(rows, COLS(cols));
+	if (hidden > 0)
+		printf("\n%zu reasons at 0 not shown (--all lists them)\n", hidden);
 	json_decref(rows);
 }
 
 static void print_routes(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "DST", "dst" }, { "PORT", "port" }, { "VIA", "via" },
+		{ "DST", "dst", U_TEXT, 0 }, { "PORT", "port", U_INT, 0 },
+		{ "VIA", "via", U_TEXT, 0 },
 	};
 
 	print_table(json_object_get(r, "routes"), COLS(cols));
@@ -260,8 +503,8 @@ static void print_routes(json_t *r)
 static void print_neighs(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "PORT", "port" }, { "ADDRESS", "address" }, { "MAC", "mac" },
-		{ "STATIC", "static" },
+		{ "PORT", "port", U_INT, 0 }, { "ADDRESS", "address", U_TEXT, 0 },
+		{ "MAC", "mac", U_TEXT, 0 }, { "STATIC", "static", U_TEXT, 0 },
 	};
 
 	print_table(json_object_get(r, "neighbours"), COLS(cols));
@@ -278,9 +521,10 @@ static void print_trace(json_t *r)
 static void print_lcores(json_t *r)
 {
 	static const struct column cols[] = {
-		{ "LCORE", "lcore" }, { "ROLE", "role" }, { "RX-PKTS", "rx_packets" },
-		{ "TX-PKTS", "tx_packets" }, { "ENCRYPTED", "encrypted" },
-		{ "DECRYPTED", "decrypted" }, { "DROPS", "drops" }, { "BUSY", "busy" },
+		{ "LCORE", "lcore", U_INT, 0 }, { "ROLE", "role", U_TEXT, 0 },
+		{ "RX-PKTS", "rx_packets", U_COUNT, 0 }, { "TX-PKTS", "tx_packets", U_COUNT, 0 },
+		{ "ENCRYPTED", "encrypted", U_COUNT, 0 }, { "DECRYPTED", "decrypted", U_COUNT, 0 },
+		{ "DROPS", "drops", U_COUNT, 0 }, { "BUSY", "busy", U_SHARE, 0 },
 	};
 
 	print_table(json_object_get(r, "lcores"), COLS(cols));
@@ -289,27 +533,96 @@ static void print_lcores(json_t *r)
 /* show ike: one line per IKE SA, then what was refused, by reason. */
 static void print_ike(json_t *r)
 {
-	json_t *sa, *rej = json_object_get(json_object_get(r, "stats"), "rejected");
+	static const struct column cols[] = {
+		{ "TUNNEL", "name", U_TEXT, COL_CUT }, { "STATE", "state", U_TEXT, 0 },
+		{ "ROLE", "role", U_TEXT, 0 }, { "REMOTE", "remote", U_TEXT, 0 },
+		{ "CHILD-IN", "child.spi_in", U_TEXT, 0 },
+		{ "CHILD-OUT", "child.spi_out", U_TEXT, 0 },
+		{ "RX", "rx", U_COUNT, 0 }, { "TX", "tx", U_COUNT, 0 },
+		{ "RETRANS", "retransmits", U_COUNT, 0 },
+		{ "REKEYS", "child_rekeys", U_COUNT, COL_WIDE },
+		{ "NAT-LOCAL", "nat_local", U_TEXT, COL_WIDE },
+		{ "NAT-REMOTE", "nat_remote", U_TEXT, COL_WIDE },
+	};
+	json_t *v, *rej = json_object_get(json_object_get(r, "stats"), "rejected");
 	const char *key;
+
+	print_table(json_object_get(r, "sas"), COLS(cols));
+	printf("refused:");
+	json_object_foreach(rej, key, v)
+		if (json_integer_value(v) != 0)
+			printf(" %s %" JSON_INTEGER_FORMAT, key, json_integer_value(v));
+	printf("\n");
+}
+
+/* "1.4 GiB, 12 packets, last packet 0.3 s ago" of a tunnel's direction. */
+static void print_way(const char *label, json_t *w)
+{
+	char b[CELL_MAX], p[CELL_MAX], a[CELL_MAX];
+	const char *age = age_text(json_object_get(w, "last_packet_ms"), a, sizeof(a));
+
+	json_int_t packets = int_of(w, "packets");
+
+	field(label, "%s%s, %s packet%s, %s%s%s",
+	      bytes_text((uint64_t)int_of(w, "bytes"), b, sizeof(b)), opt.numeric ? " bytes" : "",
+	      count_text((uint64_t)packets, p, sizeof(p)), packets == 1 ? "" : "s",
+	      age ? "last packet " : "no packet yet", age ? age : "", age ? " ago" : "");
+}
+
+/* show tunnels: a block per tunnel, as wg show and swanctl --list-conns. */
+static void print_tunnel(json_t *t)
+{
+	json_t *sa, *sas = json_object_get(t, "sas");
+	char list[1024] = "";
+	size_t i, n = 0;
+
+	printf("tunnel: %s\n", str_of(t, "name"));
+	if (json_is_string(json_object_get(t, "reason")))
+		field("state", "%s (%s): %s", str_of(t, "state"), str_of(t, "reason"),
+		      str_of(t, "detail"));
+	else
+		field("state", "%s", str_of(t, "state"));
+	if (json_is_string(json_object_get(t, "remote")))
+		field("peer", "%s (local %s)", str_of(t, "remote"), str_of(t, "local"));
+	if (json_is_string(json_object_get(t, "ike_state")))
+		field("cipher", "%s, keyed by IKE (IKE SA: %s)", str_of(t, "cipher"),
+		      str_of(t, "ike_state"));
+	else if (json_is_string(json_object_get(t, "keying")))
+		field("cipher", "%s, %s keys", str_of(t, "cipher"), str_of(t, "keying"));
+	if (json_is_string(json_object_get(t, "local_ts")))
+		field("traffic", "%s <-> %s", str_of(t, "local_ts"), str_of(t, "remote_ts"));
+	if (json_is_string(json_object_get(t, "config_error")))
+		field("config", "refused at the last reload, the running one is kept: %s",
+		      str_of(t, "config_error"));
+	json_array_foreach(sas, i, sa)
+		if (n + 32 < sizeof(list))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s %s", i ? ", " : "",
+					      str_of(sa, "spi"), str_of(sa, "dir"));
+	if (json_array_size(sas) > 0) {
+		field("SAs", "%s", list);
+		print_way("in", json_object_get(t, "in"));
+		print_way("out", json_object_get(t, "out"));
+	}
+}
+
+static void print_tunnels(json_t *r)
+{
+	json_t *t, *refused = json_object_get(r, "config_refused");
 	size_t i;
 
-	printf("%-16s %-12s %-9s %-24s %-10s %-10s %6s %6s %7s\n", "TUNNEL", "STATE", "ROLE",
-	       "REMOTE", "CHILD-IN", "CHILD-OUT", "RX", "TX", "RETRANS");
-	json_array_foreach(json_object_get(r, "sas"), i, sa) {
-		json_t *ch = json_object_get(sa, "child");
-
-		printf("%-16s %-12s %-9s %-24s %-10s %-10s %6" JSON_INTEGER_FORMAT " %6"
-		       JSON_INTEGER_FORMAT " %7" JSON_INTEGER_FORMAT "\n", str_of(sa, "name"),
-		       str_of(sa, "state"), str_of(sa, "role"), str_of(sa, "remote"),
-		       json_is_object(ch) ? str_of(ch, "spi_in") : "-",
-		       json_is_object(ch) ? str_of(ch, "spi_out") : "-", int_of(sa, "rx"),
-		       int_of(sa, "tx"), int_of(sa, "retransmits"));
+	json_array_foreach(json_object_get(r, "tunnels"), i, t) {
+		if (i > 0)
+			printf("\n");
+		print_tunnel(t);
 	}
-	printf("refused:");
-	json_object_foreach(rej, key, sa)
-		if (json_integer_value(sa) != 0)
-			printf(" %s %" JSON_INTEGER_FORMAT, key, json_integer_value(sa));
-	printf("\n");
+	if (json_array_size(json_object_get(r, "tunnels")) == 0)
+		printf("no tunnels\n");
+	if (json_is_object(refused)) {
+		printf("\n");
+		field("config", "refused at the last reload (%" JSON_INTEGER_FORMAT " errors, the "
+		      "first: %s): the running config is kept", int_of(refused, "errors"),
+		      str_of(refused, "first"));
+	}
 }
 
 static void print_reload(json_t *r)
@@ -331,6 +644,7 @@ static const struct command commands[] = {
 	{ { "show", "counters" }, "{\"cmd\":\"show\",\"what\":\"counters\"}", print_counters },
 	{ { "show", "policies" }, "{\"cmd\":\"show\",\"what\":\"policies\"}", print_policies },
 	{ { "show", "ike" }, "{\"cmd\":\"show\",\"what\":\"ike\"}", print_ike },
+	{ { "show", "tunnels" }, "{\"cmd\":\"show\",\"what\":\"tunnels\"}", print_tunnels },
 };
 
 /* ---- talking to dpvpnd ---- */
@@ -403,11 +717,11 @@ static json_t *result_of(json_t *reply)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: dpvpnctl [-s SOCKET] [--json] COMMAND\n"
+	fprintf(out, "usage: dpvpnctl [-s SOCKET] [--json] [-n] [-w] COMMAND\n"
 		"commands:\n"
 		"  status\n"
-		"  show sa | ports | counters | policies | routes | neighbours | lcores | trace\n"
-		"       | ike\n"
+		"  show sa | tunnels | ports | counters [--all] | policies | routes | neighbours\n"
+		"       | lcores | trace | ike\n"
 		"  initiate NAME | terminate NAME | rekey NAME | rekey-ike NAME   a keying = ike\n"
 		"              tunnel's IKE SA: start it, end it, rekey its CHILD_SA or itself (root)\n"
 		"  route add DST PORT [VIA] | route del DST          (root)\n"
@@ -415,7 +729,8 @@ static void usage(FILE *out)
 		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
 		"  sa del SPI in|out   (root; SAs are added from the config: tunnel up, reload)\n"
 		"  reload      re-read the config, apply what changed (root)\n"
-		"  clear       counters shown from now on start at 0 (root)\n"
+		"  clear       show counters, sa, ports, lcores and tunnels count from 0 from now\n"
+		"              on (root; dpvpnd keeps baselines, metrics stay raw)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
 		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
 		"              (N times; default until interrupted)\n"
@@ -425,10 +740,16 @@ static void usage(FILE *out)
 		"  genkey [-f] [--auth] CIPHER FILE | genkey [-f] psk FILE   a new random key\n"
 		"              file for a tunnel of CIPHER (--auth: its HMAC key; psk: a\n"
 		"              psk-file), mode 0600 (FILE -: stdout; -f: replace FILE)\n"
+		"  help        this text\n"
 		"options:\n"
 		"  -s, --socket SOCKET  dpvpnd's control socket (default %s)\n"
-		"  --json               print the result as JSON\n"
-		"  --version            print dpvpnctl's version\n", CTL_DEFAULT_SOCKET);
+		"  --json               print the result as JSON (raw numbers, every member)\n"
+		"  -n, --numeric        raw numbers, not human units (1.4 GiB, 12.3 Mpps)\n"
+		"  -w, --wide           every column, names never cut (tables fit %d columns\n"
+		"                       without it)\n"
+		"  -a, --all            show counters: every drop reason, those at 0 too\n"
+		"  --version            print dpvpnctl's version\n",
+		CTL_DEFAULT_SOCKET, WIDTH);
 }
 
 static const struct command *find_command(int argc, char **argv)
@@ -558,47 +879,82 @@ static json_t *snapshot(const char *path, const char *what)
 	return request_show(path, req);
 }
 
-static void monitor_frame(json_t *sa0, json_t *sa1, json_t *p0, json_t *p1, json_t *c0,
-			  json_t *c1, double dt, int tty)
+/* The longest "name" of rows, at least min. */
+static int name_width(json_t *rows, int min)
 {
-	json_t *a0 = json_object_get(result_of(sa0), "sas"), *a1 = json_object_get(result_of(sa1), "sas");
-	json_t *q0 = json_object_get(result_of(p0), "ports"), *q1 = json_object_get(result_of(p1), "ports");
-	json_t *d0 = json_object_get(result_of(c0), "drops"), *d1 = json_object_get(result_of(c1), "drops");
+	json_t *row;
+	size_t i;
+	int w = min;
+
+	json_array_foreach(rows, i, row)
+		if ((int)strlen(str_of(row, "name")) > w)
+			w = (int)strlen(str_of(row, "name"));
+	return w;
+}
+
+static double per_s(json_t *now, json_t *then, const char *key, double dt)
+{
+	return (double)(num(now, key) - (then ? num(then, key) : 0)) / dt;
+}
+
+static void monitor_sas(json_t *a0, json_t *a1, double dt)
+{
+	char p[CELL_MAX], b[CELL_MAX], d[CELL_MAX];
+	int w = name_width(a1, 6);
 	json_t *s, *v;
 	const char *k;
 	size_t i;
 
-	if (tty)
-		printf("\033[H\033[2J");
-	printf("%-20s %-4s %-10s %12s %12s %10s\n", "TUNNEL", "DIR", "SPI", "PKT/S", "MBIT/S",
+	printf("%-*s %-4s %-10s %12s %14s %12s\n", w, "TUNNEL", "DIR", "SPI", "PKT/S", "BIT/S",
 	       "DROPS/S");
 	json_array_foreach(a1, i, s) {
 		json_t *o = json_array_get(a0, i);
-		json_t *dr1 = json_object_get(s, "drops"), *dr0 = o ? json_object_get(o, "drops") : NULL;
+		json_t *dr1 = json_object_get(s, "drops");
+		json_t *dr0 = o ? json_object_get(o, "drops") : NULL;
 		double drops = 0;
 
 		json_object_foreach(dr1, k, v)
 			drops += (double)(json_integer_value(v) - (dr0 ? num(dr0, k) : 0));
-		printf("%-20s %-4s %-10s %12.0f %12.2f %10.0f\n", str_of(s, "name"), str_of(s, "dir"),
-		       str_of(s, "spi"), (num(s, "packets") - (o ? num(o, "packets") : 0)) / dt,
-		       (num(s, "bytes") - (o ? num(o, "bytes") : 0)) * 8 / dt / 1e6, drops / dt);
+		printf("%-*s %-4s %-10s %12s %14s %12s\n", w, str_of(s, "name"), str_of(s, "dir"),
+		       str_of(s, "spi"), rate_text(per_s(s, o, "packets", dt), "pps", p, sizeof(p)),
+		       rate_text(per_s(s, o, "bytes", dt) * 8, "bit/s", b, sizeof(b)),
+		       rate_text(drops / dt, "pps", d, sizeof(d)));
 	}
+}
+
+static void monitor_frame(json_t *sa0, json_t *sa1, json_t *p0, json_t *p1, json_t *c0,
+			  json_t *c1, double dt, int tty)
+{
+	json_t *q0 = json_object_get(result_of(p0), "ports");
+	json_t *q1 = json_object_get(result_of(p1), "ports");
+	json_t *d0 = json_object_get(result_of(c0), "drops");
+	json_t *d1 = json_object_get(result_of(c1), "drops");
+	char rx[CELL_MAX], tx[CELL_MAX], line[2048] = "";
+	size_t i, n = 0;
+	json_t *s, *v;
+	const char *k;
+
+	if (tty)
+		printf("\033[H\033[2J");
+	monitor_sas(json_object_get(result_of(sa0), "sas"), json_object_get(result_of(sa1), "sas"),
+		    dt);
 	printf("\n%-6s %-24s %12s %12s\n", "PORT", "DEVICE", "RX PKT/S", "TX PKT/S");
 	json_array_foreach(q1, i, s) {
 		json_t *o = json_array_get(q0, i);
 
-		printf("%-6" JSON_INTEGER_FORMAT " %-24s %12.0f %12.0f\n", num(s, "id"),
-		       str_of(s, "name"), (num(s, "rx_packets") - (o ? num(o, "rx_packets") : 0)) / dt,
-		       (num(s, "tx_packets") - (o ? num(o, "tx_packets") : 0)) / dt);
+		printf("%-6" JSON_INTEGER_FORMAT " %-24s %12s %12s\n", num(s, "id"),
+		       str_of(s, "name"), rate_text(per_s(s, o, "rx_packets", dt), "pps", rx, sizeof(rx)),
+		       rate_text(per_s(s, o, "tx_packets", dt), "pps", tx, sizeof(tx)));
 	}
-	printf("\nDROPS/S");
 	json_object_foreach(d1, k, v) {
 		double r = (double)(json_integer_value(v) - num(d0, k)) / dt;
 
-		if (r > 0)
-			printf("  %s %.0f", k, r);
+		if (r > 0 && n + 64 < sizeof(line))
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %s", n ? ", " : "",
+					      k, rate_text(r, "pps", rx, sizeof(rx)));
 	}
 	printf("\n");
+	field("drops", "%s", n ? line : "none");
 	fflush(stdout);
 }
 
@@ -641,6 +997,9 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "wide", no_argument, NULL, 'w' },
+		{ "numeric", no_argument, NULL, 'n' },
+		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = CTL_DEFAULT_SOCKET;
@@ -650,14 +1009,21 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "genkey"))	/* no dpvpnd needed: control/genkey.c */
 		return genkey_main(argc - 1, argv + 1);
-	while ((c = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:hwna", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("dpvpnctl %s\n", DPVPN_VERSION_LONG); return 0;
+		case 'w': opt.wide = 1; break;
+		case 'n': opt.numeric = 1; break;
+		case 'a': opt.all = 1; break;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (argc - optind == 1 && !strcmp(argv[optind], "help")) {
+		usage(stdout);
+		return 0;
 	}
 	if (argc - optind == 2 && (!strcmp(argv[optind], "initiate") ||
 				   !strcmp(argv[optind], "terminate") ||

@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "dpvpn_git.h"
+#include "ctl_base.h"
 #include "ctl_server.h"
 #include "dp_client.h"
 #include "ikd.h"
@@ -312,6 +313,17 @@ static int is_down(const char *name)
 	return -1;
 }
 
+/* show tunnels: a tunnel taken down, as the config had it (keys wiped) */
+static struct cfg_tunnel *down_cfg[MAX_DOWN];
+
+static void keep_down_cfg(int slot, const struct cfg_tunnel *t)
+{
+	if (down_cfg[slot] == NULL)
+		down_cfg[slot] = malloc(sizeof(*down_cfg[slot]));
+	if (down_cfg[slot] != NULL)
+		ctl_tunnel_copy(down_cfg[slot], t);
+}
+
 /* Tunnels taken down stay out of what is installed (their keys wiped). */
 static void drop_down_tunnels(struct cfg *c)
 {
@@ -319,6 +331,7 @@ static void drop_down_tunnels(struct cfg *c)
 
 	for (size_t i = 0; i < c->n_tunnels; i++) {
 		if (is_down(c->tunnels[i]->name) >= 0) {
+			keep_down_cfg(is_down(c->tunnels[i]->name), c->tunnels[i]);
 			explicit_bzero(c->tunnels[i], sizeof(*c->tunnels[i]));
 			free(c->tunnels[i]);
 			continue;
@@ -351,6 +364,7 @@ static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 	if (i < bad->n_errors && n < len)
 		snprintf(msg + n, len - n, "\n... and %zu more (dpvpnd -n -c FILE lists them all)",
 			 bad->n_errors - i);
+	ctl_tunnels_refused(bad, NULL);		/* show tunnels names what it held */
 	cfg_free(bad);
 	return -1;
 }
@@ -366,6 +380,7 @@ static int reload(char *msg, size_t len)
 
 	if (cfg_load(&next, config_path))
 		return refused(&next, "reload", msg, len);
+	ctl_tunnels_refused(NULL, NULL);
 	if (apply_overrides(&next, opts) != 0) {
 		snprintf(msg, len, "refused: bad socket override");
 		cfg_free(&next);
@@ -377,6 +392,7 @@ static int reload(char *msg, size_t len)
 	if (inst_reload_check(current, &next, msg, len) != 0 ||
 	    ikd_reload_check(&next, msg, len) != 0) {
 		fprintf(stderr, "dpvpnd: reload %s\n", msg);
+		ctl_tunnels_refused(&next, msg);
 		cfg_free(&next);
 		return -1;
 	}
@@ -497,6 +513,7 @@ static int reconnect(struct loop *l)
 		}
 		if (rc == 0) {
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
+			base_forget();		/* it counts from 0: clear's baselines go */
 			fprintf(stderr, "dpvpnd: dataplane back\n");
 			icvw_reset(&icv);	/* its counters start from 0 */
 			ike_restart(l, dp);
@@ -555,6 +572,23 @@ static const char *port_name(uint16_t id)
 	return NULL;
 }
 
+/* show tunnels: the running config's, then those taken down (ctl_tunnels.c adds
+ * those a refused config named). */
+static void walk_tunnels(ctl_tunnel_fn fn, void *arg)
+{
+	for (size_t i = 0; current != NULL && i < current->n_tunnels; i++)
+		fn(arg, &(struct ctl_tunnel){ .name = current->tunnels[i]->name,
+					      .cfg = current->tunnels[i] });
+	for (int i = 0; i < MAX_DOWN; i++) {
+		const struct cfg_tunnel *c = down_cfg[i];
+
+		if (down[i][0] == '\0')
+			continue;
+		fn(arg, &(struct ctl_tunnel){ .name = down[i], .operator_down = 1,
+			.cfg = c != NULL && !strcmp(c->name, down[i]) ? c : NULL });
+	}
+}
+
 static int serve(struct dp_client *dp, struct cfg *cfg)
 {
 	struct ctl_ctx ctx = {
@@ -562,6 +596,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
+		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;

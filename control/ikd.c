@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctl_show.h"
 #include "dpvpn_alg.h"
 #include "ike_msg.h"
 #include "ike_sa.h"
@@ -36,6 +37,7 @@ struct ikd_conn {
 	bool has_next;			/* a rekey's new CHILD_SA installed, not yet used */
 	uint32_t next_in, next_out;
 	uint64_t rekeys;
+	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
 	struct {			/* replaced inbound SAs, removed after a grace period */
 		uint32_t spi;
@@ -361,6 +363,8 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 
 	(void)opaque;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
+	if (c != NULL)
+		snprintf(c->last_end, sizeof(c->last_end), "%s", why);
 	if (c != NULL && c->tpl.ike.start && !c->held)
 		c->retry_at = mono_ms() + IKD_RETRY_MS;
 }
@@ -829,4 +833,97 @@ int ikd_command(const char *name, int op, char *msg, size_t len)
 	}
 	snprintf(msg, len, "tunnel %s: %s", name, done[op]);
 	return 0;
+}
+
+/* ---- show tunnels ---- */
+
+/* The IKE SA of a connection that tells most: established, else the newest. */
+struct newest {
+	const char *conn;
+	bool found;
+	struct ike_sa_status st;
+};
+
+static void newest_one(void *arg, const struct ike_sa_status *st)
+{
+	struct newest *n = arg;
+
+	if (strcmp(st->conn, n->conn) || st->state == IKE_ST_REKEYED)
+		return;
+	if (n->found && n->st.state == IKE_ST_ESTABLISHED)
+		return;
+	n->st = *st;
+	n->found = true;
+}
+
+/* Where an IKE SA that has not brought the tunnel up stands, in words. */
+static void ike_progress(const struct ike_sa_status *st, char *detail, size_t len)
+{
+	char peer[INET6_ADDRSTRLEN];
+
+	inet_ntop(st->remote.family == AF_INET6 ? AF_INET6 : AF_INET, st->remote.ip, peer,
+		  sizeof(peer));
+	switch (st->state) {
+	case IKE_ST_INIT_SENT:
+	case IKE_ST_AUTH_SENT:
+		snprintf(detail, len, "IKE not established: %s sent to %s, no answer yet (%llu "
+			 "retransmits)", st->state == IKE_ST_INIT_SENT ? "IKE_SA_INIT" : "IKE_AUTH",
+			 peer, (unsigned long long)st->retransmits);
+		break;
+	case IKE_ST_HALF_OPEN:
+		snprintf(detail, len, "IKE not established: %s's IKE_SA_INIT answered, its "
+			 "IKE_AUTH not yet", peer);
+		break;
+	case IKE_ST_ESTABLISHED:
+		snprintf(detail, len, "IKE SA with %s established, its CHILD_SA not installed",
+			 peer);
+		break;
+	default:
+		snprintf(detail, len, "IKE SA with %s being deleted", peer);
+		break;
+	}
+}
+
+/* No IKE SA: what comes next, and how the last one ended. */
+static void ike_idle(const struct ikd_conn *c, char *detail, size_t len)
+{
+	uint64_t now = mono_ms();
+	unsigned long long in_s = c->retry_at > now ? (c->retry_at - now + 999) / 1000 : 0;
+	const char *last = c->last_end[0] ? c->last_end : NULL;
+
+	if (c->retry_at != 0)
+		snprintf(detail, len, "IKE not established: %s%s; next attempt in %llu s",
+			 last ? "the last attempt ended: " : "not started yet", last ? last : "",
+			 in_s);
+	else if (!c->tpl.ike.start)
+		snprintf(detail, len, "IKE not established: waiting for the peer to initiate "
+			 "(start = no)%s%s", last ? "; the last IKE SA ended: " : "",
+			 last ? last : "");
+	else
+		snprintf(detail, len, "IKE not established%s%s", last ? ": the last IKE SA "
+			 "ended: " : "", last ? last : "");
+}
+
+int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
+	       size_t detail_len)
+{
+	struct ikd_conn *c = k.ctx != NULL ? find_conn(name) : NULL;
+	struct newest n = { .conn = name };
+
+	if (c == NULL)
+		return CTL_IKE_UNKNOWN;
+	ike_sa_walk(k.ctx, newest_one, &n);
+	snprintf(state, state_len, "%s", n.found ? ike_state_name(n.st.state) : "none");
+	if (c->up)
+		return CTL_IKE_UP;
+	if (c->held) {
+		snprintf(detail, detail_len, "IKE terminated with dpvpnctl terminate %s "
+			 "(dpvpnctl initiate %s starts it)", name, name);
+		return CTL_IKE_HELD;
+	}
+	if (n.found)
+		ike_progress(&n.st, detail, detail_len);
+	else
+		ike_idle(c, detail, detail_len);
+	return CTL_IKE_DOWN;
 }

@@ -62,5 +62,11 @@ int ikd_soft_lifetime(const char *name, uint32_t spi);
 enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY, IKD_REKEY_IKE };
 json_t *ikd_show(char *err, size_t err_len);
 int ikd_command(const char *name, int op, char *msg, size_t len);
+/*
+ * show tunnels: keying = ike tunnel name's IKE as enum ctl_ike (ctl_show.h):
+ * its IKE SA's state ("none": none now) and, unless up, why in words.
+ */
+int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
+	       size_t detail_len);
 
 #endif /* DPVPN_CONTROL_IKD_H */

@@ -94,6 +94,7 @@ struct dp_worker {
 	struct rte_ring *work;		/* outside-port frames other workers hand over */
 	uint32_t rr;			/* next worker to hand an outside burst to */
 	uint32_t loops;
+	uint64_t now_tsc;		/* this poll's start: SAs' last packet (sa_stamp) */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
 	uint32_t ip_id;			/* outer IPv4 identification */

@@ -359,6 +359,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			st->mss_clamped++;
 		s->packets++;
 		s->bytes += rte_pktmbuf_data_len(pkts[i]);
+		sa_stamp(s, w->now_tsc);
 		pkts[good++] = pkts[i];
 	}
 	st->decrypted += good;

@@ -369,6 +369,7 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 			natt6_checksum(pkts[i]);
 		sas[i]->stats[w->index].packets++;
 		sas[i]->stats[w->index].bytes += lens[i];
+		sa_stamp(&sas[i]->stats[w->index], w->now_tsc);
 		sas[good] = sas[i];
 		pkts[good++] = pkts[i];
 	}

@@ -34,6 +34,7 @@ static struct sa **slots;
 static uint32_t *free_slots;
 static struct sa **installed;
 static unsigned int n_sa, n_free, max_sa, n_workers;
+static uint64_t n_added;	/* SA_ADDs so far: each SA's serial */
 
 int
 sa_init(unsigned int workers, unsigned int max)
@@ -239,6 +240,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
 		      c->life_packets[1];
 	sa->installed_tsc = rte_get_timer_cycles();
+	sa->serial = ++n_added;
 	sa->udp = c->udp_local != 0;
 	sa->esn = c->esn;
 	sa->udp_local = rte_cpu_to_be_16(c->udp_local);
@@ -371,11 +373,27 @@ sa_count(void)
 	return n_sa;
 }
 
+/* Workers stamp their bursts with rte_rdtsc() (worker.c): the age of the newest. */
+static uint64_t
+idle_ms(uint64_t last_tsc)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (last_tsc == 0)
+		return UINT64_MAX;
+	return now > last_tsc ? (now - last_tsc) / (rte_get_tsc_hz() / 1000) : 0;
+}
+
 static void
 sum_stats(const struct sa *sa, struct dpvpn_sa_info *info)
 {
+	uint64_t last = 0;
+
 	for (unsigned int w = 0; w < n_workers; w++) {
 		const struct sa_stats *s = &sa->stats[w];
+		uint64_t t = __atomic_load_n(&s->last_tsc, __ATOMIC_RELAXED);
+
+		last = RTE_MAX(last, t);
 
 		info->packets += s->packets;
 		info->bytes += s->bytes;
@@ -385,6 +403,7 @@ sum_stats(const struct sa *sa, struct dpvpn_sa_info *info)
 		info->drop_other += s->drop_other;
 		info->drop_seq += s->drop_seq;
 	}
+	info->idle_ms = idle_ms(last);
 }
 
 /*
@@ -435,6 +454,7 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));
 	info->seq = sa->dir == DPVPN_DIR_OUT ? out_seq_used(sa) : sa->replay.top;
+	info->serial = sa->serial;
 	sum_stats(sa, info);
 	return true;
 }

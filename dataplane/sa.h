@@ -33,7 +33,22 @@ struct sa_stats {
 	uint64_t packets, bytes;
 	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
 	uint64_t drop_seq;	/* out: seq-exhausted */
+	uint64_t last_tsc;	/* the burst of the last packet counted (0: none) */
 } __rte_cache_aligned;
+
+_Static_assert(sizeof(struct sa_stats) == RTE_CACHE_LINE_SIZE, "one line per worker");
+
+/*
+ * Fast path: the SA carried a packet in the burst the worker started at
+ * now_tsc.  One store per SA and burst at most: the line is written for the
+ * packet counter anyway, and the compare finds it equal after the first.
+ */
+static inline void
+sa_stamp(struct sa_stats *s, uint64_t now_tsc)
+{
+	if (s->last_tsc != now_tsc)
+		s->last_tsc = now_tsc;
+}
 
 struct sa {
 	/* first line: what every packet reads */
@@ -73,6 +88,7 @@ struct sa {
 	struct crypto_key key;
 	/* control side only */
 	uint64_t installed_tsc;
+	uint64_t serial;		/* n-th SA_ADD (dpvpn_sa_info.serial) */
 	uint8_t life_reported;		/* last state an event was raised for */
 	uint64_t seq_span;		/* numbers the last grant gave */
 	uint64_t seq_asked_tsc;		/* last SEQ_LOW event */

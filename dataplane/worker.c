@@ -425,6 +425,7 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	unsigned int got = 0;
 	uint64_t t0 = rte_rdtsc();
 
+	w->now_tsc = t0;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
 

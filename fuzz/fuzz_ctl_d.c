@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "ctl_proto.h"
 #include "ctl_server.h"
 #include "dp_client.h"
@@ -166,6 +167,43 @@ fake_tunnel_state(const char *name, int up, char *msg, size_t len)
 	return strlen(name) % 2 ? -1 : 0;
 }
 
+/* show tunnels: [0] static, named "" as the zeroed SA; [1] IKE; [2] refused. */
+static struct cfg_tunnel fake_tun[3];
+
+static void
+fake_tunnels(ctl_tunnel_fn fn, void *arg)
+{
+	fn(arg, &(struct ctl_tunnel){ .name = fake_tun[0].name, .cfg = &fake_tun[0] });
+	fn(arg, &(struct ctl_tunnel){ .name = fake_tun[1].name, .cfg = &fake_tun[1] });
+	fn(arg, &(struct ctl_tunnel){ .name = "gone", .operator_down = 1 });
+}
+
+static int
+fake_ike_tunnel(const char *name, char *state, size_t slen, char *detail, size_t dlen)
+{
+	snprintf(state, slen, "init-sent");
+	snprintf(detail, dlen, "IKE not established (fuzz)");
+	return name[0] ? CTL_IKE_DOWN : CTL_IKE_UP;
+}
+
+static void
+fake_refusal(void)
+{
+	static char err[] = "/etc/dpvpn/fuzz.conf:9: [tunnel late] out-key: fuzz";
+	static char *errs[] = { err };
+	static struct cfg_tunnel *tuns[] = { &fake_tun[1], &fake_tun[2] };
+	static struct cfg bad = { .tunnels = tuns, .n_tunnels = 2, .errors = errs, .n_errors = 1 };
+
+	fake_tun[1].ike.on = 1;
+	fake_tun[1].alg = DPVPN_ALG_AES128_GCM;
+	fake_tun[1].remote.family = DPVPN_AF_INET6;
+	fake_tun[1].local_ts.addr.family = DPVPN_AF_INET;
+	fake_tun[1].local_ts.len = 24;
+	snprintf(fake_tun[1].name, sizeof(fake_tun[1].name), "to-b");
+	snprintf(fake_tun[2].name, sizeof(fake_tun[2].name), "late");
+	ctl_tunnels_refused(&bad, NULL);
+}
+
 /* ---- checks ---- */
 
 static void
@@ -220,6 +258,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	ctx.euid = geteuid();
 	ctx.reload = fake_reload;
 	ctx.tunnel_state = fake_tunnel_state;
+	ctx.tunnels = fake_tunnels;
+	ctx.ike_tunnel = fake_ike_tunnel;
+	fake_refusal();
 	if (pthread_create(&t, NULL, stand_in, NULL) != 0)
 		die("cannot start the stand-in dataplane");
 	pthread_detach(t);

@@ -707,8 +707,9 @@ def ctl_d_seeds():
         'unicode': '{"cmd":"tunnel","name":"t\\u00fcnnel\\u20ac","state":"up"}',
     }
     for what in ('sa', 'ports', 'counters', 'policies', 'trace', 'routes', 'neighbours',
-                 'lcores', 'nothing'):
+                 'lcores', 'tunnels', 'nothing'):
         reqs['show-' + what] = '{"cmd":"show","what":"%s"}' % what
+    reqs['show-tunnels-page'] = '{"cmd":"show","what":"tunnels","first":2}'
     reqs['show-no-what'] = '{"cmd":"show"}'
     reqs['show-what-number'] = '{"cmd":"show","what":1}'
     return {k: v.encode() for k, v in reqs.items()}

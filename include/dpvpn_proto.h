@@ -80,7 +80,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	18
+#define DPVPN_PROTO_VERSION	19
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -375,6 +375,10 @@ struct dpvpn_sa_info {
 	uint64_t packets, bytes;	/* inner packets and bytes carried */
 	uint64_t drop_replay, drop_icv, drop_policy, drop_other;
 	uint64_t drop_seq;	/* out: seq-exhausted (counted in drop_other before) */
+	uint64_t idle_ms;	/* since the SA last carried a packet (as packets
+				 * counts them); UINT64_MAX: none since it was installed */
+	uint64_t serial;	/* the n-th SA_ADD of this dataplane: tells an SA from
+				 * one installed before with the same SPI and direction */
 };
 
 /*

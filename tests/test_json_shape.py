@@ -56,7 +56,7 @@ def check_value(k, v, path, bad):
 @pytest.mark.parametrize("what", [("status",), ("show", "sa"), ("show", "ports"),
                                   ("show", "counters"), ("show", "policies"),
                                   ("show", "routes"), ("show", "neighbours"),
-                                  ("show", "lcores"),
+                                  ("show", "lcores"), ("show", "tunnels"),
                                   ("show", "trace")])
 def test_reply_matches_the_documentation(net, what):
     result = net.a.ctl(*what)

@@ -62,7 +62,7 @@ AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", "--regid=nogroup", "--clear-groups"
 AS_STRANGER = ["setpriv", f"--reuid={NOBODY}", f"--regid={OTHER_GID}", "--clear-groups"]
 SHOWS = [["status"], ["show", "sa"], ["show", "ports"], ["show", "counters"],
          ["show", "policies"], ["show", "routes"], ["show", "neighbours"],
-         ["show", "lcores"], ["show", "trace"]]
+         ["show", "lcores"], ["show", "trace"], ["show", "tunnels"]]
 
 
 # ---- the scanner ----
