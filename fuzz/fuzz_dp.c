@@ -702,6 +702,29 @@ flush_reassembly(void)
 	} while (n > 0);
 }
 
+/*
+ * Packets held for next hops (neighq.h): those the input's ARP / ND
+ * resolved are sent (and checked) as the worker's poll would; the rest are
+ * dropped as when the worker stops, so the next input starts with none.
+ */
+static void
+held_packets(void)
+{
+	struct rte_mbuf *out[NEIGHQ_MAX];
+	struct dp_resolve_req asks[NEIGHQ_HOPS];
+	uint16_t nasks, n;
+
+	if (fuzz_w->nq.held == 0)
+		return;
+	n = neighq_poll(&fuzz_w->nq, fuzz_st, rte_get_timer_cycles(), out, asks, &nasks);
+	for (uint16_t i = 0; i < n; i++) {
+		fuzz_st->tx++;
+		rte_eth_tx_buffer(out[i]->port, 0, fuzz_w->txb[out[i]->port], out[i]);
+	}
+	drain_txb();
+	neighq_flush(&fuzz_w->nq, fuzz_st, DPVPN_DROP_NO_NEIGH);
+}
+
 void
 fuzz_dp_finish(void)
 {
@@ -713,6 +736,7 @@ fuzz_dp_finish(void)
 		slow = true;
 		arp_poll();
 	}
+	held_packets();
 	if (debug)
 		report();
 	ike_poll();

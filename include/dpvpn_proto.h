@@ -407,7 +407,7 @@ struct dpvpn_sa_info {
 	X(BAD_INNER,	"bad-inner",	"decrypted inner packet is malformed") \
 	X(POLICY_MISMATCH, "policy-mismatch", "inner addresses outside the SA's selectors") \
 	X(NO_ROUTE,	"no-route",	"no route to the destination") \
-	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved yet") \
+	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved, and no room to hold the packet meanwhile") \
 	X(TX_FULL,	"tx-full",	"transmit queue full") \
 	X(PUNT_FULL,	"punt-full",	"slow-path ring full") \
 	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job") \
@@ -424,7 +424,8 @@ struct dpvpn_sa_info {
 	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
 	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)") \
 	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit") \
-	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded")
+	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded") \
+	X(NEIGH_TIMEOUT, "neigh-timeout", "held for a next hop that did not answer ARP / ND in 3 s")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -495,6 +496,8 @@ struct dpvpn_counters {
 	uint64_t ike_out;	/* IKE messages built for IKE_TX */
 	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */
 	uint64_t drops[DPVPN_DROP_SLOTS];
+	uint64_t neigh_queued;	/* packets held while their next hop was resolved */
+	uint64_t neigh_held;	/* ... held now (a gauge): sent or dropped later */
 };
 
 #define DPVPN_IKE_PORT		500
