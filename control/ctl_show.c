@@ -324,8 +324,8 @@ static void rebase(struct dpvpn_counters *c)
 	uint64_t *now = &c->rx_packets, *was = &base.rx_packets;
 	size_t n = (size_t)(&c->mbufs_in_use - &c->rx_packets);
 	/* the totals after drops[] (neigh_held is a gauge: left as it is) */
-	uint64_t *late[] = { &c->neigh_queued };
-	const uint64_t *late_base[] = { &base.neigh_queued };
+	uint64_t *late[] = { &c->icmp_echo, &c->neigh_queued };
+	const uint64_t *late_base[] = { &base.icmp_echo, &base.neigh_queued };
 
 	for (size_t i = 0; i < n; i++)
 		if (now[i] < was[i]) {
@@ -365,7 +365,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "counters");
 	rebase(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o,s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -383,6 +383,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"reass_dropped", u64(c.reass_dropped),
 		"ike_in", u64(c.ike_in),
 		"ike_out", u64(c.ike_out),
+		"icmp_echo", u64(c.icmp_echo),
 		"neigh_queued", u64(c.neigh_queued),
 		"neigh_held", u64(c.neigh_held),
 		"mbufs_in_use", u64(c.mbufs_in_use),

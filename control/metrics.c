@@ -131,6 +131,7 @@ static void counters(struct out *o, struct dp_client *dp)
 		T(fragments, "Fragments made."),
 		T(mss_clamped, "TCP SYNs whose MSS was lowered."),
 		T(reassembled, "Packets reassembled from outer fragments."),
+		T(icmp_echo, "ICMP and ICMPv6 echo replies sent (ping to the gateway)."),
 		T(neigh_queued, "Packets held while their next hop was resolved."),
 #undef T
 	};

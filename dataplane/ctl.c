@@ -619,6 +619,7 @@ do_show_counters(const void *req, struct reply *r)
 		c->fragmented += s->fragmented;
 		c->ike_in += s->ike_in;
 		c->ike_out += s->ike_out;
+		c->icmp_echo += s->icmp_echo;
 		c->neigh_queued += s->neigh_queued;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];

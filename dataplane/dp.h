@@ -77,7 +77,7 @@ struct dp_resolve_req {
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
-	uint64_t neigh_queued;			/* packets held for their next hop (neighq) */
+	uint64_t icmp_echo, neigh_queued;	/* echo replies sent; packets held (neighq) */
 	uint64_t frag_in, reassembled, reass_dropped, fragmented;
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
@@ -106,6 +106,8 @@ struct dp_worker {
 	struct rte_ring *ike;		/* IKE messages to the main lcore */
 	uint64_t ike_tsc;		/* IKE punt rate limit: last refill */
 	uint32_t ike_tokens;
+	uint64_t echo_tsc;		/* echo reply rate limit (echo.c): last refill */
+	uint32_t echo_tokens;
 	struct neighq nq;		/* packets waiting for their next hop's MAC */
 } __rte_cache_aligned;
 
@@ -141,7 +143,7 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 /*
  * A per-lcore token bucket: rate tokens a second, at most burst saved up;
  * true if one was taken.  *tsc is the last refill (0: never), *tokens what
- * is left (ICMP errors in pmtu.c, IKE punts in ike.c).
+ * is left (ICMP errors in pmtu.c, IKE punts in ike.c, echo replies in echo.c).
  */
 static inline bool
 dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)

@@ -4,12 +4,14 @@
  * encap (inside ports) or decap (outside ports) -> route -> buffered TX, for
  * IPv4 and IPv6 alike.  Nothing here allocates, locks, logs or makes a system
  * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring,
- * and packets to a next hop not resolved yet wait for it (neighq.h).
+ * and packets to a next hop not resolved yet wait for it (neighq.h).  Pings
+ * to the gateway are answered (echo.h).
  */
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_rcu_qsbr.h>
 
+#include "echo.h"
 #include "esp.h"
 #include "ip.h"
 #include "pmtu.h"
@@ -337,31 +339,29 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 		(void)rte_ring_enqueue_elem(w->resolve, &asks[i], sizeof(asks[i]));
 }
 
-static bool
-to_self(const struct dp_port *port, const struct rte_mbuf *m)
-{
-	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	if (ip[0] >> 4 == 6)
-		return port->has6 &&
-		       memcmp(((const struct rte_ipv6_hdr *)ip)->dst_addr, port->addr6, 16) == 0;
-	return ((const struct rte_ipv4_hdr *)ip)->dst_addr == port->addr;
-}
-
-/* Cleartext for the gateway itself is not tunnelled (no local stack yet). */
+/*
+ * Decrypted packets for the gateway itself: echo requests are answered
+ * back into the tunnel (esp_encap_burst finds the SA by the reply's
+ * addresses; encapsulation takes one off the TTL / hop limit as for a
+ * forwarded packet, so they are built with one more and leave with
+ * ECHO_HOPS), the rest is dropped as to-self.  Returns what is forwarded.
+ */
 static uint16_t
-drop_to_self(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf **pkts,
-	     uint16_t n)
+tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t k = 0;
+	struct rte_mbuf *rep[DP_BURST];
+	uint16_t nrep;
 
-	for (uint16_t i = 0; i < n; i++) {
-		if (to_self(port, pkts[i]))
-			dp_drop(st, pkts[i], DPVPN_DROP_TO_SELF);
-		else
-			pkts[k++] = pkts[i];
+	n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS + 1);
+	for (uint16_t i = 0, run; i < nrep; i += run) {	/* runs from one port's address */
+		uint16_t good;
+
+		for (run = 1; i + run < nrep && rep[i + run]->port == rep[i]->port; run++)
+			;
+		good = esp_encap_burst(w, st, &dp.ports[rep[i]->port], rep + i, run);
+		worker_tx(w, st, rep + i, good);
 	}
-	return k;
+	return n;
 }
 
 /*
@@ -390,22 +390,30 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
+	struct rte_mbuf *rep[DP_BURST];	/* echo replies */
+	uint16_t nrep = 0;
+
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
 	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
-		n = drop_to_self(st, port, pkts, n);
+		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
+		n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
+		n = echo_outside(w, st, port, pkts, n, rep, &nrep);
 		n = esp_decap_burst(w, st, port, pkts, n);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
+		if (n > 0)
+			n = tunnel_local(w, st, pkts, n);
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
+	worker_tx(w, st, rep, nrep);
 	worker_tx(w, st, pkts, n);
 }
 

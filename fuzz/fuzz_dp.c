@@ -394,6 +394,8 @@ fuzz_dp_reset(void)
 	fuzz_w->ip_id = 0;
 	fuzz_w->icmp_tsc = 0;
 	fuzz_w->icmp_tokens = 0;
+	fuzz_w->echo_tsc = 0;
+	fuzz_w->echo_tokens = 0;
 	pool_in_use = rte_mempool_in_use_count(dp.pool);
 	if (debug)
 		before = *fuzz_st;
@@ -406,12 +408,14 @@ report(void)
 	const struct dp_lstats *a = &before, *b = fuzz_st;
 
 	fprintf(stderr, "fuzz: rx %" PRIu64 " tx %" PRIu64 " encrypted %" PRIu64
-		" decrypted %" PRIu64 " icmp %" PRIu64 " fragments %" PRIu64 " reassembled %"
-		PRIu64 " mss %" PRIu64 " arp-in %" PRIu64 " arp-out %" PRIu64, b->rx - a->rx,
+		" decrypted %" PRIu64 " icmp %" PRIu64 " echo %" PRIu64 " fragments %" PRIu64
+		" reassembled %" PRIu64 " mss %" PRIu64 " arp-in %" PRIu64 " arp-out %" PRIu64
+		" held %" PRIu64, b->rx - a->rx,
 		b->tx - a->tx, b->encrypted - a->encrypted, b->decrypted - a->decrypted,
-		b->icmp_out - a->icmp_out, b->fragments - a->fragments,
-		b->reassembled - a->reassembled, b->mss_clamped - a->mss_clamped,
-		b->arp_in - a->arp_in, b->arp_out - a->arp_out);
+		b->icmp_out - a->icmp_out, b->icmp_echo - a->icmp_echo,
+		b->fragments - a->fragments, b->reassembled - a->reassembled,
+		b->mss_clamped - a->mss_clamped, b->arp_in - a->arp_in, b->arp_out - a->arp_out,
+		b->neigh_queued - a->neigh_queued);
 	for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 		if (b->drops[d] != a->drops[d])
 			fprintf(stderr, " %s %" PRIu64, drop_names[d], b->drops[d] - a->drops[d]);
