@@ -55,14 +55,16 @@ request4(const struct rte_mbuf *m)
 	if (ip->next_proto_id != IPPROTO_ICMP || ip4_is_fragment(ip) ||
 	    rte_pktmbuf_data_len(m) < ihl + sizeof(struct rte_icmp_hdr))
 		return false;
-	/* not 0/8, loopback, multicast, class E or broadcast */
-	if ((src >> 24) == 0 || (src >> 24) == 127 || (src >> 28) >= 0xe)
+	/* not 0/8, loopback, multicast, class E or broadcast, nor one of ours
+	 * (a martian, as Linux says: the reply would only come back to us) */
+	if ((src >> 24) == 0 || (src >> 24) == 127 || (src >> 28) >= 0xe ||
+	    owner4(ip->src_addr, NULL) >= 0)
 		return false;
 	return rte_pktmbuf_mtod_offset(m, const struct rte_icmp_hdr *, ihl)->icmp_type ==
 	       RTE_IP_ICMP_ECHO_REQUEST;
 }
 
-/* An ICMPv6 echo request right after the IPv6 header, from a unicast source. */
+/* An ICMPv6 echo request right after the IPv6 header, from a unicast source not ours. */
 static bool
 request6(const struct rte_mbuf *m)
 {
@@ -71,7 +73,7 @@ request6(const struct rte_mbuf *m)
 
 	if (ip->proto != IPPROTO_ICMPV6 || rte_pktmbuf_data_len(m) < sizeof(*ip) + 8 ||
 	    ip6_is_multicast(ip->src_addr) || memcmp(ip->src_addr, unspecified, 16) == 0 ||
-	    memcmp(ip->src_addr, loopback, 16) == 0)
+	    memcmp(ip->src_addr, loopback, 16) == 0 || owner6(ip->src_addr, NULL) >= 0)
 		return false;
 	return *(const uint8_t *)(ip + 1) == ICMP6_ECHO_REQUEST;
 }

@@ -11,7 +11,8 @@
  * as they came, TTL / hop limit 64, TOS / traffic class kept (as Linux),
  * IPv4 options not echoed (RFC 1122 3.2.2.6 lets a host leave them out).
  * A request from a source no reply may go to (unspecified, loopback,
- * multicast, broadcast) or in a fragment is not answered (to-self).
+ * multicast, broadcast, one of the gateway's own addresses) or in a fragment
+ * is not answered (to-self).
  *
  * Which addresses, where (Linux answers on any local address, the "weak
  * host" model, RFC 1122 3.3.4.2; a VPN gateway keeps its inside addresses

@@ -383,6 +383,8 @@ def ip_seeds():
                               ICMP(id=7, seq=3) / ping)
     out['echo-fragment'] = rec(3, IP(src=HOST4, dst=IN4, flags='MF') / ICMP(seq=4) / ping)
     out['echo-bad-source'] = rec(3, IP(src='127.0.0.1', dst=IN4) / ICMP(seq=5))
+    out['echo-own-source'] = rec(3, IP(src=OUT4, dst=IN4) / ICMP(seq=6))
+    out['echo6-own-source'] = rec(3, IPv6(src=OUT6, dst=IN6) / ICMPv6EchoRequest(seq=6))
     out['echo-short'] = rec(1, IP(src=HOST4, dst=IN4, proto=1) / Raw(b'\x08\0\0\0'))
     out['echo6-short'] = rec(1, IPv6(src=HOST6, dst=IN6, nh=58) / Raw(b'\x80\0\0\0'))
     out['echo-reply-to-self'] = rec(3, IP(src=HOST4, dst=IN4) / ICMP(type=0))

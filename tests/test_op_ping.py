@@ -200,6 +200,7 @@ def pcap(tmp_path_factory):
         host(echo4(HOST_A, GW_A, 3)),                   # the outside port's address
         host(echo4(HOST_A, IN4, 4, options=b"\x01\x01\x01\x00")),    # options: not echoed
         host(IP(src=HOST_A, dst=IN4) / UDP(sport=9, dport=9)),      # to-self
+        host(echo4(GW_A, IN4, 9)),          # from one of our own addresses: to-self
         host(IP(src=HOST_A, dst=HOST_B, id=77) / UDP(sport=7, dport=7) / Raw(b"held")),
     ]
     outside = [
@@ -297,7 +298,7 @@ def test_pcap_unanswered_next_hop(pcap):
 def test_pcap_counted(pcap):
     c = pcap["counters"]
     d = {k: v for k, v in c["drops"].items() if v}
-    assert d == {"to-self": 1, "not-local": 1, "no-neighbour": 2, "neigh-timeout": 4}, d
+    assert d == {"to-self": 2, "not-local": 1, "no-neighbour": 2, "neigh-timeout": 4}, d
     assert c["icmp_echo"] == 7 and c["neigh_held"] == 0
     # 1 to 4 for gateway B (the replies, unless it was resolved by then), 4 for the silent host
     assert 5 <= c["neigh_queued"] <= 8, c["neigh_queued"]
