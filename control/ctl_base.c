@@ -131,6 +131,11 @@ void base_counters(struct dpvpn_counters *c)
 	for (size_t i = 0; i < DPVPN_DROP_SLOTS; i++)
 		c->drops[i] = c->drops[i] > base.counters.drops[i] ?
 			      c->drops[i] - base.counters.drops[i] : 0;
+	/* the totals after drops[] (neigh_held is a gauge: left as it is) */
+	c->icmp_echo = c->icmp_echo > base.counters.icmp_echo ?
+		       c->icmp_echo - base.counters.icmp_echo : 0;
+	c->neigh_queued = c->neigh_queued > base.counters.neigh_queued ?
+			  c->neigh_queued - base.counters.neigh_queued : 0;
 }
 
 void base_sa(struct dpvpn_sa_info *s)

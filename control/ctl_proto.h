@@ -121,9 +121,17 @@
  *              "frag_in":N,
  *              "reassembled":N,"reass_dropped":N,"ike_in":N,"ike_out":N,
  *              "mbufs_in_use":N,"mbufs_total":N,
+ *              "icmp_echo":N,"neigh_queued":N,"neigh_held":N,
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
  *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
- *              newer than dpvpnd are named "reason-INDEX"
+ *              newer than dpvpnd are named "reason-INDEX".
+ *              icmp_echo: ICMP / ICMPv6 echo replies the gateway sent (ping
+ *              to one of its addresses; those over the rate limit are the
+ *              echo-limit drops).  neigh_queued: packets held while ARP /
+ *              Neighbour Discovery resolved their next hop (then sent, or
+ *              dropped as neigh-timeout / no-neighbour); neigh_held: how many
+ *              are held now (a gauge, not reset by clear): received + made =
+ *              sent + drops + consumed + neigh_held
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}

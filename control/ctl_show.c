@@ -342,7 +342,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "counters");
 	base_counters(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -360,6 +360,9 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"reass_dropped", u64(c.reass_dropped),
 		"ike_in", u64(c.ike_in),
 		"ike_out", u64(c.ike_out),
+		"icmp_echo", u64(c.icmp_echo),
+		"neigh_queued", u64(c.neigh_queued),
+		"neigh_held", u64(c.neigh_held),
 		"mbufs_in_use", u64(c.mbufs_in_use),
 		"mbufs_total", u64(c.mbufs_total),
 		"drops", drops_json(&c));

@@ -131,6 +131,8 @@ static void counters(struct out *o, struct dp_client *dp)
 		T(fragments, "Fragments made."),
 		T(mss_clamped, "TCP SYNs whose MSS was lowered."),
 		T(reassembled, "Packets reassembled from outer fragments."),
+		T(icmp_echo, "ICMP and ICMPv6 echo replies sent (ping to the gateway)."),
+		T(neigh_queued, "Packets held while their next hop was resolved."),
 #undef T
 	};
 
@@ -144,6 +146,8 @@ static void counters(struct out *o, struct dp_client *dp)
 	family(o, "dpvpn_drops_total", "counter", "Packets dropped, by reason.");
 	for (uint32_t i = 0; i < c.n_reasons && i < DPVPN_DROP_MAX; i++)
 		put(o, "dpvpn_drops_total{reason=\"%s\"} %" PRIu64 "\n", drop_names[i], c.drops[i]);
+	family(o, "dpvpn_neigh_held", "gauge", "Packets waiting for their next hop's MAC now.");
+	put(o, "dpvpn_neigh_held %" PRIu64 "\n", c.neigh_held);
 	family(o, "dpvpn_mbufs_in_use", "gauge", "Packet buffers in use.");
 	put(o, "dpvpn_mbufs_in_use %" PRIu64 "\n", c.mbufs_in_use);
 }

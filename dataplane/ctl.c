@@ -147,6 +147,8 @@ do_port_set(const void *req, struct reply *r)
 		dp.ports[c->port_id].mtu = c->mtu;
 	}
 	p = &dp.ports[c->port_id];
+	/* what workers hold for a next hop may no longer fit the port: dropped */
+	__atomic_fetch_add(&dp.neigh_gen, 1, __ATOMIC_RELEASE);
 	p->role = c->role;
 	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
 	p->mask = dp_mask(p->prefix_len);
@@ -275,6 +277,8 @@ do_neigh_del(const void *req, struct reply *r)
 			 c->port_id);
 		return -ENOENT;
 	}
+	/* as Linux purges a deleted neighbour's queue: workers drop what they hold */
+	__atomic_fetch_add(&dp.neigh_gen, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -615,9 +619,13 @@ do_show_counters(const void *req, struct reply *r)
 		c->fragmented += s->fragmented;
 		c->ike_in += s->ike_in;
 		c->ike_out += s->ike_out;
+		c->icmp_echo += s->icmp_echo;
+		c->neigh_queued += s->neigh_queued;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}
+	for (unsigned int i = 0; i < dp.n_workers; i++)
+		c->neigh_held += __atomic_load_n(&dp.workers[i].nq.held, __ATOMIC_RELAXED);
 	c->mbufs_in_use = rte_mempool_in_use_count(dp.pool);
 	c->mbufs_total = dp.pool->size;
 	r->len = sizeof(*c);

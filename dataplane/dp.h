@@ -19,6 +19,7 @@
 #include <rte_ring.h>
 
 #include "dpvpn_proto.h"
+#include "neighq.h"
 
 struct crypto_mgr;
 struct rte_ip_frag_tbl;
@@ -76,6 +77,7 @@ struct dp_resolve_req {
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
 	uint64_t icmp_out, icmp_limited, fragments, mss_clamped;
+	uint64_t icmp_echo, neigh_queued;	/* echo replies sent; packets held (neighq) */
 	uint64_t frag_in, reassembled, reass_dropped, fragmented;
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
@@ -105,6 +107,9 @@ struct dp_worker {
 	struct rte_ring *ike;		/* IKE messages to the main lcore */
 	uint64_t ike_tsc;		/* IKE punt rate limit: last refill */
 	uint32_t ike_tokens;
+	uint64_t echo_tsc;		/* echo reply rate limit (echo.c): last refill */
+	uint32_t echo_tokens;
+	struct neighq nq;		/* packets waiting for their next hop's MAC */
 } __rte_cache_aligned;
 
 struct dp_state {
@@ -121,6 +126,8 @@ struct dp_state {
 	volatile int started;		/* ports up, workers forwarding */
 	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */
 	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
+	uint32_t neigh_gen;		/* moves when a neighbour is deleted or a port set:
+					 * workers drop what they hold (neighq.h) */
 	volatile int quit;
 };
 
@@ -137,7 +144,7 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 /*
  * A per-lcore token bucket: rate tokens a second, at most burst saved up;
  * true if one was taken.  *tsc is the last refill (0: never), *tokens what
- * is left (ICMP errors in pmtu.c, IKE punts in ike.c).
+ * is left (ICMP errors in pmtu.c, IKE punts in ike.c, echo replies in echo.c).
  */
 static inline bool
 dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)

@@ -102,6 +102,20 @@ ip4_dec_ttl(struct rte_ipv4_hdr *ip)
 	return true;
 }
 
+/*
+ * RFC 1624 eqn. 3: an Internet checksum after one 16-bit word of what it
+ * covers changed from old to new (words as they are in the packet).
+ */
+static inline rte_be16_t
+ip_cksum_update(rte_be16_t sum, rte_be16_t old, rte_be16_t new)
+{
+	uint32_t s = (uint16_t)~sum + (uint16_t)~old + (uint32_t)new;
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (rte_be16_t)~s;
+}
+
 enum { ECN_NOT_ECT = 0, ECN_ECT1 = 1, ECN_ECT0 = 2, ECN_CE = 3 };
 
 /*

@@ -309,10 +309,11 @@ rcu_init(void)
  * not yet reclaimed, since a PMD frees sent mbufs only in a later transmit
  * call), what may sit in each lcore's cache out of the others' reach, and
  * what one poll of each worker has in hand (a burst received per port, a TX
- * buffer per port, the fragments of one packet, an ICMP error).  The rings
- * and the reassembly tables are left out: they drain without allocating, so
- * while they hold the rest of the pool, packets are dropped and counted
- * (no-mbuf, or by the device as missed) and then it passes.
+ * buffer per port, the fragments of one packet, an ICMP error).  The rings,
+ * the reassembly tables and the packets held for next hops (neighq.h) are
+ * left out: they drain without allocating, so while they hold the rest of
+ * the pool, packets are dropped and counted (no-mbuf, or by the device as
+ * missed) and then it passes.
  */
 static unsigned int
 mbufs_floor(void)
@@ -333,7 +334,7 @@ mbufs_count(unsigned int *count)
 
 	if (n_mbufs == 0) {
 		*count = floor + dp.n_workers * (DP_PUNT_RING + DP_TXQ_RING + DP_WORK_RING + DP_IKE_RING +
-						 REASS_MAX_MBUFS);
+						 REASS_MAX_MBUFS + NEIGHQ_MAX);
 		return 0;
 	}
 	if (n_mbufs < floor) {

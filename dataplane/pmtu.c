@@ -210,17 +210,6 @@ pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out, uint16_t
 	return n;
 }
 
-/* RFC 1624 eqn. 3: the checksum after one 16-bit word changed. */
-static rte_be16_t
-cksum_update(rte_be16_t sum, rte_be16_t old, rte_be16_t new)
-{
-	uint32_t s = (uint16_t)~sum + (uint16_t)~old + (uint32_t)new;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (rte_be16_t)~s;
-}
-
 bool
 pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss)
 {
@@ -266,7 +255,7 @@ pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss)
 			 * when it sits at an even offset (it does: MSS comes
 			 * first in practice); otherwise sum the segment again. */
 			if (((opt + 2 - (uint8_t *)tcp) & 1) == 0) {
-				tcp->cksum = cksum_update(tcp->cksum, old, new);
+				tcp->cksum = ip_cksum_update(tcp->cksum, old, new);
 			} else {
 				tcp->cksum = 0;
 				tcp->cksum = ip[0] >> 4 == 6 ?

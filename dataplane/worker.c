@@ -3,12 +3,15 @@
  * worker.c - the poll loop of a worker lcore: RX burst -> classify -> ESP
  * encap (inside ports) or decap (outside ports) -> route -> buffered TX, for
  * IPv4 and IPv6 alike.  Nothing here allocates, locks, logs or makes a system
- * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring.
+ * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring,
+ * and packets to a next hop not resolved yet wait for it (neighq.h).  Pings
+ * to the gateway are answered (echo.h).
  */
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_rcu_qsbr.h>
 
+#include "echo.h"
 #include "esp.h"
 #include "ip.h"
 #include "pmtu.h"
@@ -214,9 +217,32 @@ same_addr(const uint8_t *cached, const void *next, bool v6)
 	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
 }
 
+/* A frame ready to go (Ethernet header complete) into port's TX buffer. */
+static inline void
+send_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t port)
+{
+	if (unlikely(trace_point == DPVPN_TRACE_OUTSIDE_TX) &&
+	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE)
+		trace_tap_slow(&m, 1, port, true, true);
+	st->tx++;
+	rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+}
+
+/* A next hop found resolved: what this worker held for it goes first. */
+static void
+send_held(struct dp_worker *w, struct dp_lstats *st, uint16_t port, uint8_t family,
+	  const void *next, const struct rte_ether_addr *mac)
+{
+	struct rte_mbuf *held[NEIGHQ_PER_HOP];
+	uint16_t n = neighq_take(&w->nq, port, family, next, mac, held);
+
+	for (uint16_t i = 0; i < n; i++)
+		send_frame(w, st, held[i], port);
+}
+
 static bool
-resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *next,
-	       struct rte_ether_addr *mac)
+resolve_cached(struct dp_worker *w, struct dp_lstats *st, struct nh_cache *c, uint16_t port,
+	       uint8_t family, const void *next, struct rte_ether_addr *mac)
 {
 	bool v6 = family == DPVPN_AF_INET6;
 
@@ -226,11 +252,28 @@ resolve_cached(struct nh_cache *c, uint16_t port, uint8_t family, const void *ne
 	}
 	if (!neigh_lookup(port, family, next, mac))
 		return false;
+	if (unlikely(w->nq.held != 0))
+		send_held(w, st, port, family, next, mac);
 	c->port = port;
 	c->family = family;
 	memcpy(c->addr, next, v6 ? 16 : 4);
 	c->mac = *mac;
 	return true;
+}
+
+/*
+ * No MAC for the next hop yet: the frame waits for it (neighq.h), and the
+ * main lcore is asked to resolve it when it is the first to wait.
+ */
+static void
+hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t port,
+     uint8_t family, const void *next)
+{
+	uint8_t addr[16];
+
+	memcpy(addr, next, family == DPVPN_AF_INET6 ? 16 : 4);	/* next may be in m */
+	if (neighq_hold(&w->nq, st, m, port, family, addr, rte_get_timer_cycles()))
+		ask_resolve(w, port, family, addr);
 }
 
 /* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
@@ -271,46 +314,54 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
 			continue;
 		}
-		if (!resolve_cached(&cache, port, family, next, &eth->dst_addr)) {
-			ask_resolve(w, port, family, next);
-			dp_drop(st, m, DPVPN_DROP_NO_NEIGH);
-			continue;
-		}
 		eth->src_addr = dp.ports[port].mac;
 		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
-		if (unlikely(trace_point == DPVPN_TRACE_OUTSIDE_TX) &&
-		    dp.ports[port].role == DPVPN_ROLE_OUTSIDE)
-			trace_tap_slow(&m, 1, port, true, true);
-		st->tx++;
-		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+		if (!resolve_cached(w, st, &cache, port, family, next, &eth->dst_addr)) {
+			hold(w, st, m, port, family, next);
+			continue;
+		}
+		send_frame(w, st, m, port);
 	}
 }
 
-static bool
-to_self(const struct dp_port *port, const struct rte_mbuf *m)
+/* Packets held for next hops that are resolved now go out; the rest wait or time out. */
+static void
+send_resolved(struct dp_worker *w, struct dp_lstats *st)
 {
-	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct rte_mbuf *out[NEIGHQ_MAX];
+	struct dp_resolve_req asks[NEIGHQ_HOPS];
+	uint16_t nasks, n = neighq_poll(&w->nq, st, rte_get_timer_cycles(), out, asks, &nasks);
 
-	if (ip[0] >> 4 == 6)
-		return port->has6 &&
-		       memcmp(((const struct rte_ipv6_hdr *)ip)->dst_addr, port->addr6, 16) == 0;
-	return ((const struct rte_ipv4_hdr *)ip)->dst_addr == port->addr;
+	for (uint16_t i = 0; i < n; i++)
+		send_frame(w, st, out[i], out[i]->port);
+	/* best effort, as ask_resolve: asked again a tenth of a second later */
+	for (uint16_t i = 0; i < nasks; i++)
+		(void)rte_ring_enqueue_elem(w->resolve, &asks[i], sizeof(asks[i]));
 }
 
-/* Cleartext for the gateway itself is not tunnelled (no local stack yet). */
+/*
+ * Decrypted packets for the gateway itself: echo requests are answered
+ * back into the tunnel (esp_encap_burst finds the SA by the reply's
+ * addresses; encapsulation takes one off the TTL / hop limit as for a
+ * forwarded packet, so they are built with one more and leave with
+ * ECHO_HOPS), the rest is dropped as to-self.  Returns what is forwarded.
+ */
 static uint16_t
-drop_to_self(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf **pkts,
-	     uint16_t n)
+tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t k = 0;
+	struct rte_mbuf *rep[DP_BURST];
+	uint16_t nrep;
 
-	for (uint16_t i = 0; i < n; i++) {
-		if (to_self(port, pkts[i]))
-			dp_drop(st, pkts[i], DPVPN_DROP_TO_SELF);
-		else
-			pkts[k++] = pkts[i];
+	n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS + 1);
+	for (uint16_t i = 0, run; i < nrep; i += run) {	/* runs from one port's address */
+		uint16_t good;
+
+		for (run = 1; i + run < nrep && rep[i + run]->port == rep[i]->port; run++)
+			;
+		good = esp_encap_burst(w, st, &dp.ports[rep[i]->port], rep + i, run);
+		worker_tx(w, st, rep + i, good);
 	}
-	return k;
+	return n;
 }
 
 /*
@@ -339,22 +390,30 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
+	struct rte_mbuf *rep[DP_BURST];	/* echo replies */
+	uint16_t nrep = 0;
+
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
 	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
-		n = drop_to_self(st, port, pkts, n);
+		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
+		n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
+		n = echo_outside(w, st, port, pkts, n, rep, &nrep);
 		n = esp_decap_burst(w, st, port, pkts, n);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
+		if (n > 0)
+			n = tunnel_local(w, st, pkts, n);
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
+	worker_tx(w, st, rep, nrep);
 	worker_tx(w, st, pkts, n);
 }
 
@@ -426,6 +485,8 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	uint64_t t0 = rte_rdtsc();
 
 	w->now_tsc = t0;
+	if (unlikely(w->nq.held != 0))	/* before anything newer to the same next hops */
+		send_resolved(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
 
@@ -506,6 +567,7 @@ worker_main(void *arg)
 		}
 		poll_once(w, st, &empty);
 	}
+	neighq_flush(&w->nq, st, DPVPN_DROP_NO_NEIGH);	/* what waited for a MAC: counted */
 	rte_rcu_qsbr_thread_offline(dp.rcu, w->lcore);
 	rte_rcu_qsbr_thread_unregister(dp.rcu, w->lcore);
 	return 0;

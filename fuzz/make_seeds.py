@@ -274,7 +274,33 @@ def esp_in_seeds():
                                       Raw(b'\0\0\x99\x99' + bytes(60))))
     out['not-local'] = rec(3, bytes(IP(src='198.19.0.2', dst='198.19.0.77', proto=50) /
                                     Raw(bytes(64))))
-    out['not-esp'] = rec(3, bytes(IP(src='198.19.0.2', dst=OUT4) / ICMP()))
+    out['not-esp'] = rec(3, bytes(IP(src='198.19.0.2', dst=OUT4) / ICMP(type=3, code=3) /
+                                  Raw(bytes(28))))
+    # pings (dataplane/echo.c): in clear, the outside port's own addresses only;
+    # through a tunnel, any address, answered back into it
+    out['echo-outside'] = rec(3, IP(src='198.19.0.2', dst=OUT4) / ICMP(id=9, seq=1) /
+                              Raw(b'ping'))
+    out['echo6-outside'] = rec(3, IPv6(src='2001:db8:ff::2', dst=OUT6) /
+                               ICMPv6EchoRequest(id=9, seq=1, data=b'ping'))
+    out['echo-outside-inside-addr'] = rec(3, IP(src='198.19.0.2', dst=IN4) / ICMP())
+    out['echo-outside-unresolved'] = rec(3, IP(src='198.19.0.9', dst=OUT4) / ICMP())
+    out['sealed-echo'] = sealed(0, bytes(IP(src=host_behind_peer(0), dst=IN4) /
+                                         ICMP(id=3, seq=1) / Raw(b'through the tunnel')))
+    out['sealed-echo6'] = sealed(2, bytes(IPv6(src=host_behind_peer(2), dst=IN6) /
+                                          ICMPv6EchoRequest(id=3, seq=1, data=b'six')))
+    out['sealed-to-self'] = sealed(0, bytes(IP(src=host_behind_peer(0), dst=IN4) / UDP()))
+    # replies held for a next hop not known yet (dataplane/neighq.c), then its
+    # ARP reply / Neighbour Advertisement: sent when the main lcore has learned it
+    out['held-then-arp'] = (rec(3, IP(src='198.19.0.9', dst=OUT4) / ICMP(seq=1)) +
+                            rec(3, IP(src='198.19.0.9', dst=OUT4) / ICMP(seq=2)) +
+                            rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                                ARP(op=2, hwsrc=PEER_MAC, psrc='198.19.0.9', pdst=OUT4)))
+    out['held-then-na'] = (rec(3, IPv6(src='2001:db8:ff::9', dst=OUT6) /
+                               ICMPv6EchoRequest(seq=1)) +
+                           rec(0, Ether(dst=OUR_OUT_MAC, src=PEER_MAC) /
+                               IPv6(src='2001:db8:ff::9', dst=OUT6, hlim=255) /
+                               ICMPv6ND_NA(tgt='2001:db8:ff::9', R=0, S=1, O=1) /
+                               ICMPv6NDOptDstLLAddr(lladdr=PEER_MAC)))
     out['ipv6-bad-length'] = rec(1, bytes(IPv6(src='2001:db8:ff::2', dst=OUT6, plen=500) /
                                           Raw(bytes(20))))
     out['ipv6-multicast'] = rec(3, bytes(IPv6(src='2001:db8:ff::2', dst='ff02::16') /
@@ -344,8 +370,25 @@ def ip_seeds():
     out['life-bytes'] = b''.join(ip_rec(7, to_tunnel(7, size=1000)) for _ in range(4))
     out['icmp-to-unresolved'] = ip_rec(0, to_tunnel(0, size=1450, flags='DF'), host=7)
     out['no-policy'] = rec(3, IP(src=HOST4, dst='192.0.2.1') / UDP())
-    out['to-self'] = rec(3, IP(src=HOST4, dst=IN4) / ICMP())
-    out['to-self6'] = rec(3, IPv6(src=HOST6, dst=IN6) / ICMPv6EchoRequest())
+    out['to-self'] = rec(3, IP(src=HOST4, dst=IN4) / UDP(sport=7, dport=7))
+    out['to-self6'] = rec(3, IPv6(src=HOST6, dst=IN6) / UDP(sport=7, dport=7))
+    # pings to the gateway (dataplane/echo.c): answered in place from any port's address
+    ping = Raw(bytes(range(48)))
+    out['echo'] = rec(3, IP(src=HOST4, dst=IN4) / ICMP(id=7, seq=1) / ping)
+    out['echo6'] = rec(3, IPv6(src=HOST6, dst=IN6) /
+                       ICMPv6EchoRequest(id=7, seq=1, data=bytes(range(48))))
+    out['echo-outside-addr'] = rec(3, IP(src=HOST4, dst=OUT4) / ICMP(id=7, seq=2) / ping)
+    out['echo6-outside-addr'] = rec(3, IPv6(src=HOST6, dst=OUT6) / ICMPv6EchoRequest(seq=2))
+    out['echo-options'] = rec(3, IP(src=HOST4, dst=IN4, options=b'\x01\x01\x01\x00') /
+                              ICMP(id=7, seq=3) / ping)
+    out['echo-fragment'] = rec(3, IP(src=HOST4, dst=IN4, flags='MF') / ICMP(seq=4) / ping)
+    out['echo-bad-source'] = rec(3, IP(src='127.0.0.1', dst=IN4) / ICMP(seq=5))
+    out['echo-own-source'] = rec(3, IP(src=OUT4, dst=IN4) / ICMP(seq=6))
+    out['echo6-own-source'] = rec(3, IPv6(src=OUT6, dst=IN6) / ICMPv6EchoRequest(seq=6))
+    out['echo-short'] = rec(1, IP(src=HOST4, dst=IN4, proto=1) / Raw(b'\x08\0\0\0'))
+    out['echo6-short'] = rec(1, IPv6(src=HOST6, dst=IN6, nh=58) / Raw(b'\x80\0\0\0'))
+    out['echo-reply-to-self'] = rec(3, IP(src=HOST4, dst=IN4) / ICMP(type=0))
+    out['echo-limit'] = b''.join(rec(3, IP(src=HOST4, dst=IN4) / ICMP(seq=k)) for k in range(60))
     out['multicast6'] = rec(3, IPv6(src=HOST6, dst='ff02::1') / ICMPv6EchoRequest())
     out['arp-request'] = rec(0, Ether(dst='ff:ff:ff:ff:ff:ff', src=HOST_MAC) /
                              ARP(op=1, hwsrc=HOST_MAC, psrc='198.18.1.7', pdst=IN4))

@@ -394,7 +394,7 @@ struct dpvpn_sa_info {
 	X(BAD_IPV4,	"bad-ipv4",	"malformed IPv4 header or length") \
 	X(FRAGMENT,	"fragment",	"outer fragment that was not reassembled") \
 	X(MULTISEG,	"multiseg",	"multi-segment packet (no jumbo support yet)") \
-	X(TO_SELF,	"to-self",	"cleartext packet addressed to the gateway") \
+	X(TO_SELF,	"to-self",	"addressed to the gateway and not a ping (the one thing it answers)") \
 	X(NO_POLICY,	"no-policy",	"no outbound policy matches the packet") \
 	X(SA_GONE,	"sa-gone",	"policy names an SA that is not installed") \
 	X(SEQ_EXHAUSTED, "seq-exhausted", "outbound 32-bit sequence space used up") \
@@ -411,7 +411,7 @@ struct dpvpn_sa_info {
 	X(BAD_INNER,	"bad-inner",	"decrypted inner packet is malformed") \
 	X(POLICY_MISMATCH, "policy-mismatch", "inner addresses outside the SA's selectors") \
 	X(NO_ROUTE,	"no-route",	"no route to the destination") \
-	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved yet") \
+	X(NO_NEIGH,	"no-neighbour",	"next hop MAC not resolved, and no room to hold the packet meanwhile") \
 	X(TX_FULL,	"tx-full",	"transmit queue full") \
 	X(PUNT_FULL,	"punt-full",	"slow-path ring full") \
 	X(CRYPTO_ERROR,	"crypto-error",	"crypto library rejected the job") \
@@ -428,7 +428,9 @@ struct dpvpn_sa_info {
 	X(NO_MBUF,	"no-mbuf",	"packet buffer pool exhausted") \
 	X(BEFORE_START,	"before-start",	"queued before forwarding started (discarded)") \
 	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit") \
-	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded")
+	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded") \
+	X(NEIGH_TIMEOUT, "neigh-timeout", "held for a next hop that did not answer ARP / ND in 3 s") \
+	X(ECHO_LIMIT,	"echo-limit",	"ICMP / ICMPv6 echo request to the gateway over the reply rate limit")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -499,6 +501,9 @@ struct dpvpn_counters {
 	uint64_t ike_out;	/* IKE messages built for IKE_TX */
 	uint64_t mbufs_in_use, mbufs_total;	/* the packet pool, now */
 	uint64_t drops[DPVPN_DROP_SLOTS];
+	uint64_t icmp_echo;	/* ICMP / ICMPv6 echo replies the gateway sent (ping) */
+	uint64_t neigh_queued;	/* packets held while their next hop was resolved */
+	uint64_t neigh_held;	/* ... held now (a gauge): sent or dropped later */
 };
 
 #define DPVPN_IKE_PORT		500

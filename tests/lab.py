@@ -441,7 +441,8 @@ def esp_accounting(src, dst, timeout=10):
     a, b, ports = now
     acct = {"enc": a["encrypted"], "dec": b["decrypted"],
             "missed": sum(p["rx_missed"] for p in ports if p["role"] == "outside"),
-            "unsent": a["drops"]["tx-full"] + a["drops"]["no-neighbour"],
+            "unsent": a["drops"]["tx-full"] + a["drops"]["no-neighbour"] +
+            a["drops"].get("neigh-timeout", 0),
             "refused": sum(b["drops"][k] for k in ("replay", "bad-icv", "no-mbuf",
                                                    "unknown-spi"))}
     acct["gap"] = acct["enc"] - acct["dec"] - acct["missed"] - acct["unsent"] - acct["refused"]
@@ -481,7 +482,8 @@ def demo():
         print("demo: every ESP packet gw-a encrypted is accounted for: {enc} encrypted = "
               "{dec} decrypted by gw-b + {missed} rx_missed on gw-b's outside port (its "
               "af_packet ring overflowed) + {unsent} not sent by gw-a (tx-full, "
-              "no-neighbour) + {refused} refused by gw-b; unexplained: {gap}".format(**acct))
+              "no-neighbour, neigh-timeout) + {refused} refused by gw-b; unexplained: {gap}"
+              .format(**acct))
         if abs(acct["gap"]) > 8:
             raise SystemExit("demo: FAILED: ESP packets lost without a counter")
         esp, other = frames(pcap, "esp"), frames(pcap, "not esp and not arp")
@@ -507,9 +509,11 @@ def counters_balance(c):
     packets split), the packets reassembly completed.  Consumed: ARP/ND frames
     handled on the main lcore, outer fragments taken for reassembly (those
     given up are counted as reass_dropped among them).  IKE: messages built
-    for IKE_TX are made, those pushed to the IKE channel consumed."""
+    for IKE_TX are made, those pushed to the IKE channel consumed.  Packets
+    held for a next hop being resolved (neigh_held) are sent or dropped
+    within 3 s; until then they count as gone."""
     made = (c["arp_out"] + c["icmp_out"] + c["fragments"] - c["fragmented"] + c["reassembled"] +
             c.get("ike_out", 0))
     gone = (c["tx_packets"] + sum(c["drops"].values()) + c["arp_in"] + c["frag_in"] +
-            c.get("ike_in", 0))
+            c.get("ike_in", 0) + c.get("neigh_held", 0))
     return c["rx_packets"] + made, gone

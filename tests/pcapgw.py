@@ -65,12 +65,13 @@ def out_sa(gw):
     return [s for s in gw.ctl("show", "sa")["sas"] if s["dir"] == "out"][0]
 
 
-def run(d, inside, outside, tunnel_extra="", settle=None, conf=None):
+def run(d, inside, outside, tunnel_extra="", settle=None, conf=None, neighbours=NEIGHBOURS):
     """Frames in (lists of Ether frames), a run, what came out.
 
     tunnel_extra: lines for [tunnel to-b] (the last section of lab-a.conf).
     conf: a whole config instead of lab-a.conf + tunnel_extra (NEIGHBOURS is
-    still appended).
+    still appended).  neighbours: the static neighbour sections appended
+    (default NEIGHBOURS: host A and gateway B).
     settle(gw): an extra wait before the counters are read.
     Returns counters, sas, dpvpnd's log and the frames sent (out0 inside,
     out1 outside)."""
@@ -79,7 +80,7 @@ def run(d, inside, outside, tunnel_extra="", settle=None, conf=None):
     if conf is None:
         with open(os.path.join(lab.CONFIGS, "lab-a.conf")) as f:
             conf = f.read() + tunnel_extra
-    conf += NEIGHBOURS
+    conf += neighbours
     cfg = os.path.join(d, "gw.conf")
     with open(cfg, "w") as f:
         f.write(conf)

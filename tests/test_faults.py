@@ -56,9 +56,10 @@ KILL_ROUNDS = 7
 RECOVERY_S = 20             # traffic passes again within this after a restart
 MBUF_CACHE_HELD = 384       # what one lcore's mempool cache may hold (main.c)
 # drops a restart explains: packets that meet a dataplane before ARP has
-# resolved its neighbours again, or its transmit ring still full, and what
+# resolved its neighbours again (more than it holds meanwhile, or held for a
+# peer that did not answer in 3 s), or its transmit ring still full, and what
 # its ports queued before it was forwarding again (discarded at START)
-RESTART_DROPS = {"no-neighbour", "tx-full", "before-start"}
+RESTART_DROPS = {"no-neighbour", "neigh-timeout", "tx-full", "before-start"}
 NEVER = ("replay", "bad-icv", "seq-unreserved", "seq-exhausted", "unknown-spi",
          "crypto-error", "punt-full", "no-mbuf")
 

@@ -57,7 +57,8 @@ def check_no_loss(net):
     # ARP resolves, a full TX queue: both counted by the sender)
     for src, dst, gw in ((a, b, net.b), (b, a, net.a)):
         lost = src["encrypted"] - dst["decrypted"]
-        unsent = sum(src["drops"][r] for r in ("no-neighbour", "tx-full", "no-route"))
+        unsent = sum(src["drops"][r] for r in ("no-neighbour", "neigh-timeout", "tx-full",
+                                               "no-route"))
         assert 0 <= lost <= missed(gw) + unsent, (lost, missed(gw), unsent)
     return a, b
 
