@@ -423,23 +423,44 @@ teardown(struct crypto_mgr *mb)
 	ctl_close();
 }
 
+/*
+ * Our options are those after "--" (EAL's come before it): checked, and the
+ * socket with them, before EAL probes any device, so that a dataplane that
+ * is refused touches no port another one may be driving.
+ */
+static int
+early_args(int argc, char **argv)
+{
+	char why[256];
+	int sep = 1;
+
+	while (sep < argc && strcmp(argv[sep], "--") != 0)
+		sep++;
+	if (parse_args(argc - sep, argv + sep) != 0) {	/* argv[sep] stands for argv[0] */
+		usage("dpvpn-dataplane");
+		return 2;
+	}
+	optind = 1;	/* getopt again, for EAL */
+	if (ctl_check(socket_path, why, sizeof(why)) != 0) {
+		fprintf(stderr, "dpvpn-dataplane: %s\n", why);
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct crypto_mgr *mb;
 	int rc, n;
 
+	rc = early_args(argc, argv);
+	if (rc != 0)
+		return rc;
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "dpvpn-dataplane: EAL: %s\n", rte_strerror(rte_errno));
 		return 1;
-	}
-	argc -= n;
-	argv += n;
-	if (parse_args(argc, argv) != 0) {
-		usage("dpvpn-dataplane");
-		rte_eal_cleanup();
-		return 2;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
