@@ -127,3 +127,24 @@ def test_stale_socket_replaced(tmp_path):
     finally:
         assert dp.stop() == 0
     assert not os.path.exists(sock)
+
+
+# ---- defect 3: a device that failed to probe ----
+
+@pytest.mark.parametrize("vdevs", [("net_null0", "net_af_packet1,iface=dpvpn-nosuch0"),
+                                   ("net_af_packet0,iface=dpvpn-nosuch0",)],
+                         ids=["second-of-two", "only-one"])
+def test_failed_device_named(tmp_path, vdevs):
+    """An af_packet port on an interface that does not exist: the dataplane
+    used to say ready with the other port renumbered (or "need 1..N ports"
+    without a name).  Now it exits non-zero naming the device."""
+    bad = vdevs[-1]
+    dp = lab.Proc("bad-vdev", dataplane_argv("badvdev", str(tmp_path / "dp.sock"), *vdevs),
+                  str(tmp_path))
+    rc = run_until_exit(dp, 20)
+    out = dp.output()
+    assert rc is not None and rc != 0, out
+    assert f"dpvpn-dataplane: device {bad.split(',')[0]} (--vdev {bad}) did not become a " \
+           "port" in out, out
+    assert "ready" not in out, out
+    assert not os.path.exists(tmp_path / "dp.sock")
