@@ -32,6 +32,7 @@
 #include "dp_client.h"
 #include "ikd.h"
 #include "install.h"
+#include "lock.h"
 #include "metrics.h"
 #include "seqstate.h"
 #include "mono.h"
@@ -169,12 +170,38 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 	return 0;
 }
 
+static int dp_lock = -1;	/* DATAPLANE-SOCKET.lock, held from the first connection on */
+
+/*
+ * No other dpvpnd manages this dataplane (lock.h): made sure of before the
+ * first message to it, so that a second dpvpnd, started by mistake with
+ * another config, removes nothing of the first one's (a reconcile would).
+ */
+static int lock_dataplane(const char *dp_socket)
+{
+	char path[CFG_PATH_MAX + 8], why[CFG_PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s.lock", dp_socket);
+	dp_lock = lock_take(path, why, sizeof(why));
+	if (dp_lock >= 0)
+		return 0;
+	if (errno == EWOULDBLOCK)
+		fprintf(stderr, "dpvpnd: %s: another dpvpnd manages the dataplane on %s: "
+			"stopping without sending it anything\n", why, dp_socket);
+	else
+		fprintf(stderr, "dpvpnd: dataplane lock %s: stopping without sending the "
+			"dataplane anything\n", why);
+	return -1;
+}
+
 static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_s)
 {
 	if (dp_connect(dp, cfg->dp_socket, wait_s)) {
 		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
 		return -1;
 	}
+	if (lock_dataplane(cfg->dp_socket))
+		return -1;
 	return install_connected(dp, cfg);
 }
 
@@ -429,6 +456,21 @@ static void ike_restart(struct loop *l, struct dp_client *dp)
 }
 
 /*
+ * A config read anew while the dataplane is away gets the command line's
+ * sockets, and the dataplane socket and state file this dpvpnd locked at
+ * start (lock.h): one changed in the file since needs a restart (as for a
+ * reload).  0, or -1 for a bad override.
+ */
+static int locked_paths(struct cfg *fresh)
+{
+	if (apply_overrides(fresh, opts) != 0)
+		return -1;
+	memcpy(fresh->dp_socket, current->dp_socket, sizeof(fresh->dp_socket));
+	memcpy(fresh->state, current->state, sizeof(fresh->state));
+	return 0;
+}
+
+/*
  * The dataplane went away: wait for one to answer again (or for a signal),
  * then give it the config, read anew.  0: back, 1: a signal came.
  */
@@ -448,7 +490,7 @@ static int reconnect(struct loop *l)
 			return 1;
 		if (cfg_load(&fresh, config_path)) {
 			cfg_print_errors(&fresh, stderr);
-		} else if (apply_overrides(&fresh, opts) == 0 &&
+		} else if (locked_paths(&fresh) == 0 &&
 			   dp_connect(dp, fresh.dp_socket, 0) == 0) {	/* quiet while away */
 			drop_down_tunnels(&fresh);
 			rc = install_connected(dp, &fresh);
@@ -562,7 +604,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);
 	close(lfd);
-	unlink(cfg->ctl_socket);
+	ctl_unlink(cfg->ctl_socket);
 	close(sfd);
 	if (rc == 0)
 		fprintf(stderr, "dpvpnd: exiting on signal\n");
@@ -607,5 +649,7 @@ out:
 	dp_close(&dp);
 	cfg_free(&cfg);
 	seq_close(seq);
+	if (dp_lock >= 0)
+		close(dp_lock);
 	return rc;
 }

@@ -85,6 +85,46 @@ def run_until_exit(proc, timeout):
         return None
 
 
+# ---- defect 1: a second dpvpnd ----
+
+def test_second_dpvpnd_refuses_untouched(net):
+    """Same sockets, a config without to-b6: it used to reconcile first
+    ("2 stale SAs removed": to-b6 gone) and refuse only at the control
+    socket.  Now it finds the dataplane's lock held and sends nothing."""
+    before = sa_table(net.a)
+    text = open(net.a.config).read()
+    lacking = os.path.join(net.a.dir, "lacking.conf")
+    with open(lacking, "w") as f:
+        f.write(re.sub(r"\[tunnel to-b6\][^\[]*", "", text))
+    os.chmod(lacking, 0o600)
+    r = lab.sh(lab.DPVPND, "-c", lacking, "-D", net.a.dp_sock, "-s", net.a.ctl_sock,
+               "-w", "5", check=False, timeout=30)
+    assert r.returncode != 0, r.stderr
+    assert f"held by pid {net.a.dpvpnd.p.pid}" in r.stderr, r.stderr
+    assert "another dpvpnd manages the dataplane" in r.stderr, r.stderr
+    assert "already forwarding" not in r.stderr, r.stderr
+    after = sa_table(net.a)
+    assert after.keys() == before.keys(), (before.keys(), after.keys())
+    both_tunnels_pass(net, timeout=5)
+    assert net.a.dpvpnd.alive()
+
+
+def test_second_dpvpnd_same_state_file_refused(net):
+    """The same config (so the same sequence state file) for another
+    dataplane: two dpvpnds would reserve the same numbers.  Refused at once,
+    before it waits for any dataplane."""
+    other = os.path.join(net.a.dir, "nowhere.sock")
+    ctl = os.path.join(net.a.dir, "second-ctl.sock")
+    t0 = time.monotonic()
+    r = lab.sh(lab.DPVPND, "-c", net.a.config, "-D", other, "-s", ctl, "-w", "10",
+               check=False, timeout=30)
+    assert r.returncode != 0
+    assert f"{net.a.config}.state.lock: held by pid {net.a.dpvpnd.p.pid}" in r.stderr, \
+        r.stderr
+    assert time.monotonic() - t0 < 5, "it waited for the dataplane first"
+    assert not os.path.exists(ctl)
+
+
 # ---- defect 2: a second dataplane on the same socket ----
 
 def test_second_dataplane_refused(net):
