@@ -381,6 +381,18 @@ static json_t *do_status(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return ctl_show_status(ctx, err, err_len);
 }
 
+/* A reload's or tunnel up|down's answer: the message and the tunnels by fate. */
+static json_t *changed(struct ctl_ctx *ctx, const char *msg)
+{
+	json_t *r = json_pack("{s:s}", "message", msg);
+	json_t *names = ctx->changes ? ctx->changes() : NULL;
+
+	if (r != NULL && names != NULL)
+		json_object_update(r, names);
+	json_decref(names);
+	return r;
+}
+
 /* Changes are for root (or dpvpnd's own user) only, never for the read-only group. */
 static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
@@ -397,7 +409,7 @@ static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 		snprintf(err, err_len, "%s", ctx->reload ? msg : "reload not available");
 		return NULL;
 	}
-	return json_pack("{s:s}", "message", msg);
+	return changed(ctx, msg);
 }
 
 static json_t *do_clear(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
@@ -512,7 +524,7 @@ static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 		snprintf(err, err_len, "%s", ctx->tunnel_state ? msg : "not available");
 		return NULL;
 	}
-	return json_pack("{s:s}", "message", msg);
+	return changed(ctx, msg);
 }
 
 /* {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":TUNNEL} (root). */

@@ -29,6 +29,8 @@ struct ctl_ctx {
 	int (*ike_command)(const char *name, int op, char *msg, size_t len);
 	/* show ports: the config's name of dataplane port ID ([port NAME]), or NULL */
 	const char *(*port_name)(uint16_t id);
+	/* reload, tunnel up|down: what the last one did, {"added":[NAME, ...], ...} */
+	json_t *(*changes)(void);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */

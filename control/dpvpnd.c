@@ -348,15 +348,32 @@ static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 	return -1;
 }
 
+static struct inst_report changes;	/* what the last reload did, tunnel by tunnel */
+
+/* reload, tunnel up|down answer with every tunnel's name under its fate. */
+static json_t *changes_json(void)
+{
+	json_t *o = json_object();
+
+	for (int f = 0; o != NULL && f < INST_FATES; f++)
+		json_object_set_new(o, inst_fate_names[f], json_array());
+	for (size_t i = 0; o != NULL && i < changes.n; i++)
+		json_array_append_new(json_object_get(o, inst_fate_names[changes.fate[i]]),
+				      json_string(changes.name[i]));
+	return o;
+}
+
 /*
  * Live reload (SIGHUP, dpvpnctl reload): the file read anew; refused whole,
- * running state kept, if it has an error; else only what differs is applied.
+ * running state kept, if it has an error; else only what differs is applied,
+ * and what the dataplane lost of unchanged tunnels is installed again.
  */
 static int reload(char *msg, size_t len)
 {
 	struct cfg next;
 	int rc, irc = 0;
 
+	inst_report_clear(&changes);
 	if (cfg_load(&next, config_path))
 		return refused(&next, "reload", msg, len);
 	if (apply_overrides(&next, opts) != 0) {
@@ -374,7 +391,7 @@ static int reload(char *msg, size_t len)
 		return -1;
 	}
 	ikd_reload_drop(&next);
-	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len);
+	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len, &changes);
 	if (rc == 0) {
 		size_t used = strlen(msg);
 
@@ -392,7 +409,28 @@ static int reload(char *msg, size_t len)
 	return rc != 0 ? rc : irc;
 }
 
-/* dpvpnctl tunnel NAME up|down: the file as it is now, with or without it. */
+/* What the reload of tunnel NAME up|down did to it, in words. */
+static const char *fate_of(const char *name, int up)
+{
+	for (size_t i = 0; i < changes.n; i++) {
+		if (strcmp(changes.name[i], name))
+			continue;
+		switch (changes.fate[i]) {
+		case INST_ADDED: return "installed";
+		case INST_REMOVED: return "removed";
+		case INST_CHANGED: return "changed in the config: installed anew";
+		case INST_REPAIRED: return "repaired (the dataplane had lost part of it)";
+		default: return up ? "already up" : "unchanged";
+		}
+	}
+	return "not installed";
+}
+
+/*
+ * dpvpnctl tunnel NAME up|down: the file as it is now, with or without it.
+ * up also repairs (the reload does): an operator's first try for a tunnel
+ * that carries nothing.  A tunnel already down stays so: nothing is read.
+ */
 static int tunnel_state(const char *name, int up, char *msg, size_t len)
 {
 	struct cfg probe;
@@ -407,7 +445,12 @@ static int tunnel_state(const char *name, int up, char *msg, size_t len)
 		snprintf(msg, len, "no tunnel '%.31s' in %s", name, config_path);
 		return -1;
 	}
-	char was[DPVPN_NAME_LEN] = "";
+	if (!up && slot >= 0) {
+		inst_report_clear(&changes);
+		snprintf(msg, len, "tunnel %s down: already down; nothing changed", name);
+		return 0;
+	}
+	char was[DPVPN_NAME_LEN] = "", done[1024];
 	int rc;
 
 	if (up && slot >= 0) {
@@ -423,9 +466,14 @@ static int tunnel_state(const char *name, int up, char *msg, size_t len)
 		}
 		snprintf(down[slot], sizeof(down[slot]), "%s", name);
 	}
-	rc = reload(msg, len);
+	rc = reload(done, sizeof(done));
 	if (rc != 0 && slot >= 0 && slot < MAX_DOWN)	/* nothing changed: nor does the mark */
 		strcpy(down[slot], up ? was : "");
+	if (rc != 0)
+		snprintf(msg, len, "%s", done);
+	else
+		snprintf(msg, len, "tunnel %s %s: %s; %s", name, up ? "up" : "down",
+			 fate_of(name, up), done);
 	return rc;
 }
 
@@ -565,6 +613,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.gid = cfg->gid, .has_group = cfg->group[0] != '\0', .reload = reload,
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
+		.changes = changes_json,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -646,6 +695,7 @@ int main(int argc, char **argv)
 	if (apply_overrides(&cfg, &o) == 0 && setup_dataplane(&dp, &cfg, o.wait_s) == 0)
 		rc = serve(&dp, &cfg);
 out:
+	inst_report_clear(&changes);
 	dp_close(&dp);
 	cfg_free(&cfg);
 	seq_close(seq);

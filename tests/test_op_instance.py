@@ -125,6 +125,79 @@ def test_second_dpvpnd_same_state_file_refused(net):
     assert not os.path.exists(ctl)
 
 
+def test_drift_repaired_by_reload(net):
+    """to-b6's outbound SA deleted (dpvpnctl sa del: its policy goes with
+    it) and to-b's policy deleted: both tunnels carry nothing.  A reload
+    used to answer "0 changed, 2 unchanged"; now it compares with what the
+    dataplane holds and installs the missing parts, naming both tunnels."""
+    limit = {ln.split()[1]: int(ln.split()[2])
+             for ln in open(net.a.config + ".state").read().splitlines()}
+    b_out = sa_table(net.a)[("to-b", "0x00003001", "out")]["seq"]
+    net.a.ctl_text("sa", "del", "0x00003002", "out")
+    net.a.ctl_text("policy", "del", "198.18.1.0/24", "198.18.2.0/24")
+    assert net.ping(count=1, dst=V6).returncode != 0
+    assert net.ping(count=1, dst=V4).returncode != 0
+    text = net.a.ctl_text("reload")
+    assert "0 changed, 0 unchanged, 2 repaired" in text, text
+    assert re.search(r"^\s+repaired\s+to-b, to-b6$|^\s+repaired\s+to-b6, to-b$", text, re.M), \
+        text
+    out = net.a.dpvpnd.output()
+    assert "tunnel to-b6: repaired: the dataplane lacked its outbound SA" in out, out
+    assert "tunnel to-b: repaired: the dataplane lacked its policy" in out, out
+    both_tunnels_pass(net)
+    sas = sa_table(net.a)
+    # to-b6's new outbound SA went on above every number reserved before (no reuse)
+    assert sas[("to-b6", "0x00003002", "out")]["seq"] > limit["00003002"]
+    # to-b only lacked its policy: its outbound SA was left alone, numbers run on
+    assert b_out < sas[("to-b", "0x00003001", "out")]["seq"] < b_out + 1000
+    assert len(net.a.ctl("show", "policies")["policies"]) == 2
+    assert net.b.ctl("show", "counters")["drops"]["replay"] == 0
+
+
+def test_drift_repaired_by_tunnel_up(net):
+    """to-b's inbound SA deleted directly over the dataplane socket, which
+    dpvpnd never sees: replies to host A are dropped.  tunnel to-b up (it
+    is not down) used to answer "unchanged"; now it repairs it."""
+    b_out = sa_table(net.a)[("to-b", "0x00003001", "out")]["seq"]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.settimeout(5)
+        s.connect(net.a.dp_sock)
+        s.send(HDR.pack(MSG_SA_DEL, 0, 1, 8, 0) + struct.pack("!I", 0x4001) +
+               bytes([DIR_IN, 0, 0, 0]))
+        assert HDR.unpack_from(s.recv(4096))[4] == 0
+    assert ("to-b", "0x00004001", "in") not in sa_table(net.a)
+    assert net.ping(count=1, dst=V4).returncode != 0
+    res = ctl_request(net.a, {"cmd": "tunnel", "name": "to-b", "state": "up"})
+    assert res["message"].startswith("tunnel to-b up: repaired"), res
+    assert names(res) == {"added": set(), "removed": set(), "changed": set(),
+                          "repaired": {"to-b"}, "unchanged": {"to-b6"}}, res
+    both_tunnels_pass(net)
+    # the outbound SA was not touched: the peer sees its numbers run on
+    assert b_out < sa_table(net.a)[("to-b", "0x00003001", "out")]["seq"] < b_out + 1000
+
+
+def test_reload_and_tunnel_answers_name_tunnels(net):
+    """reload and tunnel NAME up|down name what they did to each tunnel
+    (JSON lists, and dpvpnctl's lines); a second down says so."""
+    res = ctl_request(net.a, {"cmd": "reload"})
+    assert names(res) == {"added": set(), "removed": set(), "changed": set(),
+                          "repaired": set(), "unchanged": {"to-b", "to-b6"}}, res
+    res = ctl_request(net.a, {"cmd": "tunnel", "name": "to-b6", "state": "down"})
+    assert res["message"].startswith("tunnel to-b6 down: removed; reloaded: 0 tunnels added, "
+                                     "1 removed"), res
+    assert names(res)["removed"] == {"to-b6"} and names(res)["unchanged"] == {"to-b"}, res
+    text = net.a.ctl_text("tunnel", "to-b6", "down")
+    assert text.startswith("tunnel to-b6 down: already down; nothing changed"), text
+    assert ("to-b6", "0x00003002", "out") not in sa_table(net.a)
+    text = net.a.ctl_text("tunnel", "to-b6", "up")
+    assert text.startswith("tunnel to-b6 up: installed; reloaded: 1 tunnels added"), text
+    assert re.search(r"^\s+added\s+to-b6$", text, re.M), text
+    assert re.search(r"^\s+unchanged\s+to-b$", text, re.M), text
+    text = net.a.ctl_text("tunnel", "to-b6", "up")
+    assert text.startswith("tunnel to-b6 up: already up;"), text
+    both_tunnels_pass(net)
+
+
 # ---- defect 2: a second dataplane on the same socket ----
 
 def test_second_dataplane_refused(net):
