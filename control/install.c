@@ -208,51 +208,98 @@ int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbo
 
 /* ---- what the dataplane holds of a tunnel ---- */
 
-/* The dataplane's SAs and policies, dumped once (a reload, a reconcile). */
+/*
+ * The dataplane's SAs and policies, dumped once (a reload, a reconcile) and
+ * sorted, so that finding a tunnel's takes a binary search: 100k tunnels
+ * are 200k SAs and 100k policies.
+ */
 struct held {
-	struct dpvpn_sa_info *sa;
+	struct dpvpn_sa_info *sa;	/* by SPI, then direction */
+	uint8_t *gone;			/* sa[k] removed since the dump */
 	uint32_t n_sa;
-	struct dpvpn_policy *pol;
+	struct dpvpn_policy *pol;	/* host bits cleared; by selectors */
 	uint32_t n_pol;
 };
 
 static void held_free(struct held *h)
 {
 	free(h->sa);
+	free(h->gone);
 	free(h->pol);
 	*h = (struct held){ 0 };
+}
+
+static int sa_order(const void *a, const void *b)
+{
+	const struct dpvpn_sa_info *x = a, *y = b;
+	uint32_t s = ntohl(x->spi), t = ntohl(y->spi);
+
+	return s != t ? (s < t ? -1 : 1) : (int)x->dir - (int)y->dir;
+}
+
+/* A prefix as the dataplane keeps a policy's: host bits and reserved bytes 0. */
+static struct dpvpn_prefix masked(const struct dpvpn_prefix *p)
+{
+	struct dpvpn_prefix m = { .family = p->family, .len = p->len };
+	unsigned bits = p->len > 128 ? 128 : p->len, full = bits / 8, rest = bits % 8;
+
+	memcpy(m.v6, p->v6, full);
+	if (rest)
+		m.v6[full] = p->v6[full] & (uint8_t)(0xff00 >> rest);
+	return m;
+}
+
+static int selector_order(const void *a, const void *b)
+{
+	const struct dpvpn_policy *x = a, *y = b;
+	int c = memcmp(&x->src, &y->src, sizeof(x->src));
+
+	return c ? c : memcmp(&x->dst, &y->dst, sizeof(x->dst));
 }
 
 static int held_load(struct dp_client *dp, struct held *h)
 {
 	*h = (struct held){ 0 };
-	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*h->sa), (void **)&h->sa, &h->n_sa) == 0 &&
+	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*h->sa), (void **)&h->sa, &h->n_sa) != 0 ||
 	    dp_dump(dp, DPVPN_MSG_SHOW_POLICIES, sizeof(*h->pol), (void **)&h->pol,
-		    &h->n_pol) == 0)
-		return 0;
-	held_free(h);
-	return -1;
+		    &h->n_pol) != 0) {
+		held_free(h);
+		return -1;
+	}
+	h->gone = calloc(h->n_sa + 1, 1);
+	if (h->gone == NULL) {
+		snprintf(dp->err, sizeof(dp->err), "out of memory");
+		held_free(h);
+		return -1;
+	}
+	for (uint32_t k = 0; k < h->n_pol; k++) {
+		h->pol[k].src = masked(&h->pol[k].src);
+		h->pol[k].dst = masked(&h->pol[k].dst);
+	}
+	if (h->n_sa)
+		qsort(h->sa, h->n_sa, sizeof(*h->sa), sa_order);
+	if (h->n_pol)
+		qsort(h->pol, h->n_pol, sizeof(*h->pol), selector_order);
+	return 0;
 }
 
-static struct dpvpn_sa_info *held_sa(const struct held *h, uint32_t spi, uint8_t dir)
+/* The SA (SPI in host order, direction) among h's, or -1 (none, or removed). */
+static long held_sa(const struct held *h, uint32_t spi, uint8_t dir)
 {
-	for (uint32_t k = 0; k < h->n_sa; k++)
-		if (ntohl(h->sa[k].spi) == spi && h->sa[k].dir == dir)
-			return &h->sa[k];
-	return NULL;
+	struct dpvpn_sa_info key = { .spi = htonl(spi), .dir = dir };
+	const struct dpvpn_sa_info *s = h->n_sa ? bsearch(&key, h->sa, h->n_sa, sizeof(key),
+							  sa_order) : NULL;
+	long k = s ? s - h->sa : -1;
+
+	return k >= 0 && !h->gone[k] ? k : -1;
 }
 
-/* One family, one length, the same first len bits (the dataplane keeps
- * policies with their host bits cleared). */
+/* One family, one length, the same first len bits. */
 static bool same_prefix(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
 {
-	unsigned full = a->len / 8, rest = a->len % 8;
+	struct dpvpn_prefix x = masked(a), y = masked(b);
 
-	if (a->family != b->family || a->len != b->len || a->len > 128)
-		return false;
-	if (memcmp(a->v6, b->v6, full) != 0)
-		return false;
-	return rest == 0 || ((a->v6[full] ^ b->v6[full]) & (0xff00 >> rest)) == 0;
+	return memcmp(&x, &y, sizeof(x)) == 0;
 }
 
 /*
@@ -305,13 +352,17 @@ static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, bool ver
 static int policy_state(const struct held *h, const struct cfg_tunnel *t)
 {
 	struct dpvpn_policy want = tunnel_policy(t);
+	const struct dpvpn_policy *p;
 	int own = 0;
 
-	for (uint32_t k = 0; k < h->n_pol; k++) {
-		const struct dpvpn_policy *p = &h->pol[k];
-
-		if (!same_prefix(&p->src, &want.src) || !same_prefix(&p->dst, &want.dst))
-			continue;
+	want.src = masked(&want.src);
+	want.dst = masked(&want.dst);
+	p = h->n_pol ? bsearch(&want, h->pol, h->n_pol, sizeof(want), selector_order) : NULL;
+	if (p == NULL)
+		return 0;
+	while (p > h->pol && selector_order(p - 1, &want) == 0)	/* the first of them */
+		p--;
+	for (; p < h->pol + h->n_pol && selector_order(p, &want) == 0; p++) {
 		if (p->spi != want.spi || p->priority != want.priority)
 			return -1;
 		own = 1;
@@ -323,31 +374,30 @@ static int policy_state(const struct held *h, const struct cfg_tunnel *t)
  * What static tunnel t lacks in the dataplane, as h shows it (GAP_*): an SA
  * missing or not as configured, its policy missing or another in its place.
  * What is there otherwise is removed here (the outbound SA first: its
- * policies go with it) and forgotten in h; fill_gaps installs the rest.
+ * policies go with it) and marked gone in h; fill_gaps installs the rest.
  */
 static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct held *h,
 		       bool verbose, unsigned *gaps)
 {
-	struct dpvpn_sa_info *out = held_sa(h, t->out.spi, DPVPN_DIR_OUT);
-	struct dpvpn_sa_info *in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
+	long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT), in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
 	int pol = policy_state(h, t);
 
 	*gaps = 0;
-	if (out == NULL || !sa_as_configured(out, t, DPVPN_DIR_OUT))
+	if (out < 0 || !sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
 		*gaps |= GAP_OUT | GAP_POLICY;	/* a new outbound SA: a new policy */
-	if (in == NULL || !sa_as_configured(in, t, DPVPN_DIR_IN))
+	if (in < 0 || !sa_as_configured(&h->sa[in], t, DPVPN_DIR_IN))
 		*gaps |= GAP_IN;
 	if (pol != 1)
 		*gaps |= GAP_POLICY;
-	if ((*gaps & GAP_OUT) && out != NULL) {
+	if ((*gaps & GAP_OUT) && out >= 0) {
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose))
 			return -1;
-		out->dir = 0;	/* gone */
+		h->gone[out] = 1;
 	}
-	if ((*gaps & GAP_IN) && in != NULL) {
+	if ((*gaps & GAP_IN) && in >= 0) {
 		if (del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
 			return -1;
-		in->dir = 0;
+		h->gone[in] = 1;
 	}
 	return pol < 0 ? del_policy(dp, t, verbose) : 0;
 }
@@ -821,13 +871,21 @@ refused:
 	return -1;
 }
 
-/* Whether s is an SA of one of cfg's static tunnels, as configured. */
-static bool sa_wanted(const struct cfg *cfg, const struct dpvpn_sa_info *s)
+/* Mark in keep the SAs of cfg's static tunnels that are as configured. */
+static void mark_wanted(const struct cfg *cfg, const struct held *h, bool *keep)
 {
-	for (size_t i = 0; i < cfg->n_tunnels; i++)
-		if (!cfg->tunnels[i]->ike.on && sa_as_configured(s, cfg->tunnels[i], s->dir))
-			return true;
-	return false;
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cfg->tunnels[i];
+		long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT);
+		long in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
+
+		if (t->ike.on)	/* negotiated anew: what an earlier dpvpnd installed goes */
+			continue;
+		if (out >= 0 && sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
+			keep[out] = true;
+		if (in >= 0 && sa_as_configured(&h->sa[in], t, DPVPN_DIR_IN))
+			keep[in] = true;
+	}
 }
 
 /*
@@ -843,6 +901,7 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 	unsigned *gaps = calloc(cfg->n_tunnels + 1, sizeof(*gaps));
 	size_t kept = 0, added = 0, repaired = 0, removed = 0;
 	struct held h = { 0 };
+	bool *keep = NULL;
 
 	if (gaps == NULL || held_load(dp, &h)) {
 		snprintf(msg, len, "reconcile: %s", gaps ? dp->err : "out of memory");
@@ -850,15 +909,21 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		cfg_wipe_keys(cfg);
 		return -1;
 	}
+	keep = calloc(h.n_sa + 1, sizeof(*keep));
+	if (keep == NULL) {
+		snprintf(dp->err, sizeof(dp->err), "out of memory");
+		goto failed;
+	}
 	/* what the config does not have (or has otherwise) goes first */
+	mark_wanted(cfg, &h, keep);
 	for (uint32_t k = 0; k < h.n_sa; k++) {
 		struct dpvpn_sa_id id = { .spi = h.sa[k].spi, .dir = h.sa[k].dir };
 
-		if (sa_wanted(cfg, &h.sa[k]))
+		if (keep[k])
 			continue;
 		if (call(dp, verbose, "stale SA removal", DPVPN_MSG_SA_DEL, &id, sizeof(id)))
 			goto failed;
-		h.sa[k].dir = 0;	/* gone */
+		h.gone[k] = 1;
 		removed++;
 	}
 	for (size_t i = 0; i < cfg->n_tunnels; i++)
@@ -889,6 +954,7 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		 "%zu stale SAs removed", kept, added, removed);
 	if (repaired)	/* (each named in its own line above) */
 		snprintf(msg + strlen(msg), len - strlen(msg), ", %zu repaired", repaired);
+	free(keep);
 	free(gaps);
 	held_free(&h);
 	inst_fingerprint(cfg);
@@ -896,6 +962,7 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 	return 0;
 failed:
 	snprintf(msg, len, "reconcile failed: %s", dp->err);
+	free(keep);
 	free(gaps);
 	held_free(&h);
 	cfg_wipe_keys(cfg);
