@@ -153,7 +153,19 @@
  *             (an error if no tunnel has keying = ike)
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
  *              "written":N,"lost":N}
- *   reload, clear, tunnel, trace, route, neighbour, policy, sa: {"message":"what was done"};
+ *   reload, tunnel: {"message":"what was done" (with the counts: "reloaded: N tunnels
+ *                      added, N removed, N changed, N unchanged, N repaired; ..."),
+ *              "added":[NAME, ...],"removed":[...],"changed":[...],"repaired":[...],
+ *              "unchanged":[...]}   each tunnel of the old and the new config once,
+ *              under what was done to it: "added" new in the config (or brought
+ *              up), "removed" gone from it (or taken down), "changed" changed in it
+ *              and installed anew, "repaired" not changed in it, but the dataplane
+ *              lacked its SAs or policy, or held them otherwise (changed behind
+ *              dpvpnd's back): the missing part installed again, "unchanged" not
+ *              touched.  A second tunnel NAME down answers "already down" with
+ *              every list empty; tunnel NAME up reloads (so repairs) even when
+ *              NAME is up ("already up")
+ *   clear, trace, route, neighbour, policy, sa: {"message":"what was done"};
  *              a reload (or tunnel) refused for errors in the config answers
  *              an error of lines: "refused, running config kept (N errors):",
  *              then one "FILE:LINE: message" per line (as many as fit, then

@@ -56,6 +56,8 @@ fail:
 static int remove_stale(const struct sockaddr_un *sa)
 {
 	const char *path = sa->sun_path;
+	struct ucred cr = { 0 };
+	socklen_t cl = sizeof(cr);
 	struct stat st;
 	int fd, live;
 
@@ -71,8 +73,15 @@ static int remove_stale(const struct sockaddr_un *sa)
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	live = fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	if (live && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0)
+		cr.pid = 0;
 	if (fd >= 0)
 		close(fd);
+	if (live && cr.pid > 0) {
+		fprintf(stderr, "dpvpnd: %s: in use by pid %ld (another dpvpnd?)\n", path,
+			(long)cr.pid);
+		return -1;
+	}
 	if (live) {
 		fprintf(stderr, "dpvpnd: %s: in use by another process\n", path);
 		return -1;
@@ -97,6 +106,16 @@ static int bind_private(int fd, const struct sockaddr_un *sa, int has_group, gid
 	return chmod(sa->sun_path, 0600);
 }
 
+static struct stat bound;	/* the socket file ctl_listen made */
+
+void ctl_unlink(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && st.st_dev == bound.st_dev && st.st_ino == bound.st_ino)
+		unlink(path);
+}
+
 int ctl_listen(const char *path, int has_group, gid_t gid)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -116,7 +135,8 @@ int ctl_listen(const char *path, int has_group, gid_t gid)
 	}
 	if (remove_stale(&sa))
 		goto fail;
-	if (bind_private(fd, &sa, has_group, gid) || listen(fd, CTL_BACKLOG)) {
+	if (bind_private(fd, &sa, has_group, gid) || lstat(path, &bound) ||
+	    listen(fd, CTL_BACKLOG)) {
 		fprintf(stderr, "dpvpnd: %s: %s\n", path, strerror(errno));
 		goto fail;
 	}
@@ -363,6 +383,18 @@ static json_t *do_status(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 	return ctl_show_status(ctx, err, err_len);
 }
 
+/* A reload's or tunnel up|down's answer: the message and the tunnels by fate. */
+static json_t *changed(struct ctl_ctx *ctx, const char *msg)
+{
+	json_t *r = json_pack("{s:s}", "message", msg);
+	json_t *names = ctx->changes ? ctx->changes() : NULL;
+
+	if (r != NULL && names != NULL)
+		json_object_update(r, names);
+	json_decref(names);
+	return r;
+}
+
 /* Changes are for root (or dpvpnd's own user) only, never for the read-only group. */
 static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
@@ -379,7 +411,7 @@ static json_t *do_reload(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 		snprintf(err, err_len, "%s", ctx->reload ? msg : "reload not available");
 		return NULL;
 	}
-	return json_pack("{s:s}", "message", msg);
+	return changed(ctx, msg);
 }
 
 static json_t *do_clear(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
@@ -494,7 +526,7 @@ static json_t *do_tunnel(struct ctl_ctx *ctx, json_t *req, char *err, size_t err
 		snprintf(err, err_len, "%s", ctx->tunnel_state ? msg : "not available");
 		return NULL;
 	}
-	return json_pack("{s:s}", "message", msg);
+	return changed(ctx, msg);
 }
 
 /* {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":TUNNEL} (root). */

@@ -16,6 +16,8 @@
  * Returns the fd or -1 after printing why.
  */
 int ctl_listen(const char *path, int has_group, gid_t gid);
+/* Remove the socket ctl_listen made at PATH (not one another process put there since). */
+void ctl_unlink(const char *path);
 
 /* Accept one client; -1 if none or refused (refused ones get an error reply). */
 int ctl_accept(struct ctl_ctx *ctx, int lfd);

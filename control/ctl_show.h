@@ -55,6 +55,8 @@ struct ctl_ctx {
 	 * no IKE SA) and, unless up, why in words */
 	int (*ike_tunnel)(const char *name, char *state, size_t state_len, char *detail,
 			  size_t detail_len);
+	/* reload, tunnel up|down: what the last one did, {"added":[NAME, ...], ...} */
+	json_t *(*changes)(void);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */

@@ -625,9 +625,25 @@ static void print_tunnels(json_t *r)
 	}
 }
 
+/* dpvpnd's message; then, for reload and tunnel up|down, the tunnels by fate. */
 static void print_reload(json_t *r)
 {
+	static const char *const fates[] = { "added", "removed", "changed", "repaired",
+					     "unchanged" };
+
 	printf("%s\n", str_of(r, "message"));
+	for (size_t f = 0; f < sizeof(fates) / sizeof(fates[0]); f++) {
+		json_t *names = json_object_get(r, fates[f]), *n;
+		size_t i;
+
+		if (json_array_size(names) == 0)
+			continue;
+		printf("  %-10s", fates[f]);
+		json_array_foreach(names, i, n)
+			printf("%s%s", i ? ", " : " ",
+			       json_is_string(n) ? json_string_value(n) : "?");
+		printf("\n");
+	}
 }
 
 static const struct command commands[] = {

@@ -36,6 +36,7 @@
 #include "icvwatch.h"
 #include "install.h"
 #include "logstamp.h"
+#include "lock.h"
 #include "metrics.h"
 #include "seqstate.h"
 #include "mono.h"
@@ -180,6 +181,30 @@ static int install_connected(struct dp_client *dp, struct cfg *cfg)
 	return 0;
 }
 
+static int dp_lock = -1;	/* DATAPLANE-SOCKET.lock, held from the first connection on */
+
+/*
+ * No other dpvpnd manages this dataplane (lock.h): made sure of before the
+ * first message to it, so that a second dpvpnd, started by mistake with
+ * another config, removes nothing of the first one's (a reconcile would).
+ */
+static int lock_dataplane(const char *dp_socket)
+{
+	char path[CFG_PATH_MAX + 8], why[CFG_PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s.lock", dp_socket);
+	dp_lock = lock_take(path, why, sizeof(why));
+	if (dp_lock >= 0)
+		return 0;
+	if (errno == EWOULDBLOCK)
+		fprintf(stderr, "dpvpnd: %s: another dpvpnd manages the dataplane on %s: "
+			"stopping without sending it anything\n", why, dp_socket);
+	else
+		fprintf(stderr, "dpvpnd: dataplane lock %s: stopping without sending the "
+			"dataplane anything\n", why);
+	return -1;
+}
+
 /* The dataplane not there yet (started together, or after us): say so at once. */
 static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_s)
 {
@@ -194,6 +219,8 @@ static int setup_dataplane(struct dp_client *dp, struct cfg *cfg, unsigned wait_
 		fprintf(stderr, "dpvpnd: dataplane: %s\n", dp->err);
 		return -1;
 	}
+	if (lock_dataplane(cfg->dp_socket))
+		return -1;
 	return install_connected(dp, cfg);
 }
 
@@ -369,15 +396,32 @@ static int refused(struct cfg *bad, const char *what, char *msg, size_t len)
 	return -1;
 }
 
+static struct inst_report changes;	/* what the last reload did, tunnel by tunnel */
+
+/* reload, tunnel up|down answer with every tunnel's name under its fate. */
+static json_t *changes_json(void)
+{
+	json_t *o = json_object();
+
+	for (int f = 0; o != NULL && f < INST_FATES; f++)
+		json_object_set_new(o, inst_fate_names[f], json_array());
+	for (size_t i = 0; o != NULL && i < changes.n; i++)
+		json_array_append_new(json_object_get(o, inst_fate_names[changes.fate[i]]),
+				      json_string(changes.name[i]));
+	return o;
+}
+
 /*
  * Live reload (SIGHUP, dpvpnctl reload): the file read anew; refused whole,
- * running state kept, if it has an error; else only what differs is applied.
+ * running state kept, if it has an error; else only what differs is applied,
+ * and what the dataplane lost of unchanged tunnels is installed again.
  */
 static int reload(char *msg, size_t len)
 {
 	struct cfg next;
 	int rc, irc = 0;
 
+	inst_report_clear(&changes);
 	if (cfg_load(&next, config_path))
 		return refused(&next, "reload", msg, len);
 	ctl_tunnels_refused(NULL, NULL);
@@ -397,7 +441,7 @@ static int reload(char *msg, size_t len)
 		return -1;
 	}
 	ikd_reload_drop(&next);
-	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len);
+	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len, &changes);
 	if (rc == 0) {
 		size_t used = strlen(msg);
 
@@ -415,7 +459,28 @@ static int reload(char *msg, size_t len)
 	return rc != 0 ? rc : irc;
 }
 
-/* dpvpnctl tunnel NAME up|down: the file as it is now, with or without it. */
+/* What the reload of tunnel NAME up|down did to it, in words. */
+static const char *fate_of(const char *name, int up)
+{
+	for (size_t i = 0; i < changes.n; i++) {
+		if (strcmp(changes.name[i], name))
+			continue;
+		switch (changes.fate[i]) {
+		case INST_ADDED: return "installed";
+		case INST_REMOVED: return "removed";
+		case INST_CHANGED: return "changed in the config: installed anew";
+		case INST_REPAIRED: return "repaired (the dataplane had lost part of it)";
+		default: return up ? "already up" : "unchanged";
+		}
+	}
+	return "not installed";
+}
+
+/*
+ * dpvpnctl tunnel NAME up|down: the file as it is now, with or without it.
+ * up also repairs (the reload does): an operator's first try for a tunnel
+ * that carries nothing.  A tunnel already down stays so: nothing is read.
+ */
 static int tunnel_state(const char *name, int up, char *msg, size_t len)
 {
 	struct cfg probe;
@@ -430,7 +495,12 @@ static int tunnel_state(const char *name, int up, char *msg, size_t len)
 		snprintf(msg, len, "no tunnel '%.31s' in %s", name, config_path);
 		return -1;
 	}
-	char was[DPVPN_NAME_LEN] = "";
+	if (!up && slot >= 0) {
+		inst_report_clear(&changes);
+		snprintf(msg, len, "tunnel %s down: already down; nothing changed", name);
+		return 0;
+	}
+	char was[DPVPN_NAME_LEN] = "", done[1024];
 	int rc;
 
 	if (up && slot >= 0) {
@@ -446,9 +516,14 @@ static int tunnel_state(const char *name, int up, char *msg, size_t len)
 		}
 		snprintf(down[slot], sizeof(down[slot]), "%s", name);
 	}
-	rc = reload(msg, len);
+	rc = reload(done, sizeof(done));
 	if (rc != 0 && slot >= 0 && slot < MAX_DOWN)	/* nothing changed: nor does the mark */
 		strcpy(down[slot], up ? was : "");
+	if (rc != 0)
+		snprintf(msg, len, "%s", done);
+	else
+		snprintf(msg, len, "tunnel %s %s: %s; %s", name, up ? "up" : "down",
+			 fate_of(name, up), done);
 	return rc;
 }
 
@@ -479,6 +554,21 @@ static void ike_restart(struct loop *l, struct dp_client *dp)
 }
 
 /*
+ * A config read anew while the dataplane is away gets the command line's
+ * sockets, and the dataplane socket and state file this dpvpnd locked at
+ * start (lock.h): one changed in the file since needs a restart (as for a
+ * reload).  0, or -1 for a bad override.
+ */
+static int locked_paths(struct cfg *fresh)
+{
+	if (apply_overrides(fresh, opts) != 0)
+		return -1;
+	memcpy(fresh->dp_socket, current->dp_socket, sizeof(fresh->dp_socket));
+	memcpy(fresh->state, current->state, sizeof(fresh->state));
+	return 0;
+}
+
+/*
  * The dataplane went away: wait for one to answer again (or for a signal),
  * then give it the config, read anew.  0: back, 1: a signal came.
  */
@@ -498,7 +588,7 @@ static int reconnect(struct loop *l)
 			return 1;
 		if (cfg_load(&fresh, config_path)) {
 			cfg_print_errors(&fresh, stderr);
-		} else if (apply_overrides(&fresh, opts) == 0 &&
+		} else if (locked_paths(&fresh) == 0 &&
 			   dp_connect(dp, fresh.dp_socket, 0) == 0) {	/* quiet while away */
 			drop_down_tunnels(&fresh);
 			rc = install_connected(dp, &fresh);
@@ -597,6 +687,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
 		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
+		.changes = changes_json,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -637,7 +728,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);
 	close(lfd);
-	unlink(cfg->ctl_socket);
+	ctl_unlink(cfg->ctl_socket);
 	close(sfd);
 	if (rc == 0)
 		fprintf(stderr, "dpvpnd: exiting on signal\n");
@@ -681,8 +772,11 @@ int main(int argc, char **argv)
 	if (apply_overrides(&cfg, &o) == 0 && setup_dataplane(&dp, &cfg, o.wait_s) == 0)
 		rc = serve(&dp, &cfg);
 out:
+	inst_report_clear(&changes);
 	dp_close(&dp);
 	cfg_free(&cfg);
 	seq_close(seq);
+	if (dp_lock >= 0)
+		close(dp_lock);
 	return rc;
 }

@@ -206,19 +206,239 @@ int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbo
 	       install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq) ? -1 : 0;
 }
 
-static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
-			  struct seqstate *seq)
+/* ---- what the dataplane holds of a tunnel ---- */
+
+/*
+ * The dataplane's SAs and policies, dumped once (a reload, a reconcile) and
+ * sorted, so that finding a tunnel's takes a binary search: 100k tunnels
+ * are 200k SAs and 100k policies.
+ */
+struct held {
+	struct dpvpn_sa_info *sa;	/* by SPI, then direction */
+	uint8_t *gone;			/* sa[k] removed since the dump */
+	uint32_t n_sa;
+	struct dpvpn_policy *pol;	/* host bits cleared; by selectors */
+	uint32_t n_pol;
+};
+
+static void held_free(struct held *h)
+{
+	free(h->sa);
+	free(h->gone);
+	free(h->pol);
+	*h = (struct held){ 0 };
+}
+
+static int sa_order(const void *a, const void *b)
+{
+	const struct dpvpn_sa_info *x = a, *y = b;
+	uint32_t s = ntohl(x->spi), t = ntohl(y->spi);
+
+	return s != t ? (s < t ? -1 : 1) : (int)x->dir - (int)y->dir;
+}
+
+/* A prefix as the dataplane keeps a policy's: host bits and reserved bytes 0. */
+static struct dpvpn_prefix masked(const struct dpvpn_prefix *p)
+{
+	struct dpvpn_prefix m = { .family = p->family, .len = p->len };
+	unsigned bits = p->len > 128 ? 128 : p->len, full = bits / 8, rest = bits % 8;
+
+	memcpy(m.v6, p->v6, full);
+	if (rest)
+		m.v6[full] = p->v6[full] & (uint8_t)(0xff00 >> rest);
+	return m;
+}
+
+static int selector_order(const void *a, const void *b)
+{
+	const struct dpvpn_policy *x = a, *y = b;
+	int c = memcmp(&x->src, &y->src, sizeof(x->src));
+
+	return c ? c : memcmp(&x->dst, &y->dst, sizeof(x->dst));
+}
+
+static int held_load(struct dp_client *dp, struct held *h)
+{
+	*h = (struct held){ 0 };
+	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*h->sa), (void **)&h->sa, &h->n_sa) != 0 ||
+	    dp_dump(dp, DPVPN_MSG_SHOW_POLICIES, sizeof(*h->pol), (void **)&h->pol,
+		    &h->n_pol) != 0) {
+		held_free(h);
+		return -1;
+	}
+	h->gone = calloc(h->n_sa + 1, 1);
+	if (h->gone == NULL) {
+		snprintf(dp->err, sizeof(dp->err), "out of memory");
+		held_free(h);
+		return -1;
+	}
+	for (uint32_t k = 0; k < h->n_pol; k++) {
+		h->pol[k].src = masked(&h->pol[k].src);
+		h->pol[k].dst = masked(&h->pol[k].dst);
+	}
+	if (h->n_sa)
+		qsort(h->sa, h->n_sa, sizeof(*h->sa), sa_order);
+	if (h->n_pol)
+		qsort(h->pol, h->n_pol, sizeof(*h->pol), selector_order);
+	return 0;
+}
+
+/* The SA (SPI in host order, direction) among h's, or -1 (none, or removed). */
+static long held_sa(const struct held *h, uint32_t spi, uint8_t dir)
+{
+	struct dpvpn_sa_info key = { .spi = htonl(spi), .dir = dir };
+	const struct dpvpn_sa_info *s = h->n_sa ? bsearch(&key, h->sa, h->n_sa, sizeof(key),
+							  sa_order) : NULL;
+	long k = s ? s - h->sa : -1;
+
+	return k >= 0 && !h->gone[k] ? k : -1;
+}
+
+/* One family, one length, the same first len bits. */
+static bool same_prefix(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
+{
+	struct dpvpn_prefix x = masked(a), y = masked(b);
+
+	return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+/*
+ * Whether the dataplane's SA s is tunnel t's SA in direction dir as this
+ * config installs it: all that can be read back (keys cannot, nor what the
+ * dataplane derives: MTU, MSS).
+ */
+static bool sa_as_configured(const struct dpvpn_sa_info *s, const struct cfg_tunnel *t,
+			     uint8_t dir)
+{
+	struct dpvpn_addr local = net_addr(&t->local), remote = net_addr(&t->remote);
+	struct dpvpn_prefix lts = net_prefix(&t->local_ts), rts = net_prefix(&t->remote_ts);
+
+	return strncmp(s->name, t->name, DPVPN_NAME_LEN) == 0 && s->alg == t->alg &&
+	       s->dir == dir && ntohl(s->spi) == (dir == DPVPN_DIR_OUT ? t->out.spi : t->in.spi) &&
+	       memcmp(&s->local, &local, sizeof(local)) == 0 &&
+	       memcmp(&s->remote, &remote, sizeof(remote)) == 0 &&
+	       same_prefix(&s->local_ts, &lts) && same_prefix(&s->remote_ts, &rts) &&
+	       s->udp_local == (t->udp ? t->udp_local : 0) &&
+	       s->udp_remote == (t->udp ? t->udp_remote : 0) && s->esn == t->esn &&
+	       s->df == (dir == DPVPN_DIR_OUT ? t->df : DPVPN_DF_COPY) &&
+	       s->replay_window == t->replay_window &&
+	       memcmp(s->life_bytes, t->life_bytes, sizeof(t->life_bytes)) == 0 &&
+	       memcmp(s->life_packets, t->life_packets, sizeof(t->life_packets)) == 0 &&
+	       memcmp(s->life_seconds, t->life_seconds, sizeof(t->life_seconds)) == 0;
+}
+
+enum { GAP_IN = 1, GAP_OUT = 2, GAP_POLICY = 4, GAP_ALL = 7 };
+
+static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
+		  bool verbose);
+
+/* A policy in the tunnel's place that is not its own goes (by its selectors). */
+static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+{
+	struct dpvpn_policy pol = tunnel_policy(t);
+
+	if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) == 0 ||
+	    dp->status == -ENOENT) {
+		if (verbose)
+			fprintf(stderr, "dpvpnd: tunnel %s foreign policy removal: done\n", t->name);
+		return 0;
+	}
+	fprintf(stderr, "dpvpnd: tunnel %s foreign policy removal: %s\n", t->name, dp->err);
+	return -1;
+}
+
+/* The tunnel's policy among h's: 1 its own (SPI and priority too), -1 another
+ * one on its selectors, 0 none. */
+static int policy_state(const struct held *h, const struct cfg_tunnel *t)
+{
+	struct dpvpn_policy want = tunnel_policy(t);
+	const struct dpvpn_policy *p;
+	int own = 0;
+
+	want.src = masked(&want.src);
+	want.dst = masked(&want.dst);
+	p = h->n_pol ? bsearch(&want, h->pol, h->n_pol, sizeof(want), selector_order) : NULL;
+	if (p == NULL)
+		return 0;
+	while (p > h->pol && selector_order(p - 1, &want) == 0)	/* the first of them */
+		p--;
+	for (; p < h->pol + h->n_pol && selector_order(p, &want) == 0; p++) {
+		if (p->spi != want.spi || p->priority != want.priority)
+			return -1;
+		own = 1;
+	}
+	return own;
+}
+
+/*
+ * What static tunnel t lacks in the dataplane, as h shows it (GAP_*): an SA
+ * missing or not as configured, its policy missing or another in its place.
+ * What is there otherwise is removed here (the outbound SA first: its
+ * policies go with it) and marked gone in h; fill_gaps installs the rest.
+ */
+static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct held *h,
+		       bool verbose, unsigned *gaps)
+{
+	long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT), in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
+	int pol = policy_state(h, t);
+
+	*gaps = 0;
+	if (out < 0 || !sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
+		*gaps |= GAP_OUT | GAP_POLICY;	/* a new outbound SA: a new policy */
+	if (in < 0 || !sa_as_configured(&h->sa[in], t, DPVPN_DIR_IN))
+		*gaps |= GAP_IN;
+	if (pol != 1)
+		*gaps |= GAP_POLICY;
+	if ((*gaps & GAP_OUT) && out >= 0) {
+		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose))
+			return -1;
+		h->gone[out] = 1;
+	}
+	if ((*gaps & GAP_IN) && in >= 0) {
+		if (del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
+			return -1;
+		h->gone[in] = 1;
+	}
+	return pol < 0 ? del_policy(dp, t, verbose) : 0;
+}
+
+/* Install what tunnel t lacks (GAP_*), inbound SA first: nothing is sent
+ * before the peer's answers can be taken. */
+static int fill_gaps(struct dp_client *dp, const struct cfg_tunnel *t, unsigned gaps,
+		     bool verbose, struct seqstate *seq)
 {
 	struct dpvpn_policy pol = tunnel_policy(t);
 	char what[80];
 
+	if ((gaps & GAP_IN) && install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq))
+		return -1;
+	if ((gaps & GAP_OUT) && install_sa(dp, t, &t->out, DPVPN_DIR_OUT, verbose, seq))
+		return -1;
+	if (!(gaps & GAP_POLICY))
+		return 0;
+	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
+	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
+}
+
+/* What a tunnel the config did not change had lost in the dataplane. */
+static void log_repair(const struct cfg_tunnel *t, unsigned gaps)
+{
+	bool in = gaps & GAP_IN, out = gaps & GAP_OUT, pol = (gaps & GAP_POLICY) && !out;
+
+	fprintf(stderr, "dpvpnd: tunnel %s: repaired: the dataplane lacked%s%s%s (or held it "
+		"otherwise): installed again%s\n", t->name, in ? " its inbound SA" : "",
+		out ? (in ? ", its outbound SA" : " its outbound SA") : "",
+		pol ? (in ? ", its policy" : " its policy") : "",
+		out ? " (its sequence numbers continue above those reserved)" : "");
+}
+
+static int install_tunnel(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
+			  struct seqstate *seq)
+{
 	if (!dpvpn_alg_get(t->alg)->encrypts)
 		fprintf(stderr, "dpvpnd: WARNING: tunnel %s uses %s: its traffic is NOT "
 			"encrypted (integrity only, RFC 2410)\n", t->name, cfg_alg_name(t->alg));
-	if (inst_tunnel_sas(dp, t, verbose, seq))
-		return -1;
-	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
-	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
+	return fill_gaps(dp, t, GAP_ALL, verbose, seq);
 }
 
 /* keying = ike tunnels are installed by dpvpnd's IKE (ikd.c) once negotiated. */
@@ -526,135 +746,229 @@ int inst_reload_check(const struct cfg *cur, const struct cfg *next, char *msg, 
 	return 0;
 }
 
-int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
-		bool verbose, char *msg, size_t len)
-{
-	size_t added = 0, removed = 0, changed = 0, tables = 0;
+/* ---- what a reload did, tunnel by tunnel ---- */
 
-	if (inst_reload_check(cur, next, msg, len) != 0)
-		return -1;
-	inst_fingerprint(next);
-	/* removed and changed tunnels go first (deleting an outbound SA removes its
-	 * policy in the dataplane), then new and changed ones are installed */
+const char *const inst_fate_names[INST_FATES] = {
+	[INST_ADDED] = "added", [INST_REMOVED] = "removed", [INST_CHANGED] = "changed",
+	[INST_REPAIRED] = "repaired", [INST_UNCHANGED] = "unchanged",
+};
+
+void inst_report_clear(struct inst_report *r)
+{
+	free(r->name);
+	free(r->fate);
+	*r = (struct inst_report){ 0 };
+}
+
+/* Counted always; named unless memory ran out (the list is then short). */
+static void report(struct inst_report *r, const char *name, enum inst_fate f)
+{
+	r->count[f]++;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		char (*n)[DPVPN_NAME_LEN] = realloc(r->name, cap * sizeof(*n));
+		uint8_t *fate = n ? realloc(r->fate, cap) : NULL;
+
+		if (n != NULL)
+			r->name = n;
+		if (fate == NULL)
+			return;
+		r->fate = fate;
+		r->cap = cap;
+	}
+	snprintf(r->name[r->n], sizeof(r->name[r->n]), "%s", name);
+	r->fate[r->n++] = (uint8_t)f;
+}
+
+/* ---- live reload: remove, repair, install ---- */
+
+/* Removed and changed tunnels go first (deleting an outbound SA removes its
+ * policy in the dataplane); then what unchanged ones lost is found. */
+static int reload_remove(struct dp_client *dp, const struct cfg *cur, const struct cfg *next,
+			 struct held *h, unsigned *gaps, bool verbose, struct inst_report *rep)
+{
 	for (size_t i = 0; i < cur->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cur->tunnels[i], *n = inst_find_tunnel(next, t->name);
 
-		if ((n && inst_tunnel_same(t, n)) || t->ike.on)	/* IKE's: ikd.c */
+		if (n && inst_tunnel_same(t, n))
+			continue;
+		report(rep, t->name, n ? INST_CHANGED : INST_REMOVED);
+		if (t->ike.on)	/* IKE's: ikd.c */
 			continue;
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose) ||
 		    del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
-			goto failed;
-		n ? changed++ : removed++;
+			return -1;
 	}
-	if (reload_tables(dp, cur, next, &tables, verbose))
-		goto failed;
-	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
-		goto failed;
 	for (size_t i = 0; i < next->n_tunnels; i++) {
 		const struct cfg_tunnel *n = next->tunnels[i], *t = inst_find_tunnel(cur, n->name);
 
-		if ((t && inst_tunnel_same(t, n)) || n->ike.on)
-			continue;
-		if (install_tunnel(dp, n, verbose, seq))
-			goto failed;
-		added += t == NULL;
+		if (t && inst_tunnel_same(t, n) && !n->ike.on &&
+		    tunnel_gaps(dp, n, h, verbose, &gaps[i]))
+			return -1;
 	}
-	if (call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
+	return 0;
+}
+
+/* New and changed tunnels, and what unchanged ones lost (in the caller's batch). */
+static int reload_install(struct dp_client *dp, const struct cfg *cur, const struct cfg *next,
+			  const unsigned *gaps, bool verbose, struct seqstate *seq,
+			  struct inst_report *rep)
+{
+	for (size_t i = 0; i < next->n_tunnels; i++) {
+		const struct cfg_tunnel *n = next->tunnels[i], *t = inst_find_tunnel(cur, n->name);
+
+		if (t && inst_tunnel_same(t, n)) {
+			if (gaps[i] == 0) {
+				report(rep, n->name, INST_UNCHANGED);
+				continue;
+			}
+			log_repair(n, gaps[i]);
+			if (fill_gaps(dp, n, gaps[i], verbose, seq))
+				return -1;
+			report(rep, n->name, INST_REPAIRED);
+			continue;
+		}
+		if (t == NULL)
+			report(rep, n->name, INST_ADDED);
+		if (!n->ike.on && install_tunnel(dp, n, verbose, seq))
+			return -1;
+	}
+	return 0;
+}
+
+int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
+		bool verbose, char *msg, size_t len, struct inst_report *rep)
+{
+	unsigned *gaps = calloc(next->n_tunnels + 1, sizeof(*gaps));
+	struct held h = { 0 };
+	size_t tables = 0;
+	const size_t *c = rep->count;
+
+	if (inst_reload_check(cur, next, msg, len) != 0)
+		goto refused;
+	inst_fingerprint(next);
+	if (gaps == NULL || held_load(dp, &h) != 0) {
+		snprintf(msg, len, "reload refused, nothing changed: the dataplane's SAs and "
+			 "policies could not be read (%s)", gaps ? dp->err : "out of memory");
+		goto refused;
+	}
+	if (reload_remove(dp, cur, next, &h, gaps, verbose, rep) ||
+	    reload_tables(dp, cur, next, &tables, verbose) ||
+	    call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0) ||
+	    reload_install(dp, cur, next, gaps, verbose, seq, rep) ||
+	    call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		goto failed;
+	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged, "
+		 "%zu repaired; %zu port, neighbour and route changes", c[INST_ADDED],
+		 c[INST_REMOVED], c[INST_CHANGED], c[INST_UNCHANGED], c[INST_REPAIRED], tables);
 	cfg_wipe_keys(next);
-	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged; "
-		 "%zu port, neighbour and route changes", added, removed, changed,
-		 next->n_tunnels - added - changed, tables);
+	held_free(&h);
+	free(gaps);
 	return 0;
 failed:
-	cfg_wipe_keys(next);
 	snprintf(msg, len, "reload failed half-way (%s): the dataplane has part of the new "
 		 "config; fix it and reload again", dp->err);
+refused:
+	cfg_wipe_keys(next);
+	held_free(&h);
+	free(gaps);
 	return -1;
+}
+
+/* Mark in keep the SAs of cfg's static tunnels that are as configured. */
+static void mark_wanted(const struct cfg *cfg, const struct held *h, bool *keep)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *t = cfg->tunnels[i];
+		long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT);
+		long in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
+
+		if (t->ike.on)	/* negotiated anew: what an earlier dpvpnd installed goes */
+			continue;
+		if (out >= 0 && sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
+			keep[out] = true;
+		if (in >= 0 && sa_as_configured(&h->sa[in], t, DPVPN_DIR_IN))
+			keep[in] = true;
+	}
 }
 
 /*
  * dpvpnd started against a dataplane that is already forwarding: keep every
- * tunnel whose two SAs are there as configured (name, SPIs, cipher: keys
- * cannot be read back), install the configured tunnels that are missing or
- * differ, remove SAs the config does not have.  Nothing that matches is touched.
+ * SA and policy that is as configured (all that can be read back: keys
+ * cannot), remove the SAs the config does not have (or has otherwise),
+ * install what is missing: whole tunnels, or the part a tunnel lost (an
+ * outbound SA installed again continues above its reservations).
  */
 int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, bool verbose,
 		   char *msg, size_t len)
 {
-	struct dpvpn_sa_info *sa;
-	uint32_t n;
-	size_t kept = 0, added = 0, removed = 0;
-	bool *used;
+	unsigned *gaps = calloc(cfg->n_tunnels + 1, sizeof(*gaps));
+	size_t kept = 0, added = 0, repaired = 0, removed = 0;
+	struct held h = { 0 };
+	bool *keep = NULL;
 
-	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n)) {
-		snprintf(msg, len, "reconcile: %s", dp->err);
+	if (gaps == NULL || held_load(dp, &h)) {
+		snprintf(msg, len, "reconcile: %s", gaps ? dp->err : "out of memory");
+		free(gaps);
 		cfg_wipe_keys(cfg);
 		return -1;
 	}
-	used = calloc(n + 1, sizeof(*used));
-	if (used == NULL)
+	keep = calloc(h.n_sa + 1, sizeof(*keep));
+	if (keep == NULL) {
+		snprintf(dp->err, sizeof(dp->err), "out of memory");
 		goto failed;
-	for (size_t i = 0; i < cfg->n_tunnels; i++) {
-		const struct cfg_tunnel *t = cfg->tunnels[i];
-		int out = -1, in = -1;
-
-		if (t->ike.on)	/* negotiated anew: what an earlier dpvpnd installed goes */
-			continue;
-		for (uint32_t k = 0; k < n; k++) {
-			bool named = strncmp(sa[k].name, t->name, DPVPN_NAME_LEN) == 0 &&
-				     sa[k].alg == t->alg;
-
-			if (named && sa[k].dir == DPVPN_DIR_OUT && ntohl(sa[k].spi) == t->out.spi)
-				out = (int)k;
-			if (named && sa[k].dir == DPVPN_DIR_IN && ntohl(sa[k].spi) == t->in.spi)
-				in = (int)k;
-		}
-		if (out >= 0 && in >= 0) {
-			used[out] = used[in] = true;
-			kept++;
-		}
 	}
 	/* what the config does not have (or has otherwise) goes first */
-	for (uint32_t k = 0; k < n; k++) {
-		struct dpvpn_sa_id id = { .spi = sa[k].spi, .dir = sa[k].dir };
+	mark_wanted(cfg, &h, keep);
+	for (uint32_t k = 0; k < h.n_sa; k++) {
+		struct dpvpn_sa_id id = { .spi = h.sa[k].spi, .dir = h.sa[k].dir };
 
-		if (used[k])
+		if (keep[k])
 			continue;
 		if (call(dp, verbose, "stale SA removal", DPVPN_MSG_SA_DEL, &id, sizeof(id)))
 			goto failed;
+		h.gone[k] = 1;
 		removed++;
 	}
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		if (!cfg->tunnels[i]->ike.on &&	/* IKE's: negotiated anew */
+		    tunnel_gaps(dp, cfg->tunnels[i], &h, verbose, &gaps[i]))
+			goto failed;
 	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		goto failed;
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cfg->tunnels[i];
-		bool have = false;
 
 		if (t->ike.on)
 			continue;
-		for (uint32_t k = 0; k < n && !have; k++)
-			have = used[k] && sa[k].dir == DPVPN_DIR_OUT &&
-			       ntohl(sa[k].spi) == t->out.spi;
-		if (have)
+		if (gaps[i] == 0) {
+			kept++;
 			continue;
-		if (install_tunnel(dp, t, verbose, seq))
+		}
+		if (gaps[i] != GAP_ALL)
+			log_repair(t, gaps[i]);
+		if (gaps[i] == GAP_ALL ? install_tunnel(dp, t, verbose, seq) :
+		    fill_gaps(dp, t, gaps[i], verbose, seq))
 			goto failed;
-		added++;
+		gaps[i] == GAP_ALL ? added++ : repaired++;
 	}
 	if (call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0))
 		goto failed;
 	snprintf(msg, len, "dataplane already forwarding: %zu tunnels kept, %zu installed, "
 		 "%zu stale SAs removed", kept, added, removed);
-	free(used);
-	free(sa);
+	if (repaired)	/* (each named in its own line above) */
+		snprintf(msg + strlen(msg), len - strlen(msg), ", %zu repaired", repaired);
+	free(keep);
+	free(gaps);
+	held_free(&h);
 	inst_fingerprint(cfg);
 	cfg_wipe_keys(cfg);
 	return 0;
 failed:
 	snprintf(msg, len, "reconcile failed: %s", dp->err);
-	free(used);
-	free(sa);
+	free(keep);
+	free(gaps);
+	held_free(&h);
 	cfg_wipe_keys(cfg);
 	return -1;
 }

@@ -23,8 +23,10 @@ struct seqstate;
 /* seq: where outbound sequence reservations are kept (NULL: no limits). */
 int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstate *seq);
 /*
- * dpvpnd (re)started against a dataplane already forwarding: keep what matches
- * the config (names, SPIs, cipher), install what is missing, remove the rest.
+ * dpvpnd (re)started against a dataplane already forwarding: keep what is as
+ * configured (name, SPIs, cipher, addresses, selectors, options: keys cannot
+ * be read back), remove the SAs the config does not have, install what is
+ * missing: whole tunnels, or the SA or policy a tunnel lost.
  */
 int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, bool verbose,
 		   char *msg, size_t len);
@@ -51,13 +53,35 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b);
 /* Whether a reload from cur to next can be applied (inst_reload's first check):
  * 0, or -1 with why in msg. */
 int inst_reload_check(const struct cfg *cur, const struct cfg *next, char *msg, size_t len);
+/* What a reload did to each tunnel of the old and the new config, by name. */
+enum inst_fate {
+	INST_ADDED,	/* new in the config, or brought up */
+	INST_REMOVED,	/* gone from the config, or taken down */
+	INST_CHANGED,	/* changed in the config: installed anew */
+	INST_REPAIRED,	/* unchanged, but the dataplane had lost (part of) it */
+	INST_UNCHANGED,	/* unchanged and whole in the dataplane: not touched */
+	INST_FATES
+};
+extern const char *const inst_fate_names[INST_FATES];	/* "added", ... */
+struct inst_report {
+	size_t count[INST_FATES];
+	size_t n, cap;		/* named in name[i] with fate[i] (enum inst_fate) */
+	char (*name)[DPVPN_NAME_LEN];
+	uint8_t *fate;
+};
+void inst_report_clear(struct inst_report *r);	/* freed and zeroed */
+
 /*
  * Live reload: apply what differs between the running cur and next (tunnels
- * added, removed or changed; unchanged ones are not touched).  Other
- * sections must be the same.  next's keys are wiped; msg says what was done
- * or why not.  On success the caller replaces cur by next.
+ * added, removed or changed; unchanged ones are not touched), and repair
+ * what the dataplane lost behind dpvpnd's back: an unchanged static tunnel
+ * whose SA or policy is missing there, or differs, gets that part installed
+ * again (outbound sequence numbers continue above the reservations, as after
+ * a restart).  Other sections must be the same.  next's keys are wiped; msg
+ * says what was done or why not; rep (cleared by the caller) gets every
+ * tunnel's fate.  On success the caller replaces cur by next.
  */
 int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct seqstate *seq,
-		bool verbose, char *msg, size_t len);
+		bool verbose, char *msg, size_t len, struct inst_report *rep);
 
 #endif /* DPVPN_CONTROL_INSTALL_H */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dpvpn_proto.h"
+#include "lock.h"
 #include "seqstate.h"
 
 #define SEQ_MAX_ENTRIES	65536
@@ -22,10 +23,28 @@ struct seq_entry {
 
 struct seqstate {
 	uint64_t block;
+	int lock_fd;		/* PATH.lock, held while open (lock.h) */
 	char path[4096];
 	struct seq_entry *e;
 	size_t n;
 };
+
+/* PATH.lock: no other dpvpnd reserves from this file while we do. */
+static int
+take_lock(const char *path, char *err, size_t len)
+{
+	char lock[4096 + 8], why[4200];
+	int fd;
+
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	fd = lock_take(lock, why, sizeof(why));
+	if (fd < 0 && errno == EWOULDBLOCK)
+		snprintf(err, len, "%s: another dpvpnd reserves sequence numbers from %s: "
+			 "two would hand out the same ones", why, path);
+	else if (fd < 0)
+		snprintf(err, len, "%s", why);
+	return fd;
+}
 
 struct seqstate *
 seq_open(const char *path, char *err, size_t len)
@@ -42,10 +61,15 @@ seq_open(const char *path, char *err, size_t len)
 	}
 	strcpy(s->path, path);
 	s->block = SEQ_BLOCK;
+	s->lock_fd = take_lock(path, err, len);
+	if (s->lock_fd < 0) {
+		free(s);
+		return NULL;
+	}
 	s->e = calloc(SEQ_MAX_ENTRIES, sizeof(*s->e));
 	if (s->e == NULL) {
 		snprintf(err, len, "%s", strerror(ENOMEM));
-		free(s);
+		seq_close(s);
 		return NULL;
 	}
 	f = fopen(path, "re");
@@ -83,6 +107,7 @@ seq_close(struct seqstate *s)
 {
 	if (s == NULL)
 		return;
+	close(s->lock_fd);
 	free(s->e);
 	free(s);
 }

@@ -7,7 +7,8 @@
  * the directory) before the dataplane may use any number below it; after a
  * restart an SA continues above the last limit written.  Numbers reserved
  * but not used are lost, never reused.  The file is text, one line per
- * outbound SA: "NAME SPI LIMIT", mode 0600.
+ * outbound SA: "NAME SPI LIMIT", mode 0600.  One dpvpnd at a time: two
+ * reserving from one file would hand out the same numbers.
  */
 #ifndef DPVPN_SEQSTATE_H
 #define DPVPN_SEQSTATE_H
@@ -20,7 +21,11 @@
 
 struct seqstate;
 
-/* Load path (a missing file is an empty state); NULL and a message on error. */
+/*
+ * Lock PATH.lock (lock.h: refused while another dpvpnd holds it), then load
+ * path (a missing file is an empty state); NULL and a message on error.
+ * The lock is held until seq_close.
+ */
 struct seqstate *seq_open(const char *path, char *err, size_t len);
 void seq_close(struct seqstate *s);
 /* Numbers per reservation (default SEQ_BLOCK). */

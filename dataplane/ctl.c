@@ -39,6 +39,8 @@
 static int listen_fd = -1;
 static int clients[CTL_MAX_CLIENTS];
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static dev_t sock_dev;		/* the socket file this process bound */
+static ino_t sock_ino;
 static struct crypto_mgr *ctl_mb;
 static uint8_t rxbuf[DPVPN_MSG_MAX + 1];
 static uint8_t txbuf[DPVPN_MSG_MAX];
@@ -814,11 +816,84 @@ accept_client(void)
 	close(fd);
 }
 
+/*
+ * Whether another process listens on path.  A socket file nobody listens on
+ * (connect: ECONNREFUSED) is what a dataplane that died left: free.  One that
+ * answers is another dataplane's, found by its SO_PEERCRED (the listener's
+ * pid, given to any client that connects): never replaced, or it could no
+ * longer be managed.
+ */
+int
+ctl_check(const char *path, char *why, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr = { 0 };
+	socklen_t cl = sizeof(cr);
+	struct stat st;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, len, "%s: path longer than %zu bytes", path, sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (lstat(path, &st) != 0) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(why, len, "%s: exists and is not a socket: not replaced", path);
+		return -ENOTSOCK;
+	}
+	memcpy(sa.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : -errno;
+	if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0)
+		cr.pid = 0;
+	close(fd);
+	if (rc == -ECONNREFUSED || rc == -ENOENT)
+		return 0;	/* stale (or gone meanwhile) */
+	if (rc == 0 && cr.pid > 0) {
+		snprintf(why, len, "%s: socket in use by pid %d (a dataplane serves it): not "
+			 "starting", path, (int)cr.pid);
+		return -EADDRINUSE;
+	}
+	if (rc == 0 || rc == -EAGAIN) {	/* EAGAIN: a listener with a full backlog */
+		snprintf(why, len, "%s: socket in use by another process: not starting", path);
+		return -EADDRINUSE;
+	}
+	snprintf(why, len, "%s: cannot tell whether a dataplane serves it (connect: %s): "
+		 "not replaced", path, strerror(-rc));
+	return rc;
+}
+
+/* Bind path; a stale socket file (ctl_check) is replaced, a live one never. */
+static int
+bind_path(const struct sockaddr_un *sa)
+{
+	char why[CTL_ERR_LEN];
+	mode_t old = umask(077);	/* created 0600: only the owner may connect */
+	int rc = bind(listen_fd, (const struct sockaddr *)sa, sizeof(*sa));
+
+	if (rc != 0 && errno == EADDRINUSE) {
+		if (ctl_check(sa->sun_path, why, sizeof(why)) == 0 &&
+		    (unlink(sa->sun_path) == 0 || errno == ENOENT))
+			rc = bind(listen_fd, (const struct sockaddr *)sa, sizeof(*sa));
+		else
+			errno = EADDRINUSE;
+	}
+	umask(old);
+	return rc;
+}
+
 int
 ctl_open(const char *path, struct crypto_mgr *mgr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	mode_t old;
+	struct stat st;
 	int rc;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -831,16 +906,15 @@ ctl_open(const char *path, struct crypto_mgr *mgr)
 	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0)
 		return -errno;
-	unlink(path);	/* a stale socket of an earlier run */
-	old = umask(077);	/* created 0600: only the owner may connect */
-	rc = bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (rc != 0 || chmod(path, 0600) != 0 || listen(listen_fd, CTL_MAX_CLIENTS) != 0) {
+	if (bind_path(&sa) != 0 || chmod(path, 0600) != 0 || lstat(path, &st) != 0 ||
+	    listen(listen_fd, CTL_MAX_CLIENTS) != 0) {
 		rc = -errno;
 		close(listen_fd);
 		listen_fd = -1;
 		return rc;
 	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
 	return 0;
 }
 
@@ -872,8 +946,12 @@ ctl_close(void)
 			close(clients[i]);
 		}
 	if (listen_fd >= 0) {
+		struct stat st;
+
 		close(listen_fd);
-		unlink(sock_path);
+		/* only the socket this process made: never one that replaced it */
+		if (lstat(sock_path, &st) == 0 && st.st_dev == sock_dev && st.st_ino == sock_ino)
+			unlink(sock_path);
 	}
 	listen_fd = -1;
 }

@@ -3,8 +3,18 @@
 #ifndef CTL_H
 #define CTL_H
 
+#include <stddef.h>
+
 #include "crypto.h"
 
+/*
+ * 0 if path is free for this dataplane's socket: no file, or a socket file
+ * no process listens on (left by one that died; ctl_open replaces it).  Else
+ * -errno and why: e.g. -EADDRINUSE, "PATH: socket in use by pid N ...".
+ */
+int ctl_check(const char *path, char *why, size_t len);
+/* Listen on path (0600); the socket is removed by ctl_close, unless another
+ * process has replaced it by then. */
 int ctl_open(const char *path, struct crypto_mgr *mgr);
 /* Wait up to timeout_ms for requests and answer them. */
 void ctl_poll(int timeout_ms);

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
@@ -448,6 +450,65 @@ early_option(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Our options are those after "--" (EAL's come before it): checked, and the
+ * socket with them, before EAL probes any device, so that a dataplane that
+ * is refused touches no port another one may be driving.
+ */
+static int
+early_args(int argc, char **argv)
+{
+	char why[256];
+	int sep = 1;
+
+	while (sep < argc && strcmp(argv[sep], "--") != 0)
+		sep++;
+	if (parse_args(argc - sep, argv + sep) != 0) {	/* argv[sep] stands for argv[0] */
+		usage(stderr, "dpvpn-dataplane");
+		return 2;
+	}
+	optind = 1;	/* getopt again, for EAL */
+	if (ctl_check(socket_path, why, sizeof(why)) != 0) {
+		fprintf(stderr, "dpvpn-dataplane: %s\n", why);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Every device given (--vdev, -a) must have become a port: a driver that
+ * refuses one (an af_packet iface that does not exist, say) only logs it,
+ * and EAL goes on with the others, their port ids shifted, so that dpvpnd's
+ * config would meet the wrong ports.  Named here, and the dataplane stops.
+ */
+static int
+check_devices(void)
+{
+	const struct rte_devargs *da;
+	int missing = 0;
+
+	RTE_EAL_DEVARGS_FOREACH(NULL, da) {
+		struct rte_eth_dev_info info;
+		bool found = false;
+		uint16_t p;
+
+		if (da->type == RTE_DEVTYPE_BLOCKED)
+			continue;
+		RTE_ETH_FOREACH_DEV(p)
+			found |= rte_eth_dev_info_get(p, &info) == 0 && info.device != NULL &&
+				 (rte_dev_devargs(info.device) == da ||
+				  strcmp(rte_dev_name(info.device), da->name) == 0);
+		if (found)
+			continue;
+		fprintf(stderr, "dpvpn-dataplane: device %s (%s %s%s%s) did not become a port: "
+			"its driver refused it (see above), or it is no network device\n",
+			da->name, da->type == RTE_DEVTYPE_VIRTUAL ? "--vdev" : "-a", da->name,
+			da->args != NULL && da->args[0] ? "," : "", da->args ? da->args : "");
+		missing++;
+	}
+	return missing ? -ENODEV : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -456,17 +517,17 @@ main(int argc, char **argv)
 
 	if (early_option(argc, argv))
 		return 0;
+	rc = early_args(argc, argv);
+	if (rc != 0)
+		return rc;
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "dpvpn-dataplane: EAL: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
-	argc -= n;
-	argv += n;
-	if (parse_args(argc, argv) != 0) {
-		usage(stderr, "dpvpn-dataplane");
+	if (check_devices() != 0) {
 		rte_eal_cleanup();
-		return 2;
+		return 1;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
