@@ -66,6 +66,7 @@ static struct {
 	int wide;	/* -w: every column, nothing cut */
 	int numeric;	/* -n: raw numbers */
 	int all;	/* --all: show counters lists reasons at 0 too */
+	int json;	/* --json: the result object as dpvpnd sent it */
 } opt;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -836,11 +837,22 @@ static json_t *request_show(const char *path, const char *req_text)
 }
 
 /* A change request: dpvpnd's message printed (or its error, and exit). */
+/* Print a result: as JSON with --json, else through print. */
+static void print_result(json_t *result, print_fn print)
+{
+	if (!opt.json) {
+		print(result);
+		return;
+	}
+	json_dumpf(result, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
 static int send_change(const char *path, json_t *req)
 {
 	json_t *reply = request_obj(path, req);
 
-	print_reload(result_of(reply));
+	print_result(result_of(reply), print_reload);
 	json_decref(reply);
 	return 0;
 }
@@ -1020,7 +1032,7 @@ int main(int argc, char **argv)
 	};
 	const char *path = CTL_DEFAULT_SOCKET;
 	const struct command *cmd;
-	int c, json = 0;
+	int c;
 	json_t *reply;
 
 	if (argc > 1 && !strcmp(argv[1], "genkey"))	/* no dpvpnd needed: control/genkey.c */
@@ -1028,7 +1040,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:hwna", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
-		case 'j': json = 1; break;
+		case 'j': opt.json = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("dpvpnctl %s\n", DPVPN_VERSION_LONG); return 0;
 		case 'w': opt.wide = 1; break;
@@ -1112,12 +1124,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	reply = request_show(path, cmd->request);
-	if (json)
-		json_dumpf(result_of(reply), stdout, JSON_INDENT(2));
-	if (json)
-		putchar('\n');
-	else
-		cmd->print(result_of(reply));
+	print_result(result_of(reply), cmd->print);
 	json_decref(reply);
 	return 0;
 }
