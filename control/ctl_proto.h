@@ -148,6 +148,9 @@
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
  *                      "ike_rekeys":N}, ...],   (state also "rekeyed": replaced)
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
+ *                       "late_responses":N,  (answers to requests of ours that
+ *                       were answered already: a retransmission crossed the
+ *                       first answer; ignored, no error)
  *                       "half_open_expired":N,"rejected":{"malformed":N, ...}},
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)

@@ -797,11 +797,12 @@ json_t *ikd_show(char *err, size_t err_len)
 	for (int r = 0; r < IKE_REJ_COUNT; r++)
 		json_object_set_new(rej, ike_reject_name((enum ike_reject)r),
 				    json_integer((json_int_t)s->reject[r]));
-	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:o},s:{s:b,s:I,s:I,s:I}}",
+	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o},s:{s:b,s:I,s:I,s:I}}",
 			 "sas", sas,
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
 			 "resent_responses", (json_int_t)s->resent_responses,
+			 "late_responses", (json_int_t)s->late_responses,
 			 "half_open_expired", (json_int_t)s->half_open_expired, "rejected", rej,
 			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
 			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);

@@ -2544,6 +2544,13 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	int rc;
 
 	if (sa->req_kind == REQ_NONE || h->msg_id != sa->req_id) {
+		/* The answer to an earlier request of ours, already answered: our
+		 * retransmission crossed the first answer (RFC 7296 2.1).  Ignored,
+		 * as strongSwan ignores it, and no error: nothing is read from it. */
+		if (h->msg_id < (sa->req_kind == REQ_NONE ? sa->next_req_id : sa->req_id)) {
+			ctx->stats.late_responses++;
+			return 0;
+		}
 		snprintf(err, sizeof(err), "ike.message_id: %u, no such request outstanding",
 			 (unsigned)h->msg_id);
 		return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, err);
