@@ -195,6 +195,9 @@ def test_reload_and_tunnel_answers_name_tunnels(net):
     assert re.search(r"^\s+unchanged\s+to-b$", text, re.M), text
     text = net.a.ctl_text("tunnel", "to-b6", "up")
     assert text.startswith("tunnel to-b6 up: already up;"), text
+    # dpvpnctl --json gives the result object of changes too (it printed text)
+    res = net.a.ctl("reload")
+    assert names(res)["unchanged"] == {"to-b", "to-b6"}, res
     both_tunnels_pass(net)
 
 
