@@ -837,8 +837,10 @@ ctl_check(const char *path, char *why, size_t len)
 		return -ENAMETOOLONG;
 	}
 	if (lstat(path, &st) != 0) {
-		snprintf(why, len, "%s: %s", path, strerror(errno));
-		return errno == ENOENT ? 0 : -errno;
+		int e = errno;	/* snprintf may change errno */
+
+		snprintf(why, len, "%s: %s", path, strerror(e));
+		return e == ENOENT ? 0 : -e;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
 		snprintf(why, len, "%s: exists and is not a socket: not replaced", path);
@@ -868,6 +870,26 @@ ctl_check(const char *path, char *why, size_t len)
 	snprintf(why, len, "%s: cannot tell whether a dataplane serves it (connect: %s): "
 		 "not replaced", path, strerror(-rc));
 	return rc;
+}
+
+/*
+ * mkdir -p the socket's directory: what is missing is made 0700 (only root,
+ * whom the socket admits anyway, looks inside); directories that exist are
+ * left as they are.
+ */
+static int
+make_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *s = dir + 1; (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	return 0;
 }
 
 /* Bind path; a stale socket file (ctl_check) is replaced, a live one never. */
@@ -903,6 +925,9 @@ ctl_open(const char *path, struct crypto_mgr *mgr)
 	ctl_mb = mgr;
 	snprintf(sock_path, sizeof(sock_path), "%s", path);
 	memcpy(sa.sun_path, path, strlen(path));
+	rc = make_parent(path);
+	if (rc != 0)
+		return rc;
 	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0)
 		return -errno;

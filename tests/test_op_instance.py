@@ -245,6 +245,22 @@ def test_stale_socket_replaced(tmp_path):
     assert not os.path.exists(sock)
 
 
+def test_socket_directory_made(tmp_path):
+    """A socket in a directory that does not exist yet (README's "Running it
+    by hand": /run/dpvpn/lab-a/): the dataplane makes it, 0700, and starts.
+    The in-use check must not take the missing directory for an error."""
+    sock = str(tmp_path / "run" / "lab-a" / "dp.sock")
+    dp = lab.Proc("mkdir-dataplane", dataplane_argv("mkdir", sock, "net_null0"), str(tmp_path))
+    try:
+        lab.wait_for(lambda: "ready" in dp.output() or not dp.alive(), 30, "the dataplane")
+        assert dp.alive(), dp.output()
+        assert os.stat(os.path.dirname(sock)).st_mode & 0o777 == 0o700
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+            c.connect(sock)
+    finally:
+        assert dp.stop() == 0
+
+
 # ---- defect 3: a device that failed to probe ----
 
 @pytest.mark.parametrize("vdevs", [("net_null0", "net_af_packet1,iface=dpvpn-nosuch0"),
