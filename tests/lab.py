@@ -129,9 +129,18 @@ class Gateway:
     def start(self, timeout=30):
         """Start the dataplane, then dpvpnd; returns once dpvpnd installed all."""
         self.start_dataplane(timeout)
+        self.start_dpvpnd(timeout)
+
+    def start_dpvpnd(self, timeout=30, wait=True):
+        """wait=False: return at once (perf/dpbench.py watches the dataplane
+        from the first packet on); wait_dpvpnd() then checks it came up."""
         self.dpvpnd = Proc(self.name + "-dpvpnd",
                            [DPVPND, "-c", self.config, "-D", self.dp_sock,
                             "-s", self.ctl_sock], self.dir)
+        if wait:
+            self.wait_dpvpnd(timeout)
+
+    def wait_dpvpnd(self, timeout=30):
         wait_for(lambda: "ready" in self.dpvpnd.output() or not self.dpvpnd.alive(),
                  timeout, f"{self.name} dpvpnd ready")
         if not self.dpvpnd.alive():
