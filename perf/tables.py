@@ -15,19 +15,32 @@ import sys
 SIZES = [64, 512, 1420, 9000]
 
 
+def pct(x):
+    return f"{x * 100:.0f} %" if x is not None else "–"
+
+
 def headline(doc):
     print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
-    print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s "
-          "| efficiency | cycles/pkt |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s (engine) "
+          "| efficiency | net of harness | cycles/pkt | harness cycles/pkt |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in doc["rows"]:
-        line = (f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
+        d = r["direction"] + (" (anti-replay)" if r.get("anti_replay") else "")
+        line = (f"| {r['cipher']} | {d} | {r['size']} | {r['workers']} | "
                 f"{r.get('sas', 1)} | {r['mpps']:.2f} | {r['gbps']:.1f} | ")
         if r.get("ceiling_gbps") is None:       # two-gateway rows: no ceiling
-            print(line + "– | – | – |")
+            print(line + "– | – | – | – | – |")
             continue
-        print(line + f"{r['ceiling_gbps']:.1f} | "
-              f"{r['efficiency'] * 100:.0f} % | {r['cycles_per_packet']:.0f} |")
+        h = r.get("harness_cycles_per_packet")
+        print(line + f"{r['ceiling_gbps']:.1f} ({r.get('ceiling_engine', 'ipsec-mb-burst')}) | "
+              f"{pct(r['efficiency'])} | {pct(r.get('efficiency_net'))} | "
+              f"{r['cycles_per_packet']:.0f} | " + (f"{h:.0f} |" if h else "– |"))
+    disturbed = sum(r.get("disturbed_reps", 0) for r in doc["rows"])
+    discarded = sum(len(r.get("discarded", [])) for r in doc["rows"])
+    if disturbed or discarded:
+        print(f"\n{discarded} repetition(s) discarded and {disturbed} used although "
+              "disturbed (their worker waited for its CPU; `discarded` and `disturbed` "
+              "in the JSON).")
     two_gateways(doc)
     if doc.get("targets"):
         print("\n| target | value | met? |\n|---|---:|---|")
