@@ -3,6 +3,8 @@
 """tables.py: Markdown tables from perf/results/*.json, for the READMEs.
 
   tables.py quick.json      the headline rows and the targets
+  tables.py headline.json   per core: dpvpn next to OpenVPN, cores for 10 GbE (the
+                            README's first table), then the rows
   tables.py full.json       (or ciphers.json) crypto ceiling per cipher/size/engine, and the
                             FreeS/WAN-style "cycles per byte -> link capacity
                             per GHz" table (8 bits / cycles-per-byte)
@@ -46,6 +48,37 @@ def headline(doc):
         print("\n| target | value | met? |\n|---|---:|---|")
         for t in doc["targets"]:
             print(f"| {t['target']} | {t['value']:.3g} | {'met' if t['met'] else 'not met'} |")
+
+
+def per_core(doc):
+    """perf/run headline: the README's first table."""
+    h, o = doc["headline"], doc.get("openvpn") or {}
+    sizes = list(h)
+    print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
+    print("| per core (one CPU) | " + " | ".join(f"{s} B" for s in sizes) +
+          " | cores for 10 GbE line rate (" + " / ".join(f"{s} B" for s in sizes) + ") |")
+    print("|---|" + "---:|" * (len(sizes) + 1))
+    for d, what in (("encap", "dpvpn encap, one worker"),
+                    ("decap", "dpvpn decap (anti-replay on), one worker")):
+        cells = [f"{h[s][d]['gbps']:.1f} Gbit/s ({h[s][d]['mpps']:.2f} Mpps)" for s in sizes]
+        cores = " / ".join(f"{h[s][d]['cores_10g']:.2f}" for s in sizes)
+        print(f"| {what} | " + " | ".join(cells) + f" | {cores} |")
+    cells = [f"{h[s]['both_ends_gbps_per_cpu_s']:.2f}" for s in sizes]
+    cores = " / ".join(f"{h[s]['both_ends_cores_10g']:.1f}" for s in sizes)
+    print("| dpvpn, both ends: Gbit/s per CPU-second (encap + decap workers) | " +
+          " | ".join(cells) + f" | {cores} |")
+    if o.get("error"):
+        print(f"| OpenVPN: {o['error']} | " + " | ".join("" for _ in sizes) + " | |")
+    elif o:
+        cells = ["–" if s != "1420" else f"{o['gbps_per_cpu_s']:.2f} (TCP, ~1400-B packets)"
+                 for s in sizes]
+        cores = " / ".join("–" if s != "1420" else f"{o['cores_10g']:.1f}" for s in sizes)
+        print("| OpenVPN 2.6 AES-128-GCM, both ends: Gbit/s per CPU-second (its two "
+              "processes) | " + " | ".join(cells) + f" | {cores} |")
+        print(f"\nOpenVPN: {o['setting']}; {o['source']}.")
+    line = [f"{h[s]['line_rate_mpps']:.2f} Mpps at {s} B" for s in sizes]
+    print("10 GbE line rate: " + ", ".join(line) + " (packets counted as frames, plus "
+          "20 B of preamble and gap).")
 
 
 def two_gateways(doc):
@@ -132,6 +165,10 @@ def main():
         doc = json.load(f)
     if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key
         compare(doc)
+    elif doc.get("command") == "perf/run headline":
+        per_core(doc)
+        print()
+        headline(doc)
     elif doc.get("command") in ("perf/run full", "perf/run ciphers"):
         headline(doc)
         print()
