@@ -163,6 +163,8 @@ def secgw(doc):
 def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
+    if doc.get("note"):
+        print(f"**{doc['note']}**\n")
     if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key
         compare(doc)
     elif doc.get("command") == "perf/run headline":
