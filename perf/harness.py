@@ -44,10 +44,22 @@ def available():
     return os.access(TESTPMD, os.X_OK)
 
 
+def eal_extra():
+    """DPVPN_EAL_EXTRA without its -d PMD loads: testpmd is linked with the
+    drivers already, and loading one twice panics (perf/device-run)."""
+    out, words = [], os.environ.get("DPVPN_EAL_EXTRA", "").split()
+    while words:
+        w = words.pop(0)
+        if w == "-d" and words:
+            words.pop(0)
+        else:
+            out.append(w)
+    return out
+
+
 def argv(prefix, vdevs, cpu, mbufs):
     eal = ["--no-pci", *lab.eal_mem_args(), "--file-prefix", prefix,
-           "--lcores", f"0@0,1@{cpu}", "--log-level", "lib.eal:error",
-           *os.environ.get("DPVPN_EAL_EXTRA", "").split()]
+           "--lcores", f"0@0,1@{cpu}", "--log-level", "lib.eal:error", *eal_extra()]
     for v in vdevs:
         eal += ["--vdev", v]
     return [TESTPMD, *eal, "--", "-i", "--forward-mode=io", "--record-core-cycles",
