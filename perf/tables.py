@@ -21,8 +21,9 @@ def pct(x):
     return f"{x * 100:.0f} %" if x is not None else "–"
 
 
-def headline(doc):
-    print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
+def headline(doc, machine=True):
+    if machine:
+        print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
     print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s (engine) "
           "| efficiency | net of harness | cycles/pkt | harness cycles/pkt |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -170,7 +171,7 @@ def main():
     elif doc.get("command") == "perf/run headline":
         per_core(doc)
         print()
-        headline(doc)
+        headline(doc, machine=False)
     elif doc.get("command") in ("perf/run full", "perf/run ciphers"):
         headline(doc)
         print()
