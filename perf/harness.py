@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,7 @@ def run_case(cipher, direction, size, seconds=2.0, warmup=1.0, sas=1, anti_repla
     if n1 <= n0:
         raise RuntimeError(f"dpdk-testpmd forwarded nothing in the window (log {log})")
     use = probe.usage(th0, th1)
+    shutil.rmtree(d, ignore_errors=True)    # kept (with testpmd.log) when it failed
     return {"tool": "dpdk-testpmd io", "cipher": cipher, "direction": direction, "size": size,
             "capture_packets": infinite_n, "cycles_per_packet": (c1 - c0) / (n1 - n0),
             "mpps": (n1 - n0) / (t1 - t0) / 1e6, "seconds": t1 - t0, "cpu": cpu,
