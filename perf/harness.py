@@ -104,6 +104,7 @@ def run_case(cipher, direction, size, seconds=2.0, warmup=1.0, sas=1, anti_repla
         if p.poll() is None:
             p.kill()
             p.wait(5)
+        shutil.rmtree(os.path.join(probe.RUN_DIR, prefix), ignore_errors=True)
     shows = [tuple(map(int, m)) for m in CYCLES.findall(read(log))]
     if len(shows) < 2:
         raise RuntimeError(f"dpdk-testpmd: no cycle counts in its output:\n{read(log)[-3000:]}")
