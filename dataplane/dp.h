@@ -65,6 +65,27 @@ struct dp_port {
 	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
 };
 
+/*
+ * What a stage hands back to the poll loop besides the burst it returns:
+ * packets it made or kept aside (ICMP errors, fragments, replies), which
+ * worker.c routes and sends after the burst, in this order; or, for packets
+ * that go into a tunnel (dp_out of esp_decap_burst), encrypts first.  Stages
+ * never transmit: only the poll loop does.  Room for every packet of a burst
+ * cut into the most fragments one packet may become (pmtu.h).
+ */
+#define DP_OUT_MAX	(DP_BURST * 32)
+
+struct dp_out {
+	uint16_t n;
+	struct rte_mbuf *pkts[DP_OUT_MAX];
+};
+
+static inline void
+dp_out_add(struct dp_out *o, struct rte_mbuf *m)
+{
+	o->pkts[o->n++] = m;	/* the room is there: see DP_OUT_MAX */
+}
+
 /* A next hop to resolve (worker -> main lcore): ARP or Neighbour Discovery. */
 struct dp_resolve_req {
 	uint16_t port;

@@ -43,11 +43,24 @@ void esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint
  */
 void esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq);
 
-/* port: the inside port the packets came in on (ICMP errors come from its address). */
+/*
+ * port: the inside port the packets came in on (ICMP errors come from its
+ * address).  Returns the ESP packets to send, at the front of pkts[]; ICMP
+ * errors (too big, TTL expired) go to out, to be sent after them.  When
+ * fragments are involved the whole burst goes to out, in order, and 0 is
+ * returned.
+ */
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-			 struct rte_mbuf **pkts, uint16_t n);
-/* port: the outside port the packets came in on (its address is checked). */
+			 struct rte_mbuf **pkts, uint16_t n, struct dp_out *out);
+/*
+ * port: the outside port the packets came in on (its address is checked).
+ * Returns the inner packets to forward, at the front of pkts[]; packets
+ * that must go back into a tunnel (ICMP Time Exceeded for an inner packet
+ * whose TTL expired here) go to tunnel, each with m->port the inside port
+ * whose address it comes from, for the poll loop to encrypt and send.
+ */
 uint16_t esp_decap_burst(struct dp_worker *w, struct dp_lstats *st,
-			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n);
+			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n,
+			 struct dp_out *tunnel);
 
 #endif /* ESP_H */

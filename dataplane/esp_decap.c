@@ -277,16 +277,18 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 
 /*
  * The inner packet's TTL / hop limit expired here (RFC 1812 5.3.1): ICMP
- * Time Exceeded back to its source, into the tunnel (esp_encap_burst finds
- * the SA by the error's addresses), from the address of the inside port the
- * packet would have left by: the address the tunnel's selectors hold.
+ * Time Exceeded back to its source, into the tunnel (the poll loop hands it
+ * to esp_encap_burst, which finds the SA by the error's addresses), from the
+ * address of the inside port the packet would have left by: the address the
+ * tunnel's selectors hold.  Its m->port says which port that is.
  */
 static void
-expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m)
+expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m,
+		  struct dp_out *tunnel)
 {
 	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *), *next6;
 	uint32_t next4;
-	uint16_t p, n;
+	uint16_t p;
 	struct rte_mbuf *r;
 	bool routed = ip[0] >> 4 == 6 ?
 		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
@@ -297,8 +299,8 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
 	if (r == NULL)
 		return;
-	n = esp_encap_burst(w, st, &dp.ports[p], &r, 1);
-	worker_tx(w, st, &r, n);
+	r->port = p;
+	dp_out_add(tunnel, r);
 }
 
 static void
@@ -316,7 +318,7 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 
 uint16_t
 esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel)
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
@@ -350,7 +352,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
-				expired_in_tunnel(w, st, pkts[i]);
+				expired_in_tunnel(w, st, pkts[i], tunnel);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}

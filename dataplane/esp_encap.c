@@ -281,20 +281,20 @@ reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
  */
 static void
 expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct sa *sa,
-	struct rte_mbuf *m)
+	struct rte_mbuf *m, struct dp_out *out)
 {
 	struct rte_mbuf *r = pmtu_icmp_expired(w, st, port, m);
 
 	sa->stats[w->index].drop_other++;
 	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
 	if (r != NULL)
-		worker_tx(w, st, &r, 1);
+		dp_out_add(out, r);
 }
 
 /* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
 static uint16_t
 select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
+	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas, struct dp_out *out)
 {
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
@@ -322,7 +322,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 
 		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
 		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
-			expired(w, st, port, sa, m);
+			expired(w, st, port, sa, m, out);
 			continue;
 		}
 		sas[k] = sa;
@@ -386,7 +386,7 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 static uint16_t
 mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, struct sa **sas, uint16_t n, struct rte_mbuf **big,
-	  struct sa **big_sa, uint16_t *nbig)
+	  struct sa **big_sa, uint16_t *nbig, struct dp_out *out)
 {
 	uint16_t k = 0;
 
@@ -409,7 +409,10 @@ mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		}
 		if (ip[0] >> 4 == 6 || (((struct rte_ipv4_hdr *)ip)->fragment_offset &
 					rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
-			pmtu_icmp_too_big(w, st, port, m, sa->mtu);
+			struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
+
+			if (r != NULL)
+				dp_out_add(out, r);
 			sa->stats[w->index].drop_other++;
 			dp_drop(st, m, DPVPN_DROP_PMTU);
 			continue;
@@ -428,14 +431,14 @@ outer_too_big(const struct sa *sa, const struct rte_mbuf *m)
 }
 
 /*
- * The rare path, when fragments are involved: everything is sent from here,
- * in order (the burst, outer fragments in their place, then the inner
- * fragments of what was too big), so the peer sees sequence numbers rise.
+ * The rare path, when fragments are involved: everything goes to out, in
+ * order (the burst, outer fragments in their place, then the inner fragments
+ * of what was too big), so the peer sees sequence numbers rise.
  */
 static void
-send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
-		    struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
-		    uint16_t nbig)
+out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
+		   struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
+		   uint16_t nbig, struct dp_out *out)
 {
 	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
 	struct sa *fsas[PMTU_MAX_FRAGS];
@@ -444,7 +447,7 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (!outer_too_big(sas[i], pkts[i])) {
-			worker_tx(w, st, &pkts[i], 1);
+			dp_out_add(out, pkts[i]);
 			continue;
 		}
 		f = pmtu_fragment4(pkts[i], sas[i]->port_mtu, frags, PMTU_MAX_FRAGS, &why);
@@ -454,7 +457,8 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 		}
 		st->fragments += f;
 		st->fragmented++;
-		worker_tx(w, st, frags, f);
+		for (uint16_t j = 0; j < f; j++)
+			dp_out_add(out, frags[j]);
 	}
 	/* RFC 4459 pre-fragmentation: each fragment is a packet of its own */
 	for (uint16_t i = 0; i < nbig; i++) {
@@ -469,26 +473,27 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
 		f = encap_core(w, st, frags, fsas, f);
-		worker_tx(w, st, frags, f);
+		for (uint16_t j = 0; j < f; j++)
+			dp_out_add(out, frags[j]);
 	}
 }
 
 uint16_t
 esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *out)
 {
 	struct sa *sas[DP_BURST], *big_sa[DP_BURST];
 	struct rte_mbuf *big[DP_BURST];
 	uint16_t nbig, good;
 	bool outer = false;
 
-	n = select_sa(w, st, port, pkts, n, sas);
-	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig);
+	n = select_sa(w, st, port, pkts, n, sas, out);
+	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig, out);
 	good = encap_core(w, st, pkts, sas, n);
 	for (uint16_t i = 0; i < good; i++)
 		outer |= outer_too_big(sas[i], pkts[i]);
 	if (likely(nbig == 0 && !outer))
 		return good;
-	send_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig);
+	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out);
 	return 0;
 }

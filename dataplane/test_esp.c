@@ -41,6 +41,14 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static struct dp_worker wk;
 static struct dp_lstats *st;
+static struct dp_out out_buf;	/* what a stage hands back besides its burst */
+
+static struct dp_out *
+out(void)
+{
+	out_buf.n = 0;
+	return &out_buf;
+}
 static const struct dp_port in_port = { .addr = RTE_BE32(IP4(198, 18, 1, 1)) };
 static const struct dp_port peer_port = { .addr = RTE_BE32(IP4(198, 19, 0, 2)) };
 
@@ -205,10 +213,10 @@ test_round_trip(void **state)
 		uint8_t copy[2048];
 
 		memcpy(copy, rte_pktmbuf_mtod(m, void *), sizes[i]);
-		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 		forwarded(copy);	/* gateway A forwarded it */
 		check_wire(m, copy, sizes[i], ++seq);
-		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out()), 1);
 		forwarded(copy);	/* and gateway B */
 		assert_int_equal(rte_pktmbuf_data_len(m), sizes[i]);
 		assert_memory_equal(rte_pktmbuf_mtod(m, void *), copy, sizes[i]);
@@ -228,7 +236,7 @@ one_esp(void)
 {
 	struct rte_mbuf *m = inner_packet(100, HOST_A, HOST_B);
 
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	return m;
 }
 
@@ -247,7 +255,7 @@ expect_drop(struct rte_mbuf *m, enum dpvpn_drop_reason why)
 {
 	uint64_t before = drops(why);
 
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 0);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out()), 0);
 	assert_int_equal(drops(why), before + 1);
 }
 
@@ -273,7 +281,7 @@ test_bad_input(void **state)
 		rte_cpu_to_be_16(rte_pktmbuf_data_len(c));
 	expect_drop(c, DPVPN_DROP_SHORT);
 	c = clone(m);		/* the original is accepted once ... */
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &c, 1), 1);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &c, 1, out()), 1);
 	rte_pktmbuf_free(c);
 	expect_drop(m, DPVPN_DROP_REPLAY);	/* ... and only once */
 }
@@ -287,7 +295,7 @@ test_replay_in_one_burst(void **state)
 	b[0] = one_esp();
 	b[1] = clone(b[0]);
 	b[2] = one_esp();
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, b, 3), 2);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, b, 3, out()), 2);
 	rte_pktmbuf_free(b[0]);
 	rte_pktmbuf_free(b[1]);
 }
@@ -304,10 +312,10 @@ test_policy_mismatch(void **state)
 
 	(void)state;
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	expect_drop(m, DPVPN_DROP_POLICY_MISMATCH);
 	m = inner_packet(60, HOST_A, RTE_BE32(IP4(192, 0, 2, 1)));
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);	/* no policy */
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 0);	/* no policy */
 	assert_int_equal(drops(DPVPN_DROP_NO_POLICY), 1);
 }
 
@@ -374,7 +382,7 @@ esp_with_outer_ce(uint8_t inner_tos)
 	ip->type_of_service = inner_tos;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(ip->type_of_service, inner_tos);
 	ip->type_of_service |= ECN_CE;	/* congestion on the way */
@@ -392,7 +400,7 @@ test_ecn_and_ttl_on_the_path(void **state)
 	(void)state;
 	expect_drop(esp_with_outer_ce(0xb8), DPVPN_DROP_ECN_DROP);	/* inner Not-ECT */
 	m = esp_with_outer_ce(0xb8 | ECN_ECT0);
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(ip->type_of_service, 0xb8 | ECN_CE);	/* CE reaches the host */
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
@@ -406,11 +414,17 @@ test_ecn_and_ttl_on_the_path(void **state)
 	ip->time_to_live = 1;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 0);
 	assert_int_equal(drops(DPVPN_DROP_TTL_EXPIRED), before + 1);
-	/* ICMP Time Exceeded built for the sender (no route to it here) */
+	/* ICMP Time Exceeded built for the sender, handed back to be sent */
 	assert_int_equal(st->icmp_out, icmp + 1);
-	assert_int_equal(drops(DPVPN_DROP_NO_ROUTE), no_route + 1);
+	assert_int_equal(out_buf.n, 1);
+	ip = rte_pktmbuf_mtod(out_buf.pkts[0], struct rte_ipv4_hdr *);
+	assert_int_equal(ip->next_proto_id, IPPROTO_ICMP);
+	assert_int_equal(ip->dst_addr, HOST_A);
+	assert_int_equal(((const uint8_t *)(ip + 1))[0], 11);	/* Time Exceeded */
+	rte_pktmbuf_free(out_buf.pkts[0]);
+	assert_int_equal(drops(DPVPN_DROP_NO_ROUTE), no_route);	/* not routed in a stage */
 }
 
 /* Install an outbound SA with this SPI; returns its slot. */
@@ -518,7 +532,7 @@ outer_df(const char *dst, uint16_t df)
 	ip->fragment_offset = rte_cpu_to_be_16(df);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
 	got = rte_be_to_cpu_16(ip->fragment_offset);

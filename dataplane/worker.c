@@ -2,7 +2,9 @@
 /*
  * worker.c - the poll loop of a worker lcore: RX burst -> classify -> ESP
  * encap (inside ports) or decap (outside ports) -> route -> buffered TX, for
- * IPv4 and IPv6 alike.  Nothing here allocates, locks, logs or makes a system
+ * IPv4 and IPv6 alike.  The stages take a burst and hand bursts back (the
+ * packets to forward, and in a dp_out what they made or kept aside: ICMP
+ * errors, fragments, replies, packets for a tunnel); only this loop sends.  Nothing here allocates, locks, logs or makes a system
  * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring,
  * and packets to a next hop not resolved yet wait for it (neighq.h).  Pings
  * to the gateway are answered (echo.h).
@@ -277,7 +279,7 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 }
 
 /* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
-void
+static void
 worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nh_cache cache = { .family = 0 };
@@ -341,27 +343,43 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 
 /*
  * Decrypted packets for the gateway itself: echo requests are answered
- * back into the tunnel (esp_encap_burst finds the SA by the reply's
- * addresses; encapsulation takes one off the TTL / hop limit as for a
- * forwarded packet, so they are built with one more and leave with
- * ECHO_HOPS), the rest is dropped as to-self.  Returns what is forwarded.
+ * back into the tunnel (added to tunnel; encapsulation takes one off the
+ * TTL / hop limit as for a forwarded packet, so they are built with one more
+ * and leave with ECHO_HOPS), the rest is dropped as to-self.  Returns what
+ * is forwarded.
  */
 static uint16_t
-tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
+	     struct dp_out *tunnel)
 {
-	struct rte_mbuf *rep[DP_BURST];
 	uint16_t nrep;
 
-	n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS + 1);
-	for (uint16_t i = 0, run; i < nrep; i += run) {	/* runs from one port's address */
+	n = echo_local(w, st, pkts, n, tunnel->pkts + tunnel->n, &nrep, ECHO_HOPS + 1);
+	tunnel->n += nrep;
+	return n;
+}
+
+/*
+ * Packets of the gateway's own for its tunnels (echo replies, ICMP errors
+ * about decrypted packets), each with m->port the inside port whose address
+ * it comes from: encrypted a run of one port at a time (esp_encap_burst
+ * finds the SA by their addresses), and what is to be sent added to out.
+ */
+static void
+into_tunnel(struct dp_worker *w, struct dp_lstats *st, struct dp_out *tunnel,
+	    struct dp_out *out)
+{
+	struct rte_mbuf **p = tunnel->pkts;
+
+	for (uint16_t i = 0, run; i < tunnel->n; i += run) {
 		uint16_t good;
 
-		for (run = 1; i + run < nrep && rep[i + run]->port == rep[i]->port; run++)
+		for (run = 1; i + run < tunnel->n && p[i + run]->port == p[i]->port; run++)
 			;
-		good = esp_encap_burst(w, st, &dp.ports[rep[i]->port], rep + i, run);
-		worker_tx(w, st, rep + i, good);
+		good = esp_encap_burst(w, st, &dp.ports[p[i]->port], p + i, run, out);
+		for (uint16_t j = 0; j < good; j++)
+			dp_out_add(out, p[i + j]);
 	}
-	return n;
 }
 
 /*
@@ -390,31 +408,34 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
-	struct rte_mbuf *rep[DP_BURST];	/* echo replies */
-	uint16_t nrep = 0;
+	struct dp_out out, tunnel;	/* after the burst; to encrypt first (dp.h) */
 
+	out.n = tunnel.n = 0;
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
 	n = classify(w, st, port, pkts, n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
 		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
-		n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS);
+		n = echo_local(w, st, pkts, n, out.pkts, &out.n, ECHO_HOPS);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
-		n = esp_encap_burst(w, st, port, pkts, n);
+		n = esp_encap_burst(w, st, port, pkts, n, &out);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
-		n = echo_outside(w, st, port, pkts, n, rep, &nrep);
-		n = esp_decap_burst(w, st, port, pkts, n);
+		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
+		n = esp_decap_burst(w, st, port, pkts, n, &tunnel);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
 		if (n > 0)
-			n = tunnel_local(w, st, pkts, n);
+			n = tunnel_local(w, st, pkts, n, &tunnel);
+		if (unlikely(tunnel.n > 0))
+			into_tunnel(w, st, &tunnel, &out);
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	worker_tx(w, st, rep, nrep);
 	worker_tx(w, st, pkts, n);
+	if (unlikely(out.n > 0))
+		worker_tx(w, st, out.pkts, out.n);
 }
 
 /* Frames the main lcore built (ARP) go out on this worker's queues. */
