@@ -94,6 +94,44 @@ struct dp_resolve_req {
 	uint8_t addr[16];	/* IPv4 in the first 4 bytes */
 };
 
+/*
+ * The fast path's stages, whose TSC cycles a -Dstage_cycles=true build counts
+ * per worker (perf/stages.py reads them over telemetry: /dpvpn/stages,ID).
+ * Cycles are taken at burst granularity, where a stage is a pass of its own;
+ * what no stage claims (calls, the loop) is the busy cycles' remainder.
+ */
+#define DP_STAGES(X) \
+	X(RX,		"rx")		/* rte_eth_rx_burst: the PMD (net_pcap: its copy) */ \
+	X(CLASSIFY,	"classify")	/* Ethernet and IP checks, addresses of the gateway */ \
+	X(SPD,		"spd")		/* policy lookup for the burst */ \
+	X(SA,		"sa")		/* SA lookup, lifetimes, MTU and MSS */ \
+	X(SEQ,		"seq-replay")	/* sequence numbers, replay window */ \
+	X(HDR,		"header")	/* ESP headers built or checked, inner checks */ \
+	X(CRYPTO,	"crypto")	/* intel-ipsec-mb */ \
+	X(COUNT,	"counters")	/* per-SA counters */ \
+	X(ROUTE,	"route")	/* route, neighbour, Ethernet header, TX enqueue */ \
+	X(TX,		"tx")		/* rte_eth_tx_burst: the PMD */
+
+enum dp_stage {
+#define DP_STAGE_ENUM(e, name) DP_STAGE_##e,
+	DP_STAGES(DP_STAGE_ENUM)
+#undef DP_STAGE_ENUM
+	DP_STAGE_NUM
+};
+
+/*
+ * STAGE_CLOCK(t) starts a function's stage clock; STAGE(st, t, s) charges
+ * the cycles since t to stage s and restarts t.  Nothing without the option.
+ */
+#ifdef DPVPN_STAGE_CYCLES
+#define STAGE_CLOCK(t)		uint64_t t = rte_rdtsc()
+#define STAGE(st, t, s)		do { uint64_t now_ = rte_rdtsc(); \
+		(st)->stage_cycles[DP_STAGE_##s] += now_ - (t); (t) = now_; } while (0)
+#else
+#define STAGE_CLOCK(t)		do { } while (0)
+#define STAGE(st, t, s)		do { } while (0)
+#endif
+
 /* Counters one lcore writes and anyone may read (relaxed, summed on read). */
 struct dp_lstats {
 	uint64_t rx, tx, encrypted, decrypted, arp_in, arp_out, handoff;
@@ -104,6 +142,7 @@ struct dp_lstats {
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */
+	uint64_t stage_cycles[DP_STAGE_NUM];	/* -Dstage_cycles=true builds only */
 } __rte_cache_aligned;
 
 /* What a worker needs; owned and written by that worker only. */

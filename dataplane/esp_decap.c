@@ -325,6 +325,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	uint64_t seqs[DP_BURST];
 	struct spi_cache cache = { .spi = 0 };
 	uint16_t k = 0, good = 0;
+	STAGE_CLOCK(t);
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
@@ -344,7 +345,9 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		sas[k] = sa;
 		pkts[k++] = pkts[i];
 	}
+	STAGE(st, t, SA);	/* SPI lookup, replay check, header parse */
 	crypto_run(w->mb, ops, k);
+	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
@@ -365,5 +368,6 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		pkts[good++] = pkts[i];
 	}
 	st->decrypted += good;
+	STAGE(st, t, HDR);	/* ICV compare, replay update, trailer, inner checks, counters */
 	return good;
 }

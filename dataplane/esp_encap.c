@@ -299,10 +299,12 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
 	uint16_t k = 0;
+	STAGE_CLOCK(t);
 
 	for (uint16_t i = 0; i < n; i++)
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 	spd_classify(spd_get(), hdrs, slots, n);
+	STAGE(st, t, SPD);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		int32_t slot = slots[i];
@@ -328,6 +330,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		sas[k] = sa;
 		pkts[k++] = m;
 	}
+	STAGE(st, t, SA);
 	return k;
 }
 
@@ -340,8 +343,10 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 	uint64_t seqs[DP_BURST];
 	uint16_t lens[DP_BURST];
 	uint16_t k = 0, good = 0;
+	STAGE_CLOCK(t);
 
 	reserve_seq(sas, seqs, n);
+	STAGE(st, t, SEQ);
 	for (uint16_t i = 0; i < n; i++) {
 		enum dpvpn_drop_reason why;
 
@@ -358,7 +363,9 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		sas[k] = sas[i];
 		pkts[k++] = pkts[i];
 	}
+	STAGE(st, t, HDR);
 	crypto_run(w->mb, ops, k);
+	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
 		if (!ops[i].ok) {
 			sas[i]->stats[w->index].drop_other++;
@@ -374,6 +381,7 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		pkts[good++] = pkts[i];
 	}
 	st->encrypted += good;
+	STAGE(st, t, COUNT);
 	return good;
 }
 
@@ -389,6 +397,7 @@ mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct sa **big_sa, uint16_t *nbig, struct dp_out *out)
 {
 	uint16_t k = 0;
+	STAGE_CLOCK(t);
 
 	*nbig = 0;
 	for (uint16_t i = 0; i < n; i++) {
@@ -420,6 +429,7 @@ mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		big_sa[*nbig] = sa;
 		big[(*nbig)++] = m;
 	}
+	STAGE(st, t, SA);
 	return k;
 }
 

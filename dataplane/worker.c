@@ -227,6 +227,17 @@ send_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16
 	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE)
 		trace_tap_slow(&m, 1, port, true, true);
 	st->tx++;
+#ifdef DPVPN_STAGE_CYCLES
+	if (w->txb[port]->length + 1 >= w->txb[port]->size) {	/* it flushes: the PMD's TX */
+		uint64_t t = rte_rdtsc(), d;
+
+		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+		d = rte_rdtsc() - t;
+		st->stage_cycles[DP_STAGE_TX] += d;
+		st->stage_cycles[DP_STAGE_ROUTE] -= d;	/* worker_tx charged it to route */
+		return;
+	}
+#endif
 	rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
 }
 
@@ -283,6 +294,7 @@ static void
 worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct nh_cache cache = { .family = 0 };
+	STAGE_CLOCK(t);
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -324,6 +336,7 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 		}
 		send_frame(w, st, m, port);
 	}
+	STAGE(st, t, ROUTE);
 }
 
 /* Packets held for next hops that are resolved now go out; the rest wait or time out. */
@@ -409,6 +422,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
 	struct dp_out out, tunnel;	/* after the burst; to encrypt first (dp.h) */
+	STAGE_CLOCK(t);
 
 	out.n = tunnel.n = 0;
 	if (port->role == DPVPN_ROLE_INSIDE)
@@ -417,14 +431,18 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	if (port->role == DPVPN_ROLE_INSIDE) {
 		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
 		n = echo_local(w, st, pkts, n, out.pkts, &out.n, ECHO_HOPS);
+		STAGE(st, t, CLASSIFY);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n, &out);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
 		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
+		STAGE(st, t, CLASSIFY);
 		n = esp_decap_burst(w, st, port, pkts, n, &tunnel);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
+		STAGE_CLOCK(t2);
 		if (n > 0)
 			n = tunnel_local(w, st, pkts, n, &tunnel);
+		STAGE(st, t2, CLASSIFY);
 		if (unlikely(tunnel.n > 0))
 			into_tunnel(w, st, &tunnel, &out);
 	}
@@ -509,10 +527,12 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	if (unlikely(w->nq.held != 0))	/* before anything newer to the same next hops */
 		send_resolved(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		STAGE_CLOCK(t);
 		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
 
 		if (n == 0)
 			continue;
+		STAGE(st, t, RX);
 		got += n;
 		st->rx += n;
 		worker_rx(w, st, p, pkts, n);
@@ -522,8 +542,10 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	if ((++w->loops & 63) == 0)
 		reass_tick(w, st);
 	got += drain_main(w, st);
+	STAGE_CLOCK(t);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);
+	STAGE(st, t, TX);
 	if (got == 0) {
 		idle(empty);
 		st->idle_cycles += rte_rdtsc() - t0;

@@ -304,8 +304,35 @@ def sched_summary(use, workers_tids):
             "cpu_share": min(w["cpu_share"] for w in ws), "window_s": ws[0]["window_s"]}
 
 
+# perf/stages.py sets this: each lcore sample also holds its TSC cycles per
+# fast-path stage (/dpvpn/stages,ID; a -Dstage_cycles=true build counts them).
+STAGES = False
+
+
 def lcore_stats(tel, lcores):
-    return [tel.cmd(f"/dpvpn/lcore,{lc}") for lc in lcores]
+    out = [tel.cmd(f"/dpvpn/lcore,{lc}") for lc in lcores]
+    if STAGES:
+        for o, lc in zip(out, lcores):
+            o["stages"] = tel.cmd(f"/dpvpn/stages,{lc}")
+    return out
+
+
+def stage_split(l0, l1, packets):
+    """TSC cycles per packet in each stage between two lcore samples (workers
+    summed), and "other": the busy cycles no stage claimed (calls, the loop)."""
+    if not packets or any(not x["stages"]["counted"] for x in l1):
+        raise RuntimeError("stage cycles: not a -Dstage_cycles=true build")
+    skip = {"counted", "rx_packets", "encrypted", "decrypted", "busy_cycles"}
+    out, claimed = {}, 0
+    for key in l1[0]["stages"]:
+        if key in skip:
+            continue
+        d = sum(y["stages"][key] - x["stages"][key] for x, y in zip(l0, l1))
+        claimed += d
+        out[key.replace("_", "-")] = d / packets
+    busy = sum(y["busy_cycles"] - x["busy_cycles"] for x, y in zip(l0, l1))
+    out["other"] = (busy - claimed) / packets
+    return out
 
 
 def row_base(cipher, direction, size, workers, sas):
@@ -409,6 +436,8 @@ def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d):
               "threads": probe.by_name(use)})
     if direction == "decap":
         r.update(anti_replay=False, replay_window=0)
+    if STAGES:
+        r["stages"] = stage_split(l0, l1, n1 - n0)
     return r
 
 
@@ -513,10 +542,13 @@ def window_of(samples, per_queue, workers):
     wait_ms = max(y - x for x, y in zip(a["wait"], b["wait"])) / 1e6
     sched.update(rq_wait_ms=wait_ms, rq_wait_share=wait_ms / 1e3 / window_s,
                  window_s=window_s)
-    return {"mpps": n / window_s / 1e6, "seconds": window_s, "window_packets": n,
-            "drops": {"in-window": drops} if drops else {},
-            "busy_cycles_per_packet": busy / n, "tsc_hz": hz, "sched": sched,
-            "threads": probe.by_name(use)}
+    r = {"mpps": n / window_s / 1e6, "seconds": window_s, "window_packets": n,
+         "drops": {"in-window": drops} if drops else {},
+         "busy_cycles_per_packet": busy / n, "tsc_hz": hz, "sched": sched,
+         "threads": probe.by_name(use)}
+    if STAGES:
+        r["stages"] = stage_split(a["ls"], b["ls"], n)
+    return r
 
 
 def sample(gw, key):
