@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * crypto.h - ESP transforms batched over intel-ipsec-mb.  This module knows
- * jobs and buffers, not SAs: an ESP stage describes each packet's work as a
- * crypto_op, hands the whole burst to crypto_run(), which submits every job
- * before it collects completions, so the library can fill its lanes (AEAD
- * and CBC+HMAC alike: one CBC+HMAC job at a time is ~7x slower than 32).
+ * crypto.h - ESP transforms over intel-ipsec-mb.  This module knows jobs and
+ * buffers, not SAs: an ESP stage describes each packet's work as a crypto_op
+ * and hands the whole burst to crypto_run().  AES-GCM goes through the
+ * library's direct API, one call per packet: it has no lanes to fill, and the
+ * job API's bookkeeping cost about as much as the cipher itself at 64 B.  The
+ * other transforms go through the burst API: every job is submitted before
+ * completions are collected, so the library fills its lanes (one CBC+HMAC job
+ * at a time is ~7x slower than 32).
  */
 #ifndef CRYPTO_H
 #define CRYPTO_H
@@ -71,6 +74,7 @@ struct crypto_op {
 /* One per lcore, kept by the caller: an ipsec-mb manager and a random pool. */
 struct crypto_mgr {
 	IMB_MGR *mb;
+	struct gcm_context_data gcm_ctx;	/* AES-GCM's direct API: state of one call */
 	uint32_t rng_pos;	/* next unused byte of rng */
 	uint8_t rng[CRYPTO_RNG_POOL];
 };
