@@ -359,8 +359,9 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			dp_drop(st, pkts[i], why);
 			continue;
 		}
-		if (sas[i]->mss != 0 && pmtu_clamp_mss(rte_pktmbuf_mtod(pkts[i], uint8_t *),
-						       rte_pktmbuf_data_len(pkts[i]), sas[i]->mss))
+		if (sas[i]->mss != 0 && pmtu_is_tcp(rte_pktmbuf_mtod(pkts[i], uint8_t *)) &&
+		    pmtu_clamp_mss(rte_pktmbuf_mtod(pkts[i], uint8_t *),
+				   rte_pktmbuf_data_len(pkts[i]), sas[i]->mss))
 			st->mss_clamped++;
 		s->packets++;
 		s->bytes += rte_pktmbuf_data_len(pkts[i]);

@@ -406,7 +406,7 @@ mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
 		uint16_t len = rte_pktmbuf_data_len(m);
 
-		if (sa->mss != 0 && pmtu_clamp_mss(ip, len, sa->mss))
+		if (sa->mss != 0 && pmtu_is_tcp(ip) && pmtu_clamp_mss(ip, len, sa->mss))
 			st->mss_clamped++;
 		if (likely(len <= sa->mtu) ||
 		    (sa->frag_outer && ip[0] >> 4 == 4 &&

@@ -67,4 +67,11 @@ uint16_t pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out,
 /* Lower the MSS of a TCP SYN in the IPv4/IPv6 packet ip (len bytes) to mss. */
 bool pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss);
 
+/* The fast path's test before a call to pmtu_clamp_mss: only TCP has an MSS. */
+static inline bool
+pmtu_is_tcp(const uint8_t *ip)
+{
+	return (ip[0] >> 4 == 6 ? ip[6] : ip[9]) == IPPROTO_TCP;	/* next header, protocol */
+}
+
 #endif /* PMTU_H */

@@ -604,10 +604,32 @@ test_known_answer_packets(void **state)
 	}
 }
 
+/* ip4_sum20 and ip4_phdr_sum (ip.h) fold as rte_raw_cksum and rte_ipv4_phdr_cksum do. */
+static void
+test_ip4_sum20(void **state)
+{
+	uint8_t h[20];
+	uint32_t x = 0x9e3779b9;
+
+	(void)state;
+	for (int i = 0; i < 200000; i++) {
+		for (int b = 0; b < 20; b++) {
+			x = x * 1103515245 + 12345;
+			h[b] = (uint8_t)(i < 3 ? (i == 0 ? 0 : 0xff) : x >> 24);
+		}
+		assert_int_equal(ip4_sum20(h), rte_raw_cksum(h, 20));
+		h[0] = 0x45;
+		h[2] = (uint8_t)(x >> 8) | 0x01;	/* total length over the header */
+		assert_int_equal(ip4_phdr_sum((const struct rte_ipv4_hdr *)h),
+				 rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)h, 0));
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ip4_sum20),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_replay_in_one_burst),

@@ -81,7 +81,7 @@ csum_finish(struct rte_mbuf *m, bool v6)
 	if (proto == IPPROTO_UDP && *field == 0 && !v6)
 		return false;	/* no checksum (IPv4 UDP) */
 	phdr = v6 ? rte_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)ip, 0) :
-		    rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)ip, 0);
+		    ip4_phdr_sum((const struct rte_ipv4_hdr *)ip);
 	if (*field != phdr && flags != RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return false;
 	*field = 0;
