@@ -56,6 +56,7 @@ struct dp_port {
 	struct rte_ether_addr mac;
 	char name[DPVPN_NAME_LEN];
 	uint8_t flush_at_start;	/* discard what its queues hold at START (worker.c) */
+	uint8_t csum_partial;	/* Linux's own frames arrive here: finish checksums */
 	/* port.c: the Linux interface, and rx_missed from its counters */
 	uint8_t link_missed;	/* net_af_packet: rx_missed from the link */
 	uint8_t has_base;	/* base_* taken at START */

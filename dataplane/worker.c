@@ -56,7 +56,8 @@ punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, stru
  * A host whose interface offloads transmit checksums (a veth or tap with
  * "tx" on) sends TCP and UDP packets whose checksum field holds only the
  * pseudo-header sum (Linux's CHECKSUM_PARTIAL): af_packet passes them on as
- * they are and the far host would drop them.  The checksum is finished here
+ * they are and the far host would drop them.  Only on ports whose driver
+ * reads a Linux interface (port.c kernel_frames).  The checksum is finished here
  * where the field equals the pseudo-header sum, or where the PMD says the
  * data is sound but the checksum not filled in (RX_L4_CKSUM_NONE); a
  * packet that was right and matches by chance gets the same value again.
@@ -93,7 +94,7 @@ csum_finish(struct rte_mbuf *m, bool v6)
 static inline void
 inside_csum(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *m, bool v6)
 {
-	if (port->role == DPVPN_ROLE_INSIDE && csum_finish(m, v6))
+	if (port->role == DPVPN_ROLE_INSIDE && port->csum_partial && csum_finish(m, v6))
 		st->csum_completed[port->id]++;
 }
 
