@@ -291,10 +291,59 @@ expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 		dp_out_add(out, r);
 }
 
-/* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
+/* An outer packet over the port's MTU, on a tunnel that fragments outer packets? */
+static inline bool
+outer_too_big(const struct sa *sa, const struct rte_mbuf *m)
+{
+	return sa->frag_outer && rte_pktmbuf_data_len(m) > sa->port_mtu;
+}
+
+/*
+ * A packet over its tunnel's MTU: IPv6 and DF-set IPv4 get an ICMP error
+ * (to out) and are dropped; DF-clear IPv4 is moved to big[] to be fragmented
+ * before encryption.  (DF-clear IPv4 on a tunnel that fragments outer
+ * packets never comes here: it is encrypted whole.)
+ */
+static void
+too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct sa *sa,
+	struct rte_mbuf *m, struct dp_out *out, struct rte_mbuf **big, struct sa **big_sa,
+	uint16_t *nbig)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	if (ip[0] >> 4 == 6 || (((const struct rte_ipv4_hdr *)ip)->fragment_offset &
+				rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
+		struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
+
+		if (r != NULL)
+			dp_out_add(out, r);
+		sa->stats[w->index].drop_other++;
+		dp_drop(st, m, DPVPN_DROP_PMTU);
+		return;
+	}
+	big_sa[*nbig] = sa;
+	big[(*nbig)++] = m;
+}
+
+/* Does m fit its tunnel as it is (or may its outer packet be fragmented)? */
+static inline bool
+fits(const struct sa *sa, const uint8_t *ip, uint16_t len)
+{
+	return likely(len <= sa->mtu) ||
+	       (sa->frag_outer && ip[0] >> 4 == 4 &&
+		!(((const struct rte_ipv4_hdr *)ip)->fragment_offset &
+		  rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)));
+}
+
+/*
+ * Policy lookup for the burst, then per packet its SA's state, TTL, MSS
+ * clamp and MTU: the packets to encrypt as they are stay in pkts[], their
+ * SAs in sas[]; those to fragment first go to big[] (too_big).
+ */
 static uint16_t
 select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas, struct dp_out *out)
+	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas, struct dp_out *out,
+	  struct rte_mbuf **big, struct sa **big_sa, uint16_t *nbig)
 {
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
@@ -305,26 +354,32 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 	spd_classify(spd_get(), hdrs, slots, n);
 	STAGE(st, t, SPD);
+	*nbig = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		int32_t slot = slots[i];
 		struct sa *sa = slot < 0 ? NULL : sa_slot((uint32_t)slot);
+		uint8_t *ip = (uint8_t *)hdrs[i];
+		uint16_t len = rte_pktmbuf_data_len(m);
 
 		if (sa == NULL) {
 			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
 			continue;
 		}
-		if (sa->life_state == DPVPN_LIFE_HARD ||
-		    (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))) {
+		if (sa->life_state == DPVPN_LIFE_HARD || (sa->limited && !sa_account(sa, len))) {
 			dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
 			continue;
 		}
 		/* checked before a sequence number is spent on it */
-		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
-
 		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
 		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
 			expired(w, st, port, sa, m, out);
+			continue;
+		}
+		if (sa->mss != 0 && pmtu_is_tcp(ip) && pmtu_clamp_mss(ip, len, sa->mss))
+			st->mss_clamped++;
+		if (unlikely(!fits(sa, ip, len))) {
+			too_big(w, st, port, sa, m, out, big, big_sa, nbig);
 			continue;
 		}
 		sas[k] = sa;
@@ -334,10 +389,40 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	return k;
 }
 
-/* Reserve, encapsulate and encrypt packets whose SA is chosen; returns the good ones. */
+/* An encrypted packet leaves: the UDP checksum over IPv6, the SA's counters. */
+static inline void
+sealed(struct dp_worker *w, struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
+{
+	struct sa_stats *s = &sa->stats[w->index];
+
+	if (sa->udp && sa->outer6)
+		natt6_checksum(m);
+	s->packets++;
+	s->bytes += inner_len;
+	sa_stamp(s, w->now_tsc);
+}
+
+static void
+encap_failed(struct dp_worker *w, struct dp_lstats *st, struct sa *sa, struct rte_mbuf *m,
+	     enum dpvpn_drop_reason why)
+{
+	if (why == DPVPN_DROP_SEQ_EXHAUSTED)
+		sa->stats[w->index].drop_seq++;
+	else
+		sa->stats[w->index].drop_other++;
+	dp_drop(st, m, why);
+}
+
+/*
+ * Reserve, encapsulate and encrypt packets whose SA is chosen.  Headers are
+ * built for the whole burst first and crypto_run then encrypts it in one go:
+ * measured, the AES-GCM calls back to back beat each one right after its
+ * header (64 B: 190 against 227 cycles per packet here).  Returns the good ones;
+ * *outer: one of them is over its port's MTU and to be fragmented.
+ */
 static uint16_t
 encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, struct sa **sas,
-	   uint16_t n)
+	   uint16_t n, bool *outer)
 {
 	struct crypto_op ops[DP_BURST];
 	uint64_t seqs[DP_BURST];
@@ -348,35 +433,30 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 	reserve_seq(sas, seqs, n);
 	STAGE(st, t, SEQ);
 	for (uint16_t i = 0; i < n; i++) {
+		struct sa *sa = sas[i];
+		struct rte_mbuf *m = pkts[i];
 		enum dpvpn_drop_reason why;
 
-		lens[k] = rte_pktmbuf_data_len(pkts[i]);
-		why = encap_one(w, sas[i], seqs[i], pkts[i], &ops[k]);
+		lens[k] = rte_pktmbuf_data_len(m);
+		why = encap_one(w, sa, seqs[i], m, &ops[k]);
 		if (why != DPVPN_DROP_MAX) {
-			if (why == DPVPN_DROP_SEQ_EXHAUSTED)
-				sas[i]->stats[w->index].drop_seq++;
-			else
-				sas[i]->stats[w->index].drop_other++;
-			dp_drop(st, pkts[i], why);
+			encap_failed(w, st, sa, m, why);
 			continue;
 		}
-		sas[k] = sas[i];
-		pkts[k++] = pkts[i];
+		*outer |= outer_too_big(sa, m);
+		sas[k] = sa;
+		pkts[k++] = m;
 	}
 	STAGE(st, t, HDR);
 	crypto_run(w->mb, ops, k);
 	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
-		if (!ops[i].ok) {
+		if (unlikely(!ops[i].ok)) {
 			sas[i]->stats[w->index].drop_other++;
 			dp_drop(st, pkts[i], DPVPN_DROP_CRYPTO_ERROR);
 			continue;
 		}
-		if (sas[i]->udp && sas[i]->outer6)
-			natt6_checksum(pkts[i]);
-		sas[i]->stats[w->index].packets++;
-		sas[i]->stats[w->index].bytes += lens[i];
-		sa_stamp(&sas[i]->stats[w->index], w->now_tsc);
+		sealed(w, sas[i], pkts[i], lens[i]);
 		sas[good] = sas[i];
 		pkts[good++] = pkts[i];
 	}
@@ -385,60 +465,6 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 	return good;
 }
 
-/*
- * Packets over their tunnel's MTU: IPv6 and DF-set IPv4 get an ICMP error
- * and are dropped; DF-clear IPv4 is moved to big[] to be fragmented before
- * encryption, or, when the tunnel fragments outer packets, kept.  TCP SYNs
- * get their MSS clamped on the way.  Returns the packets to encrypt as they are.
- */
-static uint16_t
-mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	  struct rte_mbuf **pkts, struct sa **sas, uint16_t n, struct rte_mbuf **big,
-	  struct sa **big_sa, uint16_t *nbig, struct dp_out *out)
-{
-	uint16_t k = 0;
-	STAGE_CLOCK(t);
-
-	*nbig = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		struct sa *sa = sas[i];
-		uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
-		uint16_t len = rte_pktmbuf_data_len(m);
-
-		if (sa->mss != 0 && pmtu_is_tcp(ip) && pmtu_clamp_mss(ip, len, sa->mss))
-			st->mss_clamped++;
-		if (likely(len <= sa->mtu) ||
-		    (sa->frag_outer && ip[0] >> 4 == 4 &&
-		     !(((struct rte_ipv4_hdr *)ip)->fragment_offset &
-		       rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)))) {
-			sas[k] = sa;
-			pkts[k++] = m;
-			continue;
-		}
-		if (ip[0] >> 4 == 6 || (((struct rte_ipv4_hdr *)ip)->fragment_offset &
-					rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
-			struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
-
-			if (r != NULL)
-				dp_out_add(out, r);
-			sa->stats[w->index].drop_other++;
-			dp_drop(st, m, DPVPN_DROP_PMTU);
-			continue;
-		}
-		big_sa[*nbig] = sa;
-		big[(*nbig)++] = m;
-	}
-	STAGE(st, t, SA);
-	return k;
-}
-
-/* An outer packet over the port's MTU, on a tunnel that fragments outer packets? */
-static inline bool
-outer_too_big(const struct sa *sa, const struct rte_mbuf *m)
-{
-	return sa->frag_outer && rte_pktmbuf_data_len(m) > sa->port_mtu;
-}
 
 /*
  * The rare path, when fragments are involved: everything goes to out, in
@@ -453,6 +479,7 @@ out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **
 	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
 	struct sa *fsas[PMTU_MAX_FRAGS];
 	enum dpvpn_drop_reason why;
+	bool outer = false;	/* pre-fragmented to fit: never over the port's MTU */
 	uint16_t f;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -482,7 +509,7 @@ out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **
 		st->fragmented++;
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
-		f = encap_core(w, st, frags, fsas, f);
+		f = encap_core(w, st, frags, fsas, f, &outer);
 		for (uint16_t j = 0; j < f; j++)
 			dp_out_add(out, frags[j]);
 	}
@@ -497,11 +524,8 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	uint16_t nbig, good;
 	bool outer = false;
 
-	n = select_sa(w, st, port, pkts, n, sas, out);
-	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig, out);
-	good = encap_core(w, st, pkts, sas, n);
-	for (uint16_t i = 0; i < good; i++)
-		outer |= outer_too_big(sas[i], pkts[i]);
+	n = select_sa(w, st, port, pkts, n, sas, out, big, big_sa, &nbig);
+	good = encap_core(w, st, pkts, sas, n, &outer);
 	if (likely(nbig == 0 && !outer))
 		return good;
 	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out);
