@@ -287,8 +287,10 @@ expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 
 	sa->stats[w->index].drop_other++;
 	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
-	if (r != NULL)
+	if (r != NULL) {
+		r->packet_type = DP_PTYPE_ANSWER_INSIDE;
 		worker_tx(w, st, &r, 1);
+	}
 }
 
 /* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */

@@ -151,8 +151,10 @@ pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_por
 	else	/* the next-hop MTU in the low half (RFC 1191) */
 		r = icmp4_error(w, st, port->addr, m, ICMP_TOO_BIG_TYPE, ICMP_FRAG_NEEDED,
 				rte_cpu_to_be_32(mtu));
-	if (r != NULL)
+	if (r != NULL) {
+		r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
 		worker_tx(w, st, &r, 1);
+	}
 }
 
 struct rte_mbuf *
