@@ -698,6 +698,13 @@ static json_t *request(const char *path, const char *req)
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
 		send_err = errno;
 	n = recv(fd, buf, sizeof(buf), MSG_TRUNC);
+	/* dpvpnd refused us and closed while our request was unread: Linux
+	 * reports that reset before the reply it queued first, and once. */
+	if (n < 0 && errno == ECONNRESET) {
+		n = recv(fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
+		if (n < 0)
+			errno = ECONNRESET;
+	}
 	if (n <= 0 && send_err)
 		die("%s: send: %s", path, strerror(send_err));
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

@@ -280,6 +280,14 @@ void dp_send_frame(struct rte_mbuf *m, uint16_t port);
  * TX ring too, marked so; that worker routes them as it routes ESP.
  */
 #define DP_PTYPE_LOCAL_IP	0x0fffffffu
+/*
+ * What the gateway answers to a packet from an inside port (echo replies,
+ * ICMP errors) is marked so: it may go back through an inside port or a
+ * tunnel, never in clear out of an outside port (an inside host with a
+ * source address that routes outside would have the gateway carry its
+ * words there, past the policies): dropped as answer-outside (worker_tx).
+ */
+#define DP_PTYPE_ANSWER_INSIDE	0x0ffffffeu
 /* Main lcore: a frame it could not build, the pool being empty (arp_out, no-mbuf). */
 void dp_frame_nombuf(void);
 static inline struct dp_lstats *

@@ -287,8 +287,10 @@ expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 
 	sa->stats[w->index].drop_other++;
 	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
-	if (r != NULL)
+	if (r != NULL) {
+		r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
 		dp_out_add(out, r);
+	}
 }
 
 /* An outer packet over the port's MTU, on a tunnel that fragments outer packets? */
@@ -315,8 +317,10 @@ too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 				rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
 		struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
 
-		if (r != NULL)
+		if (r != NULL) {
+			r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
 			dp_out_add(out, r);
+		}
 		sa->stats[w->index].drop_other++;
 		dp_drop(st, m, DPVPN_DROP_PMTU);
 		return;

@@ -324,6 +324,13 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 			}
 			next = &next4;
 		}
+		if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
+			if (dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
+				dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
+				continue;
+			}
+			m->packet_type = 0;
+		}
 		eth = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eth));
 		if (eth == NULL) {
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
@@ -432,6 +439,8 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	if (port->role == DPVPN_ROLE_INSIDE) {
 		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
 		n = echo_local(w, st, pkts, n, out.pkts, &out.n, ECHO_HOPS);
+		for (uint16_t i = 0; i < out.n; i++)
+			out.pkts[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
 		STAGE(st, t, CLASSIFY);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n, &out);

@@ -430,7 +430,8 @@ struct dpvpn_sa_info {
 	X(IKE_LIMIT,	"ike-limit",	"IKE over the --ike-rate limit") \
 	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded") \
 	X(NEIGH_TIMEOUT, "neigh-timeout", "held for a next hop that did not answer ARP / ND in 3 s") \
-	X(ECHO_LIMIT,	"echo-limit",	"ICMP / ICMPv6 echo request to the gateway over the reply rate limit")
+	X(ECHO_LIMIT,	"echo-limit",	"ICMP / ICMPv6 echo request to the gateway over the reply rate limit") \
+	X(ANSWER_OUTSIDE, "answer-outside", "gateway's answer to an inside host whose source routes out an outside port")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

@@ -350,3 +350,35 @@ def test_help_prints_the_usage():
     r = lab.sh(lab.DPVPNCTL, "help", check=False)
     assert r.returncode == 0 and "show sa | tunnels" in r.stdout and "-w, --wide" in r.stdout, r
     assert max(len(ln) for ln in r.stdout.splitlines()) <= WIDTH
+
+
+def test_reply_read_after_a_reset(tmp_path):
+    """dpvpnd refusing a client replies and closes; when the client's request
+    arrived in between, unread, Linux reports the reset to the client before
+    the reply it queued first (seen in CI as "receive: Connection reset by
+    peer" instead of "permission denied").  A stand-in dpvpnd does exactly
+    that: dpvpnctl must still print the reply."""
+    import json
+    import select
+    import socket
+    import threading
+    path = str(tmp_path / "d.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    srv.bind(path)
+    srv.listen(1)
+
+    def refuse():
+        c, _ = srv.accept()
+        c.send(json.dumps({"error": "permission denied: uid 65534 is not root"}).encode())
+        select.select([c], [], [], 5)       # the request is there, unread
+        c.close()
+
+    t = threading.Thread(target=refuse)
+    t.start()
+    try:
+        r = lab.sh(lab.DPVPNCTL, "-s", path, "status", check=False)
+    finally:
+        t.join(10)
+        srv.close()
+    assert r.returncode == 1, r
+    assert "permission denied: uid 65534" in r.stderr, r.stderr

@@ -175,6 +175,17 @@ HOST_A6_NEIGH = f"""
 port = inside
 address = 2001:db8:18:1::2
 mac = {MAC_HOST_A}
+
+# outside hosts with known MACs: an answer to them would leave at once
+[neighbor out9]
+port = outside
+address = 198.19.0.9
+mac = 02:00:00:00:0b:09
+
+[neighbor out9-6]
+port = outside
+address = 2001:db8:19::9
+mac = 02:00:00:00:0b:09
 """
 
 
@@ -201,6 +212,9 @@ def pcap(tmp_path_factory):
         host(echo4(HOST_A, IN4, 4, options=b"\x01\x01\x01\x00")),    # options: not echoed
         host(IP(src=HOST_A, dst=IN4) / UDP(sport=9, dport=9)),      # to-self
         host(echo4(GW_A, IN4, 9)),          # from one of our own addresses: to-self
+        # from sources that route out the outside port: no cleartext answer there
+        host(echo4("198.19.0.9", IN4, 10)),
+        host(echo6("2001:db8:19::9", IN6, 11)),
         host(IP(src=HOST_A, dst=HOST_B, id=77) / UDP(sport=7, dport=7) / Raw(b"held")),
     ]
     outside = [
@@ -295,11 +309,22 @@ def test_pcap_unanswered_next_hop(pcap):
     assert not [p for p in pcap["out0"] if IP in p and p[IP].dst == UNANSWERED]
 
 
+def test_pcap_no_answer_out_of_the_outside_port(pcap):
+    """An inside host whose source routes out the outside port (spoofed, or
+    misrouted) gets no answer there: the gateway would carry its words past
+    the policies in clear (found by fuzz_ip: an echo reply on the outside link)."""
+    for frames in (pcap["out0"], pcap["out1"]):
+        assert not [p for p in frames if ICMP in p and p[ICMP].seq == 10]
+        assert not [p for p in frames if ICMPv6EchoReply in p and p[ICMPv6EchoReply].seq == 11]
+        assert not [p for p in frames if IP in p and p[IP].dst == "198.19.0.9"]
+
+
 def test_pcap_counted(pcap):
     c = pcap["counters"]
     d = {k: v for k, v in c["drops"].items() if v}
-    assert d == {"to-self": 2, "not-local": 1, "no-neighbour": 2, "neigh-timeout": 4}, d
-    assert c["icmp_echo"] == 7 and c["neigh_held"] == 0
+    assert d == {"to-self": 2, "not-local": 1, "no-neighbour": 2, "neigh-timeout": 4,
+                 "answer-outside": 2}, d
+    assert c["icmp_echo"] == 9 and c["neigh_held"] == 0
     # 1 to 4 for gateway B (the replies, unless it was resolved by then), 4 for the silent host
     assert 5 <= c["neigh_queued"] <= 8, c["neigh_queued"]
     got, gone = lab.counters_balance(c)
