@@ -193,31 +193,33 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint8_t family, const void *addr
 }
 
 /*
- * The next hop of the previous packet: a burst mostly goes to one next hop
- * (the peer gateway, or one host), so most packets skip the hash lookup.
- * Valid for one burst only, so a changed MAC is seen at the next burst.
+ * Where the previous packet went: a burst mostly goes to one destination
+ * (the peer gateway, one host), so most packets take neither the route
+ * lookup nor the neighbour hash, and get the Ethernet header as one copy.
+ * Valid for one call of worker_tx only: a changed route or MAC is seen at
+ * the next burst.
  */
-struct nh_cache {
-	uint16_t port;
+struct dst_cache {
 	uint8_t family;		/* 0: empty */
-	uint8_t addr[16];
-	struct rte_ether_addr mac;
+	uint16_t port;
+	uint8_t dst[16];	/* the packet's destination (IPv4: 4 bytes) */
+	uint8_t next[16];	/* its next hop: many destinations share one */
+	struct rte_ether_hdr eth;	/* the header those packets get */
 };
 
-static bool
-same_addr(const uint8_t *cached, const void *next, bool v6)
+static inline bool
+dst_hit(const struct dst_cache *c, const uint8_t *ip, bool v6)
 {
 	uint64_t a[2], b[2];
-	uint32_t x, y;
+	uint32_t x;
 
 	if (!v6) {
-		memcpy(&x, cached, 4);
-		memcpy(&y, next, 4);
-		return x == y;
+		memcpy(&x, ip + offsetof(struct rte_ipv4_hdr, dst_addr), 4);
+		return c->family == DPVPN_AF_INET && memcmp(c->dst, &x, 4) == 0;
 	}
-	memcpy(a, cached, 16);
-	memcpy(b, next, 16);
-	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+	memcpy(a, ip + offsetof(struct rte_ipv6_hdr, dst_addr), 16);
+	memcpy(b, c->dst, 16);
+	return c->family == DPVPN_AF_INET6 && ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
 }
 
 /* A frame ready to go (Ethernet header complete) into port's TX buffer. */
@@ -254,27 +256,6 @@ send_held(struct dp_worker *w, struct dp_lstats *st, uint16_t port, uint8_t fami
 		send_frame(w, st, held[i], port);
 }
 
-static bool
-resolve_cached(struct dp_worker *w, struct dp_lstats *st, struct nh_cache *c, uint16_t port,
-	       uint8_t family, const void *next, struct rte_ether_addr *mac)
-{
-	bool v6 = family == DPVPN_AF_INET6;
-
-	if (c->family == family && c->port == port && same_addr(c->addr, next, v6)) {
-		*mac = c->mac;
-		return true;
-	}
-	if (!neigh_lookup(port, family, next, mac))
-		return false;
-	if (unlikely(w->nq.held != 0))
-		send_held(w, st, port, family, next, mac);
-	c->port = port;
-	c->family = family;
-	memcpy(c->addr, next, v6 ? 16 : 4);
-	c->mac = *mac;
-	return true;
-}
-
 /*
  * No MAC for the next hop yet: the frame waits for it (neighq.h), and the
  * main lcore is asked to resolve it when it is the first to wait.
@@ -290,59 +271,95 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 		ask_resolve(w, port, family, addr);
 }
 
+/*
+ * The route and next hop of m (data at its IP header), into c; false when
+ * m is gone: dropped (no route, an answer for an inside host routed out of
+ * an outside port) or held for its next hop's MAC (neighq.h).
+ */
+static bool
+route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct rte_mbuf *m,
+	  const uint8_t *ip, bool v6)
+{
+	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
+	struct rte_ether_addr mac;
+	const void *next;
+	uint32_t next4;
+	uint16_t port;
+	bool routed;
+
+	if (v6) {
+		const uint8_t *next6;
+
+		routed = route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port, &next6);
+		next = next6;
+	} else {
+		routed = route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port, &next4);
+		next = &next4;
+	}
+	if (!routed) {
+		dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+		return false;
+	}
+	if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE) &&
+	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
+		dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
+		return false;
+	}
+	if (c->family == family && c->port == port &&
+	    memcmp(c->next, next, v6 ? 16 : 4) == 0) {	/* another host, the same next hop */
+		mac = c->eth.dst_addr;
+	} else if (!neigh_lookup(port, family, next, &mac)) {
+		struct rte_ether_hdr *eth = (struct rte_ether_hdr *)
+			rte_pktmbuf_prepend(m, sizeof(*eth));
+
+		if (eth == NULL) {
+			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
+			return false;
+		}
+		eth->src_addr = dp.ports[port].mac;
+		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 :
+							 RTE_ETHER_TYPE_IPV4);
+		hold(w, st, m, port, family, next);
+		return false;
+	} else if (unlikely(w->nq.held != 0)) {	/* what waited for this next hop goes first */
+		send_held(w, st, port, family, next, &mac);
+	}
+	memcpy(c->next, next, v6 ? 16 : 4);
+	c->family = family;
+	c->port = port;
+	memcpy(c->dst, v6 ? ((const struct rte_ipv6_hdr *)ip)->dst_addr :
+			    (const uint8_t *)&((const struct rte_ipv4_hdr *)ip)->dst_addr, v6 ? 16 : 4);
+	c->eth.dst_addr = mac;
+	c->eth.src_addr = dp.ports[port].mac;
+	c->eth.ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
+	return true;
+}
+
 /* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
 static void
 worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct nh_cache cache = { .family = 0 };
+	struct dst_cache c = { .family = 0 };
 	STAGE_CLOCK(t);
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
 		bool v6 = ip[0] >> 4 == 6;
-		uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
-		struct rte_ether_hdr *eth;
-		const void *next;
-		uint32_t next4;
-		uint16_t port;
+		void *eth;
 
-		if (v6) {
-			const uint8_t *next6;
-
-			if (!route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port,
-					   &next6)) {
-				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+		if (unlikely(!dst_hit(&c, ip, v6) || m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
+			if (!route_one(w, st, &c, m, ip, v6))
 				continue;
-			}
-			next = next6;
-		} else {
-			if (!route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port,
-					  &next4)) {
-				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
-				continue;
-			}
-			next = &next4;
-		}
-		if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
-			if (dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
-				dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
-				continue;
-			}
 			m->packet_type = 0;
 		}
-		eth = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eth));
-		if (eth == NULL) {
+		eth = rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+		if (unlikely(eth == NULL)) {
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
 			continue;
 		}
-		eth->src_addr = dp.ports[port].mac;
-		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
-		if (!resolve_cached(w, st, &cache, port, family, next, &eth->dst_addr)) {
-			hold(w, st, m, port, family, next);
-			continue;
-		}
-		send_frame(w, st, m, port);
+		memcpy(eth, &c.eth, sizeof(struct rte_ether_hdr));
+		send_frame(w, st, m, c.port);
 	}
 	STAGE(st, t, ROUTE);
 }
