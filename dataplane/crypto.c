@@ -311,24 +311,3 @@ crypto_run(struct crypto_mgr *m, struct crypto_op *ops, uint16_t n)
 	if (q > 0)
 		run_jobs(m->mb, queued, q);
 }
-
-bool
-crypto_icv_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
-{
-	uint64_t x[2], y[2], diff;
-
-	/* Constant time: every byte is compared, no early exit.  ICVs are 12
-	 * or 16 bytes: two 64-bit words, the tail of a 12-byte one masked. */
-	memcpy(x, a, 8);
-	memcpy(y, b, 8);
-	diff = x[0] ^ y[0];
-	if (len == CRYPTO_ICV_MAX) {
-		memcpy(&x[1], a + 8, 8);
-		memcpy(&y[1], b + 8, 8);
-		diff |= x[1] ^ y[1];
-	} else {
-		for (uint32_t i = 8; i < len; i++)
-			diff |= (uint64_t)(a[i] ^ b[i]);
-	}
-	return diff == 0;
-}

@@ -51,22 +51,6 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 	outer->dst_addr = sa->remote;
 }
 
-void
-esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq)
-{
-	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
-
-	if (!sa->esn) {
-		op->aad = esp;
-		op->aad_len = ESP_HDR_LEN;
-		return;
-	}
-	memcpy(op->aad_buf, esp, 4);
-	memcpy(op->aad_buf + 4, &hi, 4);
-	memcpy(op->aad_buf + 8, esp + 4, 4);
-	op->aad = op->aad_buf;
-	op->aad_len = 12;
-}
 
 /* IPv6 outer header: traffic class copied as for IPv4, flow label 0. */
 static void
@@ -80,25 +64,6 @@ build_outer6(const struct sa *sa, struct rte_ipv6_hdr *outer, uint8_t tc, uint16
 	memcpy(outer->dst_addr, sa->remote6, 16);
 }
 
-void
-esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq)
-{
-	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
-
-	op->auth = esp;
-	op->auth_len = ESP_HDR_LEN + sa->iv_len + op->len;
-	if (!sa->esn)
-		return;
-	/* RFC 4303 2.2.1: with ESN the high half is hashed after the payload
-	 * but not sent.  It goes where the ICV sits; the received ICV was
-	 * moved aside first, and an outgoing one is written after hashing. */
-	if (op->dir == CRYPTO_DECRYPT) {
-		memcpy(op->rx_icv, op->tag, sa->icv_len);
-		op->tag = op->rx_icv;
-	}
-	memcpy(esp + op->auth_len, &hi, sizeof(hi));
-	op->auth_len += sizeof(hi);
-}
 
 /*
  * RFC 3948 UDP header; checksum 0, as IPv4 allows (over IPv6 it is filled in
