@@ -36,19 +36,22 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 {
 	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner_frag);
 	uint32_t sum = sa->outer_sum + tos + total + id + frag;
+	uint64_t w0, w2;
+	uint32_t w1;
 
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	outer->version_ihl = RTE_IPV4_VHL_DEF;
-	outer->type_of_service = tos;
-	outer->total_length = rte_cpu_to_be_16(total);
-	outer->packet_id = rte_cpu_to_be_16(id);
-	outer->fragment_offset = rte_cpu_to_be_16(frag);
-	outer->time_to_live = ESP_OUTER_TTL;
-	outer->next_proto_id = sa->udp ? IPPROTO_UDP : IPPROTO_ESP;
-	outer->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
-	outer->src_addr = sa->local;
-	outer->dst_addr = sa->remote;
+	/* three stores, in the header's own byte order (x86 is little-endian):
+	 * version/IHL, TOS, length, ID, flags and offset; TTL, protocol,
+	 * checksum; the addresses */
+	w0 = RTE_IPV4_VHL_DEF | (uint64_t)tos << 8 | (uint64_t)rte_cpu_to_be_16(total) << 16 |
+	     (uint64_t)rte_cpu_to_be_16(id) << 32 | (uint64_t)rte_cpu_to_be_16(frag) << 48;
+	w1 = ESP_OUTER_TTL | (uint32_t)(sa->udp ? IPPROTO_UDP : IPPROTO_ESP) << 8 |
+	     (uint32_t)rte_cpu_to_be_16((uint16_t)~sum) << 16;
+	w2 = (uint64_t)sa->local | (uint64_t)sa->remote << 32;
+	memcpy(outer, &w0, 8);
+	memcpy((uint8_t *)outer + 8, &w1, 4);
+	memcpy((uint8_t *)outer + 12, &w2, 8);
 }
 
 
@@ -127,10 +130,9 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & (sa->block - 1));
-	uint16_t outer_len = sa->outer6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
-	uint16_t prepend = (uint16_t)(outer_len + (sa->udp ? NATT_HDR_LEN : 0) + ESP_HDR_LEN +
-				      sa->iv_len);
+	uint16_t outer_len = sa->outer_len, prepend = sa->hdr_len;
 	uint8_t *inner = rte_pktmbuf_mtod(m, uint8_t *);
+	uint64_t spi_seq;
 	uint8_t *tail, *hdr, *iv, tc, nh;
 	rte_be16_t inner_frag;
 	uint64_t limit;
@@ -164,8 +166,17 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	hdr = (uint8_t *)rte_pktmbuf_prepend(m, prepend);
 	if (hdr == NULL)
 		return DPVPN_DROP_TOO_BIG;
-	for (uint16_t i = 0; i < pad; i++)
-		tail[i] = (uint8_t)(i + 1);	/* RFC 4303 2.4 default padding */
+	/* RFC 4303 2.4 default padding 1, 2, 3, ...: one store for up to 8 (the
+	 * trailer and ICV after it make room for 8 bytes; what lands there is
+	 * written again below and by the cipher) */
+	if (likely(pad <= 8)) {
+		uint64_t ramp = 0x0807060504030201ull;
+
+		memcpy(tail, &ramp, 8);
+	} else {
+		for (uint16_t i = 0; i < pad; i++)
+			tail[i] = (uint8_t)(i + 1);
+	}
 	tail[pad] = (uint8_t)pad;
 	tail[pad + 1] = nh;
 	if (sa->outer6)
@@ -180,10 +191,8 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	if (sa->udp)
 		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - outer_len,
 				  hdr + prepend);
-	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
-
-	memcpy(esp, &spi, 4);
-	memcpy(esp + 4, &seq32, 4);
+	spi_seq = sa->spi | (uint64_t)rte_cpu_to_be_32((uint32_t)seq) << 32;
+	memcpy(esp, &spi_seq, 8);
 	iv = esp + ESP_HDR_LEN;
 	op->key = &sa->key;
 	op->dir = CRYPTO_ENCRYPT;

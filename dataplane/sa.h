@@ -71,6 +71,8 @@ struct sa {
 	uint16_t udp_spread_mask;	/* out: source port = udp_local + (flow & this) */
 	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
 	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
+	uint8_t outer_len;	/* out: outer IPv4 or IPv6 header */
+	uint8_t hdr_len;	/* out: all the bytes put before the inner packet */
 	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */
 	uint8_t frag_outer;	/* out: fragment the outer packet, not the inner one */
 	uint16_t mtu;		/* out: largest inner packet sent in one ESP packet */
