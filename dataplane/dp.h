@@ -14,6 +14,7 @@
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -200,6 +201,38 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 {
 	st->drops[why]++;
 	rte_pktmbuf_free(m);
+}
+
+/* The port whose IPv4 address dst is (only: that port alone), or -1. */
+static inline int
+dp_owner4(uint32_t dst, const struct dp_port *only)
+{
+	if (only != NULL)
+		return only->addr != 0 && dst == only->addr ? only->id : -1;
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp.ports[p].addr != 0 && dst == dp.ports[p].addr)
+			return p;
+	return -1;
+}
+
+static inline int
+dp_owner6(const uint8_t *dst, const struct dp_port *only)
+{
+	if (only != NULL)
+		return only->has6 && memcmp(dst, only->addr6, 16) == 0 ? only->id : -1;
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp.ports[p].has6 && memcmp(dst, dp.ports[p].addr6, 16) == 0)
+			return p;
+	return -1;
+}
+
+/* The port whose address ip's destination is (only: that port alone), or -1. */
+static inline int
+dp_owner(const uint8_t *ip, const struct dp_port *only)
+{
+	if (ip[0] >> 4 == 6)
+		return dp_owner6(((const struct rte_ipv6_hdr *)ip)->dst_addr, only);
+	return dp_owner4(((const struct rte_ipv4_hdr *)ip)->dst_addr, only);
 }
 
 /*

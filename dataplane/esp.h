@@ -92,10 +92,11 @@ uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct
  * Returns the inner packets to forward, at the front of pkts[]; packets
  * that must go back into a tunnel (ICMP Time Exceeded for an inner packet
  * whose TTL expired here) go to tunnel, each with m->port the inside port
- * whose address it comes from, for the poll loop to encrypt and send.
+ * whose address it comes from, for the poll loop to encrypt and send; inner
+ * packets addressed to the gateway itself go to self (empty when called).
  */
 uint16_t esp_decap_burst(struct dp_worker *w, struct dp_lstats *st,
 			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n,
-			 struct dp_out *tunnel);
+			 struct dp_out *tunnel, struct dp_out *self);
 
 #endif /* ESP_H */

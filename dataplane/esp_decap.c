@@ -318,7 +318,7 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 
 uint16_t
 esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel, struct dp_out *self)
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
@@ -366,9 +366,12 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		s->packets++;
 		s->bytes += rte_pktmbuf_data_len(pkts[i]);
 		sa_stamp(s, w->now_tsc);
-		pkts[good++] = pkts[i];
+		if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
+			dp_out_add(self, pkts[i]);	/* for the gateway itself */
+		else
+			pkts[good++] = pkts[i];
 	}
-	st->decrypted += good;
+	st->decrypted += good + self->n;
 	STAGE(st, t, HDR);	/* ICV compare, replay update, trailer, inner checks, counters */
 	return good;
 }

@@ -133,13 +133,20 @@ classify6(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	return true;
 }
 
-/* Keep IPv4 and IPv6 packets (Ethernet header stripped); punt ARP and ND; drop the rest. */
+/*
+ * Keep IPv4 and IPv6 packets (Ethernet header stripped); punt ARP and ND; drop
+ * the rest.  On an inside port, what is addressed to the gateway itself goes
+ * to self[] (*nself of them) in the same pass: answered or dropped, never
+ * tunnelled (echo_local).
+ */
 static uint16_t
 classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	 struct rte_mbuf **pkts, uint16_t n)
+	 struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **self, uint16_t *nself)
 {
+	bool inside = port->role == DPVPN_ROLE_INSIDE;
 	uint16_t k = 0;
 
+	*nself = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
@@ -162,22 +169,25 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			continue;
 		}
 		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
-			if (classify6(w, st, port, m))
-				pkts[k++] = m;
-			continue;
+			if (!classify6(w, st, port, m))
+				continue;
+		} else {
+			if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+				dp_drop(st, m, DPVPN_DROP_NOT_IP);
+				continue;
+			}
+			rte_pktmbuf_adj(m, sizeof(*eth));
+			why = ip4_check(m);
+			if (why != DPVPN_DROP_MAX) {
+				dp_drop(st, m, why);
+				continue;
+			}
+			inside_csum(st, port, m, false);
 		}
-		if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
-			dp_drop(st, m, DPVPN_DROP_NOT_IP);
-			continue;
-		}
-		rte_pktmbuf_adj(m, sizeof(*eth));
-		why = ip4_check(m);
-		if (why != DPVPN_DROP_MAX) {
-			dp_drop(st, m, why);
-			continue;
-		}
-		inside_csum(st, port, m, false);
-		pkts[k++] = m;
+		if (inside && unlikely(dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL) >= 0))
+			self[(*nself)++] = m;
+		else
+			pkts[k++] = m;
 	}
 	return k;
 }
@@ -380,21 +390,43 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 }
 
 /*
+ * From an inside port, for the gateway itself: echo requests answered (the
+ * replies, to out, may not leave by an outside port: DP_PTYPE_ANSWER_INSIDE),
+ * the rest dropped.  One whose address stopped being ours meanwhile is
+ * forwarded after all (added to pkts).
+ */
+static void
+answer_inside(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t *n,
+	      struct rte_mbuf **self, uint16_t nself, struct dp_out *out)
+{
+	uint16_t first = out->n, nrep, k;
+
+	k = echo_local(w, st, self, nself, out->pkts + first, &nrep, ECHO_HOPS);
+	out->n += nrep;
+	for (uint16_t i = first; i < out->n; i++)
+		out->pkts[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
+	for (uint16_t i = 0; i < k; i++)
+		pkts[(*n)++] = self[i];
+}
+
+/*
  * Decrypted packets for the gateway itself: echo requests are answered
  * back into the tunnel (added to tunnel; encapsulation takes one off the
  * TTL / hop limit as for a forwarded packet, so they are built with one more
  * and leave with ECHO_HOPS), the rest is dropped as to-self.  Returns what
  * is forwarded.
  */
-static uint16_t
-tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
-	     struct dp_out *tunnel)
+static void
+tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t *n,
+	     struct dp_out *self, struct dp_out *tunnel)
 {
-	uint16_t nrep;
+	uint16_t nrep, k;
 
-	n = echo_local(w, st, pkts, n, tunnel->pkts + tunnel->n, &nrep, ECHO_HOPS + 1);
+	k = echo_local(w, st, self->pkts, self->n, tunnel->pkts + tunnel->n, &nrep,
+		       ECHO_HOPS + 1);
 	tunnel->n += nrep;
-	return n;
+	for (uint16_t i = 0; i < k; i++)	/* no longer ours meanwhile: forwarded */
+		pkts[(*n)++] = self->pkts[i];
 }
 
 /*
@@ -446,30 +478,28 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
-	struct dp_out out, tunnel;	/* after the burst; to encrypt first (dp.h) */
+	struct dp_out out, tunnel, self;	/* after the burst; to encrypt first; for us */
 	STAGE_CLOCK(t);
 
-	out.n = tunnel.n = 0;
+	out.n = tunnel.n = self.n = 0;
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
-	n = classify(w, st, port, pkts, n);
+	n = classify(w, st, port, pkts, n, self.pkts, &self.n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
-		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
-		n = echo_local(w, st, pkts, n, out.pkts, &out.n, ECHO_HOPS);
-		for (uint16_t i = 0; i < out.n; i++)
-			out.pkts[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
+		if (unlikely(self.n > 0))
+			answer_inside(w, st, pkts, &n, self.pkts, self.n, &out);
 		STAGE(st, t, CLASSIFY);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n, &out);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
 		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
 		STAGE(st, t, CLASSIFY);
-		n = esp_decap_burst(w, st, port, pkts, n, &tunnel);
+		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
-		STAGE_CLOCK(t2);
-		if (n > 0)
-			n = tunnel_local(w, st, pkts, n, &tunnel);
-		STAGE(st, t2, CLASSIFY);
+		if (unlikely(self.n > 0)) {
+			trace_tap(DPVPN_TRACE_DECRYPTED, self.pkts, self.n, port->id, false, false);
+			tunnel_local(w, st, pkts, &n, &self, &tunnel);
+		}
 		if (unlikely(tunnel.n > 0))
 			into_tunnel(w, st, &tunnel, &out);
 	}
