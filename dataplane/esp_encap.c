@@ -120,6 +120,52 @@ natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *i
 }
 
 /*
+ * The inner packet, forwarded (RFC 4301 5.1.2): its TTL / hop limit one less
+ * (select_sa made sure it does not expire), its TOS / traffic class and DF
+ * for the outer header.  Returns ESP's next header for it.
+ */
+static inline uint8_t
+inner_hop(uint8_t *inner, uint8_t *tc, rte_be16_t *frag)
+{
+	if (inner[0] >> 4 == 6) {
+		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
+
+		in6->hop_limits--;
+		*tc = ip6_tc(in6);
+		/* IPv6 is never fragmented on the way: "copy" means DF set */
+		*frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+		return IPPROTO_IPV6;
+	}
+	struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
+
+	ip4_dec_ttl(in4);
+	*tc = in4->type_of_service;
+	*frag = in4->fragment_offset;
+	return IPPROTO_IPIP;
+}
+
+/*
+ * ESP's trailer: RFC 4303 2.4 default padding 1, 2, 3, ... (one store for
+ * up to 8 bytes: the trailer and ICV after them make room for 8, and what
+ * lands there is written again below and by the cipher), pad length, next
+ * header.
+ */
+static inline void
+trailer(uint8_t *tail, uint16_t pad, uint8_t nh)
+{
+	if (likely(pad <= 8)) {
+		uint64_t ramp = 0x0807060504030201ull;
+
+		memcpy(tail, &ramp, 8);
+	} else {
+		for (uint16_t i = 0; i < pad; i++)
+			tail[i] = (uint8_t)(i + 1);
+	}
+	tail[pad] = (uint8_t)pad;
+	tail[pad + 1] = nh;
+}
+
+/*
  * Turn m (an inner IPv4 or IPv6 packet) into an ESP packet for sa (outer
  * IPv4 or IPv6) with sequence number seq, and describe the encryption in op.
  * DPVPN_DROP_MAX on success.
@@ -143,42 +189,14 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE);
 	if (unlikely(seq > limit && limit != 0))
 		return DPVPN_DROP_SEQ_UNRESERVED;
-	/* select_sa checked that TTL / hop limit does not expire */
-	if (inner[0] >> 4 == 6) {
-		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
-
-		in6->hop_limits--;
-		tc = ip6_tc(in6);
-		nh = IPPROTO_IPV6;
-		/* IPv6 is never fragmented on the way: "copy" means DF set */
-		inner_frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-	} else {
-		struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
-
-		ip4_dec_ttl(in4);
-		tc = in4->type_of_service;
-		nh = IPPROTO_IPIP;
-		inner_frag = in4->fragment_offset;
-	}
+	nh = inner_hop(inner, &tc, &inner_frag);
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
 	hdr = (uint8_t *)rte_pktmbuf_prepend(m, prepend);
 	if (hdr == NULL)
 		return DPVPN_DROP_TOO_BIG;
-	/* RFC 4303 2.4 default padding 1, 2, 3, ...: one store for up to 8 (the
-	 * trailer and ICV after it make room for 8 bytes; what lands there is
-	 * written again below and by the cipher) */
-	if (likely(pad <= 8)) {
-		uint64_t ramp = 0x0807060504030201ull;
-
-		memcpy(tail, &ramp, 8);
-	} else {
-		for (uint16_t i = 0; i < pad; i++)
-			tail[i] = (uint8_t)(i + 1);
-	}
-	tail[pad] = (uint8_t)pad;
-	tail[pad + 1] = nh;
+	trailer(tail, pad, nh);
 	if (sa->outer6)
 		build_outer6(sa, (struct rte_ipv6_hdr *)hdr, tc,
 			     (uint16_t)(rte_pktmbuf_data_len(m) - outer_len));
