@@ -350,11 +350,16 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 	spd_classify(spd_get(), hdrs, slots, n);
 	STAGE(st, t, SPD);
+	for (uint16_t i = 0; i < n; i++) {	/* many tunnels: fetched for the burst */
+		sas[i] = slots[i] < 0 ? NULL : sa_slot((uint32_t)slots[i]);
+		if (sas[i] != NULL && (i == 0 || sas[i] != sas[i - 1]))
+			sa_prefetch(sas[i]);
+	}
 	*nbig = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		int32_t slot = slots[i];
-		struct sa *sa = slot < 0 ? NULL : sa_slot((uint32_t)slot);
+		struct sa *sa = sas[i];
 		uint8_t *ip = (uint8_t *)hdrs[i];
 		uint16_t len = rte_pktmbuf_data_len(m);
 
@@ -378,6 +383,8 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			too_big(w, st, port, sa, m, out, big, big_sa, nbig);
 			continue;
 		}
+		if (k == 0 || sa != sas[k - 1])
+			sa_prefetch2(sa, w->index);
 		sas[k] = sa;
 		pkts[k++] = m;
 	}

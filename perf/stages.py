@@ -60,21 +60,22 @@ def median_row(rows, key):
     return sorted(rows, key=lambda r: r[key])[len(rows) // 2]
 
 
-def measure(cipher, direction, size, reps, seconds):
+def measure(cipher, direction, size, reps, seconds, anti_replay=True, sas=1):
     """reps runs of each build, alternating: the instrumented one's stage
     split (median by total) and the ordinary one's cycles per packet."""
     staged, plain = [], []
     for _ in range(reps):
         db = load_dpbench(STAGE_BUILD)
         db.STAGES = True
-        r = db.run_case(cipher, direction, size, 1, seconds)
+        r = db.run_case(cipher, direction, size, 1, seconds, sas=sas, anti_replay=anti_replay)
         r["stage_total"] = sum(r["stages"].values())
         staged.append(r)
         db = load_dpbench(PLAIN_BUILD)
         db.STAGES = False
-        plain.append(db.run_case(cipher, direction, size, 1, seconds))
+        plain.append(db.run_case(cipher, direction, size, 1, seconds, sas=sas,
+                                 anti_replay=anti_replay))
     s = median_row(staged, "stage_total")
-    return {"cipher": cipher, "direction": direction, "size": size,
+    return {"cipher": cipher, "direction": direction, "size": size, "sas": sas,
             "stages": s["stages"], "stage_total": s["stage_total"],
             "stage_mpps": s["mpps"], "stage_reps": [r["stage_total"] for r in staged],
             "plain_cycles_per_packet": statistics.median(
@@ -105,13 +106,17 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--label", default="now", help="results/stages-LABEL.json")
+    ap.add_argument("--sas", type=int, default=1, help="tunnels (dpbench --sas)")
+    ap.add_argument("--no-anti-replay", action="store_true",
+                    help="decap over 64 packets replayed with replay-window = 0 (a cheap "
+                         "harness; the window check left out)")
     a = ap.parse_args()
     ensure_stage_build()
     loader = importlib.machinery.SourceFileLoader("perf_run", os.path.join(HERE, "run"))
     perf_run = importlib.util.module_from_spec(importlib.util.spec_from_loader("perf_run",
                                                                               loader))
     loader.exec_module(perf_run)     # for machine()
-    rows = [measure(a.cipher, d, s, a.reps, a.seconds)
+    rows = [measure(a.cipher, d, s, a.reps, a.seconds, not a.no_anti_replay, a.sas)
             for d in a.dir.split(",") for s in map(int, a.size.split(","))]
     print(table(rows))
     line, mach = perf_run.machine()
