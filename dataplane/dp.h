@@ -23,6 +23,7 @@
 #include "neighq.h"
 
 struct crypto_mgr;
+struct spd_cache;
 struct rte_ip_frag_tbl;
 struct rte_ip_frag_death_row;
 
@@ -161,6 +162,7 @@ struct dp_worker {
 	uint64_t now_tsc;		/* this poll's start: SAs' last packet (sa_stamp) */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
+	struct spd_cache *spd_cache;	/* flows and their SAs (spd.h), NULL: none */
 	uint32_t ip_id;			/* outer IPv4 identification */
 	struct rte_ip_frag_tbl *frag_tbl;	/* outer fragments being reassembled */
 	struct rte_ip_frag_death_row *frag_dr;

@@ -247,18 +247,27 @@ natt6_checksum(struct rte_mbuf *m)
 
 /*
  * Sequence numbers for a burst: one atomic add per run of packets that share
- * an SA (usually the whole burst), not one per packet.  Numbers stay unique
- * per SA however many workers encrypt for it.
+ * an SA (usually the whole burst), not one per packet, and none at all when
+ * this is the only worker.  Numbers stay unique per SA however many workers
+ * encrypt for it.
  */
 static void
 reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 {
+	bool alone = dp.n_workers == 1;	/* no other thread encrypts: no atomic add */
+
 	for (uint16_t i = 0; i < n;) {
 		uint16_t run = 1;
+		uint64_t first;
 
 		while (i + run < n && sas[i + run] == sas[i])
 			run++;
-		uint64_t first = __atomic_fetch_add(&sas[i]->seq, run, __ATOMIC_RELAXED) + 1;
+		if (alone) {	/* a plain add; show sa reads it whole all the same */
+			first = __atomic_load_n(&sas[i]->seq, __ATOMIC_RELAXED) + 1;
+			__atomic_store_n(&sas[i]->seq, first + run - 1, __ATOMIC_RELAXED);
+		} else {
+			first = __atomic_fetch_add(&sas[i]->seq, run, __ATOMIC_RELAXED) + 1;
+		}
 
 		for (uint16_t j = 0; j < run; j++)
 			seqs[i + j] = first + j;
@@ -348,7 +357,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 
 	for (uint16_t i = 0; i < n; i++)
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-	spd_classify(spd_get(), hdrs, slots, n);
+	spd_classify_flows(spd_get(), w->spd_cache, hdrs, slots, n);
 	STAGE(st, t, SPD);
 	for (uint16_t i = 0; i < n; i++) {	/* many tunnels: fetched for the burst */
 		sas[i] = slots[i] < 0 ? NULL : sa_slot((uint32_t)slots[i]);

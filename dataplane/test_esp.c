@@ -472,22 +472,27 @@ struct spd_case {
 	uint32_t spi;		/* the SA that must be chosen, 0: none */
 };
 
+/* Each case as spd_classify answers it, and through a worker's flow cache (twice: a miss, a hit). */
+static struct spd_cache flows;
+
 static void
 check_spd_cases(const struct spd_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF };
 		const uint8_t *hdr = (const uint8_t *)&ip;
-		int32_t slot;
+		int32_t slot, want, cached[2];
 
 		inet_pton(AF_INET, cases[i].src, &ip.src_addr);
 		inet_pton(AF_INET, cases[i].dst, &ip.dst_addr);
 		spd_classify(spd_get(), &hdr, &slot, 1);
-		if (cases[i].spi == 0)
-			assert_int_equal(slot, -1);
-		else
-			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
-						       DPVPN_DIR_OUT));
+		want = cases[i].spi == 0 ? -1 : sa_find(rte_cpu_to_be_32(cases[i].spi),
+							 DPVPN_DIR_OUT);
+		assert_int_equal(slot, want);
+		spd_classify_flows(spd_get(), &flows, &hdr, &cached[0], 1);
+		spd_classify_flows(spd_get(), &flows, &hdr, &cached[1], 1);
+		assert_int_equal(cached[0], want);
+		assert_int_equal(cached[1], want);
 	}
 }
 
@@ -505,6 +510,13 @@ test_spd_order(void **state)
 		{ "10.1.2.3", "10.7.0.1", 0x3004 },	/* priority 50 beats everything */
 		{ "11.0.0.1", "10.9.9.9", 0 },		/* no rule */
 	};
+	static const struct spd_case changed[] = {	/* with 10/9 -> 10.8/13 at 10 */
+		{ "10.1.1.1", "10.9.9.9", 0x3001 },
+		{ "10.1.2.3", "10.9.1.1", 0x3001 },
+		{ "10.2.0.1", "10.9.9.9", 0x3001 },
+		{ "10.1.2.3", "10.7.0.1", 0x3004 },
+		{ "11.0.0.1", "10.9.9.9", 0 },
+	};
 	char err[256];
 
 	(void)state;
@@ -517,8 +529,18 @@ test_spd_order(void **state)
 	add_policy("10.1.0.0", 16, "10.7.0.0", 16, 0x3004, 50);
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
 	check_spd_cases(cases, RTE_DIM(cases));
-	spd_force_acl(true);	/* rebuilds with rte_acl */
+	spd_force_acl(true);	/* rebuilds with rte_acl (and the flow caches are used) */
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	check_spd_cases(cases, RTE_DIM(cases));
+	/* a policy change is seen at once through the caches filled before it */
+	add_policy("10.0.0.0", 9, "10.8.0.0", 13, 0x3001, 10);
+	check_spd_cases(changed, RTE_DIM(changed));
+	struct dpvpn_policy p = { .src.len = 9, .dst.len = 13, .priority = 10 };
+
+	p.src.family = p.dst.family = DPVPN_AF_INET;
+	inet_pton(AF_INET, "10.0.0.0", &p.src.v4);
+	inet_pton(AF_INET, "10.8.0.0", &p.dst.v4);
+	assert_int_equal(spd_del(&p, err, sizeof(err)), 0);
 	check_spd_cases(cases, RTE_DIM(cases));
 	spd_force_acl(false);
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
