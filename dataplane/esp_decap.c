@@ -70,9 +70,43 @@ natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
 	return DPVPN_DROP_MAX;
 }
 
+/*
+ * Many tunnels: each packet's SPI, read where plain ESP or ESP in UDP has
+ * it, the burst's SAs looked up at once and their lines fetched before
+ * decap_prepare reads them.  hint[i] is a hint only: decap_prepare checks
+ * the packet itself and looks up what the hint does not answer.  A burst of
+ * one SPI (one tunnel) takes decap_prepare's own one lookup.
+ */
+static void
+prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint)
+{
+	uint32_t spis[DP_BURST], spread = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *ip = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		bool v6 = ip[0] >> 4 == 6;
+		uint16_t off = v6 ? sizeof(struct rte_ipv6_hdr) : (uint16_t)((ip[0] & 0x0f) * 4);
+
+		if ((v6 ? ip[6] : ip[9]) == IPPROTO_UDP)
+			off += NATT_HDR_LEN;
+		spis[i] = 0;
+		if (rte_pktmbuf_data_len(pkts[i]) >= off + 4)
+			memcpy(&spis[i], ip + off, 4);
+		spread |= spis[i] ^ spis[0];
+	}
+	if (spread == 0) {
+		memset(hint, 0, n * sizeof(*hint));
+		return;
+	}
+	sa_lookup_in_bulk(spis, n, hint);
+	for (uint16_t i = 0; i < n; i++)
+		if (hint[i] != NULL && (i == 0 || hint[i] != hint[i - 1]))
+			sa_prefetch_in(hint[i]);
+}
+
 static enum dpvpn_drop_reason
 decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
-	      struct sa **sap, struct crypto_op *op, uint64_t *seq)
+	      struct sa *hint, struct sa **sap, struct crypto_op *op, uint64_t *seq)
 {
 	const uint8_t *outer = rte_pktmbuf_mtod(m, const uint8_t *);
 	bool out6 = outer[0] >> 4 == 6;
@@ -115,7 +149,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 		return DPVPN_DROP_SHORT;
 	memcpy(&spi, esp, 4);
 	memcpy(&seq32, esp + 4, 4);
-	sa = lookup_cached(cache, spi);
+	sa = hint != NULL && hint->spi == spi ? hint : lookup_cached(cache, spi);
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
@@ -324,13 +358,15 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	struct sa *sas[DP_BURST];
 	uint64_t seqs[DP_BURST];
 	struct spi_cache cache = { .spi = 0 };
+	struct sa *hint[DP_BURST];
 	uint16_t k = 0, good = 0;
 	STAGE_CLOCK(t);
 
+	prefetch_sas(pkts, n, hint);
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
-		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k],
-							   &seqs[k]);
+		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, hint[i], &sa,
+							   &ops[k], &seqs[k]);
 
 		if (why == DPVPN_DROP_IKE) {	/* to the IKE channel, if one is open */
 			ike_punt(w, st, pkts[i]);

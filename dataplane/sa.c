@@ -354,6 +354,24 @@ sa_lookup_in(uint32_t spi)
 	return rte_hash_lookup_data(by_spi, &k, &sa) < 0 ? NULL : sa;
 }
 
+void
+sa_lookup_in_bulk(const uint32_t *spis, uint32_t n, struct sa **sas)
+{
+	struct sa_key keys[DP_BURST];
+	const void *kp[DP_BURST];
+	void *data[DP_BURST];
+	uint64_t hits = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		keys[i] = (struct sa_key){ .spi = spis[i], .dir = DPVPN_DIR_IN };
+		kp[i] = &keys[i];
+	}
+	if (n == 0 || rte_hash_lookup_bulk_data(by_spi, kp, n, &hits, data) < 0)
+		hits = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sas[i] = hits & (1ull << i) ? data[i] : NULL;
+}
+
 int
 sa_find(uint32_t spi, uint8_t dir)
 {

@@ -116,6 +116,22 @@ sa_prefetch(const struct sa *sa)
 	rte_prefetch0(&sa->seq);
 }
 
+/* An inbound SA's: its first line and selectors, its window, its round keys. */
+static inline void
+sa_prefetch_in(const struct sa *sa)
+{
+	const uint8_t *k = (const uint8_t *)&sa->key;
+
+	rte_prefetch0(sa);
+	rte_prefetch0((const uint8_t *)sa + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(&sa->replay);
+	rte_prefetch0(k);
+	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 14 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
+}
+
 static inline void
 sa_prefetch2(const struct sa *sa, unsigned int worker)
 {
@@ -172,6 +188,8 @@ int sa_add(const struct dpvpn_sa_cfg *cfg, struct crypto_mgr *mgr, char *errbuf,
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
 /* Fast path: inbound SA by SPI (network order), or NULL. */
 struct sa *sa_lookup_in(uint32_t spi);
+/* The same for n <= DP_BURST SPIs at once (rte_hash fetches its buckets together). */
+void sa_lookup_in_bulk(const uint32_t *spis, uint32_t n, struct sa **sas);
 /* Slot of an installed SA, -1 if none. */
 int sa_find(uint32_t spi, uint8_t dir);
 struct sa *sa_slot(uint32_t slot);
