@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "lock.h"
 #include "seqstate.h"
 
-#define SEQ_MAX_ENTRIES	65536
+#define SEQ_MAX_ENTRIES	(1u << 22)	/* 4 M outbound SAs: far above --max-sa's reach */
 
 struct seq_entry {
 	char name[DPVPN_NAME_LEN];
@@ -21,12 +22,21 @@ struct seq_entry {
 	uint64_t limit;
 };
 
+/*
+ * The entries in file order, and an open-addressing index over them (slot:
+ * entry number + 1, 0 empty; at most half full), so that a lookup costs the
+ * same for the ten-thousandth tunnel as for the first.
+ */
 struct seqstate {
 	uint64_t block;
 	int lock_fd;		/* PATH.lock, held while open (lock.h) */
 	char path[4096];
 	struct seq_entry *e;
-	size_t n;
+	size_t n, cap;
+	uint32_t *idx;
+	size_t idx_size;	/* a power of 2, >= 2 * cap */
+	bool batch;		/* seq_batch_begin'ed: puts wait for seq_batch_end */
+	bool dirty;		/* a put since the last save */
 };
 
 /* PATH.lock: no other dpvpnd reserves from this file while we do. */
@@ -44,6 +54,90 @@ take_lock(const char *path, char *err, size_t len)
 	else if (fd < 0)
 		snprintf(err, len, "%s", why);
 	return fd;
+}
+
+/* FNV-1a over the name and the SPI. */
+static size_t
+hash(const char *name, uint32_t spi)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *c = name; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+	for (int i = 0; i < 4; i++)
+		h = (h ^ ((spi >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+	return (size_t)(h ^ (h >> 32));
+}
+
+/* The index slot of (name, spi): its entry's, or the empty one it would take. */
+static uint32_t *
+slot(const struct seqstate *s, const char *name, uint32_t spi)
+{
+	size_t i = hash(name, spi) & (s->idx_size - 1);
+
+	for (;; i = (i + 1) & (s->idx_size - 1)) {
+		const struct seq_entry *e = s->idx[i] ? &s->e[s->idx[i] - 1] : NULL;
+
+		if (e == NULL || (e->spi == spi && strcmp(e->name, name) == 0))
+			return &s->idx[i];
+	}
+}
+
+/* Room for twice as many entries, and the index built anew for them. */
+static int
+grow(struct seqstate *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 1024, size = 2 * cap;
+	struct seq_entry *e;
+	uint32_t *idx;
+
+	if (cap > SEQ_MAX_ENTRIES) {
+		errno = ENOSPC;
+		return -1;
+	}
+	e = realloc(s->e, cap * sizeof(*e));
+	if (e == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	s->e = e;
+	idx = calloc(size, sizeof(*idx));
+	if (idx == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	s->cap = cap;
+	free(s->idx);
+	s->idx = idx;
+	s->idx_size = size;
+	for (size_t i = 0; i < s->n; i++)
+		*slot(s, s->e[i].name, s->e[i].spi) = (uint32_t)(i + 1);
+	return 0;
+}
+
+/* The entry of (name, spi); with add, a new one (limit 0) if there is none. */
+static struct seq_entry *
+entry(struct seqstate *s, const char *name, uint32_t spi, bool add)
+{
+	struct seq_entry *e;
+	uint32_t *sl;
+
+	if (s->idx_size == 0 && (!add || grow(s)))
+		return NULL;
+	sl = slot(s, name, spi);
+	if (*sl != 0 || !add)
+		return *sl ? &s->e[*sl - 1] : NULL;
+	if (s->n == s->cap) {
+		if (grow(s))
+			return NULL;
+		sl = slot(s, name, spi);
+	}
+	e = &s->e[s->n];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->spi = spi;
+	*sl = (uint32_t)++s->n;
+	return e;
 }
 
 struct seqstate *
@@ -66,12 +160,6 @@ seq_open(const char *path, char *err, size_t len)
 		free(s);
 		return NULL;
 	}
-	s->e = calloc(SEQ_MAX_ENTRIES, sizeof(*s->e));
-	if (s->e == NULL) {
-		snprintf(err, len, "%s", strerror(ENOMEM));
-		seq_close(s);
-		return NULL;
-	}
 	f = fopen(path, "re");
 	if (f == NULL) {
 		if (errno == ENOENT)
@@ -81,25 +169,31 @@ seq_open(const char *path, char *err, size_t len)
 		return NULL;
 	}
 	while (fgets(line, sizeof(line), f) != NULL) {
-		struct seq_entry *e = &s->e[s->n];
 		char name[DPVPN_NAME_LEN + 1];
+		struct seq_entry *e;
 		unsigned int spi;
+		uint64_t limit;
 
 		lineno++;
-		if (s->n == SEQ_MAX_ENTRIES ||
-		    sscanf(line, "%32s %x %" SCNu64, name, &spi, &e->limit) != 3 ||
+		if (sscanf(line, "%32s %x %" SCNu64, name, &spi, &limit) != 3 ||
 		    strlen(name) >= DPVPN_NAME_LEN) {
 			snprintf(err, len, "%s:%d: expected 'NAME SPI LIMIT'", path, lineno);
-			fclose(f);
-			seq_close(s);
-			return NULL;
+			goto bad;
 		}
-		strcpy(e->name, name);
-		e->spi = spi;
-		s->n++;
+		e = entry(s, name, spi, true);
+		if (e == NULL) {
+			snprintf(err, len, "%s:%d: %s", path, lineno, strerror(errno));
+			goto bad;
+		}
+		if (limit > e->limit)
+			e->limit = limit;
 	}
 	fclose(f);
 	return s;
+bad:
+	fclose(f);
+	seq_close(s);
+	return NULL;
 }
 
 void
@@ -109,6 +203,7 @@ seq_close(struct seqstate *s)
 		return;
 	close(s->lock_fd);
 	free(s->e);
+	free(s->idx);
 	free(s);
 }
 
@@ -124,19 +219,10 @@ seq_block(const struct seqstate *s)
 	return s->block;
 }
 
-static struct seq_entry *
-find(const struct seqstate *s, const char *name, uint32_t spi)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (s->e[i].spi == spi && strcmp(s->e[i].name, name) == 0)
-			return &s->e[i];
-	return NULL;
-}
-
 uint64_t
 seq_get(const struct seqstate *s, const char *name, uint32_t spi)
 {
-	const struct seq_entry *e = find(s, name, spi);
+	const struct seq_entry *e = entry((struct seqstate *)s, name, spi, false);
 
 	return e ? e->limit : 0;
 }
@@ -182,18 +268,36 @@ save(const struct seqstate *s)
 int
 seq_put(struct seqstate *s, const char *name, uint32_t spi, uint64_t limit)
 {
-	struct seq_entry *e = find(s, name, spi);
+	struct seq_entry *e = entry(s, name, spi, true);
 
-	if (e == NULL) {
-		if (s->n == SEQ_MAX_ENTRIES) {
-			errno = ENOSPC;
-			return -1;
-		}
-		e = &s->e[s->n++];
-		snprintf(e->name, sizeof(e->name), "%s", name);
-		e->spi = spi;
-	}
+	if (e == NULL)
+		return -1;
 	if (limit > e->limit)
 		e->limit = limit;
-	return save(s);
+	s->dirty = true;
+	return s->batch ? 0 : seq_flush(s);
+}
+
+void
+seq_batch_begin(struct seqstate *s)
+{
+	s->batch = true;
+}
+
+int
+seq_batch_end(struct seqstate *s)
+{
+	s->batch = false;
+	return seq_flush(s);
+}
+
+int
+seq_flush(struct seqstate *s)
+{
+	if (!s->dirty)
+		return 0;
+	if (save(s) != 0)
+		return -1;
+	s->dirty = false;
+	return 0;
 }

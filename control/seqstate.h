@@ -33,7 +33,22 @@ void seq_set_block(struct seqstate *s, uint64_t block);
 uint64_t seq_block(const struct seqstate *s);
 /* The limit last written for the SA, 0 if none. */
 uint64_t seq_get(const struct seqstate *s, const char *name, uint32_t spi);
-/* Record limit and make it durable; -1 (errno set) if it could not be. */
+/*
+ * Record limit and make it durable; -1 (errno set) if it could not be.
+ * Inside a batch it is only recorded: durable at seq_batch_end.
+ */
 int seq_put(struct seqstate *s, const char *name, uint32_t spi, uint64_t limit);
+/*
+ * A batch of puts made durable together, one write and fsync instead of one
+ * per SA (an install of 100 000 tunnels): the caller ends the batch before
+ * anything may use the numbers recorded in it (dpvpnd: before the
+ * dataplane's BATCH_COMMIT, which is when policies start selecting the new
+ * SAs).  seq_batch_end returns -1 (errno set) if the state could not be
+ * saved (ending a batch twice does no harm); seq_flush saves now what was
+ * put.
+ */
+void seq_batch_begin(struct seqstate *s);
+int seq_batch_end(struct seqstate *s);
+int seq_flush(struct seqstate *s);
 
 #endif /* DPVPN_SEQSTATE_H */

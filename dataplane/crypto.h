@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * crypto.h - ESP transforms batched over intel-ipsec-mb.  This module knows
- * jobs and buffers, not SAs: an ESP stage describes each packet's work as a
- * crypto_op, hands the whole burst to crypto_run(), which submits every job
- * before it collects completions, so the library can fill its lanes (AEAD
- * and CBC+HMAC alike: one CBC+HMAC job at a time is ~7x slower than 32).
+ * crypto.h - ESP transforms over intel-ipsec-mb.  This module knows jobs and
+ * buffers, not SAs: an ESP stage describes each packet's work as a crypto_op
+ * and hands the whole burst to crypto_run().  AES-GCM goes through the
+ * library's direct API, one call per packet: it has no lanes to fill, and the
+ * job API's bookkeeping cost about as much as the cipher itself at 64 B.  The
+ * other transforms go through the burst API: every job is submitted before
+ * completions are collected, so the library fills its lanes (one CBC+HMAC job
+ * at a time is ~7x slower than 32).
  */
 #ifndef CRYPTO_H
 #define CRYPTO_H
@@ -12,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <intel-ipsec-mb.h>
 
@@ -71,6 +75,7 @@ struct crypto_op {
 /* One per lcore, kept by the caller: an ipsec-mb manager and a random pool. */
 struct crypto_mgr {
 	IMB_MGR *mb;
+	struct gcm_context_data gcm_ctx;	/* AES-GCM's direct API: state of one call */
 	uint32_t rng_pos;	/* next unused byte of rng */
 	uint8_t rng[CRYPTO_RNG_POOL];
 };
@@ -101,8 +106,27 @@ void crypto_run(struct crypto_mgr *m, struct crypto_op *ops, uint16_t n);
  */
 static inline bool crypto_random(struct crypto_mgr *m, uint8_t *out, uint32_t n);
 
-/* Constant-time comparison of len ICV bytes: true when equal. */
-bool crypto_icv_equal(const uint8_t *a, const uint8_t *b, uint32_t len);
+/* Constant-time comparison of len ICV bytes: true when equal (inline: per packet). */
+static inline bool
+crypto_icv_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+	uint64_t x[2], y[2], diff;
+
+	/* Constant time: every byte is compared, no early exit.  ICVs are 12
+	 * or 16 bytes: two 64-bit words, the tail of a 12-byte one masked. */
+	memcpy(x, a, 8);
+	memcpy(y, b, 8);
+	diff = x[0] ^ y[0];
+	if (len == CRYPTO_ICV_MAX) {
+		memcpy(&x[1], a + 8, 8);
+		memcpy(&y[1], b + 8, 8);
+		diff |= x[1] ^ y[1];
+	} else {
+		for (uint32_t i = 8; i < len; i++)
+			diff |= (uint64_t)(a[i] ^ b[i]);
+	}
+	return diff == 0;
+}
 
 bool crypto_rng_refill(struct crypto_mgr *m);
 

@@ -14,6 +14,7 @@
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -22,6 +23,7 @@
 #include "neighq.h"
 
 struct crypto_mgr;
+struct spd_cache;
 struct rte_ip_frag_tbl;
 struct rte_ip_frag_death_row;
 
@@ -56,6 +58,7 @@ struct dp_port {
 	struct rte_ether_addr mac;
 	char name[DPVPN_NAME_LEN];
 	uint8_t flush_at_start;	/* discard what its queues hold at START (worker.c) */
+	uint8_t csum_partial;	/* Linux's own frames arrive here: finish checksums */
 	/* port.c: the Linux interface, and rx_missed from its counters */
 	uint8_t link_missed;	/* net_af_packet: rx_missed from the link */
 	uint8_t has_base;	/* base_* taken at START */
@@ -65,6 +68,27 @@ struct dp_port {
 	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
 };
 
+/*
+ * What a stage hands back to the poll loop besides the burst it returns:
+ * packets it made or kept aside (ICMP errors, fragments, replies), which
+ * worker.c routes and sends after the burst, in this order; or, for packets
+ * that go into a tunnel (dp_out of esp_decap_burst), encrypts first.  Stages
+ * never transmit: only the poll loop does.  Room for every packet of a burst
+ * cut into the most fragments one packet may become (pmtu.h).
+ */
+#define DP_OUT_MAX	(DP_BURST * 32)
+
+struct dp_out {
+	uint16_t n;
+	struct rte_mbuf *pkts[DP_OUT_MAX];
+};
+
+static inline void
+dp_out_add(struct dp_out *o, struct rte_mbuf *m)
+{
+	o->pkts[o->n++] = m;	/* the room is there: see DP_OUT_MAX */
+}
+
 /* A next hop to resolve (worker -> main lcore): ARP or Neighbour Discovery. */
 struct dp_resolve_req {
 	uint16_t port;
@@ -72,6 +96,44 @@ struct dp_resolve_req {
 	uint8_t reserved;
 	uint8_t addr[16];	/* IPv4 in the first 4 bytes */
 };
+
+/*
+ * The fast path's stages, whose TSC cycles a -Dstage_cycles=true build counts
+ * per worker (perf/stages.py reads them over telemetry: /dpvpn/stages,ID).
+ * Cycles are taken at burst granularity, where a stage is a pass of its own;
+ * what no stage claims (calls, the loop) is the busy cycles' remainder.
+ */
+#define DP_STAGES(X) \
+	X(RX,		"rx")		/* rte_eth_rx_burst: the PMD (net_pcap: its copy) */ \
+	X(CLASSIFY,	"classify")	/* Ethernet and IP checks, addresses of the gateway */ \
+	X(SPD,		"spd")		/* policy lookup for the burst */ \
+	X(SA,		"sa")		/* SA lookup, lifetimes, MTU and MSS */ \
+	X(SEQ,		"seq-replay")	/* sequence numbers, replay window */ \
+	X(HDR,		"header")	/* ESP headers built or checked, inner checks */ \
+	X(CRYPTO,	"crypto")	/* intel-ipsec-mb */ \
+	X(COUNT,	"counters")	/* per-SA counters */ \
+	X(ROUTE,	"route")	/* route, neighbour, Ethernet header, TX enqueue */ \
+	X(TX,		"tx")		/* rte_eth_tx_burst: the PMD */
+
+enum dp_stage {
+#define DP_STAGE_ENUM(e, name) DP_STAGE_##e,
+	DP_STAGES(DP_STAGE_ENUM)
+#undef DP_STAGE_ENUM
+	DP_STAGE_NUM
+};
+
+/*
+ * STAGE_CLOCK(t) starts a function's stage clock; STAGE(st, t, s) charges
+ * the cycles since t to stage s and restarts t.  Nothing without the option.
+ */
+#ifdef DPVPN_STAGE_CYCLES
+#define STAGE_CLOCK(t)		uint64_t t = rte_rdtsc()
+#define STAGE(st, t, s)		do { uint64_t now_ = rte_rdtsc(); \
+		(st)->stage_cycles[DP_STAGE_##s] += now_ - (t); (t) = now_; } while (0)
+#else
+#define STAGE_CLOCK(t)		do { } while (0)
+#define STAGE(st, t, s)		do { } while (0)
+#endif
 
 /* Counters one lcore writes and anyone may read (relaxed, summed on read). */
 struct dp_lstats {
@@ -83,6 +145,7 @@ struct dp_lstats {
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */
+	uint64_t stage_cycles[DP_STAGE_NUM];	/* -Dstage_cycles=true builds only */
 } __rte_cache_aligned;
 
 /* What a worker needs; owned and written by that worker only. */
@@ -99,6 +162,7 @@ struct dp_worker {
 	uint64_t now_tsc;		/* this poll's start: SAs' last packet (sa_stamp) */
 	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
 	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
+	struct spd_cache *spd_cache;	/* flows and their SAs (spd.h), NULL: none */
 	uint32_t ip_id;			/* outer IPv4 identification */
 	struct rte_ip_frag_tbl *frag_tbl;	/* outer fragments being reassembled */
 	struct rte_ip_frag_death_row *frag_dr;
@@ -139,6 +203,38 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 {
 	st->drops[why]++;
 	rte_pktmbuf_free(m);
+}
+
+/* The port whose IPv4 address dst is (only: that port alone), or -1. */
+static inline int
+dp_owner4(uint32_t dst, const struct dp_port *only)
+{
+	if (only != NULL)
+		return only->addr != 0 && dst == only->addr ? only->id : -1;
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp.ports[p].addr != 0 && dst == dp.ports[p].addr)
+			return p;
+	return -1;
+}
+
+static inline int
+dp_owner6(const uint8_t *dst, const struct dp_port *only)
+{
+	if (only != NULL)
+		return only->has6 && memcmp(dst, only->addr6, 16) == 0 ? only->id : -1;
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp.ports[p].has6 && memcmp(dst, dp.ports[p].addr6, 16) == 0)
+			return p;
+	return -1;
+}
+
+/* The port whose address ip's destination is (only: that port alone), or -1. */
+static inline int
+dp_owner(const uint8_t *ip, const struct dp_port *only)
+{
+	if (ip[0] >> 4 == 6)
+		return dp_owner6(((const struct rte_ipv6_hdr *)ip)->dst_addr, only);
+	return dp_owner4(((const struct rte_ipv4_hdr *)ip)->dst_addr, only);
 }
 
 /*

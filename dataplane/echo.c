@@ -13,37 +13,6 @@
 
 enum verdict { NOT_ECHO, ANSWERED, LIMITED };
 
-/* The port whose IPv4 address dst is (only: that port alone), or -1. */
-static int
-owner4(uint32_t dst, const struct dp_port *only)
-{
-	if (only != NULL)
-		return only->addr != 0 && dst == only->addr ? only->id : -1;
-	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp.ports[p].addr != 0 && dst == dp.ports[p].addr)
-			return p;
-	return -1;
-}
-
-static int
-owner6(const uint8_t *dst, const struct dp_port *only)
-{
-	if (only != NULL)
-		return only->has6 && memcmp(dst, only->addr6, 16) == 0 ? only->id : -1;
-	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp.ports[p].has6 && memcmp(dst, dp.ports[p].addr6, 16) == 0)
-			return p;
-	return -1;
-}
-
-static inline int
-owner(const uint8_t *ip, const struct dp_port *only)
-{
-	if (ip[0] >> 4 == 6)
-		return owner6(((const struct rte_ipv6_hdr *)ip)->dst_addr, only);
-	return owner4(((const struct rte_ipv4_hdr *)ip)->dst_addr, only);
-}
-
 /* An IPv4 echo request, whole (no fragment), from a source a reply may go to. */
 static bool
 request4(const struct rte_mbuf *m)
@@ -58,7 +27,7 @@ request4(const struct rte_mbuf *m)
 	/* not 0/8, loopback, multicast, class E or broadcast, nor one of ours
 	 * (a martian, as Linux says: the reply would only come back to us) */
 	if ((src >> 24) == 0 || (src >> 24) == 127 || (src >> 28) >= 0xe ||
-	    owner4(ip->src_addr, NULL) >= 0)
+	    dp_owner4(ip->src_addr, NULL) >= 0)
 		return false;
 	return rte_pktmbuf_mtod_offset(m, const struct rte_icmp_hdr *, ihl)->icmp_type ==
 	       RTE_IP_ICMP_ECHO_REQUEST;
@@ -73,7 +42,7 @@ request6(const struct rte_mbuf *m)
 
 	if (ip->proto != IPPROTO_ICMPV6 || rte_pktmbuf_data_len(m) < sizeof(*ip) + 8 ||
 	    ip6_is_multicast(ip->src_addr) || memcmp(ip->src_addr, unspecified, 16) == 0 ||
-	    memcmp(ip->src_addr, loopback, 16) == 0 || owner6(ip->src_addr, NULL) >= 0)
+	    memcmp(ip->src_addr, loopback, 16) == 0 || dp_owner6(ip->src_addr, NULL) >= 0)
 		return false;
 	return *(const uint8_t *)(ip + 1) == ICMP6_ECHO_REQUEST;
 }
@@ -158,7 +127,7 @@ echo_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, ui
 	*nrep = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		int p = owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL);
+		int p = dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL);
 
 		if (likely(p < 0)) {
 			pkts[k++] = m;
@@ -199,7 +168,7 @@ echo_outside(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *po
 		enum verdict v = NOT_ECHO;
 
 		/* ESP and UDP, the common case, are past after one compare */
-		if (unlikely(is_icmp(ip)) && owner(ip, port) >= 0)
+		if (unlikely(is_icmp(ip)) && dp_owner(ip, port) >= 0)
 			v = answer(w, st, m, ECHO_HOPS);
 		if (likely(v == NOT_ECHO)) {
 			pkts[k++] = m;

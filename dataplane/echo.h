@@ -37,6 +37,9 @@
 #define ECHO_H
 
 #include <stdint.h>
+#include <string.h>
+
+#include <rte_ip.h>
 
 #include <rte_mbuf.h>
 

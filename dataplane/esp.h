@@ -24,30 +24,79 @@
 
 #include <stdint.h>
 
+#include <string.h>
+
+#include <rte_byteorder.h>
 #include <rte_mbuf.h>
 
+#include "crypto.h"
 #include "dp.h"
-
-struct crypto_op;
-struct sa;
+#include "sa.h"
 
 /*
  * The AAD (RFC 4106 5): SPI || sequence number as in the packet, or with
  * ESN SPI || high half || low half, built in the op.
  */
-void esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq);
+static inline void
+esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq)
+{
+	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
+
+	if (!sa->esn) {
+		op->aad = esp;
+		op->aad_len = ESP_HDR_LEN;
+		return;
+	}
+	memcpy(op->aad_buf, esp, 4);
+	memcpy(op->aad_buf + 4, &hi, 4);
+	memcpy(op->aad_buf + 8, esp + 4, 4);
+	op->aad = op->aad_buf;
+	op->aad_len = 12;
+}
 /*
  * CBC/NULL + HMAC: what the ICV covers (ESP header, IV, payload, and with
  * ESN the high sequence half after it, RFC 4303 2.2.1).  Call once op->data,
  * len, dir and tag are set.
  */
-void esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq);
+static inline void
+esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq)
+{
+	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
 
-/* port: the inside port the packets came in on (ICMP errors come from its address). */
+	op->auth = esp;
+	op->auth_len = ESP_HDR_LEN + sa->iv_len + op->len;
+	if (!sa->esn)
+		return;
+	/* RFC 4303 2.2.1: with ESN the high half is hashed after the payload
+	 * but not sent.  It goes where the ICV sits; the received ICV was
+	 * moved aside first, and an outgoing one is written after hashing. */
+	if (op->dir == CRYPTO_DECRYPT) {
+		memcpy(op->rx_icv, op->tag, sa->icv_len);
+		op->tag = op->rx_icv;
+	}
+	memcpy(esp + op->auth_len, &hi, sizeof(hi));
+	op->auth_len += sizeof(hi);
+}
+
+/*
+ * port: the inside port the packets came in on (ICMP errors come from its
+ * address).  Returns the ESP packets to send, at the front of pkts[]; ICMP
+ * errors (too big, TTL expired) go to out, to be sent after them.  When
+ * fragments are involved the whole burst goes to out, in order, and 0 is
+ * returned.
+ */
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-			 struct rte_mbuf **pkts, uint16_t n);
-/* port: the outside port the packets came in on (its address is checked). */
+			 struct rte_mbuf **pkts, uint16_t n, struct dp_out *out);
+/*
+ * port: the outside port the packets came in on (its address is checked).
+ * Returns the inner packets to forward, at the front of pkts[]; packets
+ * that must go back into a tunnel (ICMP Time Exceeded for an inner packet
+ * whose TTL expired here) go to tunnel, each with m->port the inside port
+ * whose address it comes from, for the poll loop to encrypt and send; inner
+ * packets addressed to the gateway itself go to self (empty when called).
+ */
 uint16_t esp_decap_burst(struct dp_worker *w, struct dp_lstats *st,
-			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n);
+			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n,
+			 struct dp_out *tunnel, struct dp_out *self);
 
 #endif /* ESP_H */

@@ -70,9 +70,43 @@ natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
 	return DPVPN_DROP_MAX;
 }
 
+/*
+ * Many tunnels: each packet's SPI, read where plain ESP or ESP in UDP has
+ * it, the burst's SAs looked up at once and their lines fetched before
+ * decap_prepare reads them.  hint[i] is a hint only: decap_prepare checks
+ * the packet itself and looks up what the hint does not answer.  A burst of
+ * one SPI (one tunnel) takes decap_prepare's own one lookup.
+ */
+static void
+prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint)
+{
+	uint32_t spis[DP_BURST], spread = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *ip = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+		bool v6 = ip[0] >> 4 == 6;
+		uint16_t off = v6 ? sizeof(struct rte_ipv6_hdr) : (uint16_t)((ip[0] & 0x0f) * 4);
+
+		if ((v6 ? ip[6] : ip[9]) == IPPROTO_UDP)
+			off += NATT_HDR_LEN;
+		spis[i] = 0;
+		if (rte_pktmbuf_data_len(pkts[i]) >= off + 4)
+			memcpy(&spis[i], ip + off, 4);
+		spread |= spis[i] ^ spis[0];
+	}
+	if (spread == 0) {
+		memset(hint, 0, n * sizeof(*hint));
+		return;
+	}
+	sa_lookup_in_bulk(spis, n, hint);
+	for (uint16_t i = 0; i < n; i++)
+		if (hint[i] != NULL && (i == 0 || hint[i] != hint[i - 1]))
+			sa_prefetch_in(hint[i]);
+}
+
 static enum dpvpn_drop_reason
 decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *cache,
-	      struct sa **sap, struct crypto_op *op, uint64_t *seq)
+	      struct sa *hint, struct sa **sap, struct crypto_op *op, uint64_t *seq)
 {
 	const uint8_t *outer = rte_pktmbuf_mtod(m, const uint8_t *);
 	bool out6 = outer[0] >> 4 == 6;
@@ -115,7 +149,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 		return DPVPN_DROP_SHORT;
 	memcpy(&spi, esp, 4);
 	memcpy(&seq32, esp + 4, 4);
-	sa = lookup_cached(cache, spi);
+	sa = hint != NULL && hint->spi == spi ? hint : lookup_cached(cache, spi);
 	if (sa == NULL)
 		return DPVPN_DROP_UNKNOWN_SPI;
 	*sap = sa;
@@ -277,16 +311,18 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 
 /*
  * The inner packet's TTL / hop limit expired here (RFC 1812 5.3.1): ICMP
- * Time Exceeded back to its source, into the tunnel (esp_encap_burst finds
- * the SA by the error's addresses), from the address of the inside port the
- * packet would have left by: the address the tunnel's selectors hold.
+ * Time Exceeded back to its source, into the tunnel (the poll loop hands it
+ * to esp_encap_burst, which finds the SA by the error's addresses), from the
+ * address of the inside port the packet would have left by: the address the
+ * tunnel's selectors hold.  Its m->port says which port that is.
  */
 static void
-expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m)
+expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m,
+		  struct dp_out *tunnel)
 {
 	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *), *next6;
 	uint32_t next4;
-	uint16_t p, n;
+	uint16_t p;
 	struct rte_mbuf *r;
 	bool routed = ip[0] >> 4 == 6 ?
 		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
@@ -297,8 +333,8 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
 	if (r == NULL)
 		return;
-	n = esp_encap_burst(w, st, &dp.ports[p], &r, 1);
-	worker_tx(w, st, &r, n);
+	r->port = p;
+	dp_out_add(tunnel, r);
 }
 
 static void
@@ -316,18 +352,21 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 
 uint16_t
 esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel, struct dp_out *self)
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
 	uint64_t seqs[DP_BURST];
 	struct spi_cache cache = { .spi = 0 };
+	struct sa *hint[DP_BURST];
 	uint16_t k = 0, good = 0;
+	STAGE_CLOCK(t);
 
+	prefetch_sas(pkts, n, hint);
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
-		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, &sa, &ops[k],
-							   &seqs[k]);
+		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, hint[i], &sa,
+							   &ops[k], &seqs[k]);
 
 		if (why == DPVPN_DROP_IKE) {	/* to the IKE channel, if one is open */
 			ike_punt(w, st, pkts[i]);
@@ -342,7 +381,9 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		sas[k] = sa;
 		pkts[k++] = pkts[i];
 	}
+	STAGE(st, t, SA);	/* SPI lookup, replay check, header parse */
 	crypto_run(w->mb, ops, k);
+	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
@@ -350,18 +391,23 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
-				expired_in_tunnel(w, st, pkts[i]);
+				expired_in_tunnel(w, st, pkts[i], tunnel);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}
-		if (sas[i]->mss != 0 && pmtu_clamp_mss(rte_pktmbuf_mtod(pkts[i], uint8_t *),
-						       rte_pktmbuf_data_len(pkts[i]), sas[i]->mss))
+		if (sas[i]->mss != 0 && pmtu_is_tcp(rte_pktmbuf_mtod(pkts[i], uint8_t *)) &&
+		    pmtu_clamp_mss(rte_pktmbuf_mtod(pkts[i], uint8_t *),
+				   rte_pktmbuf_data_len(pkts[i]), sas[i]->mss))
 			st->mss_clamped++;
 		s->packets++;
 		s->bytes += rte_pktmbuf_data_len(pkts[i]);
 		sa_stamp(s, w->now_tsc);
-		pkts[good++] = pkts[i];
+		if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
+			dp_out_add(self, pkts[i]);	/* for the gateway itself */
+		else
+			pkts[good++] = pkts[i];
 	}
-	st->decrypted += good;
+	st->decrypted += good + self->n;
+	STAGE(st, t, HDR);	/* ICV compare, replay update, trailer, inner checks, counters */
 	return good;
 }

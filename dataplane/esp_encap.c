@@ -36,37 +36,24 @@ build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer
 {
 	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner_frag);
 	uint32_t sum = sa->outer_sum + tos + total + id + frag;
+	uint64_t w0, w2;
+	uint32_t w1;
 
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	outer->version_ihl = RTE_IPV4_VHL_DEF;
-	outer->type_of_service = tos;
-	outer->total_length = rte_cpu_to_be_16(total);
-	outer->packet_id = rte_cpu_to_be_16(id);
-	outer->fragment_offset = rte_cpu_to_be_16(frag);
-	outer->time_to_live = ESP_OUTER_TTL;
-	outer->next_proto_id = sa->udp ? IPPROTO_UDP : IPPROTO_ESP;
-	outer->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
-	outer->src_addr = sa->local;
-	outer->dst_addr = sa->remote;
+	/* three stores, in the header's own byte order (x86 is little-endian):
+	 * version/IHL, TOS, length, ID, flags and offset; TTL, protocol,
+	 * checksum; the addresses */
+	w0 = RTE_IPV4_VHL_DEF | (uint64_t)tos << 8 | (uint64_t)rte_cpu_to_be_16(total) << 16 |
+	     (uint64_t)rte_cpu_to_be_16(id) << 32 | (uint64_t)rte_cpu_to_be_16(frag) << 48;
+	w1 = ESP_OUTER_TTL | (uint32_t)(sa->udp ? IPPROTO_UDP : IPPROTO_ESP) << 8 |
+	     (uint32_t)rte_cpu_to_be_16((uint16_t)~sum) << 16;
+	w2 = (uint64_t)sa->local | (uint64_t)sa->remote << 32;
+	memcpy(outer, &w0, 8);
+	memcpy((uint8_t *)outer + 8, &w1, 4);
+	memcpy((uint8_t *)outer + 12, &w2, 8);
 }
 
-void
-esp_aad(struct crypto_op *op, const struct sa *sa, const uint8_t *esp, uint64_t seq)
-{
-	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
-
-	if (!sa->esn) {
-		op->aad = esp;
-		op->aad_len = ESP_HDR_LEN;
-		return;
-	}
-	memcpy(op->aad_buf, esp, 4);
-	memcpy(op->aad_buf + 4, &hi, 4);
-	memcpy(op->aad_buf + 8, esp + 4, 4);
-	op->aad = op->aad_buf;
-	op->aad_len = 12;
-}
 
 /* IPv6 outer header: traffic class copied as for IPv4, flow label 0. */
 static void
@@ -80,25 +67,6 @@ build_outer6(const struct sa *sa, struct rte_ipv6_hdr *outer, uint8_t tc, uint16
 	memcpy(outer->dst_addr, sa->remote6, 16);
 }
 
-void
-esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t seq)
-{
-	rte_be32_t hi = rte_cpu_to_be_32((uint32_t)(seq >> 32));
-
-	op->auth = esp;
-	op->auth_len = ESP_HDR_LEN + sa->iv_len + op->len;
-	if (!sa->esn)
-		return;
-	/* RFC 4303 2.2.1: with ESN the high half is hashed after the payload
-	 * but not sent.  It goes where the ICV sits; the received ICV was
-	 * moved aside first, and an outgoing one is written after hashing. */
-	if (op->dir == CRYPTO_DECRYPT) {
-		memcpy(op->rx_icv, op->tag, sa->icv_len);
-		op->tag = op->rx_icv;
-	}
-	memcpy(esp + op->auth_len, &hi, sizeof(hi));
-	op->auth_len += sizeof(hi);
-}
 
 /*
  * RFC 3948 UDP header; checksum 0, as IPv4 allows (over IPv6 it is filled in
@@ -152,6 +120,52 @@ natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *i
 }
 
 /*
+ * The inner packet, forwarded (RFC 4301 5.1.2): its TTL / hop limit one less
+ * (select_sa made sure it does not expire), its TOS / traffic class and DF
+ * for the outer header.  Returns ESP's next header for it.
+ */
+static inline uint8_t
+inner_hop(uint8_t *inner, uint8_t *tc, rte_be16_t *frag)
+{
+	if (inner[0] >> 4 == 6) {
+		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
+
+		in6->hop_limits--;
+		*tc = ip6_tc(in6);
+		/* IPv6 is never fragmented on the way: "copy" means DF set */
+		*frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+		return IPPROTO_IPV6;
+	}
+	struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
+
+	ip4_dec_ttl(in4);
+	*tc = in4->type_of_service;
+	*frag = in4->fragment_offset;
+	return IPPROTO_IPIP;
+}
+
+/*
+ * ESP's trailer: RFC 4303 2.4 default padding 1, 2, 3, ... (one store for
+ * up to 8 bytes: the trailer and ICV after them make room for 8, and what
+ * lands there is written again below and by the cipher), pad length, next
+ * header.
+ */
+static inline void
+trailer(uint8_t *tail, uint16_t pad, uint8_t nh)
+{
+	if (likely(pad <= 8)) {
+		uint64_t ramp = 0x0807060504030201ull;
+
+		memcpy(tail, &ramp, 8);
+	} else {
+		for (uint16_t i = 0; i < pad; i++)
+			tail[i] = (uint8_t)(i + 1);
+	}
+	tail[pad] = (uint8_t)pad;
+	tail[pad + 1] = nh;
+}
+
+/*
  * Turn m (an inner IPv4 or IPv6 packet) into an ESP packet for sa (outer
  * IPv4 or IPv6) with sequence number seq, and describe the encryption in op.
  * DPVPN_DROP_MAX on success.
@@ -162,10 +176,9 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & (sa->block - 1));
-	uint16_t outer_len = sa->outer6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
-	uint16_t prepend = (uint16_t)(outer_len + (sa->udp ? NATT_HDR_LEN : 0) + ESP_HDR_LEN +
-				      sa->iv_len);
+	uint16_t outer_len = sa->outer_len, prepend = sa->hdr_len;
 	uint8_t *inner = rte_pktmbuf_mtod(m, uint8_t *);
+	uint64_t spi_seq;
 	uint8_t *tail, *hdr, *iv, tc, nh;
 	rte_be16_t inner_frag;
 	uint64_t limit;
@@ -176,33 +189,14 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE);
 	if (unlikely(seq > limit && limit != 0))
 		return DPVPN_DROP_SEQ_UNRESERVED;
-	/* select_sa checked that TTL / hop limit does not expire */
-	if (inner[0] >> 4 == 6) {
-		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
-
-		in6->hop_limits--;
-		tc = ip6_tc(in6);
-		nh = IPPROTO_IPV6;
-		/* IPv6 is never fragmented on the way: "copy" means DF set */
-		inner_frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-	} else {
-		struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
-
-		ip4_dec_ttl(in4);
-		tc = in4->type_of_service;
-		nh = IPPROTO_IPIP;
-		inner_frag = in4->fragment_offset;
-	}
+	nh = inner_hop(inner, &tc, &inner_frag);
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
 	hdr = (uint8_t *)rte_pktmbuf_prepend(m, prepend);
 	if (hdr == NULL)
 		return DPVPN_DROP_TOO_BIG;
-	for (uint16_t i = 0; i < pad; i++)
-		tail[i] = (uint8_t)(i + 1);	/* RFC 4303 2.4 default padding */
-	tail[pad] = (uint8_t)pad;
-	tail[pad + 1] = nh;
+	trailer(tail, pad, nh);
 	if (sa->outer6)
 		build_outer6(sa, (struct rte_ipv6_hdr *)hdr, tc,
 			     (uint16_t)(rte_pktmbuf_data_len(m) - outer_len));
@@ -215,10 +209,8 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	if (sa->udp)
 		esp = natt_header(sa, esp, rte_pktmbuf_data_len(m) - outer_len,
 				  hdr + prepend);
-	uint32_t spi = sa->spi, seq32 = rte_cpu_to_be_32((uint32_t)seq);
-
-	memcpy(esp, &spi, 4);
-	memcpy(esp + 4, &seq32, 4);
+	spi_seq = sa->spi | (uint64_t)rte_cpu_to_be_32((uint32_t)seq) << 32;
+	memcpy(esp, &spi_seq, 8);
 	iv = esp + ESP_HDR_LEN;
 	op->key = &sa->key;
 	op->dir = CRYPTO_ENCRYPT;
@@ -255,18 +247,27 @@ natt6_checksum(struct rte_mbuf *m)
 
 /*
  * Sequence numbers for a burst: one atomic add per run of packets that share
- * an SA (usually the whole burst), not one per packet.  Numbers stay unique
- * per SA however many workers encrypt for it.
+ * an SA (usually the whole burst), not one per packet, and none at all when
+ * this is the only worker.  Numbers stay unique per SA however many workers
+ * encrypt for it.
  */
 static void
 reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
 {
+	bool alone = dp.n_workers == 1;	/* no other thread encrypts: no atomic add */
+
 	for (uint16_t i = 0; i < n;) {
 		uint16_t run = 1;
+		uint64_t first;
 
 		while (i + run < n && sas[i + run] == sas[i])
 			run++;
-		uint64_t first = __atomic_fetch_add(&sas[i]->seq, run, __ATOMIC_RELAXED) + 1;
+		if (alone) {	/* a plain add; show sa reads it whole all the same */
+			first = __atomic_load_n(&sas[i]->seq, __ATOMIC_RELAXED) + 1;
+			__atomic_store_n(&sas[i]->seq, first + run - 1, __ATOMIC_RELAXED);
+		} else {
+			first = __atomic_fetch_add(&sas[i]->seq, run, __ATOMIC_RELAXED) + 1;
+		}
 
 		for (uint16_t j = 0; j < run; j++)
 			seqs[i + j] = first + j;
@@ -281,145 +282,16 @@ reserve_seq(struct sa *const *sas, uint64_t *seqs, uint16_t n)
  */
 static void
 expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct sa *sa,
-	struct rte_mbuf *m)
+	struct rte_mbuf *m, struct dp_out *out)
 {
 	struct rte_mbuf *r = pmtu_icmp_expired(w, st, port, m);
 
 	sa->stats[w->index].drop_other++;
 	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
 	if (r != NULL) {
-		r->packet_type = DP_PTYPE_ANSWER_INSIDE;
-		worker_tx(w, st, &r, 1);
+		r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
+		dp_out_add(out, r);
 	}
-}
-
-/* Policy lookup for the burst: keeps the packets that have an SA, in sas[]. */
-static uint16_t
-select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas)
-{
-	const uint8_t *hdrs[DP_BURST];
-	int32_t slots[DP_BURST];
-	uint16_t k = 0;
-
-	for (uint16_t i = 0; i < n; i++)
-		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-	spd_classify(spd_get(), hdrs, slots, n);
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		int32_t slot = slots[i];
-		struct sa *sa = slot < 0 ? NULL : sa_slot((uint32_t)slot);
-
-		if (sa == NULL) {
-			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
-			continue;
-		}
-		if (sa->life_state == DPVPN_LIFE_HARD ||
-		    (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))) {
-			dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
-			continue;
-		}
-		/* checked before a sequence number is spent on it */
-		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
-
-		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
-		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
-			expired(w, st, port, sa, m);
-			continue;
-		}
-		sas[k] = sa;
-		pkts[k++] = m;
-	}
-	return k;
-}
-
-/* Reserve, encapsulate and encrypt packets whose SA is chosen; returns the good ones. */
-static uint16_t
-encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, struct sa **sas,
-	   uint16_t n)
-{
-	struct crypto_op ops[DP_BURST];
-	uint64_t seqs[DP_BURST];
-	uint16_t lens[DP_BURST];
-	uint16_t k = 0, good = 0;
-
-	reserve_seq(sas, seqs, n);
-	for (uint16_t i = 0; i < n; i++) {
-		enum dpvpn_drop_reason why;
-
-		lens[k] = rte_pktmbuf_data_len(pkts[i]);
-		why = encap_one(w, sas[i], seqs[i], pkts[i], &ops[k]);
-		if (why != DPVPN_DROP_MAX) {
-			if (why == DPVPN_DROP_SEQ_EXHAUSTED)
-				sas[i]->stats[w->index].drop_seq++;
-			else
-				sas[i]->stats[w->index].drop_other++;
-			dp_drop(st, pkts[i], why);
-			continue;
-		}
-		sas[k] = sas[i];
-		pkts[k++] = pkts[i];
-	}
-	crypto_run(w->mb, ops, k);
-	for (uint16_t i = 0; i < k; i++) {
-		if (!ops[i].ok) {
-			sas[i]->stats[w->index].drop_other++;
-			dp_drop(st, pkts[i], DPVPN_DROP_CRYPTO_ERROR);
-			continue;
-		}
-		if (sas[i]->udp && sas[i]->outer6)
-			natt6_checksum(pkts[i]);
-		sas[i]->stats[w->index].packets++;
-		sas[i]->stats[w->index].bytes += lens[i];
-		sa_stamp(&sas[i]->stats[w->index], w->now_tsc);
-		sas[good] = sas[i];
-		pkts[good++] = pkts[i];
-	}
-	st->encrypted += good;
-	return good;
-}
-
-/*
- * Packets over their tunnel's MTU: IPv6 and DF-set IPv4 get an ICMP error
- * and are dropped; DF-clear IPv4 is moved to big[] to be fragmented before
- * encryption, or, when the tunnel fragments outer packets, kept.  TCP SYNs
- * get their MSS clamped on the way.  Returns the packets to encrypt as they are.
- */
-static uint16_t
-mtu_stage(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	  struct rte_mbuf **pkts, struct sa **sas, uint16_t n, struct rte_mbuf **big,
-	  struct sa **big_sa, uint16_t *nbig)
-{
-	uint16_t k = 0;
-
-	*nbig = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		struct sa *sa = sas[i];
-		uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
-		uint16_t len = rte_pktmbuf_data_len(m);
-
-		if (sa->mss != 0 && pmtu_clamp_mss(ip, len, sa->mss))
-			st->mss_clamped++;
-		if (likely(len <= sa->mtu) ||
-		    (sa->frag_outer && ip[0] >> 4 == 4 &&
-		     !(((struct rte_ipv4_hdr *)ip)->fragment_offset &
-		       rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)))) {
-			sas[k] = sa;
-			pkts[k++] = m;
-			continue;
-		}
-		if (ip[0] >> 4 == 6 || (((struct rte_ipv4_hdr *)ip)->fragment_offset &
-					rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
-			pmtu_icmp_too_big(w, st, port, m, sa->mtu);
-			sa->stats[w->index].drop_other++;
-			dp_drop(st, m, DPVPN_DROP_PMTU);
-			continue;
-		}
-		big_sa[*nbig] = sa;
-		big[(*nbig)++] = m;
-	}
-	return k;
 }
 
 /* An outer packet over the port's MTU, on a tunnel that fragments outer packets? */
@@ -430,23 +302,201 @@ outer_too_big(const struct sa *sa, const struct rte_mbuf *m)
 }
 
 /*
- * The rare path, when fragments are involved: everything is sent from here,
- * in order (the burst, outer fragments in their place, then the inner
- * fragments of what was too big), so the peer sees sequence numbers rise.
+ * A packet over its tunnel's MTU: IPv6 and DF-set IPv4 get an ICMP error
+ * (to out) and are dropped; DF-clear IPv4 is moved to big[] to be fragmented
+ * before encryption.  (DF-clear IPv4 on a tunnel that fragments outer
+ * packets never comes here: it is encrypted whole.)
  */
 static void
-send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
-		    struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
-		    uint16_t nbig)
+too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct sa *sa,
+	struct rte_mbuf *m, struct dp_out *out, struct rte_mbuf **big, struct sa **big_sa,
+	uint16_t *nbig)
+{
+	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	if (ip[0] >> 4 == 6 || (((const struct rte_ipv4_hdr *)ip)->fragment_offset &
+				rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG))) {
+		struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
+
+		if (r != NULL) {
+			r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
+			dp_out_add(out, r);
+		}
+		sa->stats[w->index].drop_other++;
+		dp_drop(st, m, DPVPN_DROP_PMTU);
+		return;
+	}
+	big_sa[*nbig] = sa;
+	big[(*nbig)++] = m;
+}
+
+/* Does m fit its tunnel as it is (or may its outer packet be fragmented)? */
+static inline bool
+fits(const struct sa *sa, const uint8_t *ip, uint16_t len)
+{
+	return likely(len <= sa->mtu) ||
+	       (sa->frag_outer && ip[0] >> 4 == 4 &&
+		!(((const struct rte_ipv4_hdr *)ip)->fragment_offset &
+		  rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG)));
+}
+
+/*
+ * Policy lookup for the burst, then per packet its SA's state, TTL, MSS
+ * clamp and MTU: the packets to encrypt as they are stay in pkts[], their
+ * SAs in sas[]; those to fragment first go to big[] (too_big).
+ */
+static uint16_t
+select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas, struct dp_out *out,
+	  struct rte_mbuf **big, struct sa **big_sa, uint16_t *nbig)
+{
+	const uint8_t *hdrs[DP_BURST];
+	int32_t slots[DP_BURST];
+	uint16_t k = 0;
+	STAGE_CLOCK(t);
+
+	for (uint16_t i = 0; i < n; i++)
+		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+	spd_classify_flows(spd_get(), w->spd_cache, hdrs, slots, n);
+	STAGE(st, t, SPD);
+	for (uint16_t i = 0; i < n; i++) {	/* many tunnels: fetched for the burst */
+		sas[i] = slots[i] < 0 ? NULL : sa_slot((uint32_t)slots[i]);
+		if (sas[i] != NULL && (i == 0 || sas[i] != sas[i - 1]))
+			sa_prefetch(sas[i]);
+	}
+	*nbig = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		int32_t slot = slots[i];
+		struct sa *sa = sas[i];
+		uint8_t *ip = (uint8_t *)hdrs[i];
+		uint16_t len = rte_pktmbuf_data_len(m);
+
+		if (sa == NULL) {
+			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
+			continue;
+		}
+		if (sa->life_state == DPVPN_LIFE_HARD || (sa->limited && !sa_account(sa, len))) {
+			dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
+			continue;
+		}
+		/* checked before a sequence number is spent on it */
+		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
+		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
+			expired(w, st, port, sa, m, out);
+			continue;
+		}
+		if (sa->mss != 0 && pmtu_is_tcp(ip) && pmtu_clamp_mss(ip, len, sa->mss))
+			st->mss_clamped++;
+		if (unlikely(!fits(sa, ip, len))) {
+			too_big(w, st, port, sa, m, out, big, big_sa, nbig);
+			continue;
+		}
+		if (k == 0 || sa != sas[k - 1])
+			sa_prefetch2(sa, w->index);
+		sas[k] = sa;
+		pkts[k++] = m;
+	}
+	STAGE(st, t, SA);
+	return k;
+}
+
+/* An encrypted packet leaves: the UDP checksum over IPv6, the SA's counters. */
+static inline void
+sealed(struct dp_worker *w, struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
+{
+	struct sa_stats *s = &sa->stats[w->index];
+
+	if (sa->udp && sa->outer6)
+		natt6_checksum(m);
+	s->packets++;
+	s->bytes += inner_len;
+	sa_stamp(s, w->now_tsc);
+}
+
+static void
+encap_failed(struct dp_worker *w, struct dp_lstats *st, struct sa *sa, struct rte_mbuf *m,
+	     enum dpvpn_drop_reason why)
+{
+	if (why == DPVPN_DROP_SEQ_EXHAUSTED)
+		sa->stats[w->index].drop_seq++;
+	else
+		sa->stats[w->index].drop_other++;
+	dp_drop(st, m, why);
+}
+
+/*
+ * Reserve, encapsulate and encrypt packets whose SA is chosen.  Headers are
+ * built for the whole burst first and crypto_run then encrypts it in one go:
+ * measured, the AES-GCM calls back to back beat each one right after its
+ * header (64 B: 190 against 227 cycles per packet here).  Returns the good ones;
+ * *outer: one of them is over its port's MTU and to be fragmented.
+ */
+static uint16_t
+encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, struct sa **sas,
+	   uint16_t n, bool *outer)
+{
+	struct crypto_op ops[DP_BURST];
+	uint64_t seqs[DP_BURST];
+	uint16_t lens[DP_BURST];
+	uint16_t k = 0, good = 0;
+	STAGE_CLOCK(t);
+
+	reserve_seq(sas, seqs, n);
+	STAGE(st, t, SEQ);
+	for (uint16_t i = 0; i < n; i++) {
+		struct sa *sa = sas[i];
+		struct rte_mbuf *m = pkts[i];
+		enum dpvpn_drop_reason why;
+
+		lens[k] = rte_pktmbuf_data_len(m);
+		why = encap_one(w, sa, seqs[i], m, &ops[k]);
+		if (why != DPVPN_DROP_MAX) {
+			encap_failed(w, st, sa, m, why);
+			continue;
+		}
+		*outer |= outer_too_big(sa, m);
+		sas[k] = sa;
+		pkts[k++] = m;
+	}
+	STAGE(st, t, HDR);
+	crypto_run(w->mb, ops, k);
+	STAGE(st, t, CRYPTO);
+	for (uint16_t i = 0; i < k; i++) {
+		if (unlikely(!ops[i].ok)) {
+			sas[i]->stats[w->index].drop_other++;
+			dp_drop(st, pkts[i], DPVPN_DROP_CRYPTO_ERROR);
+			continue;
+		}
+		sealed(w, sas[i], pkts[i], lens[i]);
+		sas[good] = sas[i];
+		pkts[good++] = pkts[i];
+	}
+	st->encrypted += good;
+	STAGE(st, t, COUNT);
+	return good;
+}
+
+
+/*
+ * The rare path, when fragments are involved: everything goes to out, in
+ * order (the burst, outer fragments in their place, then the inner fragments
+ * of what was too big), so the peer sees sequence numbers rise.
+ */
+static void
+out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
+		   struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
+		   uint16_t nbig, struct dp_out *out)
 {
 	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
 	struct sa *fsas[PMTU_MAX_FRAGS];
 	enum dpvpn_drop_reason why;
+	bool outer = false;	/* pre-fragmented to fit: never over the port's MTU */
 	uint16_t f;
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (!outer_too_big(sas[i], pkts[i])) {
-			worker_tx(w, st, &pkts[i], 1);
+			dp_out_add(out, pkts[i]);
 			continue;
 		}
 		f = pmtu_fragment4(pkts[i], sas[i]->port_mtu, frags, PMTU_MAX_FRAGS, &why);
@@ -456,7 +506,8 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 		}
 		st->fragments += f;
 		st->fragmented++;
-		worker_tx(w, st, frags, f);
+		for (uint16_t j = 0; j < f; j++)
+			dp_out_add(out, frags[j]);
 	}
 	/* RFC 4459 pre-fragmentation: each fragment is a packet of its own */
 	for (uint16_t i = 0; i < nbig; i++) {
@@ -470,27 +521,25 @@ send_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *
 		st->fragmented++;
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
-		f = encap_core(w, st, frags, fsas, f);
-		worker_tx(w, st, frags, f);
+		f = encap_core(w, st, frags, fsas, f, &outer);
+		for (uint16_t j = 0; j < f; j++)
+			dp_out_add(out, frags[j]);
 	}
 }
 
 uint16_t
 esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *out)
 {
 	struct sa *sas[DP_BURST], *big_sa[DP_BURST];
 	struct rte_mbuf *big[DP_BURST];
 	uint16_t nbig, good;
 	bool outer = false;
 
-	n = select_sa(w, st, port, pkts, n, sas);
-	n = mtu_stage(w, st, port, pkts, sas, n, big, big_sa, &nbig);
-	good = encap_core(w, st, pkts, sas, n);
-	for (uint16_t i = 0; i < good; i++)
-		outer |= outer_too_big(sas[i], pkts[i]);
+	n = select_sa(w, st, port, pkts, n, sas, out, big, big_sa, &nbig);
+	good = encap_core(w, st, pkts, sas, n, &outer);
 	if (likely(nbig == 0 && !outer))
 		return good;
-	send_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig);
+	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out);
 	return 0;
 }

@@ -4,11 +4,53 @@
 #define IP_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "dpvpn_proto.h"
+
+/* A 64-bit one's-complement accumulator folded to 16 bits. */
+static inline uint16_t
+ip_fold64(uint64_t sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)((sum & 0xffff) + (sum >> 16));
+}
+
+/*
+ * The one's-complement sum of a 20-byte IPv4 header (no options), folded to
+ * 16 bits as rte_raw_cksum folds it: five 32-bit words added in 64 bits, a
+ * handful of instructions instead of a loop over ten 16-bit words.
+ */
+static inline uint16_t
+ip4_sum20(const void *hdr)
+{
+	uint32_t w[5];
+	uint64_t sum;
+
+	memcpy(w, hdr, sizeof(w));
+	sum = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	return ip_fold64(sum);
+}
+
+/*
+ * The TCP/UDP pseudo-header sum of an IPv4 packet (addresses, protocol,
+ * L4 length), folded as rte_ipv4_phdr_cksum returns it, without building
+ * the pseudo header: the words are added where they lie.
+ */
+static inline uint16_t
+ip4_phdr_sum(const struct rte_ipv4_hdr *ip)
+{
+	uint16_t l4 = (uint16_t)(rte_be_to_cpu_16(ip->total_length) -
+				 (ip->version_ihl & 0x0f) * 4);
+
+	return ip_fold64((uint64_t)ip->src_addr + ip->dst_addr +
+			 rte_cpu_to_be_16((uint16_t)ip->next_proto_id) + rte_cpu_to_be_16(l4));
+}
 
 /*
  * Check the IPv4 header at the start of m's data and trim m to the packet's
@@ -30,7 +72,7 @@ ip4_check(struct rte_mbuf *m)
 	    total > rte_pktmbuf_data_len(m) || ihl > rte_pktmbuf_data_len(m))
 		return DPVPN_DROP_BAD_IPV4;
 	/* Summed with its checksum field, a sound header folds to 0xffff. */
-	if (rte_raw_cksum(ip, ihl) != 0xffff)
+	if ((ihl == sizeof(*ip) ? ip4_sum20(ip) : rte_raw_cksum(ip, ihl)) != 0xffff)
 		return DPVPN_DROP_BAD_IPV4;
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - total));
 	return DPVPN_DROP_MAX;

@@ -280,8 +280,10 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	snprintf(name, sizeof(name), "ike%u", index);
 	w->ike = rte_ring_create(name, DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	w->mb = crypto_mgr_create();
+	w->spd_cache = rte_zmalloc_socket("spd_cache", sizeof(*w->spd_cache), RTE_CACHE_LINE_SIZE,
+					  sock);
 	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
-	    w->ike == NULL ||
+	    w->ike == NULL || w->spd_cache == NULL ||
 	    w->mb == NULL || reass_init(w) != 0)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {

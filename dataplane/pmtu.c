@@ -139,22 +139,16 @@ icmp6_error(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *por
 	return r;
 }
 
-void
+struct rte_mbuf *
 pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		  const struct rte_mbuf *m, uint16_t mtu)
 {
-	struct rte_mbuf *r;
-
 	if (rte_pktmbuf_mtod(m, const uint8_t *)[0] >> 4 == 6)
-		r = icmp6_error(w, st, port, m, ICMP6_TOO_BIG, 0,
-				rte_cpu_to_be_32(RTE_MAX(mtu, (uint16_t)ICMP6_MIN_MTU)));
-	else	/* the next-hop MTU in the low half (RFC 1191) */
-		r = icmp4_error(w, st, port->addr, m, ICMP_TOO_BIG_TYPE, ICMP_FRAG_NEEDED,
-				rte_cpu_to_be_32(mtu));
-	if (r != NULL) {
-		r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
-		worker_tx(w, st, &r, 1);
-	}
+		return icmp6_error(w, st, port, m, ICMP6_TOO_BIG, 0,
+				   rte_cpu_to_be_32(RTE_MAX(mtu, (uint16_t)ICMP6_MIN_MTU)));
+	/* the next-hop MTU in the low half (RFC 1191) */
+	return icmp4_error(w, st, port->addr, m, ICMP_TOO_BIG_TYPE, ICMP_FRAG_NEEDED,
+			   rte_cpu_to_be_32(mtu));
 }
 
 struct rte_mbuf *

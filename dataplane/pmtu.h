@@ -30,20 +30,26 @@
 #define PMTU_ICMP_BURST	10
 #define PMTU_MAX_FRAGS	32	/* fragments of one packet, at most */
 
+_Static_assert(DP_OUT_MAX >= DP_BURST * PMTU_MAX_FRAGS,
+	       "a stage's dp_out holds a burst cut into the most fragments");
+
 /*
- * Tell the sender of m (an IPv4 or IPv6 packet at m's data) that the
- * tunnel takes at most mtu bytes; port is where m came in.  m is not freed.
- * An error that is built counts in icmp_out; one the pool has no mbuf for
- * counts there too, and as a no-mbuf drop.
+ * The error that tells the sender of m (an IPv4 or IPv6 packet at m's data)
+ * that the tunnel takes at most mtu bytes, from port (where m came in); NULL
+ * when none is to be sent.  The caller hands it to the poll loop (dp_out).
+ * m is not freed.  An error that is built counts in icmp_out; one the pool
+ * has no mbuf for counts there too, and as a no-mbuf drop.
  */
-void pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		       const struct rte_mbuf *m, uint16_t mtu);
+struct rte_mbuf *pmtu_icmp_too_big(struct dp_worker *w, struct dp_lstats *st,
+				   const struct dp_port *port, const struct rte_mbuf *m,
+				   uint16_t mtu);
 
 /*
  * ICMP Time Exceeded (RFC 1812 5.3.1; ICMPv6, RFC 4443 3.3) for m, whose
  * TTL / hop limit expired here, from port's address, rate-limited and
  * counted as pmtu_icmp_too_big's; NULL when none is to be sent.  The caller
- * sends it (worker_tx, or into the tunnel: esp_decap.c).  m is not freed.
+ * hands it to the poll loop, to send or to encrypt first (dp_out).  m is not
+ * freed.
  */
 struct rte_mbuf *pmtu_icmp_expired(struct dp_worker *w, struct dp_lstats *st,
 				   const struct dp_port *port, const struct rte_mbuf *m);
@@ -61,7 +67,11 @@ uint16_t pmtu_fragment4(struct rte_mbuf *m, uint16_t mtu, struct rte_mbuf **out,
 /* Lower the MSS of a TCP SYN in the IPv4/IPv6 packet ip (len bytes) to mss. */
 bool pmtu_clamp_mss(uint8_t *ip, uint16_t len, uint16_t mss);
 
-/* Route and send packets a stage made itself (worker.c). */
-void worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n);
+/* The fast path's test before a call to pmtu_clamp_mss: only TCP has an MSS. */
+static inline bool
+pmtu_is_tcp(const uint8_t *ip)
+{
+	return (ip[0] >> 4 == 6 ? ip[6] : ip[9]) == IPPROTO_TCP;	/* next header, protocol */
+}
 
 #endif /* PMTU_H */

@@ -99,6 +99,26 @@ iface_devarg(const struct rte_device *dev, char *out, size_t len)
 	}
 }
 
+/*
+ * A driver that reads the frames of a Linux interface (a veth, a tap): a
+ * host beside it with transmit checksum offload hands them over with TCP
+ * and UDP checksums left to the hardware (CHECKSUM_PARTIAL), which the
+ * inside port then finishes (worker.c csum_finish).  Frames from a NIC's
+ * wire, a capture or another DPDK process carry whole checksums: no test.
+ */
+static bool
+kernel_frames(const char *driver)
+{
+	static const char *const drivers[] = {
+		"net_af_packet", "net_af_xdp", "net_tap", "net_virtio_user",
+	};
+
+	for (size_t i = 0; i < RTE_DIM(drivers); i++)
+		if (strcmp(driver, drivers[i]) == 0)
+			return true;
+	return false;
+}
+
 void
 port_ident(uint16_t id)
 {
@@ -115,6 +135,7 @@ port_ident(uint16_t id)
 	}
 	p->link_missed = p->if_index != 0 && info.driver_name != NULL &&
 			 strcmp(info.driver_name, "net_af_packet") == 0;
+	p->csum_partial = info.driver_name != NULL && kernel_frames(info.driver_name);
 }
 
 void

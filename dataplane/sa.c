@@ -8,6 +8,7 @@
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_hash.h>
+#include <rte_ip.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
@@ -255,6 +256,9 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 	sa_mtu(sa, c, a);
 	sa->iv_len = a->iv_len;
 	sa->icv_len = a->icv_len;
+	sa->outer_len = sa->outer6 ? sizeof(struct rte_ipv6_hdr) : sizeof(struct rte_ipv4_hdr);
+	sa->hdr_len = (uint8_t)(sa->outer_len + (sa->udp ? NATT_HDR_LEN : 0) + ESP_HDR_LEN +
+				sa->iv_len);
 	sa->block = a->block;
 	sa->aead = a->aead;
 	crypto_key_init(mgr, &sa->key, c->alg, c->key, c->key_len, c->auth_key, c->auth_key_len);
@@ -348,6 +352,24 @@ sa_lookup_in(uint32_t spi)
 	void *sa;
 
 	return rte_hash_lookup_data(by_spi, &k, &sa) < 0 ? NULL : sa;
+}
+
+void
+sa_lookup_in_bulk(const uint32_t *spis, uint32_t n, struct sa **sas)
+{
+	struct sa_key keys[DP_BURST];
+	const void *kp[DP_BURST];
+	void *data[DP_BURST];
+	uint64_t hits = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		keys[i] = (struct sa_key){ .spi = spis[i], .dir = DPVPN_DIR_IN };
+		kp[i] = &keys[i];
+	}
+	if (n == 0 || rte_hash_lookup_bulk_data(by_spi, kp, n, &hits, data) < 0)
+		hits = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sas[i] = hits & (1ull << i) ? data[i] : NULL;
 }
 
 int

@@ -9,12 +9,14 @@
 #ifndef SA_H
 #define SA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <netinet/in.h>
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
+#include <rte_prefetch.h>
 
 #include "crypto.h"
 #include "dp.h"
@@ -54,29 +56,32 @@ struct sa {
 	/* first line: what every packet reads */
 	uint32_t spi;		/* network order */
 	uint8_t dir, alg;
-	uint16_t reserved;
-	uint32_t slot;		/* index in the slot table; policies hold it */
-	uint32_t pos;		/* index in the dense list of installed SAs */
-	uint32_t salt;		/* RFC 4106 salt, as bytes */
-	uint32_t local, remote;	/* outer IPv4 addresses, network order */
-	uint32_t local_net, local_mask;		/* inner IPv4 selectors */
-	uint32_t remote_net, remote_mask;
 	uint8_t outer6;		/* the outer header is IPv6 (local6/remote6) */
 	uint8_t inner6;		/* the selectors, so inner packets, are IPv6 */
+	uint32_t salt;		/* RFC 4106 salt, as bytes */
+	uint32_t local, remote;	/* outer IPv4 addresses, network order */
 	uint32_t outer_sum;	/* out: checksum of the outer header's fixed words */
+	struct sa_stats *stats;		/* one per worker */
+	rte_be16_t udp_local, udp_remote;
+	uint16_t udp_spread_mask;	/* out: source port = udp_local + (flow & this) */
 	uint8_t df;		/* out: enum dpvpn_df */
 	uint8_t udp;		/* RFC 3948 UDP encapsulation */
 	uint8_t esn;		/* 64-bit sequence numbers, high half in the AAD */
-	rte_be16_t udp_local, udp_remote;
-	uint16_t udp_spread_mask;	/* out: source port = udp_local + (flow & this) */
 	uint8_t limited;	/* has a packet or byte lifetime: account per packet */
 	uint8_t iv_len, icv_len, block;	/* ESP layout of the transform (dpvpn_alg.h) */
+	uint8_t outer_len;	/* out: outer IPv4 or IPv6 header */
+	uint8_t hdr_len;	/* out: all the bytes put before the inner packet */
 	uint8_t aead;		/* GCM, ChaCha20-Poly1305: IV is the sequence number */
 	uint8_t frag_outer;	/* out: fragment the outer packet, not the inner one */
+	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
 	uint16_t mtu;		/* out: largest inner packet sent in one ESP packet */
 	uint16_t port_mtu;	/* out: MTU of the outside port it leaves by */
 	uint16_t mss;		/* TCP MSS clamp, 0 = off */
-	volatile uint8_t life_state;	/* enum dpvpn_life; HARD stops the SA */
+	/* second line: inbound selectors, IPv6 addresses; the control side's */
+	uint32_t slot;		/* index in the slot table; policies hold it */
+	uint32_t pos;		/* index in the dense list of installed SAs */
+	uint32_t local_net, local_mask;		/* inner IPv4 selectors */
+	uint32_t remote_net, remote_mask;
 	uint8_t local6[16], remote6[16];	/* outer IPv6 addresses */
 	uint8_t lts6[16], rts6[16];		/* inner IPv6 selectors, host bits zero */
 	uint8_t lts6_len, rts6_len;
@@ -93,8 +98,52 @@ struct sa {
 	uint64_t seq_span;		/* numbers the last grant gave */
 	uint64_t seq_asked_tsc;		/* last SEQ_LOW event */
 	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
-	struct sa_stats *stats;		/* one per worker */
 };
+
+_Static_assert(offsetof(struct sa, mss) + sizeof(uint16_t) <= RTE_CACHE_LINE_SIZE,
+	       "what every packet of an SA reads fits its first cache line");
+
+/*
+ * With many tunnels a burst's SAs are seldom in the cache: their lines are
+ * fetched for the whole burst at once, before the first is used (stage 1:
+ * the SA's first line, its counter line, the inbound selectors; stage 2,
+ * once the first line is in: this worker's counters, the key's round keys).
+ */
+static inline void
+sa_prefetch(const struct sa *sa)
+{
+	rte_prefetch0(sa);
+	rte_prefetch0(&sa->seq);
+}
+
+/* An inbound SA's: its first line and selectors, its window, its round keys. */
+static inline void
+sa_prefetch_in(const struct sa *sa)
+{
+	const uint8_t *k = (const uint8_t *)&sa->key;
+
+	rte_prefetch0(sa);
+	rte_prefetch0((const uint8_t *)sa + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(&sa->replay);
+	rte_prefetch0(k);
+	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 14 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
+}
+
+static inline void
+sa_prefetch2(const struct sa *sa, unsigned int worker)
+{
+	const uint8_t *k = (const uint8_t *)&sa->key;
+
+	rte_prefetch0(&sa->stats[worker]);
+	rte_prefetch0(k);
+	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 14 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
+}
 
 /*
  * One's-complement sum of the outer IPv4 header words that never change for
@@ -139,6 +188,8 @@ int sa_add(const struct dpvpn_sa_cfg *cfg, struct crypto_mgr *mgr, char *errbuf,
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
 /* Fast path: inbound SA by SPI (network order), or NULL. */
 struct sa *sa_lookup_in(uint32_t spi);
+/* The same for n <= DP_BURST SPIs at once (rte_hash fetches its buckets together). */
+void sa_lookup_in_bulk(const uint32_t *spis, uint32_t n, struct sa **sas);
 /* Slot of an installed SA, -1 if none. */
 int sa_find(uint32_t spi, uint8_t dir);
 struct sa *sa_slot(uint32_t slot);

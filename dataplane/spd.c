@@ -6,6 +6,7 @@
 
 #include <rte_acl.h>
 #include <rte_byteorder.h>
+#include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
@@ -69,6 +70,7 @@ struct spd_scan6_rule {
 
 /* One classifier per family: rte_acl for many rules, else a scan. */
 struct spd {
+	uint64_t gen;			/* never 0: the flow caches' entries say which */
 	struct rte_acl_ctx *acl;	/* many IPv4 rules; NULL otherwise */
 	struct rte_acl_ctx *acl6;	/* many IPv6 rules; NULL otherwise */
 	uint32_t n_scan, n_scan6;	/* few rules: scanned in order */
@@ -84,6 +86,7 @@ struct spd_entry {
 
 static struct spd_entry *entries;
 static unsigned int n_entries, max_entries, generation;
+static uint64_t published;	/* struct spd gen of the last one published */
 static struct spd *cur;
 static bool batching, dirty, force_acl;
 
@@ -261,6 +264,7 @@ publish(char *eb, size_t len)
 		snprintf(eb, len, "policy: out of memory");
 		return -ENOMEM;
 	}
+	t->gen = ++published;	/* from 1: 0 is an empty cache entry */
 	if (n4 == 0 || (n4 <= SPD_SCAN_MAX && !force_acl))
 		build_scan(t, DPVPN_AF_INET);
 	else if ((t->acl = build(DPVPN_AF_INET, n4, eb, len)) == NULL)
@@ -504,6 +508,66 @@ spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint3
 		slots[idx4[i]] = s4[i];
 	for (uint32_t i = 0; i < n6; i++)
 		slots[idx6[i]] = s6[i];
+}
+
+/*
+ * IPv4 flows through a worker's cache: a hit is one hash and one line; the
+ * misses go to rte_acl together and fill their entries.  An entry holds the
+ * generation of the classifier that answered, so any change of policies
+ * (or an SA's removal, which takes its policies) empties the cache at once.
+ */
+static void
+classify_cached(const struct spd *t, struct spd_cache *c, const uint8_t **hdrs,
+		int32_t *slots, uint32_t n)
+{
+	const uint8_t *miss[DP_BURST];
+	uint32_t at[DP_BURST], m = 0, res[DP_BURST];
+	struct spd_cache_entry *e;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)hdrs[i];
+		uint64_t key = (uint64_t)ip->src_addr << 32 | ip->dst_addr;
+
+		e = &c->e[rte_hash_crc_8byte(key, 0) & (SPD_CACHE_SIZE - 1)];
+		if (e->gen == t->gen && e->key == key) {
+			slots[i] = e->slot;
+			continue;
+		}
+		at[m] = i;
+		miss[m++] = hdrs[i];
+	}
+	if (m == 0)
+		return;
+	rte_acl_classify(t->acl, miss, res, m, 1);
+	for (uint32_t j = 0; j < m; j++) {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)miss[j];
+		uint64_t key = (uint64_t)ip->src_addr << 32 | ip->dst_addr;
+
+		slots[at[j]] = (int32_t)res[j] - 1;
+		e = &c->e[rte_hash_crc_8byte(key, 0) & (SPD_CACHE_SIZE - 1)];
+		e->key = key;
+		e->slot = slots[at[j]];
+		e->gen = t->gen;
+	}
+}
+
+void
+spd_classify_flows(const struct spd *t, struct spd_cache *c, const uint8_t **ip_hdrs,
+		   int32_t *slots, uint32_t n)
+{
+	uint32_t i = 0;
+
+	if (c == NULL || t->acl == NULL) {	/* a few rules are scanned faster */
+		spd_classify(t, ip_hdrs, slots, n);
+		return;
+	}
+	while (i < n && ip_hdrs[i][0] >> 4 == 4)
+		i++;
+	if (i < n) {	/* IPv6 in the burst: as it comes */
+		spd_classify(t, ip_hdrs, slots, n);
+		return;
+	}
+	classify_cached(t, c, ip_hdrs, slots, n);
 }
 
 unsigned int

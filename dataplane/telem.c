@@ -7,6 +7,9 @@
  *   /dpvpn/counters      totals of every lcore, drops by reason (drop_no_policy, ...)
  *   /dpvpn/lcores        the lcore ids (main first, then workers)
  *   /dpvpn/lcore,ID      one lcore: packets, drops, busy/idle cycles, busy %
+ *   /dpvpn/stages,ID     one worker's TSC cycles per fast-path stage (dp.h
+ *                        DP_STAGES; counted only by a -Dstage_cycles=true build,
+ *                        "counted":0 otherwise), with its packets and busy cycles
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +112,46 @@ lcore(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static const char *const stage_names[] = {
+#define DP_STAGE_NAME(e, name) name,
+	DP_STAGES(DP_STAGE_NAME)
+#undef DP_STAGE_NAME
+};
+
+static int
+stages(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct dp_lstats *s;
+	char key[32], *end;
+	unsigned long id;
+
+	(void)cmd;
+	if (params == NULL || *params == '\0')
+		return -1;
+	id = strtoul(params, &end, 10);
+	if (*end != '\0' || id >= RTE_MAX_LCORE)
+		return -1;
+	s = &dp_lstats[id];
+	rte_tel_data_start_dict(d);
+#ifdef DPVPN_STAGE_CYCLES
+	rte_tel_data_add_dict_u64(d, "counted", 1);
+#else
+	rte_tel_data_add_dict_u64(d, "counted", 0);
+#endif
+	rte_tel_data_add_dict_u64(d, "rx_packets", s->rx);
+	rte_tel_data_add_dict_u64(d, "encrypted", s->encrypted);
+	rte_tel_data_add_dict_u64(d, "decrypted", s->decrypted);
+	rte_tel_data_add_dict_u64(d, "busy_cycles", s->busy_cycles);
+	for (unsigned int i = 0; i < DP_STAGE_NUM; i++) {
+		snprintf(key, sizeof(key), "%s", stage_names[i]);
+		for (char *c = key; *c; c++)	/* telemetry names: letters, digits, _ */
+			if (*c == '-')
+				*c = '_';
+		rte_tel_data_add_dict_u64(d, key, s->stage_cycles[i]);
+	}
+	return 0;
+}
+
 void
 telem_init(void)
 {
@@ -119,4 +162,7 @@ telem_init(void)
 	rte_telemetry_register_cmd("/dpvpn/lcore", lcore,
 				   "dpvpn counters of one lcore and its busy share. "
 				   "Parameter: lcore id");
+	rte_telemetry_register_cmd("/dpvpn/stages", stages,
+				   "dpvpn TSC cycles per fast-path stage of one lcore "
+				   "(-Dstage_cycles=true builds). Parameter: lcore id");
 }

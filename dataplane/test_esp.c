@@ -41,6 +41,21 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static struct dp_worker wk;
 static struct dp_lstats *st;
+static struct dp_out out_buf, self_buf;	/* what a stage hands back besides its burst */
+
+static struct dp_out *
+out(void)
+{
+	out_buf.n = 0;
+	return &out_buf;
+}
+
+static struct dp_out *
+self(void)
+{
+	self_buf.n = 0;
+	return &self_buf;
+}
 static const struct dp_port in_port = { .addr = RTE_BE32(IP4(198, 18, 1, 1)) };
 static const struct dp_port peer_port = { .addr = RTE_BE32(IP4(198, 19, 0, 2)) };
 
@@ -205,10 +220,10 @@ test_round_trip(void **state)
 		uint8_t copy[2048];
 
 		memcpy(copy, rte_pktmbuf_mtod(m, void *), sizes[i]);
-		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 		forwarded(copy);	/* gateway A forwarded it */
 		check_wire(m, copy, sizes[i], ++seq);
-		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()), 1);
 		forwarded(copy);	/* and gateway B */
 		assert_int_equal(rte_pktmbuf_data_len(m), sizes[i]);
 		assert_memory_equal(rte_pktmbuf_mtod(m, void *), copy, sizes[i]);
@@ -228,7 +243,7 @@ one_esp(void)
 {
 	struct rte_mbuf *m = inner_packet(100, HOST_A, HOST_B);
 
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	return m;
 }
 
@@ -247,7 +262,7 @@ expect_drop(struct rte_mbuf *m, enum dpvpn_drop_reason why)
 {
 	uint64_t before = drops(why);
 
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 0);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()), 0);
 	assert_int_equal(drops(why), before + 1);
 }
 
@@ -273,7 +288,7 @@ test_bad_input(void **state)
 		rte_cpu_to_be_16(rte_pktmbuf_data_len(c));
 	expect_drop(c, DPVPN_DROP_SHORT);
 	c = clone(m);		/* the original is accepted once ... */
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &c, 1), 1);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &c, 1, out(), self()), 1);
 	rte_pktmbuf_free(c);
 	expect_drop(m, DPVPN_DROP_REPLAY);	/* ... and only once */
 }
@@ -287,7 +302,7 @@ test_replay_in_one_burst(void **state)
 	b[0] = one_esp();
 	b[1] = clone(b[0]);
 	b[2] = one_esp();
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, b, 3), 2);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, b, 3, out(), self()), 2);
 	rte_pktmbuf_free(b[0]);
 	rte_pktmbuf_free(b[1]);
 }
@@ -304,10 +319,10 @@ test_policy_mismatch(void **state)
 
 	(void)state;
 	assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	expect_drop(m, DPVPN_DROP_POLICY_MISMATCH);
 	m = inner_packet(60, HOST_A, RTE_BE32(IP4(192, 0, 2, 1)));
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);	/* no policy */
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 0);	/* no policy */
 	assert_int_equal(drops(DPVPN_DROP_NO_POLICY), 1);
 }
 
@@ -374,7 +389,7 @@ esp_with_outer_ce(uint8_t inner_tos)
 	ip->type_of_service = inner_tos;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(ip->type_of_service, inner_tos);
 	ip->type_of_service |= ECN_CE;	/* congestion on the way */
@@ -392,7 +407,7 @@ test_ecn_and_ttl_on_the_path(void **state)
 	(void)state;
 	expect_drop(esp_with_outer_ce(0xb8), DPVPN_DROP_ECN_DROP);	/* inner Not-ECT */
 	m = esp_with_outer_ce(0xb8 | ECN_ECT0);
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1), 1);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(ip->type_of_service, 0xb8 | ECN_CE);	/* CE reaches the host */
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
@@ -406,11 +421,17 @@ test_ecn_and_ttl_on_the_path(void **state)
 	ip->time_to_live = 1;
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 0);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 0);
 	assert_int_equal(drops(DPVPN_DROP_TTL_EXPIRED), before + 1);
-	/* ICMP Time Exceeded built for the sender (no route to it here) */
+	/* ICMP Time Exceeded built for the sender, handed back to be sent */
 	assert_int_equal(st->icmp_out, icmp + 1);
-	assert_int_equal(drops(DPVPN_DROP_NO_ROUTE), no_route + 1);
+	assert_int_equal(out_buf.n, 1);
+	ip = rte_pktmbuf_mtod(out_buf.pkts[0], struct rte_ipv4_hdr *);
+	assert_int_equal(ip->next_proto_id, IPPROTO_ICMP);
+	assert_int_equal(ip->dst_addr, HOST_A);
+	assert_int_equal(((const uint8_t *)(ip + 1))[0], 11);	/* Time Exceeded */
+	rte_pktmbuf_free(out_buf.pkts[0]);
+	assert_int_equal(drops(DPVPN_DROP_NO_ROUTE), no_route);	/* not routed in a stage */
 }
 
 /* Install an outbound SA with this SPI; returns its slot. */
@@ -451,22 +472,27 @@ struct spd_case {
 	uint32_t spi;		/* the SA that must be chosen, 0: none */
 };
 
+/* Each case as spd_classify answers it, and through a worker's flow cache (twice: a miss, a hit). */
+static struct spd_cache flows;
+
 static void
 check_spd_cases(const struct spd_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF };
 		const uint8_t *hdr = (const uint8_t *)&ip;
-		int32_t slot;
+		int32_t slot, want, cached[2];
 
 		inet_pton(AF_INET, cases[i].src, &ip.src_addr);
 		inet_pton(AF_INET, cases[i].dst, &ip.dst_addr);
 		spd_classify(spd_get(), &hdr, &slot, 1);
-		if (cases[i].spi == 0)
-			assert_int_equal(slot, -1);
-		else
-			assert_int_equal(slot, sa_find(rte_cpu_to_be_32(cases[i].spi),
-						       DPVPN_DIR_OUT));
+		want = cases[i].spi == 0 ? -1 : sa_find(rte_cpu_to_be_32(cases[i].spi),
+							 DPVPN_DIR_OUT);
+		assert_int_equal(slot, want);
+		spd_classify_flows(spd_get(), &flows, &hdr, &cached[0], 1);
+		spd_classify_flows(spd_get(), &flows, &hdr, &cached[1], 1);
+		assert_int_equal(cached[0], want);
+		assert_int_equal(cached[1], want);
 	}
 }
 
@@ -484,6 +510,13 @@ test_spd_order(void **state)
 		{ "10.1.2.3", "10.7.0.1", 0x3004 },	/* priority 50 beats everything */
 		{ "11.0.0.1", "10.9.9.9", 0 },		/* no rule */
 	};
+	static const struct spd_case changed[] = {	/* with 10/9 -> 10.8/13 at 10 */
+		{ "10.1.1.1", "10.9.9.9", 0x3001 },
+		{ "10.1.2.3", "10.9.1.1", 0x3001 },
+		{ "10.2.0.1", "10.9.9.9", 0x3001 },
+		{ "10.1.2.3", "10.7.0.1", 0x3004 },
+		{ "11.0.0.1", "10.9.9.9", 0 },
+	};
 	char err[256];
 
 	(void)state;
@@ -496,8 +529,18 @@ test_spd_order(void **state)
 	add_policy("10.1.0.0", 16, "10.7.0.0", 16, 0x3004, 50);
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
 	check_spd_cases(cases, RTE_DIM(cases));
-	spd_force_acl(true);	/* rebuilds with rte_acl */
+	spd_force_acl(true);	/* rebuilds with rte_acl (and the flow caches are used) */
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	check_spd_cases(cases, RTE_DIM(cases));
+	/* a policy change is seen at once through the caches filled before it */
+	add_policy("10.0.0.0", 9, "10.8.0.0", 13, 0x3001, 10);
+	check_spd_cases(changed, RTE_DIM(changed));
+	struct dpvpn_policy p = { .src.len = 9, .dst.len = 13, .priority = 10 };
+
+	p.src.family = p.dst.family = DPVPN_AF_INET;
+	inet_pton(AF_INET, "10.0.0.0", &p.src.v4);
+	inet_pton(AF_INET, "10.8.0.0", &p.dst.v4);
+	assert_int_equal(spd_del(&p, err, sizeof(err)), 0);
 	check_spd_cases(cases, RTE_DIM(cases));
 	spd_force_acl(false);
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
@@ -518,7 +561,7 @@ outer_df(const char *dst, uint16_t df)
 	ip->fragment_offset = rte_cpu_to_be_16(df);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1), 1);
+	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff);
 	got = rte_be_to_cpu_16(ip->fragment_offset);
@@ -590,10 +633,32 @@ test_known_answer_packets(void **state)
 	}
 }
 
+/* ip4_sum20 and ip4_phdr_sum (ip.h) fold as rte_raw_cksum and rte_ipv4_phdr_cksum do. */
+static void
+test_ip4_sum20(void **state)
+{
+	uint8_t h[20];
+	uint32_t x = 0x9e3779b9;
+
+	(void)state;
+	for (int i = 0; i < 200000; i++) {
+		for (int b = 0; b < 20; b++) {
+			x = x * 1103515245 + 12345;
+			h[b] = (uint8_t)(i < 3 ? (i == 0 ? 0 : 0xff) : x >> 24);
+		}
+		assert_int_equal(ip4_sum20(h), rte_raw_cksum(h, 20));
+		h[0] = 0x45;
+		h[2] = (uint8_t)(x >> 8) | 0x01;	/* total length over the header */
+		assert_int_equal(ip4_phdr_sum((const struct rte_ipv4_hdr *)h),
+				 rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)h, 0));
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ip4_sum20),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_replay_in_one_burst),

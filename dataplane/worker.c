@@ -2,7 +2,9 @@
 /*
  * worker.c - the poll loop of a worker lcore: RX burst -> classify -> ESP
  * encap (inside ports) or decap (outside ports) -> route -> buffered TX, for
- * IPv4 and IPv6 alike.  Nothing here allocates, locks, logs or makes a system
+ * IPv4 and IPv6 alike.  The stages take a burst and hand bursts back (the
+ * packets to forward, and in a dp_out what they made or kept aside: ICMP
+ * errors, fragments, replies, packets for a tunnel); only this loop sends.  Nothing here allocates, locks, logs or makes a system
  * call per packet; ARP and Neighbour Discovery go to the main lcore over a ring,
  * and packets to a next hop not resolved yet wait for it (neighq.h).  Pings
  * to the gateway are answered (echo.h).
@@ -54,7 +56,8 @@ punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, stru
  * A host whose interface offloads transmit checksums (a veth or tap with
  * "tx" on) sends TCP and UDP packets whose checksum field holds only the
  * pseudo-header sum (Linux's CHECKSUM_PARTIAL): af_packet passes them on as
- * they are and the far host would drop them.  The checksum is finished here
+ * they are and the far host would drop them.  Only on ports whose driver
+ * reads a Linux interface (port.c kernel_frames).  The checksum is finished here
  * where the field equals the pseudo-header sum, or where the PMD says the
  * data is sound but the checksum not filled in (RX_L4_CKSUM_NONE); a
  * packet that was right and matches by chance gets the same value again.
@@ -79,7 +82,7 @@ csum_finish(struct rte_mbuf *m, bool v6)
 	if (proto == IPPROTO_UDP && *field == 0 && !v6)
 		return false;	/* no checksum (IPv4 UDP) */
 	phdr = v6 ? rte_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)ip, 0) :
-		    rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)ip, 0);
+		    ip4_phdr_sum((const struct rte_ipv4_hdr *)ip);
 	if (*field != phdr && flags != RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return false;
 	*field = 0;
@@ -91,7 +94,7 @@ csum_finish(struct rte_mbuf *m, bool v6)
 static inline void
 inside_csum(struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *m, bool v6)
 {
-	if (port->role == DPVPN_ROLE_INSIDE && csum_finish(m, v6))
+	if (port->role == DPVPN_ROLE_INSIDE && port->csum_partial && csum_finish(m, v6))
 		st->csum_completed[port->id]++;
 }
 
@@ -130,13 +133,20 @@ classify6(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	return true;
 }
 
-/* Keep IPv4 and IPv6 packets (Ethernet header stripped); punt ARP and ND; drop the rest. */
+/*
+ * Keep IPv4 and IPv6 packets (Ethernet header stripped); punt ARP and ND; drop
+ * the rest.  On an inside port, what is addressed to the gateway itself goes
+ * to self[] (*nself of them) in the same pass: answered or dropped, never
+ * tunnelled (echo_local).
+ */
 static uint16_t
 classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-	 struct rte_mbuf **pkts, uint16_t n)
+	 struct rte_mbuf **pkts, uint16_t n, struct rte_mbuf **self, uint16_t *nself)
 {
+	bool inside = port->role == DPVPN_ROLE_INSIDE;
 	uint16_t k = 0;
 
+	*nself = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
@@ -159,22 +169,25 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			continue;
 		}
 		if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
-			if (classify6(w, st, port, m))
-				pkts[k++] = m;
-			continue;
+			if (!classify6(w, st, port, m))
+				continue;
+		} else {
+			if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+				dp_drop(st, m, DPVPN_DROP_NOT_IP);
+				continue;
+			}
+			rte_pktmbuf_adj(m, sizeof(*eth));
+			why = ip4_check(m);
+			if (why != DPVPN_DROP_MAX) {
+				dp_drop(st, m, why);
+				continue;
+			}
+			inside_csum(st, port, m, false);
 		}
-		if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
-			dp_drop(st, m, DPVPN_DROP_NOT_IP);
-			continue;
-		}
-		rte_pktmbuf_adj(m, sizeof(*eth));
-		why = ip4_check(m);
-		if (why != DPVPN_DROP_MAX) {
-			dp_drop(st, m, why);
-			continue;
-		}
-		inside_csum(st, port, m, false);
-		pkts[k++] = m;
+		if (inside && unlikely(dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL) >= 0))
+			self[(*nself)++] = m;
+		else
+			pkts[k++] = m;
 	}
 	return k;
 }
@@ -190,31 +203,33 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint8_t family, const void *addr
 }
 
 /*
- * The next hop of the previous packet: a burst mostly goes to one next hop
- * (the peer gateway, or one host), so most packets skip the hash lookup.
- * Valid for one burst only, so a changed MAC is seen at the next burst.
+ * Where the previous packet went: a burst mostly goes to one destination
+ * (the peer gateway, one host), so most packets take neither the route
+ * lookup nor the neighbour hash, and get the Ethernet header as one copy.
+ * Valid for one call of worker_tx only: a changed route or MAC is seen at
+ * the next burst.
  */
-struct nh_cache {
-	uint16_t port;
+struct dst_cache {
 	uint8_t family;		/* 0: empty */
-	uint8_t addr[16];
-	struct rte_ether_addr mac;
+	uint16_t port;
+	uint8_t dst[16];	/* the packet's destination (IPv4: 4 bytes) */
+	uint8_t next[16];	/* its next hop: many destinations share one */
+	struct rte_ether_hdr eth;	/* the header those packets get */
 };
 
-static bool
-same_addr(const uint8_t *cached, const void *next, bool v6)
+static inline bool
+dst_hit(const struct dst_cache *c, const uint8_t *ip, bool v6)
 {
 	uint64_t a[2], b[2];
-	uint32_t x, y;
+	uint32_t x;
 
 	if (!v6) {
-		memcpy(&x, cached, 4);
-		memcpy(&y, next, 4);
-		return x == y;
+		memcpy(&x, ip + offsetof(struct rte_ipv4_hdr, dst_addr), 4);
+		return c->family == DPVPN_AF_INET && memcmp(c->dst, &x, 4) == 0;
 	}
-	memcpy(a, cached, 16);
-	memcpy(b, next, 16);
-	return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+	memcpy(a, ip + offsetof(struct rte_ipv6_hdr, dst_addr), 16);
+	memcpy(b, c->dst, 16);
+	return c->family == DPVPN_AF_INET6 && ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
 }
 
 /* A frame ready to go (Ethernet header complete) into port's TX buffer. */
@@ -225,6 +240,17 @@ send_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16
 	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE)
 		trace_tap_slow(&m, 1, port, true, true);
 	st->tx++;
+#ifdef DPVPN_STAGE_CYCLES
+	if (w->txb[port]->length + 1 >= w->txb[port]->size) {	/* it flushes: the PMD's TX */
+		uint64_t t = rte_rdtsc(), d;
+
+		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+		d = rte_rdtsc() - t;
+		st->stage_cycles[DP_STAGE_TX] += d;
+		st->stage_cycles[DP_STAGE_ROUTE] -= d;	/* worker_tx charged it to route */
+		return;
+	}
+#endif
 	rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
 }
 
@@ -238,27 +264,6 @@ send_held(struct dp_worker *w, struct dp_lstats *st, uint16_t port, uint8_t fami
 
 	for (uint16_t i = 0; i < n; i++)
 		send_frame(w, st, held[i], port);
-}
-
-static bool
-resolve_cached(struct dp_worker *w, struct dp_lstats *st, struct nh_cache *c, uint16_t port,
-	       uint8_t family, const void *next, struct rte_ether_addr *mac)
-{
-	bool v6 = family == DPVPN_AF_INET6;
-
-	if (c->family == family && c->port == port && same_addr(c->addr, next, v6)) {
-		*mac = c->mac;
-		return true;
-	}
-	if (!neigh_lookup(port, family, next, mac))
-		return false;
-	if (unlikely(w->nq.held != 0))
-		send_held(w, st, port, family, next, mac);
-	c->port = port;
-	c->family = family;
-	memcpy(c->addr, next, v6 ? 16 : 4);
-	c->mac = *mac;
-	return true;
 }
 
 /*
@@ -276,59 +281,97 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 		ask_resolve(w, port, family, addr);
 }
 
+/*
+ * The route and next hop of m (data at its IP header), into c; false when
+ * m is gone: dropped (no route, an answer for an inside host routed out of
+ * an outside port) or held for its next hop's MAC (neighq.h).
+ */
+static bool
+route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct rte_mbuf *m,
+	  const uint8_t *ip, bool v6)
+{
+	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
+	struct rte_ether_addr mac;
+	const void *next;
+	uint32_t next4;
+	uint16_t port;
+	bool routed;
+
+	if (v6) {
+		const uint8_t *next6;
+
+		routed = route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port, &next6);
+		next = next6;
+	} else {
+		routed = route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port, &next4);
+		next = &next4;
+	}
+	if (!routed) {
+		dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+		return false;
+	}
+	if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE) &&
+	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
+		dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
+		return false;
+	}
+	if (c->family == family && c->port == port &&
+	    memcmp(c->next, next, v6 ? 16 : 4) == 0) {	/* another host, the same next hop */
+		mac = c->eth.dst_addr;
+	} else if (!neigh_lookup(port, family, next, &mac)) {
+		struct rte_ether_hdr *eth = (struct rte_ether_hdr *)
+			rte_pktmbuf_prepend(m, sizeof(*eth));
+
+		if (eth == NULL) {
+			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
+			return false;
+		}
+		eth->src_addr = dp.ports[port].mac;
+		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 :
+							 RTE_ETHER_TYPE_IPV4);
+		hold(w, st, m, port, family, next);
+		return false;
+	} else if (unlikely(w->nq.held != 0)) {	/* what waited for this next hop goes first */
+		send_held(w, st, port, family, next, &mac);
+	}
+	memcpy(c->next, next, v6 ? 16 : 4);
+	c->family = family;
+	c->port = port;
+	memcpy(c->dst, v6 ? ((const struct rte_ipv6_hdr *)ip)->dst_addr :
+			    (const uint8_t *)&((const struct rte_ipv4_hdr *)ip)->dst_addr, v6 ? 16 : 4);
+	c->eth.dst_addr = mac;
+	c->eth.src_addr = dp.ports[port].mac;
+	c->eth.ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
+	return true;
+}
+
 /* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
-void
+static void
 worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct nh_cache cache = { .family = 0 };
+	struct dst_cache c = { .family = 0 };
+	STAGE_CLOCK(t);
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
 		bool v6 = ip[0] >> 4 == 6;
-		uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
-		struct rte_ether_hdr *eth;
-		const void *next;
-		uint32_t next4;
-		uint16_t port;
+		void *eth;
 
-		if (v6) {
-			const uint8_t *next6;
-
-			if (!route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port,
-					   &next6)) {
-				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+		if (unlikely(!dst_hit(&c, ip, v6) || m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
+			if (!route_one(w, st, &c, m, ip, v6))
 				continue;
-			}
-			next = next6;
-		} else {
-			if (!route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port,
-					  &next4)) {
-				dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
-				continue;
-			}
-			next = &next4;
-		}
-		if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
-			if (dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
-				dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
-				continue;
-			}
 			m->packet_type = 0;
 		}
-		eth = (struct rte_ether_hdr *)rte_pktmbuf_prepend(m, sizeof(*eth));
-		if (eth == NULL) {
+		eth = rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+		if (unlikely(eth == NULL)) {
 			dp_drop(st, m, DPVPN_DROP_TOO_BIG);
 			continue;
 		}
-		eth->src_addr = dp.ports[port].mac;
-		eth->ether_type = rte_cpu_to_be_16(v6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
-		if (!resolve_cached(w, st, &cache, port, family, next, &eth->dst_addr)) {
-			hold(w, st, m, port, family, next);
-			continue;
-		}
-		send_frame(w, st, m, port);
+		memcpy(eth, &c.eth, sizeof(struct rte_ether_hdr));
+		send_frame(w, st, m, c.port);
 	}
+	STAGE(st, t, ROUTE);
 }
 
 /* Packets held for next hops that are resolved now go out; the rest wait or time out. */
@@ -347,28 +390,66 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 }
 
 /*
- * Decrypted packets for the gateway itself: echo requests are answered
- * back into the tunnel (esp_encap_burst finds the SA by the reply's
- * addresses; encapsulation takes one off the TTL / hop limit as for a
- * forwarded packet, so they are built with one more and leave with
- * ECHO_HOPS), the rest is dropped as to-self.  Returns what is forwarded.
+ * From an inside port, for the gateway itself: echo requests answered (the
+ * replies, to out, may not leave by an outside port: DP_PTYPE_ANSWER_INSIDE),
+ * the rest dropped.  One whose address stopped being ours meanwhile is
+ * forwarded after all (added to pkts).
  */
-static uint16_t
-tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+static void
+answer_inside(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t *n,
+	      struct rte_mbuf **self, uint16_t nself, struct dp_out *out)
 {
-	struct rte_mbuf *rep[DP_BURST];
-	uint16_t nrep;
+	uint16_t first = out->n, nrep, k;
 
-	n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS + 1);
-	for (uint16_t i = 0, run; i < nrep; i += run) {	/* runs from one port's address */
+	k = echo_local(w, st, self, nself, out->pkts + first, &nrep, ECHO_HOPS);
+	out->n += nrep;
+	for (uint16_t i = first; i < out->n; i++)
+		out->pkts[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
+	for (uint16_t i = 0; i < k; i++)
+		pkts[(*n)++] = self[i];
+}
+
+/*
+ * Decrypted packets for the gateway itself: echo requests are answered
+ * back into the tunnel (added to tunnel; encapsulation takes one off the
+ * TTL / hop limit as for a forwarded packet, so they are built with one more
+ * and leave with ECHO_HOPS), the rest is dropped as to-self.  Returns what
+ * is forwarded.
+ */
+static void
+tunnel_local(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t *n,
+	     struct dp_out *self, struct dp_out *tunnel)
+{
+	uint16_t nrep, k;
+
+	k = echo_local(w, st, self->pkts, self->n, tunnel->pkts + tunnel->n, &nrep,
+		       ECHO_HOPS + 1);
+	tunnel->n += nrep;
+	for (uint16_t i = 0; i < k; i++)	/* no longer ours meanwhile: forwarded */
+		pkts[(*n)++] = self->pkts[i];
+}
+
+/*
+ * Packets of the gateway's own for its tunnels (echo replies, ICMP errors
+ * about decrypted packets), each with m->port the inside port whose address
+ * it comes from: encrypted a run of one port at a time (esp_encap_burst
+ * finds the SA by their addresses), and what is to be sent added to out.
+ */
+static void
+into_tunnel(struct dp_worker *w, struct dp_lstats *st, struct dp_out *tunnel,
+	    struct dp_out *out)
+{
+	struct rte_mbuf **p = tunnel->pkts;
+
+	for (uint16_t i = 0, run; i < tunnel->n; i += run) {
 		uint16_t good;
 
-		for (run = 1; i + run < nrep && rep[i + run]->port == rep[i]->port; run++)
+		for (run = 1; i + run < tunnel->n && p[i + run]->port == p[i]->port; run++)
 			;
-		good = esp_encap_burst(w, st, &dp.ports[rep[i]->port], rep + i, run);
-		worker_tx(w, st, rep + i, good);
+		good = esp_encap_burst(w, st, &dp.ports[p[i]->port], p + i, run, out);
+		for (uint16_t j = 0; j < good; j++)
+			dp_out_add(out, p[i + j]);
 	}
-	return n;
 }
 
 /*
@@ -397,33 +478,39 @@ static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
-	struct rte_mbuf *rep[DP_BURST];	/* echo replies */
-	uint16_t nrep = 0;
+	struct dp_out out, tunnel, self;	/* after the burst; to encrypt first; for us */
+	STAGE_CLOCK(t);
 
+	out.n = tunnel.n = self.n = 0;
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
-	n = classify(w, st, port, pkts, n);
+	n = classify(w, st, port, pkts, n, self.pkts, &self.n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
-		/* for the gateway itself: answered (ping) or dropped, never tunnelled */
-		n = echo_local(w, st, pkts, n, rep, &nrep, ECHO_HOPS);
-		for (uint16_t i = 0; i < nrep; i++)
-			rep[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
+		if (unlikely(self.n > 0))
+			answer_inside(w, st, pkts, &n, self.pkts, self.n, &out);
+		STAGE(st, t, CLASSIFY);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
-		n = esp_encap_burst(w, st, port, pkts, n);
+		n = esp_encap_burst(w, st, port, pkts, n, &out);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
-		n = echo_outside(w, st, port, pkts, n, rep, &nrep);
-		n = esp_decap_burst(w, st, port, pkts, n);
+		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
+		STAGE(st, t, CLASSIFY);
+		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
-		if (n > 0)
-			n = tunnel_local(w, st, pkts, n);
+		if (unlikely(self.n > 0)) {
+			trace_tap(DPVPN_TRACE_DECRYPTED, self.pkts, self.n, port->id, false, false);
+			tunnel_local(w, st, pkts, &n, &self, &tunnel);
+		}
+		if (unlikely(tunnel.n > 0))
+			into_tunnel(w, st, &tunnel, &out);
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	worker_tx(w, st, rep, nrep);
 	worker_tx(w, st, pkts, n);
+	if (unlikely(out.n > 0))
+		worker_tx(w, st, out.pkts, out.n);
 }
 
 /* Frames the main lcore built (ARP) go out on this worker's queues. */
@@ -497,10 +584,12 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	if (unlikely(w->nq.held != 0))	/* before anything newer to the same next hops */
 		send_resolved(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		STAGE_CLOCK(t);
 		uint16_t n = rte_eth_rx_burst(p, w->rxq, pkts, DP_BURST);
 
 		if (n == 0)
 			continue;
+		STAGE(st, t, RX);
 		got += n;
 		st->rx += n;
 		worker_rx(w, st, p, pkts, n);
@@ -510,8 +599,10 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	if ((++w->loops & 63) == 0)
 		reass_tick(w, st);
 	got += drain_main(w, st);
+	STAGE_CLOCK(t);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);
+	STAGE(st, t, TX);
 	if (got == 0) {
 		idle(empty);
 		st->idle_cycles += rte_rdtsc() - t0;

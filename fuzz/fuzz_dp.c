@@ -118,6 +118,7 @@ port(uint16_t id, uint8_t role, const char *a4, const char *a6, uint8_t mac_last
 	p->id = id;
 	p->role = role;
 	p->mtu = RTE_ETHER_MTU;
+	p->csum_partial = 1;	/* as for a veth: checksums left to offload are finished */
 	p->mac = (struct rte_ether_addr){ { 0x02, 0, 0, 0, 0x01, mac_last } };
 	snprintf(p->name, sizeof(p->name), "fuzz%u", id);
 	if (a4 == NULL)

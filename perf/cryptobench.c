@@ -60,11 +60,11 @@ _Static_assert(SALT_LEN + ESP_HDR_LEN == NONCE_LEN, "nonce = salt || 8-byte IV")
 
 enum kind { K_GCM, K_CHACHA, K_CBC_HMAC, K_NULL_HMAC };
 enum dir { DIR_ENCRYPT, DIR_DECRYPT, DIR_NUM };
-enum engine { ENG_BURST, ENG_SINGLE, ENG_OPENSSL, ENG_NUM };
+enum engine { ENG_DIRECT, ENG_BURST, ENG_SINGLE, ENG_OPENSSL, ENG_NUM };
 
 static const char *const dir_names[DIR_NUM] = { "encrypt", "decrypt" };
 static const char *const engine_names[ENG_NUM] = {
-	"ipsec-mb-burst", "ipsec-mb-single", "openssl",
+	"ipsec-mb-direct", "ipsec-mb-burst", "ipsec-mb-single", "openssl",
 };
 
 struct alg {
@@ -446,6 +446,79 @@ mb_single_pass(struct bench *b)
 	}
 }
 
+/* ---- intel-ipsec-mb direct API ------------------------------------------- */
+
+/*
+ * The AEADs without the job manager: no job to get, fill, submit and
+ * collect, a context on the stack per packet, the keys expanded once
+ * (mb_keys_init), as a dataplane calling these functions per packet would.
+ * CBC+HMAC has no direct path that beats a burst (its multi-buffer lanes
+ * fill only with many jobs in flight), so it has no direct engine.
+ */
+static bool
+engine_applies(const struct alg *a, enum engine e)
+{
+	return e != ENG_DIRECT || is_aead(a);
+}
+
+static void
+direct_gcm(struct bench *b, unsigned i, uint8_t *dst, uint8_t *tag)
+{
+	struct gcm_context_data ctx;
+	const struct gcm_key_data *k = &b->mk->gcm;
+	const uint8_t *src = b->pkt[i] + PAY_OFF, *aad = b->pkt[i] + hdr_off(b->alg);
+	uint64_t icv = b->alg->icv_len;
+
+	if (b->dir == DIR_ENCRYPT && b->alg->key_len == 16)
+		IMB_AES128_GCM_ENC(b->mgr, k, &ctx, dst, src, b->size, b->nonce[i], aad,
+				   ESP_HDR_LEN, tag, icv);
+	else if (b->dir == DIR_ENCRYPT)
+		IMB_AES256_GCM_ENC(b->mgr, k, &ctx, dst, src, b->size, b->nonce[i], aad,
+				   ESP_HDR_LEN, tag, icv);
+	else if (b->alg->key_len == 16)
+		IMB_AES128_GCM_DEC(b->mgr, k, &ctx, dst, src, b->size, b->nonce[i], aad,
+				   ESP_HDR_LEN, tag, icv);
+	else
+		IMB_AES256_GCM_DEC(b->mgr, k, &ctx, dst, src, b->size, b->nonce[i], aad,
+				   ESP_HDR_LEN, tag, icv);
+}
+
+/* ChaCha20-Poly1305 takes the raw key; init, one update, finalize. */
+static void
+direct_chacha(struct bench *b, unsigned i, uint8_t *dst, uint8_t *tag)
+{
+	struct chacha20_poly1305_context_data ctx;
+	const uint8_t *src = b->pkt[i] + PAY_OFF, *aad = b->pkt[i] + hdr_off(b->alg);
+
+	IMB_CHACHA20_POLY1305_INIT(b->mgr, b->key, &ctx, b->nonce[i], aad, ESP_HDR_LEN);
+	if (b->dir == DIR_ENCRYPT) {
+		IMB_CHACHA20_POLY1305_ENC_UPDATE(b->mgr, b->key, &ctx, dst, src, b->size);
+		IMB_CHACHA20_POLY1305_ENC_FINALIZE(b->mgr, &ctx, tag, b->alg->icv_len);
+	} else {
+		IMB_CHACHA20_POLY1305_DEC_UPDATE(b->mgr, b->key, &ctx, dst, src, b->size);
+		IMB_CHACHA20_POLY1305_DEC_FINALIZE(b->mgr, &ctx, tag, b->alg->icv_len);
+	}
+}
+
+/* Decrypt computes the ICV and compares it in constant time, as ESP must. */
+static void
+mb_direct_pass(struct bench *b)
+{
+	bool enc = b->dir == DIR_ENCRYPT;
+
+	for (unsigned i = 0; i < NBUF; i++) {
+		uint8_t *dst = plain_buf(b, i) + PAY_OFF;
+		uint8_t *tag = enc ? icv_of(b, i) : b->computed[i];
+
+		if (b->alg->kind == K_GCM)
+			direct_gcm(b, i, dst, tag);
+		else
+			direct_chacha(b, i, dst, tag);
+		if (!enc)
+			b->bad += !ct_equal(b->computed[i], icv_of(b, i), b->alg->icv_len);
+	}
+}
+
 /* ---- OpenSSL ------------------------------------------------------------- */
 
 static const EVP_CIPHER *
@@ -655,6 +728,7 @@ ref_etm(const struct bench *b, uint8_t *buf)
 }
 
 static void (*const engine_pass[ENG_NUM])(struct bench *) = {
+	[ENG_DIRECT] = mb_direct_pass,
 	[ENG_BURST] = mb_burst_pass,
 	[ENG_SINGLE] = mb_single_pass,
 	[ENG_OPENSSL] = ossl_pass,
@@ -844,7 +918,8 @@ usage(void)
 	      "            null-sha256 (default: all)\n"
 	      "  --size    payload bytes, 1..9000 (default: 64,128,256,512,1024,1420,1518,9000)\n"
 	      "  --dir     encrypt,decrypt (default: both)\n"
-	      "  --engine  ipsec-mb-burst,ipsec-mb-single,openssl (default: all)\n"
+	      "  --engine  ipsec-mb-direct,ipsec-mb-burst,ipsec-mb-single,openssl\n"
+	      "            (default: all; direct: the AEADs only)\n"
 	      "  --arch    ipsec-mb code path (default: auto)\n"
 	      "  --ms      timed milliseconds per repetition (default: 200)\n"
 	      "  --reps    repetitions per case, median reported (default: 3)\n"
@@ -1130,7 +1205,7 @@ run_size(struct bench *b, const struct opts *o, struct row *rows)
 	unsigned n = 0;
 
 	for (unsigned e = 0; e < ENG_NUM; e++) {
-		if (!(o->engines & (1u << e)))
+		if (!(o->engines & (1u << e)) || !engine_applies(b->alg, e))
 			continue;
 		b->eng = e;
 		set_label(b);
@@ -1139,7 +1214,8 @@ run_size(struct bench *b, const struct opts *o, struct row *rows)
 	}
 	for (unsigned d = 0; d < DIR_NUM; d++) {
 		for (unsigned e = 0; e < ENG_NUM; e++) {
-			if (!(o->dirs & (1u << d)) || !(o->engines & (1u << e)))
+			if (!(o->dirs & (1u << d)) || !(o->engines & (1u << e)) ||
+			    !engine_applies(b->alg, e))
 				continue;
 			b->eng = e;
 			set_label(b);

@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import dpbench  # noqa: E402
+from probe import Telemetry  # noqa: E402
 from dpbench import lab  # noqa: E402
 
 SECGW_SRC = "/usr/share/dpdk/examples/ipsec-secgw"     # Debian dpdk-doc
@@ -158,22 +159,6 @@ def argv(prefix, cfg, direction, rx, tx, mode):
         eal += ["--vdev", v]
     return [BIN, *eal, "--", "-p", "0x3", "-u", "0x2", "-f", cfg, "-w", "0",
             "--config", f"(0,0,{cpu}),(1,0,{cpu})", *MODES[mode][0]], in_port
-
-
-class Telemetry:
-    """DPDK's telemetry socket (v2: one JSON reply per command)."""
-
-    def __init__(self, prefix):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.connect(os.path.join(RUN_DIR, prefix, "dpdk_telemetry.v2"))
-        self.max = json.loads(self.s.recv(65536))["max_output_len"]
-
-    def port(self, port):
-        self.s.send(f"/ethdev/stats,{port}".encode())
-        return json.loads(self.s.recv(self.max + 1024))["/ethdev/stats"]
-
-    def close(self):
-        self.s.close()
 
 
 def sample(tel, in_port):

@@ -3,6 +3,8 @@
 """tables.py: Markdown tables from perf/results/*.json, for the READMEs.
 
   tables.py quick.json      the headline rows and the targets
+  tables.py headline.json   per core: dpvpn next to OpenVPN, cores for 10 GbE (the
+                            README's first table), then the rows
   tables.py full.json       (or ciphers.json) crypto ceiling per cipher/size/engine, and the
                             FreeS/WAN-style "cycles per byte -> link capacity
                             per GHz" table (8 bits / cycles-per-byte)
@@ -15,24 +17,69 @@ import sys
 SIZES = [64, 512, 1420, 9000]
 
 
-def headline(doc):
-    print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
-    print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s "
-          "| efficiency | cycles/pkt |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+def pct(x):
+    return f"{x * 100:.0f} %" if x is not None else "–"
+
+
+def headline(doc, machine=True):
+    if machine:
+        print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
+    print("| cipher | dir | size | workers | tunnels | Mpps | Gbit/s | ceiling Gbit/s (engine) "
+          "| efficiency | net of harness | cycles/pkt | harness cycles/pkt |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in doc["rows"]:
-        line = (f"| {r['cipher']} | {r['direction']} | {r['size']} | {r['workers']} | "
+        d = r["direction"] + (" (anti-replay)" if r.get("anti_replay") else "")
+        line = (f"| {r['cipher']} | {d} | {r['size']} | {r['workers']} | "
                 f"{r.get('sas', 1)} | {r['mpps']:.2f} | {r['gbps']:.1f} | ")
         if r.get("ceiling_gbps") is None:       # two-gateway rows: no ceiling
-            print(line + "– | – | – |")
+            print(line + "– | – | – | – | – |")
             continue
-        print(line + f"{r['ceiling_gbps']:.1f} | "
-              f"{r['efficiency'] * 100:.0f} % | {r['cycles_per_packet']:.0f} |")
+        h = r.get("harness_cycles_per_packet")
+        print(line + f"{r['ceiling_gbps']:.1f} ({r.get('ceiling_engine', 'ipsec-mb-burst')}) | "
+              f"{pct(r['efficiency'])} | {pct(r.get('efficiency_net'))} | "
+              f"{r['cycles_per_packet']:.0f} | " + (f"{h:.0f} |" if h else "– |"))
+    disturbed = sum(r.get("disturbed_reps", 0) for r in doc["rows"])
+    discarded = sum(len(r.get("discarded", [])) for r in doc["rows"])
+    if disturbed or discarded:
+        print(f"\n{discarded} repetition(s) discarded and {disturbed} used although "
+              "disturbed (their worker waited for its CPU; `discarded` and `disturbed` "
+              "in the JSON).")
     two_gateways(doc)
     if doc.get("targets"):
         print("\n| target | value | met? |\n|---|---:|---|")
         for t in doc["targets"]:
             print(f"| {t['target']} | {t['value']:.3g} | {'met' if t['met'] else 'not met'} |")
+
+
+def per_core(doc):
+    """perf/run headline: the README's first table."""
+    h, o = doc["headline"], doc.get("openvpn") or {}
+    sizes = list(h)
+    print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
+    print("| per core (one CPU) | " + " | ".join(f"{s} B" for s in sizes) +
+          " | cores for 10 GbE line rate (" + " / ".join(f"{s} B" for s in sizes) + ") |")
+    print("|---|" + "---:|" * (len(sizes) + 1))
+    for d, what in (("encap", "dpvpn encap, one worker"),
+                    ("decap", "dpvpn decap (anti-replay on), one worker")):
+        cells = [f"{h[s][d]['gbps']:.1f} Gbit/s ({h[s][d]['mpps']:.2f} Mpps)" for s in sizes]
+        cores = " / ".join(f"{h[s][d]['cores_10g']:.2f}" for s in sizes)
+        print(f"| {what} | " + " | ".join(cells) + f" | {cores} |")
+    cells = [f"{h[s]['both_ends_gbps_per_cpu_s']:.2f}" for s in sizes]
+    cores = " / ".join(f"{h[s]['both_ends_cores_10g']:.1f}" for s in sizes)
+    print("| dpvpn, both ends: Gbit/s per CPU-second (encap + decap workers) | " +
+          " | ".join(cells) + f" | {cores} |")
+    if o.get("error"):
+        print(f"| OpenVPN: {o['error']} | " + " | ".join("" for _ in sizes) + " | |")
+    elif o:
+        cells = ["–" if s != "1420" else f"{o['gbps_per_cpu_s']:.2f} (TCP, ~1400-B packets)"
+                 for s in sizes]
+        cores = " / ".join("–" if s != "1420" else f"{o['cores_10g']:.1f}" for s in sizes)
+        print("| OpenVPN 2.6 AES-128-GCM, both ends: Gbit/s per CPU-second (its two "
+              "processes) | " + " | ".join(cells) + f" | {cores} |")
+        print(f"\nOpenVPN: {o['setting']}; {o['source']}.")
+    line = [f"{h[s]['line_rate_mpps']:.2f} Mpps at {s} B" for s in sizes]
+    print("10 GbE line rate: " + ", ".join(line) + " (packets counted as frames, plus "
+          "20 B of preamble and gap).")
 
 
 def two_gateways(doc):
@@ -117,8 +164,14 @@ def secgw(doc):
 def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
+    if doc.get("note"):
+        print(f"**{doc['note']}**\n")
     if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key
         compare(doc)
+    elif doc.get("command") == "perf/run headline":
+        per_core(doc)
+        print()
+        headline(doc, machine=False)
     elif doc.get("command") in ("perf/run full", "perf/run ciphers"):
         headline(doc)
         print()

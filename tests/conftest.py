@@ -16,6 +16,7 @@ MARKERS = {
     "ike": "the [ike] issue",
     "strongswan": "live interop with strongSwan",
     "operator": "the [operator] issue (13): what an operator hits first",
+    "fastpath": "the [fastpath] issue (14): per-core speed",
 }
 
 

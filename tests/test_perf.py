@@ -34,7 +34,7 @@ def test_dpbench_many_tunnels(tmp_path, direction):
     """2000 tunnels from one config through dpvpnd's batched install: every
     replayed packet finds its policy or SA (any miss would be a drop)."""
     r = dpbench.run_case("aes128-gcm", direction, 64, workers=1, seconds=0.5, warmup=0.3,
-                         workdir=str(tmp_path), sas=2000)
+                         workdir=str(tmp_path), sas=2000, packets=1 << 15)
     assert r["mpps"] > 0.01 and r["drops"] == {}, r
 
 
