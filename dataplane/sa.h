@@ -116,15 +116,13 @@ sa_prefetch(const struct sa *sa)
 	rte_prefetch0(&sa->seq);
 }
 
-/* An inbound SA's: its first line and selectors, its window, its round keys. */
+/* The lines of an SA's key that AES-GCM reads first and last: its round
+ * keys and its last hash-key powers. */
 static inline void
-sa_prefetch_in(const struct sa *sa)
+sa_prefetch_key(const struct sa *sa)
 {
 	const uint8_t *k = (const uint8_t *)&sa->key;
 
-	rte_prefetch0(sa);
-	rte_prefetch0((const uint8_t *)sa + RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(&sa->replay);
 	rte_prefetch0(k);
 	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
 	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
@@ -132,17 +130,21 @@ sa_prefetch_in(const struct sa *sa)
 	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
 }
 
+/* An inbound SA's: its first line and selectors, its window, its round keys. */
+static inline void
+sa_prefetch_in(const struct sa *sa)
+{
+	rte_prefetch0(sa);
+	rte_prefetch0((const uint8_t *)sa + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(&sa->replay);
+	sa_prefetch_key(sa);
+}
+
 static inline void
 sa_prefetch2(const struct sa *sa, unsigned int worker)
 {
-	const uint8_t *k = (const uint8_t *)&sa->key;
-
 	rte_prefetch0(&sa->stats[worker]);
-	rte_prefetch0(k);
-	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(k + 14 * RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
+	sa_prefetch_key(sa);
 }
 
 /*

@@ -76,20 +76,28 @@ lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* A telemetry parameter that names an lcore: 0 and *id, or -1. */
+static int
+lcore_param(const char *params, unsigned long *id)
+{
+	char *end;
+
+	if (params == NULL || *params == '\0')
+		return -1;
+	*id = strtoul(params, &end, 10);
+	return *end != '\0' || *id >= RTE_MAX_LCORE ? -1 : 0;
+}
+
 static int
 lcore(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct dp_lstats *s;
-	char *end;
 	unsigned long id;
 	uint64_t drops = 0, all;
 	bool worker = false;
 
 	(void)cmd;
-	if (params == NULL || *params == '\0')
-		return -1;
-	id = strtoul(params, &end, 10);
-	if (*end != '\0' || id >= RTE_MAX_LCORE)
+	if (lcore_param(params, &id) < 0)
 		return -1;
 	for (unsigned int i = 0; i < dp.n_workers; i++)
 		worker |= dp.workers[i].lcore == id;
@@ -122,14 +130,11 @@ static int
 stages(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	const struct dp_lstats *s;
-	char key[32], *end;
+	char key[32];
 	unsigned long id;
 
 	(void)cmd;
-	if (params == NULL || *params == '\0')
-		return -1;
-	id = strtoul(params, &end, 10);
-	if (*end != '\0' || id >= RTE_MAX_LCORE)
+	if (lcore_param(params, &id) < 0)
 		return -1;
 	s = &dp_lstats[id];
 	rte_tel_data_start_dict(d);
