@@ -70,7 +70,16 @@ SHOWS = [["status"], ["show", "sa"], ["show", "ports"], ["show", "counters"],
 HEX_SEPARATORS = [("", "hex"), (":", "hex with ':'"), (" ", "hex with ' '"),
                   ("-", "hex with '-'"), (",", "hex with ','"), (", ", "hex with ', '")]
 URLSAFE = bytes.maketrans(b"+/", b"-_")
-ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
+# repr() and C escapes: \xHH and the one-letter ones (a key holding 0x0a or a
+# backslash prints them as \n or \\, not as \xHH); one pass, so \\x41 stays \x41
+ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[\\'\"abfnrtv0])")
+LETTERS = {b"a": 7, b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9, b"v": 11, b"0": 0,
+           b"\\": 92, b"'": 39, b'"': 34}
+
+
+def unescaped(m):
+    e = m.group(1)
+    return bytes([int(e[1:], 16) if e[:1] == b"x" else LETTERS[e]])
 
 
 def forms(secret, window=8):
@@ -116,9 +125,8 @@ class Scanner:
     def add(self, name, data, unescape=True):
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogateescape")
-        if unescape and b"\\x" in data:        # repr() or C escapes: bytes again
-            self.add(name + " (\\x escapes decoded)",
-                     ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), data), False)
+        if unescape and b"\\" in data:         # repr() or C escapes: bytes again
+            self.add(name + " (escapes decoded)", ESCAPE.sub(unescaped, data), False)
         self.names.append(name)
         self.starts.append(self.size)
         self.parts.append(data)
@@ -180,6 +188,13 @@ def test_scanner_finds_planted_keys():
         s.add("planted", log + b"x=" + text.encode() + b"\n" + log)
         found = s.scan(secret_list)
         assert found and all(" in planted" in f for f in found), (what, found)
+    # every 8-byte window of this key holds a byte repr() and C print as a
+    # one-letter escape: a \\x-only decoder finds none of it (it failed by chance)
+    awkward = b"A\nB\\C'D\"E\tF\rG\x00H\x07"
+    for what, text in {"python repr": repr(awkward), "C escapes": repr(awkward)[2:-1]}.items():
+        s = Scanner()
+        s.add("planted", log + text.encode() + log)
+        assert s.scan([("awkward key", awkward)]), (what, text)
     for what, blob in {"raw key": b"\x00junk" + key + b"junk", "raw salt": b"<" + salt + b">",
                        "raw window": os.urandom(64) + key[3:11] + os.urandom(64)}.items():
         s = Scanner()
@@ -188,7 +203,9 @@ def test_scanner_finds_planted_keys():
         if what != "raw salt":
             assert s.scan(secret_list, memory=True), what
     s = Scanner()
-    s.add("clean", log + other + other.hex().encode() + key[:7] + key[:7].hex().encode())
+    # each 7-byte piece followed by what cannot be the key's next byte or digit
+    s.add("clean", log + other + other.hex().encode() + key[:7] + bytes([key[7] ^ 0xff])
+          + b"z" + key[:7].hex().encode() + b"z")
     assert s.scan(secret_list) == []        # another key, and 7-byte pieces, are not hits
     s.add("planted", b"k=" + key.hex().encode())
     assert s.scan(secret_list) == ["planted key found as hex, bytes 0..7 in planted"]
