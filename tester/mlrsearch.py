@@ -375,12 +375,13 @@ def duration_sums(target: Target, trials) -> tuple:
     return full_low, full_high, short_low, short_high
 
 
-def classify(target: Target, trials) -> str:
-    """Classify one load from all its trials: UPPER, LOWER or UNDECIDED.
+def classification_sums(target: Target, trials) -> dict:
+    """Return RFC 9971 Appendix A's intermediate values for one load.
 
-    This is RFC 9971 Appendix A ("Load Classification Code"): lower when
-    both the optimistic and the pessimistic view are lower, upper when
-    neither is, undecided otherwise.
+    Keys follow the RFC's names: effect_high_loss_s, effect_whole_s,
+    quantile_duration_s, pessimistic_high_loss_s, plus both exceed ratios
+    (the high-loss sums divided by the whole sum) as the RFC's Appendix C
+    tables show them.
     """
     full_low, full_high, short_low, short_high = duration_sums(target, trials)
     exceed = target.exceed_ratio
@@ -388,9 +389,33 @@ def classify(target: Target, trials) -> str:
     effect_high = full_high + max(0.0, short_high - balancing)
     effect_full = full_low + effect_high
     effect_whole = max(effect_full, target.duration_sum)
-    quantile = effect_whole * exceed
-    pessimistic_is_lower = effect_whole - full_low <= quantile
-    optimistic_is_lower = effect_high <= quantile
+    pessimistic_high = effect_whole - full_low
+    return {
+        "full_length_low_loss_s": full_low,
+        "full_length_high_loss_s": full_high,
+        "short_low_loss_s": short_low,
+        "short_high_loss_s": short_high,
+        "balancing_s": balancing,
+        "effect_high_loss_s": effect_high,
+        "effect_whole_s": effect_whole,
+        "quantile_duration_s": effect_whole * exceed,
+        "pessimistic_high_loss_s": pessimistic_high,
+        "optimistic_exceed_ratio": effect_high / effect_whole,
+        "pessimistic_exceed_ratio": pessimistic_high / effect_whole,
+    }
+
+
+def classify(target: Target, trials) -> str:
+    """Classify one load from all its trials: UPPER, LOWER or UNDECIDED.
+
+    This is RFC 9971 Appendix A ("Load Classification Code"): lower when
+    both the optimistic and the pessimistic view are lower, upper when
+    neither is, undecided otherwise.
+    """
+    sums = classification_sums(target, trials)
+    quantile = sums["quantile_duration_s"]
+    pessimistic_is_lower = sums["pessimistic_high_loss_s"] <= quantile
+    optimistic_is_lower = sums["effect_high_loss_s"] <= quantile
     if pessimistic_is_lower and optimistic_is_lower:
         return LOWER
     if not pessimistic_is_lower and not optimistic_is_lower:
