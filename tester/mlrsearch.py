@@ -455,20 +455,21 @@ def classify_all(target: Target, by_load: dict) -> dict:
 
 
 def relevant_bounds(classes: dict) -> tuple:
-    """Return (relevant_lower, relevant_upper, inconsistent) from classes.
+    """Return (relevant_lower, relevant_upper, loss_inversion) from classes.
 
     Relevant upper: the smallest Upper Bound.  Relevant lower: the largest
     Lower Bound below it (any Lower Bound if there is no upper; RFC 9971
     calls that an "effective" lower bound of an irregular result).
-    inconsistent: some Lower Bound lies above the relevant upper bound.
+    loss_inversion: some Lower Bound lies above the relevant upper bound
+    (RFC 9971 "Loss Inversion"; the RFC trusts the upper bound).
     """
     uppers = [load for load, cls in classes.items() if cls == UPPER]
     upper = min(uppers) if uppers else None
     lowers = [load for load, cls in classes.items() if cls == LOWER]
     below = [load for load in lowers if upper is None or load < upper]
     lower = max(below) if below else None
-    inconsistent = upper is not None and any(load > upper for load in lowers)
-    return lower, upper, inconsistent
+    inversion = upper is not None and any(load > upper for load in lowers)
+    return lower, upper, inversion
 
 
 def relative_gap(lower: float, upper: float) -> float:
@@ -630,9 +631,9 @@ class GoalResult:
     conditional_throughput: forwarding rate [pps] at the lower bound.
     irregular: not a Regular Goal Result (a bound missing, or bounds wider
     than the goal width); reasons says why.
-    inconsistent: some Lower Bound lies above the relevant upper bound
-    (non-monotonic trial results); informational, it does not make a
-    result irregular by itself.
+    loss_inversion: some Lower Bound lies above the relevant upper bound
+    (RFC 9971 "Loss Inversion", from inconsistent trial results);
+    informational, it does not make a result irregular by itself.
     """
 
     goal: Goal
@@ -640,7 +641,7 @@ class GoalResult:
     relevant_upper_bound: Optional[float]
     conditional_throughput: Optional[float]
     irregular: bool
-    inconsistent: bool
+    loss_inversion: bool
     reasons: tuple
     relative_width: Optional[float]
     lower_bound_trials: int
@@ -661,7 +662,7 @@ def goal_result(goal: Goal, by_load: dict, config: Config,
                 stop_reason: str = STOP_COMPLETE) -> GoalResult:
     """Compute one goal's result from all trials (grouped by load)."""
     target = final_target(goal)
-    lower, upper, inconsistent = relevant_bounds(classify_all(target, by_load))
+    lower, upper, inversion = relevant_bounds(classify_all(target, by_load))
     reasons = []
     if upper is None:
         if lower is not None and lower >= config.max_load:
@@ -678,9 +679,9 @@ def goal_result(goal: Goal, by_load: dict, config: Config,
         reasons.append("bounds wider than relative_width")
     if reasons and stop_reason != STOP_COMPLETE:
         reasons.append(f"search stopped early: {stop_reason}")
-    if inconsistent:
-        reasons.append("inconsistent: a lower bound lies above the relevant "
-                       "upper bound")
+    if inversion:
+        reasons.append("loss inversion: a lower bound lies above the "
+                       "relevant upper bound")
     throughput = None if lower is None else conditional_throughput(
         target, lower, by_load[lower])
     width = None if lower is None or upper is None else relative_gap(
@@ -689,7 +690,7 @@ def goal_result(goal: Goal, by_load: dict, config: Config,
     return GoalResult(
         goal=goal, relevant_lower_bound=lower, relevant_upper_bound=upper,
         conditional_throughput=throughput, irregular=irregular,
-        inconsistent=inconsistent, reasons=tuple(reasons),
+        loss_inversion=inversion, reasons=tuple(reasons),
         relative_width=width,
         lower_bound_trials=0 if lower is None else len(by_load[lower]))
 

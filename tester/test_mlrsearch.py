@@ -191,7 +191,7 @@ def test_conditional_throughput_matches_rfc9971_example():
     assert got == pytest.approx([1e6, 1e6, 999000.0])
 
 
-def test_relevant_bounds_and_inconsistency():
+def test_relevant_bounds_and_loss_inversion():
     """Smallest upper; largest lower below it; a lower above it is flagged."""
     classes = {1e6: L, 2e6: U, 3e6: L, 2.5e6: U, 0.5e6: L, 1.5e6: D}
     assert mlr.relevant_bounds(classes) == (1e6, 2e6, True)
@@ -200,7 +200,7 @@ def test_relevant_bounds_and_inconsistency():
     assert mlr.relevant_bounds({1e6: U, 2e6: D}) == (None, 1e6, False)
 
 
-def test_goal_result_regular_but_inconsistent():
+def test_goal_result_regular_despite_loss_inversion():
     """A lower bound above the upper bound is reported, the result stays regular."""
     goal = _rfc_goal("NDR", 60.0, 60.0, 0.0, 0.0)
     config = mlr.Config((goal,), MIN_LOAD, MAX_LOAD)
@@ -209,7 +209,7 @@ def test_goal_result_regular_but_inconsistent():
     res = mlr.goal_result(goal, by_load, config)
     assert (res.relevant_lower_bound, res.relevant_upper_bound) == (3.99e6,
                                                                     4e6)
-    assert res.inconsistent and not res.irregular
+    assert res.loss_inversion and not res.irregular
     assert res.conditional_throughput == pytest.approx(3.99e6)
 
 
@@ -230,7 +230,7 @@ def test_cliff_dut_ndr_and_pdr_converge_on_threshold(preset):
         # Every full-length trial at the lower bound was lossless.
         assert goal.conditional_throughput == pytest.approx(
             goal.relevant_lower_bound)
-        assert not goal.inconsistent
+        assert not goal.loss_inversion
 
 
 def test_soft_loss_curve_pdr_above_ndr():
@@ -255,10 +255,10 @@ def test_noisy_dut_exceed_ratio_keeps_results_robust():
     csit (exceed ratio 0.5): NDR and PDR stay within width of X.
     rfc2544 (exceed ratio 0): PDR still within width (spikes are under
     0.5 %), but one unlucky 60 s trial makes a load an upper bound, so NDR
-    is never higher and often clearly lower, with inconsistency flagged.
+    is never higher and often clearly lower, with loss inversion flagged.
     """
     threshold = 7.3e6
-    csit_ndr, rfc_ndr, rfc_inconsistent = [], [], 0
+    csit_ndr, rfc_ndr, rfc_inversions = [], [], 0
     for seed in range(10):
         csit_res, _ = run_search(mlr.csit(MIN_LOAD, MAX_LOAD),
                                  noisy(threshold, seed))
@@ -269,12 +269,12 @@ def test_noisy_dut_exceed_ratio_keeps_results_robust():
         assert_within_width(csit_res.goals["NDR"], threshold)
         csit_ndr.append(csit_res.goals["NDR"].relevant_lower_bound)
         rfc_ndr.append(rfc_res.goals["NDR"].relevant_lower_bound)
-        rfc_inconsistent += rfc_res.goals["NDR"].inconsistent
+        rfc_inversions += rfc_res.goals["NDR"].loss_inversion
     assert all(r <= c for r, c in zip(rfc_ndr, csit_ndr))
     clearly_lower = [r for r in rfc_ndr if r < threshold * (1.0 - WIDTH)]
     assert len(clearly_lower) >= 4
     assert sum(rfc_ndr) / 10 < sum(csit_ndr) / 10 * 0.99
-    assert rfc_inconsistent >= 4
+    assert rfc_inversions >= 4
 
 
 def test_irregular_dut_losing_at_low_loads_only_is_flagged():
