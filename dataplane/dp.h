@@ -186,6 +186,7 @@ struct dp_state {
 	uint64_t start_tsc;
 	unsigned int idle_sleep_us;	/* 0 = never sleep (benchmarks) */
 	bool spread;			/* hand outside bursts round the workers */
+	bool tester;			/* tester mode (tester.h) */
 	uint16_t max_mtu;		/* largest port MTU the mbufs hold in one segment */
 	volatile int started;		/* ports up, workers forwarding */
 	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */

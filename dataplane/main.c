@@ -10,6 +10,7 @@
  *                                  [--ike-rate N]
  *   dpvpn-dataplane --version | --help      (answered before EAL starts)
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -38,6 +39,7 @@
 #include "sa.h"
 #include "spd.h"
 #include "telem.h"
+#include "tester.h"
 #include "trace.h"
 
 #define MBUF_CACHE	256
@@ -60,6 +62,8 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
 static bool no_spread, jumbo;
+static unsigned int tester_tunnels;	/* --tester N: tester mode */
+static uint32_t tester_inner = (100u << 24) | (64u << 16);	/* --tester-inner */
 static unsigned int n_mbufs;	/* --mbufs; 0: room for every ring and queue at once */
 static uint16_t n_desc = DP_RX_DESC;	/* --desc: RX and TX descriptors per queue */
 _Static_assert(DP_RX_DESC == DP_TX_DESC, "--desc sets both: one default");
@@ -79,7 +83,7 @@ usage(FILE *out, const char *prog)
 	fprintf(out,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
-		"                        [--ike-rate N]\n"
+		"                        [--ike-rate N] [--tester N [--tester-inner ADDR]]\n"
 		"       %s --version | --help\n"
 		"EAL options: DPDK's; '%s -h' lists them\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
@@ -98,9 +102,13 @@ usage(FILE *out, const char *prog)
 		"  --desc N             RX and TX descriptors per queue (default %u, %u..%u)\n"
 		"  --ike-rate N         IKE messages a second each worker passes to the IKE\n"
 		"                       channel (default %u, 1..%u); more are dropped\n"
-		"                       and counted (ike-limit)\n",
+		"                       and counted (ike-limit)\n"
+		"  --tester N           tester mode: generate and count traffic through a device\n"
+		"                       under test over N tunnels (doc/tester.md), 1..%u\n"
+		"  --tester-inner ADDR  tunnel 0's tester-side host (default 100.64.0.0);\n"
+		"                       tunnel i's is ADDR + i\n",
 		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
-		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX);
+		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX, TESTER_MAX_TUNNELS);
 }
 
 static int
@@ -115,6 +123,8 @@ parse_args(int argc, char **argv)
 		{ "mbufs", required_argument, NULL, 'b' },
 		{ "desc", required_argument, NULL, 'd' },
 		{ "ike-rate", required_argument, NULL, 'k' },
+		{ "tester", required_argument, NULL, 't' },
+		{ "tester-inner", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -181,9 +191,35 @@ parse_args(int argc, char **argv)
 			}
 			dp.ike_rate = (uint32_t)v;
 			break;
+		case 't':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v == 0 || v > TESTER_MAX_TUNNELS) {
+				fprintf(stderr, "--tester: '%s' is not 1..%u\n", optarg,
+					TESTER_MAX_TUNNELS);
+				return -1;
+			}
+			tester_tunnels = (unsigned int)v;
+			break;
+		case 'T': {
+			struct in_addr a;
+
+			if (inet_pton(AF_INET, optarg, &a) != 1) {
+				fprintf(stderr, "--tester-inner: '%s' is not an IPv4 address\n",
+					optarg);
+				return -1;
+			}
+			tester_inner = ntohl(a.s_addr);
+			break;
+		}
 		default:
 			return -1;
 		}
+	}
+	if (tester_tunnels != 0 && tester_inner + (uint64_t)tester_tunnels - 1 > UINT32_MAX) {
+		fprintf(stderr, "--tester-inner: %u tunnels from there pass 255.255.255.255\n",
+			tester_tunnels);
+		return -1;
 	}
 	if (socket_path == NULL) {
 		fprintf(stderr, "--socket: required\n");
@@ -536,8 +572,14 @@ main(int argc, char **argv)
 	dp.start_tsc = rte_get_timer_cycles();
 	mb = crypto_mgr_create();
 	rc = mb == NULL ? -ENOMEM : setup();
+	if (rc == 0 && tester_tunnels != 0) {
+		rc = tester_init(tester_tunnels, tester_inner);
+		if (rc != 0)
+			fprintf(stderr, "--tester %u: %s\n", tester_tunnels, strerror(-rc));
+	}
 	if (rc == 0) {
 		telem_init();
+		tester_telem_init();
 		rc = trace_init();
 		if (rc == 0)
 			rc = ctl_open(socket_path, mb);

@@ -18,8 +18,9 @@
 #include "ip.h"
 #include "pmtu.h"
 #include "reass.h"
-#include "trace.h"
 #include "route.h"
+#include "tester.h"
+#include "trace.h"
 
 /* TX buffer callback: what the queue did not take is dropped and counted. */
 void
@@ -482,6 +483,11 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	STAGE_CLOCK(t);
 
 	out.n = tunnel.n = self.n = 0;
+	if (unlikely(dp.tester) && port->role == DPVPN_ROLE_INSIDE) {
+		n = tester_sink(w, pkts, n, sizeof(struct rte_ether_hdr));
+		if (n == 0)
+			return;
+	}
 	if (port->role == DPVPN_ROLE_INSIDE)
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
 	n = classify(w, st, port, pkts, n, self.pkts, &self.n);
@@ -495,6 +501,8 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
 		STAGE(st, t, CLASSIFY);
 		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
+		if (unlikely(dp.tester))
+			n = tester_sink(w, pkts, n, 0);
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
 		if (unlikely(self.n > 0)) {
 			trace_tap(DPVPN_TRACE_DECRYPTED, self.pkts, self.n, port->id, false, false);
@@ -511,6 +519,31 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	worker_tx(w, st, pkts, n);
 	if (unlikely(out.n > 0))
 		worker_tx(w, st, out.pkts, out.n);
+}
+
+/*
+ * Tester mode: the packets the current trial asks for now, cleartext routed
+ * out (to the DUT's protected side), the rest encrypted into their tunnels.
+ */
+static unsigned int
+tester_poll(struct dp_worker *w, struct dp_lstats *st)
+{
+	struct rte_mbuf *clear[DP_BURST], *esp[DP_BURST];
+	uint16_t nclear, nesp, n = tester_gen(w, clear, &nclear, esp, &nesp);
+	struct dp_out out;
+
+	if (n == 0)
+		return 0;
+	if (nclear > 0)
+		worker_tx(w, st, clear, nclear);
+	if (nesp > 0) {
+		out.n = 0;
+		nesp = esp_encap_burst(w, st, &dp.ports[esp[0]->port], esp, nesp, &out);
+		worker_tx(w, st, esp, nesp);
+		if (out.n > 0)
+			worker_tx(w, st, out.pkts, out.n);
+	}
+	return n;
 }
 
 /* Frames the main lcore built (ARP) go out on this worker's queues. */
@@ -596,6 +629,8 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	}
 	if (dp.spread)
 		got += drain_work(w, st);
+	if (unlikely(dp.tester))
+		got += tester_poll(w, st);
 	if ((++w->loops & 63) == 0)
 		reass_tick(w, st);
 	got += drain_main(w, st);

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tester.c - tester mode's generator, sink and telemetry (see tester.h).
+ *
+ * A trial (rates per direction, a TX window, frame sizes) is published by
+ * the telemetry thread: parameters first, then the trial id with release
+ * order.  Each worker adopts it at its next poll: it clears its own
+ * counters and histograms (one writer per counter: the worker) and makes
+ * its share of the packets, paced by the TSC: the tunnels i with
+ * i % workers == its index, round robin, the rate divided among the
+ * workers that have tunnels.  The sink counts what it receives per stream
+ * (tunnel and direction): received, duplicated (a sequence seen again
+ * within 64), reordered (older than the newest seen), latency (TSC now minus
+ * the stamp) into a log-linear histogram per direction and min / mean / max
+ * per stream; packets of an earlier trial are counted as late, never mixed
+ * in.  Readers add the workers' counters up.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_telemetry.h>
+#include <rte_udp.h>
+
+#include "ip.h"
+#include "tester.h"
+
+#define SUB_BITS	4
+#define SUB		(1u << SUB_BITS)
+#define HIST_BUCKETS	(SUB + (64 - SUB_BITS) * SUB)
+#define MAX_DEBT_S	0.010	/* at most this much TX caught up after a stall */
+#define SEQ_MASK	((UINT64_C(1) << TESTER_SEQ_BITS) - 1)
+#define UDP_SPORT	10000
+#define UDP_DPORT	20000
+#define PAYLOAD_OFF	(sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
+#define TUNNELS_PAGE	24	/* /dpvpn/tester/tunnels: the reply fits 16 KiB */
+
+_Static_assert(sizeof(struct rte_ether_hdr) + PAYLOAD_OFF + sizeof(struct tester_payload) ==
+	       TESTER_MIN_SIZE, "a 64-byte frame carries the payload");
+
+struct trial {
+	uint32_t id;			/* 0: none yet */
+	uint64_t start, end;		/* TX window, TSC */
+	double pps[TESTER_DIRS];	/* in all; < 0: as fast as the worker can */
+	uint16_t sizes[TESTER_MAX_SIZES];
+	unsigned int n_sizes;
+	uint32_t clear;			/* the inside port's address, network order */
+	uint16_t port;			/* the inside port */
+};
+
+struct stream_rx {
+	uint64_t rx, dup, reorder;
+	uint64_t max_seq, window;	/* newest sequence, and the 64 before it */
+	uint64_t lat_min, lat_max, lat_sum;	/* TSC ticks */
+};
+
+struct tworker {
+	uint32_t trial;			/* the trial this worker's counters are for */
+	struct trial t;
+	double per_tsc[TESTER_DIRS];	/* this worker's packets per TSC tick */
+	uint64_t made[TESTER_DIRS];
+	uint32_t cursor[TESTER_DIRS];	/* next tunnel */
+	unsigned int size_i;
+	uint64_t sent_bytes[TESTER_DIRS];
+	uint64_t rx[TESTER_DIRS], rx_bytes[TESTER_DIRS];
+	uint64_t dup[TESTER_DIRS], reorder[TESTER_DIRS];
+	uint64_t late, foreign, no_mbuf, behind;
+	uint64_t lat_min[TESTER_DIRS], lat_max[TESTER_DIRS];
+	uint64_t hist[TESTER_DIRS][HIST_BUCKETS];
+	uint64_t *sent;			/* [stream] */
+	struct stream_rx *srx;		/* [stream] */
+} __rte_cache_aligned;
+
+static struct {
+	unsigned int tunnels, streams, gen_workers;
+	uint32_t inner;			/* tunnel 0's tester-side host, host order */
+	uint32_t gen;			/* the newest trial id (release) */
+	struct trial next;		/* its parameters */
+	struct tworker *w[DP_MAX_WORKERS];
+} T;
+
+int
+tester_init(unsigned int tunnels, uint32_t inner_host)
+{
+	T.tunnels = tunnels;
+	T.streams = 2 * tunnels;
+	T.inner = inner_host;
+	T.gen_workers = RTE_MIN(dp.n_workers, tunnels);
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		struct tworker *tw = rte_zmalloc("tester", sizeof(*tw), RTE_CACHE_LINE_SIZE);
+
+		if (tw == NULL)
+			return -ENOMEM;
+		tw->sent = rte_zmalloc("tester_sent", T.streams * sizeof(uint64_t), 0);
+		tw->srx = rte_zmalloc("tester_rx", T.streams * sizeof(struct stream_rx),
+				      RTE_CACHE_LINE_SIZE);
+		if (tw->sent == NULL || tw->srx == NULL)
+			return -ENOMEM;
+		T.w[i] = tw;
+	}
+	dp.tester = true;
+	return 0;
+}
+
+/* ---- the workers' side ---- */
+
+static void
+adopt(struct tworker *tw, const struct dp_worker *w, uint32_t id)
+{
+	struct stream_rx *srx = tw->srx;
+	uint64_t *sent = tw->sent;
+	double hz = (double)rte_get_tsc_hz();
+
+	memset(tw, 0, offsetof(struct tworker, sent));
+	memset(sent, 0, T.streams * sizeof(*sent));
+	memset(srx, 0, T.streams * sizeof(*srx));
+	tw->t = T.next;
+	for (int d = 0; d < TESTER_DIRS; d++) {
+		tw->per_tsc[d] = w->index >= T.gen_workers ? 0 :
+				 tw->t.pps[d] < 0 ? -1 : tw->t.pps[d] / T.gen_workers / hz;
+		tw->cursor[d] = w->index;
+		tw->lat_min[d] = UINT64_MAX;
+	}
+	__atomic_store_n(&tw->trial, id, __ATOMIC_RELEASE);
+}
+
+/* How many packets of direction d are due now (at most DP_BURST). */
+static uint16_t
+due(struct tworker *tw, int d, uint64_t now)
+{
+	uint64_t want;
+
+	if (tw->per_tsc[d] == 0 || now < tw->t.start || now >= tw->t.end)
+		return 0;
+	if (tw->per_tsc[d] < 0)
+		return DP_BURST;
+	want = (uint64_t)((double)(now - tw->t.start) * tw->per_tsc[d]);
+	if (want <= tw->made[d])
+		return 0;
+	if ((double)(want - tw->made[d]) > MAX_DEBT_S * rte_get_tsc_hz() * tw->per_tsc[d] +
+	    DP_BURST) {
+		tw->behind++;	/* a stall: the rest of that time is not made up */
+		tw->made[d] = want - DP_BURST;
+	}
+	return (uint16_t)RTE_MIN(want - tw->made[d], (uint64_t)DP_BURST);
+}
+
+static void
+build(struct tworker *tw, struct rte_mbuf *m, int d, uint32_t tunnel, uint64_t tsc)
+{
+	uint16_t size = tw->t.sizes[tw->size_i], len = size - sizeof(struct rte_ether_hdr);
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint32_t stream = tunnel * 2 + (uint32_t)d;
+	uint32_t host = rte_cpu_to_be_32(T.inner + tunnel), clear = tw->t.clear;
+	struct tester_payload pl = {
+		.magic = TESTER_MAGIC, .stream = stream, .tsc = tsc,
+		.seq = (uint64_t)(tw->trial & 0xffff) << TESTER_SEQ_BITS | tw->sent[stream]++,
+	};
+	uint16_t sum;
+
+	if (++tw->size_i == tw->t.n_sizes)
+		tw->size_i = 0;
+	m->data_len = m->pkt_len = len;
+	m->port = tw->t.port;
+	*ip = (struct rte_ipv4_hdr){
+		.version_ihl = 0x45, .total_length = rte_cpu_to_be_16(len),
+		.fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG),
+		.time_to_live = 64, .next_proto_id = IPPROTO_UDP,
+		.src_addr = d == TESTER_DUT_ENCAP ? clear : host,
+		.dst_addr = d == TESTER_DUT_ENCAP ? host : clear,
+	};
+	sum = ip4_sum20(ip);
+	ip->hdr_checksum = sum == 0xffff ? sum : (uint16_t)~sum;
+	*udp = (struct rte_udp_hdr){
+		.src_port = rte_cpu_to_be_16(UDP_SPORT + (tunnel & 0xfff)),
+		.dst_port = rte_cpu_to_be_16(UDP_DPORT),
+		.dgram_len = rte_cpu_to_be_16(len - sizeof(*ip)),
+	};
+	memcpy(udp + 1, &pl, sizeof(pl));
+	memset((uint8_t *)ip + PAYLOAD_OFF + sizeof(pl), 0, len - PAYLOAD_OFF - sizeof(pl));
+	tw->sent_bytes[d] += size;
+}
+
+static uint16_t
+make(struct tworker *tw, int d, uint64_t now, struct rte_mbuf **pkts)
+{
+	uint16_t n = due(tw, d, now);
+
+	if (n == 0)
+		return 0;
+	if (rte_pktmbuf_alloc_bulk(dp.pool, pkts, n) != 0) {
+		tw->no_mbuf++;	/* offered again at the next poll */
+		return 0;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		build(tw, pkts[i], d, tw->cursor[d], now);
+		tw->cursor[d] += T.gen_workers;
+		if (tw->cursor[d] >= T.tunnels)
+			tw->cursor[d] -= T.tunnels;
+	}
+	tw->made[d] += n;
+	return n;
+}
+
+uint16_t
+tester_gen(struct dp_worker *w, struct rte_mbuf **clear, uint16_t *nclear,
+	   struct rte_mbuf **esp, uint16_t *nesp)
+{
+	struct tworker *tw = T.w[w->index];
+	uint32_t id = __atomic_load_n(&T.gen, __ATOMIC_ACQUIRE);
+	uint64_t now;
+
+	*nclear = *nesp = 0;
+	if (unlikely(id != tw->trial))
+		adopt(tw, w, id);
+	if (id == 0)
+		return 0;
+	now = rte_rdtsc();
+	*nclear = make(tw, TESTER_DUT_ENCAP, now, clear);
+	*nesp = make(tw, TESTER_DUT_DECAP, now, esp);
+	return *nclear + *nesp;
+}
+
+static inline unsigned int
+bucket(uint64_t v)
+{
+	unsigned int msb;
+
+	if (v < SUB)
+		return (unsigned int)v;
+	msb = 63u - (unsigned int)__builtin_clzll(v);
+	return SUB + (msb - SUB_BITS) * SUB + (unsigned int)((v >> (msb - SUB_BITS)) & (SUB - 1));
+}
+
+/* One of our packets, its payload at pl and its frame size: counted. */
+static void
+account(struct tworker *tw, const struct tester_payload *pl, uint16_t size, uint64_t now)
+{
+	uint64_t seq = pl->seq & SEQ_MASK, lat = now > pl->tsc ? now - pl->tsc : 0;
+	int d = (int)(pl->stream & 1);
+	struct stream_rx *r;
+
+	if (pl->stream >= T.streams) {
+		tw->foreign++;
+		return;
+	}
+	if (pl->seq >> TESTER_SEQ_BITS != (tw->trial & 0xffff)) {
+		tw->late++;	/* an earlier trial's */
+		return;
+	}
+	r = &tw->srx[pl->stream];
+	if (r->rx == 0) {
+		r->max_seq = seq;
+		r->window = 1;
+		r->lat_min = lat;
+	} else if (seq > r->max_seq) {
+		r->window = seq - r->max_seq >= 64 ? 1 : r->window << (seq - r->max_seq) | 1;
+		r->max_seq = seq;
+	} else if (r->max_seq - seq < 64 && (r->window >> (r->max_seq - seq) & 1)) {
+		r->dup++;
+		tw->dup[d]++;
+		return;
+	} else {
+		if (r->max_seq - seq < 64)
+			r->window |= UINT64_C(1) << (r->max_seq - seq);
+		r->reorder++;
+		tw->reorder[d]++;
+	}
+	r->rx++;
+	r->lat_sum += lat;
+	r->lat_min = RTE_MIN(r->lat_min, lat);
+	r->lat_max = RTE_MAX(r->lat_max, lat);
+	tw->rx[d]++;
+	tw->rx_bytes[d] += size;
+	tw->lat_min[d] = RTE_MIN(tw->lat_min[d], lat);
+	tw->lat_max[d] = RTE_MAX(tw->lat_max[d], lat);
+	tw->hist[d][bucket(lat)]++;
+}
+
+static inline const struct tester_payload *
+ours(struct rte_mbuf *m, uint16_t l2)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct tester_payload *pl;
+
+	if (rte_pktmbuf_data_len(m) < l2 + TESTER_MIN_SIZE - sizeof(struct rte_ether_hdr))
+		return NULL;
+	if (l2 != 0 && ((const struct rte_ether_hdr *)p)->ether_type !=
+		       RTE_BE16(RTE_ETHER_TYPE_IPV4))
+		return NULL;
+	p += l2;
+	pl = (const struct tester_payload *)(p + PAYLOAD_OFF);
+	return p[0] == 0x45 && p[9] == IPPROTO_UDP && pl->magic == TESTER_MAGIC ? pl : NULL;
+}
+
+uint16_t
+tester_sink(struct dp_worker *w, struct rte_mbuf **pkts, uint16_t n, uint16_t l2)
+{
+	struct tworker *tw = T.w[w->index];
+	struct rte_mbuf *done[DP_BURST];
+	uint16_t keep = 0, ndone = 0;
+	uint64_t now = rte_rdtsc();
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct tester_payload *pl = ours(m, l2);
+		struct tester_payload copy;
+
+		if (pl == NULL || ndone == DP_BURST) {
+			pkts[keep++] = m;
+			continue;
+		}
+		memcpy(&copy, pl, sizeof(copy));
+		account(tw, &copy, (uint16_t)(rte_pktmbuf_data_len(m) - l2 +
+					      sizeof(struct rte_ether_hdr)), now);
+		done[ndone++] = m;
+	}
+	rte_pktmbuf_free_bulk(done, ndone);
+	return keep;
+}
+
+/* ---- telemetry: trials started and read ---- */
+
+static int
+parse_rate(const char *s, double *pps)
+{
+	char *end;
+
+	if (strcmp(s, "max") == 0) {
+		*pps = -1;
+		return 0;
+	}
+	errno = 0;
+	*pps = strtod(s, &end);
+	return errno != 0 || *end != '\0' || !(*pps >= 0 && *pps <= 1e9) ? -1 : 0;
+}
+
+static int
+parse_start(const char *params, struct trial *t, const char **why)
+{
+	char buf[256], *save = NULL, *tok;
+	unsigned long ms, v;
+	char *end;
+
+	*why = "parameters: ENCAP_PPS,DECAP_PPS,MS,SIZE[,SIZE...] (pps a number or max)";
+	if (params == NULL || strlen(params) >= sizeof(buf))
+		return -1;
+	strcpy(buf, params);
+	tok = strtok_r(buf, ",", &save);
+	if (tok == NULL || parse_rate(tok, &t->pps[TESTER_DUT_ENCAP]) != 0)
+		return -1;
+	tok = strtok_r(NULL, ",", &save);
+	if (tok == NULL || parse_rate(tok, &t->pps[TESTER_DUT_DECAP]) != 0)
+		return -1;
+	tok = strtok_r(NULL, ",", &save);
+	errno = 0;
+	ms = tok == NULL ? 0 : strtoul(tok, &end, 10);
+	if (tok == NULL || errno != 0 || *end != '\0' || ms == 0 || ms > 3600 * 1000)
+		return -1;
+	t->n_sizes = 0;
+	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+		errno = 0;
+		v = strtoul(tok, &end, 10);
+		if (errno != 0 || *end != '\0' || v < TESTER_MIN_SIZE || v > TESTER_MAX_SIZE ||
+		    t->n_sizes == TESTER_MAX_SIZES) {
+			*why = "a size is 64..1514 (L2 frame without FCS), at most 16 of them";
+			return -1;
+		}
+		t->sizes[t->n_sizes++] = (uint16_t)v;
+	}
+	if (t->n_sizes == 0)
+		return -1;
+	t->start = rte_rdtsc() + rte_get_tsc_hz() / 100;	/* 10 ms: every worker adopts it */
+	t->end = t->start + (uint64_t)((double)ms / 1e3 * (double)rte_get_tsc_hz());
+	return 0;
+}
+
+static bool
+all_adopted(void)
+{
+	for (unsigned int i = 0; i < dp.n_workers; i++)
+		if (__atomic_load_n(&T.w[i]->trial, __ATOMIC_ACQUIRE) != T.gen)
+			return false;
+	return true;
+}
+
+static int
+cmd_start(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct trial t = { 0 };
+	const char *why;
+
+	(void)cmd;
+	rte_tel_data_start_dict(d);
+	if (!dp.tester) {
+		rte_tel_data_add_dict_string(d, "error", "not in tester mode (--tester N)");
+		return 0;
+	}
+	if (!__atomic_load_n(&dp.started, __ATOMIC_ACQUIRE) || !all_adopted()) {
+		rte_tel_data_add_dict_string(d, "error", "busy: not started, or a trial not "
+					     "taken up by every worker yet");
+		return 0;
+	}
+	if (parse_start(params, &t, &why) != 0) {
+		rte_tel_data_add_dict_string(d, "error", why);
+		return 0;
+	}
+	for (uint16_t p = 0; p < dp.n_ports && t.clear == 0; p++)
+		if (dp.ports[p].role == DPVPN_ROLE_INSIDE && dp.ports[p].addr != 0) {
+			t.clear = dp.ports[p].addr;
+			t.port = p;
+		}
+	if (t.clear == 0) {
+		rte_tel_data_add_dict_string(d, "error", "no inside port with an IPv4 address");
+		return 0;
+	}
+	t.id = T.gen + 1 == 0 ? 1 : T.gen + 1;
+	T.next = t;
+	__atomic_store_n(&T.gen, t.id, __ATOMIC_RELEASE);
+	rte_tel_data_add_dict_u64(d, "trial", t.id);
+	rte_tel_data_add_dict_u64(d, "tunnels", T.tunnels);
+	return 0;
+}
+
+static uint64_t
+ticks_ns(uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * 1e9 / (double)rte_get_tsc_hz());
+}
+
+/* The upper edge of the bucket holding the q-quantile, in TSC ticks. */
+static uint64_t
+quantile(const uint64_t *h, uint64_t total, double q)
+{
+	uint64_t need = (uint64_t)ceil(q * (double)total), seen = 0;
+
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++) {
+		seen += h[b];
+		if (seen >= need && seen > 0) {
+			unsigned int k, msb;
+
+			if (b < SUB)
+				return b;
+			k = b - SUB;
+			msb = k / SUB + SUB_BITS;
+			return ((uint64_t)(SUB + k % SUB + 1) << (msb - SUB_BITS)) - 1;
+		}
+	}
+	return 0;
+}
+
+static void
+dir_stats(struct rte_tel_data *c, int dir)
+{
+	static const struct { const char *name; double q; } qs[] = {
+		{ "lat_p50_ns", 0.5 }, { "lat_p90_ns", 0.9 }, { "lat_p99_ns", 0.99 },
+		{ "lat_p999_ns", 0.999 },
+	};
+	uint64_t h[HIST_BUCKETS] = { 0 };	/* telemetry: a thread per client */
+	uint64_t sent = 0, sbytes = 0, rx = 0, rbytes = 0, dup = 0, reorder = 0;
+	uint64_t lmin = UINT64_MAX, lmax = 0;
+
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		const struct tworker *tw = T.w[i];
+
+		sent += tw->made[dir];
+		sbytes += tw->sent_bytes[dir];
+		rx += tw->rx[dir];
+		rbytes += tw->rx_bytes[dir];
+		dup += tw->dup[dir];
+		reorder += tw->reorder[dir];
+		lmin = RTE_MIN(lmin, tw->lat_min[dir]);
+		lmax = RTE_MAX(lmax, tw->lat_max[dir]);
+		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+			h[b] += tw->hist[dir][b];
+	}
+	rte_tel_data_start_dict(c);
+	rte_tel_data_add_dict_u64(c, "sent", sent);
+	rte_tel_data_add_dict_u64(c, "sent_bytes", sbytes);
+	rte_tel_data_add_dict_u64(c, "received", rx);
+	rte_tel_data_add_dict_u64(c, "received_bytes", rbytes);
+	rte_tel_data_add_dict_u64(c, "lost", sent > rx ? sent - rx : 0);
+	rte_tel_data_add_dict_u64(c, "duplicated", dup);
+	rte_tel_data_add_dict_u64(c, "reordered", reorder);
+	rte_tel_data_add_dict_u64(c, "lat_min_ns", rx ? ticks_ns(lmin) : 0);
+	for (unsigned int q = 0; q < RTE_DIM(qs); q++)
+		rte_tel_data_add_dict_u64(c, qs[q].name, ticks_ns(quantile(h, rx, qs[q].q)));
+	rte_tel_data_add_dict_u64(c, "lat_max_ns", ticks_ns(lmax));
+}
+
+static int
+cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	uint64_t late = 0, foreign = 0, no_mbuf = 0, behind = 0, now = rte_rdtsc();
+	static const char *const names[TESTER_DIRS] = { "dut_encap", "dut_decap" };
+	const struct trial *t = &T.next;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "trial", T.gen);
+	rte_tel_data_add_dict_u64(d, "tunnels", T.tunnels);
+	rte_tel_data_add_dict_int(d, "adopted", all_adopted());
+	rte_tel_data_add_dict_int(d, "running", T.gen != 0 && now < t->end);
+	rte_tel_data_add_dict_u64(d, "window_ns", T.gen ? ticks_ns(t->end - t->start) : 0);
+	for (int dir = 0; dir < TESTER_DIRS; dir++) {
+		struct rte_tel_data *c = rte_tel_data_alloc();
+
+		if (c == NULL)
+			return -ENOMEM;
+		dir_stats(c, dir);
+		rte_tel_data_add_dict_container(d, names[dir], c, 0);
+	}
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		late += T.w[i]->late;
+		foreign += T.w[i]->foreign;
+		no_mbuf += T.w[i]->no_mbuf;
+		behind += T.w[i]->behind;
+	}
+	rte_tel_data_add_dict_u64(d, "late", late);
+	rte_tel_data_add_dict_u64(d, "foreign", foreign);
+	rte_tel_data_add_dict_u64(d, "no_mbuf", no_mbuf);
+	rte_tel_data_add_dict_u64(d, "behind", behind);
+	return 0;
+}
+
+static void
+tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
+{
+	static const char *const keys[TESTER_DIRS][7] = {
+		{ "e_sent", "e_received", "e_duplicated", "e_reordered", "e_lat_min_ns",
+		  "e_lat_avg_ns", "e_lat_max_ns" },
+		{ "d_sent", "d_received", "d_duplicated", "d_reordered", "d_lat_min_ns",
+		  "d_lat_avg_ns", "d_lat_max_ns" },
+	};
+
+	rte_tel_data_start_dict(c);
+	for (int dir = 0; dir < TESTER_DIRS; dir++) {
+		uint64_t v[7] = { 0, 0, 0, 0, UINT64_MAX, 0, 0 };
+		unsigned int s = tunnel * 2 + (unsigned int)dir;
+
+		for (unsigned int i = 0; i < dp.n_workers; i++) {
+			const struct stream_rx *r = &T.w[i]->srx[s];
+
+			v[0] += T.w[i]->sent[s];
+			v[1] += r->rx;
+			v[2] += r->dup;
+			v[3] += r->reorder;
+			if (r->rx) {
+				v[4] = RTE_MIN(v[4], r->lat_min);
+				v[6] = RTE_MAX(v[6], r->lat_max);
+			}
+			v[5] += r->lat_sum;
+		}
+		v[4] = v[1] ? ticks_ns(v[4]) : 0;
+		v[5] = v[1] ? ticks_ns(v[5] / v[1]) : 0;
+		v[6] = ticks_ns(v[6]);
+		for (int k = 0; k < 7; k++)
+			rte_tel_data_add_dict_u64(c, keys[dir][k], v[k]);
+	}
+}
+
+static int
+cmd_tunnels(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned long first = 0, count = TUNNELS_PAGE;
+	char *end = NULL;
+
+	(void)cmd;
+	if (params != NULL && *params) {
+		first = strtoul(params, &end, 10);
+		if (*end == ',')
+			count = strtoul(end + 1, &end, 10);
+		if (*end != '\0')
+			return -EINVAL;
+	}
+	rte_tel_data_start_dict(d);
+	if (!dp.tester)
+		return 0;
+	count = RTE_MIN(count, (unsigned long)TUNNELS_PAGE);
+	for (unsigned long i = first; i < T.tunnels && i < first + count; i++) {
+		struct rte_tel_data *c = rte_tel_data_alloc();
+		char name[16];
+
+		if (c == NULL)
+			return -ENOMEM;
+		tunnel_stats(c, (unsigned int)i);
+		snprintf(name, sizeof(name), "%lu", i);
+		rte_tel_data_add_dict_container(d, name, c, 0);
+	}
+	return 0;
+}
+
+void
+tester_telem_init(void)
+{
+	rte_telemetry_register_cmd("/dpvpn/tester/start", cmd_start,
+		"Start a trial. Parameters: ENCAP_PPS,DECAP_PPS,MS,SIZE[,SIZE...]");
+	rte_telemetry_register_cmd("/dpvpn/tester/stats", cmd_stats,
+		"The current trial's counters and latency, by direction");
+	rte_telemetry_register_cmd("/dpvpn/tester/tunnels", cmd_tunnels,
+		"Per-tunnel counters. Parameters: FIRST[,COUNT] (at most 24)");
+}
