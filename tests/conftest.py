@@ -17,6 +17,7 @@ MARKERS = {
     "strongswan": "live interop with strongSwan",
     "operator": "the [operator] issue (13): what an operator hits first",
     "fastpath": "the [fastpath] issue (14): per-core speed",
+    "tester": "the [tester] issue (15): dpvpn as the tester of another gateway",
 }
 
 

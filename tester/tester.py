@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""dpvpn-tester: dpvpn as the traffic generator and analyser that measures
+another IPsec gateway, the device under test (DUT).  See doc/tester.md.
+
+  tester port A (inside)  ==== DUT protected side     cleartext
+  tester port B (outside) ==== DUT unprotected side   ESP, one tunnel each
+
+The tester is dpvpn-dataplane --tester N plus the dpvpnd that keys its N
+tunnels (their tester-side hosts 100.64.0.0 + i): its generator and sink run
+on the dataplane's workers, its ESP is the dataplane's own.  DUT-encap
+streams: cleartext out of A, the DUT encrypts, B decrypts and counts;
+DUT-decap streams: encrypted out of B, the DUT decrypts, A counts.
+
+This module: the configs (the tester's and, --emit-peer-config, the DUT's),
+Tester (start, one trial over telemetry, per-tunnel counters), and the
+throughput search (MLRsearch, RFC 9971: tester/mlrsearch.py) with a Markdown
+and JSON report.
+"""
+import argparse
+import ipaddress
+import json
+import os
+import platform
+import secrets
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "perf"))
+sys.path.insert(0, HERE)
+import lab  # noqa: E402
+import mlrsearch as mlr  # noqa: E402
+import probe  # noqa: E402
+
+INNER = "100.64.0.0"            # tunnel i's tester-side host: INNER + i
+IMIX = [64, 576, 64, 576, 64, 1514, 64, 576, 64, 576, 64, 64]   # 7:4:1, as dpvpn-pktgen
+ETH_WIRE_EXTRA = 4 + 20         # FCS, preamble + inter-frame gap, per frame on the wire
+KEY_BYTES = {"aes128-gcm": 20, "aes256-gcm": 36}   # key + 4-byte salt
+DIRS = ("dut_encap", "dut_decap")
+
+
+class Plan:
+    """Addresses, tunnels and keys of one tester / DUT pair.  Keys are drawn
+    at random for each plan (never printed; the config files are 0600)."""
+
+    def __init__(self, tunnels=1, cipher="aes128-gcm", clear_net="198.18.1.0/24",
+                 outer_net="198.19.0.0/24", inner=INNER, replay_window=1024):
+        if cipher not in KEY_BYTES:
+            raise ValueError(f"cipher: {cipher} is not one of {', '.join(KEY_BYTES)}")
+        if not 1 <= tunnels <= 200000:
+            raise ValueError(f"tunnels: {tunnels} is not 1..200000")
+        self.tunnels, self.cipher, self.window = tunnels, cipher, replay_window
+        cn, on = ipaddress.ip_network(clear_net), ipaddress.ip_network(outer_net)
+        self.clear_net, self.outer_net = cn, on
+        self.dut_clear, self.tester_clear = cn[1], cn[2]
+        self.dut_outer, self.tester_outer = on[1], on[2]
+        self.inner = ipaddress.ip_address(inner)
+        n = KEY_BYTES[cipher]
+        # to_dut: tester -> DUT (the DUT decrypts); to_tester: DUT -> tester
+        self.keys = [(secrets.token_bytes(n).hex(), secrets.token_bytes(n).hex())
+                     for _ in range(tunnels)]
+
+    def save(self, path):
+        """The plan, keys included, to a private file (--emit-peer-config)."""
+        private_file(path, json.dumps({"tunnels": self.tunnels, "cipher": self.cipher,
+                                       "keys": self.keys}))
+
+    def load_keys(self, path):
+        """The keys of a saved plan, if it is one for these tunnels and cipher."""
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["tunnels"] != self.tunnels or saved["cipher"] != self.cipher:
+            raise ValueError(f"{path}: a plan for {saved['tunnels']} tunnels of "
+                             f"{saved['cipher']}, not {self.tunnels} of {self.cipher}")
+        self.keys = [tuple(k) for k in saved["keys"]]
+
+    def host(self, i):
+        return self.inner + i
+
+    def spis(self, i):
+        """(tester -> DUT, DUT -> tester)"""
+        return 0x20000000 + i, 0x10000000 + i
+
+    def _ports(self, clear, outer):
+        return (f"[port inside]\nid = 0\nrole = inside\naddress = {clear}/{self.clear_net.prefixlen}\n\n"
+                f"[port outside]\nid = 1\nrole = outside\n"
+                f"address = {outer}/{self.outer_net.prefixlen}\n\n")
+
+    def tester_config(self):
+        parts = [self._ports(self.tester_clear, self.tester_outer),
+                 f"[route tester-hosts]\ndst = {self.inner}/10\nport = inside\n"
+                 f"via = {self.dut_clear}\n\n"]
+        for i in range(self.tunnels):
+            to_dut, to_tester = self.spis(i)
+            k_dut, k_tester = self.keys[i]
+            parts.append(
+                f"[tunnel t{i}]\nlocal = {self.tester_outer}\nremote = {self.dut_outer}\n"
+                f"local-ts = {self.host(i)}/32\nremote-ts = {self.clear_net}\n"
+                f"cipher = {self.cipher}\nout-spi = {to_dut:#x}\nout-key = 0x{k_dut}\n"
+                f"in-spi = {to_tester:#x}\nin-key = 0x{k_tester}\n"
+                f"replay-window = {self.window}\n\n")
+        return "".join(parts)
+
+    def dut_config_dpvpn(self):
+        """The DUT's side as a dpvpn.conf (--emit-peer-config dpvpn)."""
+        parts = [self._ports(self.dut_clear, self.dut_outer)]
+        for i in range(self.tunnels):
+            to_dut, to_tester = self.spis(i)
+            k_dut, k_tester = self.keys[i]
+            parts.append(
+                f"[tunnel t{i}]\nlocal = {self.dut_outer}\nremote = {self.tester_outer}\n"
+                f"local-ts = {self.clear_net}\nremote-ts = {self.host(i)}/32\n"
+                f"cipher = {self.cipher}\nout-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
+                f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n"
+                f"replay-window = {self.window}\n\n")
+        return "".join(parts)
+
+    def dut_config_xfrm(self, dev_clear="eth0", dev_outer="eth1"):
+        """The DUT's side as `ip xfrm` commands (a Linux gateway, static SAs)."""
+        lines = ["# dpvpn-tester: the DUT's side, static SAs (run as root on the DUT)",
+                 f"ip addr add {self.dut_clear}/{self.clear_net.prefixlen} dev {dev_clear}",
+                 f"ip addr add {self.dut_outer}/{self.outer_net.prefixlen} dev {dev_outer}",
+                 "sysctl -w net.ipv4.ip_forward=1"]
+        for i in range(self.tunnels):
+            to_dut, to_tester = self.spis(i)
+            k_dut, k_tester = self.keys[i]
+            for src, dst, spi, key in ((self.dut_outer, self.tester_outer, to_tester, k_tester),
+                                       (self.tester_outer, self.dut_outer, to_dut, k_dut)):
+                lines.append(f"ip xfrm state add src {src} dst {dst} proto esp spi {spi:#x} "
+                             f"reqid {i + 1} mode tunnel aead 'rfc4106(gcm(aes))' 0x{key} 128"
+                             f" replay-window {min(self.window, 32)}")
+            lines.append(f"ip xfrm policy add src {self.clear_net} dst {self.host(i)}/32 dir out "
+                         f"tmpl src {self.dut_outer} dst {self.tester_outer} proto esp "
+                         f"reqid {i + 1} mode tunnel")
+            for d in ("in", "fwd"):
+                lines.append(f"ip xfrm policy add src {self.host(i)}/32 dst {self.clear_net} "
+                             f"dir {d} tmpl src {self.tester_outer} dst {self.dut_outer} "
+                             f"proto esp reqid {i + 1} mode tunnel")
+        return "\n".join(lines) + "\n"
+
+    def dut_config_swanctl(self):
+        """The DUT's side as strongSwan swanctl.conf (static keys are not
+        strongSwan's way: IKEv2 with a PSK, the tester initiating, is for
+        when the tester keys by IKE; until then this is a template)."""
+        out = ["# dpvpn-tester: the DUT's side for strongSwan (swanctl --load-all)",
+               "connections {"]
+        for i in range(self.tunnels):
+            out += [f"  t{i} {{", "    version = 2",
+                    f"    local_addrs = {self.dut_outer}", f"    remote_addrs = {self.tester_outer}",
+                    "    local { auth = psk }", "    remote { auth = psk }",
+                    "    children {", f"      t{i} {{",
+                    f"        local_ts = {self.clear_net}", f"        remote_ts = {self.host(i)}/32",
+                    f"        esp_proposals = {self.cipher}16-modp2048",
+                    "      }", "    }", "  }"]
+        out += ["}", "secrets {", "  ike-tester { secret = CHANGE-ME }", "}"]
+        return "\n".join(out) + "\n"
+
+
+def private_file(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+class Tester:
+    """dpvpn-dataplane --tester N and its dpvpnd, on two vdevs (port A, port B)."""
+
+    def __init__(self, plan, vdevs, workdir, lcores, netns=None, name="tester", mbufs=None):
+        self.plan = plan
+        os.makedirs(workdir, mode=0o700, exist_ok=True)
+        cfg = os.path.join(workdir, f"{name}.conf")
+        private_file(cfg, plan.tester_config())
+        args = ["--idle-sleep-us", "0", "--tester", str(plan.tunnels),
+                "--tester-inner", str(plan.inner), "--max-sa", str(2 * plan.tunnels + 16)]
+        if mbufs:
+            args += ["--mbufs", str(mbufs)]
+        self.gw = lab.Gateway(name, cfg, vdevs, workdir, lcores, netns=netns, dp_args=args)
+        self.tel = None
+
+    def start(self, timeout=60):
+        self.gw.start(timeout)
+        self.tel = probe.Telemetry(self.gw.file_prefix)
+
+    def stop(self):
+        if self.tel:
+            self.tel.close()
+            self.tel = None
+        return self.gw.stop()
+
+    def stats(self):
+        return self.tel.cmd("/dpvpn/tester/stats")
+
+    def tunnels(self, first=0, count=None):
+        """Per-tunnel counters, {index: {...}}, paged (24 a request)."""
+        count = self.plan.tunnels - first if count is None else count
+        out = {}
+        for at in range(first, first + count, 24):
+            page = self.tel.cmd(f"/dpvpn/tester/tunnels,{at},{min(24, first + count - at)}")
+            out.update({int(k): v for k, v in page.items()})
+        return out
+
+    def icv_failures(self):
+        """{tunnel index: ICV failures on its inbound SA} (dpvpnctl show sa)."""
+        out = {}
+        for sa in self.gw.ctl("show", "sa")["sas"]:
+            if sa["dir"] == "in" and sa["name"].startswith("t"):
+                out[int(sa["name"][1:])] = sa["drops"]["bad-icv"]
+        return out
+
+    def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5):
+        """One trial: both directions' loads (pps, 0 = off, 'max'), sizes a
+        list of frame sizes cycled per packet.  Returns the stats after the
+        TX window and the drain (until nothing more arrives, at most drain s)."""
+        sz = ",".join(str(s) for s in sizes)
+        r = self.tel.cmd(f"/dpvpn/tester/start,{encap_pps},{decap_pps},"
+                         f"{max(1, round(seconds * 1000))},{sz}")
+        if "error" in r:
+            raise RuntimeError(f"tester: {r['error']}")
+        trial = r["trial"]
+        end = time.monotonic() + seconds + 0.05
+        while time.monotonic() < end:
+            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+        deadline, last = time.monotonic() + drain, None
+        while True:
+            s = self.stats()
+            if s["trial"] != trial:
+                raise RuntimeError("tester: another trial started meanwhile")
+            got = tuple(s[d]["received"] for d in DIRS)
+            done = all(s[d]["received"] + s[d]["duplicated"] >= s[d]["sent"] for d in DIRS)
+            if not s["running"] and (done or got == last or time.monotonic() > deadline):
+                return s
+            last = got
+            time.sleep(0.02)
+
+
+def loss_of(s, dirs):
+    sent = sum(s[d]["sent"] for d in dirs)
+    rx = sum(s[d]["received"] for d in dirs)
+    return sent, rx, (sent - rx) / sent if sent else 0.0
+
+
+def frame_bits(sizes, wire):
+    mean = sum(sizes) / len(sizes)
+    return 8 * (mean + (ETH_WIRE_EXTRA if wire else 0))
+
+
+def search(tester, sizes, dirs, preset="csit", min_load=1e4, max_load=1e6, config=None,
+           **overrides):
+    """NDR and PDR (RFC 9971) for one frame size (list) and the directions
+    given (their loads equal: the load is the sum), with a preset or a
+    mlrsearch.Config of its own.  Returns the SearchResult."""
+    def measure(load, duration):
+        per = load / len(dirs)
+        s = tester.trial(per if "dut_encap" in dirs else 0, per if "dut_decap" in dirs else 0,
+                         duration, sizes)
+        sent, rx, loss = loss_of(s, dirs)
+        window = s["window_ns"] / 1e9
+        return mlr.TrialResult(intended_load=load, duration=duration, loss_ratio=max(0.0, loss),
+                               offered_load=sent / window if window else 0.0,
+                               extras={"sent": sent, "received": rx,
+                                       **{d: s[d] for d in dirs},
+                                       "late": s["late"], "behind": s["behind"],
+                                       "no_mbuf": s["no_mbuf"]})
+    config = config or mlr.PRESETS[preset](min_load, max_load, **overrides)
+    return mlr.search(config, measure)
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+
+def report(results, out_json=None):
+    """results: [{size, dirs, search: SearchResult}] -> Markdown (and JSON)."""
+    lines = ["| frame | directions | goal | lower bound (pps) | upper bound | "
+             "conditional throughput | Gbit/s clear frame | Gbit/s on the wire | irregular |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        label = "IMIX" if r["sizes"] == IMIX else "/".join(str(s) for s in r["sizes"])
+        for g in r["search"].goals.values():
+            lo = g.relevant_lower_bound or 0.0
+            lines.append(f"| {label} | {'+'.join(r['dirs'])} | {g.goal.name} | {lo:,.0f} | "
+                         f"{(g.relevant_upper_bound or 0):,.0f} | "
+                         f"{(g.conditional_throughput or 0):,.0f} | "
+                         f"{lo * frame_bits(r['sizes'], False) / 1e9:.3f} | "
+                         f"{lo * frame_bits(r['sizes'], True) / 1e9:.3f} | "
+                         f"{'yes' if g.irregular else 'no'} |")
+    md = "\n".join(lines) + "\n"
+    if out_json:
+        doc = {"machine": machine(),
+               "results": [{"sizes": r["sizes"], "dirs": r["dirs"],
+                            "search": mlr.to_dict(r["search"])} for r in results]}
+        with open(out_json, "w") as f:
+            json.dump(doc, f, indent=2)
+    return md
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="dpvpn-tester", description=__doc__.split("\n")[0])
+    ap.add_argument("--tunnels", type=int, default=1)
+    ap.add_argument("--cipher", default="aes128-gcm", choices=sorted(KEY_BYTES))
+    ap.add_argument("--emit-peer-config", choices=("dpvpn", "xfrm", "swanctl"),
+                    help="write the DUT's side of the tunnels to stdout and exit "
+                         "(with --keys-from: the keys of an earlier plan)")
+    ap.add_argument("--vdev-a", help="port A (faces the DUT's protected side), a --vdev")
+    ap.add_argument("--vdev-b", help="port B (faces the DUT's unprotected side), a --vdev")
+    ap.add_argument("--lcores", default="0-1", help="EAL -l (main lcore first)")
+    ap.add_argument("--sizes", default="64", help="comma-separated frame sizes, or imix")
+    ap.add_argument("--dirs", default="dut_encap,dut_decap")
+    ap.add_argument("--preset", default="csit", choices=sorted(mlr.PRESETS))
+    ap.add_argument("--min-load", type=float, default=1e4)
+    ap.add_argument("--max-load", type=float, default=2e6)
+    ap.add_argument("--workdir", default="/tmp/dpvpn-tester")
+    ap.add_argument("--json", help="write the report's JSON here")
+    a = ap.parse_args(argv)
+    plan = Plan(a.tunnels, a.cipher)
+    saved = os.path.join(a.workdir, "plan.json")
+    os.makedirs(a.workdir, mode=0o700, exist_ok=True)
+    if os.path.exists(saved):  # an earlier --emit-peer-config's keys
+        plan.load_keys(saved)
+    if a.emit_peer_config:     # the keys are kept for the run that follows
+        plan.save(saved)
+        sys.stdout.write({"dpvpn": plan.dut_config_dpvpn, "xfrm": plan.dut_config_xfrm,
+                          "swanctl": plan.dut_config_swanctl}[a.emit_peer_config]())
+        return 0
+    if not (a.vdev_a and a.vdev_b):
+        ap.error("--vdev-a and --vdev-b are required to run")
+    sizes = [s for s in (IMIX if a.sizes == "imix" else [int(x) for x in a.sizes.split(",")])]
+    dirs = a.dirs.split(",")
+    t = Tester(plan, [a.vdev_a, a.vdev_b], a.workdir, ["-l", a.lcores])
+    try:
+        t.start()
+        res = search(t, sizes, dirs, a.preset, a.min_load, a.max_load)
+        print(report([{"sizes": sizes, "dirs": dirs, "search": res}], a.json))
+    finally:
+        t.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""[tester] issue 15: dpvpn-dataplane --tester N against a device under test.
+
+The DUT is a real dpvpn gateway (dataplane + dpvpnd) keyed from the tester's
+--emit-peer-config dpvpn output; the two meet over two veth pairs in a
+namespace of the test's own, driven by net_af_packet:
+
+  tester port A (198.18.1.2) == t-a | d-in  == DUT inside  (198.18.1.1)
+  tester port B (198.19.0.2) == t-b | d-out == DUT outside (198.19.0.1)
+"""
+import os
+import secrets
+import tempfile
+
+import pytest
+
+import lab
+
+pytestmark = pytest.mark.tester
+
+import sys  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(lab.CONFIGS), "tester"))
+import tester as T  # noqa: E402
+
+
+class Pair:
+    """A tester and a dpvpn DUT around it (see the module docstring)."""
+
+    def __init__(self, tunnels, wrong_key=None):
+        self.tag = secrets.token_hex(2)
+        self.ns = f"dpvpn-{self.tag}-tst"
+        self.dir = tempfile.mkdtemp(prefix="dpvpn-tester-")
+        self.plan = T.Plan(tunnels)
+        dut = self.plan.dut_config_dpvpn()
+        if wrong_key is not None:     # the DUT encrypts tunnel wrong_key's traffic wrongly
+            k_dut, k_tester = self.plan.keys[wrong_key]
+            bad = ("0" if k_tester[0] != "0" else "1") + k_tester[1:]
+            dut = dut.replace(f"out-key = 0x{k_tester}", f"out-key = 0x{bad}", 1)
+        self.dut_cfg = os.path.join(self.dir, "dut.conf")
+        T.private_file(self.dut_cfg, dut)
+        self.tester = self.dut = None
+
+    def __enter__(self):
+        try:
+            lab.sh("ip", "netns", "add", self.ns)
+            for a, b in (("t-a", "d-in"), ("t-b", "d-out")):
+                lab.sh("ip", "-n", self.ns, "link", "add", a, "type", "veth", "peer", "name", b)
+                for dev in (a, b):
+                    lab.sh("ip", "netns", "exec", self.ns, "ethtool", "-K", dev, "tx", "off",
+                           "tso", "off", "gso", "off", "gro", "off", check=False)
+                    lab.sh("ip", "netns", "exec", self.ns, "sysctl", "-qw",
+                           f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+                    lab.sh("ip", "-n", self.ns, "link", "set", dev, "up")
+            # the tester busy-polls on CPU 1, the DUT's worker on CPU 0
+            self.dut = lab.Gateway("dut", self.dut_cfg,
+                                   ["net_af_packet0,iface=d-in", "net_af_packet1,iface=d-out"],
+                                   self.dir, ["-l", "0-1", "--main-lcore", "1"], self.ns,
+                                   dp_args=["--max-sa", str(2 * self.plan.tunnels + 16)])
+            self.dut.start(60)
+            self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
+                                               "net_af_packet1,iface=t-b"],
+                                   self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
+            self.tester.start(60)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        for p in (self.tester, self.dut):
+            if p is not None:
+                p.stop()
+        lab.sh("ip", "netns", "del", self.ns, check=False)
+
+    def warm(self):
+        """One short trial, both ways: ARP resolved on both sides before any
+        measured trial (the first packets would otherwise wait for it)."""
+        for _ in range(20):
+            s = self.tester.trial(1000, 1000, 0.2, [64])
+            if all(s[d]["received"] == s[d]["sent"] > 0 for d in T.DIRS):
+                return
+        raise AssertionError(f"no traffic through the DUT: {s}")
+
+
+def test_trial_both_directions_every_tunnel():
+    """4 tunnels, both directions at once, two frame sizes: every packet the
+    tester sent came back through the DUT, per direction and per tunnel,
+    with sequence and latency accounting; the DUT's counters agree."""
+    with Pair(4) as p:
+        p.warm()
+        c0 = p.dut.ctl("show", "counters")
+        s = p.tester.trial(5000, 5000, 1.0, [64, 1400])
+        c1 = p.dut.ctl("show", "counters")
+        for d in T.DIRS:
+            x = s[d]
+            assert 4500 <= x["sent"] <= 5500, (d, x)
+            assert x["received"] == x["sent"] and x["lost"] == 0, (d, x)
+            assert x["duplicated"] == 0 and x["reordered"] == 0, (d, x)
+            assert x["sent_bytes"] == x["received_bytes"], (d, x)
+            assert 0 < x["lat_min_ns"] <= x["lat_p50_ns"] <= x["lat_p99_ns"] <= x["lat_max_ns"], x
+        assert s["late"] == 0 and s["foreign"] == 0, s
+        # the DUT encrypted the one direction and decrypted the other
+        assert c1["encrypted"] - c0["encrypted"] == s["dut_encap"]["sent"], (c0, c1, s)
+        assert c1["decrypted"] - c0["decrypted"] == s["dut_decap"]["sent"], (c0, c1, s)
+        per = p.tester.tunnels()
+        assert sorted(per) == [0, 1, 2, 3]
+        for i, t in per.items():
+            for k in ("e", "d"):
+                assert t[f"{k}_sent"] > 1000 and t[f"{k}_received"] == t[f"{k}_sent"], (i, t)
+        assert sum(t["e_sent"] for t in per.values()) == s["dut_encap"]["sent"]
+
+
+def test_one_direction_and_a_new_trial_resets():
+    """Each direction alone; a second trial counts from zero; bad trial
+    parameters are refused with an error, the dataplane carries on."""
+    with Pair(1) as p:
+        p.warm()
+        s = p.tester.trial(2000, 0, 0.5, [128])
+        assert s["dut_decap"]["sent"] == 0 and s["dut_encap"]["received"] == \
+            s["dut_encap"]["sent"] > 500, s
+        for bad in ("", "1,1", "x,1,100,64", "1,1,0,64", "1,1,100,63", "1,1,100,1515",
+                    "1,1,100," + ",".join(["64"] * 17), "1,-1,100,64", "1" * 300):
+            r = p.tester.tel.cmd("/dpvpn/tester/start," + bad)
+            assert "error" in r, (bad, r)
+        assert p.tester.tel.cmd("/dpvpn/tester/tunnels,zz") is None
+        assert p.tester.tel.cmd("/dpvpn/tester/tunnels,5,3") == {}   # past the last
+        s2 = p.tester.trial(0, 2000, 0.5, [128])
+        assert s2["trial"] == s["trial"] + 1
+        assert s2["dut_encap"]["sent"] == 0 and s2["dut_decap"]["received"] == \
+            s2["dut_decap"]["sent"] > 500, s2
+
+
+def test_wrong_key_counted_per_tunnel():
+    """A DUT with a wrong key for tunnel 1: the tester reports the loss on
+    that tunnel's DUT-encap stream alone and counts the ICV failures on its
+    SA; nothing crashes, the other tunnels and direction are whole."""
+    with Pair(3, wrong_key=1) as p:
+        s = p.tester.trial(3000, 3000, 0.6, [64])
+        s = p.tester.trial(3000, 3000, 0.6, [64])     # the first waited for ARP
+        per = p.tester.tunnels()
+        assert per[1]["e_sent"] > 0 and per[1]["e_received"] == 0, per
+        for i in (0, 2):
+            assert per[i]["e_received"] == per[i]["e_sent"] > 0, per
+        for i in (0, 1, 2):
+            assert per[i]["d_received"] == per[i]["d_sent"] > 0, per
+        icv = p.tester.icv_failures()
+        assert icv.get(1, 0) >= per[1]["e_sent"] and icv.get(0, 0) == 0, icv
+        assert s["dut_encap"]["lost"] == per[1]["e_sent"], s
+
+
+def test_search_finds_ndr_and_pdr():
+    """A short MLRsearch (NDR and PDR as the csit preset has them, but 0.2 s
+    trials, 0.6 s sums and 5 % width) through the DUT over af_packet links
+    completes with both bounds of each goal inside the load range, every
+    trial logged, and at least half the trials at NDR's lower bound lost nothing."""
+    with Pair(1) as p:
+        p.warm()
+        common = dict(exceed_ratio=0.5, relative_width=0.05, initial_trial_duration=0.2,
+                      final_trial_duration=0.2, duration_sum=0.6, preceding_targets=1)
+        cfg = T.mlr.Config(goals=(T.mlr.Goal("NDR", 0.0, **common),
+                                  T.mlr.Goal("PDR", 0.005, **common)),
+                           min_load=1e4, max_load=3e6, search_duration_max=90)
+        res = T.search(p.tester, [64], list(T.DIRS), config=cfg)
+        goals = res.goals
+        assert set(goals) == {"NDR", "PDR"}, goals
+        assert len(res.trials) >= 4 and all(t.duration > 0 for t in res.trials)
+        for g in goals.values():
+            assert g.relevant_lower_bound is not None and g.relevant_upper_bound is not None, \
+                (g, res.stop_reason)
+            assert 1e4 <= g.relevant_lower_bound < g.relevant_upper_bound <= 3e6, g
+        ndr = goals["NDR"].relevant_lower_bound
+        at = [t for t in res.trials if t.load == ndr]
+        # exceed ratio 0.5: at least half of its trials there lost nothing
+        assert at and 2 * sum(t.extras["received"] == t.extras["sent"] for t in at) >= len(at), at
+        md = T.report([{"sizes": [64], "dirs": list(T.DIRS), "search": res}])
+        assert "| 64 |" in md and "| NDR |" in md and "| PDR |" in md, md
+        print(md)
+
+
+def test_emit_peer_config(tmp_path, capsys):
+    """--emit-peer-config writes the DUT's side (dpvpn, ip xfrm, swanctl) and
+    keeps the keys, 0600, for the run that follows."""
+    wd = str(tmp_path / "wd")
+    assert T.main(["--tunnels", "3", "--emit-peer-config", "dpvpn", "--workdir", wd]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[tunnel t") == 3 and "remote-ts = 100.64.0.2/32" in out
+    assert os.stat(os.path.join(wd, "plan.json")).st_mode & 0o777 == 0o600
+    plan = T.Plan(3)
+    plan.load_keys(os.path.join(wd, "plan.json"))
+    assert f"in-key = 0x{plan.keys[2][0]}" in out      # the DUT decrypts with to_dut
+    assert T.main(["--tunnels", "3", "--emit-peer-config", "xfrm", "--workdir", wd]) == 0
+    x = capsys.readouterr().out
+    assert x.count("ip xfrm state add") == 6 and "rfc4106(gcm(aes))" in x
+    with pytest.raises(ValueError):
+        T.Plan(4).load_keys(os.path.join(wd, "plan.json"))
