@@ -501,8 +501,10 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
 		STAGE(st, t, CLASSIFY);
 		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
-		if (unlikely(dp.tester))
+		if (unlikely(dp.tester)) {	/* back to back: to our address */
 			n = tester_sink(w, pkts, n, 0);
+			self.n = tester_sink(w, self.pkts, self.n, 0);
+		}
 		trace_tap(DPVPN_TRACE_DECRYPTED, pkts, n, port->id, false, false);
 		if (unlikely(self.n > 0)) {
 			trace_tap(DPVPN_TRACE_DECRYPTED, self.pkts, self.n, port->id, false, false);

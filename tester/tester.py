@@ -104,6 +104,31 @@ class Plan:
                 f"replay-window = {self.window}\n\n")
         return "".join(parts)
 
+    def loop_config(self, loop_net="198.19.1.0/24"):
+        """Back-to-back, no DUT: a third port C (outside, loop_net's .2) holds
+        the DUT's side of every tunnel, so what the tester encrypts on port B
+        comes back on C and is decrypted there by the dataplane's own code.
+        B reaches C's network via the outer network's .1 (a router between
+        them: a Linux namespace, shaped or lossy as a test wants it).  Only
+        DUT-decap streams make sense here (encrypted by B, decrypted by C)."""
+        ln = ipaddress.ip_network(loop_net)
+        c = ln[2]
+        parts = [self.tester_config().replace(
+            f"\n[route tester-hosts]", f"[port loop]\nid = 2\nrole = outside\n"
+            f"address = {c}/{ln.prefixlen}\n\n[route loop]\ndst = {ln}\nport = outside\n"
+            f"via = {self.dut_outer}\n\n[route tester-hosts]", 1)
+            .replace(f"remote = {self.dut_outer}\n", f"remote = {c}\n")]
+        for i in range(self.tunnels):
+            to_dut, to_tester = self.spis(i)
+            k_dut, k_tester = self.keys[i]
+            parts.append(
+                f"[tunnel u{i}]\nlocal = {c}\nremote = {self.tester_outer}\n"
+                f"local-ts = {self.clear_net}\nremote-ts = {self.host(i)}/32\n"
+                f"cipher = {self.cipher}\nout-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
+                f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n"
+                f"replay-window = {self.window}\n\n")
+        return "".join(parts)
+
     def dut_config_dpvpn(self):
         """The DUT's side as a dpvpn.conf (--emit-peer-config dpvpn)."""
         parts = [self._ports(self.dut_clear, self.dut_outer)]
@@ -168,11 +193,13 @@ def private_file(path, text):
 class Tester:
     """dpvpn-dataplane --tester N and its dpvpnd, on two vdevs (port A, port B)."""
 
-    def __init__(self, plan, vdevs, workdir, lcores, netns=None, name="tester", mbufs=None):
+    def __init__(self, plan, vdevs, workdir, lcores, netns=None, name="tester", mbufs=None,
+                 loop=False):
+        """vdevs: port A, port B (and with loop=True port C: Plan.loop_config)."""
         self.plan = plan
         os.makedirs(workdir, mode=0o700, exist_ok=True)
         cfg = os.path.join(workdir, f"{name}.conf")
-        private_file(cfg, plan.tester_config())
+        private_file(cfg, plan.loop_config() if loop else plan.tester_config())
         args = ["--idle-sleep-us", "0", "--tester", str(plan.tunnels),
                 "--tester-inner", str(plan.inner), "--max-sa", str(2 * plan.tunnels + 16)]
         if mbufs:
