@@ -11,8 +11,10 @@ The input is the JSON document tester.report() writes:
 
 "calibration" (the tester's own back-to-back capacity, per frame label)
 and "latency" (stats of trials at 10/50/90 % of the PDR) are optional.
-Standard library only.
+Standard library only; matplotlib is imported by plots() alone.
 """
+import os
+
 # copied from tester.py (test_report.py checks they still agree)
 IMIX = [64, 576, 64, 576, 64, 1514, 64, 576, 64, 576, 64, 64]
 ETH_WIRE_EXTRA = 4 + 20         # FCS, preamble + inter-frame gap, per frame
@@ -237,3 +239,70 @@ def compare(a, b):
         lines.append(f"| {' | '.join(key)} | {fmt(va)} | {fmt(vb)} | {ratio} |")
     return "\n".join(lines) + "\n"
 
+
+# --------------------------------------------------------------------------
+# Plots
+
+
+def plot_name(i, r, kind):
+    """A file name for result i's plot: result0-64-dut_encap+dut_decap-search.png."""
+    return f"result{i}-{label(r['sizes']).replace('/', '-')}-{dirs_label(r['dirs'])}-{kind}.png"
+
+
+def plot_search(fig, r):
+    """Search convergence: trial index vs load, marked by loss, and each
+    goal's relevant lower bound."""
+    ax = fig.add_subplot()
+    trials = r["search"].get("trials") or []
+    for lossy, mark, color, name in ((False, "o", "tab:green", "loss 0"),
+                                     (True, "x", "tab:red", "loss > 0")):
+        pts = [(t["index"], t["load"]) for t in trials if (t["loss_ratio"] > 0) == lossy]
+        if pts:
+            ax.scatter(*zip(*pts), marker=mark, color=color, label=name)
+    for n, (gname, g) in enumerate(r["search"]["goals"].items()):
+        if g["relevant_lower_bound"]:
+            ax.axhline(g["relevant_lower_bound"], color=f"C{n}", linestyle="--",
+                       label=f"{gname} {g['relevant_lower_bound']:,.0f} pps")
+    ax.set(xlabel="trial", ylabel="load (pps)",
+           title=f"{label(r['sizes'])} {dirs_label(r['dirs'])}: search")
+    ax.legend(fontsize="small")
+
+
+def plot_latency(fig, r):
+    """Latency percentiles (log x, µs) per direction, one line per load %."""
+    lat = r["latency"]
+    names = [name for name, _ in PERCENTILES]
+    for n, d in enumerate(DIRS):
+        ax = fig.add_subplot(1, len(DIRS), n + 1)
+        for pct in sorted(lat, key=float):
+            us = latency_us(need(lat[pct], d, f"latency.{pct}"), f"latency.{pct}.{d}")
+            pts = [(us[k], y) for y, k in enumerate(names) if us[k] > 0]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=f"{pct} % of PDR")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter("{x:g}")
+        ax.xaxis.set_minor_formatter("{x:g}")
+        ax.set_yticks(range(len(names)), names)
+        ax.set(xlabel="latency (µs)", title=f"{label(r['sizes'])} {d}")
+        ax.legend(fontsize="small")
+
+
+def plots(doc, outdir):
+    """PNGs of each result's search convergence and (if it has "latency")
+    latency percentiles, into outdir; returns the paths written."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    os.makedirs(outdir, exist_ok=True)
+    paths = []
+    for i, r in enumerate(results_of(doc)):
+        todo = [("search", plot_search, (8, 5))]
+        if r.get("latency"):
+            todo.append(("latency", plot_latency, (12, 5)))
+        for kind, draw, size in todo:
+            fig = Figure(figsize=size, layout="tight")
+            FigureCanvasAgg(fig)
+            draw(fig, r)
+            path = os.path.join(outdir, plot_name(i, r, kind))
+            fig.savefig(path, dpi=100)
+            paths.append(path)
+    return paths

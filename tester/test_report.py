@@ -11,6 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mlrsearch as mlr  # noqa: E402
 import report  # noqa: E402
 
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
 def stats(trial=3, sent=(5000, 5000), received=(5000, 5000), p99=(90000, 90000)):
     """A /dpvpn/tester/stats dict: both directions' counters and latency."""
     s = {"trial": trial, "tunnels": 4, "adopted": 1, "running": 1, "window_ns": 10**9,
@@ -215,3 +218,15 @@ def test_markdown_of_a_real_search():
     n = d["results"][0]["search"]["trial_count"]
     assert row(md, "64", "dut_encap+dut_decap", str(n))[3] == "complete"
 
+
+def test_plots(tmp_path):
+    d = simulated_doc()
+    d["results"].append(result([64, 1400], (1e6, 1.01e6), (1e6, 1.01e6)))
+    paths = report.plots(d, str(tmp_path / "plots"))
+    names = sorted(Path(p).name for p in paths)
+    assert names == ["result0-64-dut_encap+dut_decap-latency.png",
+                     "result0-64-dut_encap+dut_decap-search.png",
+                     "result1-64-1400-dut_encap+dut_decap-search.png"]
+    for p in paths:
+        data = Path(p).read_bytes()
+        assert data.startswith(PNG) and len(data) > 1000, p
