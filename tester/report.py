@@ -1,0 +1,308 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""dpvpn-tester's reports: a progress line during a trial, the Markdown
+report of a run, a before/after comparison of two runs, and plots.
+
+The input is the JSON document tester.report() writes:
+
+  {"machine": {...}, "calibration": {"sizes": [...], "pps": {"64": 2.1e6}},
+   "results": [{"sizes": [64], "dirs": ["dut_encap", "dut_decap"],
+                "search": mlrsearch.to_dict(result),
+                "latency": {"10": stats, "50": stats, "90": stats}}]}
+
+"calibration" (the tester's own back-to-back capacity, per frame label)
+and "latency" (stats of trials at 10/50/90 % of the PDR) are optional.
+Standard library only; matplotlib is imported by plots() alone.
+"""
+import os
+
+# copied from tester.py (test_report.py checks they still agree)
+IMIX = [64, 576, 64, 576, 64, 1514, 64, 576, 64, 576, 64, 64]
+ETH_WIRE_EXTRA = 4 + 20         # FCS, preamble + inter-frame gap, per frame
+DIRS = ("dut_encap", "dut_decap")
+TESTER_MARGIN = 1.5             # tester-limited below this x the lower bound
+PERCENTILES = (("min", "lat_min_ns"), ("p50", "lat_p50_ns"), ("p90", "lat_p90_ns"),
+               ("p99", "lat_p99_ns"), ("p99.9", "lat_p999_ns"), ("max", "lat_max_ns"))
+TABLE_PCTS = ("min", "p50", "p99", "p99.9", "max")
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def need(obj, key, where):
+    """obj[key]; ValueError if obj is not a dict, KeyError naming where and
+    key if it is missing."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        raise KeyError(f"{where}: missing '{key}'")
+    return obj[key]
+
+
+def results_of(doc, name="report"):
+    """The doc's result list, each result checked for sizes, dirs, search."""
+    res = need(doc, "results", name)
+    if not isinstance(res, list):
+        raise ValueError(f"{name}: 'results' is not a list")
+    for i, r in enumerate(res):
+        for key in ("sizes", "dirs", "search"):
+            need(r, key, f"{name}: results[{i}]")
+        need(r["search"], "goals", f"{name}: results[{i}].search")
+        if not r["sizes"]:
+            raise ValueError(f"{name}: results[{i}].sizes is empty")
+    return res
+
+
+def label(sizes):
+    """The frame label: "IMIX", "64" or "64/1400"."""
+    return "IMIX" if list(sizes) == IMIX else "/".join(str(s) for s in sizes)
+
+
+def dirs_label(dirs):
+    """"dut_encap+dut_decap"."""
+    return "+".join(dirs)
+
+
+def gbps(pps, sizes, wire=False):
+    """Gbit/s of pps frames of the mean of sizes: the clear frame, or on
+    the wire (+ETH_WIRE_EXTRA bytes a frame)."""
+    mean = sum(sizes) / len(sizes)
+    return (pps or 0.0) * 8 * (mean + (ETH_WIRE_EXTRA if wire else 0)) / 1e9
+
+
+def fmt(value, spec=",.0f"):
+    """A number, or "-" for None."""
+    return "-" if value is None else format(value, spec)
+
+
+def goal_rows(doc, name="report"):
+    """[(result index, result, goal name, goal dict)] in report order."""
+    rows = []
+    for i, r in enumerate(results_of(doc, name)):
+        for gname, g in r["search"]["goals"].items():
+            for key in ("relevant_lower_bound", "relevant_upper_bound"):
+                need(g, key, f"{name}: results[{i}].search.goals.{gname}")
+            rows.append((i, r, gname, g))
+    return rows
+
+
+def capacity(doc, frame):
+    """The tester's back-to-back pps for a frame label, or None."""
+    pps = (doc.get("calibration") or {}).get("pps") or {}
+    return next((v for k, v in pps.items() if str(k).lower() == frame.lower()), None)
+
+
+def tester_limited(doc, frame, lower):
+    """"yes" if the tester's capacity for this frame label is below
+    TESTER_MARGIN x the lower bound, "no" if not, "?" if unknown."""
+    cap = capacity(doc, frame)
+    if cap is None:
+        return "?"
+    return "yes" if cap < TESTER_MARGIN * (lower or 0.0) else "no"
+
+
+# --------------------------------------------------------------------------
+# Progress
+
+
+def progress_line(prev, now, dt_s):
+    """One line from two stats dicts dt_s seconds apart during a trial: per
+    direction sent/received Mpps over the interval, the loss so far (sent -
+    received now, also as % of sent) and p99 latency.  prev None, or of
+    another trial, counts from zero (the trial's start)."""
+    if not dt_s or dt_s <= 0:
+        raise ValueError(f"progress_line: dt_s must be positive, got {dt_s!r}")
+    trial = need(now, "trial", "stats")
+    if prev is None or prev.get("trial") != trial:
+        prev = {}
+    parts = []
+    for d in DIRS:
+        cur = need(now, d, "stats")
+        old = prev.get(d) or {"sent": 0, "received": 0}
+        tx = (need(cur, "sent", f"stats.{d}") - old["sent"]) / dt_s
+        rx = (need(cur, "received", f"stats.{d}") - old["received"]) / dt_s
+        lost = cur["sent"] - cur["received"]
+        pct = 100.0 * lost / cur["sent"] if cur["sent"] else 0.0
+        p99 = need(cur, "lat_p99_ns", f"stats.{d}") / 1e3
+        parts.append(f"{d[4:]} {tx / 1e6:.3f}/{rx / 1e6:.3f} Mpps "
+                     f"loss {lost} ({pct:.3f}%) p99 {p99:.0f}us")
+    return f"trial {trial}  " + " | ".join(parts)
+
+
+# --------------------------------------------------------------------------
+# The report
+
+
+def header(doc):
+    """The title, the machine and the tester's own capacity (if calibrated)."""
+    m = doc.get("machine") or {}
+    lines = ["# dpvpn-tester report", "",
+             f"Machine: {m.get('cpu') or '?'}, {m.get('cpus', '?')} CPUs, "
+             f"kernel {m.get('kernel', '?')}, {m.get('time', '?')}.", ""]
+    cal = doc.get("calibration")
+    if cal:
+        caps = ", ".join(f"{k}: {v / 1e6:.3f} Mpps"
+                         for k, v in need(cal, "pps", "calibration").items())
+        lines += [f"Tester capacity (back to back): {caps or 'none'}.", ""]
+    else:
+        lines += ["Tester capacity: not calibrated (tester-limited: ?).", ""]
+    return lines
+
+
+def throughput_table(doc):
+    """One row per result per goal: bounds, Gbit/s, irregular, tester-limited."""
+    lines = ["## Throughput", "",
+             "| frame | directions | goal | lower bound (pps) | upper bound | "
+             "conditional throughput | Gbit/s clear frame | Gbit/s on the wire | "
+             "irregular | tester-limited |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for _, r, gname, g in goal_rows(doc):
+        lo, frame = g["relevant_lower_bound"], label(r["sizes"])
+        lines.append(
+            f"| {frame} | {dirs_label(r['dirs'])} | {gname} | {fmt(lo)} | "
+            f"{fmt(g['relevant_upper_bound'])} | {fmt(g.get('conditional_throughput'))} | "
+            f"{gbps(lo, r['sizes']):.3f} | {gbps(lo, r['sizes'], True):.3f} | "
+            f"{'yes' if g.get('irregular') else 'no'} | {tester_limited(doc, frame, lo)} |")
+    return lines + [""]
+
+
+def latency_us(stats, where):
+    """{percentile name: µs} of one direction's stats."""
+    return {name: need(stats, key, where) / 1e3 for name, key in PERCENTILES}
+
+
+def latency_table(doc):
+    """Per result with "latency", per load % and direction: min / p50 /
+    p99 / p99.9 / max in µs.  No lines if no result has latency."""
+    rows = []
+    for i, r in enumerate(results_of(doc)):
+        lat = r.get("latency") or {}
+        for pct in sorted(lat, key=float):
+            for d in DIRS:
+                where = f"results[{i}].latency.{pct}"
+                us = latency_us(need(lat[pct], d, where), f"{where}.{d}")
+                cells = " | ".join(f"{us[name]:,.1f}" for name in TABLE_PCTS)
+                rows.append(f"| {label(r['sizes'])} | {dirs_label(r['dirs'])} | {pct} | "
+                            f"{d} | {cells} |")
+    if not rows:
+        return []
+    return ["## Latency (µs)", "",
+            "| frame | directions | load (% of PDR) | direction | "
+            + " | ".join(TABLE_PCTS) + " |",
+            "|---|---|---:|---|" + "---:|" * len(TABLE_PCTS)] + rows + [""]
+
+
+def searches_table(doc):
+    """Per search: its trial count and why it stopped."""
+    lines = ["## Searches", "", "| frame | directions | trials | stop reason |",
+             "|---|---|---:|---|"]
+    for r in results_of(doc):
+        s = r["search"]
+        n = s.get("trial_count", len(s.get("trials", ())))
+        lines.append(f"| {label(r['sizes'])} | {dirs_label(r['dirs'])} | {n} | "
+                     f"{s.get('stop_reason', '?')} |")
+    return lines + [""]
+
+
+def markdown(doc):
+    """The full Markdown report of a tester.report() JSON document."""
+    results_of(doc)
+    lines = header(doc) + throughput_table(doc) + latency_table(doc) + searches_table(doc)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Before / after
+
+
+def lower_bounds(doc, name):
+    """{(frame, directions, goal): relevant lower bound} of a doc."""
+    return {(label(r["sizes"]), dirs_label(r["dirs"]), gname): g["relevant_lower_bound"]
+            for _, r, gname, g in goal_rows(doc, name)}
+
+
+def compare(a, b):
+    """A Markdown before/after table of two report documents: per frame,
+    directions and goal, A's and B's lower bound and B/A ("only in A" or
+    "only in B" where the other has no such row)."""
+    la, lb = lower_bounds(a, "A"), lower_bounds(b, "B")
+    lines = ["| frame | directions | goal | A lower bound (pps) | B lower bound (pps) | B/A |",
+             "|---|---|---|---:|---:|---:|"]
+    for key in list(la) + [k for k in lb if k not in la]:
+        va, vb = la.get(key), lb.get(key)
+        if key not in lb:
+            ratio = "only in A"
+        elif key not in la:
+            ratio = "only in B"
+        else:
+            ratio = f"{vb / va:.3f}" if va and vb is not None else "-"
+        lines.append(f"| {' | '.join(key)} | {fmt(va)} | {fmt(vb)} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# Plots
+
+
+def plot_name(i, r, kind):
+    """A file name for result i's plot: result0-64-dut_encap+dut_decap-search.png."""
+    return f"result{i}-{label(r['sizes']).replace('/', '-')}-{dirs_label(r['dirs'])}-{kind}.png"
+
+
+def plot_search(fig, r):
+    """Search convergence: trial index vs load, marked by loss, and each
+    goal's relevant lower bound."""
+    ax = fig.add_subplot()
+    trials = r["search"].get("trials") or []
+    for lossy, mark, color, name in ((False, "o", "tab:green", "loss 0"),
+                                     (True, "x", "tab:red", "loss > 0")):
+        pts = [(t["index"], t["load"]) for t in trials if (t["loss_ratio"] > 0) == lossy]
+        if pts:
+            ax.scatter(*zip(*pts), marker=mark, color=color, label=name)
+    for n, (gname, g) in enumerate(r["search"]["goals"].items()):
+        if g["relevant_lower_bound"]:
+            ax.axhline(g["relevant_lower_bound"], color=f"C{n}", linestyle="--",
+                       label=f"{gname} {g['relevant_lower_bound']:,.0f} pps")
+    ax.set(xlabel="trial", ylabel="load (pps)",
+           title=f"{label(r['sizes'])} {dirs_label(r['dirs'])}: search")
+    ax.legend(fontsize="small")
+
+
+def plot_latency(fig, r):
+    """Latency percentiles (log x, µs) per direction, one line per load %."""
+    lat = r["latency"]
+    names = [name for name, _ in PERCENTILES]
+    for n, d in enumerate(DIRS):
+        ax = fig.add_subplot(1, len(DIRS), n + 1)
+        for pct in sorted(lat, key=float):
+            us = latency_us(need(lat[pct], d, f"latency.{pct}"), f"latency.{pct}.{d}")
+            pts = [(us[k], y) for y, k in enumerate(names) if us[k] > 0]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=f"{pct} % of PDR")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter("{x:g}")
+        ax.xaxis.set_minor_formatter("{x:g}")
+        ax.set_yticks(range(len(names)), names)
+        ax.set(xlabel="latency (µs)", title=f"{label(r['sizes'])} {d}")
+        ax.legend(fontsize="small")
+
+
+def plots(doc, outdir):
+    """PNGs of each result's search convergence and (if it has "latency")
+    latency percentiles, into outdir; returns the paths written."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    os.makedirs(outdir, exist_ok=True)
+    paths = []
+    for i, r in enumerate(results_of(doc)):
+        todo = [("search", plot_search, (8, 5))]
+        if r.get("latency"):
+            todo.append(("latency", plot_latency, (12, 5)))
+        for kind, draw, size in todo:
+            fig = Figure(figsize=size, layout="tight")
+            FigureCanvasAgg(fig)
+            draw(fig, r)
+            path = os.path.join(outdir, plot_name(i, r, kind))
+            fig.savefig(path, dpi=100)
+            paths.append(path)
+    return paths
