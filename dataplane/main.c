@@ -63,6 +63,7 @@ static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
 static bool no_spread, jumbo;
 static unsigned int tester_tunnels;	/* --tester N: tester mode */
+static bool tester_loop;		/* --tester-loop */
 static uint32_t tester_inner = (100u << 24) | (64u << 16);	/* --tester-inner */
 static unsigned int n_mbufs;	/* --mbufs; 0: room for every ring and queue at once */
 static uint16_t n_desc = DP_RX_DESC;	/* --desc: RX and TX descriptors per queue */
@@ -83,7 +84,7 @@ usage(FILE *out, const char *prog)
 	fprintf(out,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
-		"                        [--ike-rate N] [--tester N [--tester-inner ADDR]]\n"
+		"                        [--ike-rate N] [--tester N [--tester-inner ADDR] [--tester-loop]]\n"
 		"       %s --version | --help\n"
 		"EAL options: DPDK's; '%s -h' lists them\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
@@ -106,7 +107,9 @@ usage(FILE *out, const char *prog)
 		"  --tester N           tester mode: generate and count traffic through a device\n"
 		"                       under test over N tunnels (doc/tester.md), 1..%u\n"
 		"  --tester-inner ADDR  tunnel 0's tester-side host (default 100.64.0.0);\n"
-		"                       tunnel i's is ADDR + i\n",
+		"                       tunnel i's is ADDR + i\n"
+		"  --tester-loop        two more ports, made of crossed rings, for the tester's\n"
+		"                       back-to-back calibration (no device under test)\n",
 		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
 		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX, TESTER_MAX_TUNNELS);
 }
@@ -125,6 +128,7 @@ parse_args(int argc, char **argv)
 		{ "ike-rate", required_argument, NULL, 'k' },
 		{ "tester", required_argument, NULL, 't' },
 		{ "tester-inner", required_argument, NULL, 'T' },
+		{ "tester-loop", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -201,6 +205,9 @@ parse_args(int argc, char **argv)
 			}
 			tester_tunnels = (unsigned int)v;
 			break;
+		case 'L':
+			tester_loop = true;
+			break;
 		case 'T': {
 			struct in_addr a;
 
@@ -215,6 +222,10 @@ parse_args(int argc, char **argv)
 		default:
 			return -1;
 		}
+	}
+	if (tester_loop && tester_tunnels == 0) {
+		fprintf(stderr, "--tester-loop: only with --tester N\n");
+		return -1;
 	}
 	if (tester_tunnels != 0 && tester_inner + (uint64_t)tester_tunnels - 1 > UINT32_MAX) {
 		fprintf(stderr, "--tester-inner: %u tunnels from there pass 255.255.255.255\n",
@@ -288,6 +299,8 @@ port_init(uint16_t id)
 	    strcmp(info.driver_name, "net_af_packet") == 0)
 		p->flush_at_start = 1;	/* see flush_stale() in worker.c */
 	rte_eth_macaddr_get(id, &p->mac);
+	if (rte_is_zero_ether_addr(&p->mac))	/* rings (--tester-loop): ARP needs one */
+		rte_eth_random_addr(p->mac.addr_bytes);
 	if (rte_eth_dev_get_mtu(id, &p->mtu) != 0 || p->mtu < DPVPN_MTU_MIN)
 		p->mtu = RTE_ETHER_MTU;
 	rte_eth_dev_get_name_by_port(id, p->name);
@@ -564,6 +577,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (check_devices() != 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	rc = tester_loop ? tester_loop_ports(rte_lcore_count() - 1) : 0;
+	if (rc != 0) {
+		fprintf(stderr, "dpvpn-dataplane: --tester-loop: %s\n", rte_strerror(-rc));
 		rte_eal_cleanup();
 		return 1;
 	}

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
 #include <rte_udp.h>
@@ -102,6 +104,32 @@ tester_init(unsigned int tunnels, uint32_t inner_host)
 		T.w[i] = tw;
 	}
 	dp.tester = true;
+	return 0;
+}
+
+/*
+ * --tester-loop: ports B and C made of rings, crossed (what B sends C
+ * receives and the other way), one ring pair per queue, for the back-to-back
+ * calibration with no kernel link: the tester's own capacity.
+ */
+int
+tester_loop_ports(unsigned int queues)
+{
+	struct rte_ring *bc[DP_MAX_WORKERS], *cb[DP_MAX_WORKERS];
+	int socket = (int)rte_socket_id();
+	char name[RTE_RING_NAMESIZE];
+
+	for (unsigned int q = 0; q < queues; q++) {
+		snprintf(name, sizeof(name), "tloop_bc%u", q);
+		bc[q] = rte_ring_create(name, 4096, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "tloop_cb%u", q);
+		cb[q] = rte_ring_create(name, 4096, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (bc[q] == NULL || cb[q] == NULL)
+			return -rte_errno;
+	}
+	if (rte_eth_from_rings("tester_b", cb, queues, bc, queues, (unsigned int)socket) < 0 ||
+	    rte_eth_from_rings("tester_c", bc, queues, cb, queues, (unsigned int)socket) < 0)
+		return -rte_errno;
 	return 0;
 }
 

@@ -52,6 +52,8 @@ struct tester_payload {
 /* --tester N --tester-inner ADDR (main.c); 0 on success. */
 int tester_init(unsigned int tunnels, uint32_t inner_host);
 void tester_telem_init(void);
+/* --tester-loop: two ports of crossed rings (after EAL, before the ports' set-up). */
+int tester_loop_ports(unsigned int queues);
 
 /*
  * A poll's worth of packets the current trial asks of this worker: clear[]

@@ -18,6 +18,7 @@ throughput search (MLRsearch, RFC 9971: tester/mlrsearch.py) with a Markdown
 and JSON report.
 """
 import argparse
+import dataclasses
 import ipaddress
 import json
 import os
@@ -34,6 +35,7 @@ sys.path.insert(0, HERE)
 import lab  # noqa: E402
 import mlrsearch as mlr  # noqa: E402
 import probe  # noqa: E402
+import report as rep  # noqa: E402
 
 INNER = "100.64.0.0"            # tunnel i's tester-side host: INNER + i
 IMIX = [64, 576, 64, 576, 64, 1514, 64, 576, 64, 576, 64, 64]   # 7:4:1, as dpvpn-pktgen
@@ -105,6 +107,22 @@ class Plan:
         return "".join(parts)
 
     def loop_config(self, loop_net="198.19.1.0/24"):
+        """loop_net None: port C is in the outer network (its .3), on one link
+        with B (--tester-loop's crossed rings: the calibration)."""
+        if loop_net is None:
+            c = self.outer_net[3]
+            # jumbo: a 1514-byte frame's ESP fits (IMIX), as on a lab's links
+            return self._loop_tunnels(self.tester_config().replace(
+                "role = outside\n", "role = outside\nmtu = 9000\n", 1).replace(
+                "\n[route tester-hosts]", f"\n[port loop]\nid = 2\nrole = outside\n"
+                f"mtu = 9000\naddress = {c}/{self.outer_net.prefixlen}\n\n"
+                # both ports hold the network: C's own address is reached out of B
+                f"[route loop]\ndst = {c}/32\nport = outside\nvia = {c}\n\n"
+                f"[route tester-hosts]", 1)
+                .replace(f"remote = {self.dut_outer}\n", f"remote = {c}\n"), c)
+        return self._router_loop_config(loop_net)
+
+    def _router_loop_config(self, loop_net):
         """Back-to-back, no DUT: a third port C (outside, loop_net's .2) holds
         the DUT's side of every tunnel, so what the tester encrypts on port B
         comes back on C and is decrypted there by the dataplane's own code.
@@ -118,6 +136,11 @@ class Plan:
             f"address = {c}/{ln.prefixlen}\n\n[route loop]\ndst = {ln}\nport = outside\n"
             f"via = {self.dut_outer}\n\n[route tester-hosts]", 1)
             .replace(f"remote = {self.dut_outer}\n", f"remote = {c}\n")]
+        return self._loop_tunnels(parts[0], c)
+
+    def _loop_tunnels(self, head, c):
+        """head plus the DUT's side of every tunnel, on port C (address c)."""
+        parts = [head]
         for i in range(self.tunnels):
             to_dut, to_tester = self.spis(i)
             k_dut, k_tester = self.keys[i]
@@ -195,13 +218,18 @@ class Tester:
 
     def __init__(self, plan, vdevs, workdir, lcores, netns=None, name="tester", mbufs=None,
                  loop=False):
-        """vdevs: port A, port B (and with loop=True port C: Plan.loop_config)."""
+        """vdevs: port A, port B (and with loop="router" port C:
+        Plan.loop_config); loop="rings": port A alone, B and C crossed rings
+        made by the dataplane (--tester-loop): the back-to-back calibration."""
         self.plan = plan
         os.makedirs(workdir, mode=0o700, exist_ok=True)
         cfg = os.path.join(workdir, f"{name}.conf")
-        private_file(cfg, plan.loop_config() if loop else plan.tester_config())
+        private_file(cfg, plan.loop_config(None) if loop == "rings" else
+                     plan.loop_config() if loop else plan.tester_config())
         args = ["--idle-sleep-us", "0", "--tester", str(plan.tunnels),
-                "--tester-inner", str(plan.inner), "--max-sa", str(2 * plan.tunnels + 16)]
+                *(["--tester-loop", "--jumbo"] if loop == "rings" else []),
+                "--tester-inner", str(plan.inner),
+                "--max-sa", str((4 if loop else 2) * plan.tunnels + 16)]
         if mbufs:
             args += ["--mbufs", str(mbufs)]
         self.gw = lab.Gateway(name, cfg, vdevs, workdir, lcores, netns=netns, dp_args=args)
@@ -237,10 +265,11 @@ class Tester:
                 out[int(sa["name"][1:])] = sa["drops"]["bad-icv"]
         return out
 
-    def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5):
+    def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5, progress=None):
         """One trial: both directions' loads (pps, 0 = off, 'max'), sizes a
         list of frame sizes cycled per packet.  Returns the stats after the
-        TX window and the drain (until nothing more arrives, at most drain s)."""
+        TX window and the drain (until nothing more arrives, at most drain s).
+        progress: a file that gets report.progress_line() each second."""
         sz = ",".join(str(s) for s in sizes)
         r = self.tel.cmd(f"/dpvpn/tester/start,{encap_pps},{decap_pps},"
                          f"{max(1, round(seconds * 1000))},{sz}")
@@ -248,8 +277,14 @@ class Tester:
             raise RuntimeError(f"tester: {r['error']}")
         trial = r["trial"]
         end = time.monotonic() + seconds + 0.05
+        prev, at = None, time.monotonic()
         while time.monotonic() < end:
-            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+            time.sleep(min(1.0 if progress else 0.1, max(0.0, end - time.monotonic())))
+            if progress:
+                now, t = self.stats(), time.monotonic()
+                if now["trial"] == trial and t > at:
+                    print(rep.progress_line(prev, now, t - at), file=progress, flush=True)
+                prev, at = now, t
         deadline, last = time.monotonic() + drain, None
         while True:
             s = self.stats()
@@ -269,20 +304,28 @@ def loss_of(s, dirs):
     return sent, rx, (sent - rx) / sent if sent else 0.0
 
 
-def frame_bits(sizes, wire):
-    mean = sum(sizes) / len(sizes)
-    return 8 * (mean + (ETH_WIRE_EXTRA if wire else 0))
+def preset_config(preset, min_load, max_load, trial=None, duration_sum=None, **overrides):
+    """A preset's Config; trial / duration_sum: every goal's trial duration
+    and duration sum replaced (shorter searches in a lab)."""
+    cfg = mlr.PRESETS[preset](min_load, max_load, **overrides)
+    if trial is None and duration_sum is None:
+        return cfg
+    goals = tuple(dataclasses.replace(
+        g, initial_trial_duration=trial or g.initial_trial_duration,
+        final_trial_duration=trial or g.final_trial_duration,
+        duration_sum=duration_sum or max(trial or 0, g.duration_sum)) for g in cfg.goals)
+    return dataclasses.replace(cfg, goals=goals)
 
 
 def search(tester, sizes, dirs, preset="csit", min_load=1e4, max_load=1e6, config=None,
-           **overrides):
+           progress=None, **overrides):
     """NDR and PDR (RFC 9971) for one frame size (list) and the directions
     given (their loads equal: the load is the sum), with a preset or a
     mlrsearch.Config of its own.  Returns the SearchResult."""
     def measure(load, duration):
         per = load / len(dirs)
         s = tester.trial(per if "dut_encap" in dirs else 0, per if "dut_decap" in dirs else 0,
-                         duration, sizes)
+                         duration, sizes, progress=progress)
         sent, rx, loss = loss_of(s, dirs)
         window = s["window_ns"] / 1e9
         return mlr.TrialResult(intended_load=load, duration=duration, loss_ratio=max(0.0, loss),
@@ -291,7 +334,7 @@ def search(tester, sizes, dirs, preset="csit", min_load=1e4, max_load=1e6, confi
                                        **{d: s[d] for d in dirs},
                                        "late": s["late"], "behind": s["behind"],
                                        "no_mbuf": s["no_mbuf"]})
-    config = config or mlr.PRESETS[preset](min_load, max_load, **overrides)
+    config = config or preset_config(preset, min_load, max_load, **overrides)
     return mlr.search(config, measure)
 
 
@@ -306,29 +349,94 @@ def machine():
             "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
 
 
-def report(results, out_json=None):
-    """results: [{size, dirs, search: SearchResult}] -> Markdown (and JSON)."""
-    lines = ["| frame | directions | goal | lower bound (pps) | upper bound | "
-             "conditional throughput | Gbit/s clear frame | Gbit/s on the wire | irregular |",
-             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+def latency_points(tester, sizes, dirs, pdr, seconds=1.0, shares=(10, 50, 90)):
+    """Trials at 10, 50 and 90 % of the PDR (pps, the sum over dirs): their
+    stats by share, for the latency table."""
+    out = {}
+    for pct in shares:
+        per = pdr * pct / 100 / len(dirs)
+        out[str(pct)] = tester.trial(per if "dut_encap" in dirs else 0,
+                                     per if "dut_decap" in dirs else 0, seconds, sizes)
+    return out
+
+
+def calibrate(tunnels, size_lists, workdir, lcores, seconds=1.0, cipher="aes128-gcm"):
+    """The tester's own capacity, back to back (--tester-loop: its ESP to
+    itself over crossed rings, each packet encrypted and decrypted by the
+    tester): packets received per second at 'max' per frame label, and the
+    latency at 1 % of that (the tester's latency bias)."""
+    t = Tester(Plan(tunnels, cipher), ["net_null0,no-rx=1"], workdir, lcores,
+               name="calibration", loop="rings")
+    cal = {"tunnels": tunnels, "pps": {}, "latency_p50_ns": {}, "method":
+           "back to back over crossed rings (--tester-loop), DUT-decap streams at max"}
+    try:
+        t.start()
+        t.trial(0, 1000, 0.2, [64])         # neighbours resolved
+        for sizes in size_lists:
+            s = t.trial(0, "max", seconds, sizes)
+            pps = s["dut_decap"]["received"] / (s["window_ns"] / 1e9)
+            cal["pps"][rep.label(sizes)] = pps
+            # lost in the loop (rings full: the generator outran the decryption)
+            cal.setdefault("lost", {})[rep.label(sizes)] = s["dut_decap"]["lost"]
+            s = t.trial(0, max(1000, pps / 100), seconds, sizes)
+            cal["latency_p50_ns"][rep.label(sizes)] = s["dut_decap"]["lat_p50_ns"]
+    finally:
+        t.stop()
+    return cal
+
+
+def document(results, calibration=None):
+    """The report's JSON document: machine, calibration, and per search its
+    sizes, directions, the search (mlrsearch.to_dict: every trial) and the
+    latency trials."""
+    doc = {"machine": machine(), "results": []}
+    if calibration:
+        doc["calibration"] = calibration
     for r in results:
-        label = "IMIX" if r["sizes"] == IMIX else "/".join(str(s) for s in r["sizes"])
-        for g in r["search"].goals.values():
-            lo = g.relevant_lower_bound or 0.0
-            lines.append(f"| {label} | {'+'.join(r['dirs'])} | {g.goal.name} | {lo:,.0f} | "
-                         f"{(g.relevant_upper_bound or 0):,.0f} | "
-                         f"{(g.conditional_throughput or 0):,.0f} | "
-                         f"{lo * frame_bits(r['sizes'], False) / 1e9:.3f} | "
-                         f"{lo * frame_bits(r['sizes'], True) / 1e9:.3f} | "
-                         f"{'yes' if g.irregular else 'no'} |")
-    md = "\n".join(lines) + "\n"
-    if out_json:
-        doc = {"machine": machine(),
-               "results": [{"sizes": r["sizes"], "dirs": r["dirs"],
-                            "search": mlr.to_dict(r["search"])} for r in results]}
-        with open(out_json, "w") as f:
-            json.dump(doc, f, indent=2)
-    return md
+        d = {"sizes": r["sizes"], "dirs": r["dirs"], "search": mlr.to_dict(r["search"])}
+        if r.get("latency"):
+            d["latency"] = r["latency"]
+        doc["results"].append(d)
+    return doc
+
+
+def size_lists(arg):
+    """--sizes: '64,128,imix' -> [[64], [128], IMIX] (each searched alone)."""
+    out = []
+    for x in arg.split(","):
+        if x.strip().lower() == "imix":
+            out.append(list(IMIX))
+        elif x.strip().isdigit() and 64 <= int(x) <= 1514:
+            out.append([int(x)])
+        else:
+            raise ValueError(f"--sizes: '{x}' is not a frame size 64..1514 or imix")
+    return out
+
+
+def run(a, plan):
+    """Calibrate (unless --no-calibrate), then per frame size: the search and
+    the latency trials at 10/50/90 % of PDR; returns the document."""
+    sizes_all, dirs = size_lists(a.sizes), a.dirs.split(",")
+    lcores = ["-l", a.lcores]
+    cal = None if a.no_calibrate else calibrate(min(plan.tunnels, 1000), sizes_all,
+                                                os.path.join(a.workdir, "cal"), lcores)
+    t = Tester(plan, [a.vdev_a, a.vdev_b], a.workdir, lcores, netns=a.netns)
+    results = []
+    try:
+        t.start()
+        t.trial(1000 if "dut_encap" in dirs else 0, 1000 if "dut_decap" in dirs else 0,
+                0.3, [64])                  # neighbours resolved first
+        for sizes in sizes_all:
+            res = search(t, sizes, dirs, a.preset, a.min_load, a.max_load,
+                         progress=sys.stderr, trial=a.trial, duration_sum=a.duration_sum)
+            r = {"sizes": sizes, "dirs": dirs, "search": res}
+            pdr = res.goals.get("PDR")
+            if pdr and pdr.relevant_lower_bound:
+                r["latency"] = latency_points(t, sizes, dirs, pdr.relevant_lower_bound)
+            results.append(r)
+    finally:
+        t.stop()
+    return document(results, cal)
 
 
 def main(argv=None):
@@ -337,18 +445,43 @@ def main(argv=None):
     ap.add_argument("--cipher", default="aes128-gcm", choices=sorted(KEY_BYTES))
     ap.add_argument("--emit-peer-config", choices=("dpvpn", "xfrm", "swanctl"),
                     help="write the DUT's side of the tunnels to stdout and exit "
-                         "(with --keys-from: the keys of an earlier plan)")
+                         "(the keys are kept in WORKDIR/plan.json for the run)")
     ap.add_argument("--vdev-a", help="port A (faces the DUT's protected side), a --vdev")
     ap.add_argument("--vdev-b", help="port B (faces the DUT's unprotected side), a --vdev")
     ap.add_argument("--lcores", default="0-1", help="EAL -l (main lcore first)")
-    ap.add_argument("--sizes", default="64", help="comma-separated frame sizes, or imix")
+    ap.add_argument("--sizes", default="64",
+                    help="frame sizes searched one after the other: 64..1514 or imix")
     ap.add_argument("--dirs", default="dut_encap,dut_decap")
     ap.add_argument("--preset", default="csit", choices=sorted(mlr.PRESETS))
+    ap.add_argument("--trial", type=float, help="every goal's trial duration [s] "
+                    "(default: the preset's)")
+    ap.add_argument("--duration-sum", type=float, help="every goal's duration sum [s]")
+    ap.add_argument("--netns", help="run the tester in this network namespace")
     ap.add_argument("--min-load", type=float, default=1e4)
     ap.add_argument("--max-load", type=float, default=2e6)
+    ap.add_argument("--no-calibrate", action="store_true",
+                    help="skip the back-to-back calibration (tester-limited: ?)")
     ap.add_argument("--workdir", default="/tmp/dpvpn-tester")
-    ap.add_argument("--json", help="write the report's JSON here")
+    ap.add_argument("--json", help="write the report's JSON document here")
+    ap.add_argument("--plots", metavar="DIR", help="write PNG plots here")
+    ap.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                    help="print a before/after table of two reports and exit")
+    ap.add_argument("--calibrate-only", action="store_true",
+                    help="print the tester's own back-to-back capacity (JSON) and exit")
     a = ap.parse_args(argv)
+    if a.calibrate_only:
+        cal = calibrate(a.tunnels, size_lists(a.sizes), os.path.join(a.workdir, "cal"),
+                        ["-l", a.lcores])
+        cal["machine"] = machine()
+        print(json.dumps(cal, indent=2))
+        return 0
+    if a.compare:
+        docs = []
+        for path in a.compare:
+            with open(path) as f:
+                docs.append(json.load(f))
+        print(rep.compare(*docs))
+        return 0
     plan = Plan(a.tunnels, a.cipher)
     saved = os.path.join(a.workdir, "plan.json")
     os.makedirs(a.workdir, mode=0o700, exist_ok=True)
@@ -361,15 +494,13 @@ def main(argv=None):
         return 0
     if not (a.vdev_a and a.vdev_b):
         ap.error("--vdev-a and --vdev-b are required to run")
-    sizes = [s for s in (IMIX if a.sizes == "imix" else [int(x) for x in a.sizes.split(",")])]
-    dirs = a.dirs.split(",")
-    t = Tester(plan, [a.vdev_a, a.vdev_b], a.workdir, ["-l", a.lcores])
-    try:
-        t.start()
-        res = search(t, sizes, dirs, a.preset, a.min_load, a.max_load)
-        print(report([{"sizes": sizes, "dirs": dirs, "search": res}], a.json))
-    finally:
-        t.stop()
+    doc = run(a, plan)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=2)
+    if a.plots:
+        rep.plots(doc, a.plots)
+    print(rep.markdown(doc))
     return 0
 
 

@@ -8,6 +8,7 @@ namespace of the test's own, driven by net_af_packet:
   tester port A (198.18.1.2) == t-a | d-in  == DUT inside  (198.18.1.1)
   tester port B (198.19.0.2) == t-b | d-out == DUT outside (198.19.0.1)
 """
+import json
 import os
 import secrets
 import tempfile
@@ -184,8 +185,15 @@ def test_search_finds_ndr_and_pdr():
         at = [t for t in res.trials if t.load == ndr]
         # exceed ratio 0.5: at least half of its trials there lost nothing
         assert at and 2 * sum(t.extras["received"] == t.extras["sent"] for t in at) >= len(at), at
-        md = T.report([{"sizes": [64], "dirs": list(T.DIRS), "search": res}])
-        assert "| 64 |" in md and "| NDR |" in md and "| PDR |" in md, md
+        lat = T.latency_points(p.tester, [64], list(T.DIRS),
+                               goals["PDR"].relevant_lower_bound, seconds=0.3)
+        doc = T.document([{"sizes": [64], "dirs": list(T.DIRS), "search": res,
+                           "latency": lat}])
+        # 10 % of PDR is below NDR here: nothing lost; every share measured latency
+        assert all(lat["10"][d]["received"] == lat["10"][d]["sent"] > 0 for d in T.DIRS), lat
+        assert all(st[d]["lat_p50_ns"] > 0 for st in lat.values() for d in T.DIRS), lat
+        md = T.rep.markdown(doc)
+        assert "| 64 |" in md and "| NDR |" in md and "| PDR |" in md and "Latency" in md, md
         print(md)
 
 
@@ -319,9 +327,10 @@ def test_loop_delivers_every_packet():
         lp.warm()
         s = lp.tester.trial(0, 8000, 1.0, [64, 512, 1400])
         x = s["dut_decap"]
-        assert x["sent"] > 7000 and x["received"] == x["sent"], s
+        # (8000 asked for; fewer only if the generator's CPU stalled: behind)
+        assert x["sent"] > 4000 and x["received"] == x["sent"], s
         per = lp.tester.tunnels()
-        assert all(t["d_received"] == t["d_sent"] > 800 for t in per.values()), per
+        assert all(t["d_received"] == t["d_sent"] > 400 for t in per.values()), per
 
 
 def test_loop_tbf_ndr_matches_the_shaped_rate():
@@ -374,3 +383,43 @@ def test_loop_random_loss_is_measured():
         assert x["duplicated"] == 0 and x["received"] + x["lost"] == x["sent"], x
         per = lp.tester.tunnels()
         assert all(0 < t["d_sent"] - t["d_received"] < 0.05 * t["d_sent"] for t in per.values())
+
+
+def test_calibration_back_to_back(tmp_path):
+    """The tester's own capacity over crossed rings (--tester-loop): every
+    frame label measured, a latency bias for each; far above what the
+    af_packet lab can carry (a broken loop would give 0)."""
+    cal = T.calibrate(2, [[64], list(T.IMIX)], str(tmp_path), ["-l", "0-1"], seconds=0.5)
+    print(cal)
+    assert set(cal["pps"]) == {"64", "IMIX"}, cal
+    assert all(v > 2e5 for v in cal["pps"].values()), cal
+    assert all(v > 0 for v in cal["latency_p50_ns"].values()), cal
+
+
+def test_command_line_run_against_a_dut(tmp_path, capsys):
+    """dpvpn-tester end to end as a user runs it: --emit-peer-config dpvpn
+    for the DUT, then a search run (short trials) with calibration, the JSON,
+    the plots, the Markdown; then --compare of two reports."""
+    with Pair(1) as p:          # the pair's own tester is not used: stopped
+        p.tester.stop()
+        p.tester = None
+        wd = str(tmp_path / "wd")
+        os.makedirs(wd)
+        p.plan.save(os.path.join(wd, "plan.json"))     # the keys the DUT was given
+        js, plots = str(tmp_path / "r.json"), str(tmp_path / "plots")
+        rc = T.main(["--tunnels", "1", "--workdir", wd, "--netns", p.ns,
+                     "--vdev-a", "net_af_packet0,iface=t-a", "--vdev-b", "net_af_packet1,iface=t-b",
+                     "--lcores", "0-1", "--sizes", "64,imix", "--trial", "0.2",
+                     "--duration-sum", "0.4", "--min-load", "1e4", "--max-load", "2e6",
+                     "--json", js, "--plots", plots])
+    out = capsys.readouterr()
+    assert rc == 0, out
+    assert "| 64 |" in out.out and "| IMIX |" in out.out and "Tester capacity" in out.out, out.out
+    assert "trial " in out.err and " Mpps " in out.err       # the progress lines
+    with open(js) as f:
+        doc = json.load(f)
+    assert [r["sizes"] for r in doc["results"]] == [[64], list(T.IMIX)]
+    assert all(r["search"]["trials"] for r in doc["results"]) and doc["calibration"]["pps"]
+    assert any(n.endswith(".png") for n in os.listdir(plots))
+    assert T.main(["--compare", js, js]) == 0
+    assert "1.00" in capsys.readouterr().out
