@@ -1437,6 +1437,45 @@ put_id_auth(const struct ike_sa *sa, struct ike_buf *in)
 	return rc;
 }
 
+static bool
+prop_in(const struct ike_conn_cfg *cfg, const struct ike_prop_ike *p)
+{
+	for (unsigned i = 0; i < cfg->n_ike; i++)
+		if (cfg->ike[i].encr_bits == p->encr_bits && cfg->ike[i].dh == p->dh)
+			return true;
+	return false;
+}
+
+/*
+ * Responder: IKE_SA_INIT picked the first connection for the addresses (it
+ * has no identity yet).  Where several share the addresses (a tester's many
+ * tunnels to one gateway, one per identity), the IKE_AUTH request's IDi
+ * picks among them (RFC 7296 2.15 lets the responder choose by it): the one
+ * whose remote identity it is, if the IKE proposal taken suits it too.
+ * Otherwise the first stays, and auth_verify refuses the identity.
+ */
+static void
+conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
+{
+	const struct ike_pl *idp = find_pl(v, IKE_PL_IDI);
+	char err[ERR_LEN];
+	struct ike_id id;
+
+	if (sa->initiator || idp == NULL ||
+	    ike_id_parse(idp->body, idp->len, &id, err, sizeof(err)) != 0)
+		return;
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next) {
+		const struct ike_ident *want = &c->cfg.remote_id;
+
+		if (ip_equal(&c->cfg.local, &sa->local) && ip_equal(&c->cfg.remote, &sa->remote) &&
+		    id.type == want->type && id.len == want->len &&
+		    memcmp(id.data, want->data, id.len) == 0 && prop_in(&c->cfg, &sa->prop)) {
+			sa->conn = c;
+			return;
+		}
+	}
+}
+
 /* The peer's ID and AUTH: 0, -EBADMSG (malformed) or -EACCES, with err. */
 static int
 auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t elen)
@@ -1648,6 +1687,7 @@ auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	uint16_t nerr;
 	int rc;
 
+	conn_by_id(ctx, sa, v);		/* before the owner hears of it */
 	sa->owner_knows = true;
 	ike_buf_init(&in, inner, sizeof(inner));
 	rc = auth_verify(sa, v, err, sizeof(err));

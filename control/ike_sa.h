@@ -82,7 +82,7 @@ struct ike_prop_esp {
 
 struct ike_conn_cfg {
 	char name[IKE_CONN_NAME_MAX];
-	struct ike_addr local, remote;	/* the responder matches on the IPs only */
+	struct ike_addr local, remote;	/* the responder matches on the IPs, then the IDi */
 	uint8_t psk[IKE_PSK_MAX];	/* copied by ike_conn_add: wipe yours after */
 	size_t psk_len;
 	struct ike_ident local_id, remote_id;

@@ -548,6 +548,60 @@ test_ts_unacceptable(void **state)
 	stop();
 }
 
+static struct ike_ident
+fqdn(const char *name)
+{
+	struct ike_ident id = { .type = IKE_ID_FQDN, .len = (uint8_t)strlen(name) };
+
+	memcpy(id.data, name, id.len);
+	return id;
+}
+
+/*
+ * Several connections between one pair of addresses (a tester's tunnels to
+ * one gateway), told apart by identity: the responder's IKE_SA_INIT takes
+ * the first for the addresses; the IKE_AUTH request's IDi moves the SA to
+ * the connection of that identity (its PSK and selectors).  An identity no
+ * connection has is still refused.
+ */
+static void
+test_conn_by_identity(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr, other;
+	char err[128];
+
+	(void)state;
+	ci.local_id = fqdn("t.tester.example");
+	ci.remote_id = fqdn("t.gw.example");
+	cr = mirror(&ci);
+	other = cr;			/* first for the addresses: another identity and PSK */
+	memcpy(other.name, "u", 2);
+	other.remote_id = fqdn("u.tester.example");
+	memcpy(other.psk, "fedcba9876543210", 16);
+	other.ts_remote = pfx4("10.3.0.0", 16);
+	memset(&I, 0, sizeof(I));
+	memset(&R, 0, sizeof(R));
+	I.ctx = ike_new(&ops, &I);
+	R.ctx = ike_new(&ops, &R);
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	/* added last, "u" is the first the responder's list holds */
+	assert_int_equal(ike_conn_add(R.ctx, &cr, err, sizeof(err)), 0);
+	assert_int_equal(ike_conn_add(R.ctx, &other, err, sizeof(err)), 0);
+	bring_up(0);
+	assert_established();		/* child_up named "t" on both sides */
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+
+	ci.local_id = fqdn("nobody.example");	/* no connection has it: refused */
+	cr = mirror(&ci);
+	cr.remote_id = fqdn("t.tester.example");
+	start(&ci, &cr);
+	bring_up(0);
+	assert_int_equal(I.ups + R.ups, 0);
+	assert_int_equal(rej(&R, IKE_REJ_AUTH_FAIL), 1);
+	stop();
+}
+
 /* Drop the n-th datagram of outbox s (0-based count of those sent). */
 static void
 run_dropping(struct side *s, unsigned nth)
@@ -2006,6 +2060,7 @@ main(void)
 		cmocka_unit_test(test_esp_no_proposal),
 		cmocka_unit_test(test_ts_narrowing),
 		cmocka_unit_test(test_ts_unacceptable),
+		cmocka_unit_test(test_conn_by_identity),
 		cmocka_unit_test(test_dropped_responses),
 		cmocka_unit_test(test_duplicate_request),
 		cmocka_unit_test(test_replay),
