@@ -57,6 +57,7 @@ struct stream_rx {
 	uint64_t rx, dup, reorder;
 	uint64_t max_seq, window;	/* newest sequence, and the 64 before it */
 	uint64_t lat_min, lat_max, lat_sum;	/* TSC ticks */
+	uint64_t first;			/* TSC of the first received (tunnel set-up) */
 };
 
 struct tworker {
@@ -285,6 +286,7 @@ account(struct tworker *tw, const struct tester_payload *pl, uint16_t size, uint
 		r->max_seq = seq;
 		r->window = 1;
 		r->lat_min = lat;
+		r->first = now;
 	} else if (seq > r->max_seq) {
 		r->window = seq - r->max_seq >= 64 ? 1 : r->window << (seq - r->max_seq) | 1;
 		r->max_seq = seq;
@@ -559,16 +561,17 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 static void
 tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
 {
-	static const char *const keys[TESTER_DIRS][7] = {
+	static const char *const keys[TESTER_DIRS][8] = {
 		{ "e_sent", "e_received", "e_duplicated", "e_reordered", "e_lat_min_ns",
-		  "e_lat_avg_ns", "e_lat_max_ns" },
+		  "e_lat_avg_ns", "e_lat_max_ns", "e_first_ns" },
 		{ "d_sent", "d_received", "d_duplicated", "d_reordered", "d_lat_min_ns",
-		  "d_lat_avg_ns", "d_lat_max_ns" },
+		  "d_lat_avg_ns", "d_lat_max_ns", "d_first_ns" },
 	};
 
 	rte_tel_data_start_dict(c);
 	for (int dir = 0; dir < TESTER_DIRS; dir++) {
-		uint64_t v[7] = { 0, 0, 0, 0, UINT64_MAX, 0, 0 };
+		/* first: since the TX window opened, of the first packet received */
+		uint64_t v[8] = { 0, 0, 0, 0, UINT64_MAX, 0, 0, UINT64_MAX };
 		unsigned int s = tunnel * 2 + (unsigned int)dir;
 
 		for (unsigned int i = 0; i < dp.n_workers; i++) {
@@ -581,13 +584,15 @@ tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
 			if (r->rx) {
 				v[4] = RTE_MIN(v[4], r->lat_min);
 				v[6] = RTE_MAX(v[6], r->lat_max);
+				v[7] = RTE_MIN(v[7], r->first);
 			}
 			v[5] += r->lat_sum;
 		}
 		v[4] = v[1] ? ticks_ns(v[4]) : 0;
 		v[5] = v[1] ? ticks_ns(v[5] / v[1]) : 0;
 		v[6] = ticks_ns(v[6]);
-		for (int k = 0; k < 7; k++)
+		v[7] = v[1] && v[7] > T.next.start ? ticks_ns(v[7] - T.next.start) : 0;
+		for (int k = 0; k < 8; k++)
 			rte_tel_data_add_dict_u64(c, keys[dir][k], v[k]);
 	}
 }

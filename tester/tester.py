@@ -64,6 +64,8 @@ class Plan:
         # to_dut: tester -> DUT (the DUT decrypts); to_tester: DUT -> tester
         self.keys = [(secrets.token_bytes(n).hex(), secrets.token_bytes(n).hex())
                      for _ in range(tunnels)]
+        self.psk_file = None        # static keys unless use_ike()
+        self.ike_start = True       # False: the tester initiates on command (paced set-up)
 
     def save(self, path):
         """The plan, keys included, to a private file (--emit-peer-config)."""
@@ -98,13 +100,29 @@ class Plan:
         for i in range(self.tunnels):
             to_dut, to_tester = self.spis(i)
             k_dut, k_tester = self.keys[i]
+            keying = (self.ike_lines(i, "tester") if self.psk_file else
+                      f"out-spi = {to_dut:#x}\nout-key = 0x{k_dut}\n"
+                      f"in-spi = {to_tester:#x}\nin-key = 0x{k_tester}\n")
             parts.append(
                 f"[tunnel t{i}]\nlocal = {self.tester_outer}\nremote = {self.dut_outer}\n"
                 f"local-ts = {self.host(i)}/32\nremote-ts = {self.clear_net}\n"
-                f"cipher = {self.cipher}\nout-spi = {to_dut:#x}\nout-key = 0x{k_dut}\n"
-                f"in-spi = {to_tester:#x}\nin-key = 0x{k_tester}\n"
+                f"cipher = {self.cipher}\n{keying}"
                 f"replay-window = {self.window}\n\n")
         return "".join(parts)
+
+    def use_ike(self, psk_file):
+        """Key every tunnel by IKEv2 with a PSK (a new random one written to
+        psk_file, 0600) instead of static keys: the tester initiates each
+        tunnel, the DUT responds; each side names itself by an FQDN per tunnel."""
+        private_file(psk_file, secrets.token_hex(32) + "\n")
+        self.psk_file = psk_file
+
+    def ike_lines(self, i, side):
+        other = "dut" if side == "tester" else "tester"
+        return (f"keying = ike\npsk-file = {self.psk_file}\n"
+                f"local-id = fqdn:t{i}.{side}.dpvpn.test\n"
+                f"remote-id = fqdn:t{i}.{other}.dpvpn.test\n"
+                f"start = {'yes' if side == 'tester' and self.ike_start else 'no'}\n")
 
     def loop_config(self, loop_net="198.19.1.0/24"):
         """loop_net None: port C is in the outer network (its .3), on one link
@@ -158,11 +176,13 @@ class Plan:
         for i in range(self.tunnels):
             to_dut, to_tester = self.spis(i)
             k_dut, k_tester = self.keys[i]
+            keying = (self.ike_lines(i, "dut") if self.psk_file else
+                      f"out-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
+                      f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n")
             parts.append(
                 f"[tunnel t{i}]\nlocal = {self.dut_outer}\nremote = {self.tester_outer}\n"
                 f"local-ts = {self.clear_net}\nremote-ts = {self.host(i)}/32\n"
-                f"cipher = {self.cipher}\nout-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
-                f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n"
+                f"cipher = {self.cipher}\n{keying}"
                 f"replay-window = {self.window}\n\n")
         return "".join(parts)
 
@@ -239,6 +259,24 @@ class Tester:
         self.gw.start(timeout)
         self.tel = probe.Telemetry(self.gw.file_prefix)
 
+    def start_racing(self, encap_pps, decap_pps, seconds, sizes, timeout=60, during=None):
+        """Start the dataplane, then dpvpnd without waiting for it, and a
+        trial the moment the dataplane forwards (dpvpnd's START; IKE
+        initiates every tunnel right after): packets flow before tunnels are
+        up, so each tunnel's first received packet times its set-up.
+        Returns the stats once the trial and its drain are over."""
+        self.gw.start_dataplane(timeout)
+        self.tel = probe.Telemetry(self.gw.file_prefix)
+        self.gw.start_dpvpnd(wait=False)
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                return self.trial(encap_pps, decap_pps, seconds, sizes, during=during)
+            except RuntimeError as e:
+                if "busy" not in str(e) or time.monotonic() > end:
+                    raise
+            time.sleep(0.002)
+
     def stop(self):
         if self.tel:
             self.tel.close()
@@ -265,7 +303,8 @@ class Tester:
                 out[int(sa["name"][1:])] = sa["drops"]["bad-icv"]
         return out
 
-    def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5, progress=None):
+    def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5, progress=None,
+              during=None):
         """One trial: both directions' loads (pps, 0 = off, 'max'), sizes a
         list of frame sizes cycled per packet.  Returns the stats after the
         TX window and the drain (until nothing more arrives, at most drain s).
@@ -276,6 +315,8 @@ class Tester:
         if "error" in r:
             raise RuntimeError(f"tester: {r['error']}")
         trial = r["trial"]
+        if during:      # (the TX window opens 10 ms after the start)
+            during(time.monotonic() + 0.01)
         end = time.monotonic() + seconds + 0.05
         prev, at = None, time.monotonic()
         while time.monotonic() < end:
@@ -347,6 +388,74 @@ def machine():
         pass
     return {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
             "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+
+def setup_rate(tester, tunnels, seconds=10.0, per_tunnel_pps=20, rate=None):
+    """Tunnel set-up as traffic sees it (a tester not started yet): both
+    directions at per_tunnel_pps on every tunnel from the moment the
+    dataplane forwards; a tunnel is up when a packet has crossed it both
+    ways.  rate None: dpvpnd initiates every tunnel at once (start = yes);
+    a number: the plan has ike_start False and the tunnels are initiated
+    here, rate a second (dpvpnctl initiate).  Returns the time from each
+    tunnel's initiation to its first packet both ways, the tunnels that never
+    carried one (failed), and the set-up rate (tunnels up / time until the
+    last came up)."""
+    load = per_tunnel_pps * tunnels
+    started = {}
+    if rate is None:
+        s = tester.start_racing(load, load, seconds, [64])
+    else:
+        s = tester.start_racing(load, load, seconds, [64], during=lambda t0: initiate_paced(
+            tester, tunnels, rate, t0, started))
+    per = tester.tunnels()
+    first = {i: max(t["e_first_ns"], t["d_first_ns"]) / 1e9 - started.get(i, 0.0)
+             for i, t in per.items() if t["e_received"] and t["d_received"]}
+    failed = sorted(set(per) - set(first))
+    ordered = sorted(first.values())
+    last = max(first[i] + started.get(i, 0.0) for i in first) if first else 0.0
+    return {"tunnels": tunnels, "up": len(first), "failed": failed,
+            "initiation": "all at once (start = yes)" if rate is None else f"{rate}/s",
+            "first_packet_s": {"min": ordered[0] if ordered else None,
+                               "p50": ordered[len(ordered) // 2] if ordered else None,
+                               "max": ordered[-1] if ordered else None},
+            "rate_per_s": len(first) / last if last else None,
+            "lost_while_setting_up": {d: s[d]["lost"] for d in DIRS}}
+
+
+def initiate_paced(tester, tunnels, rate, t0, started):
+    """dpvpnctl initiate t0..tN-1, rate a second from t0 (monotonic time of
+    the trial's start); started[i]: when tunnel i was asked, from t0."""
+    for i in range(tunnels):
+        at = t0 + i / rate
+        time.sleep(max(0.0, at - time.monotonic()))
+        started[i] = time.monotonic() - t0
+        lab.sh(lab.DPVPNCTL, "-s", tester.gw.ctl_sock, "initiate", f"t{i}")
+
+
+def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,)):
+    """CHILD_SA rekeys (dpvpnctl rekey, round robin over the tunnels, at
+    rekeys_per_s) during a trial at load_pps (both directions, the sum):
+    the loss per rekey, and the gap it makes in a tunnel's stream (its loss
+    over its packet rate), from the tester's counters."""
+    per_dir = load_pps / 2
+    done = []
+
+    def rekeys(t0):
+        n, i = int(seconds * rekeys_per_s), 0
+        for k in range(n):
+            time.sleep(max(0.0, t0 + (k + 0.5) / rekeys_per_s - time.monotonic()))
+            r = lab.sh(lab.DPVPNCTL, "-s", tester.gw.ctl_sock, "rekey",
+                       f"t{i % tester.plan.tunnels}", check=False)
+            done.append(r.returncode == 0)
+            i += 1
+    s = tester.trial(per_dir, per_dir, seconds, list(sizes), during=rekeys)
+    lost = sum(s[d]["lost"] for d in DIRS)
+    n = sum(done)
+    per_tunnel_pps = load_pps / tester.plan.tunnels
+    return {"load_pps": load_pps, "rekeys": n, "refused": len(done) - n,
+            "lost": lost, "lost_per_rekey": lost / n if n else None,
+            "gap_us_per_rekey": (lost / n) / per_tunnel_pps * 1e6 if n else None,
+            "stats": s}
 
 
 def latency_points(tester, sizes, dirs, pdr, seconds=1.0, shares=(10, 50, 90)):

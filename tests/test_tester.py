@@ -27,14 +27,21 @@ import tester as T  # noqa: E402
 class Pair:
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
-    def __init__(self, tunnels, wrong_key=None, shape_out=None):
+    def __init__(self, tunnels, wrong_key=None, shape_out=None, ike=False, start_tester=True,
+                 paced=False):
         """shape_out: a tc qdisc (argument list) on the DUT's outside link,
-        the way to the tester (the DUT's frames then pass the qdisc)."""
+        the way to the tester (the DUT's frames then pass the qdisc).  ike:
+        tunnels keyed by IKEv2 (PSK), the tester initiating.  start_tester
+        False: the test starts the tester itself (self.tester made, not started)."""
         self.shape_out = shape_out
+        self.start_tester = start_tester
         self.tag = secrets.token_hex(2)
         self.ns = f"dpvpn-{self.tag}-tst"
         self.dir = tempfile.mkdtemp(prefix="dpvpn-tester-")
         self.plan = T.Plan(tunnels)
+        if ike:
+            self.plan.use_ike(os.path.join(self.dir, "ike.psk"))
+            self.plan.ike_start = not paced     # paced: the test initiates each tunnel
         dut = self.plan.dut_config_dpvpn()
         if wrong_key is not None:     # the DUT encrypts tunnel wrong_key's traffic wrongly
             k_dut, k_tester = self.plan.keys[wrong_key]
@@ -70,7 +77,8 @@ class Pair:
             self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
                                                "net_af_packet1,iface=t-b"],
                                    self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
-            self.tester.start(60)
+            if self.start_tester:
+                self.tester.start(60)
         except BaseException:
             self.close()
             raise
@@ -396,6 +404,7 @@ def test_calibration_back_to_back(tmp_path):
     assert all(v > 0 for v in cal["latency_p50_ns"].values()), cal
 
 
+@pytest.mark.slow
 def test_command_line_run_against_a_dut(tmp_path, capsys):
     """dpvpn-tester end to end as a user runs it: --emit-peer-config dpvpn
     for the DUT, then a search run (short trials) with calibration, the JSON,
@@ -423,3 +432,64 @@ def test_command_line_run_against_a_dut(tmp_path, capsys):
     assert any(n.endswith(".png") for n in os.listdir(plots))
     assert T.main(["--compare", js, js]) == 0
     assert "1.00" in capsys.readouterr().out
+
+
+# ---- IKEv2: the tester initiates every tunnel ----
+
+def test_ike_all_at_once_then_traffic():
+    """20 tunnels keyed by IKEv2 (PSK), the tester initiating them all at
+    once against a dpvpn DUT (which tells them apart by identity): each
+    carries traffic both ways; the set-up is timed by the first packets, and
+    what was sent before a tunnel was up is counted as lost, not hidden."""
+    with Pair(20, ike=True, start_tester=False) as p:
+        r = T.setup_rate(p.tester, 20, seconds=8.0)
+        print(r)
+        assert r["up"] == 20 and r["failed"] == [], r
+        assert 0 < r["first_packet_s"]["min"] <= r["first_packet_s"]["max"] < 8.0, r
+        assert r["rate_per_s"] > 0 and sum(r["lost_while_setting_up"].values()) > 0, r
+        s = p.tester.trial(2000, 2000, 0.5, [64, 1400])
+        assert all(s[d]["received"] == s[d]["sent"] > 800 for d in T.DIRS), s
+
+
+def test_ike_paced_setup_and_rekeys_under_load():
+    """Paced set-up (20 tunnels initiated at 20 a second): every one up, its
+    first packet both ways soon after its initiation; then CHILD_SA rekeys
+    (4 a second) under 4000 pps: each rekey done, the loss per rekey counted
+    (make-before-break: next to none)."""
+    with Pair(20, ike=True, start_tester=False, paced=True) as p:
+        r = T.setup_rate(p.tester, 20, seconds=3.0, rate=20)
+        print(r)
+        assert r["up"] == 20 and r["failed"] == [], r
+        assert r["first_packet_s"]["max"] < 1.0, r
+        x = T.rekey_under_load(p.tester, 4000, 2.0, 4)
+        s = x.pop("stats")
+        print(x)
+        assert x["rekeys"] == 8 and x["refused"] == 0, x
+        assert x["lost"] == sum(s[d]["sent"] - s[d]["received"] for d in T.DIRS), x
+        assert x["lost_per_rekey"] <= 2, x
+        lab.wait_for(lambda: p.tester.gw.dpvpnd.output().count("IKE CHILD_SA rekeyed") >= 8,
+                     5, "8 rekeys in the tester's log")
+
+
+def test_thousand_static_tunnels():
+    """1 000 statically keyed tunnels through a dpvpn DUT: every tunnel's
+    packets, both ways, all back."""
+    with Pair(1000) as p:
+        p.warm()
+        s = p.tester.trial(20000, 20000, 1.0, [64])
+        assert all(s[d]["received"] == s[d]["sent"] > 15000 for d in T.DIRS), s
+        per = p.tester.tunnels()
+        assert len(per) == 1000
+        bad = [i for i, t in per.items()
+               if not (t["e_received"] == t["e_sent"] > 0 and t["d_received"] == t["d_sent"] > 0)]
+        assert bad == [], bad[:10]
+
+
+@pytest.mark.slow
+def test_thousand_ike_tunnels_paced():
+    """1 000 tunnels keyed by IKEv2, initiated at 100 a second: all up (a
+    packet both ways on each), none failed."""
+    with Pair(1000, ike=True, start_tester=False, paced=True) as p:
+        r = T.setup_rate(p.tester, 1000, seconds=16.0, per_tunnel_pps=2, rate=100)
+        print({k: v for k, v in r.items() if k != "failed"})
+        assert r["up"] == 1000 and r["failed"] == [], r["failed"][:10]
