@@ -71,6 +71,7 @@ struct tworker {
 	uint64_t rx[TESTER_DIRS], rx_bytes[TESTER_DIRS];
 	uint64_t dup[TESTER_DIRS], reorder[TESTER_DIRS];
 	uint64_t late, foreign, no_mbuf, behind;
+	uint64_t corrupt[TESTER_DIRS];	/* lengths or padding not as sent */
 	uint64_t lat_min[TESTER_DIRS], lat_max[TESTER_DIRS];
 	uint64_t hist[TESTER_DIRS][HIST_BUCKETS];
 	uint64_t *sent;			/* [stream] */
@@ -327,6 +328,24 @@ ours(struct rte_mbuf *m, uint16_t l2)
 	return p[0] == 0x45 && p[9] == IPPROTO_UDP && pl->magic == TESTER_MAGIC ? pl : NULL;
 }
 
+/*
+ * Byte for byte as built: the IP and UDP lengths those of the frame, the
+ * padding after the payload all zero (the payload itself is checked by
+ * account(): magic, stream, trial, sequence).
+ */
+static bool
+intact(const uint8_t *ip, uint16_t len)
+{
+	static const uint8_t zero[TESTER_MAX_SIZE];
+	const struct rte_ipv4_hdr *h = (const struct rte_ipv4_hdr *)ip;
+	const struct rte_udp_hdr *u = (const struct rte_udp_hdr *)(h + 1);
+	uint16_t pad = (uint16_t)(len - PAYLOAD_OFF - sizeof(struct tester_payload));
+
+	return rte_be_to_cpu_16(h->total_length) == len &&
+	       rte_be_to_cpu_16(u->dgram_len) == len - sizeof(*h) &&
+	       memcmp(ip + len - pad, zero, pad) == 0;
+}
+
 uint16_t
 tester_sink(struct dp_worker *w, struct rte_mbuf **pkts, uint16_t n, uint16_t l2)
 {
@@ -339,14 +358,19 @@ tester_sink(struct dp_worker *w, struct rte_mbuf **pkts, uint16_t n, uint16_t l2
 		struct rte_mbuf *m = pkts[i];
 		const struct tester_payload *pl = ours(m, l2);
 		struct tester_payload copy;
+		uint16_t len;
 
 		if (pl == NULL || ndone == DP_BURST) {
 			pkts[keep++] = m;
 			continue;
 		}
 		memcpy(&copy, pl, sizeof(copy));
-		account(tw, &copy, (uint16_t)(rte_pktmbuf_data_len(m) - l2 +
-					      sizeof(struct rte_ether_hdr)), now);
+		len = (uint16_t)(rte_pktmbuf_data_len(m) - l2);
+		if (unlikely(len > TESTER_MAX_SIZE - sizeof(struct rte_ether_hdr) ||
+			     !intact(rte_pktmbuf_mtod_offset(m, const uint8_t *, l2), len)))
+			tw->corrupt[copy.stream & 1]++;
+		else
+			account(tw, &copy, (uint16_t)(len + sizeof(struct rte_ether_hdr)), now);
 		done[ndone++] = m;
 	}
 	rte_pktmbuf_free_bulk(done, ndone);
@@ -491,7 +515,7 @@ dir_stats(struct rte_tel_data *c, int dir)
 		{ "lat_p999_ns", 0.999 },
 	};
 	uint64_t h[HIST_BUCKETS] = { 0 };	/* telemetry: a thread per client */
-	uint64_t sent = 0, sbytes = 0, rx = 0, rbytes = 0, dup = 0, reorder = 0;
+	uint64_t sent = 0, sbytes = 0, rx = 0, rbytes = 0, dup = 0, reorder = 0, corrupt = 0;
 	uint64_t lmin = UINT64_MAX, lmax = 0;
 
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
@@ -503,6 +527,7 @@ dir_stats(struct rte_tel_data *c, int dir)
 		rbytes += tw->rx_bytes[dir];
 		dup += tw->dup[dir];
 		reorder += tw->reorder[dir];
+		corrupt += tw->corrupt[dir];
 		lmin = RTE_MIN(lmin, tw->lat_min[dir]);
 		lmax = RTE_MAX(lmax, tw->lat_max[dir]);
 		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
@@ -516,6 +541,7 @@ dir_stats(struct rte_tel_data *c, int dir)
 	rte_tel_data_add_dict_u64(c, "lost", sent > rx ? sent - rx : 0);
 	rte_tel_data_add_dict_u64(c, "duplicated", dup);
 	rte_tel_data_add_dict_u64(c, "reordered", reorder);
+	rte_tel_data_add_dict_u64(c, "corrupt", corrupt);
 	rte_tel_data_add_dict_u64(c, "lat_min_ns", rx ? ticks_ns(lmin) : 0);
 	for (unsigned int q = 0; q < RTE_DIM(qs); q++)
 		rte_tel_data_add_dict_u64(c, qs[q].name, ticks_ns(quantile(h, rx, qs[q].q)));

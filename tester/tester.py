@@ -66,6 +66,8 @@ class Plan:
                      for _ in range(tunnels)]
         self.psk_file = None        # static keys unless use_ike()
         self.ike_start = True       # False: the tester initiates on command (paced set-up)
+        self.encap_udp = False      # IKE tunnels: force UDP encapsulation (kernel-libipsec)
+        self.ike_proposal = "aes128gcm16-prfsha256-x25519"
 
     def save(self, path):
         """The plan, keys included, to a private file (--emit-peer-config)."""
@@ -117,9 +119,15 @@ class Plan:
         private_file(psk_file, secrets.token_hex(32) + "\n")
         self.psk_file = psk_file
 
+    def psk_text(self):
+        with open(self.psk_file) as f:
+            return f.read().strip()
+
     def ike_lines(self, i, side):
         other = "dut" if side == "tester" else "tester"
         return (f"keying = ike\npsk-file = {self.psk_file}\n"
+                f"ike-proposals = {self.ike_proposal}\n"
+                + ("encap = udp\n" if self.encap_udp else "") +
                 f"local-id = fqdn:t{i}.{side}.dpvpn.test\n"
                 f"remote-id = fqdn:t{i}.{other}.dpvpn.test\n"
                 f"start = {'yes' if side == 'tester' and self.ike_start else 'no'}\n")
@@ -209,21 +217,35 @@ class Plan:
                              f"proto esp reqid {i + 1} mode tunnel")
         return "\n".join(lines) + "\n"
 
-    def dut_config_swanctl(self):
-        """The DUT's side as strongSwan swanctl.conf (static keys are not
-        strongSwan's way: IKEv2 with a PSK, the tester initiating, is for
-        when the tester keys by IKE; until then this is a template)."""
+    def dut_config_swanctl(self, psk=None):
+        """The DUT's side as strongSwan's swanctl.conf: one connection per
+        tunnel, told apart by identity, the tester initiating; IKEv2 with
+        the plan's PSK (use_ike; psk: its text, else a placeholder), UDP
+        encapsulation when the plan asks for it (kernel-libipsec needs it)."""
+        esp = {"aes128-gcm": "aes128gcm16", "aes256-gcm": "aes256gcm16"}[self.cipher]
         out = ["# dpvpn-tester: the DUT's side for strongSwan (swanctl --load-all)",
                "connections {"]
         for i in range(self.tunnels):
-            out += [f"  t{i} {{", "    version = 2",
-                    f"    local_addrs = {self.dut_outer}", f"    remote_addrs = {self.tester_outer}",
-                    "    local { auth = psk }", "    remote { auth = psk }",
-                    "    children {", f"      t{i} {{",
-                    f"        local_ts = {self.clear_net}", f"        remote_ts = {self.host(i)}/32",
-                    f"        esp_proposals = {self.cipher}16-modp2048",
-                    "      }", "    }", "  }"]
-        out += ["}", "secrets {", "  ike-tester { secret = CHANGE-ME }", "}"]
+            out += [f"    t{i} {{", "        version = 2",
+                    f"        local_addrs = {self.dut_outer}",
+                    f"        remote_addrs = {self.tester_outer}",
+                    f"        encap = {'yes' if self.encap_udp else 'no'}",
+                    "        mobike = no", "        dpd_delay = 0s",
+                    f"        proposals = {self.ike_proposal}",
+                    "        local {", "            auth = psk",
+                    f"            id = @t{i}.dut.dpvpn.test", "        }",
+                    "        remote {", "            auth = psk",
+                    f"            id = @t{i}.tester.dpvpn.test", "        }",
+                    "        children {", f"            t{i} {{",
+                    "                mode = tunnel",
+                    f"                local_ts = {self.clear_net}",
+                    f"                remote_ts = {self.host(i)}/32",
+                    f"                esp_proposals = {esp}",
+                    "                start_action = none", "                dpd_action = none",
+                    "            }", "        }", "    }"]
+        out += ["}", "secrets {", "    ike-tester {",
+                f"        secret = \"{psk or 'CHANGE-ME: the tester PSK file'}\"",
+                "    }", "}"]
         return "\n".join(out) + "\n"
 
 
