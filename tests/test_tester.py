@@ -504,6 +504,7 @@ def test_ike_paced_setup_and_rekeys_under_load():
                      5, "8 rekeys in the tester's log")
 
 
+@pytest.mark.slow
 def test_thousand_static_tunnels():
     """1 000 statically keyed tunnels through a dpvpn DUT: every tunnel's
     packets, both ways, all back."""
