@@ -121,6 +121,8 @@ tester_loop_ports(unsigned int queues)
 	int socket = (int)rte_socket_id();
 	char name[RTE_RING_NAMESIZE];
 
+	if (queues == 0 || queues > DP_MAX_WORKERS)
+		return -EINVAL;
 	for (unsigned int q = 0; q < queues; q++) {
 		snprintf(name, sizeof(name), "tloop_bc%u", q);
 		bc[q] = rte_ring_create(name, 4096, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);

@@ -95,21 +95,30 @@ class Plan:
                 f"[port outside]\nid = 1\nrole = outside\n"
                 f"address = {outer}/{self.outer_net.prefixlen}\n\n")
 
+    def tunnel(self, name, i, side, local, remote, static=False):
+        """Tunnel i's [tunnel] section as side ("tester" or "dut") has it:
+        selectors, SPIs and keys mirrored; IKE lines instead of keys when
+        the plan uses IKE (unless static)."""
+        to_dut, to_tester = self.spis(i)
+        k_dut, k_tester = self.keys[i]
+        mine = side == "tester"
+        out_spi, out_key, in_spi, in_key = ((to_dut, k_dut, to_tester, k_tester) if mine else
+                                            (to_tester, k_tester, to_dut, k_dut))
+        host = f"{self.host(i)}/32"
+        lts, rts = (host, self.clear_net) if mine else (self.clear_net, host)
+        keying = (self.ike_lines(i, side) if self.psk_file and not static else
+                  f"out-spi = {out_spi:#x}\nout-key = 0x{out_key}\n"
+                  f"in-spi = {in_spi:#x}\nin-key = 0x{in_key}\n")
+        return (f"[tunnel {name}]\nlocal = {local}\nremote = {remote}\n"
+                f"local-ts = {lts}\nremote-ts = {rts}\ncipher = {self.cipher}\n{keying}"
+                f"replay-window = {self.window}\n\n")
+
     def tester_config(self):
         parts = [self._ports(self.tester_clear, self.tester_outer),
                  f"[route tester-hosts]\ndst = {self.inner}/10\nport = inside\n"
                  f"via = {self.dut_clear}\n\n"]
-        for i in range(self.tunnels):
-            to_dut, to_tester = self.spis(i)
-            k_dut, k_tester = self.keys[i]
-            keying = (self.ike_lines(i, "tester") if self.psk_file else
-                      f"out-spi = {to_dut:#x}\nout-key = 0x{k_dut}\n"
-                      f"in-spi = {to_tester:#x}\nin-key = 0x{k_tester}\n")
-            parts.append(
-                f"[tunnel t{i}]\nlocal = {self.tester_outer}\nremote = {self.dut_outer}\n"
-                f"local-ts = {self.host(i)}/32\nremote-ts = {self.clear_net}\n"
-                f"cipher = {self.cipher}\n{keying}"
-                f"replay-window = {self.window}\n\n")
+        parts += [self.tunnel(f"t{i}", i, "tester", self.tester_outer, self.dut_outer)
+                  for i in range(self.tunnels)]
         return "".join(parts)
 
     def use_ike(self, psk_file):
@@ -166,32 +175,15 @@ class Plan:
 
     def _loop_tunnels(self, head, c):
         """head plus the DUT's side of every tunnel, on port C (address c)."""
-        parts = [head]
-        for i in range(self.tunnels):
-            to_dut, to_tester = self.spis(i)
-            k_dut, k_tester = self.keys[i]
-            parts.append(
-                f"[tunnel u{i}]\nlocal = {c}\nremote = {self.tester_outer}\n"
-                f"local-ts = {self.clear_net}\nremote-ts = {self.host(i)}/32\n"
-                f"cipher = {self.cipher}\nout-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
-                f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n"
-                f"replay-window = {self.window}\n\n")
+        parts = [head] + [self.tunnel(f"u{i}", i, "dut", c, self.tester_outer, static=True)
+                          for i in range(self.tunnels)]
         return "".join(parts)
 
     def dut_config_dpvpn(self):
         """The DUT's side as a dpvpn.conf (--emit-peer-config dpvpn)."""
         parts = [self._ports(self.dut_clear, self.dut_outer)]
-        for i in range(self.tunnels):
-            to_dut, to_tester = self.spis(i)
-            k_dut, k_tester = self.keys[i]
-            keying = (self.ike_lines(i, "dut") if self.psk_file else
-                      f"out-spi = {to_tester:#x}\nout-key = 0x{k_tester}\n"
-                      f"in-spi = {to_dut:#x}\nin-key = 0x{k_dut}\n")
-            parts.append(
-                f"[tunnel t{i}]\nlocal = {self.dut_outer}\nremote = {self.tester_outer}\n"
-                f"local-ts = {self.clear_net}\nremote-ts = {self.host(i)}/32\n"
-                f"cipher = {self.cipher}\n{keying}"
-                f"replay-window = {self.window}\n\n")
+        parts += [self.tunnel(f"t{i}", i, "dut", self.dut_outer, self.tester_outer)
+                  for i in range(self.tunnels)]
         return "".join(parts)
 
     def dut_config_xfrm(self, dev_clear="eth0", dev_outer="eth1"):
@@ -323,6 +315,19 @@ class Tester:
         for sa in self.gw.ctl("show", "sa")["sas"]:
             if sa["dir"] == "in" and sa["name"].startswith("t"):
                 out[int(sa["name"][1:])] = sa["drops"]["bad-icv"]
+        return out
+
+    def esp_missing(self, prefix="t"):
+        """{tunnel: ESP packets missing on its inbound SA}: the highest
+        sequence number received minus the packets decrypted, i.e. what the
+        far end encrypted that never got here (lost on the ESP leg), since
+        the SA was made.  prefix: "t" (the tester's tunnels), "u" (port C's,
+        back to back).  The cross-check of the sink's loss count."""
+        out = {}
+        for sa in self.gw.ctl("show", "sa")["sas"]:
+            name = sa["name"]
+            if sa["dir"] == "in" and name.startswith(prefix) and name[len(prefix):].isdigit():
+                out[int(name[len(prefix):])] = int(sa["seq"]) - int(sa["packets"])
         return out
 
     def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5, progress=None,

@@ -25,6 +25,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(lab.CONFIGS), "tester"))
 import tester as T  # noqa: E402
 
 
+def link(ns_a, a, ns_b, b, addr_b=None):
+    """A veth pair, a in ns_a and b in ns_b, up and quiet (no offloads, so
+    DPDK sees whole frames with real checksums; no IPv6 chatter); addr_b:
+    an address for b."""
+    lab.sh("ip", "-n", ns_a, "link", "add", a, "type", "veth", "peer", "name", b, "netns", ns_b)
+    for ns, dev in ((ns_a, a), (ns_b, b)):
+        lab.sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off",
+               "gso", "off", "gro", "off", check=False)
+        lab.sh("ip", "netns", "exec", ns, "sysctl", "-qw",
+               f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        lab.sh("ip", "-n", ns, "link", "set", dev, "up")
+    if addr_b:
+        lab.sh("ip", "-n", ns_b, "addr", "add", addr_b, "dev", b)
+
+
 class Pair:
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
@@ -56,13 +71,7 @@ class Pair:
         try:
             lab.sh("ip", "netns", "add", self.ns)
             for a, b in (("t-a", "d-in"), ("t-b", "d-out")):
-                lab.sh("ip", "-n", self.ns, "link", "add", a, "type", "veth", "peer", "name", b)
-                for dev in (a, b):
-                    lab.sh("ip", "netns", "exec", self.ns, "ethtool", "-K", dev, "tx", "off",
-                           "tso", "off", "gso", "off", "gro", "off", check=False)
-                    lab.sh("ip", "netns", "exec", self.ns, "sysctl", "-qw",
-                           f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
-                    lab.sh("ip", "-n", self.ns, "link", "set", dev, "up")
+                link(self.ns, a, self.ns, b)
             # the tester busy-polls on CPU 1, the DUT's worker on CPU 0
             bypass = ""
             if self.shape_out:
@@ -256,25 +265,32 @@ def test_emit_peer_config(tmp_path, capsys):
         T.Plan(4).load_keys(os.path.join(wd, "plan.json"))
 
 
+TBF_20MBIT = ["tbf", "rate", "20mbit", "burst", "4kb", "limit", "10kb"]
+
+
+def shaped_ndr(tester, direction, what):
+    """The NDR (exceed ratio 0, 1 s trials, 1 % width) of one direction at
+    64 B whose ESP crosses TBF_20MBIT: within 5 % of 20 Mbit/s in ESP frames."""
+    expect = 20e6 / (8 * esp_frame(64))
+    goal = T.mlr.Goal("NDR", 0.0, exceed_ratio=0.0, relative_width=0.01,
+                      initial_trial_duration=1.0, final_trial_duration=1.0,
+                      duration_sum=1.0, preceding_targets=1)
+    cfg = T.mlr.Config(goals=(goal,), min_load=expect / 4, max_load=expect * 3,
+                       search_duration_max=120)
+    res = T.search(tester, [64], [direction], config=cfg)
+    ndr = res.goals["NDR"].relevant_lower_bound
+    print(f"{what}: expected {expect:.0f} pps, NDR {ndr:.0f} pps, {len(res.trials)} trials")
+    assert ndr is not None and abs(ndr - expect) <= 0.05 * expect, (ndr, expect, res.trials)
+
+
 def test_shaped_dut_ndr_matches_the_shaped_rate():
     """Known capacity through a real DUT: the dpvpn gateway's outside link is
     shaped to 20 Mbit/s (tc tbf, as in the back-to-back case); the NDR of the
     DUT-encap stream (its ESP crosses the shaper) is within 5 % of that rate
     in ESP frames."""
-    rate = 20e6
-    with Pair(2, shape_out=["tbf", "rate", "20mbit", "burst", "4kb", "limit", "10kb"]) as p:
+    with Pair(2, shape_out=TBF_20MBIT) as p:
         p.warm()
-        expect = rate / (8 * esp_frame(64))
-        goal = T.mlr.Goal("NDR", 0.0, exceed_ratio=0.0, relative_width=0.01,
-                          initial_trial_duration=1.0, final_trial_duration=1.0,
-                          duration_sum=1.0, preceding_targets=1)
-        cfg = T.mlr.Config(goals=(goal,), min_load=expect / 4, max_load=expect * 3,
-                           search_duration_max=120)
-        res = T.search(p.tester, [64], ["dut_encap"], config=cfg)
-        ndr = res.goals["NDR"].relevant_lower_bound
-        print(f"DUT shaped to 20 Mbit/s: expected {expect:.0f} pps, NDR {ndr:.0f} pps, "
-              f"{len(res.trials)} trials")
-        assert ndr is not None and abs(ndr - expect) <= 0.05 * expect, (ndr, expect, res.trials)
+        shaped_ndr(p.tester, "dut_encap", "DUT shaped to 20 Mbit/s")
 
 
 # ---- known ground truth: back-to-back through a Linux router namespace ----
@@ -314,15 +330,7 @@ class Loop:
             for n in (self.ns, self.rtr):
                 lab.sh("ip", "netns", "add", n)
             for a, b, addr in (("t-b", "r-b", "198.19.0.1/24"), ("t-c", "r-c", "198.19.1.1/24")):
-                lab.sh("ip", "-n", self.ns, "link", "add", a, "type", "veth", "peer", "name", b,
-                       "netns", self.rtr)
-                for ns, dev in ((self.ns, a), (self.rtr, b)):
-                    lab.sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso",
-                           "off", "gso", "off", "gro", "off", check=False)
-                    lab.sh("ip", "netns", "exec", ns, "sysctl", "-qw",
-                           f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
-                    lab.sh("ip", "-n", ns, "link", "set", dev, "up")
-                lab.sh("ip", "-n", self.rtr, "addr", "add", addr, "dev", b)
+                link(self.ns, a, self.rtr, b, addr)
             lab.sh("ip", "netns", "exec", self.rtr, "sysctl", "-qw", "net.ipv4.ip_forward=1")
             if self.qdisc:
                 lab.sh("ip", "netns", "exec", self.rtr, "tc", "qdisc", "add", "dev", "r-c",
@@ -379,20 +387,9 @@ def test_loop_tbf_ndr_matches_the_shaped_rate():
     4 KB bucket and a 10 KB queue).  The NDR MLRsearch finds (exceed ratio 0,
     1 s trials, 1 % width) is within 5 % of the rate in frames of the size
     the ESP has on that link."""
-    rate = 20e6
-    with Loop(2, ["tbf", "rate", "20mbit", "burst", "4kb", "limit", "10kb"]) as lp:
+    with Loop(2, TBF_20MBIT) as lp:
         lp.warm()
-        expect = rate / (8 * esp_frame(64))
-        goal = T.mlr.Goal("NDR", 0.0, exceed_ratio=0.0, relative_width=0.01,
-                          initial_trial_duration=1.0, final_trial_duration=1.0,
-                          duration_sum=1.0, preceding_targets=1)
-        cfg = T.mlr.Config(goals=(goal,), min_load=expect / 4, max_load=expect * 3,
-                           search_duration_max=120)
-        res = T.search(lp.tester, [64], ["dut_decap"], config=cfg)
-        ndr = res.goals["NDR"].relevant_lower_bound
-        print(f"tbf 20 Mbit/s: expected {expect:.0f} pps, NDR {ndr:.0f} pps, "
-              f"{len(res.trials)} trials")
-        assert ndr is not None and abs(ndr - expect) <= 0.05 * expect, (ndr, expect, res.trials)
+        shaped_ndr(lp.tester, "dut_decap", "tbf 20 Mbit/s, back to back")
 
 
 def netem_available():
@@ -409,21 +406,30 @@ def netem_available():
 def test_loop_random_loss_is_measured():
     """Known loss: 2 % of the ESP dropped at random on the way (netem where
     the kernel has it, else nftables' numgen random mod 50); the loss the
-    tester measures over 40 000 packets is 2 % within 0.35 % (4 sigma), and
-    every packet is either received or lost, none twice."""
+    tester measures over 40 000 packets is 2 % within 0.35 % (4 sigma),
+    every packet is either received or lost, none twice, and the loss per
+    tunnel is the gap in the ESP sequence numbers its SA received."""
     how = (dict(qdisc=["netem", "loss", "2%"]) if netem_available() else
            dict(nft="numgen random mod 50 == 0 drop"))
     with Loop(4, **how) as lp:
         lp.warm()
+        gaps0 = lp.tester.esp_missing("u")
         s = lp.tester.trial(0, 20000, 2.0, [64])
         x = s["dut_decap"]
         loss = x["lost"] / x["sent"]
+        # every packet lost was lost on the ESP leg: the sequence-number gaps
+        # on port C's inbound SAs say the same, tunnel by tunnel
+        gaps = lp.tester.esp_missing("u")
+        per_gap = {i: gaps[i] - gaps0[i] for i in gaps}
+        assert sum(per_gap.values()) == x["lost"], (per_gap, x)
         print(f"2 % random loss ({how}): sent {x['sent']}, lost {x['lost']} "
               f"({100 * loss:.2f} %)")
         assert x["sent"] > 38000 and abs(loss - 0.02) <= 0.0035, x
         assert x["duplicated"] == 0 and x["received"] + x["lost"] == x["sent"], x
         per = lp.tester.tunnels()
         assert all(0 < t["d_sent"] - t["d_received"] < 0.05 * t["d_sent"] for t in per.values())
+        assert all(t["d_sent"] - t["d_received"] == per_gap[i] for i, t in per.items()), \
+            (per, per_gap)
 
 
 def test_calibration_back_to_back(tmp_path):
@@ -554,15 +560,7 @@ class SwanDut:
                 lab.sh("ip", "netns", "add", n)
                 lab.sh("ip", "-n", n, "link", "set", "lo", "up")
             for a, b, addr in (("t-a", "d-in", "198.18.1.1/24"), ("t-b", "d-out", "198.19.0.1/24")):
-                lab.sh("ip", "-n", self.ns, "link", "add", a, "type", "veth", "peer", "name", b,
-                       "netns", self.dns)
-                for ns, dev in ((self.ns, a), (self.dns, b)):
-                    lab.sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso",
-                           "off", "gso", "off", "gro", "off", check=False)
-                    lab.sh("ip", "netns", "exec", ns, "sysctl", "-qw",
-                           f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
-                    lab.sh("ip", "-n", ns, "link", "set", dev, "up")
-                lab.sh("ip", "-n", self.dns, "addr", "add", addr, "dev", b)
+                link(self.ns, a, self.dns, b, addr)
             lab.sh("ip", "netns", "exec", self.dns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
             sw = self.swan
             self.charon = sw.Charon("charon", self.dns, self.dir, "198.19.0.1", "198.19.0.2",
