@@ -66,7 +66,7 @@ struct tworker {
 	double per_tsc[TESTER_DIRS];	/* this worker's packets per TSC tick */
 	uint64_t made[TESTER_DIRS];
 	uint32_t cursor[TESTER_DIRS];	/* next tunnel */
-	unsigned int size_i;
+	unsigned int size_i[TESTER_DIRS];	/* each direction cycles the sizes alone */
 	uint64_t sent_bytes[TESTER_DIRS];
 	uint64_t rx[TESTER_DIRS], rx_bytes[TESTER_DIRS];
 	uint64_t dup[TESTER_DIRS], reorder[TESTER_DIRS];
@@ -183,7 +183,7 @@ due(struct tworker *tw, int d, uint64_t now)
 static void
 build(struct tworker *tw, struct rte_mbuf *m, int d, uint32_t tunnel, uint64_t tsc)
 {
-	uint16_t size = tw->t.sizes[tw->size_i], len = size - sizeof(struct rte_ether_hdr);
+	uint16_t size = tw->t.sizes[tw->size_i[d]], len = size - sizeof(struct rte_ether_hdr);
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 	uint32_t stream = tunnel * 2 + (uint32_t)d;
@@ -194,8 +194,8 @@ build(struct tworker *tw, struct rte_mbuf *m, int d, uint32_t tunnel, uint64_t t
 	};
 	uint16_t sum;
 
-	if (++tw->size_i == tw->t.n_sizes)
-		tw->size_i = 0;
+	if (++tw->size_i[d] == tw->t.n_sizes)
+		tw->size_i[d] = 0;
 	m->data_len = m->pkt_len = len;
 	m->port = tw->t.port;
 	*ip = (struct rte_ipv4_hdr){
