@@ -546,7 +546,8 @@ dir_stats(struct rte_tel_data *c, int dir)
 	rte_tel_data_add_dict_u64(c, "corrupt", corrupt);
 	rte_tel_data_add_dict_u64(c, "lat_min_ns", rx ? ticks_ns(lmin) : 0);
 	for (unsigned int q = 0; q < RTE_DIM(qs); q++)
-		rte_tel_data_add_dict_u64(c, qs[q].name, ticks_ns(quantile(h, rx, qs[q].q)));
+		rte_tel_data_add_dict_u64(c, qs[q].name,	/* a bucket's edge, at most the max */
+					  ticks_ns(RTE_MIN(quantile(h, rx, qs[q].q), lmax)));
 	rte_tel_data_add_dict_u64(c, "lat_max_ns", ticks_ns(lmax));
 }
 
