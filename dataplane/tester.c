@@ -561,6 +561,10 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
+	if (!dp.tester) {
+		rte_tel_data_add_dict_string(d, "error", "not in tester mode (--tester N)");
+		return 0;
+	}
 	rte_tel_data_add_dict_u64(d, "trial", T.gen);
 	rte_tel_data_add_dict_u64(d, "tunnels", T.tunnels);
 	rte_tel_data_add_dict_int(d, "adopted", all_adopted());

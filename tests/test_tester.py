@@ -154,6 +154,15 @@ def test_one_direction_and_a_new_trial_resets():
             r = p.tester.tel.cmd("/dpvpn/tester/start," + bad)
             assert "error" in r, (bad, r)
         assert p.tester.tel.cmd("/dpvpn/tester/tunnels,zz") is None
+        dut = T.probe.Telemetry(p.dut.file_prefix)    # no tester mode there: refused, no crash
+        try:
+            for cmd in ("/dpvpn/tester/stats", "/dpvpn/tester/start,1,1,100,64",
+                        "/dpvpn/tester/tunnels", "/dpvpn/tester/tunnels,0,5"):
+                r = dut.cmd(cmd)
+                assert r == {} or "error" in r, (cmd, r)
+        finally:
+            dut.close()
+        assert p.dut.dataplane.alive()
         assert p.tester.tel.cmd("/dpvpn/tester/tunnels,5,3") == {}   # past the last
         s2 = p.tester.trial(0, 2000, 0.5, [128])
         assert s2["trial"] == s["trial"] + 1
