@@ -13,6 +13,7 @@ then arrive milliseconds late, beyond any window at full speed (such packets
 are rightly dropped as replays).  So the window is 4096 and iperf3 is paced
 (-b) so that a time slice stays well inside it: any replay drop left is a
 false one.  On cores of their own workers never wait that long."""
+import os
 import time
 
 import pytest
@@ -63,10 +64,16 @@ def check_no_loss(net):
     return a, b
 
 
+# Under ASan (scripts/sanitize) every poller is 2-3 times slower and a stall
+# lasts as much longer: the same window then needs a slower pace (a clean
+# CI run once saw replay drops there at 400 Mbit/s, none in the normal pass).
+RATE_MBIT = 150 if os.environ.get("DPVPN_SANITIZER_LOGS") else 400
+
+
 @pytest.mark.parametrize("streams", [4, 1])
 def test_iperf3_two_workers(net, streams):
     before = [gw.ctl("show", "counters")["handoff"] for gw in net.gws]
-    rep = net.iperf(seconds=3, streams=streams, rate=f"{400 // streams}M")
+    rep = net.iperf(seconds=3, streams=streams, rate=f"{RATE_MBIT // streams}M")
     assert rep["end"]["sum_received"]["bytes"] > 1_000_000, rep["end"]
     print(f"iperf3 -P {streams}, 2 workers per gateway: "
           f"{rep['end']['sum_received']['bits_per_second'] / 1e9:.2f} Gbit/s")
