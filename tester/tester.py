@@ -36,12 +36,12 @@ import lab  # noqa: E402
 import mlrsearch as mlr  # noqa: E402
 import probe  # noqa: E402
 import report as rep  # noqa: E402
+# IMIX (7:4:1, as dpvpn-pktgen), the directions, the bytes a frame adds on
+# the wire: one definition, report.py's (it reads documents without us)
+from report import DIRS, ETH_WIRE_EXTRA, IMIX  # noqa: E402,F401
 
 INNER = "100.64.0.0"            # tunnel i's tester-side host: INNER + i
-IMIX = [64, 576, 64, 576, 64, 1514, 64, 576, 64, 576, 64, 64]   # 7:4:1, as dpvpn-pktgen
-ETH_WIRE_EXTRA = 4 + 20         # FCS, preamble + inter-frame gap, per frame on the wire
 KEY_BYTES = {"aes128-gcm": 20, "aes256-gcm": 36}   # key + 4-byte salt
-DIRS = ("dut_encap", "dut_decap")
 
 
 class Plan:
