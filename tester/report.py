@@ -204,10 +204,57 @@ def searches_table(doc):
     return lines + [""]
 
 
+def ike_tables(doc):
+    """The IKE parts, where the run had them: the set-up rate search (its
+    trials), the capacity, the rekeys under load.  No lines without them."""
+    lines = []
+    st = doc.get("setup")
+    if st:
+        rate, up = st.get("rate_per_s"), st.get("upper_bound_per_s")
+        fp = st.get("first_packet_s") or {}
+        lines += ["## IKE set-up rate", "",
+                  f"{st['tunnels']} tunnels a trial, each initiated from none up; a tunnel "
+                  f"counts when traffic crossed it both ways within {st['deadline_s']} s; "
+                  f"at most {st['failure_ratio_max']:.1%} may fail.", "",
+                  f"Set-up rate: **{fmt(rate, ',.1f')}** tunnels/s "
+                  f"(upper bound {fmt(up, ',.1f')}); time to first packet at that rate: "
+                  f"p50 {fmt(fp.get('p50'), '.3f')} s, max {fmt(fp.get('max'), '.3f')} s.", "",
+                  "| rate asked (/s) | achieved (/s) | set up | failed | first packet p50 (s) "
+                  "| p99 (s) | result |", "|---:|---:|---:|---:|---:|---:|---|"]
+        for t in st.get("trials", ()):
+            f = t.get("first_packet_s") or {}
+            lines.append(f"| {t['rate']:,.1f} | {t['achieved_rate']:,.1f} | {t['set_up']} | "
+                         f"{t['failed']} | {fmt(f.get('p50'), '.3f')} | "
+                         f"{fmt(f.get('p99'), '.3f')} | {'pass' if t['passed'] else 'fail'} |")
+        lines.append("")
+    cap = doc.get("capacity")
+    if cap:
+        lines += ["## Tunnel capacity", "",
+                  f"Held at once, traffic crossing each both ways: **{cap['held']}** of "
+                  f"{cap['offered']} offered"
+                  + (" (the DUT holds at least that many: the tester offered no more)."
+                     if cap.get("at_least") else "."), ""]
+    rk = doc.get("rekey")
+    if rk:
+        lines += ["## Rekeys under load", "",
+                  "| load (% of NDR) | load (pps) | rekeys | refused | lost | lost per rekey "
+                  "| largest gap (µs) |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        for pct in sorted(rk["points"], key=float):
+            r = rk["points"][pct]
+            lines.append(f"| {pct} | {fmt(r['load_pps'])} | {r['rekeys']} | {r['refused']} | "
+                         f"{r['lost']} | {fmt(r['lost_per_rekey'], ',.2f')} | "
+                         f"{fmt(r.get('gap_max_us'), ',.1f')} |")
+        lines += ["", f"NDR used: {fmt(rk['ndr_pps'])} pps ({rk['frame']}), "
+                  f"{rk['rekeys_per_s']} CHILD_SA rekeys a second, round robin over the tunnels.",
+                  ""]
+    return lines
+
+
 def markdown(doc):
     """The full Markdown report of a tester.report() JSON document."""
     results_of(doc)
-    lines = header(doc) + throughput_table(doc) + latency_table(doc) + searches_table(doc)
+    lines = (header(doc) + throughput_table(doc) + latency_table(doc) + searches_table(doc)
+             + ike_tables(doc))
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import secrets
+import socket
 import sys
 import time
 
@@ -121,11 +122,14 @@ class Plan:
                   for i in range(self.tunnels)]
         return "".join(parts)
 
-    def use_ike(self, psk_file):
+    def use_ike(self, psk_file, reuse=False):
         """Key every tunnel by IKEv2 with a PSK (a new random one written to
-        psk_file, 0600) instead of static keys: the tester initiates each
-        tunnel, the DUT responds; each side names itself by an FQDN per tunnel."""
-        private_file(psk_file, secrets.token_hex(32) + "\n")
+        psk_file, 0600; reuse: the one there already, if there is one: an
+        earlier --emit-peer-config's) instead of static keys: the tester
+        initiates each tunnel, the DUT responds; each side names itself by
+        an FQDN per tunnel."""
+        if not (reuse and os.path.exists(psk_file)):
+            private_file(psk_file, secrets.token_hex(32) + "\n")
         self.psk_file = psk_file
 
     def psk_text(self):
@@ -459,30 +463,254 @@ def initiate_paced(tester, tunnels, rate, t0, started):
         lab.sh(lab.DPVPNCTL, "-s", tester.gw.ctl_sock, "initiate", f"t{i}")
 
 
-def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,)):
-    """CHILD_SA rekeys (dpvpnctl rekey, round robin over the tunnels, at
-    rekeys_per_s) during a trial at load_pps (both directions, the sum):
-    the loss per rekey, and the gap it makes in a tunnel's stream (its loss
-    over its packet rate), from the tester's counters."""
-    per_dir = load_pps / 2
-    done = []
+REKEY_GRACE_S = 2.0     # dpvpnd keeps a rekeyed CHILD_SA this long (ike_sa.h)
+
+
+def child_rekeys(tester):
+    """CHILD_SA rekeys done so far by the tester's IKE SAs (show ike)."""
+    return sum(sa.get("child_rekeys", 0) for sa in tester.gw.ctl("show", "ike")["sas"])
+
+
+def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,), dirs=DIRS,
+                     settle=10.0):
+    """CHILD_SA rekeys (asked of dpvpnd, round robin over the tunnels, at
+    rekeys_per_s) during a trial at load_pps (the sum over dirs): the
+    rekeys done (dpvpnd's count, waited for up to settle seconds after
+    the trial: under load an exchange may take that long), those refused
+    (one still under way), the loss per rekey, and the gap it makes in a
+    tunnel's stream (its loss over its packet rate), from the tester's
+    counters."""
+    per_dir = load_pps / len(dirs)
+    done, errors = [], []
 
     def rekeys(t0):
-        n, i = int(seconds * rekeys_per_s), 0
-        for k in range(n):
-            time.sleep(max(0.0, t0 + (k + 0.5) / rekeys_per_s - time.monotonic()))
-            r = lab.sh(lab.DPVPNCTL, "-s", tester.gw.ctl_sock, "rekey",
-                       f"t{i % tester.plan.tunnels}", check=False)
-            done.append(r.returncode == 0)
-            i += 1
-    s = tester.trial(per_dir, per_dir, seconds, list(sizes), during=rekeys)
-    lost = sum(s[d]["lost"] for d in DIRS)
-    n = sum(done)
+        ctl = Ctl(tester.gw.ctl_sock)
+        try:
+            for k in range(int(seconds * rekeys_per_s)):
+                time.sleep(max(0.0, t0 + (k + 0.5) / rekeys_per_s - time.monotonic()))
+                try:
+                    ctl.ike("rekey", f"t{k % tester.plan.tunnels}")
+                    done.append(True)
+                except RuntimeError as e:
+                    done.append(False)
+                    errors.append(str(e))
+        finally:
+            ctl.close()
+    before = child_rekeys(tester)
+    s = tester.trial(per_dir if "dut_encap" in dirs else 0,
+                     per_dir if "dut_decap" in dirs else 0, seconds, list(sizes), during=rekeys)
+    lost = sum(s[d]["lost"] for d in dirs)
+    asked = sum(done)
+    end = time.monotonic() + settle     # the last ones may still be under way
+    while (n := child_rekeys(tester) - before) < asked and time.monotonic() < end:
+        time.sleep(0.1)
     per_tunnel_pps = load_pps / tester.plan.tunnels
-    return {"load_pps": load_pps, "rekeys": n, "refused": len(done) - n,
+    return {"load_pps": load_pps, "rekeys": n, "asked": len(done),
+            "refused": len(done) - asked, "first_refusal": errors[0] if errors else None,
             "lost": lost, "lost_per_rekey": lost / n if n else None,
             "gap_us_per_rekey": (lost / n) / per_tunnel_pps * 1e6 if n else None,
             "stats": s}
+
+
+class Ctl:
+    """dpvpnd's operator socket (control/ctl_proto.h: SOCK_SEQPACKET, one JSON
+    object a datagram, one reply each), held open: the paced set-up asks for
+    thousands of initiations a second, which one dpvpnctl process each
+    (≈ 10 ms) could not."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(10)
+        self.s.connect(path)
+
+    def ask(self, **req):
+        self.s.send(json.dumps(req).encode())
+        r = json.loads(self.s.recv(1 << 20))
+        if not r.get("ok"):
+            raise RuntimeError(f"dpvpnd: {req}: {r.get('error')}")
+        return r["result"]
+
+    def ike(self, op, name):
+        return self.ask(cmd="ike", op=op, name=name)
+
+    def close(self):
+        self.s.close()
+
+
+def tunnels_up(tester):
+    """Names of the tester's tunnels dpvpnd shows up."""
+    return {t["name"] for t in tester.gw.ctl("show", "tunnels")["tunnels"]
+            if t["state"] == "up"}
+
+
+def terminate_all(tester, timeout=30.0, settle=1.0):
+    """Every tunnel of the tester ended (IKE DELETE to the DUT), and proved
+    down by a short trial through which nothing crosses: the next set-up
+    trial starts from none; then settle seconds more, so that the DUT is
+    done with the DELETEs (and a rate limit on its IKE has refilled)."""
+    ctl = Ctl(tester.gw.ctl_sock)
+    try:
+        for i in range(tester.plan.tunnels):
+            try:
+                ctl.ike("terminate", f"t{i}")
+            except RuntimeError:
+                pass        # not established: nothing to end
+    finally:
+        ctl.close()
+    end = time.monotonic() + timeout
+    while True:
+        s = tester.trial(1000, 1000, 0.2, [64])
+        if all(s[d]["received"] == 0 for d in DIRS):
+            time.sleep(settle)
+            return
+        if time.monotonic() > end:
+            raise RuntimeError(f"tester: tunnels still carry traffic {timeout} s after "
+                               f"terminate: {s}")
+        time.sleep(0.5)
+
+
+def setup_trial(tester, rate, count, deadline=3.0, per_tunnel_pps=20):
+    """One set-up trial: tunnels t0..t(count-1), all down at the start,
+    initiated at rate a second over dpvpnd's socket while traffic flows on
+    every tunnel both ways (per_tunnel_pps, the sum); a tunnel is set up when
+    a packet has crossed it both ways, and failed unless that happened within
+    deadline seconds of its initiation.  Returns the trial's record."""
+    load = per_tunnel_pps * tester.plan.tunnels / 2
+    started = {}
+
+    def initiate(t0):
+        ctl = Ctl(tester.gw.ctl_sock)
+        try:
+            for i in range(count):
+                time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+                started[i] = time.monotonic() - t0
+                ctl.ike("initiate", f"t{i}")
+        finally:
+            ctl.close()
+    t0 = time.monotonic()
+    tester.trial(load, load, count / rate + deadline, [64], during=initiate)
+    per = tester.tunnels(0, count)
+    first = {}
+    for i, t in per.items():
+        if t["e_received"] and t["d_received"] and i in started:
+            first[i] = max(t["e_first_ns"], t["d_first_ns"]) / 1e9 - started[i]
+    ok = sorted(v for v in first.values() if v <= deadline)
+    pace = (count - 1) / started[count - 1] if count > 1 and started[count - 1] else rate
+    return {"rate": rate, "achieved_rate": round(pace, 1), "tunnels": count,
+            "set_up": len(ok), "failed": count - len(ok),
+            "failure_ratio": (count - len(ok)) / count,
+            "first_packet_s": {"min": ok[0] if ok else None,
+                               "p50": ok[len(ok) // 2] if ok else None,
+                               "p99": ok[min(len(ok) - 1, len(ok) * 99 // 100)] if ok else None,
+                               "max": ok[-1] if ok else None},
+            "wall_s": round(time.monotonic() - t0, 2)}
+
+
+def setup_rate_search(tester, count=None, min_rate=10.0, max_rate=1000.0, deadline=3.0,
+                      failures=0.001, precision=0.10, progress=None, settle=1.0):
+    """The highest set-up rate (tunnels a second) at which at most the
+    failures ratio (RFC-style loss ratio, default 0.1 %) of count tunnels is
+    not set up within deadline: bisection in log space between min_rate and
+    max_rate until the upper bound is within precision of the lower, each
+    trial from all tunnels down (terminate_all, settle).  Returns the lower bound
+    (the rate found, None if even min_rate failed), the upper bound (None
+    if max_rate passed) and every trial."""
+    count = count or tester.plan.tunnels
+    trials = []
+
+    def measure(rate):
+        terminate_all(tester, settle=settle)
+        r = setup_trial(tester, rate, count, deadline)
+        r["passed"] = r["failure_ratio"] <= failures
+        trials.append(r)
+        if progress:
+            print(f"setup {rate:10.1f}/s (achieved {r['achieved_rate']}/s): "
+                  f"{r['set_up']}/{count} up, {'pass' if r['passed'] else 'FAIL'}",
+                  file=progress, flush=True)
+        return r["passed"]
+    lo = hi = None
+    if measure(max_rate):
+        lo = max_rate
+    elif not measure(min_rate):
+        hi = min_rate
+    else:
+        lo, hi = min_rate, max_rate
+        while hi / lo > 1 + precision:
+            mid = (lo * hi) ** 0.5
+            if measure(mid):
+                lo = mid
+            else:
+                hi = mid
+    at = next((t for t in reversed(trials) if t["rate"] == lo), None)
+    return {"tunnels": count, "deadline_s": deadline, "failure_ratio_max": failures,
+            "rate_per_s": lo, "upper_bound_per_s": hi,
+            "first_packet_s": at["first_packet_s"] if at else None, "trials": trials}
+
+
+def capacity(tester, rate=100.0, deadline=5.0, hold=2.0):
+    """How many tunnels the DUT holds at once: every tunnel of the tester
+    initiated (rate a second; none up at the start), then, after hold more
+    seconds, a trial on all of them: a tunnel is held when traffic crossed
+    it both ways in that trial.  held == the tester's tunnel count means the
+    DUT holds at least that many (the tester's limit, not the DUT's)."""
+    n = tester.plan.tunnels
+    terminate_all(tester)
+    setup = setup_trial(tester, rate, n, deadline)
+    time.sleep(hold)
+    s = tester.trial(10 * n, 10 * n, 1.0, [64])
+    per = tester.tunnels()
+    held = sorted(i for i, t in per.items() if t["e_received"] and t["d_received"])
+    return {"offered": n, "held": len(held), "at_least": len(held) == n,
+            "setup": setup, "not_held": sorted(set(per) - set(held))[:32],
+            "lost_in_check": {d: s[d]["lost"] for d in DIRS}}
+
+
+def bring_up(tester, rate=100.0, timeout=60.0):
+    """Every tunnel up and carrying traffic both ways (IKE: those not up
+    initiated, rate a second), before a throughput search."""
+    up = tunnels_up(tester)
+    ctl = Ctl(tester.gw.ctl_sock)
+    try:
+        for i in range(tester.plan.tunnels):
+            if f"t{i}" not in up:
+                try:
+                    ctl.ike("initiate", f"t{i}")
+                except RuntimeError:
+                    pass        # under way already
+                time.sleep(1 / rate)
+    finally:
+        ctl.close()
+    end, n = time.monotonic() + timeout, tester.plan.tunnels
+    while True:
+        tester.trial(10 * n, 10 * n, 0.5, [64])
+        down = [i for i, t in tester.tunnels().items()
+                if not (t["e_received"] and t["d_received"])]
+        if not down:
+            return
+        if time.monotonic() > end:
+            raise RuntimeError(f"tester: {len(down)} tunnels carry no traffic {timeout} s "
+                               f"after their initiation (first: t{down[0]})")
+
+
+def rekey_at_ndr(tester, ndr_pps, rekeys_per_s, seconds=5.0, shares=(50, 90), sizes=(64,),
+                 dirs=DIRS):
+    """Rekeys under load at shares (%) of the NDR (pps, the sum of both
+    directions): each rekey_under_load, plus the largest gap a rekeyed
+    tunnel's streams saw (the per-tunnel inter-arrival gap, where the
+    dataplane reports it)."""
+    out = {}
+    for k, pct in enumerate(shares):
+        if k:       # the tester's dpvpnd keeps a rekeyed tunnel's old CHILD_SA 2 s
+            time.sleep(REKEY_GRACE_S + 0.5)     # and refuses its next rekey until then
+        r = rekey_under_load(tester, ndr_pps * pct / 100, seconds, rekeys_per_s, sizes, dirs)
+        s = r.pop("stats")
+        per = tester.tunnels()
+        gaps = [t.get(f"{p}_gap_max_ns") for t in per.values() for p in ("e", "d")]
+        gaps = [g for g in gaps if g is not None]
+        r["gap_max_us"] = max(gaps) / 1e3 if gaps else None
+        r["sent"] = {d: s[d]["sent"] for d in dirs}
+        out[str(pct)] = r
+    return out
 
 
 def latency_points(tester, sizes, dirs, pdr, seconds=1.0, shares=(10, 50, 90)):
@@ -557,9 +785,16 @@ def run(a, plan):
     cal = None if a.no_calibrate else calibrate(min(plan.tunnels, 1000), sizes_all,
                                                 os.path.join(a.workdir, "cal"), lcores)
     t = Tester(plan, [a.vdev_a, a.vdev_b], a.workdir, lcores, netns=a.netns)
-    results = []
+    results, ike = [], {}
     try:
         t.start()
+        if a.capacity:
+            ike["capacity"] = capacity(t, a.capacity_rate, a.setup_deadline)
+        if a.setup_rate:
+            ike["setup"] = setup_rate_search(t, min_rate=a.setup_min, max_rate=a.setup_max,
+                                             deadline=a.setup_deadline, progress=sys.stderr)
+        if plan.psk_file:
+            bring_up(t)
         t.trial(1000 if "dut_encap" in dirs else 0, 1000 if "dut_decap" in dirs else 0,
                 0.3, [64])                  # neighbours resolved first
         for sizes in sizes_all:
@@ -569,10 +804,19 @@ def run(a, plan):
             pdr = res.goals.get("PDR")
             if pdr and pdr.relevant_lower_bound:
                 r["latency"] = latency_points(t, sizes, dirs, pdr.relevant_lower_bound)
+            ndr = res.goals.get("NDR")
+            if a.rekey_rate and "rekey" not in ike and ndr and ndr.relevant_lower_bound:
+                ike["rekey"] = {"ndr_pps": ndr.relevant_lower_bound, "frame": rep.label(sizes),
+                                "rekeys_per_s": a.rekey_rate,
+                                "points": rekey_at_ndr(t, ndr.relevant_lower_bound,
+                                                       a.rekey_rate, a.rekey_seconds,
+                                                       sizes=sizes, dirs=dirs)}
             results.append(r)
     finally:
         t.stop()
-    return document(results, cal)
+    doc = document(results, cal)
+    doc.update(ike)
+    return doc
 
 
 def main(argv=None):
@@ -604,7 +848,31 @@ def main(argv=None):
                     help="print a before/after table of two reports and exit")
     ap.add_argument("--calibrate-only", action="store_true",
                     help="print the tester's own back-to-back capacity (JSON) and exit")
+    ike = ap.add_argument_group("IKEv2 (--ike: every tunnel keyed by IKEv2 with a PSK, "
+                                "WORKDIR/ike.psk, the tester initiating)")
+    ike.add_argument("--ike", action="store_true")
+    ike.add_argument("--setup-rate", action="store_true",
+                     help="search the highest tunnel set-up rate with at most 0.1 %% failed")
+    ike.add_argument("--setup-min", type=float, default=10.0, help="tunnels/s")
+    ike.add_argument("--setup-max", type=float, default=1000.0, help="tunnels/s")
+    ike.add_argument("--setup-deadline", type=float, default=3.0,
+                     help="a tunnel without traffic both ways this long after its "
+                          "initiation has failed [s]")
+    ike.add_argument("--capacity", action="store_true",
+                     help="how many of the --tunnels the DUT holds at once")
+    ike.add_argument("--capacity-rate", type=float, default=100.0,
+                     help="tunnels initiated a second for --capacity")
+    ike.add_argument("--rekey-rate", type=float, metavar="K",
+                     help="after the first size's search: K CHILD_SA rekeys a second at "
+                          "50 %% and 90 %% of its NDR, loss and gap per rekey")
+    ike.add_argument("--rekey-seconds", type=float, default=10.0)
     a = ap.parse_args(argv)
+    if a.rekey_rate and a.rekey_rate / a.tunnels > 1 / REKEY_GRACE_S:
+        ap.error(f"--rekey-rate: {a.rekey_rate}/s over {a.tunnels} tunnels rekeys one "
+                 f"more often than every {REKEY_GRACE_S:g} s, while its last rekey's old "
+                 f"CHILD_SA is kept: at most {a.tunnels / REKEY_GRACE_S:g}/s")
+    if (a.setup_rate or a.capacity or a.rekey_rate) and not a.ike:
+        ap.error("--setup-rate, --capacity and --rekey-rate need --ike")
     if a.calibrate_only:
         cal = calibrate(a.tunnels, size_lists(a.sizes), os.path.join(a.workdir, "cal"),
                         ["-l", a.lcores])
@@ -623,10 +891,17 @@ def main(argv=None):
     os.makedirs(a.workdir, mode=0o700, exist_ok=True)
     if os.path.exists(saved):  # an earlier --emit-peer-config's keys
         plan.load_keys(saved)
+    if a.ike:                  # the PSK of an earlier --emit-peer-config --ike, if any
+        plan.use_ike(os.path.join(a.workdir, "ike.psk"), reuse=True)
+        plan.ike_start = False  # initiated by the run: paced, timed
     if a.emit_peer_config:     # the keys are kept for the run that follows
         plan.save(saved)
+        if a.ike and a.emit_peer_config == "xfrm":
+            ap.error("--emit-peer-config xfrm: static SAs only (no --ike)")
         sys.stdout.write({"dpvpn": plan.dut_config_dpvpn, "xfrm": plan.dut_config_xfrm,
-                          "swanctl": plan.dut_config_swanctl}[a.emit_peer_config]())
+                          "swanctl": lambda: plan.dut_config_swanctl(
+                              plan.psk_text() if plan.psk_file else None)}
+                         [a.emit_peer_config]())
         return 0
     if not (a.vdev_a and a.vdev_b):
         ap.error("--vdev-a and --vdev-b are required to run")

@@ -44,12 +44,14 @@ class Pair:
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
     def __init__(self, tunnels, wrong_key=None, shape_out=None, ike=False, start_tester=True,
-                 paced=False):
+                 paced=False, dut_args=()):
         """shape_out: a tc qdisc (argument list) on the DUT's outside link,
         the way to the tester (the DUT's frames then pass the qdisc).  ike:
         tunnels keyed by IKEv2 (PSK), the tester initiating.  start_tester
-        False: the test starts the tester itself (self.tester made, not started)."""
+        False: the test starts the tester itself (self.tester made, not started).
+        dut_args: more options of the DUT's dataplane (a later --max-sa wins)."""
         self.shape_out = shape_out
+        self.dut_args = list(dut_args)
         self.start_tester = start_tester
         self.tag = secrets.token_hex(2)
         self.ns = f"dpvpn-{self.tag}-tst"
@@ -82,7 +84,8 @@ class Pair:
                                    ["net_af_packet0,iface=d-in",
                                     f"net_af_packet1,iface=d-out{bypass}"],
                                    self.dir, ["-l", "0-1", "--main-lcore", "1"], self.ns,
-                                   dp_args=["--max-sa", str(2 * self.plan.tunnels + 16)])
+                                   dp_args=["--max-sa", str(2 * self.plan.tunnels + 16),
+                                            *self.dut_args])
             self.dut.start(60)
             self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
                                                "net_af_packet1,iface=t-b"],
@@ -455,28 +458,42 @@ def test_calibration_back_to_back(tmp_path):
 @pytest.mark.slow
 def test_command_line_run_against_a_dut(tmp_path, capsys):
     """dpvpn-tester end to end as a user runs it: --emit-peer-config dpvpn
-    for the DUT, then a search run (short trials) with calibration, the JSON,
-    the plots, the Markdown; then --compare of two reports."""
-    with Pair(1) as p:          # the pair's own tester is not used: stopped
+    --ike for the DUT, then a run with IKE (capacity, set-up rate search,
+    both frame sizes' searches with short trials, rekeys at 50 and 90 % of
+    NDR) with calibration, the JSON, the plots, the Markdown; then --compare
+    of two reports."""
+    with Pair(4, ike=True, paced=True) as p:  # the pair's own tester is not used
         p.tester.stop()
         p.tester = None
         wd = str(tmp_path / "wd")
         os.makedirs(wd)
-        p.plan.save(os.path.join(wd, "plan.json"))     # the keys the DUT was given
+        p.plan.save(os.path.join(wd, "plan.json"))     # what the DUT was given
+        T.private_file(os.path.join(wd, "ike.psk"), p.plan.psk_text() + "\n")
         js, plots = str(tmp_path / "r.json"), str(tmp_path / "plots")
-        rc = T.main(["--tunnels", "1", "--workdir", wd, "--netns", p.ns,
+        rc = T.main(["--tunnels", "4", "--workdir", wd, "--netns", p.ns, "--ike",
                      "--vdev-a", "net_af_packet0,iface=t-a", "--vdev-b", "net_af_packet1,iface=t-b",
                      "--lcores", "0-1", "--sizes", "64,imix", "--trial", "0.2",
                      "--duration-sum", "0.4", "--min-load", "1e4", "--max-load", "2e6",
+                     "--capacity", "--setup-rate", "--setup-min", "20", "--setup-max", "80",
+                     "--setup-deadline", "2", "--rekey-rate", "2", "--rekey-seconds", "2",
                      "--json", js, "--plots", plots])
     out = capsys.readouterr()
     assert rc == 0, out
     assert "| 64 |" in out.out and "| IMIX |" in out.out and "Tester capacity" in out.out, out.out
+    assert "## IKE set-up rate" in out.out and "## Rekeys under load" in out.out, out.out
+    assert "Held at once, traffic crossing each both ways: **4** of 4" in out.out, out.out
     assert "trial " in out.err and " Mpps " in out.err       # the progress lines
+    assert "setup " in out.err
     with open(js) as f:
         doc = json.load(f)
     assert [r["sizes"] for r in doc["results"]] == [[64], list(T.IMIX)]
     assert all(r["search"]["trials"] for r in doc["results"]) and doc["calibration"]["pps"]
+    assert doc["setup"]["rate_per_s"] == 80 and doc["setup"]["trials"], doc["setup"]
+    assert doc["capacity"]["held"] == 4 and doc["capacity"]["at_least"], doc["capacity"]
+    rk = doc["rekey"]["points"]
+    print(json.dumps(rk))
+    assert set(rk) == {"50", "90"} and all(x["rekeys"] == 4 and x["refused"] == 0
+                                           for x in rk.values()), rk
     assert any(n.endswith(".png") for n in os.listdir(plots))
     assert T.main(["--compare", js, js]) == 0
     assert "1.00" in capsys.readouterr().out
@@ -647,3 +664,44 @@ def test_imix_mix_per_direction(tmp_path):
         assert x["sent"] > 10000 and abs(x["sent_bytes"] / x["sent"] - mean) < 1.0, (d, x)
     x = s["dut_decap"]      # the encap stream's cleartext goes to net_null: only decap returns
     assert x["received"] == x["sent"] and x["received_bytes"] == x["sent_bytes"], x
+
+
+@pytest.mark.slow
+def test_setup_rate_search_finds_the_duts_ike_limit():
+    """The set-up rate search against a DUT whose dataplane passes its IKE
+    daemon at most r = 20 IKE messages a second after a burst of B = 16
+    (--ike-rate, one worker).  A tunnel takes two requests from the tester
+    (IKE_SA_INIT, IKE_AUTH), so N = 40 tunnels initiated at R a second, each
+    up within D = 1 s, need 2N <= B + r (N/R + D) messages passed: R <=
+    r N / (2N - B - r D) = 18.2 a second, the ground truth's ceiling (a
+    dropped request waits 0.5 s for its retransmission, so the rate found
+    may be lower, not higher).  The search finds a rate under that ceiling
+    and not far below it, not the tester's own (hundreds a second)."""
+    n, r_msg, burst, deadline = 40, 20, 16, 1.0
+    ceiling = r_msg * n / (2 * n - burst - r_msg * deadline)
+    with Pair(n, ike=True, start_tester=False, paced=True,
+              dut_args=["--ike-rate", str(r_msg)]) as p:
+        p.tester.start(60)
+        r = T.setup_rate_search(p.tester, min_rate=8, max_rate=200, deadline=deadline,
+                                precision=0.2, progress=sys.stderr, settle=1.0)
+        print({k: v for k, v in r.items() if k != "trials"})
+        for t in r["trials"]:
+            print(t)
+        assert r["rate_per_s"] is not None and r["upper_bound_per_s"] is not None, r
+        assert 0.4 * ceiling <= r["rate_per_s"] <= 1.1 * ceiling, (ceiling, r)
+        assert all(t["failed"] == 0 for t in r["trials"] if t["passed"]), r
+        assert any(t["failed"] > 0 for t in r["trials"]), r
+        assert r["first_packet_s"]["max"] <= deadline, r
+
+
+def test_capacity_finds_the_duts_sa_table():
+    """Capacity against a DUT whose dataplane has room for 24 SAs (--max-sa;
+    a tunnel holds two, one each way): of the tester's 16 tunnels 12 are
+    held at once, traffic crossing each both ways; the rest fail, counted."""
+    with Pair(16, ike=True, start_tester=False, paced=True,
+              dut_args=["--max-sa", "24"]) as p:
+        p.tester.start(60)
+        r = T.capacity(p.tester, rate=50, deadline=2.0, hold=1.0)
+        print(r)
+        assert r["offered"] == 16 and r["held"] == 12 and not r["at_least"], r
+        assert r["setup"]["set_up"] == 12 and r["setup"]["failed"] == 4, r
