@@ -462,13 +462,18 @@ into_tunnel(struct dp_worker *w, struct dp_lstats *st, struct dp_out *tunnel,
  * for it.  Returns how many packets stay with this worker (pkts[0..]).
  */
 static uint16_t
-hand_off(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+hand_off(struct dp_worker *w, struct dp_lstats *st, uint16_t port, struct rte_mbuf **pkts,
+	 uint16_t n)
 {
 	struct dp_worker *to = &dp.workers[w->rr++ % dp.n_workers];
 	unsigned int sent;
 
 	if (to == w)
 		return n;
+	/* drain_work() reads the port from the mbuf: not every PMD writes it
+	 * (net_ring, --tester-loop, passes the sender's mbuf through as it is) */
+	for (uint16_t i = 0; i < n; i++)
+		pkts[i]->port = port;
 	sent = rte_ring_enqueue_burst(to->work, (void **)pkts, n, NULL);
 	st->handoff += sent;
 	memmove(pkts, pkts + sent, (n - sent) * sizeof(pkts[0]));
@@ -602,7 +607,7 @@ worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte_mbuf
 		/* fragments are made whole here, before the burst moves on */
 		n = reass_burst(w, st, &dp.ports[p], pkts, n);
 		if (dp.spread && n > 0)
-			n = hand_off(w, st, pkts, n);
+			n = hand_off(w, st, p, pkts, n);
 	}
 	if (n > 0)
 		poll_port(w, st, &dp.ports[p], pkts, n);
