@@ -206,8 +206,9 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 	}
 	v6 = p->local.family == DPVPN_AF_INET6;
 	if (v6 ? !port->has6 || memcmp(p->local.v6, port->addr6, 16) != 0
-	       : port->addr == 0 || p->local.v4 != port->addr) {
-		snprintf(err, elen, "ike.local: not port %u's IPv%c address", p->port, v6 ? '6' : '4');
+	       : !dp_port_owns4(port, p->local.v4)) {
+		snprintf(err, elen, "ike.local: not port %u's IPv%c address (nor one of its "
+			 "extra addresses)", p->port, v6 ? '6' : '4');
 		return -EINVAL;
 	}
 	if (v6 ? !unicast6(p->remote.v6) : !unicast4(p->remote.v4)) {
