@@ -794,13 +794,14 @@ def test_outer_address_per_tunnel():
         assert out.split() == ["2", "198.19.200.7"], out
 
 
-def test_nat_t_port_per_tunnel():
-    """Requirement 2 with NAT-T: 8 tunnels in UDP, one tester address, each
-    from its own UDP port (4600 + i) to the DUT's 4500: every packet crosses
-    both ways and the DUT's outside link carries 8 distinct (address, port)
-    peers, both ways; the DUT's SAs say so."""
-    want = {("198.19.0.2", 4600 + i) for i in range(8)}
-    with Pair(8, nat_t_ports=4600) as p:
+@pytest.mark.parametrize("outer", [None, "198.19.128.0/17"])
+def test_nat_t_port_per_tunnel(outer):
+    """Requirement 2 with NAT-T: 8 tunnels in UDP, one tester address (or
+    one each as well), each from its own UDP port (4600 + i) to the DUT's
+    4500: every packet crosses both ways and the DUT's outside link carries
+    8 distinct (address, port) peers, both ways; the DUT's SAs say so."""
+    want = {(f"198.19.128.{i + 1}" if outer else "198.19.0.2", 4600 + i) for i in range(8)}
+    with Pair(8, nat_t_ports=4600, outer_addresses=outer) as p:
         p.warm()
         stop = p.capture()
         every_packet(p, 8)
