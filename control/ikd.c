@@ -174,6 +174,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
+	c->natt_port = t->udp ? t->udp_local : 0;	/* local-port: IKE and ESP from it */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
 	c->ike_rekey_ms = t->ike.ike_lifetime * 1000u;
 	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */

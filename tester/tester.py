@@ -58,7 +58,8 @@ class Plan:
         the tester's own outer address): the DUT sees a peer per tunnel.
         None: every tunnel from the tester's one outer address.
         nat_t_ports: a UDP port; tunnel i is ESP in UDP (encap = udp) from
-        the tester's port nat_t_ports + i to the DUT's 4500 (static keys)."""
+        the tester's port nat_t_ports + i to the DUT's 4500 (with IKE, IKE
+        too: the DUT sees the tester as behind a NAT and learns the port)."""
         if cipher not in KEY_BYTES:
             raise ValueError(f"cipher: {cipher} is not one of {', '.join(KEY_BYTES)}")
         if not 1 <= tunnels <= 200000:
@@ -156,13 +157,16 @@ class Plan:
                 + (f"extra-addresses = {extra}\n" if extra else "") + "\n")
 
     def _encap(self, i, side, static):
-        """Tunnel i's ESP-in-UDP lines (nat_t_ports, static keys)."""
+        """Tunnel i's ESP-in-UDP lines (nat_t_ports).  With IKE the tester
+        talks IKE from its port too (to the DUT's 4500, as from behind a
+        NAT) and the DUT learns the port from it: nothing on its side."""
         port = self.nat_t_port(i)
         if port is None:
             return ""
         if self.psk_file and not static:
-            raise ValueError("NAT-T ports per tunnel need static keys (dpvpnd's IKE moves "
-                             "to port 4500)")
+            if side != "tester":
+                return ""
+            return ("" if self.encap_udp else "encap = udp\n") + f"local-port = {port}\n"
         return f"encap = udp\n{'local' if side == 'tester' else 'remote'}-port = {port}\n"
 
     def tunnel(self, name, i, side, local, remote, static=False):
@@ -304,8 +308,6 @@ class Plan:
         the plan's PSK (use_ike; psk: its text, else a placeholder), UDP
         encapsulation when the plan asks for it (kernel-libipsec needs it)."""
         esp = {"aes128-gcm": "aes128gcm16", "aes256-gcm": "aes256gcm16"}[self.cipher]
-        if self.nat_t_ports is not None:
-            raise ValueError("NAT-T ports per tunnel need static keys: no swanctl config")
         out = ["# dpvpn-tester: the DUT's side for strongSwan (swanctl --load-all)"]
         if self.outer_addresses:
             out.append(f"# the tester's outer addresses: ip route add {self.outer_addresses} "
@@ -938,7 +940,7 @@ def main(argv=None):
                          "every tunnel from the tester's one outer address")
     ap.add_argument("--nat-t-ports", metavar="PORT", type=int,
                     help="ESP in UDP (NAT-T), tunnel i from the tester's UDP port PORT + i "
-                         "to the DUT's 4500 (static keys)")
+                         "to the DUT's 4500 (with IKE, IKE from there too)")
     ap.add_argument("--workdir", default="/tmp/dpvpn-tester")
     ap.add_argument("--json", help="write the report's JSON document here")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots here")

@@ -823,6 +823,24 @@ def test_ike_outer_address_per_tunnel():
         assert {sa["remote"] for sa in sas} == {f"198.19.128.{i + 1}" for i in range(8)}, sas
 
 
+def test_ike_nat_t_port_per_tunnel():
+    """IKEv2 with a UDP port per tunnel: dpvpnd talks IKE from each
+    tunnel's local-port (4600 + i) to the DUT's 4500 once in UDP, the
+    dataplane takes the answers there, and the DUT, which sees the tester
+    as behind a NAT, sends each tunnel's ESP to its own port: 8 distinct
+    (address, port) peers on the link, every packet through."""
+    want = {("198.19.0.2", 4600 + i) for i in range(8)}
+    with Pair(8, ike=True, start_tester=False, nat_t_ports=4600) as p:
+        r = T.setup_rate(p.tester, 8, seconds=8.0)
+        assert r["up"] == 8 and r["failed"] == [], r
+        stop = p.capture()
+        every_packet(p, 8)
+        to_dut, from_dut = outer_peers(stop())
+        assert to_dut == want and from_dut == want, (to_dut, from_dut)
+        encaps = {sa["encap"] for sa in p.dut.ctl("show", "sa")["sas"]}
+        assert encaps == {f"udp 4500->{4600 + i}" for i in range(8)}, encaps
+
+
 def test_outer_options_refused_clearly(tmp_path, capsys):
     """Bad --outer-addresses / --nat-t-ports: one clear line, exit 2; and a
     tester config whose tunnel is outside the port's extra-addresses is
