@@ -533,6 +533,10 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 		o->addr6 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET6, .len = p->prefix6_len };
 		memcpy(o->addr6.v6, p->addr6, 16);
 	}
+	if (p->extra_count != 0)	/* a prefix: a power of 2 from its first */
+		o->extra4 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET,
+			.len = (uint8_t)(32 - __builtin_ctz(p->extra_count)),
+			.v4 = rte_cpu_to_be_32(p->extra_first) };
 	memcpy(o->mac, p->mac.addr_bytes, sizeof(o->mac));
 	memcpy(o->name, p->name, sizeof(o->name));
 	rte_eth_stats_get(id, &s);

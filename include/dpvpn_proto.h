@@ -355,6 +355,7 @@ struct dpvpn_port_info {
 	char iface[16];		/* Linux interface behind the port, "" none */
 	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
 					 * partial (offload), finished by the dataplane */
+	struct dpvpn_prefix extra4;	/* extra-addresses (PORT_SET); family 0: none */
 };
 
 struct dpvpn_sa_info {

@@ -784,6 +784,9 @@ def test_outer_address_per_tunnel():
         assert to_dut == want and from_dut == want, (to_dut, from_dut)
         sas = p.dut.ctl("show", "sa")["sas"]
         assert {sa["remote"] for sa in sas} == {a for a, _ in want}, sas
+        ports = {x["id"]: x for x in p.tester.gw.ctl("show", "ports")["ports"]}
+        assert ports[1]["extra_addresses"] == "198.19.128.0/17", ports
+        assert ports[0]["extra_addresses"] is None, ports
         # ARP for an extra address no tunnel uses: answered, as that address
         out = lab.sh("ip", "netns", "exec", p.ns, "/usr/bin/python3", "-c",
                      "from scapy.all import ARP, Ether, srp1\n"
