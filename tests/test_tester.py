@@ -305,6 +305,32 @@ def test_emit_peer_config(tmp_path, capsys):
         T.Plan(4).load_keys(os.path.join(wd, "plan.json"))
 
 
+def test_emit_peer_config_a_peer_per_tunnel(tmp_path, capsys):
+    """--outer-addresses / --nat-t-ports in every emitted DUT config: each
+    tunnel's remote its own address (and port), the prefix routed via the
+    tester; a run with other options refuses the saved keys."""
+    wd = str(tmp_path / "wd")
+    opts = ["--tunnels", "3", "--outer-addresses", "10.128.0.0/14", "--nat-t-ports", "5000",
+            "--workdir", wd]
+    assert T.main([*opts, "--emit-peer-config", "dpvpn"]) == 0
+    out = capsys.readouterr().out
+    assert "[route tester-outer]\ndst = 10.128.0.0/14\nport = outside\nvia = 198.19.0.2\n" in out
+    for i in range(3):
+        assert f"remote = 10.128.0.{i + 1}\n" in out and f"remote-port = {5000 + i}\n" in out
+    assert out.count("encap = udp\n") == 3
+    assert T.main([*opts, "--emit-peer-config", "xfrm"]) == 0
+    x = capsys.readouterr().out
+    assert "ip route add 10.128.0.0/14 via 198.19.0.2 dev eth1" in x
+    assert "src 10.128.0.3 dst 198.19.0.1 proto esp" in x and "encap espinudp 5002 4500" in x
+    assert T.main([*opts, "--emit-peer-config", "swanctl"]) == 0
+    w = capsys.readouterr().out
+    assert "remote_addrs = 10.128.0.2" in w and "ip route add 10.128.0.0/14" in w
+    with pytest.raises(ValueError, match="outer_addresses"):
+        T.Plan(3).load_keys(os.path.join(wd, "plan.json"))
+    T.Plan(3, outer_addresses="10.128.0.0/14", nat_t_ports=5000).load_keys(
+        os.path.join(wd, "plan.json"))
+
+
 TBF_20MBIT = ["tbf", "rate", "20mbit", "burst", "4kb", "limit", "10kb"]
 
 
