@@ -591,10 +591,12 @@ def test_ike_paced_setup_and_rekeys_under_load():
 
 
 @pytest.mark.slow
-def test_thousand_static_tunnels():
-    """1 000 statically keyed tunnels through a dpvpn DUT: every tunnel's
-    packets, both ways, all back."""
-    with Pair(1000) as p:
+@pytest.mark.parametrize("outer", [None, "198.19.128.0/17"])
+def test_thousand_static_tunnels(outer):
+    """1 000 statically keyed tunnels through a dpvpn DUT (all from one tester
+    address, or each from its own: 1 000 peers behind one route on the DUT):
+    every tunnel's packets, both ways, all back."""
+    with Pair(1000, outer_addresses=outer) as p:
         p.warm()
         s = p.tester.trial(20000, 20000, 1.0, [64])
         assert all(s[d]["received"] == s[d]["sent"] > 15000 for d in T.DIRS), s
