@@ -622,6 +622,27 @@ static int parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx)
 	return 0;
 }
 
+/*
+ * More IPv4 addresses of an outside port, as one prefix: a gateway with a
+ * block of public addresses (or a tester that is many peers).  Checked
+ * against role and address at the end (check_extra), when both are known.
+ */
+static int key_port_extra(struct parser *p, const char *val)
+{
+	struct cfg_port *port = CUR(p, ports);
+	struct cfg_prefix pfx;
+	int rc;
+
+	port->extra_line = p->line;
+	if ((rc = parse_net(p, val, &pfx)) != 0)
+		return rc;
+	if (pfx.addr.family != DPVPN_AF_INET || pfx.len == 0)
+		return kerr(p, "expected an IPv4 prefix of length 1..32 (198.19.128.0/17), "
+			    "got '%s' (IPv6 extra addresses are not supported)", val);
+	port->extra4 = pfx;
+	return 0;
+}
+
 static int key_route_dst(struct parser *p, const char *val)
 {
 	return parse_net(p, val, &CUR(p, routes)->dst);
@@ -1591,6 +1612,7 @@ static const struct key_def port_keys[] = {
 	{ "role", key_port_role, true },
 	{ "address", key_port_address, true },
 	{ "mtu", key_port_mtu, false },
+	{ "extra-addresses", key_port_extra, false },
 };
 
 static const struct key_def neigh_keys[] = {
@@ -1968,17 +1990,62 @@ static void check_port_ids(struct parser *p)
 			}
 }
 
-static bool is_outside_addr(const struct cfg *c, const struct cfg_addr *addr)
+/* extra-addresses: an outside port's, beside its IPv4 address. */
+static void check_extra(struct parser *p)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	for (size_t i = 0; i < p->cfg->n_ports; i++) {
+		const struct cfg_port *port = &p->cfg->ports[i];
+
+		if (!port->extra4.addr.family)
+			continue;
+		if (port->role != DPVPN_ROLE_OUTSIDE)
+			err_at(p, port->extra_line, "[port %s] extra-addresses: only an outside "
+			       "port takes them (role = outside)", port->name);
+		else if (!port->addr4.addr.family)
+			err_at(p, port->extra_line, "[port %s] extra-addresses: %s/%u needs the "
+			       "port's own IPv4 address (address =) too", port->name,
+			       fmt_addr(&port->extra4.addr, buf), port->extra4.len);
+	}
+}
+
+/* Is a within p (IPv4, host order)? */
+static bool in_prefix4(const struct cfg_prefix *p, const struct cfg_addr *a)
+{
+	return p->addr.family == DPVPN_AF_INET && a->family == DPVPN_AF_INET &&
+	       (a->v4 & prefix_mask(p->len)) == p->addr.v4;
+}
+
+/* An outside port's address, or one of its extra-addresses. */
+bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint16_t *port_id)
 {
 	for (size_t i = 0; i < c->n_ports; i++) {
 		const struct cfg_port *port = &c->ports[i];
 		const struct cfg_prefix *a = addr->family == DPVPN_AF_INET6 ? &port->addr6 :
 									     &port->addr4;
 
-		if (port->role == DPVPN_ROLE_OUTSIDE && addr_equal(&a->addr, addr))
+		if (port->role == DPVPN_ROLE_OUTSIDE && a->addr.family &&
+		    (addr_equal(&a->addr, addr) || in_prefix4(&port->extra4, addr))) {
+			if (port_id != NULL)
+				*port_id = port->id;
 			return true;
+		}
 	}
 	return false;
+}
+
+static bool any_extra(const struct cfg *c)
+{
+	for (size_t i = 0; i < c->n_ports; i++)
+		if (c->ports[i].extra4.addr.family)
+			return true;
+	return false;
+}
+
+static bool is_outside_addr(const struct cfg *c, const struct cfg_addr *addr)
+{
+	return cfg_is_outside_addr(c, addr, NULL);
 }
 
 struct spi_ref {
@@ -2046,7 +2113,9 @@ static void check_tunnels(struct parser *p)
 
 		if (t->local.family && !is_outside_addr(c, &t->local))
 			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
-			       "outside port", t->name, fmt_addr(&t->local, buf));
+			       "outside port%s", t->name, fmt_addr(&t->local, buf),
+			       any_extra(c) && t->local.family == DPVPN_AF_INET ?
+			       " (nor in its extra-addresses)" : "");
 		if (t->port_line && !t->udp)
 			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port/local-ports need "
 			       "encap = udp", t->name);
@@ -2063,6 +2132,7 @@ static void check_all(struct parser *p)
 	if (!p->cfg->n_ports)
 		err_at(p, p->line ? p->line : 1, "no [port NAME] section: at least one is needed");
 	check_port_ids(p);
+	check_extra(p);
 	resolve_ports(p);
 	check_tunnels(p);
 }

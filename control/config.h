@@ -16,6 +16,7 @@
 #ifndef DPVPN_CONTROL_CONFIG_H
 #define DPVPN_CONTROL_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -55,6 +56,8 @@ struct cfg_port {
 	struct cfg_prefix addr4;	/* address = : at most one of each family; */
 	struct cfg_prefix addr6;	/* addr.family 0: none */
 	uint16_t mtu;		/* 0: the device's own */
+	struct cfg_prefix extra4;	/* extra-addresses = (outside, IPv4); family 0: none */
+	int extra_line;
 };
 
 struct cfg_neigh {
@@ -182,6 +185,9 @@ struct cfg {
  * (or errno-style failure to open, also reported as an error string). */
 int cfg_load(struct cfg *cfg, const char *path);
 void cfg_print_errors(const struct cfg *cfg, FILE *out);
+/* Is addr an outside port's address or in its extra-addresses?  *port_id
+ * (if not NULL): that port's id. */
+bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint16_t *port_id);
 /* Cipher key length of an alg (0: NULL or unknown). */
 size_t cfg_alg_key_len(uint8_t alg);
 const char *cfg_alg_name(uint8_t alg);

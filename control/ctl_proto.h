@@ -99,6 +99,8 @@
  *                        "role":"inside"|"outside"|"none",
  *                        "address":PREFIX|null (IPv4 "198.18.1.1/24"; null: none),
  *                        "address6":PREFIX|null (IPv6 "2001:db8:1::1/64"; null: none),
+ *                        "extra_addresses":PREFIX|null (outside: the IPv4 prefix
+ *                                whose every address is the port's too; null: none),
  *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
  *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
  *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,

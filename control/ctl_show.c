@@ -207,13 +207,14 @@ static json_t *port_json(const struct dpvpn_port_info *raw)
 	const uint8_t *m = p->mac;
 
 	base_port(&c);
-	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
 		"iface", p->iface[0] ? name(p->iface, sizeof(p->iface)) : json_null(),
 		"role", role_name(p->role),
 		"address", prefix_json(&p->addr4),
 		"address6", prefix_json(&p->addr6),
+		"extra_addresses", prefix_json(&p->extra4),
 		"mac", json_sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
 				    m[4], m[5]),
 		"link", p->link_up ? "up" : "down",

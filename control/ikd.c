@@ -174,6 +174,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
+	c->natt_port = t->udp ? t->udp_local : 0;	/* local-port: IKE and ESP from it */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
 	c->ike_rekey_ms = t->ike.ike_lifetime * 1000u;
 	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */
@@ -183,7 +184,19 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 
 /* ---- callbacks of the state machine ---- */
 
-/* The outside port whose address a is (IKE_TX's source), or -1. */
+/* Is a (IPv4) within p's extra-addresses? */
+static bool in_extra(const struct cfg_port *p, const struct ike_addr *a)
+{
+	uint32_t v4, mask = p->extra4.len ? ~0u << (32 - p->extra4.len) : 0;
+
+	if (a->family != AF_INET || p->extra4.addr.family != DPVPN_AF_INET)
+		return false;
+	memcpy(&v4, a->ip, 4);
+	return (ntohl(v4) & mask) == p->extra4.addr.v4;
+}
+
+/* The outside port whose address a is, or holds a among its extra-addresses
+ * (IKE_TX's source), or -1. */
 static int port_of(const struct ike_addr *a)
 {
 	for (size_t i = 0; i < k.n_ports; i++) {
@@ -194,7 +207,7 @@ static int port_of(const struct ike_addr *a)
 			continue;
 		to_ike_addr(&pa, a->family == AF_INET6 ? &p->addr6.addr : &p->addr4.addr, 0);
 		if ((a->family == AF_INET6 ? p->addr6.addr.family : p->addr4.addr.family) != 0 &&
-		    !memcmp(pa.ip, a->ip, a->family == AF_INET6 ? 16 : 4))
+		    (!memcmp(pa.ip, a->ip, a->family == AF_INET6 ? 16 : 4) || in_extra(p, a)))
 			return (int)p->id;
 	}
 	return -1;

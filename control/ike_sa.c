@@ -681,15 +681,21 @@ xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
 }
 
-/* From now on IKE on port 4500 both ends (2.23), and the CHILD_SA ESP in UDP. */
+/*
+ * From now on IKE on port 4500 both ends (2.23), and the CHILD_SA ESP in UDP;
+ * ours is the conn's natt_port if it names one (the peer answers where a
+ * request came from, as it would through a NAT).
+ */
 static void
 encap_start(struct ike_ctx *ctx, struct ike_sa *sa)
 {
+	uint16_t mine = sa->conn->cfg.natt_port ? sa->conn->cfg.natt_port : NATT_PORT;
+
 	if (!sa->encap)
-		logf_(ctx, sa, "NAT %s: IKE moves to port %u, ESP in UDP",
-		      sa->nat_local || sa->nat_remote ? "detected" : "forced", NATT_PORT);
+		logf_(ctx, sa, "NAT %s: IKE moves to port %u (ours %u), ESP in UDP",
+		      sa->nat_local || sa->nat_remote ? "detected" : "forced", NATT_PORT, mine);
 	sa->encap = true;
-	sa->local.port = NATT_PORT;
+	sa->local.port = mine;
 	sa->remote.port = NATT_PORT;
 }
 

@@ -101,6 +101,12 @@ struct ike_conn_cfg {
 	 * encap=yes does; needed with kernel-libipsec peers).
 	 */
 	bool force_encap;
+	/*
+	 * Our port once IKE is in UDP (0: 4500): an initiator then talks from
+	 * it to the peer's 4500, as from behind a NAT, and its CHILD_SA's ESP
+	 * in UDP comes from it too (a tester that looks like a peer per port).
+	 */
+	uint16_t natt_port;
 	uint32_t child_rekey_ms;	/* initiator rekeys a CHILD_SA this old; 0: never */
 	uint32_t rekey_grace_ms;	/* old CHILD_SA kept after a rekey; 0: 2000 */
 	uint32_t ike_rekey_ms;		/* initiator rekeys the IKE SA this old; 0: never */

@@ -69,6 +69,7 @@ static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbo
 			.addr4 = net_prefix(&p->addr4),
 			.addr6 = net_prefix(&p->addr6),
 			.mtu = p->mtu,
+			.extra4 = net_prefix(&p->extra4),
 		};
 
 		snprintf(what, sizeof(what), "port %s", p->name);
@@ -615,7 +616,7 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 	return same;
 }
 
-static void port_lines(struct cfg_port *p) { p->line = p->id_line = 0; }
+static void port_lines(struct cfg_port *p) { p->line = p->id_line = p->extra_line = 0; }
 static void neigh_lines(struct cfg_neigh *n)
 {
 	n->line = n->port_line = 0;
@@ -674,7 +675,7 @@ static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose
 {
 	struct dpvpn_port_cfg m = {
 		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
-		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu,
+		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu, .extra4 = net_prefix(&p->extra4),
 	};
 	char what[64];
 

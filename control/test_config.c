@@ -220,6 +220,33 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "local not outside", PORTS TUN("t", "198.18.1.1") SPIS KEYS,
 	  "11: [tunnel t] local: 198.18.1.1 is not the address of an outside port", { 0 } },
+	/* extra-addresses: line 10, the tunnel's local on line 12 */
+	{ "extra-addresses", PORTS "extra-addresses = 198.19.128.0/17\n" TUN("t", "198.19.128.5")
+	  SPIS KEYS, NULL, { 0 } },
+	{ "local beyond extra-addresses", PORTS "extra-addresses = 198.19.128.0/17\n"
+	  TUN("t", "198.19.64.1") SPIS KEYS, "12: [tunnel t] local: 198.19.64.1 is not the "
+	  "address of an outside port (nor in its extra-addresses)", { 0 } },
+	{ "extra-addresses host bits", PORTS "extra-addresses = 198.19.128.1/17\n",
+	  "10: [port outside] extra-addresses: 198.19.128.1/17 has host bits set (did you mean "
+	  "198.19.128.0/17?)", { 0 } },
+	{ "extra-addresses too long", PORTS "extra-addresses = 198.19.128.0/33\n",
+	  "10: [port outside] extra-addresses: expected an IPv4 or IPv6 prefix (a.b.c.d/len, "
+	  "x:x::/len), got '198.19.128.0/33'", { 0 } },
+	{ "extra-addresses v6", PORTS "extra-addresses = 2001:db8::/64\n",
+	  "10: [port outside] extra-addresses: expected an IPv4 prefix of length 1..32 "
+	  "(198.19.128.0/17), got '2001:db8::/64' (IPv6 extra addresses are not supported)",
+	  { 0 } },
+	{ "extra-addresses all", PORTS "extra-addresses = 0.0.0.0/0\n",
+	  "10: [port outside] extra-addresses: expected an IPv4 prefix of length 1..32 "
+	  "(198.19.128.0/17), got '0.0.0.0/0' (IPv6 extra addresses are not supported)",
+	  { 0 } },
+	{ "extra-addresses inside", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\n"
+	  "extra-addresses = 198.18.2.0/24\n", "5: [port a] extra-addresses: only an outside "
+	  "port takes them (role = outside)", { 0 } },
+	{ "extra-addresses without IPv4", "[port o]\nid = 1\nrole = outside\n"
+	  "address = 2001:db8::1/64\nextra-addresses = 198.19.128.0/17\n",
+	  "5: [port o] extra-addresses: 198.19.128.0/17 needs the port's own IPv4 address "
+	  "(address =) too", { 0 } },
 	{ "host bits in ts", PORTS "[route r]\ndst = 10.1.2.3/16\nport = inside\n",
 	  "11: [route r] dst: 10.1.2.3/16 has host bits set (did you mean 10.1.0.0/16?)",
 	  { 0 } },

@@ -37,8 +37,9 @@ dp_frame_nombuf(void)
 	main_stats()->drops[DPVPN_DROP_NO_MBUF]++;
 }
 
+/* sip: the address the frame speaks for (the port's, or one of its extra-addresses) */
 static void
-fill_arp(struct rte_arp_hdr *a, uint16_t op, const struct dp_port *p,
+fill_arp(struct rte_arp_hdr *a, uint16_t op, const struct dp_port *p, uint32_t sip,
 	 const struct rte_ether_addr *tha, uint32_t tip)
 {
 	a->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
@@ -47,7 +48,7 @@ fill_arp(struct rte_arp_hdr *a, uint16_t op, const struct dp_port *p,
 	a->arp_plen = sizeof(uint32_t);
 	a->arp_opcode = rte_cpu_to_be_16(op);
 	a->arp_data.arp_sha = p->mac;
-	a->arp_data.arp_sip = p->addr;
+	a->arp_data.arp_sip = sip;
 	a->arp_data.arp_tha = *tha;
 	a->arp_data.arp_tip = tip;
 }
@@ -67,9 +68,11 @@ arp_input(struct rte_mbuf *m)
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_arp_hdr *a = (struct rte_arp_hdr *)(eth + 1);
 	const struct dp_port *p = &dp.ports[m->port];
-	uint32_t sip;
+	uint32_t sip, tip;
 
-	if (!arp_sound(m, a) || p->addr == 0 || a->arp_data.arp_tip != p->addr) {
+	/* for the port's address or one of its extra-addresses (a whole prefix
+	 * answered: what a gateway with a block of public addresses does) */
+	if (!arp_sound(m, a) || !dp_port_owns4(p, a->arp_data.arp_tip)) {
 		dp_drop(main_stats(), m, DPVPN_DROP_BAD_ARP);
 		return;
 	}
@@ -84,10 +87,12 @@ arp_input(struct rte_mbuf *m)
 	/* Answer in place. */
 	struct rte_ether_addr sha = a->arp_data.arp_sha;
 
+	tip = a->arp_data.arp_tip;
+
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - sizeof(*eth) - sizeof(*a)));
 	eth->dst_addr = sha;
 	eth->src_addr = p->mac;
-	fill_arp(a, RTE_ARP_OP_REPLY, p, &sha, sip);
+	fill_arp(a, RTE_ARP_OP_REPLY, p, tip, &sha, sip);
 	dp_send_frame(m, p->id);
 }
 
@@ -107,7 +112,7 @@ arp_request(const struct dp_port *p, uint32_t tip)
 	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
 	eth->src_addr = p->mac;
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, &zero, tip);
+	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, p->addr, &zero, tip);
 	dp_send_frame(m, p->id);
 }
 

@@ -116,6 +116,15 @@ do_port_set(const void *req, struct reply *r)
 			 "unicast address with a length of 1..128", c->addr6.family, c->addr6.len);
 		return -EINVAL;
 	}
+	if (c->extra4.family != 0 && (c->extra4.family != DPVPN_AF_INET || c->extra4.len == 0 ||
+				      c->extra4.len > 32 || c->addr4.family == 0 ||
+				      c->role != DPVPN_ROLE_OUTSIDE ||
+				      (c->extra4.v4 & ~dp_mask(c->extra4.len)) != 0)) {
+		snprintf(r->err, sizeof(r->err), "port.extra4: family %u, length %u: not an IPv4 "
+			 "prefix (host bits zero, length 1..32) of an outside port with an IPv4 "
+			 "address", c->extra4.family, c->extra4.len);
+		return -EINVAL;
+	}
 	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
 		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
 			 DPVPN_MTU_MIN, dp.max_mtu,
@@ -159,6 +168,9 @@ do_port_set(const void *req, struct reply *r)
 	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
 	p->mask = dp_mask(p->prefix_len);
 	p->addr = c->addr4.family ? c->addr4.v4 : 0;
+	p->extra_count = 0;	/* (a reload may take them away) */
+	p->extra_first = c->extra4.family ? rte_be_to_cpu_32(c->extra4.v4) : 0;
+	p->extra_count = c->extra4.family ? (uint32_t)(1ull << (32 - c->extra4.len)) : 0;
 	p->has6 = c->addr6.family != 0;	/* (a reload may take it away) */
 	if (p->has6) {
 		memcpy(p->addr6, c->addr6.v6, 16);
@@ -521,6 +533,10 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 		o->addr6 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET6, .len = p->prefix6_len };
 		memcpy(o->addr6.v6, p->addr6, 16);
 	}
+	if (p->extra_count != 0)	/* a prefix: a power of 2 from its first */
+		o->extra4 = (struct dpvpn_prefix){ .family = DPVPN_AF_INET,
+			.len = (uint8_t)(32 - __builtin_ctz(p->extra_count)),
+			.v4 = rte_cpu_to_be_32(p->extra_first) };
 	memcpy(o->mac, p->mac.addr_bytes, sizeof(o->mac));
 	memcpy(o->name, p->name, sizeof(o->name));
 	rte_eth_stats_get(id, &s);

@@ -51,6 +51,9 @@ struct dp_port {
 	uint8_t prefix_len;
 	uint32_t addr;		/* network order, 0 = none */
 	uint32_t mask;		/* network order */
+	/* extra-addresses (outside ports): extra_count addresses from
+	 * extra_first on are the port's too (host order; a zeroed port: none) */
+	uint32_t extra_first, extra_count;
 	uint16_t mtu;		/* the device's MTU (IP packet bytes) */
 	uint8_t has6;		/* addr6 is set */
 	uint8_t prefix6_len;
@@ -206,14 +209,26 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * Is dst (network order) one of p's IPv4 addresses: its address, or one of
+ * its extra-addresses?  One compare more than the address alone, and only
+ * when that one fails: no loop, whatever the prefix's size.
+ */
+static inline bool
+dp_port_owns4(const struct dp_port *p, uint32_t dst)
+{
+	return p->addr != 0 &&
+	       (dst == p->addr || rte_be_to_cpu_32(dst) - p->extra_first < p->extra_count);
+}
+
 /* The port whose IPv4 address dst is (only: that port alone), or -1. */
 static inline int
 dp_owner4(uint32_t dst, const struct dp_port *only)
 {
 	if (only != NULL)
-		return only->addr != 0 && dst == only->addr ? only->id : -1;
+		return dp_port_owns4(only, dst) ? only->id : -1;
 	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp.ports[p].addr != 0 && dst == dp.ports[p].addr)
+		if (dp_port_owns4(&dp.ports[p], dst))
 			return p;
 	return -1;
 }

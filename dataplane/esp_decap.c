@@ -128,7 +128,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	} else {
 		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)outer;
 
-		if (ip->dst_addr != port->addr)
+		if (!dp_port_owns4(port, ip->dst_addr))
 			return DPVPN_DROP_NOT_LOCAL;
 		if (ip4_is_fragment(ip))
 			return DPVPN_DROP_FRAGMENT;

@@ -14,6 +14,7 @@
 #include "sa.h"
 
 #define IKE_MARKER_LEN	4	/* RFC 3948: zeros where an ESP SPI would be */
+#define IKE_OWN_PORT_MIN	1024	/* IKE_TX from a port of its own: not a well-known one */
 
 static int ike_fd = -1;
 static uint32_t push_seq;
@@ -168,7 +169,7 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 	const struct dpvpn_ike_pkt *p = payload;
 	const uint8_t *data = (const uint8_t *)(p + 1);
 	const struct dp_port *port;
-	bool v6, marker;
+	bool v6, marker, own_port;
 	uint32_t hlen, total;
 	struct rte_mbuf *m;
 	struct rte_udp_hdr *u;
@@ -188,10 +189,14 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 		return -EINVAL;
 	}
 	port = &dp.ports[p->port];
-	if (p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT &&
-	    !sa_natt_port(p->local_port)) {
-		snprintf(err, elen, "ike.local_port: %u is not %u, %u or an SA's NAT-T port",
-			 p->local_port, DPVPN_IKE_PORT, DPVPN_IKE_NATT_PORT);
+	/* a port of its own (1024 up): dpvpnd's IKE talks from a tunnel's
+	 * local-port, and the answers must come back to it (sa_natt_listen) */
+	own_port = p->local_port != DPVPN_IKE_PORT && p->local_port != DPVPN_IKE_NATT_PORT &&
+		   !sa_natt_port(p->local_port);
+	if (own_port && p->local_port < IKE_OWN_PORT_MIN) {
+		snprintf(err, elen, "ike.local_port: %u is not %u, %u, an SA's NAT-T port or "
+			 "%u..65535", p->local_port, DPVPN_IKE_PORT, DPVPN_IKE_NATT_PORT,
+			 IKE_OWN_PORT_MIN);
 		return -EINVAL;
 	}
 	if (p->remote_port == 0) {
@@ -206,8 +211,9 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 	}
 	v6 = p->local.family == DPVPN_AF_INET6;
 	if (v6 ? !port->has6 || memcmp(p->local.v6, port->addr6, 16) != 0
-	       : port->addr == 0 || p->local.v4 != port->addr) {
-		snprintf(err, elen, "ike.local: not port %u's IPv%c address", p->port, v6 ? '6' : '4');
+	       : !dp_port_owns4(port, p->local.v4)) {
+		snprintf(err, elen, "ike.local: not port %u's IPv%c address (nor one of its "
+			 "extra addresses)", p->port, v6 ? '6' : '4');
 		return -EINVAL;
 	}
 	if (v6 ? !unicast6(p->remote.v6) : !unicast4(p->remote.v4)) {
@@ -228,6 +234,8 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 		snprintf(err, elen, "IKE_TX: not forwarding yet (START)");
 		return -EAGAIN;
 	}
+	if (own_port)
+		sa_natt_listen(p->local_port);
 	m = rte_pktmbuf_alloc(dp.pool);
 	if (m == NULL) {
 		main_stats()->ike_out++;

@@ -55,7 +55,7 @@ outer_fragment(const struct dp_port *port, struct rte_mbuf *m)
 		return NULL;
 	ip = (struct rte_ipv4_hdr *)(eth + 1);
 	ihl = (uint16_t)((ip->version_ihl & 0x0f) * 4);
-	if (!rte_ipv4_frag_pkt_is_fragmented(ip) || ip->dst_addr != port->addr ||
+	if (!rte_ipv4_frag_pkt_is_fragmented(ip) || !dp_port_owns4(port, ip->dst_addr) ||
 	    (ip->version_ihl >> 4) != 4 || ihl < sizeof(*ip) ||
 	    rte_pktmbuf_data_len(m) < sizeof(*eth) + ihl ||
 	    rte_raw_cksum(ip, ihl) != 0xffff)

@@ -161,7 +161,7 @@ outer_port_mtu(const struct dpvpn_sa_cfg *c)
 	for (uint16_t i = 0; i < dp.n_ports; i++) {
 		const struct dp_port *p = &dp.ports[i];
 
-		if (c->local.family == DPVPN_AF_INET ? p->addr == c->local.v4 :
+		if (c->local.family == DPVPN_AF_INET ? dp_port_owns4(p, c->local.v4) :
 		    (p->has6 && memcmp(p->addr6, c->local.v6, 16) == 0))
 			return p->mtu ? p->mtu : RTE_ETHER_MTU;
 	}
@@ -307,8 +307,7 @@ sa_add(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, char *eb, size_t le
 	}
 	n_free--;
 	if (sa->dir == DPVPN_DIR_IN && sa->udp)
-		__atomic_fetch_or(&natt_ports[c->udp_local / 64], 1ull << (c->udp_local % 64),
-				  __ATOMIC_RELEASE);
+		sa_natt_listen(c->udp_local);
 	sa->pos = n_sa;
 	installed[n_sa++] = sa;
 	return 0;
@@ -337,6 +336,12 @@ sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 	free_slots[n_free++] = sa->slot;
 	sa_free(sa);
 	return 0;
+}
+
+void
+sa_natt_listen(uint16_t port)
+{
+	__atomic_fetch_or(&natt_ports[port / 64], 1ull << (port % 64), __ATOMIC_RELEASE);
 }
 
 bool

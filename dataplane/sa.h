@@ -30,6 +30,9 @@
 
 /* Is this UDP port one an inbound SA listens on (main lcore sets, workers read)? */
 bool sa_natt_port(uint16_t port);
+/* Take ESP in UDP and IKE behind the marker on this port from now on, SA or
+ * not yet (IKE_TX from it: an initiator that talks from its own port). */
+void sa_natt_listen(uint16_t port);
 
 struct sa_stats {
 	uint64_t packets, bytes;

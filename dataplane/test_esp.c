@@ -654,6 +654,48 @@ test_ip4_sum20(void **state)
 	}
 }
 
+/* extra-addresses: the port's address, then one range compare (dp_port_owns4). */
+static void
+test_extra_addresses(void **state)
+{
+	static const struct {
+		uint32_t addr, first, count, dst;	/* host order */
+		bool owned;
+	} cases[] = {
+		{ IP4(198, 19, 9, 9), 0, 0, IP4(198, 19, 9, 9), true },	/* its address */
+		{ IP4(198, 19, 9, 9), 0, 0, IP4(198, 19, 0, 2), false },	/* none: not 0/0 */
+		{ IP4(198, 19, 9, 9), IP4(198, 19, 0, 0), 256, IP4(198, 19, 0, 2), true },
+		{ IP4(198, 19, 9, 9), IP4(198, 19, 0, 2), 1, IP4(198, 19, 0, 2), true },
+		{ IP4(198, 19, 9, 9), IP4(198, 19, 0, 3), 1, IP4(198, 19, 0, 2), false },
+		{ IP4(198, 19, 9, 9), IP4(198, 19, 0, 0), 2, IP4(198, 19, 0, 2), false },
+		{ IP4(198, 19, 9, 9), IP4(128, 0, 0, 0), 1u << 31, IP4(255, 255, 255, 255), true },
+		{ 0, IP4(198, 19, 0, 0), 256, IP4(198, 19, 0, 2), false },	/* no address */
+	};
+	struct dp_port port;
+	struct rte_mbuf *m;
+
+	(void)state;
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		port = (struct dp_port){ .addr = rte_cpu_to_be_32(cases[i].addr),
+					 .extra_first = cases[i].first,
+					 .extra_count = cases[i].count };
+		assert_int_equal(dp_port_owns4(&port, rte_cpu_to_be_32(cases[i].dst)),
+				 cases[i].owned);
+	}
+	/* ESP to 198.19.0.2 on a port that has it only among its extra-addresses */
+	port = (struct dp_port){ .addr = RTE_BE32(IP4(198, 19, 9, 9)),
+				 .extra_first = IP4(198, 19, 0, 0), .extra_count = 256 };
+	m = one_esp();
+	assert_int_equal(esp_decap_burst(&wk, st, &port, &m, 1, out(), self()), 1);
+	rte_pktmbuf_free(m);
+	port.extra_first = IP4(198, 19, 1, 0);	/* and not: counted, not-local */
+	m = one_esp();
+	uint64_t before = drops(DPVPN_DROP_NOT_LOCAL);
+
+	assert_int_equal(esp_decap_burst(&wk, st, &port, &m, 1, out(), self()), 0);
+	assert_int_equal(drops(DPVPN_DROP_NOT_LOCAL), before + 1);
+}
+
 int
 main(void)
 {
@@ -669,6 +711,7 @@ main(void)
 		cmocka_unit_test(test_ecn_table),
 		cmocka_unit_test(test_ecn_and_ttl_on_the_path),
 		cmocka_unit_test(test_df_modes),
+		cmocka_unit_test(test_extra_addresses),
 	};
 
 	return cmocka_run_group_tests_name("esp", tests, setup, NULL);

@@ -443,7 +443,8 @@ class Prefix(ctypes.Structure):
 class PortCfg(ctypes.Structure):
     _fields_ = [('port_id', ctypes.c_uint16), ('role', ctypes.c_uint8),
                 ('reserved', ctypes.c_uint8), ('addr4', Prefix), ('addr6', Prefix),
-                ('mtu', ctypes.c_uint16), ('reserved2', ctypes.c_uint8 * 2)]
+                ('mtu', ctypes.c_uint16), ('reserved2', ctypes.c_uint8 * 2),
+                ('extra4', Prefix)]
 
 
 class Neigh(ctypes.Structure):
@@ -491,7 +492,7 @@ class TraceReq(ctypes.Structure):
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
-SIZES = {Addr: 20, Prefix: 20, PortCfg: 48, Neigh: 28, Route: 44, SaCfg: 272, SaId: 8,
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 44, SaCfg: 272, SaId: 8,
          Policy: 48, SeqGrant: 16, TraceReq: 264}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
@@ -540,12 +541,14 @@ class Msgs:
         return b''.join(self.parts)
 
 
-def port_cfg(pid, role, a4=None, a6=None, mtu=0):
+def port_cfg(pid, role, a4=None, a6=None, mtu=0, extra4=None):
     c = PortCfg(port_id=pid, role=role, mtu=mtu)
     if a4:
         set_prefix(c.addr4, a4)
     if a6:
         set_prefix(c.addr6, a6)
+    if extra4:
+        set_prefix(c.extra4, extra4)
     return c
 
 
@@ -589,7 +592,8 @@ def install(m, tunnels=range(len(TUNNELS))):
     """What dpvpnd's install does (control/install.c), in its order."""
     m.add(HELLO)
     m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', '2001:db8:1::1/64'))
-    m.add(PORT_SET, port_cfg(1, 2, '198.19.0.1/24', '2001:db8:ff::1/64'))
+    m.add(PORT_SET, port_cfg(1, 2, '198.19.0.1/24', '2001:db8:ff::1/64',
+                             extra4='198.19.128.0/17'))
     n = Neigh(port_id=1, mac=(ctypes.c_uint8 * 6)(2, 0, 0, 0, 0xb, 2))
     set_addr(n.addr, '198.19.0.2')
     m.add(NEIGH_ADD, n)
@@ -676,6 +680,8 @@ def ctl_dp_seeds():
                                                                              'ff02::1/64'))
     m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', mtu=9000))
     m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', mtu=1400))
+    m.add(PORT_SET, port_cfg(1, 2, '198.19.0.1/24', extra4='198.19.128.1/17'))  # host bits
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', extra4='198.18.2.0/24'))   # inside
     m.add(PORT_SET, port_cfg(2, 0))
     n = Neigh(port_id=0, mac=(ctypes.c_uint8 * 6)(1, 0, 0, 0, 0, 1))
     set_addr(n.addr, '198.18.1.9')

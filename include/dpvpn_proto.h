@@ -80,7 +80,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	19
+#define DPVPN_PROTO_VERSION	20
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
@@ -238,6 +238,13 @@ struct dpvpn_port_cfg {
 	struct dpvpn_prefix addr6;	/* the port's IPv6 address/len; family 0: none */
 	uint16_t mtu;		/* IP MTU to set on the device; 0: leave it */
 	uint8_t reserved2[2];
+	/*
+	 * Outside ports: more IPv4 addresses of the port, a whole prefix (host
+	 * bits zero; family 0: none), as a gateway with a block of public
+	 * addresses has them: ARP answered, ESP, ESP in UDP and IKE taken, and
+	 * SAs and IKE may use them as their local address.  Needs addr4.
+	 */
+	struct dpvpn_prefix extra4;
 };
 
 struct dpvpn_neigh {
@@ -348,6 +355,7 @@ struct dpvpn_port_info {
 	char iface[16];		/* Linux interface behind the port, "" none */
 	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
 					 * partial (offload), finished by the dataplane */
+	struct dpvpn_prefix extra4;	/* extra-addresses (PORT_SET); family 0: none */
 };
 
 struct dpvpn_sa_info {

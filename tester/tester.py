@@ -50,7 +50,16 @@ class Plan:
     at random for each plan (never printed; the config files are 0600)."""
 
     def __init__(self, tunnels=1, cipher="aes128-gcm", clear_net="198.18.1.0/24",
-                 outer_net="198.19.0.0/24", inner=INNER, replay_window=1024):
+                 outer_net="198.19.0.0/24", inner=INNER, replay_window=1024,
+                 outer_addresses=None, nat_t_ports=None):
+        """outer_addresses: a prefix (e.g. 198.19.128.0/17) whose addresses
+        from its .1 on are the tester's side of tunnel 0, 1, ... (the
+        tester's port B holds it as extra-addresses; the DUT routes it via
+        the tester's own outer address): the DUT sees a peer per tunnel.
+        None: every tunnel from the tester's one outer address.
+        nat_t_ports: a UDP port; tunnel i is ESP in UDP (encap = udp) from
+        the tester's port nat_t_ports + i to the DUT's 4500 (with IKE, IKE
+        too: the DUT sees the tester as behind a NAT and learns the port)."""
         if cipher not in KEY_BYTES:
             raise ValueError(f"cipher: {cipher} is not one of {', '.join(KEY_BYTES)}")
         if not 1 <= tunnels <= 200000:
@@ -61,6 +70,8 @@ class Plan:
         self.dut_clear, self.tester_clear = cn[1], cn[2]
         self.dut_outer, self.tester_outer = on[1], on[2]
         self.inner = ipaddress.ip_address(inner)
+        self.outer_addresses = self._outer_pool(outer_addresses)
+        self.nat_t_ports = self._port_pool(nat_t_ports)
         n = KEY_BYTES[cipher]
         # to_dut: tester -> DUT (the DUT decrypts); to_tester: DUT -> tester
         self.keys = [(secrets.token_bytes(n).hex(), secrets.token_bytes(n).hex())
@@ -70,18 +81,66 @@ class Plan:
         self.encap_udp = False      # IKE tunnels: force UDP encapsulation (kernel-libipsec)
         self.ike_proposal = "aes128gcm16-prfsha256-x25519"
 
+    def _outer_pool(self, prefix):
+        if prefix is None:
+            return None
+        try:
+            net = ipaddress.ip_network(prefix)
+        except ValueError as e:
+            raise ValueError(f"outer addresses: {e}") from None
+        if net.version != 4 or net.prefixlen == 0:
+            raise ValueError(f"outer addresses: {prefix} is not an IPv4 prefix of length 1..32")
+        if net.num_addresses - 1 < self.tunnels:
+            raise ValueError(f"outer addresses: {prefix} has {net.num_addresses - 1} addresses "
+                             f"from its .1 on, not the {self.tunnels} the tunnels need")
+        for what, a in (("the DUT's outer address", self.dut_outer),
+                        ("the tester's outer address", self.tester_outer)):
+            if net[1] <= a <= net[self.tunnels]:
+                raise ValueError(f"outer addresses: {prefix}'s first {self.tunnels} hold {a}, "
+                                 f"{what}")
+        if net.overlaps(self.clear_net):
+            raise ValueError(f"outer addresses: {prefix} overlaps the clear network "
+                             f"{self.clear_net}")
+        return net
+
+    def _port_pool(self, base):
+        if base is None:
+            return None
+        if not 1024 <= base or base + self.tunnels - 1 > 65535:
+            raise ValueError(f"NAT-T ports: {base}..{base + self.tunnels - 1} is not within "
+                             f"1024..65535")
+        return base
+
+    def tester_outer_of(self, i):
+        """Tunnel i's outer address on the tester's side."""
+        return self.outer_addresses[1 + i] if self.outer_addresses else self.tester_outer
+
+    def nat_t_port(self, i):
+        """Tunnel i's UDP port on the tester's side (None: plain ESP)."""
+        return None if self.nat_t_ports is None else self.nat_t_ports + i
+
+    def _shape(self):
+        """What a saved plan must agree on besides keys."""
+        return {"tunnels": self.tunnels, "cipher": self.cipher,
+                "outer_addresses": str(self.outer_addresses) if self.outer_addresses else None,
+                "nat_t_ports": self.nat_t_ports}
+
     def save(self, path):
         """The plan, keys included, to a private file (--emit-peer-config)."""
-        private_file(path, json.dumps({"tunnels": self.tunnels, "cipher": self.cipher,
-                                       "keys": self.keys}))
+        private_file(path, json.dumps({**self._shape(), "keys": self.keys}))
 
     def load_keys(self, path):
-        """The keys of a saved plan, if it is one for these tunnels and cipher."""
+        """The keys of a saved plan, if it is one for these tunnels, cipher
+        and outer addresses / ports (what the DUT was configured with)."""
         with open(path) as f:
             saved = json.load(f)
         if saved["tunnels"] != self.tunnels or saved["cipher"] != self.cipher:
             raise ValueError(f"{path}: a plan for {saved['tunnels']} tunnels of "
                              f"{saved['cipher']}, not {self.tunnels} of {self.cipher}")
+        for k in ("outer_addresses", "nat_t_ports"):
+            if saved.get(k) != self._shape()[k]:
+                raise ValueError(f"{path}: a plan with {k} {saved.get(k)}, not "
+                                 f"{self._shape()[k]}")
         self.keys = [tuple(k) for k in saved["keys"]]
 
     def host(self, i):
@@ -91,10 +150,24 @@ class Plan:
         """(tester -> DUT, DUT -> tester)"""
         return 0x20000000 + i, 0x10000000 + i
 
-    def _ports(self, clear, outer):
+    def _ports(self, clear, outer, extra=None):
         return (f"[port inside]\nid = 0\nrole = inside\naddress = {clear}/{self.clear_net.prefixlen}\n\n"
                 f"[port outside]\nid = 1\nrole = outside\n"
-                f"address = {outer}/{self.outer_net.prefixlen}\n\n")
+                f"address = {outer}/{self.outer_net.prefixlen}\n"
+                + (f"extra-addresses = {extra}\n" if extra else "") + "\n")
+
+    def _encap(self, i, side, static):
+        """Tunnel i's ESP-in-UDP lines (nat_t_ports).  With IKE the tester
+        talks IKE from its port too (to the DUT's 4500, as from behind a
+        NAT) and the DUT learns the port from it: nothing on its side."""
+        port = self.nat_t_port(i)
+        if port is None:
+            return ""
+        if self.psk_file and not static:
+            if side != "tester":
+                return ""
+            return ("" if self.encap_udp else "encap = udp\n") + f"local-port = {port}\n"
+        return f"encap = udp\n{'local' if side == 'tester' else 'remote'}-port = {port}\n"
 
     def tunnel(self, name, i, side, local, remote, static=False):
         """Tunnel i's [tunnel] section as side ("tester" or "dut") has it:
@@ -112,13 +185,13 @@ class Plan:
                   f"in-spi = {in_spi:#x}\nin-key = 0x{in_key}\n")
         return (f"[tunnel {name}]\nlocal = {local}\nremote = {remote}\n"
                 f"local-ts = {lts}\nremote-ts = {rts}\ncipher = {self.cipher}\n{keying}"
-                f"replay-window = {self.window}\n\n")
+                f"{self._encap(i, side, static)}replay-window = {self.window}\n\n")
 
     def tester_config(self):
-        parts = [self._ports(self.tester_clear, self.tester_outer),
+        parts = [self._ports(self.tester_clear, self.tester_outer, self.outer_addresses),
                  f"[route tester-hosts]\ndst = {self.inner}/10\nport = inside\n"
                  f"via = {self.dut_clear}\n\n"]
-        parts += [self.tunnel(f"t{i}", i, "tester", self.tester_outer, self.dut_outer)
+        parts += [self.tunnel(f"t{i}", i, "tester", self.tester_outer_of(i), self.dut_outer)
                   for i in range(self.tunnels)]
         return "".join(parts)
 
@@ -148,6 +221,9 @@ class Plan:
     def loop_config(self, loop_net="198.19.1.0/24"):
         """loop_net None: port C is in the outer network (its .3), on one link
         with B (--tester-loop's crossed rings: the calibration)."""
+        if self.outer_addresses:
+            raise ValueError("outer addresses per tunnel are for a DUT, not the back-to-back "
+                             "loops")
         if loop_net is None:
             c = self.outer_net[3]
             # jumbo: a 1514-byte frame's ESP fits (IMIX), as on a lab's links
@@ -186,7 +262,10 @@ class Plan:
     def dut_config_dpvpn(self):
         """The DUT's side as a dpvpn.conf (--emit-peer-config dpvpn)."""
         parts = [self._ports(self.dut_clear, self.dut_outer)]
-        parts += [self.tunnel(f"t{i}", i, "dut", self.dut_outer, self.tester_outer)
+        if self.outer_addresses:    # one route for them all: one neighbour, not one each
+            parts.append(f"[route tester-outer]\ndst = {self.outer_addresses}\nport = outside\n"
+                         f"via = {self.tester_outer}\n\n")
+        parts += [self.tunnel(f"t{i}", i, "dut", self.dut_outer, self.tester_outer_of(i))
                   for i in range(self.tunnels)]
         return "".join(parts)
 
@@ -196,20 +275,30 @@ class Plan:
                  f"ip addr add {self.dut_clear}/{self.clear_net.prefixlen} dev {dev_clear}",
                  f"ip addr add {self.dut_outer}/{self.outer_net.prefixlen} dev {dev_outer}",
                  "sysctl -w net.ipv4.ip_forward=1"]
+        if self.outer_addresses:
+            lines.append(f"ip route add {self.outer_addresses} via {self.tester_outer} "
+                         f"dev {dev_outer}")
+        if self.nat_t_ports is not None:
+            lines.append("# ESP in UDP: inbound needs a UDP socket on 4500 with "
+                         "UDP_ENCAP_ESPINUDP (an IKE daemon's)")
         for i in range(self.tunnels):
             to_dut, to_tester = self.spis(i)
             k_dut, k_tester = self.keys[i]
-            for src, dst, spi, key in ((self.dut_outer, self.tester_outer, to_tester, k_tester),
-                                       (self.tester_outer, self.dut_outer, to_dut, k_dut)):
+            peer, port = self.tester_outer_of(i), self.nat_t_port(i)
+            for src, dst, spi, key, encap in (
+                    (self.dut_outer, peer, to_tester, k_tester, (4500, port)),
+                    (peer, self.dut_outer, to_dut, k_dut, (port, 4500))):
                 lines.append(f"ip xfrm state add src {src} dst {dst} proto esp spi {spi:#x} "
                              f"reqid {i + 1} mode tunnel aead 'rfc4106(gcm(aes))' 0x{key} 128"
-                             f" replay-window {min(self.window, 32)}")
+                             f" replay-window {min(self.window, 32)}"
+                             + (f" encap espinudp {encap[0]} {encap[1]} 0.0.0.0"
+                                if port is not None else ""))
             lines.append(f"ip xfrm policy add src {self.clear_net} dst {self.host(i)}/32 dir out "
-                         f"tmpl src {self.dut_outer} dst {self.tester_outer} proto esp "
+                         f"tmpl src {self.dut_outer} dst {peer} proto esp "
                          f"reqid {i + 1} mode tunnel")
             for d in ("in", "fwd"):
                 lines.append(f"ip xfrm policy add src {self.host(i)}/32 dst {self.clear_net} "
-                             f"dir {d} tmpl src {self.tester_outer} dst {self.dut_outer} "
+                             f"dir {d} tmpl src {peer} dst {self.dut_outer} "
                              f"proto esp reqid {i + 1} mode tunnel")
         return "\n".join(lines) + "\n"
 
@@ -219,12 +308,15 @@ class Plan:
         the plan's PSK (use_ike; psk: its text, else a placeholder), UDP
         encapsulation when the plan asks for it (kernel-libipsec needs it)."""
         esp = {"aes128-gcm": "aes128gcm16", "aes256-gcm": "aes256gcm16"}[self.cipher]
-        out = ["# dpvpn-tester: the DUT's side for strongSwan (swanctl --load-all)",
-               "connections {"]
+        out = ["# dpvpn-tester: the DUT's side for strongSwan (swanctl --load-all)"]
+        if self.outer_addresses:
+            out.append(f"# the tester's outer addresses: ip route add {self.outer_addresses} "
+                       f"via {self.tester_outer}")
+        out.append("connections {")
         for i in range(self.tunnels):
             out += [f"    t{i} {{", "        version = 2",
                     f"        local_addrs = {self.dut_outer}",
-                    f"        remote_addrs = {self.tester_outer}",
+                    f"        remote_addrs = {self.tester_outer_of(i)}",
                     f"        encap = {'yes' if self.encap_udp else 'no'}",
                     "        mobike = no", "        dpd_delay = 0s",
                     f"        proposals = {self.ike_proposal}",
@@ -841,6 +933,14 @@ def main(argv=None):
     ap.add_argument("--max-load", type=float, default=2e6)
     ap.add_argument("--no-calibrate", action="store_true",
                     help="skip the back-to-back calibration (tester-limited: ?)")
+    ap.add_argument("--outer-addresses", metavar="PREFIX",
+                    help="an IPv4 prefix: tunnel i's tester side is its address .1 + i "
+                         "(the tester's port B holds them all, the DUT routes the prefix "
+                         "via the tester), so the DUT sees a peer per tunnel; default: "
+                         "every tunnel from the tester's one outer address")
+    ap.add_argument("--nat-t-ports", metavar="PORT", type=int,
+                    help="ESP in UDP (NAT-T), tunnel i from the tester's UDP port PORT + i "
+                         "to the DUT's 4500 (with IKE, IKE from there too)")
     ap.add_argument("--workdir", default="/tmp/dpvpn-tester")
     ap.add_argument("--json", help="write the report's JSON document here")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots here")
@@ -886,7 +986,11 @@ def main(argv=None):
                 docs.append(json.load(f))
         print(rep.compare(*docs))
         return 0
-    plan = Plan(a.tunnels, a.cipher)
+    try:
+        plan = Plan(a.tunnels, a.cipher, outer_addresses=a.outer_addresses,
+                    nat_t_ports=a.nat_t_ports)
+    except ValueError as e:
+        ap.error(str(e))
     saved = os.path.join(a.workdir, "plan.json")
     os.makedirs(a.workdir, mode=0o700, exist_ok=True)
     if os.path.exists(saved):  # an earlier --emit-peer-config's keys

@@ -306,7 +306,7 @@ def test_wide_shows_all_columns(net):
     assert re.search(r"^" + LONG + r" ", sa, re.M), sa            # whole, not cut
     assert len(table(text(net, "show", "sa"), "NAME")[0]) < len(header)
     ports = text(net, "--wide", "show", "ports").splitlines()[0].split()
-    for title in ("ADDRESS", "ADDRESS6", "MAC", "RX-ERR", "TX-ERR", "CONFIG", "IFACE"):
+    for title in ("ADDRESS", "ADDRESS6", "EXTRA", "MAC", "RX-ERR", "TX-ERR", "CONFIG", "IFACE"):
         assert title in ports, ports
     row = next(r for r in table(text(net, "show", "ports"), "ID") if r["ID"] == "0")
     assert (row["CONFIG"], row["IFACE"], row["NAME"]) == ("inside", "gwa-in", "net_af_packet0")

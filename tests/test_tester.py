@@ -44,19 +44,21 @@ class Pair:
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
     def __init__(self, tunnels, wrong_key=None, shape_out=None, ike=False, start_tester=True,
-                 paced=False, dut_args=()):
+                 paced=False, dut_args=(), outer_addresses=None, nat_t_ports=None):
         """shape_out: a tc qdisc (argument list) on the DUT's outside link,
         the way to the tester (the DUT's frames then pass the qdisc).  ike:
         tunnels keyed by IKEv2 (PSK), the tester initiating.  start_tester
         False: the test starts the tester itself (self.tester made, not started).
-        dut_args: more options of the DUT's dataplane (a later --max-sa wins)."""
+        dut_args: more options of the DUT's dataplane (a later --max-sa wins).
+        outer_addresses, nat_t_ports: Plan's (a peer address or UDP port per tunnel)."""
         self.shape_out = shape_out
         self.dut_args = list(dut_args)
         self.start_tester = start_tester
         self.tag = secrets.token_hex(2)
         self.ns = f"dpvpn-{self.tag}-tst"
         self.dir = tempfile.mkdtemp(prefix="dpvpn-tester-")
-        self.plan = T.Plan(tunnels)
+        self.plan = T.Plan(tunnels, outer_addresses=outer_addresses, nat_t_ports=nat_t_ports)
+        self.procs = []
         if ike:
             self.plan.use_ike(os.path.join(self.dir, "ike.psk"))
             self.plan.ike_start = not paced     # paced: the test initiates each tunnel
@@ -101,10 +103,36 @@ class Pair:
         self.close()
 
     def close(self):
+        for p in self.procs:
+            p.stop()
         for p in (self.tester, self.dut):
             if p is not None:
                 p.stop()
         lab.sh("ip", "netns", "del", self.ns, check=False)
+
+    def capture(self, devs=("d-out", "t-b")):
+        """tcpdump on both ends of the outside link, beside the af_packet
+        sockets: the PMDs send past the qdisc, which taps do not see, so
+        each end shows what it received (d-out the tester's ESP, t-b the
+        DUT's).  Returns a function that stops them and gives the frames."""
+        from scapy.all import rdpcap
+        procs = []
+        for dev in devs:
+            path = os.path.join(self.dir, f"{dev}.pcap")
+            p = lab.Proc(f"tcpdump-{dev}", ["tcpdump", "-i", dev, "--immediate-mode", "-s",
+                                            "96", "-U", "-w", path], self.dir, self.ns)
+            self.procs.append(p)
+            procs.append((p, path))
+            lab.wait_for(lambda: "listening" in p.output(), 10, "tcpdump")
+
+        def stop():
+            time.sleep(0.5)     # the last frames still on their way
+            frames = []
+            for p, path in procs:
+                p.stop()
+                frames += list(rdpcap(path))
+            return frames
+        return stop
 
     def warm(self):
         """One short trial, both ways: ARP resolved on both sides before any
@@ -275,6 +303,32 @@ def test_emit_peer_config(tmp_path, capsys):
     assert x.count("ip xfrm state add") == 6 and "rfc4106(gcm(aes))" in x
     with pytest.raises(ValueError):
         T.Plan(4).load_keys(os.path.join(wd, "plan.json"))
+
+
+def test_emit_peer_config_a_peer_per_tunnel(tmp_path, capsys):
+    """--outer-addresses / --nat-t-ports in every emitted DUT config: each
+    tunnel's remote its own address (and port), the prefix routed via the
+    tester; a run with other options refuses the saved keys."""
+    wd = str(tmp_path / "wd")
+    opts = ["--tunnels", "3", "--outer-addresses", "10.128.0.0/14", "--nat-t-ports", "5000",
+            "--workdir", wd]
+    assert T.main([*opts, "--emit-peer-config", "dpvpn"]) == 0
+    out = capsys.readouterr().out
+    assert "[route tester-outer]\ndst = 10.128.0.0/14\nport = outside\nvia = 198.19.0.2\n" in out
+    for i in range(3):
+        assert f"remote = 10.128.0.{i + 1}\n" in out and f"remote-port = {5000 + i}\n" in out
+    assert out.count("encap = udp\n") == 3
+    assert T.main([*opts, "--emit-peer-config", "xfrm"]) == 0
+    x = capsys.readouterr().out
+    assert "ip route add 10.128.0.0/14 via 198.19.0.2 dev eth1" in x
+    assert "src 10.128.0.3 dst 198.19.0.1 proto esp" in x and "encap espinudp 5002 4500" in x
+    assert T.main([*opts, "--emit-peer-config", "swanctl"]) == 0
+    w = capsys.readouterr().out
+    assert "remote_addrs = 10.128.0.2" in w and "ip route add 10.128.0.0/14" in w
+    with pytest.raises(ValueError, match="outer_addresses"):
+        T.Plan(3).load_keys(os.path.join(wd, "plan.json"))
+    T.Plan(3, outer_addresses="10.128.0.0/14", nat_t_ports=5000).load_keys(
+        os.path.join(wd, "plan.json"))
 
 
 TBF_20MBIT = ["tbf", "rate", "20mbit", "burst", "4kb", "limit", "10kb"]
@@ -555,10 +609,12 @@ def test_ike_paced_setup_and_rekeys_under_load():
 
 
 @pytest.mark.slow
-def test_thousand_static_tunnels():
-    """1 000 statically keyed tunnels through a dpvpn DUT: every tunnel's
-    packets, both ways, all back."""
-    with Pair(1000) as p:
+@pytest.mark.parametrize("outer", [None, "198.19.128.0/17"])
+def test_thousand_static_tunnels(outer):
+    """1 000 statically keyed tunnels through a dpvpn DUT (all from one tester
+    address, or each from its own: 1 000 peers behind one route on the DUT):
+    every tunnel's packets, both ways, all back."""
+    with Pair(1000, outer_addresses=outer) as p:
         p.warm()
         s = p.tester.trial(20000, 20000, 1.0, [64])
         assert all(s[d]["received"] == s[d]["sent"] > 15000 for d in T.DIRS), s
@@ -723,3 +779,133 @@ def test_capacity_finds_the_duts_sa_table():
         print(r)
         assert r["offered"] == 16 and r["held"] == 12 and not r["at_least"], r
         assert r["setup"]["set_up"] == 12 and r["setup"]["failed"] == 4, r
+
+
+def outer_peers(frames, dut="198.19.0.1"):
+    """What the DUT's outside link carried: ({(tester address, UDP port or None)} of
+    ESP to the DUT, the same of ESP from it)."""
+    from scapy.all import IP, UDP
+    to_dut, from_dut = set(), set()
+    for f in frames:
+        if IP not in f or f[IP].proto not in (50, 17):
+            continue
+        ip = f[IP]
+        port = None
+        if ip.proto == 17:
+            if 4500 not in (ip[UDP].sport, ip[UDP].dport):
+                continue
+            port = ip[UDP].sport if ip.dst == dut else ip[UDP].dport
+        if ip.dst == dut:
+            to_dut.add((ip.src, port))
+        elif ip.src == dut:
+            from_dut.add((ip.dst, port))
+    return to_dut, from_dut
+
+
+def every_packet(p, tunnels):
+    """A trial both ways: every packet of every tunnel through the DUT."""
+    s = p.tester.trial(2000, 2000, 0.5, [64, 1400])
+    assert all(s[d]["received"] == s[d]["sent"] > 800 for d in T.DIRS), s
+    per = p.tester.tunnels()
+    assert sorted(per) == list(range(tunnels))
+    for i, t in per.items():
+        for k in ("e", "d"):
+            assert t[f"{k}_sent"] > 50 and t[f"{k}_received"] == t[f"{k}_sent"], (i, t)
+    return s
+
+
+def test_outer_address_per_tunnel():
+    """Requirement 2: 8 tunnels, each from its own tester address (port B's
+    extra-addresses 198.19.128.0/17, .1 to .8): every packet crosses both
+    ways, the DUT's outside link carries ESP from and to 8 distinct peers
+    (tcpdump at both ends), its SAs name them, and the tester answers ARP for an
+    address of the prefix that no tunnel uses (a gateway's block of
+    addresses), from the address asked."""
+    want = {(f"198.19.128.{i + 1}", None) for i in range(8)}
+    with Pair(8, outer_addresses="198.19.128.0/17") as p:
+        p.warm()
+        stop = p.capture()
+        every_packet(p, 8)
+        to_dut, from_dut = outer_peers(stop())
+        assert to_dut == want and from_dut == want, (to_dut, from_dut)
+        sas = p.dut.ctl("show", "sa")["sas"]
+        assert {sa["remote"] for sa in sas} == {a for a, _ in want}, sas
+        ports = {x["id"]: x for x in p.tester.gw.ctl("show", "ports")["ports"]}
+        assert ports[1]["extra_addresses"] == "198.19.128.0/17", ports
+        assert ports[0]["extra_addresses"] is None, ports
+        # ARP for an extra address no tunnel uses: answered, as that address
+        out = lab.sh("ip", "netns", "exec", p.ns, "/usr/bin/python3", "-c",
+                     "from scapy.all import ARP, Ether, srp1\n"
+                     "r = srp1(Ether(dst='ff:ff:ff:ff:ff:ff') / ARP(pdst='198.19.200.7', "
+                     "psrc='198.19.0.9'), iface='d-out', timeout=3, retry=3, verbose=False)\n"
+                     "print(r[ARP].op, r[ARP].psrc) if r else print('none')",
+                     timeout=30).stdout
+        assert out.split() == ["2", "198.19.200.7"], out
+
+
+@pytest.mark.parametrize("outer", [None, "198.19.128.0/17"])
+def test_nat_t_port_per_tunnel(outer):
+    """Requirement 2 with NAT-T: 8 tunnels in UDP, one tester address (or
+    one each as well), each from its own UDP port (4600 + i) to the DUT's
+    4500: every packet crosses both ways and the DUT's outside link carries
+    8 distinct (address, port) peers, both ways; the DUT's SAs say so."""
+    want = {(f"198.19.128.{i + 1}" if outer else "198.19.0.2", 4600 + i) for i in range(8)}
+    with Pair(8, nat_t_ports=4600, outer_addresses=outer) as p:
+        p.warm()
+        stop = p.capture()
+        every_packet(p, 8)
+        to_dut, from_dut = outer_peers(stop())
+        assert to_dut == want and from_dut == want, (to_dut, from_dut)
+        encaps = {sa["encap"] for sa in p.dut.ctl("show", "sa")["sas"]}
+        assert encaps == {f"udp 4500->{4600 + i}" for i in range(8)}, encaps
+
+
+def test_ike_outer_address_per_tunnel():
+    """IKEv2 from a tester address per tunnel: dpvpnd initiates each tunnel
+    from its own extra address (IKE_TX from it), the DUT answers there, and
+    its IKE-made SAs name 8 distinct peers; traffic crosses every tunnel."""
+    with Pair(8, ike=True, start_tester=False, outer_addresses="198.19.128.0/17") as p:
+        r = T.setup_rate(p.tester, 8, seconds=8.0)
+        assert r["up"] == 8 and r["failed"] == [], r
+        every_packet(p, 8)
+        sas = p.dut.ctl("show", "sa")["sas"]
+        assert {sa["remote"] for sa in sas} == {f"198.19.128.{i + 1}" for i in range(8)}, sas
+
+
+def test_ike_nat_t_port_per_tunnel():
+    """IKEv2 with a UDP port per tunnel: dpvpnd talks IKE from each
+    tunnel's local-port (4600 + i) to the DUT's 4500 once in UDP, the
+    dataplane takes the answers there, and the DUT, which sees the tester
+    as behind a NAT, sends each tunnel's ESP to its own port: 8 distinct
+    (address, port) peers on the link, every packet through."""
+    want = {("198.19.0.2", 4600 + i) for i in range(8)}
+    with Pair(8, ike=True, start_tester=False, nat_t_ports=4600) as p:
+        r = T.setup_rate(p.tester, 8, seconds=8.0)
+        assert r["up"] == 8 and r["failed"] == [], r
+        stop = p.capture()
+        every_packet(p, 8)
+        to_dut, from_dut = outer_peers(stop())
+        assert to_dut == want and from_dut == want, (to_dut, from_dut)
+        encaps = {sa["encap"] for sa in p.dut.ctl("show", "sa")["sas"]}
+        assert encaps == {f"udp 4500->{4600 + i}" for i in range(8)}, encaps
+
+
+def test_outer_options_refused_clearly(tmp_path, capsys):
+    """Bad --outer-addresses / --nat-t-ports: one clear line, exit 2; and a
+    tester config whose tunnel is outside the port's extra-addresses is
+    refused by dpvpnd -n naming the file and line."""
+    wd = str(tmp_path / "wd")
+    for bad, msg in ((["--outer-addresses", "198.19.0.0/24"], "the DUT's outer address"),
+                     (["--outer-addresses", "198.19.128.0/30"], "not the 8 the tunnels need"),
+                     (["--outer-addresses", "2001:db8::/64"], "not an IPv4 prefix"),
+                     (["--nat-t-ports", "65530"], "not within 1024..65535")):
+        with pytest.raises(SystemExit) as e:
+            T.main(["--tunnels", "8", *bad, "--emit-peer-config", "dpvpn", "--workdir", wd])
+        assert e.value.code == 2 and msg in capsys.readouterr().err, bad
+    plan = T.Plan(2, outer_addresses="198.19.128.0/17")
+    cfg = tmp_path / "t.conf"
+    T.private_file(str(cfg), plan.tester_config().replace("198.19.128.2\n", "198.19.64.2\n"))
+    r = lab.sh(os.path.join(lab.BUILD, "control", "dpvpnd"), "-n", "-c", str(cfg), check=False)
+    line = plan.tester_config().split("\n").index("local = 198.19.128.2") + 1
+    assert r.returncode != 0 and f"{cfg}:{line}: [tunnel t1] local: 198.19.64.2 is not the " \
+        "address of an outside port (nor in its extra-addresses)" in r.stdout + r.stderr, r
