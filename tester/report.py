@@ -11,7 +11,7 @@ The input is the JSON document tester.report() writes:
 
 "calibration" (the tester's own back-to-back capacity, per frame label)
 and "latency" (stats of trials at 10/50/90 % of the PDR) are optional; a
-latency trial's stats may hold "tunnels": worst_tunnels() of its per-tunnel
+latency trial's stats may hold "worst_tunnels": worst_tunnels() of its per-tunnel
 counters (the report's per-tunnel table).
 Standard library only; matplotlib is imported by plots() alone.
 """
@@ -151,14 +151,14 @@ def worst_tunnels(per, n=WORST_TUNNELS):
 
 
 def tunnel_table(doc):
-    """Per result with latency trials that hold "tunnels": their rows
+    """Per result with latency trials that hold "worst_tunnels": their rows
     (worst p99 first) with loss, the ESP check and latency in µs.  No lines
     if there are none."""
     rows = []
     for i, r in enumerate(results_of(doc)):
         lat = r.get("latency") or {}
         for pct in sorted(lat, key=float):
-            for t in lat[pct].get("tunnels") or ():
+            for t in lat[pct].get("worst_tunnels") or ():
                 cells = " | ".join(f"{t[key] / 1e3:,.1f}" for _, key in TUNNEL_PCTS)
                 rows.append(f"| {label(r['sizes'])} | {pct} | {t['tunnel']} | {t['dir']} | "
                             f"{t['sent']:,} | {t['lost']:,} | {fmt(t['esp_gap'], ',')} | "

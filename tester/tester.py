@@ -527,14 +527,14 @@ def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,)):
 
 def latency_points(tester, sizes, dirs, pdr, seconds=1.0, shares=(10, 50, 90)):
     """Trials at 10, 50 and 90 % of the PDR (pps, the sum over dirs): their
-    stats by share, for the latency table, each with "tunnels": its worst
+    stats by share, for the latency table, each with "worst_tunnels": its worst
     tunnels by p99 (report.worst_tunnels), for the per-tunnel table."""
     out = {}
     for pct in shares:
         per = pdr * pct / 100 / len(dirs)
         s = tester.trial(per if "dut_encap" in dirs else 0,
                          per if "dut_decap" in dirs else 0, seconds, sizes)
-        s["tunnels"] = rep.worst_tunnels(tester.tunnels())
+        s["worst_tunnels"] = rep.worst_tunnels(tester.tunnels())
         out[str(pct)] = s
     return out
 
