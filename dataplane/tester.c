@@ -11,9 +11,11 @@
  * workers that have tunnels.  The sink counts what it receives per stream
  * (tunnel and direction): received, duplicated (a sequence seen again
  * within 64), reordered (older than the newest seen), latency (TSC now minus
- * the stamp) into a log-linear histogram per direction and min / mean / max
- * per stream; packets of an earlier trial are counted as late, never mixed
- * in.  Readers add the workers' counters up.
+ * the stamp) into a log-linear histogram per direction (fine) and one per
+ * stream (coarse: 384 bytes, for 200 000 streams a worker), min / mean / max
+ * per stream, and the longest wait between two of a stream's packets (the
+ * gap a stall or a rekey makes); packets of an earlier trial are counted as
+ * late, never mixed in.  Readers add the workers' counters up.
  */
 #include <errno.h>
 #include <math.h>
