@@ -249,6 +249,11 @@ def test_one_direction_and_a_new_trial_resets():
             dut.close()
         assert p.dut.dataplane.alive()
         assert p.tester.tel.cmd("/dpvpn/tester/tunnels,5,3") == {}   # past the last
+        for odd in ("18446744073709551615,16", "99999999999999999999999,1", "0,0",
+                    "0,18446744073709551615", "-1,-1"):
+            r = p.tester.tel.cmd("/dpvpn/tester/tunnels," + odd)
+            assert r in ({}, None) or list(r) == ["0"], (odd, r)
+        assert p.tester.tel.cmd("/dpvpn/tester/tunnels,0,99") is not None
         s2 = p.tester.trial(0, 2000, 0.5, [128])
         assert s2["trial"] == s["trial"] + 1
         assert s2["dut_encap"]["sent"] == 0 and s2["dut_decap"]["received"] == \
