@@ -503,7 +503,9 @@ def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,)):
     """CHILD_SA rekeys (dpvpnctl rekey, round robin over the tunnels, at
     rekeys_per_s) during a trial at load_pps (both directions, the sum):
     the loss per rekey, and the gap it makes in a tunnel's stream (its loss
-    over its packet rate), from the tester's counters."""
+    over its packet rate; gap_max_us: the longest inter-arrival gap of any
+    stream, measured, which a stall that loses nothing shows too), from the
+    tester's counters."""
     per_dir = load_pps / 2
     done = []
 
@@ -522,6 +524,8 @@ def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,)):
     return {"load_pps": load_pps, "rekeys": n, "refused": len(done) - n,
             "lost": lost, "lost_per_rekey": lost / n if n else None,
             "gap_us_per_rekey": (lost / n) / per_tunnel_pps * 1e6 if n else None,
+            # measured: the longest wait between two packets of any stream
+            "gap_max_us": max(s[d]["gap_max_ns"] for d in DIRS) / 1e3,
             "stats": s}
 
 
