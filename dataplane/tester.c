@@ -47,9 +47,10 @@
 #define S_UNIT_NS	32	/* the smallest unit; the TSC's rate picks the power of 2 */
 #define MAX_DEBT_S	0.010	/* at most this much TX caught up after a stall */
 #define OPEN_S		0.010	/* a trial's TX window opens this long after its start, */
-#define CLEAR_PER_S	5000000	/* and one more second per this many streams: each worker
-				 * clears their counters and histograms (480 bytes each,
-				 * 2.4 GB/s: well within a memset's pace) before it sends */
+#define CLEAR_PER_S	2000000	/* and one more second per this many streams x workers:
+				 * each worker clears its counters and histograms (480
+				 * bytes a stream) before it sends; 0.96 GB/s in all, half
+				 * what memset did on a busy 2-vCPU lab machine */
 #define SEQ_MASK	((UINT64_C(1) << TESTER_SEQ_BITS) - 1)
 #define UDP_SPORT	10000
 #define UDP_DPORT	20000
@@ -453,7 +454,9 @@ ticks_ns(uint64_t ticks)
 static uint64_t
 open_ticks(void)
 {
-	return (uint64_t)((OPEN_S + (double)T.streams / CLEAR_PER_S) * (double)rte_get_tsc_hz());
+	double clear = (double)T.streams * dp.n_workers / CLEAR_PER_S;
+
+	return (uint64_t)((OPEN_S + clear) * (double)rte_get_tsc_hz());
 }
 
 static int
