@@ -91,7 +91,8 @@ struct tworker {
 	uint32_t trial;			/* the trial this worker's counters are for */
 	struct trial t;
 	double per_tsc[TESTER_DIRS];	/* this worker's packets per TSC tick */
-	uint64_t made[TESTER_DIRS];
+	uint64_t made[TESTER_DIRS];	/* packets built: sent */
+	uint64_t skipped[TESTER_DIRS];	/* due in a stall, never made (behind) */
 	uint32_t cursor[TESTER_DIRS];	/* next tunnel */
 	unsigned int size_i[TESTER_DIRS];	/* each direction cycles the sizes alone */
 	uint64_t sent_bytes[TESTER_DIRS];
@@ -202,13 +203,15 @@ due(struct tworker *tw, int d, uint64_t now)
 		return 0;
 	if (tw->per_tsc[d] < 0)
 		return DP_BURST;
-	want = (uint64_t)((double)(now - tw->t.start) * tw->per_tsc[d]);
+	want = (uint64_t)((double)(now - tw->t.start) * tw->per_tsc[d]) - tw->skipped[d];
 	if (want <= tw->made[d])
 		return 0;
 	if ((double)(want - tw->made[d]) > MAX_DEBT_S * rte_get_tsc_hz() * tw->per_tsc[d] +
 	    DP_BURST) {
-		tw->behind++;	/* a stall: the rest of that time is not made up */
-		tw->made[d] = want - DP_BURST;
+		/* a stall: the rest of that time is not made up (nor counted as sent) */
+		tw->behind++;
+		tw->skipped[d] += want - tw->made[d] - DP_BURST;
+		want = tw->made[d] + DP_BURST;
 	}
 	return (uint16_t)RTE_MIN(want - tw->made[d], (uint64_t)DP_BURST);
 }
