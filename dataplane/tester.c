@@ -574,12 +574,13 @@ dir_stats(struct rte_tel_data *c, int dir)
 {
 	uint64_t h[HIST_BUCKETS] = { 0 };	/* telemetry: a thread per client */
 	uint64_t sent = 0, sbytes = 0, rx = 0, rbytes = 0, dup = 0, reorder = 0, corrupt = 0;
-	uint64_t lmin = UINT64_MAX, lmax = 0, gap = 0;
+	uint64_t lmin = UINT64_MAX, lmax = 0, gap = 0, unsent = 0;
 
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		const struct tworker *tw = T.w[i];
 
 		sent += tw->made[dir];
+		unsent += tw->skipped[dir];
 		sbytes += tw->sent_bytes[dir];
 		rx += tw->rx[dir];
 		rbytes += tw->rx_bytes[dir];
@@ -598,6 +599,7 @@ dir_stats(struct rte_tel_data *c, int dir)
 	rte_tel_data_add_dict_u64(c, "received", rx);
 	rte_tel_data_add_dict_u64(c, "received_bytes", rbytes);
 	rte_tel_data_add_dict_u64(c, "lost", sent > rx ? sent - rx : 0);
+	rte_tel_data_add_dict_u64(c, "unsent", unsent);	/* due, never made: behind */
 	rte_tel_data_add_dict_u64(c, "duplicated", dup);
 	rte_tel_data_add_dict_u64(c, "reordered", reorder);
 	rte_tel_data_add_dict_u64(c, "corrupt", corrupt);

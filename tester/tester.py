@@ -407,7 +407,10 @@ class Tester:
 
 
 def loss_of(s, dirs):
-    sent = sum(s[d]["sent"] for d in dirs)
+    """(packets due, received, loss ratio) of the directions: what a stall of
+    the tester left unsent counts as lost (the DUT did not pass a load the
+    tester did not offer)."""
+    sent = sum(s[d]["sent"] + s[d].get("unsent", 0) for d in dirs)
     rx = sum(s[d]["received"] for d in dirs)
     return sent, rx, (sent - rx) / sent if sent else 0.0
 
@@ -436,8 +439,9 @@ def search(tester, sizes, dirs, preset="csit", min_load=1e4, max_load=1e6, confi
                          duration, sizes, progress=progress)
         sent, rx, loss = loss_of(s, dirs)
         window = s["window_ns"] / 1e9
+        offered = sum(s[d]["sent"] for d in dirs)
         return mlr.TrialResult(intended_load=load, duration=duration, loss_ratio=max(0.0, loss),
-                               offered_load=sent / window if window else 0.0,
+                               offered_load=offered / window if window else 0.0,
                                extras={"sent": sent, "received": rx,
                                        **{d: s[d] for d in dirs},
                                        "late": s["late"], "behind": s["behind"],

@@ -253,6 +253,10 @@ def test_tester_stall_is_not_sent():
         assert x["sent"] == sum(t["e_sent"] for t in per.values()), (x, per)
         assert x["sent_bytes"] == 64 * x["sent"] and x["sent"] <= 4000 - 600, x
         assert x["lost"] == 0 and x["gap_max_ns"] >= 0.19e9, x
+        # ... but unsent, and a search counts that as lost
+        assert 600 <= x["unsent"] and abs(x["sent"] + x["unsent"] - 4000) <= 64, x
+        assert T.loss_of(s, ["dut_encap"]) == (x["sent"] + x["unsent"], x["received"],
+                                               x["unsent"] / (x["sent"] + x["unsent"])), x
 
 
 def test_one_direction_and_a_new_trial_resets():
