@@ -11,9 +11,11 @@
  * workers that have tunnels.  The sink counts what it receives per stream
  * (tunnel and direction): received, duplicated (a sequence seen again
  * within 64), reordered (older than the newest seen), latency (TSC now minus
- * the stamp) into a log-linear histogram per direction and min / mean / max
- * per stream; packets of an earlier trial are counted as late, never mixed
- * in.  Readers add the workers' counters up.
+ * the stamp) into a log-linear histogram per direction (fine) and one per
+ * stream (coarse: 384 bytes, for 200 000 streams a worker), min / mean / max
+ * per stream, and the longest wait between two of a stream's packets (the
+ * gap a stall or a rekey makes); packets of an earlier trial are counted as
+ * late, never mixed in.  Readers add the workers' counters up.
  */
 #include <errno.h>
 #include <math.h>
@@ -28,17 +30,39 @@
 #include <rte_udp.h>
 
 #include "ip.h"
+#include "loghist.h"
 #include "tester.h"
 
+/* Per direction: every TSC tick count, buckets <= 6.25 % wide. */
 #define SUB_BITS	4
-#define SUB		(1u << SUB_BITS)
-#define HIST_BUCKETS	(SUB + (64 - SUB_BITS) * SUB)
+#define HIST_BUCKETS	LOGHIST_BUCKETS(SUB_BITS, 64)
+/*
+ * Per stream (200 000 of them per worker at 100 000 tunnels): 96 u32
+ * buckets, 384 bytes, <= 25 % wide, over units of 2^T.unit_shift ticks
+ * (32..64 ns), values up to 2^25 units (>= 1 s); beyond, the last bucket.
+ */
+#define S_SUB_BITS	2
+#define S_BITS		25
+#define S_BUCKETS	LOGHIST_BUCKETS(S_SUB_BITS, S_BITS)
+#define S_UNIT_NS	32	/* the smallest unit; the TSC's rate picks the power of 2 */
 #define MAX_DEBT_S	0.010	/* at most this much TX caught up after a stall */
+#define OPEN_S		0.010	/* a trial's TX window opens this long after its start, */
+#define CLEAR_PER_S	2000000	/* and one more second per this many streams x workers:
+				 * each worker clears its counters and histograms (480
+				 * bytes a stream) before it sends; 0.96 GB/s in all, half
+				 * what memset did on a busy 2-vCPU lab machine */
 #define SEQ_MASK	((UINT64_C(1) << TESTER_SEQ_BITS) - 1)
 #define UDP_SPORT	10000
 #define UDP_DPORT	20000
 #define PAYLOAD_OFF	(sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
-#define TUNNELS_PAGE	24	/* /dpvpn/tester/tunnels: the reply fits 16 KiB */
+#define TUNNELS_PAGE	16	/* /dpvpn/tester/tunnels: the reply fits 16 KiB */
+#define TUNNEL_KEYS	12	/* per direction, in /dpvpn/tester/tunnels */
+
+_Static_assert(S_BUCKETS == 96, "384 bytes of u32 per stream");
+/* the longest reply: per field "key" (the longest, d_lat_p999_ns, 13), ':', 20 digits
+ * and ','; per tunnel "N":{...}, and the command's name around it all */
+_Static_assert(TUNNELS_PAGE * (2 * TUNNEL_KEYS * (13 + 2 + 1 + 20 + 1) + 16) + 64 < 16384,
+	       "a page of /dpvpn/tester/tunnels fits DPDK telemetry's 16 KiB");
 
 _Static_assert(sizeof(struct rte_ether_hdr) + PAYLOAD_OFF + sizeof(struct tester_payload) ==
 	       TESTER_MIN_SIZE, "a 64-byte frame carries the payload");
@@ -58,13 +82,17 @@ struct stream_rx {
 	uint64_t max_seq, window;	/* newest sequence, and the 64 before it */
 	uint64_t lat_min, lat_max, lat_sum;	/* TSC ticks */
 	uint64_t first;			/* TSC of the first received (tunnel set-up) */
+	uint64_t last, gap_max;		/* TSC of the newest received; the longest wait */
 };
+
+typedef uint32_t shist_t[S_BUCKETS];	/* a stream's latency, units of 2^unit_shift ticks */
 
 struct tworker {
 	uint32_t trial;			/* the trial this worker's counters are for */
 	struct trial t;
 	double per_tsc[TESTER_DIRS];	/* this worker's packets per TSC tick */
-	uint64_t made[TESTER_DIRS];
+	uint64_t made[TESTER_DIRS];	/* packets built: sent */
+	uint64_t skipped[TESTER_DIRS];	/* due in a stall, never made (behind) */
 	uint32_t cursor[TESTER_DIRS];	/* next tunnel */
 	unsigned int size_i[TESTER_DIRS];	/* each direction cycles the sizes alone */
 	uint64_t sent_bytes[TESTER_DIRS];
@@ -73,13 +101,16 @@ struct tworker {
 	uint64_t late, foreign, no_mbuf, behind;
 	uint64_t corrupt[TESTER_DIRS];	/* lengths or padding not as sent */
 	uint64_t lat_min[TESTER_DIRS], lat_max[TESTER_DIRS];
+	uint64_t gap_max[TESTER_DIRS];	/* the longest inter-arrival gap of any stream */
 	uint64_t hist[TESTER_DIRS][HIST_BUCKETS];
 	uint64_t *sent;			/* [stream] */
 	struct stream_rx *srx;		/* [stream] */
+	shist_t *shist;			/* [stream] */
 } __rte_cache_aligned;
 
 static struct {
 	unsigned int tunnels, streams, gen_workers;
+	unsigned int unit_shift;	/* per-stream histograms: a unit is 2^this ticks */
 	uint32_t inner;			/* tunnel 0's tester-side host, host order */
 	uint32_t gen;			/* the newest trial id (release) */
 	struct trial next;		/* its parameters */
@@ -93,6 +124,8 @@ tester_init(unsigned int tunnels, uint32_t inner_host)
 	T.streams = 2 * tunnels;
 	T.inner = inner_host;
 	T.gen_workers = RTE_MIN(dp.n_workers, tunnels);
+	while (((uint64_t)1 << T.unit_shift) * 1000000000 < S_UNIT_NS * rte_get_tsc_hz())
+		T.unit_shift++;
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		struct tworker *tw = rte_zmalloc("tester", sizeof(*tw), RTE_CACHE_LINE_SIZE);
 
@@ -101,7 +134,9 @@ tester_init(unsigned int tunnels, uint32_t inner_host)
 		tw->sent = rte_zmalloc("tester_sent", T.streams * sizeof(uint64_t), 0);
 		tw->srx = rte_zmalloc("tester_rx", T.streams * sizeof(struct stream_rx),
 				      RTE_CACHE_LINE_SIZE);
-		if (tw->sent == NULL || tw->srx == NULL)
+		tw->shist = rte_zmalloc("tester_hist", T.streams * sizeof(shist_t),
+					RTE_CACHE_LINE_SIZE);
+		if (tw->sent == NULL || tw->srx == NULL || tw->shist == NULL)
 			return -ENOMEM;
 		T.w[i] = tw;
 	}
@@ -142,13 +177,12 @@ tester_loop_ports(unsigned int queues)
 static void
 adopt(struct tworker *tw, const struct dp_worker *w, uint32_t id)
 {
-	struct stream_rx *srx = tw->srx;
-	uint64_t *sent = tw->sent;
 	double hz = (double)rte_get_tsc_hz();
 
 	memset(tw, 0, offsetof(struct tworker, sent));
-	memset(sent, 0, T.streams * sizeof(*sent));
-	memset(srx, 0, T.streams * sizeof(*srx));
+	memset(tw->sent, 0, T.streams * sizeof(*tw->sent));
+	memset(tw->srx, 0, T.streams * sizeof(*tw->srx));
+	memset(tw->shist, 0, T.streams * sizeof(*tw->shist));
 	tw->t = T.next;
 	for (int d = 0; d < TESTER_DIRS; d++) {
 		tw->per_tsc[d] = w->index >= T.gen_workers ? 0 :
@@ -169,13 +203,15 @@ due(struct tworker *tw, int d, uint64_t now)
 		return 0;
 	if (tw->per_tsc[d] < 0)
 		return DP_BURST;
-	want = (uint64_t)((double)(now - tw->t.start) * tw->per_tsc[d]);
+	want = (uint64_t)((double)(now - tw->t.start) * tw->per_tsc[d]) - tw->skipped[d];
 	if (want <= tw->made[d])
 		return 0;
 	if ((double)(want - tw->made[d]) > MAX_DEBT_S * rte_get_tsc_hz() * tw->per_tsc[d] +
 	    DP_BURST) {
-		tw->behind++;	/* a stall: the rest of that time is not made up */
-		tw->made[d] = want - DP_BURST;
+		/* a stall: the rest of that time is not made up (nor counted as sent) */
+		tw->behind++;
+		tw->skipped[d] += want - tw->made[d] - DP_BURST;
+		want = tw->made[d] + DP_BURST;
 	}
 	return (uint16_t)RTE_MIN(want - tw->made[d], (uint64_t)DP_BURST);
 }
@@ -257,15 +293,47 @@ tester_gen(struct dp_worker *w, struct rte_mbuf **clear, uint16_t *nclear,
 	return *nclear + *nesp;
 }
 
-static inline unsigned int
-bucket(uint64_t v)
+/*
+ * The sequence check of one packet of stream r: false for a duplicate
+ * (counted here), true for a packet to count, a reordered one counted.
+ */
+static inline bool
+seq_new(struct tworker *tw, struct stream_rx *r, uint64_t seq, int d)
 {
-	unsigned int msb;
+	if (seq > r->max_seq) {
+		r->window = seq - r->max_seq >= 64 ? 1 : r->window << (seq - r->max_seq) | 1;
+		r->max_seq = seq;
+		return true;
+	}
+	if (r->max_seq - seq < 64 && (r->window >> (r->max_seq - seq) & 1)) {
+		r->dup++;
+		tw->dup[d]++;
+		return false;
+	}
+	if (r->max_seq - seq < 64)
+		r->window |= UINT64_C(1) << (r->max_seq - seq);
+	r->reorder++;
+	tw->reorder[d]++;
+	return true;
+}
 
-	if (v < SUB)
-		return (unsigned int)v;
-	msb = 63u - (unsigned int)__builtin_clzll(v);
-	return SUB + (msb - SUB_BITS) * SUB + (unsigned int)((v >> (msb - SUB_BITS)) & (SUB - 1));
+/* Latency and arrival time of a packet counted in stream s (its r). */
+static inline void
+timing(struct tworker *tw, struct stream_rx *r, uint32_t s, uint64_t lat, uint64_t now)
+{
+	int d = (int)(s & 1);
+	uint64_t gap = now - r->last;	/* the first packet's: r->last is now */
+
+	r->last = now;
+	r->gap_max = RTE_MAX(r->gap_max, gap);
+	tw->gap_max[d] = RTE_MAX(tw->gap_max[d], gap);
+	r->lat_sum += lat;
+	r->lat_min = RTE_MIN(r->lat_min, lat);
+	r->lat_max = RTE_MAX(r->lat_max, lat);
+	tw->lat_min[d] = RTE_MIN(tw->lat_min[d], lat);
+	tw->lat_max[d] = RTE_MAX(tw->lat_max[d], lat);
+	tw->hist[d][loghist_bucket(lat, SUB_BITS)]++;
+	tw->shist[s][RTE_MIN(loghist_bucket(lat >> T.unit_shift, S_SUB_BITS), S_BUCKETS - 1)]++;
 }
 
 /* One of our packets, its payload at pl and its frame size: counted. */
@@ -289,29 +357,14 @@ account(struct tworker *tw, const struct tester_payload *pl, uint16_t size, uint
 		r->max_seq = seq;
 		r->window = 1;
 		r->lat_min = lat;
-		r->first = now;
-	} else if (seq > r->max_seq) {
-		r->window = seq - r->max_seq >= 64 ? 1 : r->window << (seq - r->max_seq) | 1;
-		r->max_seq = seq;
-	} else if (r->max_seq - seq < 64 && (r->window >> (r->max_seq - seq) & 1)) {
-		r->dup++;
-		tw->dup[d]++;
+		r->first = r->last = now;
+	} else if (!seq_new(tw, r, seq, d)) {
 		return;
-	} else {
-		if (r->max_seq - seq < 64)
-			r->window |= UINT64_C(1) << (r->max_seq - seq);
-		r->reorder++;
-		tw->reorder[d]++;
 	}
 	r->rx++;
-	r->lat_sum += lat;
-	r->lat_min = RTE_MIN(r->lat_min, lat);
-	r->lat_max = RTE_MAX(r->lat_max, lat);
 	tw->rx[d]++;
 	tw->rx_bytes[d] += size;
-	tw->lat_min[d] = RTE_MIN(tw->lat_min[d], lat);
-	tw->lat_max[d] = RTE_MAX(tw->lat_max[d], lat);
-	tw->hist[d][bucket(lat)]++;
+	timing(tw, r, pl->stream, lat, now);
 }
 
 static inline const struct tester_payload *
@@ -395,6 +448,20 @@ parse_rate(const char *s, double *pps)
 	return errno != 0 || *end != '\0' || !(*pps >= 0 && *pps <= 1e9) ? -1 : 0;
 }
 
+static uint64_t
+ticks_ns(uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * 1e9 / (double)rte_get_tsc_hz());
+}
+
+static uint64_t
+open_ticks(void)
+{
+	double clear = (double)T.streams * dp.n_workers / CLEAR_PER_S;
+
+	return (uint64_t)((OPEN_S + clear) * (double)rte_get_tsc_hz());
+}
+
 static int
 parse_start(const char *params, struct trial *t, const char **why)
 {
@@ -430,7 +497,7 @@ parse_start(const char *params, struct trial *t, const char **why)
 	}
 	if (t->n_sizes == 0)
 		return -1;
-	t->start = rte_rdtsc() + rte_get_tsc_hz() / 100;	/* 10 ms: every worker adopts it */
+	t->start = rte_rdtsc() + open_ticks();	/* every worker adopts it first */
 	t->end = t->start + (uint64_t)((double)ms / 1e3 * (double)rte_get_tsc_hz());
 	return 0;
 }
@@ -479,51 +546,41 @@ cmd_start(const char *cmd, const char *params, struct rte_tel_data *d)
 	__atomic_store_n(&T.gen, t.id, __ATOMIC_RELEASE);
 	rte_tel_data_add_dict_u64(d, "trial", t.id);
 	rte_tel_data_add_dict_u64(d, "tunnels", T.tunnels);
+	rte_tel_data_add_dict_u64(d, "opens_in_ns", ticks_ns(open_ticks()));
 	return 0;
 }
 
+/* The upper edge of the bucket (of sb sub-bucket bits) holding the q-quantile. */
 static uint64_t
-ticks_ns(uint64_t ticks)
-{
-	return (uint64_t)((double)ticks * 1e9 / (double)rte_get_tsc_hz());
-}
-
-/* The upper edge of the bucket holding the q-quantile, in TSC ticks. */
-static uint64_t
-quantile(const uint64_t *h, uint64_t total, double q)
+quantile(const uint64_t *h, unsigned int buckets, unsigned int sb, uint64_t total, double q)
 {
 	uint64_t need = (uint64_t)ceil(q * (double)total), seen = 0;
 
-	for (unsigned int b = 0; b < HIST_BUCKETS; b++) {
+	for (unsigned int b = 0; b < buckets; b++) {
 		seen += h[b];
-		if (seen >= need && seen > 0) {
-			unsigned int k, msb;
-
-			if (b < SUB)
-				return b;
-			k = b - SUB;
-			msb = k / SUB + SUB_BITS;
-			return ((uint64_t)(SUB + k % SUB + 1) << (msb - SUB_BITS)) - 1;
-		}
+		if (seen >= need && seen > 0)
+			return loghist_top(b, sb);
 	}
 	return 0;
 }
 
+static const struct { const char *name; double q; } pcts[] = {
+	{ "lat_p50_ns", 0.5 }, { "lat_p90_ns", 0.9 }, { "lat_p99_ns", 0.99 },
+	{ "lat_p999_ns", 0.999 },
+};
+
 static void
 dir_stats(struct rte_tel_data *c, int dir)
 {
-	static const struct { const char *name; double q; } qs[] = {
-		{ "lat_p50_ns", 0.5 }, { "lat_p90_ns", 0.9 }, { "lat_p99_ns", 0.99 },
-		{ "lat_p999_ns", 0.999 },
-	};
 	uint64_t h[HIST_BUCKETS] = { 0 };	/* telemetry: a thread per client */
 	uint64_t sent = 0, sbytes = 0, rx = 0, rbytes = 0, dup = 0, reorder = 0, corrupt = 0;
-	uint64_t lmin = UINT64_MAX, lmax = 0;
+	uint64_t lmin = UINT64_MAX, lmax = 0, gap = 0, unsent = 0;
 
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		const struct tworker *tw = T.w[i];
 
 		sent += tw->made[dir];
+		unsent += tw->skipped[dir];
 		sbytes += tw->sent_bytes[dir];
 		rx += tw->rx[dir];
 		rbytes += tw->rx_bytes[dir];
@@ -532,6 +589,7 @@ dir_stats(struct rte_tel_data *c, int dir)
 		corrupt += tw->corrupt[dir];
 		lmin = RTE_MIN(lmin, tw->lat_min[dir]);
 		lmax = RTE_MAX(lmax, tw->lat_max[dir]);
+		gap = RTE_MAX(gap, tw->gap_max[dir]);
 		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
 			h[b] += tw->hist[dir][b];
 	}
@@ -541,14 +599,16 @@ dir_stats(struct rte_tel_data *c, int dir)
 	rte_tel_data_add_dict_u64(c, "received", rx);
 	rte_tel_data_add_dict_u64(c, "received_bytes", rbytes);
 	rte_tel_data_add_dict_u64(c, "lost", sent > rx ? sent - rx : 0);
+	rte_tel_data_add_dict_u64(c, "unsent", unsent);	/* due, never made: behind */
 	rte_tel_data_add_dict_u64(c, "duplicated", dup);
 	rte_tel_data_add_dict_u64(c, "reordered", reorder);
 	rte_tel_data_add_dict_u64(c, "corrupt", corrupt);
 	rte_tel_data_add_dict_u64(c, "lat_min_ns", rx ? ticks_ns(lmin) : 0);
-	for (unsigned int q = 0; q < RTE_DIM(qs); q++)
-		rte_tel_data_add_dict_u64(c, qs[q].name,	/* a bucket's edge, at most the max */
-					  ticks_ns(RTE_MIN(quantile(h, rx, qs[q].q), lmax)));
+	for (unsigned int q = 0; q < RTE_DIM(pcts); q++)	/* a bucket's edge, at most the max */
+		rte_tel_data_add_dict_u64(c, pcts[q].name, ticks_ns(RTE_MIN(
+			quantile(h, HIST_BUCKETS, SUB_BITS, rx, pcts[q].q), lmax)));
 	rte_tel_data_add_dict_u64(c, "lat_max_ns", ticks_ns(lmax));
+	rte_tel_data_add_dict_u64(c, "gap_max_ns", ticks_ns(gap));
 }
 
 static int
@@ -591,42 +651,80 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* One stream's counters, added up over the workers. */
+struct stream_sum {
+	uint64_t sent, rx, dup, reorder, lat_min, lat_sum, lat_max, first, gap_max;
+	uint64_t h[S_BUCKETS];
+};
+
+static void
+stream_sum(struct stream_sum *v, unsigned int s)
+{
+	memset(v, 0, sizeof(*v));
+	v->lat_min = v->first = UINT64_MAX;
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		const struct stream_rx *r = &T.w[i]->srx[s];
+
+		v->sent += T.w[i]->sent[s];
+		if (r->rx == 0)
+			continue;
+		v->rx += r->rx;
+		v->dup += r->dup;
+		v->reorder += r->reorder;
+		v->lat_sum += r->lat_sum;
+		v->lat_min = RTE_MIN(v->lat_min, r->lat_min);
+		v->lat_max = RTE_MAX(v->lat_max, r->lat_max);
+		v->first = RTE_MIN(v->first, r->first);
+		/* one sink worker per stream assumed, as for duplicates */
+		v->gap_max = RTE_MAX(v->gap_max, r->gap_max);
+		for (unsigned int b = 0; b < S_BUCKETS; b++)
+			v->h[b] += T.w[i]->shist[s][b];
+	}
+}
+
+/* A stream's percentile: its bucket's upper edge in ticks, at most its max. */
+static uint64_t
+stream_pct(const struct stream_sum *v, double q)
+{
+	uint64_t units = quantile(v->h, S_BUCKETS, S_SUB_BITS, v->rx, q);
+
+	return RTE_MIN(((units + 1) << T.unit_shift) - 1, v->lat_max);
+}
+
 static void
 tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
 {
-	static const char *const keys[TESTER_DIRS][8] = {
-		{ "e_sent", "e_received", "e_duplicated", "e_reordered", "e_lat_min_ns",
-		  "e_lat_avg_ns", "e_lat_max_ns", "e_first_ns" },
-		{ "d_sent", "d_received", "d_duplicated", "d_reordered", "d_lat_min_ns",
-		  "d_lat_avg_ns", "d_lat_max_ns", "d_first_ns" },
+	static const char *const keys[TUNNEL_KEYS] = {
+		"sent", "received", "duplicated", "reordered", "lat_min_ns", "lat_avg_ns",
+		"lat_p50_ns", "lat_p99_ns", "lat_p999_ns", "lat_max_ns", "first_ns", "gap_max_ns",
 	};
 
 	rte_tel_data_start_dict(c);
 	for (int dir = 0; dir < TESTER_DIRS; dir++) {
+		struct stream_sum v;
+		uint64_t out[TUNNEL_KEYS];
+
+		stream_sum(&v, tunnel * 2 + (unsigned int)dir);
+		out[0] = v.sent;
+		out[1] = v.rx;
+		out[2] = v.dup;
+		out[3] = v.reorder;
+		out[4] = v.rx ? ticks_ns(v.lat_min) : 0;
+		out[5] = v.rx ? ticks_ns(v.lat_sum / v.rx) : 0;
+		out[6] = v.rx ? ticks_ns(stream_pct(&v, 0.5)) : 0;
+		out[7] = v.rx ? ticks_ns(stream_pct(&v, 0.99)) : 0;
+		out[8] = v.rx ? ticks_ns(stream_pct(&v, 0.999)) : 0;
+		out[9] = ticks_ns(v.lat_max);
 		/* first: since the TX window opened, of the first packet received */
-		uint64_t v[8] = { 0, 0, 0, 0, UINT64_MAX, 0, 0, UINT64_MAX };
-		unsigned int s = tunnel * 2 + (unsigned int)dir;
+		out[10] = v.rx && v.first > T.next.start ? ticks_ns(v.first - T.next.start) : 0;
+		out[11] = ticks_ns(v.gap_max);
+		for (int k = 0; k < TUNNEL_KEYS; k++) {
+			char key[32];
 
-		for (unsigned int i = 0; i < dp.n_workers; i++) {
-			const struct stream_rx *r = &T.w[i]->srx[s];
-
-			v[0] += T.w[i]->sent[s];
-			v[1] += r->rx;
-			v[2] += r->dup;
-			v[3] += r->reorder;
-			if (r->rx) {
-				v[4] = RTE_MIN(v[4], r->lat_min);
-				v[6] = RTE_MAX(v[6], r->lat_max);
-				v[7] = RTE_MIN(v[7], r->first);
-			}
-			v[5] += r->lat_sum;
+			snprintf(key, sizeof(key), "%c_%s", dir == TESTER_DUT_ENCAP ? 'e' : 'd',
+				 keys[k]);
+			rte_tel_data_add_dict_u64(c, key, out[k]);
 		}
-		v[4] = v[1] ? ticks_ns(v[4]) : 0;
-		v[5] = v[1] ? ticks_ns(v[5] / v[1]) : 0;
-		v[6] = ticks_ns(v[6]);
-		v[7] = v[1] && v[7] > T.next.start ? ticks_ns(v[7] - T.next.start) : 0;
-		for (int k = 0; k < 8; k++)
-			rte_tel_data_add_dict_u64(c, keys[dir][k], v[k]);
 	}
 }
 
@@ -669,5 +767,5 @@ tester_telem_init(void)
 	rte_telemetry_register_cmd("/dpvpn/tester/stats", cmd_stats,
 		"The current trial's counters and latency, by direction");
 	rte_telemetry_register_cmd("/dpvpn/tester/tunnels", cmd_tunnels,
-		"Per-tunnel counters. Parameters: FIRST[,COUNT] (at most 24)");
+		"Per-tunnel counters. Parameters: FIRST[,COUNT] (at most 16)");
 }

@@ -10,7 +10,9 @@ The input is the JSON document tester.report() writes:
                 "latency": {"10": stats, "50": stats, "90": stats}}]}
 
 "calibration" (the tester's own back-to-back capacity, per frame label)
-and "latency" (stats of trials at 10/50/90 % of the PDR) are optional.
+and "latency" (stats of trials at 10/50/90 % of the PDR) are optional; a
+latency trial's stats may hold "worst_tunnels": worst_tunnels() of its per-tunnel
+counters (the report's per-tunnel table).
 Standard library only; matplotlib is imported by plots() alone.
 """
 import os
@@ -23,6 +25,11 @@ TESTER_MARGIN = 1.5             # tester-limited below this x the lower bound
 PERCENTILES = (("min", "lat_min_ns"), ("p50", "lat_p50_ns"), ("p90", "lat_p90_ns"),
                ("p99", "lat_p99_ns"), ("p99.9", "lat_p999_ns"), ("max", "lat_max_ns"))
 TABLE_PCTS = ("min", "p50", "p99", "p99.9", "max")
+# per tunnel and direction (/dpvpn/tester/tunnels' e_* and d_*, tester.py's tunnels())
+TUNNEL_PCTS = (("min", "lat_min_ns"), ("p50", "lat_p50_ns"), ("p99", "lat_p99_ns"),
+               ("p99.9", "lat_p999_ns"), ("max", "lat_max_ns"))
+PREFIX = {"dut_encap": "e", "dut_decap": "d"}
+WORST_TUNNELS = 10              # per-tunnel table: this many, the worst p99 first
 
 
 # --------------------------------------------------------------------------
@@ -99,6 +106,72 @@ def tester_limited(doc, frame, lower):
     if cap is None:
         return "?"
     return "yes" if cap < TESTER_MARGIN * (lower or 0.0) else "no"
+
+
+# --------------------------------------------------------------------------
+# Per tunnel
+
+
+def esp_check(before, after):
+    """The ESP cross-check of one trial from two snapshots of the tester's
+    inbound SAs, {key: {"spi", "seq", "packets", "icv"}} (seq: the highest
+    sequence number accepted; packets: packets accepted; icv: ICV failures),
+    taken before the trial and after its drain.  Per key of both:
+    {"esp_gap": the sequence numbers the far end used in the trial minus
+    the packets the SA accepted (ESP packets lost on the way to the tester,
+    or refused by it), "icv_failures": ICV failures in the trial}; both None
+    where the SA changed (another SPI: a rekey) or its counters went back."""
+    out = {}
+    for key in set(before) & set(after):
+        a, b = before[key], after[key]
+        ds, dp, di = (b[k] - a[k] for k in ("seq", "packets", "icv"))
+        ok = a["spi"] == b["spi"] and ds >= 0 and dp >= 0 and di >= 0 and ds >= dp
+        out[key] = {"esp_gap": ds - dp if ok else None, "icv_failures": di if ok else None}
+    return out
+
+
+def worst_tunnels(per, n=WORST_TUNNELS):
+    """The n tunnel directions with the highest p99 among per ({tunnel:
+    tester.py tunnels() dict}), worst first, as rows {"tunnel", "dir",
+    "sent", "lost", "esp_gap" (None: not checked), "lat_*_ns", "gap_max_ns"};
+    directions with nothing received come first (p99 unknown: the worst)."""
+    rows = []
+    for i, t in per.items():
+        for d, k in PREFIX.items():
+            if not t.get(f"{k}_sent"):
+                continue
+            row = {"tunnel": int(i), "dir": d, "sent": t[f"{k}_sent"],
+                   "lost": t[f"{k}_sent"] - t[f"{k}_received"],
+                   "received": t[f"{k}_received"], "esp_gap": t.get(f"{k}_esp_gap"),
+                   "gap_max_ns": t.get(f"{k}_gap_max_ns", 0)}
+            row.update({key: t.get(f"{k}_{key}", 0) for _, key in TUNNEL_PCTS})
+            rows.append(row)
+    rows.sort(key=lambda r: (r["received"] == 0, r["lat_p99_ns"], r["tunnel"]), reverse=True)
+    return rows[:n]
+
+
+def tunnel_table(doc):
+    """Per result with latency trials that hold "worst_tunnels": their rows
+    (worst p99 first) with loss, the ESP check and latency in µs.  No lines
+    if there are none."""
+    rows = []
+    for i, r in enumerate(results_of(doc)):
+        lat = r.get("latency") or {}
+        for pct in sorted(lat, key=float):
+            for t in lat[pct].get("worst_tunnels") or ():
+                cells = " | ".join(f"{t[key] / 1e3:,.1f}" for _, key in TUNNEL_PCTS)
+                rows.append(f"| {label(r['sizes'])} | {pct} | {t['tunnel']} | {t['dir']} | "
+                            f"{t['sent']:,} | {t['lost']:,} | {fmt(t['esp_gap'], ',')} | "
+                            f"{cells} | {t['gap_max_ns'] / 1e3:,.1f} |")
+    if not rows:
+        return []
+    return [f"## Per tunnel (the {WORST_TUNNELS} worst p99 of each latency trial; µs)", "",
+            "lost: sent - received; ESP gap: of those, the ones whose ESP sequence numbers "
+            "never reached the tester (the DUT encrypted them; - : not checked); "
+            "gap: the longest wait between two packets of the stream.", "",
+            "| frame | load (% of PDR) | tunnel | direction | sent | lost | ESP gap | "
+            + " | ".join(name for name, _ in TUNNEL_PCTS) + " | gap |",
+            "|---|---:|---:|---|---:|---:|---:|" + "---:|" * (len(TUNNEL_PCTS) + 1)] + rows + [""]
 
 
 # --------------------------------------------------------------------------
@@ -253,8 +326,8 @@ def ike_tables(doc):
 def markdown(doc):
     """The full Markdown report of a tester.report() JSON document."""
     results_of(doc)
-    lines = (header(doc) + throughput_table(doc) + latency_table(doc) + searches_table(doc)
-             + ike_tables(doc))
+    lines = (header(doc) + throughput_table(doc) + latency_table(doc) + tunnel_table(doc)
+             + searches_table(doc) + ike_tables(doc))
     return "\n".join(lines)
 
 

@@ -230,3 +230,66 @@ def test_plots(tmp_path):
     for p in paths:
         data = Path(p).read_bytes()
         assert data.startswith(PNG) and len(data) > 1000, p
+
+
+def sa(seq, packets, icv=0, spi="0x10000000"):
+    return {"spi": spi, "seq": seq, "packets": packets, "icv": icv}
+
+
+def test_esp_check_places_the_loss():
+    """esp_gap: sequence numbers used minus packets accepted in the window;
+    an SA that changed (new SPI, counters back) is not checked."""
+    before = {("t", 0): sa(100, 100), ("t", 1): sa(50, 40, 2), ("t", 2): sa(10, 10),
+              ("t", 3): sa(500, 500), ("u", 0): sa(7, 7)}
+    after = {("t", 0): sa(1100, 980), ("t", 1): sa(250, 240, 5),
+             ("t", 2): sa(20, 20, spi="0x10000002"), ("t", 3): sa(400, 400),
+             ("t", 4): sa(9, 9)}
+    c = report.esp_check(before, after)
+    assert c[("t", 0)] == {"esp_gap": 120, "icv_failures": 0}
+    assert c[("t", 1)] == {"esp_gap": 0, "icv_failures": 3}
+    assert c[("t", 2)] == {"esp_gap": None, "icv_failures": None}     # rekeyed
+    assert c[("t", 3)] == {"esp_gap": None, "icv_failures": None}     # went back
+    assert set(c) == {("t", 0), ("t", 1), ("t", 2), ("t", 3)}           # in both only
+
+
+def tunnel(i, sent, received, p99, k="e", esp_gap=None):
+    t = {f"{k}_sent": sent, f"{k}_received": received, f"{k}_lat_min_ns": 1000,
+         f"{k}_lat_p50_ns": 2000, f"{k}_lat_p99_ns": p99, f"{k}_lat_p999_ns": p99,
+         f"{k}_lat_max_ns": p99 + 1, f"{k}_gap_max_ns": 300_000_000}
+    if esp_gap is not None:
+        t[f"{k}_esp_gap"] = esp_gap
+    return t
+
+
+def test_worst_tunnels_by_p99():
+    """The worst p99 first, nothing received counts as the worst, streams
+    not sent are left out, n rows at most."""
+    per = {0: {**tunnel(0, 100, 100, 5000), **tunnel(0, 100, 90, 9000, "d")},
+           1: tunnel(1, 100, 0, 0, esp_gap=100),
+           2: tunnel(2, 100, 100, 7000, esp_gap=0),
+           3: tunnel(3, 0, 0, 0)}
+    rows = report.worst_tunnels(per, n=3)
+    assert [(r["tunnel"], r["dir"]) for r in rows] == \
+        [(1, "dut_encap"), (0, "dut_decap"), (2, "dut_encap")]
+    assert rows[0]["lost"] == 100 and rows[0]["esp_gap"] == 100
+    assert rows[1]["lost"] == 10 and rows[1]["esp_gap"] is None
+    assert rows[2]["lat_p99_ns"] == 7000 and rows[2]["gap_max_ns"] == 300_000_000
+    assert len(report.worst_tunnels(per)) == 4
+
+
+def test_markdown_tunnel_table():
+    """The per-tunnel table: a row per kept tunnel of each latency trial,
+    loss next to the ESP gap, µs; none without per-tunnel rows."""
+    st = stats()
+    st["worst_tunnels"] = report.worst_tunnels({7: tunnel(7, 1000, 880, 45000, esp_gap=120)})
+    md = report.markdown(doc([result([64], (1e6, 1.1e6), (1.2e6, 1.3e6),
+                                     latency={"90": st})]))
+    assert row(md, "64", "90", "7") == ["64", "90", "7", "dut_encap", "1,000", "120", "120",
+                                        "1.0", "2.0", "45.0", "45.0", "45.0", "300,000.0"], md
+    st["worst_tunnels"][0]["esp_gap"] = None
+    md = report.markdown(doc([result([64], (1e6, 1.1e6), (1.2e6, 1.3e6),
+                                     latency={"90": st})]))
+    assert row(md, "64", "90", "7")[6] == "-", md
+    plain = report.markdown(doc([result([64], (1e6, 1.1e6), (1.2e6, 1.3e6),
+                                        latency={"90": stats()})]))
+    assert "Per tunnel" not in plain

@@ -42,6 +42,11 @@ import report as rep  # noqa: E402
 from report import DIRS, ETH_WIRE_EXTRA, IMIX  # noqa: E402,F401
 
 INNER = "100.64.0.0"            # tunnel i's tester-side host: INNER + i
+ESP_CHECK_MAX = 1000            # tunnels up to which trial() snapshots the SAs by default
+# the inbound SAs whose ESP sequence numbers cross-check a stream: "t" SAs
+# decrypt what the DUT encrypted (e_), port C's "u" SAs (back to back) what B sent (d_)
+SA_STREAM = {"t": "e", "u": "d"}
+TUNNELS_PAGE = 16               # /dpvpn/tester/tunnels' page (tester.c's TUNNELS_PAGE)
 KEY_BYTES = {"aes128-gcm": 20, "aes256-gcm": 36}   # key + 4-byte salt
 
 
@@ -364,6 +369,10 @@ class Tester:
             args += ["--mbufs", str(mbufs)]
         self.gw = lab.Gateway(name, cfg, vdevs, workdir, lcores, netns=netns, dp_args=args)
         self.tel = None
+        # the ESP cross-check: SA snapshots around each trial (one dpvpnctl
+        # show sa each; off by default for many tunnels, where that is slow)
+        self.esp_check = plan.tunnels <= ESP_CHECK_MAX
+        self.sa_window = None       # (before, after) the last trial
 
     def start(self, timeout=60):
         self.gw.start(timeout)
@@ -381,7 +390,9 @@ class Tester:
         end = time.monotonic() + timeout
         while True:
             try:
-                return self.trial(encap_pps, decap_pps, seconds, sizes, during=during)
+                # (no SA snapshots: dpvpnd is not up yet, its SAs are being made)
+                return self.trial(encap_pps, decap_pps, seconds, sizes, during=during,
+                                  esp_check=False)
             except RuntimeError as e:
                 if "busy" not in str(e) or time.monotonic() > end:
                     raise
@@ -397,12 +408,33 @@ class Tester:
         return self.tel.cmd("/dpvpn/tester/stats")
 
     def tunnels(self, first=0, count=None):
-        """Per-tunnel counters, {index: {...}}, paged (24 a request)."""
+        """Per-tunnel counters, {index: {...}}, paged (TUNNELS_PAGE a request).
+        With the last trial's SA snapshots (esp_check), a stream whose ESP
+        the tester decrypts also has {e,d}_esp_gap and {e,d}_icv_failures
+        (report.esp_check; None where its SA changed in the trial)."""
         count = self.plan.tunnels - first if count is None else count
         out = {}
-        for at in range(first, first + count, 24):
-            page = self.tel.cmd(f"/dpvpn/tester/tunnels,{at},{min(24, first + count - at)}")
+        for at in range(first, first + count, TUNNELS_PAGE):
+            page = self.tel.cmd(f"/dpvpn/tester/tunnels,{at},"
+                                f"{min(TUNNELS_PAGE, first + count - at)}")
             out.update({int(k): v for k, v in page.items()})
+        if self.sa_window:
+            for (prefix, i), c in rep.esp_check(*self.sa_window).items():
+                if i in out:
+                    out[i][f"{SA_STREAM[prefix]}_esp_gap"] = c["esp_gap"]
+                    out[i][f"{SA_STREAM[prefix]}_icv_failures"] = c["icv_failures"]
+        return out
+
+    def sa_snapshot(self):
+        """{(prefix, tunnel): {"spi", "seq", "packets", "icv"}} of the
+        inbound SAs of the tester's tunnels (prefixes of SA_STREAM)."""
+        out = {}
+        for sa in self.gw.ctl("show", "sa")["sas"]:
+            name, prefix = sa["name"], sa["name"][:1]
+            if sa["dir"] == "in" and prefix in SA_STREAM and name[1:].isdigit():
+                out[(prefix, int(name[1:]))] = {
+                    "spi": sa["spi"], "seq": int(sa["seq"]), "packets": int(sa["packets"]),
+                    "icv": int(sa["drops"]["bad-icv"])}
         return out
 
     def icv_failures(self):
@@ -427,20 +459,26 @@ class Tester:
         return out
 
     def trial(self, encap_pps, decap_pps, seconds, sizes, drain=0.5, progress=None,
-              during=None):
+              during=None, esp_check=None):
         """One trial: both directions' loads (pps, 0 = off, 'max'), sizes a
         list of frame sizes cycled per packet.  Returns the stats after the
         TX window and the drain (until nothing more arrives, at most drain s).
-        progress: a file that gets report.progress_line() each second."""
+        progress: a file that gets report.progress_line() each second.
+        esp_check (default self.esp_check): the inbound SAs' counters read
+        before and after, for tunnels()' ESP cross-check."""
         sz = ",".join(str(s) for s in sizes)
+        check = self.esp_check if esp_check is None else esp_check
+        before = self.sa_snapshot() if check else None
+        self.sa_window = None
         r = self.tel.cmd(f"/dpvpn/tester/start,{encap_pps},{decap_pps},"
                          f"{max(1, round(seconds * 1000))},{sz}")
         if "error" in r:
             raise RuntimeError(f"tester: {r['error']}")
         trial = r["trial"]
-        if during:      # (the TX window opens 10 ms after the start)
-            during(time.monotonic() + 0.01)
-        end = time.monotonic() + seconds + 0.05
+        opens = r.get("opens_in_ns", 10_000_000) / 1e9
+        if during:      # (the TX window opens 10 ms after the start, more with many tunnels)
+            during(time.monotonic() + opens)
+        end = time.monotonic() + opens + seconds + 0.04
         prev, at = None, time.monotonic()
         while time.monotonic() < end:
             time.sleep(min(1.0 if progress else 0.1, max(0.0, end - time.monotonic())))
@@ -457,13 +495,18 @@ class Tester:
             got = tuple(s[d]["received"] for d in DIRS)
             done = all(s[d]["received"] + s[d]["duplicated"] >= s[d]["sent"] for d in DIRS)
             if not s["running"] and (done or got == last or time.monotonic() > deadline):
+                if before is not None:
+                    self.sa_window = (before, self.sa_snapshot())
                 return s
             last = got
             time.sleep(0.02)
 
 
 def loss_of(s, dirs):
-    sent = sum(s[d]["sent"] for d in dirs)
+    """(packets due, received, loss ratio) of the directions: what a stall of
+    the tester left unsent counts as lost (the DUT did not pass a load the
+    tester did not offer)."""
+    sent = sum(s[d]["sent"] + s[d].get("unsent", 0) for d in dirs)
     rx = sum(s[d]["received"] for d in dirs)
     return sent, rx, (sent - rx) / sent if sent else 0.0
 
@@ -492,8 +535,9 @@ def search(tester, sizes, dirs, preset="csit", min_load=1e4, max_load=1e6, confi
                          duration, sizes, progress=progress)
         sent, rx, loss = loss_of(s, dirs)
         window = s["window_ns"] / 1e9
+        offered = sum(s[d]["sent"] for d in dirs)
         return mlr.TrialResult(intended_load=load, duration=duration, loss_ratio=max(0.0, loss),
-                               offered_load=sent / window if window else 0.0,
+                               offered_load=offered / window if window else 0.0,
                                extras={"sent": sent, "received": rx,
                                        **{d: s[d] for d in dirs},
                                        "late": s["late"], "behind": s["behind"],
@@ -601,6 +645,8 @@ def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,), dirs=
             "refused": len(done) - asked, "first_refusal": errors[0] if errors else None,
             "lost": lost, "lost_per_rekey": lost / n if n else None,
             "gap_us_per_rekey": (lost / n) / per_tunnel_pps * 1e6 if n else None,
+            # measured: the longest wait between two packets of any stream
+            "gap_max_us": max(s[d]["gap_max_ns"] for d in dirs) / 1e3,
             "stats": s}
 
 
@@ -787,19 +833,14 @@ def bring_up(tester, rate=100.0, timeout=60.0):
 def rekey_at_ndr(tester, ndr_pps, rekeys_per_s, seconds=5.0, shares=(50, 90), sizes=(64,),
                  dirs=DIRS):
     """Rekeys under load at shares (%) of the NDR (pps, the sum of both
-    directions): each rekey_under_load, plus the largest gap a rekeyed
-    tunnel's streams saw (the per-tunnel inter-arrival gap, where the
-    dataplane reports it)."""
+    directions): each rekey_under_load (gap_max_us: the longest wait
+    between two packets of any stream, measured)."""
     out = {}
     for k, pct in enumerate(shares):
         if k:       # the tester's dpvpnd keeps a rekeyed tunnel's old CHILD_SA 2 s
             time.sleep(REKEY_GRACE_S + 0.5)     # and refuses its next rekey until then
         r = rekey_under_load(tester, ndr_pps * pct / 100, seconds, rekeys_per_s, sizes, dirs)
         s = r.pop("stats")
-        per = tester.tunnels()
-        gaps = [t.get(f"{p}_gap_max_ns") for t in per.values() for p in ("e", "d")]
-        gaps = [g for g in gaps if g is not None]
-        r["gap_max_us"] = max(gaps) / 1e3 if gaps else None
         r["sent"] = {d: s[d]["sent"] for d in dirs}
         out[str(pct)] = r
     return out
@@ -807,12 +848,15 @@ def rekey_at_ndr(tester, ndr_pps, rekeys_per_s, seconds=5.0, shares=(50, 90), si
 
 def latency_points(tester, sizes, dirs, pdr, seconds=1.0, shares=(10, 50, 90)):
     """Trials at 10, 50 and 90 % of the PDR (pps, the sum over dirs): their
-    stats by share, for the latency table."""
+    stats by share, for the latency table, each with "worst_tunnels": its worst
+    tunnels by p99 (report.worst_tunnels), for the per-tunnel table."""
     out = {}
     for pct in shares:
         per = pdr * pct / 100 / len(dirs)
-        out[str(pct)] = tester.trial(per if "dut_encap" in dirs else 0,
-                                     per if "dut_decap" in dirs else 0, seconds, sizes)
+        s = tester.trial(per if "dut_encap" in dirs else 0,
+                         per if "dut_decap" in dirs else 0, seconds, sizes)
+        s["worst_tunnels"] = rep.worst_tunnels(tester.tunnels())
+        out[str(pct)] = s
     return out
 
 
