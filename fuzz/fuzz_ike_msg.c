@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_ike_msg.c - the IKEv2 message codec (control/ike_msg.c) on datagrams
+ * fuzz_ike_msg.c - the IKEv2 message codec (ike/ike_msg.c) on datagrams
  * as they come off the IKE channel: the header, the payload chain, and every
  * payload parser on the payloads of its type (an SK body is parsed as a chain
  * too, as if it had been decrypted).  What parses is built again with the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_ike_sa.c - the IKE state machine (control/ike_sa.c) as a responder and
+ * fuzz_ike_sa.c - the IKE state machine (ike/ike_sa.c) as a responder and
  * as an initiator facing a hostile peer: what reaches it unauthenticated
  * (IKE_SA_INIT requests and responses, cookies, INVALID_KE_PAYLOAD, NAT
  * detection, error notifies, messages for unknown or half-open SAs, SK

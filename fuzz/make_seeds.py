@@ -966,10 +966,10 @@ psk-file = %(psk)s
 
 def ike_msg_seeds():
     """IKEv2 datagrams built by scapy.contrib.ikev2 (the messages of
-    control/testdata/make_ike_msg_vectors.py), plus IKE_AUTH and
+    ike/testdata/make_ike_msg_vectors.py), plus IKE_AUTH and
     CREATE_CHILD_SA whose SK body is a real inner chain: the target parses
     an SK body as if decrypted."""
-    sys.path.insert(0, os.path.join(HERE, '..', 'control', 'testdata'))
+    sys.path.insert(0, os.path.join(HERE, '..', 'ike', 'testdata'))
     import make_ike_msg_vectors as v
     from scapy.contrib.ikev2 import IKEv2, IKEv2_payload_Encrypted
     inner = bytes(v.inner())

@@ -312,7 +312,7 @@ def test_cookies_under_an_ike_sa_init_flood(pskdir, monkeypatch):
     with lab.Lab(ike={"psk": psk, "a": "start = no\n", "b": "start = no\n"}) as net:
         mac_a = net.ns(net.ns_gw, "cat", "/sys/class/net/gwa-out/address").stdout.strip()
         mac_b = net.ns(net.ns_gw, "cat", "/sys/class/net/gwb-out/address").stdout.strip()
-        testdata = os.path.join(lab.ROOT, "control", "testdata")
+        testdata = os.path.join(lab.ROOT, "ike", "testdata")
         net.ns(net.ns_gw, sys.executable, "-c", FLOOD_INIT, mac_b, mac_a, "40", testdata,
                timeout=120)
         time.sleep(1)

@@ -1,16 +1,16 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Known-answer vectors for control/test_ike_crypto.c.
+"""Known-answer vectors for ike/test_ike_crypto.c.
 
 An implementation of the IKEv2 key derivation (RFC 7296 2.13-2.18), SK
 payload protection with ENCR_AES_GCM_16 (RFC 5282) and PSK authentication
 (2.15), written from the RFCs on top of the `cryptography` package and
-sharing nothing with control/ike_crypto.c, so that both would have to make
+sharing nothing with ike/ike_crypto.c, so that both would have to make
 the same mistake for the test to pass.  Every input is fixed: running it
 again gives the same header, byte for byte.
 
-    /usr/bin/python3 control/testdata/make_ike_crypto_vectors.py \
-        > control/testdata/ike_crypto_vectors.h
+    /usr/bin/python3 ike/testdata/make_ike_crypto_vectors.py \
+        > ike/testdata/ike_crypto_vectors.h
 """
 import hashlib
 import struct

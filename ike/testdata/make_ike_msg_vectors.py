@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Print control/testdata/ike_msg_vectors.h: IKEv2 messages built by scapy's
+"""Print ike/testdata/ike_msg_vectors.h: IKEv2 messages built by scapy's
 IKEv2 layer (scapy.contrib.ikev2, an implementation independent of ours), so
 that test_ike_msg checks the codec against bytes it did not produce itself.
 
-    /usr/bin/python3 control/testdata/make_ike_msg_vectors.py \
-        > control/testdata/ike_msg_vectors.h
+    /usr/bin/python3 ike/testdata/make_ike_msg_vectors.py \
+        > ike/testdata/ike_msg_vectors.h
 
 Every next-payload and length field that scapy would have to guess is set by
 hand: scapy 2.5's automatic chaining leaves the SA payload's next-payload at 0,
