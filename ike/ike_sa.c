@@ -21,130 +21,7 @@
 
 #include <openssl/evp.h>
 
-#include "ike_crypto.h"
-#include "ike_msg.h"
-#include "ike_sa.h"
-
-#define PRF_ID		IKE_PRF_HMAC_SHA2_256
-#define MSG_MAX		4096	/* what we build; ours are well under 1280 bytes */
-#define NONCE_LEN	32
-#define MAX_PL		24	/* payloads per chain */
-#define MAX_PROPS	16	/* proposals per SA payload */
-#define MAX_TS		8	/* selectors per TS payload */
-#define HALF_OPEN_MS	30000	/* a responder SA that saw no IKE_AUTH by then goes */
-#define COOKIE_LEN	33	/* version byte + HMAC-SHA-256 */
-#define INIT_RETRIES	3	/* cookie and INVALID_KE_PAYLOAD retries, each */
-#define NATD_LEN	20	/* SHA-1 */
-#define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
-#define ERR_LEN		160
-#define WHY_LEN		96
-#define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
-#define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
-#define REKEY_GRACE_MS	2000	/* default: the old CHILD_SA outlives its rekey this long */
-#define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this, */
-#define REKEY_JITTER_MS	5000	/* plus up to this, drawn each time (two peers that
-				 * refused each other's rekey do not retry in step) */
-#define REKEYED_MS	30000	/* an IKE SA we replaced waits this long for the peer's Delete */
-
-enum req_kind {
-	REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE,
-	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
-	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
-	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
-};
-
-struct conn {
-	struct conn *next;
-	struct ike_conn_cfg cfg;
-};
-
-struct child {
-	bool up;
-	struct ike_prop_esp prop;
-	uint32_t spi_in, spi_out;
-	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
-	uint64_t up_ms;			/* for the lifetime rekey */
-};
-
-struct ike_sa {
-	struct ike_sa *next;
-	struct conn *conn;
-	enum ike_state state;
-	bool initiator;
-	bool owner_knows;		/* ike_down is due when it ends */
-	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
-	struct ike_addr local, remote;
-	struct ike_prop_ike prop;	/* negotiated */
-	uint16_t ke_group;		/* initiator: the group of its KE payload */
-	struct ike_dh *dh;		/* until the keys are derived */
-	uint8_t ni[IKE_NONCE_MAX], nr[IKE_NONCE_MAX];
-	size_t ni_len, nr_len;
-	struct ike_keys keys;
-	uint64_t iv_ctr;		/* SK IVs: one key per direction, so never repeats */
-	/* The IKE_SA_INIT messages as sent: AUTH signs them, retransmissions compare. */
-	uint8_t *init_req, *init_resp;
-	size_t init_req_len, init_resp_len;
-	uint8_t cookie[COOKIE_LEN];
-	size_t cookie_len;
-	unsigned cookie_tries, ke_tries;
-	/* Our outstanding request. */
-	enum req_kind req_kind;
-	uint8_t *req;
-	size_t req_len;
-	uint32_t req_id, next_req_id;
-	unsigned tries;
-	uint64_t timeout_ms, next_tx_ms;
-	bool want_del_child, want_del_ike;
-	/* The peer's last request and our response. */
-	uint32_t peer_next_id;
-	uint8_t *last_req, *last_resp;
-	size_t last_req_len, last_resp_len;
-	struct child child;
-	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
-	/*
-	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
-	 * installed until deleted, by us at old_del_ms if we started the
-	 * rekey (0: not ours to delete), else when the peer's Delete comes.
-	 */
-	struct child old;
-	uint64_t old_del_ms;
-	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
-	uint32_t rk_spi;
-	bool want_rekey;		/* asked for while another request was out */
-	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
-	uint64_t child_rekeys;
-	/*
-	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
-	 * key, until the answer; the generation for `show ike`.
-	 */
-	uint8_t irk_spi[IKE_SPI_LEN];
-	uint8_t irk_nonce[NONCE_LEN];
-	struct ike_dh *irk_dh;
-	bool want_ike_rekey;		/* asked for while another request was out */
-	uint64_t ike_rekey_retry_ms;	/* lifetime rekey: not before this */
-	uint64_t ike_rekeys;
-	bool nat_local, nat_remote;
-	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
-	uint64_t created_ms, last_rx_ms;
-	uint64_t rx, tx, retransmits;
-	char why[WHY_LEN];		/* for ike_down after our own Delete */
-};
-
-struct ike_ctx {
-	struct ike_ops ops;
-	void *opaque;
-	struct conn *conns;
-	struct ike_sa *sas;
-	unsigned cookie_threshold, half_open;
-	uint8_t cookie_secret[32];
-	struct ike_stats stats;
-};
-
-/* A parsed payload chain. */
-struct view {
-	struct ike_pl pl[MAX_PL];
-	unsigned n;
-};
+#include "ike_int.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -172,8 +49,8 @@ ike_state_name(enum ike_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-static void __attribute__((format(printf, 3, 4)))
-logf_(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
+void __attribute__((format(printf, 3, 4)))
+ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;
@@ -187,54 +64,17 @@ logf_(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
 }
 
 /* Count a refused message and pass rc on. */
-static int
-reject(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc, const char *err)
+int
+ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc, const char *err)
 {
 	ctx->stats.reject[r]++;
-	logf_(ctx, sa, "dropped (%s): %s", reject_names[r], err ? err : "");
+	ike_log(ctx, sa, "dropped (%s): %s", reject_names[r], err ? err : "");
 	return rc;
 }
 
-static size_t
-addr_len(uint8_t family)
-{
-	return family == AF_INET ? 4 : 16;
-}
-
-static bool
-ip_equal(const struct ike_addr *a, const struct ike_addr *b)
-{
-	return a->family == b->family && memcmp(a->ip, b->ip, addr_len(a->family)) == 0;
-}
-
-static bool
-is_zero(const uint8_t *p, size_t n)
-{
-	uint8_t acc = 0;
-
-	for (size_t i = 0; i < n; i++)
-		acc |= p[i];
-	return acc == 0;
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* Replace *dst with a copy of src: 0 or -ENOMEM (and *dst left empty). */
-static int
-store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len)
+int
+ike_store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len)
 {
 	free(*dst);
 	*dlen = 0;
@@ -247,8 +87,8 @@ store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len)
 }
 
 /* A random value that is not zero: SPIs, where zero means "none". */
-static int
-random_nonzero(uint8_t *p, size_t n)
+int
+ike_random_nonzero(uint8_t *p, size_t n)
 {
 	int rc;
 
@@ -258,8 +98,8 @@ random_nonzero(uint8_t *p, size_t n)
 	return rc;
 }
 
-static const char *
-notify_name(uint16_t type)
+const char *
+ike_notify_name(uint16_t type)
 {
 	switch (type) {
 	case IKE_N_INVALID_SYNTAX: return "INVALID_SYNTAX";
@@ -276,8 +116,8 @@ notify_name(uint16_t type)
 /* ---- payload chains ----------------------------------------------------- */
 
 /* Parse a chain and every Notify in it, so that later lookups need no checks. */
-static int
-view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *err, size_t elen)
+int
+ike_view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *err, size_t elen)
 {
 	int rc = ike_chain_parse(first, p, len, v->pl, MAX_PL, &v->n, err, elen);
 
@@ -290,8 +130,8 @@ view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *er
 	return rc;
 }
 
-static const struct ike_pl *
-find_pl(const struct view *v, uint8_t type)
+const struct ike_pl *
+ike_find_pl(const struct view *v, uint8_t type)
 {
 	for (unsigned i = 0; i < v->n; i++)
 		if (v->pl[i].type == type)
@@ -300,8 +140,8 @@ find_pl(const struct view *v, uint8_t type)
 }
 
 /* The first Notify of type after index *from (start with 0); false if none. */
-static bool
-find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt)
+bool
+ike_find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt)
 {
 	char err[8];
 
@@ -318,8 +158,8 @@ find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_noti
 }
 
 /* The type of the first error Notify, 0 if none. */
-static uint16_t
-error_notify(const struct view *v)
+uint16_t
+ike_error_notify(const struct view *v)
 {
 	struct ike_notify nt;
 	char err[8];
@@ -334,8 +174,8 @@ error_notify(const struct view *v)
 	return 0;
 }
 
-static void
-put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
+void
+ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
 {
 	struct ike_notify nt = { .type = type, .data = data, .data_len = len };
 
@@ -350,7 +190,7 @@ add_tr(struct ike_proposal *p, uint8_t type, uint16_t id, int16_t key_len)
 	p->tr[p->n_tr++] = (struct ike_transform){ .type = type, .id = id, .key_len = key_len };
 }
 
-static void
+void
 ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -361,8 +201,8 @@ ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p
 	add_tr(p, IKE_TR_DH, e->dh, IKE_KEY_LEN_NONE);
 }
 
-static void
-esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi, struct ike_proposal *p)
+void
+ike_esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi, struct ike_proposal *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->num = num;
@@ -411,8 +251,8 @@ tr_types_within(const struct ike_proposal *p, unsigned mask)
 }
 
 /* The same transforms, in any order (what a responder must send back). */
-static bool
-prop_same(const struct ike_proposal *got, const struct ike_proposal *want)
+bool
+ike_prop_same(const struct ike_proposal *got, const struct ike_proposal *want)
 {
 	if (got->n_tr != want->n_tr || got->proto != want->proto)
 		return false;
@@ -427,8 +267,8 @@ prop_same(const struct ike_proposal *got, const struct ike_proposal *want)
  * one of ours matches; within it, ours in order, but one whose group is
  * that of the KE payload first, which saves an INVALID_KE_PAYLOAD round.
  */
-static int
-pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+int
+ike_pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
 	 uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num)
 {
 	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_PRF | 1u << IKE_TR_INTEG |
@@ -474,8 +314,8 @@ esp_matches(const struct ike_proposal *p, const struct ike_prop_esp *e)
 	return tr_absent_or(p, IKE_TR_ESN, IKE_ESN_NO) && tr_absent_or(p, IKE_TR_DH, 0);
 }
 
-static int
-pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+int
+ike_pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
 	 struct ike_prop_esp *out, uint32_t *spi_out, uint8_t *num)
 {
 	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_INTEG | 1u << IKE_TR_ESN |
@@ -515,8 +355,8 @@ prefix_range(const struct ike_prefix *p, uint8_t lo[16], uint8_t hi[16])
 	}
 }
 
-static void
-ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts)
+void
+ike_ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts)
 {
 	memset(ts, 0, sizeof(*ts));
 	ts->type = p->family == AF_INET ? IKE_TS_IPV4_ADDR_RANGE : IKE_TS_IPV6_ADDR_RANGE;
@@ -525,8 +365,8 @@ ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts)
 }
 
 /* The selector as a prefix, if it covers every protocol and port of exactly one. */
-static bool
-ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out)
+bool
+ike_ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out)
 {
 	struct ike_prefix p = { 0 };
 	uint8_t lo[16], hi[16];
@@ -552,8 +392,8 @@ ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out)
 }
 
 /* inner lies within outer. */
-static bool
-prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer)
+bool
+ike_prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer)
 {
 	uint8_t ilo[16], ihi[16], olo[16], ohi[16];
 
@@ -568,8 +408,8 @@ prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer)
  * The responder's narrowing (2.9) against its one prefix: ours if a proposed
  * selector covers it, else a proposed prefix that lies inside ours.
  */
-static bool
-ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
+bool
+ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
 	  struct ike_prefix *out)
 {
 	uint8_t lo[16], hi[16];
@@ -588,7 +428,7 @@ ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
 			*out = *ours;
 			return true;
 		}
-		if (ts_to_prefix(&t, &theirs) && prefix_within(&theirs, ours)) {
+		if (ike_ts_to_prefix(&t, &theirs) && ike_prefix_within(&theirs, ours)) {
 			*out = theirs;
 			return true;
 		}
@@ -632,9 +472,9 @@ natd_put(struct ike_buf *b, const uint8_t *spi_i, const uint8_t *spi_r,
 	natd_hash(spi_i, spi_r, src, h);
 	if (fake_src)
 		h[0] ^= 0xff;
-	put_notify(b, IKE_N_NAT_DETECTION_SOURCE_IP, h, NATD_LEN);
+	ike_put_notify(b, IKE_N_NAT_DETECTION_SOURCE_IP, h, NATD_LEN);
 	natd_hash(spi_i, spi_r, dst, h);
-	put_notify(b, IKE_N_NAT_DETECTION_DESTINATION_IP, h, NATD_LEN);
+	ike_put_notify(b, IKE_N_NAT_DETECTION_DESTINATION_IP, h, NATD_LEN);
 }
 
 /* Whether a Notify of type carries the hash of a; also true if there is none. */
@@ -648,7 +488,7 @@ natd_ok(const struct view *v, uint16_t type, const uint8_t *spi_i, const uint8_t
 	bool any = false;
 
 	natd_hash(spi_i, spi_r, a, h);
-	while (find_notify(v, type, &from, &nt)) {
+	while (ike_find_notify(v, type, &from, &nt)) {
 		any = true;
 		if (nt.data_len == NATD_LEN && memcmp(nt.data, h, NATD_LEN) == 0)
 			return true;
@@ -673,8 +513,8 @@ cookie_make(const struct ike_ctx *ctx, const uint8_t *ni, size_t ni_len,
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void
-xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
+void
+ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 {
 	ctx->stats.tx++;
 	sa->tx++;
@@ -686,13 +526,13 @@ xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
  * ours is the conn's natt_port if it names one (the peer answers where a
  * request came from, as it would through a NAT).
  */
-static void
-encap_start(struct ike_ctx *ctx, struct ike_sa *sa)
+void
+ike_encap_start(struct ike_ctx *ctx, struct ike_sa *sa)
 {
 	uint16_t mine = sa->conn->cfg.natt_port ? sa->conn->cfg.natt_port : NATT_PORT;
 
 	if (!sa->encap)
-		logf_(ctx, sa, "NAT %s: IKE moves to port %u (ours %u), ESP in UDP",
+		ike_log(ctx, sa, "NAT %s: IKE moves to port %u (ours %u), ESP in UDP",
 		      sa->nat_local || sa->nat_remote ? "detected" : "forced", NATT_PORT, mine);
 	sa->encap = true;
 	sa->local.port = mine;
@@ -712,14 +552,14 @@ request_from(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *loca
 	if (local->port != NATT_PORT)
 		return;
 	if (!sa->encap)
-		logf_(ctx, sa, "request on port %u: IKE moves there, ESP in UDP", NATT_PORT);
+		ike_log(ctx, sa, "request on port %u: IKE moves there, ESP in UDP", NATT_PORT);
 	sa->encap = true;
 	sa->local = *local;
 	sa->remote = *remote;
 }
 
-static void
-hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
+void
+ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
 	uint32_t id)
 {
 	memset(h, 0, sizeof(*h));
@@ -736,8 +576,8 @@ hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool respo
  * out.  The IV is a counter: each direction has its own key (SK_ei, SK_er),
  * and only this side encrypts under this one.
  */
-static int
-seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
+int
+ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
 	 size_t cap, size_t *len)
 {
 	const uint8_t *key = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
@@ -769,11 +609,11 @@ seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, u
 }
 
 /* Send a new request and keep it for retransmission. */
-static int
-request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
+int
+ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
 	      const uint8_t *m, size_t len, uint64_t now)
 {
-	int rc = store(&sa->req, &sa->req_len, m, len);
+	int rc = ike_store(&sa->req, &sa->req_len, m, len);
 
 	if (rc != 0)
 		return rc;
@@ -783,12 +623,12 @@ request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32
 	sa->tries = 1;
 	sa->timeout_ms = sa->conn->cfg.retrans_ms;
 	sa->next_tx_ms = now + sa->timeout_ms;
-	xmit(ctx, sa, m, len);
+	ike_xmit(ctx, sa, m, len);
 	return 0;
 }
 
-static void
-request_done(struct ike_sa *sa)
+void
+ike_request_done(struct ike_sa *sa)
 {
 	free(sa->req);
 	sa->req = NULL;
@@ -797,8 +637,8 @@ request_done(struct ike_sa *sa)
 }
 
 /* Send the response to the peer's current request, kept for its retransmissions. */
-static int
-respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
+int
+ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 	const struct ike_buf *in)
 {
 	uint8_t out[MSG_MAX];
@@ -806,20 +646,20 @@ respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 	size_t len;
 	int rc;
 
-	hdr_for(sa, &h, req->exchange, true, req->msg_id);
-	rc = seal_msg(sa, &h, in, out, sizeof(out), &len);
+	ike_hdr_for(sa, &h, req->exchange, true, req->msg_id);
+	rc = ike_seal_msg(sa, &h, in, out, sizeof(out), &len);
 	if (rc == 0)
-		rc = store(&sa->last_resp, &sa->last_resp_len, out, len);
+		rc = ike_store(&sa->last_resp, &sa->last_resp_len, out, len);
 	if (rc == 0)
-		xmit(ctx, sa, out, len);
+		ike_xmit(ctx, sa, out, len);
 	return rc;
 }
 
 /* ---- SA lifetime -------------------------------------------------------- */
 
 /* When a refused lifetime rekey is tried again. */
-static uint64_t
-rekey_retry_at(uint64_t now)
+uint64_t
+ike_rekey_retry_at(uint64_t now)
 {
 	uint16_t r = 0;
 
@@ -827,8 +667,8 @@ rekey_retry_at(uint64_t now)
 	return now + REKEY_RETRY_MS + r % (REKEY_JITTER_MS + 1);
 }
 
-static struct ike_sa *
-sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
+struct ike_sa *
+ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
 {
 	struct ike_sa *sa = calloc(1, sizeof(*sa));
 
@@ -858,16 +698,16 @@ sa_free(struct ike_sa *sa)
 	free(sa);
 }
 
-static void
-set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
+void
+ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
 {
 	if (sa->state == IKE_ST_HALF_OPEN && st != IKE_ST_HALF_OPEN)
 		ctx->half_open--;
 	sa->state = st;
 }
 
-static void
-child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
+void
+ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
 {
 	if (!c->up)
 		return;
@@ -875,24 +715,24 @@ child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
 	ctx->ops.child_down(ctx->opaque, sa->conn->cfg.name, c->spi_in, c->spi_out);
 }
 
-static void
-child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
+void
+ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
 {
-	child_down(ctx, sa, &sa->child);
+	ike_child_down(ctx, sa, &sa->child);
 }
 
 /* Tell the owner (child first), unlink and free. */
-static void
-sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
+void
+ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 {
 	struct ike_sa **pp;
 
-	child_gone(ctx, sa);
-	child_down(ctx, sa, &sa->old);
+	ike_child_gone(ctx, sa);
+	ike_child_down(ctx, sa, &sa->old);
 	if (sa->owner_knows)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
-	logf_(ctx, sa, "IKE SA ends: %s", why);
-	set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
+	ike_log(ctx, sa, "IKE SA ends: %s", why);
+	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
 	for (pp = &ctx->sas; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == sa) {
 			*pp = sa->next;
@@ -903,8 +743,8 @@ sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 }
 
 /* Derive the IKE SA's keys from the peer's KE; the DH key goes either way. */
-static int
-derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
+int
+ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
 {
 	uint8_t gir[IKE_DH_MAX_SECRET];
 	size_t glen = sizeof(gir);
@@ -942,26 +782,26 @@ init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		return rc;
 	for (unsigned i = 0; i < cfg->n_ike; i++)
 		ike_prop_build(&cfg->ike[i], (uint8_t)(i + 1), &props[i]);
-	hdr_for(sa, &h, IKE_SA_INIT, false, 0);
+	ike_hdr_for(sa, &h, IKE_SA_INIT, false, 0);
 	ike_buf_init(&b, out, sizeof(out));
 	ike_build_hdr(&b, &h);
 	/* A cookie goes first (2.6), so that the responder finds it cheaply. */
 	if (sa->cookie_len != 0)
-		put_notify(&b, IKE_N_COOKIE, sa->cookie, sa->cookie_len);
+		ike_put_notify(&b, IKE_N_COOKIE, sa->cookie, sa->cookie_len);
 	ike_build_sa(&b, props, cfg->n_ike);
 	ike_build_ke(&b, sa->ke_group, pub, publen);
 	ike_build_nonce(&b, sa->ni, sa->ni_len);
 	natd_put(&b, sa->spi_i, zero, &sa->local, &sa->remote, cfg->force_encap);
 	rc = ike_finish(&b);
 	if (rc == 0)
-		rc = store(&sa->init_req, &sa->init_req_len, out, b.len);
+		rc = ike_store(&sa->init_req, &sa->init_req_len, out, b.len);
 	if (rc == 0)
-		rc = request_start(ctx, sa, REQ_INIT, 0, out, b.len, now);
+		rc = ike_request_start(ctx, sa, REQ_INIT, 0, out, b.len, now);
 	return rc;
 }
 
-static struct conn *
-conn_by_name(struct ike_ctx *ctx, const char *name)
+struct conn *
+ike_conn_by_name(struct ike_ctx *ctx, const char *name)
 {
 	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
 		if (strcmp(c->cfg.name, name) == 0)
@@ -969,8 +809,8 @@ conn_by_name(struct ike_ctx *ctx, const char *name)
 	return NULL;
 }
 
-static struct ike_sa *
-sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
+struct ike_sa *
+ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 {
 	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
 		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN &&
@@ -982,15 +822,15 @@ sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 int
 ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = conn_by_name(ctx, name);
+	struct conn *c = ike_conn_by_name(ctx, name);
 	struct ike_sa *sa;
 	int rc;
 
 	if (c == NULL)
 		return -ENOENT;
-	if (sa_of_conn(ctx, c) != NULL)
+	if (ike_sa_of_conn(ctx, c) != NULL)
 		return -EALREADY;
-	sa = sa_new(ctx, c, true, now_ms);
+	sa = ike_sa_new(ctx, c, true, now_ms);
 	if (sa == NULL)
 		return -ENOMEM;
 	sa->owner_knows = true;
@@ -999,13 +839,13 @@ ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	sa->remote = c->cfg.remote;
 	sa->ke_group = c->cfg.ike[0].dh;
 	sa->ni_len = NONCE_LEN;
-	rc = random_nonzero(sa->spi_i, IKE_SPI_LEN);
+	rc = ike_random_nonzero(sa->spi_i, IKE_SPI_LEN);
 	if (rc == 0)
 		rc = ike_random(sa->ni, sa->ni_len);
 	if (rc == 0)
 		rc = init_send(ctx, sa, now_ms);
 	if (rc != 0)
-		sa_end(ctx, sa, "cannot start IKE_SA_INIT");
+		ike_sa_end(ctx, sa, "cannot start IKE_SA_INIT");
 	return rc;
 }
 
@@ -1019,16 +859,16 @@ init_refused(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint6
 	char why[WHY_LEN];
 	uint16_t type;
 
-	if (find_notify(v, IKE_N_COOKIE, &from, &nt)) {
+	if (ike_find_notify(v, IKE_N_COOKIE, &from, &nt)) {
 		if (nt.data_len == 0 || nt.data_len > COOKIE_LEN ||
 		    ++sa->cookie_tries > INIT_RETRIES)
-			return reject(ctx, sa, IKE_REJ_COOKIE, -EBADMSG, "notify.cookie");
+			return ike_drop(ctx, sa, IKE_REJ_COOKIE, -EBADMSG, "notify.cookie");
 		memcpy(sa->cookie, nt.data, nt.data_len);
 		sa->cookie_len = nt.data_len;
 		return init_send(ctx, sa, now);
 	}
 	from = 0;
-	if (find_notify(v, IKE_N_INVALID_KE_PAYLOAD, &from, &nt) && nt.data_len == 2) {
+	if (ike_find_notify(v, IKE_N_INVALID_KE_PAYLOAD, &from, &nt) && nt.data_len == 2) {
 		uint16_t g = (uint16_t)(nt.data[0] << 8 | nt.data[1]);
 
 		for (unsigned i = 0; i < cfg->n_ike; i++) {
@@ -1040,29 +880,18 @@ init_refused(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint6
 			return init_send(ctx, sa, now);
 		}
 	}
-	type = error_notify(v);
+	type = ike_error_notify(v);
 	ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-	snprintf(why, sizeof(why), "peer: %s (%u) in IKE_SA_INIT", notify_name(type), type);
-	sa_end(ctx, sa, why);
+	snprintf(why, sizeof(why), "peer: %s (%u) in IKE_SA_INIT", ike_notify_name(type), type);
+	ike_sa_end(ctx, sa, why);
 	return -ECONNREFUSED;
 }
-
-/* SA, KE and Nonce of an IKE_SA_INIT message. */
-struct init_pl {
-	struct ike_proposal props[MAX_PROPS];
-	unsigned n_props;
-	struct ike_ke ke;
-	const uint8_t *nonce;
-	size_t nonce_len;
-	struct ike_prop_ike chosen;	/* responder: the proposal it took, and its number */
-	uint8_t num;
-};
 
 static int
 init_pl_parse(const struct view *v, bool answer, struct init_pl *ip, char *err, size_t elen)
 {
-	const struct ike_pl *sa = find_pl(v, IKE_PL_SA), *ke = find_pl(v, IKE_PL_KE);
-	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *sa = ike_find_pl(v, IKE_PL_SA), *ke = ike_find_pl(v, IKE_PL_KE);
+	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	int rc;
 
 	if (sa == NULL || ke == NULL || no == NULL) {
@@ -1103,7 +932,7 @@ init_check_choice(const struct ike_sa *sa, const struct init_pl *ip, const struc
 		return -EBADMSG;
 	}
 	ike_prop_build(&cfg->ike[num - 1], (uint8_t)num, &want);
-	if (!prop_same(&ip->props[0], &want) || cfg->ike[num - 1].dh != sa->ke_group ||
+	if (!ike_prop_same(&ip->props[0], &want) || cfg->ike[num - 1].dh != sa->ke_group ||
 	    ip->ke.group != sa->ke_group) {
 		snprintf(err, elen, "sa.proposal[1]: not proposal %u as we made it (KE group "
 			 "%u)", num, ip->ke.group);
@@ -1116,10 +945,8 @@ init_check_choice(const struct ike_sa *sa, const struct init_pl *ip, const struc
 	return 0;
 }
 
-static int auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
-
-static int
-init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+int
+ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	      const uint8_t *msg, size_t len, uint64_t now)
 {
 	struct init_pl ip;
@@ -1127,26 +954,26 @@ init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	struct view v;
 	int rc;
 
-	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
+	rc = ike_view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
-	if (find_pl(&v, IKE_PL_SA) == NULL)
+	if (ike_find_pl(&v, IKE_PL_SA) == NULL)
 		return init_refused(ctx, sa, &v, now);
 	rc = init_pl_parse(&v, true, &ip, err, sizeof(err));
 	if (rc == 0)
 		rc = init_check_choice(sa, &ip, h, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 	sa->prop = sa->conn->cfg.ike[ip.props[0].num - 1];
 	memcpy(sa->spi_r, h->spi_r, IKE_SPI_LEN);
 	memcpy(sa->nr, ip.nonce, ip.nonce_len);
 	sa->nr_len = ip.nonce_len;
-	rc = derive_keys(sa, &ip.ke);
+	rc = ike_derive_keys(sa, &ip.ke);
 	if (rc == 0)
-		rc = store(&sa->init_resp, &sa->init_resp_len, msg, len);
+		rc = ike_store(&sa->init_resp, &sa->init_resp_len, msg, len);
 	if (rc != 0) {
-		sa_end(ctx, sa, "key derivation failed (peer's KE)");
+		ike_sa_end(ctx, sa, "key derivation failed (peer's KE)");
 		return rc;
 	}
 	/* The peer's view of us is its destination, and ours of it our source. */
@@ -1155,11 +982,11 @@ init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	sa->nat_remote = !natd_ok(&v, IKE_N_NAT_DETECTION_SOURCE_IP, sa->spi_i, sa->spi_r,
 				  &sa->remote);
 	if (sa->nat_local || sa->nat_remote || sa->conn->cfg.force_encap)
-		encap_start(ctx, sa);
-	request_done(sa);
-	rc = auth_send(ctx, sa, now);
+		ike_encap_start(ctx, sa);
+	ike_request_done(sa);
+	rc = ike_auth_send(ctx, sa, now);
 	if (rc != 0)
-		sa_end(ctx, sa, "cannot send IKE_AUTH");
+		ike_sa_end(ctx, sa, "cannot send IKE_AUTH");
 	return rc;
 }
 
@@ -1193,12 +1020,12 @@ init_notify(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_
 	h.flags = IKE_F_RESPONSE;
 	ike_buf_init(&b, out, sizeof(out));
 	ike_build_hdr(&b, &h);
-	put_notify(&b, type, data, dlen);
+	ike_put_notify(&b, type, data, dlen);
 	return raw_send(ctx, local, remote, &b);
 }
 
-static struct conn *
-conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
+struct conn *
+ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
 {
 	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
 		if (ip_equal(&c->cfg.local, local) && ip_equal(&c->cfg.remote, remote))
@@ -1221,10 +1048,10 @@ cookie_check(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike
 	rc = cookie_make(ctx, ip->nonce, ip->nonce_len, remote, h->spi_i, want);
 	if (rc != 0)
 		return rc;
-	if (find_notify(v, IKE_N_COOKIE, &from, &nt) && nt.data_len == COOKIE_LEN &&
+	if (ike_find_notify(v, IKE_N_COOKIE, &from, &nt) && nt.data_len == COOKIE_LEN &&
 	    ike_auth_equal(nt.data, want, COOKIE_LEN))
 		return 0;
-	reject(ctx, NULL, IKE_REJ_COOKIE, 0, "notify.cookie: missing or wrong, half-open "
+	ike_drop(ctx, NULL, IKE_REJ_COOKIE, 0, "notify.cookie: missing or wrong, half-open "
 	       "SAs above the threshold");
 	init_notify(ctx, local, remote, h, IKE_N_COOKIE, want, COOKIE_LEN);
 	return -EAGAIN;
@@ -1238,15 +1065,16 @@ init_choose(struct ike_ctx *ctx, const struct conn *c, const struct ike_addr *lo
 	const struct ike_prop_ike *prop = &ip->chosen;
 	uint8_t g[2];
 
-	if (pick_ike(&c->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen, &ip->num) != 0) {
-		reject(ctx, NULL, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable");
+	if (ike_pick_ike(&c->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen,
+			 &ip->num) != 0) {
+		ike_drop(ctx, NULL, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable");
 		init_notify(ctx, local, remote, h, IKE_N_NO_PROPOSAL_CHOSEN, NULL, 0);
 		return -ENOENT;
 	}
 	if (ip->ke.group != prop->dh) {
 		g[0] = (uint8_t)(prop->dh >> 8);
 		g[1] = (uint8_t)prop->dh;
-		reject(ctx, NULL, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one");
+		ike_drop(ctx, NULL, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one");
 		init_notify(ctx, local, remote, h, IKE_N_INVALID_KE_PAYLOAD, g, sizeof(g));
 		return -EAGAIN;
 	}
@@ -1265,11 +1093,11 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 
 	rc = ike_dh_new(sa->prop.dh, &sa->dh, pub, &publen);
 	if (rc == 0)
-		rc = derive_keys(sa, &ip->ke);
+		rc = ike_derive_keys(sa, &ip->ke);
 	if (rc != 0)
 		return rc;
 	ike_prop_build(&sa->prop, ip->num, &prop);
-	hdr_for(sa, &h, IKE_SA_INIT, true, 0);
+	ike_hdr_for(sa, &h, IKE_SA_INIT, true, 0);
 	ike_buf_init(&b, out, sizeof(out));
 	ike_build_hdr(&b, &h);
 	ike_build_sa(&b, &prop, 1);
@@ -1279,9 +1107,9 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 		 sa->conn->cfg.force_encap);
 	rc = ike_finish(&b);
 	if (rc == 0)
-		rc = store(&sa->init_resp, &sa->init_resp_len, out, b.len);
+		rc = ike_store(&sa->init_resp, &sa->init_resp_len, out, b.len);
 	if (rc == 0)
-		xmit(ctx, sa, out, b.len);
+		ike_xmit(ctx, sa, out, b.len);
 	return rc;
 }
 
@@ -1292,7 +1120,7 @@ init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
 	    size_t len, const struct view *v, const struct init_pl *ip, uint64_t now)
 {
 	static const uint8_t zero[IKE_SPI_LEN];
-	struct ike_sa *sa = sa_new(ctx, c, false, now);
+	struct ike_sa *sa = ike_sa_new(ctx, c, false, now);
 	int rc;
 
 	if (sa == NULL)
@@ -1309,16 +1137,16 @@ init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
 	sa->peer_next_id = 1;
 	sa->nat_remote = !natd_ok(v, IKE_N_NAT_DETECTION_SOURCE_IP, h->spi_i, zero, remote);
 	sa->nat_local = !natd_ok(v, IKE_N_NAT_DETECTION_DESTINATION_IP, h->spi_i, zero, local);
-	rc = random_nonzero(sa->spi_r, IKE_SPI_LEN);
+	rc = ike_random_nonzero(sa->spi_r, IKE_SPI_LEN);
 	if (rc == 0)
 		rc = ike_random(sa->nr, sa->nr_len);
 	if (rc == 0)
-		rc = store(&sa->init_req, &sa->init_req_len, msg, len);
+		rc = ike_store(&sa->init_req, &sa->init_req_len, msg, len);
 	if (rc == 0)
 		rc = init_reply(ctx, sa, ip);
 	if (rc != 0) {
-		reject(ctx, sa, IKE_REJ_MALFORMED, rc, "ke.data: no shared secret");
-		sa_end(ctx, sa, "IKE_SA_INIT failed");
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "ke.data: no shared secret");
+		ike_sa_end(ctx, sa, "IKE_SA_INIT failed");
 	}
 	return rc;
 }
@@ -1333,8 +1161,8 @@ half_open_find(struct ike_ctx *ctx, const uint8_t *spi_i, const struct ike_addr 
 	return NULL;
 }
 
-static int
-init_request(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
+int
+ike_init_request(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote,
 	     const struct ike_hdr *h, const uint8_t *msg, size_t len, uint64_t now)
 {
 	struct ike_sa *sa;
@@ -1345,34 +1173,34 @@ init_request(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike
 	int rc;
 
 	if (h->msg_id != 0)
-		return reject(ctx, NULL, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: not 0 "
+		return ike_drop(ctx, NULL, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: not 0 "
 			      "in an IKE_SA_INIT request");
 	if (!(h->flags & IKE_F_INITIATOR))
-		return reject(ctx, NULL, IKE_REJ_BAD_FLAGS, -EBADMSG, "ike.flags: no I bit in "
+		return ike_drop(ctx, NULL, IKE_REJ_BAD_FLAGS, -EBADMSG, "ike.flags: no I bit in "
 			      "an IKE_SA_INIT request");
 	if (!is_zero(h->spi_r, IKE_SPI_LEN))
-		return reject(ctx, NULL, IKE_REJ_MALFORMED, -EBADMSG, "ike.spi_r: not zero in "
+		return ike_drop(ctx, NULL, IKE_REJ_MALFORMED, -EBADMSG, "ike.spi_r: not zero in "
 			      "an IKE_SA_INIT request");
 	sa = half_open_find(ctx, h->spi_i, remote);
 	if (sa != NULL) {
 		/* A retransmission while half-open gets the same answer (2.1). */
 		if (sa->state != IKE_ST_HALF_OPEN || len != sa->init_req_len ||
 		    memcmp(msg, sa->init_req, len) != 0)
-			return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EALREADY, "ike.spi_i: an "
+			return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EALREADY, "ike.spi_i: an "
 				      "IKE_SA_INIT for an existing SA");
 		ctx->stats.resent_responses++;
-		xmit(ctx, sa, sa->init_resp, sa->init_resp_len);
+		ike_xmit(ctx, sa, sa->init_resp, sa->init_resp_len);
 		return 0;
 	}
-	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
+	rc = ike_view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &v, err, sizeof(err));
 	if (rc == 0)
 		rc = init_pl_parse(&v, false, &ip, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, NULL, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+		return ike_drop(ctx, NULL, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
-	c = conn_by_addr(ctx, local, remote);
+	c = ike_conn_by_addr(ctx, local, remote);
 	if (c == NULL)
-		return reject(ctx, NULL, IKE_REJ_NO_CONN, -ENOENT, "no connection for the "
+		return ike_drop(ctx, NULL, IKE_REJ_NO_CONN, -ENOENT, "no connection for the "
 			      "addresses");
 	rc = cookie_check(ctx, local, remote, h, &v, &ip);
 	if (rc == 0)
@@ -1463,7 +1291,7 @@ prop_in(const struct ike_conn_cfg *cfg, const struct ike_prop_ike *p)
 static void
 conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 {
-	const struct ike_pl *idp = find_pl(v, IKE_PL_IDI);
+	const struct ike_pl *idp = ike_find_pl(v, IKE_PL_IDI);
 	char err[ERR_LEN];
 	struct ike_id id;
 
@@ -1486,8 +1314,8 @@ conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 static int
 auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t elen)
 {
-	const struct ike_pl *idp = find_pl(v, sa->initiator ? IKE_PL_IDR : IKE_PL_IDI);
-	const struct ike_pl *ap = find_pl(v, IKE_PL_AUTH);
+	const struct ike_pl *idp = ike_find_pl(v, sa->initiator ? IKE_PL_IDR : IKE_PL_IDI);
+	const struct ike_pl *ap = ike_find_pl(v, IKE_PL_AUTH);
 	const struct ike_ident *want = &sa->conn->cfg.remote_id;
 	uint8_t exp[IKE_PRF_MAX_LEN];
 	size_t xlen = sizeof(exp);
@@ -1575,8 +1403,8 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 	return rc;
 }
 
-static int
-auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+int
+ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_proposal props[IKE_CONN_PROPS_MAX];
@@ -1587,7 +1415,7 @@ auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	size_t len;
 	int rc;
 
-	rc = random_nonzero(spi, sizeof(spi));
+	rc = ike_random_nonzero(spi, sizeof(spi));
 	sa->offered_spi = get32(spi);
 	ike_buf_init(&in, inner, sizeof(inner));
 	if (rc == 0)
@@ -1595,17 +1423,17 @@ auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	if (rc != 0)
 		return rc;
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
-	ts_from_prefix(&cfg->ts_local, &tsi);
-	ts_from_prefix(&cfg->ts_remote, &tsr);
+	ike_ts_from_prefix(&cfg->ts_local, &tsi);
+	ike_ts_from_prefix(&cfg->ts_remote, &tsr);
 	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
 	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
-	hdr_for(sa, &h, IKE_AUTH, false, 1);
-	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	ike_hdr_for(sa, &h, IKE_AUTH, false, 1);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
 	if (rc == 0)
-		rc = request_start(ctx, sa, REQ_AUTH, 1, out, len, now);
+		rc = ike_request_start(ctx, sa, REQ_AUTH, 1, out, len, now);
 	if (rc == 0)
 		sa->state = IKE_ST_AUTH_SENT;
 	return rc;
@@ -1622,8 +1450,8 @@ static int
 child_pl_parse(const struct view *v, uint8_t exchange, bool answer, struct child_pl *cp,
 	       char *err, size_t elen)
 {
-	const struct ike_pl *sa = find_pl(v, IKE_PL_SA), *tsi = find_pl(v, IKE_PL_TSI);
-	const struct ike_pl *tsr = find_pl(v, IKE_PL_TSR);
+	const struct ike_pl *sa = ike_find_pl(v, IKE_PL_SA), *tsi = ike_find_pl(v, IKE_PL_TSI);
+	const struct ike_pl *tsr = ike_find_pl(v, IKE_PL_TSR);
 	int rc;
 
 	if (sa == NULL || tsi == NULL || tsr == NULL) {
@@ -1644,8 +1472,8 @@ child_pl_parse(const struct view *v, uint8_t exchange, bool answer, struct child
 }
 
 /* Responder: the CHILD_SA of an IKE_AUTH request; 0, or the error Notify to send. */
-static uint16_t
-child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
+uint16_t
+ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
 	     uint64_t now)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
@@ -1659,32 +1487,32 @@ child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	uint8_t num, spi[4];
 
 	if (child_pl_parse(v, IKE_AUTH, false, &cp, err, sizeof(err)) != 0)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
-	if (pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
-		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	/* TSi is the initiator's side: our remote one. */
-	if (!ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &tr) ||
-	    !ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &tl))
-		return reject(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &tr) ||
+	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &tl))
+		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
-	if (random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
+	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	spi_in = get32(spi);
 	if (child_install(ctx, sa, &(struct child_new){ &prop, spi_in, spi_out, tl, tr, false,
 			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
-	esp_prop_build(&prop, num, spi_in, &resp);
-	ts_from_prefix(&tr, &tsi);
-	ts_from_prefix(&tl, &tsr);
+	ike_esp_prop_build(&prop, num, spi_in, &resp);
+	ike_ts_from_prefix(&tr, &tsi);
+	ike_ts_from_prefix(&tl, &tsr);
 	ike_build_sa(in, &resp, 1);
 	ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
 	ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
 	return 0;
 }
 
-static int
-auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+int
+ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	     const struct view *v, uint64_t now)
 {
 	uint8_t inner[MSG_MAX];
@@ -1700,26 +1528,26 @@ auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (rc != 0) {
 		bool bad = rc == -EBADMSG;
 
-		reject(ctx, sa, bad ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
-		put_notify(&in, bad ? IKE_N_INVALID_SYNTAX : IKE_N_AUTHENTICATION_FAILED,
+		ike_drop(ctx, sa, bad ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
+		ike_put_notify(&in, bad ? IKE_N_INVALID_SYNTAX : IKE_N_AUTHENTICATION_FAILED,
 			   NULL, 0);
-		respond(ctx, sa, h, &in);
-		sa_end(ctx, sa, bad ? "malformed IKE_AUTH request" :
+		ike_respond(ctx, sa, h, &in);
+		ike_sa_end(ctx, sa, bad ? "malformed IKE_AUTH request" :
 			   "authentication of the peer failed");
 		return rc;
 	}
-	set_state(ctx, sa, IKE_ST_ESTABLISHED);
+	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);
 	rc = put_id_auth(sa, &in);
 	if (rc != 0) {
-		sa_end(ctx, sa, "cannot compute AUTH");
+		ike_sa_end(ctx, sa, "cannot compute AUTH");
 		return rc;
 	}
-	nerr = child_accept(ctx, sa, v, &in, now);
+	nerr = ike_child_accept(ctx, sa, v, &in, now);
 	if (nerr != 0)
-		put_notify(&in, nerr, NULL, 0);
-	rc = respond(ctx, sa, h, &in);
+		ike_put_notify(&in, nerr, NULL, 0);
+	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
-	logf_(ctx, sa, "IKE SA established (responder)%s", nerr ? ", no CHILD_SA" : "");
+	ike_log(ctx, sa, "IKE SA established (responder)%s", nerr ? ", no CHILD_SA" : "");
 	return rc;
 }
 
@@ -1744,23 +1572,23 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	if (cp.n_props != 1 || num < 1 || num > cfg->n_esp)
 		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
 				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
-	esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
+	ike_esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
 	cn->prop = &cfg->esp[num - 1];
 	cn->spi_out = get32(cp.props[0].spi);
-	if (!prop_same(&cp.props[0], &want) || cn->spi_out == 0)
+	if (!ike_prop_same(&cp.props[0], &want) || cn->spi_out == 0)
 		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
 				"or SPI 0", num), -EBADMSG;
-	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ts_to_prefix(&cp.tsi[0], &cn->tl) ||
-	    !ts_to_prefix(&cp.tsr[0], &cn->tr) || !prefix_within(&cn->tl, &cfg->ts_local) ||
-	    !prefix_within(&cn->tr, &cfg->ts_remote))
+	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ike_ts_to_prefix(&cp.tsi[0], &cn->tl) ||
+	    !ike_ts_to_prefix(&cp.tsr[0], &cn->tr) || !ike_prefix_within(&cn->tl, &cfg->ts_local) ||
+	    !ike_prefix_within(&cn->tr, &cfg->ts_remote))
 		return snprintf(err, elen, "tsi/tsr: not one prefix each within ours"),
 		       -EBADMSG;
 	return 0;
 }
 
 /* Initiator: the CHILD_SA of the IKE_AUTH response. */
-static int
-child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
+int
+ike_child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
 	     size_t elen, uint64_t now)
 {
 	struct child_new cn = { .spi_in = sa->offered_spi, .initiator = true, .ni = sa->ni,
@@ -1772,52 +1600,47 @@ child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char 
 	return rc;
 }
 
-static int info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind,
-		     uint64_t now);
-static int rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
-static int ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
-static int next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
-
-static int
-auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+int
+ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
-	uint16_t nerr = error_notify(v);
+	uint16_t nerr = ike_error_notify(v);
 	char err[ERR_LEN], why[WHY_LEN];
 	int rc;
 
-	if (find_pl(v, IKE_PL_AUTH) == NULL) {
+	if (ike_find_pl(v, IKE_PL_AUTH) == NULL) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-		snprintf(why, sizeof(why), "peer: %s (%u) in IKE_AUTH", notify_name(nerr), nerr);
-		sa_end(ctx, sa, why);
+		snprintf(why, sizeof(why), "peer: %s (%u) in IKE_AUTH", ike_notify_name(nerr),
+			 nerr);
+		ike_sa_end(ctx, sa, why);
 		return -ECONNREFUSED;
 	}
 	rc = auth_verify(sa, v, err, sizeof(err));
 	if (rc != 0) {
-		reject(ctx, sa, rc == -EBADMSG ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
-		sa_end(ctx, sa, "authentication of the responder failed");
+		ike_drop(ctx, sa, rc == -EBADMSG ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
+		ike_sa_end(ctx, sa, "authentication of the responder failed");
 		return rc;
 	}
-	request_done(sa);
+	ike_request_done(sa);
 	sa->state = IKE_ST_ESTABLISHED;
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		snprintf(sa->why, sizeof(sa->why), "peer: %s (%u), no CHILD_SA",
-			 notify_name(nerr), nerr);
-	} else if ((rc = child_finish(ctx, sa, v, err, sizeof(err), now)) != 0) {
-		reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+			 ike_notify_name(nerr), nerr);
+	} else if ((rc = ike_child_finish(ctx, sa, v, err, sizeof(err), now)) != 0) {
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
 	if (!sa->child.up)
-		return info_send(ctx, sa, REQ_DEL_IKE, now);
-	logf_(ctx, sa, "IKE SA established (initiator)");
-	return next_request(ctx, sa, now);
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	ike_log(ctx, sa, "IKE SA established (initiator)");
+	return ike_next_request(ctx, sa, now);
 }
 
 /* ---- INFORMATIONAL ------------------------------------------------------ */
 
-static int
-info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now)
+int
+ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now)
 {
 	uint8_t inner[64], out[MSG_MAX], spi[4];
 	struct ike_delete d = { 0 };
@@ -1843,35 +1666,35 @@ info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t n
 		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
 		ike_build_delete(&in, &d);
 	}
-	hdr_for(sa, &h, IKE_INFORMATIONAL, false, sa->next_req_id);
-	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	ike_hdr_for(sa, &h, IKE_INFORMATIONAL, false, sa->next_req_id);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	if (rc == 0)
-		rc = request_start(ctx, sa, kind, h.msg_id, out, len, now);
+		rc = ike_request_start(ctx, sa, kind, h.msg_id, out, len, now);
 	if (rc == 0 && kind == REQ_DEL_OLD) {
 		/* The rekey's break: out with the Delete, whatever the answer. */
 		sa->old_del_ms = 0;
-		child_down(ctx, sa, &sa->old);
+		ike_child_down(ctx, sa, &sa->old);
 	}
 	return rc;
 }
 
 /* After an exchange of ours ends: what was asked for meanwhile. */
-static int
-next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+int
+ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	if (sa->want_del_ike) {
 		sa->want_del_ike = false;
-		return info_send(ctx, sa, REQ_DEL_IKE, now);
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
 	if (sa->want_del_child) {
 		sa->want_del_child = false;
 		if (sa->child.up)
-			return info_send(ctx, sa, REQ_DEL_CHILD, now);
+			return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
 	}
 	if (sa->want_rekey) {
 		sa->want_rekey = false;
 		if (sa->child.up && !sa->old.up)
-			return rekey_send(ctx, sa, now);
+			return ike_child_rekey_send(ctx, sa, now);
 	}
 	if (sa->want_ike_rekey) {
 		sa->want_ike_rekey = false;
@@ -1880,23 +1703,23 @@ next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	return 0;
 }
 
-static int
-info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+int
+ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	enum req_kind k = sa->req_kind;
 
-	request_done(sa);
+	ike_request_done(sa);
 	if (k == REQ_DEL_IKE) {
-		sa_end(ctx, sa, sa->why[0] ? sa->why : "deleted");
+		ike_sa_end(ctx, sa, sa->why[0] ? sa->why : "deleted");
 		return 0;
 	}
 	if (k == REQ_DEL_CHILD)
-		child_gone(ctx, sa);
-	return next_request(ctx, sa, now);
+		ike_child_gone(ctx, sa);
+	return ike_next_request(ctx, sa, now);
 }
 
-static int
-info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+int
+ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	     const struct view *v)
 {
 	bool del_ike = false, del_child = false, del_old = false;
@@ -1912,9 +1735,9 @@ info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		if (v->pl[i].type != IKE_PL_DELETE)
 			continue;
 		if (ike_delete_parse(v->pl[i].body, v->pl[i].len, &d, err, sizeof(err)) != 0) {
-			reject(ctx, sa, IKE_REJ_MALFORMED, 0, err);
-			put_notify(&in, IKE_N_INVALID_SYNTAX, NULL, 0);
-			return respond(ctx, sa, h, &in);
+			ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err);
+			ike_put_notify(&in, IKE_N_INVALID_SYNTAX, NULL, 0);
+			return ike_respond(ctx, sa, h, &in);
 		}
 		del_ike |= d.proto == IKE_PROTO_IKE;
 		for (unsigned j = 0; d.proto == IKE_PROTO_ESP && j < d.count; j++) {
@@ -1923,8 +1746,8 @@ info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		}
 	}
 	if (del_ike) {
-		respond(ctx, sa, h, &in);
-		sa_end(ctx, sa, "deleted by the peer");
+		ike_respond(ctx, sa, h, &in);
+		ike_sa_end(ctx, sa, "deleted by the peer");
 		return 0;
 	}
 	if (del_child || del_old) {
@@ -1937,11 +1760,11 @@ info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 			put32(spi + 4 * d.count++, sa->old.spi_in);
 		ike_build_delete(&in, &d);
 	}
-	rc = respond(ctx, sa, h, &in);
+	rc = ike_respond(ctx, sa, h, &in);
 	if (del_child)
-		child_gone(ctx, sa);
+		ike_child_gone(ctx, sa);
 	if (del_old)
-		child_down(ctx, sa, &sa->old);
+		ike_child_down(ctx, sa, &sa->old);
 	return rc;
 }
 
@@ -1981,7 +1804,7 @@ static struct ike_sa *
 sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rekey *rk,
 	     uint64_t now)
 {
-	struct ike_sa *sa = sa_new(ctx, old->conn, rk->initiator, now);
+	struct ike_sa *sa = ike_sa_new(ctx, old->conn, rk->initiator, now);
 
 	if (sa == NULL)
 		return NULL;
@@ -1997,7 +1820,7 @@ sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rek
 	if (ike_derive_rekey_keys(PRF_ID, sa->prop.encr_bits / 8, true, old->keys.sk_d,
 				  old->keys.prf_len, rk->ni, rk->ni_len, rk->nr, rk->nr_len,
 				  rk->gir, rk->gir_len, sa->spi_i, sa->spi_r, &sa->keys) != 0) {
-		sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
+		ike_sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
 		return NULL;
 	}
 	return sa;
@@ -2030,12 +1853,12 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	old->state = IKE_ST_REKEYED;
 	old->created_ms = now;		/* REKEYED_MS: the wait for the peer's Delete */
 	snprintf(old->why, sizeof(old->why), "rekeyed");
-	logf_(ctx, sa, "IKE SA rekeyed (%s), generation %llu",
+	ike_log(ctx, sa, "IKE SA rekeyed (%s), generation %llu",
 	      sa->initiator ? "ours" : "the peer's", (unsigned long long)sa->ike_rekeys);
 }
 
 /* Our request (2.18): SA (our IKE proposal with the new SPIi), Ni, KEi of the group in use. */
-static int
+int
 ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	uint8_t inner[MSG_MAX], out[MSG_MAX], pub[IKE_DH_MAX_PUB];
@@ -2050,7 +1873,7 @@ ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		return 0;
 	}
 	irk_wipe(sa);
-	rc = random_nonzero(sa->irk_spi, IKE_SPI_LEN);
+	rc = ike_random_nonzero(sa->irk_spi, IKE_SPI_LEN);
 	if (rc == 0)
 		rc = ike_random(sa->irk_nonce, sizeof(sa->irk_nonce));
 	if (rc == 0)
@@ -2064,18 +1887,18 @@ ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_build_sa(&in, &prop, 1);
 	ike_build_nonce(&in, sa->irk_nonce, sizeof(sa->irk_nonce));
 	ike_build_ke(&in, sa->prop.dh, pub, publen);
-	hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
-	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
 	if (rc == 0)
-		rc = request_start(ctx, sa, REQ_IKE_REKEY, h.msg_id, out, len, now);
+		rc = ike_request_start(ctx, sa, REQ_IKE_REKEY, h.msg_id, out, len, now);
 	if (rc != 0)
 		irk_wipe(sa);
 	return rc;
 }
 
 /* The initiator of the IKE SA rekeys it this old (so both ends never race). */
-static bool
+bool
 ike_rekey_due(const struct ike_sa *sa, uint64_t now)
 {
 	uint32_t life = sa->conn->cfg.ike_rekey_ms;
@@ -2089,8 +1912,8 @@ static int
 ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, char *err,
 		 size_t elen)
 {
-	const struct ike_pl *sp = find_pl(v, IKE_PL_SA), *no = find_pl(v, IKE_PL_NONCE);
-	const struct ike_pl *kp = find_pl(v, IKE_PL_KE);
+	const struct ike_pl *sp = ike_find_pl(v, IKE_PL_SA), *no = ike_find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
 	struct ike_proposal got, want;
 	struct ike_ke ke;
 	int rc;
@@ -2106,7 +1929,7 @@ ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, 
 	if (rc != 0)
 		return rc;
 	ike_prop_build(&sa->prop, 1, &want);
-	if (got.num != 1 || !prop_same(&got, &want) || got.spi_len != IKE_SPI_LEN ||
+	if (got.num != 1 || !ike_prop_same(&got, &want) || got.spi_len != IKE_SPI_LEN ||
 	    is_zero(got.spi, IKE_SPI_LEN) || ke.group != sa->prop.dh)
 		return snprintf(err, elen, "sa.proposal[1]: not our IKE proposal with an SPI, or "
 				"KE group %u", ke.group), -EBADMSG;
@@ -2126,39 +1949,39 @@ ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, 
  * again later.  An answer we cannot use leaves the peer with a new IKE SA
  * we do not have: the old one is deleted, as for a CHILD_SA rekey.
  */
-static int
+int
 ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
 	struct ike_rekey rk = { .initiator = true, .prop = sa->prop, .ni = sa->irk_nonce,
 				.ni_len = sizeof(sa->irk_nonce) };
-	uint16_t nerr = error_notify(v);
+	uint16_t nerr = ike_error_notify(v);
 	struct ike_sa *nsa = NULL;
 	char err[ERR_LEN];
 	int rc;
 
-	request_done(sa);
+	ike_request_done(sa);
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-		logf_(ctx, sa, "IKE SA rekey refused: %s (%u)", notify_name(nerr), nerr);
-		sa->ike_rekey_retry_ms = rekey_retry_at(now);
+		ike_log(ctx, sa, "IKE SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
+		sa->ike_rekey_retry_ms = ike_rekey_retry_at(now);
 		irk_wipe(sa);
-		return next_request(ctx, sa, now);
+		return ike_next_request(ctx, sa, now);
 	}
 	memcpy(rk.spi_i, sa->irk_spi, IKE_SPI_LEN);
 	rc = ike_rekey_answer(sa, v, &rk, err, sizeof(err));
 	if (rc != 0)
-		reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 	else if ((nsa = sa_successor(ctx, sa, &rk, now)) == NULL)
 		rc = -ENOMEM;
 	explicit_bzero(&rk, sizeof(rk));
 	irk_wipe(sa);
 	if (rc != 0) {
 		snprintf(sa->why, sizeof(sa->why), "IKE SA rekey answer refused");
-		return info_send(ctx, sa, REQ_DEL_IKE, now);
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
 	sa_hand_over(ctx, sa, nsa, now);
-	info_send(ctx, sa, REQ_DEL_IKE, now);
-	return next_request(ctx, nsa, now);
+	ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	return ike_next_request(ctx, nsa, now);
 }
 
 /*
@@ -2171,7 +1994,7 @@ ike_rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa)
 {
 	if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE && !sa->want_del_ike)
 		return 0;
-	logf_(ctx, sa, "IKE SA rekey refused: %s", sa->req_kind == REQ_IKE_REKEY ?
+	ike_log(ctx, sa, "IKE SA rekey refused: %s", sa->req_kind == REQ_IKE_REKEY ?
 	      "ours crosses it" : "a request of ours is under way");
 	return IKE_N_TEMPORARY_FAILURE;
 }
@@ -2181,8 +2004,8 @@ static uint16_t
 ike_rekey_parse(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		struct init_pl *ip, struct ike_rekey *rk)
 {
-	const struct ike_pl *sp = find_pl(v, IKE_PL_SA), *no = find_pl(v, IKE_PL_NONCE);
-	const struct ike_pl *kp = find_pl(v, IKE_PL_KE);
+	const struct ike_pl *sp = ike_find_pl(v, IKE_PL_SA), *no = ike_find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
 	const struct ike_proposal *p = NULL;
 	char err[ERR_LEN];
 	int rc = -EBADMSG;
@@ -2197,22 +2020,22 @@ ike_rekey_parse(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 	if (rc == 0)
 		rc = ike_ke_parse(kp->body, kp->len, &ip->ke, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
 	rk->ni = no->body;
 	rk->ni_len = no->len;
-	if (pick_ike(&sa->conn->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen,
+	if (ike_pick_ike(&sa->conn->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen,
 		     &ip->num) != 0)
-		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable"),
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	for (unsigned i = 0; i < ip->n_props && p == NULL; i++)
 		if (ip->props[i].num == ip->num && ip->props[i].proto == IKE_PROTO_IKE)
 			p = &ip->props[i];
 	if (p == NULL || p->spi_len != IKE_SPI_LEN || is_zero(p->spi, IKE_SPI_LEN))
-		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, "sa.proposal.spi: not 8 bytes, or "
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, "sa.proposal.spi: not 8 bytes, or "
 			      "zero"), IKE_N_INVALID_SYNTAX;
 	memcpy(rk->spi_i, p->spi, IKE_SPI_LEN);
 	if (ip->ke.group != ip->chosen.dh)
-		return reject(ctx, sa, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one"),
+		return ike_drop(ctx, sa, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one"),
 		       IKE_N_INVALID_KE_PAYLOAD;
 	return 0;
 }
@@ -2234,13 +2057,13 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 
 	if (nerr == 0)
 		nerr = ike_rekey_parse(ctx, sa, v, ip, &rk);
-	if (nerr == 0 && (random_nonzero(rk.spi_r, IKE_SPI_LEN) != 0 ||
+	if (nerr == 0 && (ike_random_nonzero(rk.spi_r, IKE_SPI_LEN) != 0 ||
 			  ike_random(nr, sizeof(nr)) != 0 ||
 			  ike_dh_new(ip->chosen.dh, &dh, pub, &publen) != 0))
 		nerr = IKE_N_TEMPORARY_FAILURE;
 	rk.gir_len = sizeof(rk.gir);
 	if (nerr == 0 && ike_dh_derive(dh, ip->ke.data, ip->ke.len, rk.gir, &rk.gir_len) != 0) {
-		reject(ctx, sa, IKE_REJ_MALFORMED, 0, "ke.data: not a public value of the group");
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, "ke.data: not a public value of the group");
 		nerr = IKE_N_INVALID_SYNTAX;
 	}
 	if (nerr == 0) {
@@ -2265,17 +2088,17 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 }
 
 /* A CREATE_CHILD_SA without REKEY_SA or selectors: the peer rekeys the IKE SA. */
-static bool
-is_ike_rekey(const struct view *v)
+bool
+ike_is_ike_rekey(const struct view *v)
 {
 	struct ike_notify nt;
 	unsigned from = 0;
 
-	return find_pl(v, IKE_PL_TSI) == NULL && find_pl(v, IKE_PL_TSR) == NULL &&
-	       !find_notify(v, IKE_N_REKEY_SA, &from, &nt);
+	return ike_find_pl(v, IKE_PL_TSI) == NULL && ike_find_pl(v, IKE_PL_TSR) == NULL &&
+	       !ike_find_notify(v, IKE_N_REKEY_SA, &from, &nt);
 }
 
-static int
+int
 ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		  const struct view *v, uint64_t now)
 {
@@ -2297,12 +2120,12 @@ ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 			g[1] = (uint8_t)ip.chosen.dh;
 		}
 		ike_buf_init(&in, inner, sizeof(inner));
-		put_notify(&in, nerr, ke ? g : NULL, ke ? sizeof(g) : 0);
+		ike_put_notify(&in, nerr, ke ? g : NULL, ke ? sizeof(g) : 0);
 	}
-	rc = respond(ctx, sa, h, &in);
+	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
 	if (nsa != NULL && rc != 0)
-		sa_end(ctx, nsa, "IKE SA rekey: cannot answer");
+		ike_sa_end(ctx, nsa, "IKE SA rekey: cannot answer");
 	else if (nsa != NULL)
 		sa_hand_over(ctx, sa, nsa, now);
 	return rc;
@@ -2330,19 +2153,19 @@ rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
 
 	if (rc != 0)
 		return rc;
-	child_down(ctx, sa, &sa->old);	/* none: rekeys wait for the last one's Delete */
+	ike_child_down(ctx, sa, &sa->old);	/* none: rekeys wait for the last one's Delete */
 	sa->old = prev;
 	sa->old_del_ms = ours && prev.up ? now + grace_ms(&sa->conn->cfg) : 0;
 	sa->child_rekeys++;
 	sa->want_rekey = false;
-	logf_(ctx, sa, "CHILD_SA rekeyed (%s): SPIs %08x/%08x", ours ? "ours" : "the peer's",
+	ike_log(ctx, sa, "CHILD_SA rekeyed (%s): SPIs %08x/%08x", ours ? "ours" : "the peer's",
 	      cn->spi_in, cn->spi_out);
 	return 0;
 }
 
 /* Our request: N(REKEY_SA) naming the old SA by our inbound SPI, SA, Ni, TSi, TSr. */
-static int
-rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+int
+ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_proposal props[IKE_CONN_PROPS_MAX];
@@ -2359,7 +2182,7 @@ rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		sa->want_rekey = true;	/* window of one */
 		return 0;
 	}
-	rc = random_nonzero(spi, sizeof(spi));
+	rc = ike_random_nonzero(spi, sizeof(spi));
 	if (rc == 0)
 		rc = ike_random(sa->rk_nonce, sizeof(sa->rk_nonce));
 	if (rc != 0)
@@ -2369,18 +2192,18 @@ rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_buf_init(&in, inner, sizeof(inner));
 	ike_build_notify(&in, &nt);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_build_nonce(&in, sa->rk_nonce, sizeof(sa->rk_nonce));
-	ts_from_prefix(&sa->child.tl, &tsi);
-	ts_from_prefix(&sa->child.tr, &tsr);
+	ike_ts_from_prefix(&sa->child.tl, &tsi);
+	ike_ts_from_prefix(&sa->child.tr, &tsr);
 	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
 	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
-	hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
-	rc = seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
 	if (rc == 0)
-		rc = request_start(ctx, sa, REQ_REKEY, h.msg_id, out, len, now);
+		rc = ike_request_start(ctx, sa, REQ_REKEY, h.msg_id, out, len, now);
 	return rc;
 }
 
@@ -2391,21 +2214,21 @@ rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
  * later.  An answer we cannot use leaves the peer with a CHILD_SA we do not
  * have: the IKE SA is deleted, as when IKE_AUTH's is refused.
  */
-static int
-rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+int
+ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
 	struct child_new cn = { .spi_in = sa->rk_spi, .initiator = true, .ni = sa->rk_nonce,
 				.ni_len = sizeof(sa->rk_nonce) };
-	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
-	uint16_t nerr = error_notify(v);
+	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
+	uint16_t nerr = ike_error_notify(v);
 	char err[ERR_LEN];
 	int rc;
 
-	request_done(sa);
+	ike_request_done(sa);
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-		logf_(ctx, sa, "CHILD_SA rekey refused: %s (%u)", notify_name(nerr), nerr);
-		sa->rekey_retry_ms = rekey_retry_at(now);
+		ike_log(ctx, sa, "CHILD_SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
+		sa->rekey_retry_ms = ike_rekey_retry_at(now);
 		rc = 0;
 	} else {
 		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "
@@ -2414,17 +2237,17 @@ rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uin
 		if (rc == 0)
 			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
 		if (rc != 0) {
-			reject(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
 			explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
-			return info_send(ctx, sa, REQ_DEL_IKE, now);
+			return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 		}
 		cn.nr = no->body;
 		cn.nr_len = no->len;
 		rc = rekey_switch(ctx, sa, &cn, now, true);
 	}
 	explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
-	return rc == 0 ? next_request(ctx, sa, now) : rc;
+	return rc == 0 ? ike_next_request(ctx, sa, now) : rc;
 }
 
 /* Whether the peer's rekey names our CHILD_SA and may go ahead: 0, or the error Notify. */
@@ -2434,14 +2257,14 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 	struct ike_notify nt;
 	unsigned from = 0;
 
-	if (!find_notify(v, IKE_N_REKEY_SA, &from, &nt)) {
-		logf_(ctx, sa, "CREATE_CHILD_SA for another CHILD_SA: one per IKE SA here");
+	if (!ike_find_notify(v, IKE_N_REKEY_SA, &from, &nt)) {
+		ike_log(ctx, sa, "CREATE_CHILD_SA for another CHILD_SA: one per IKE SA here");
 		return IKE_N_NO_ADDITIONAL_SAS;
 	}
 	/* The peer names it by its inbound SPI, our outbound one. */
 	if (nt.proto != IKE_PROTO_ESP || nt.spi_len != 4 || !sa->child.up ||
 	    get32(nt.spi) != sa->child.spi_out)
-		return reject(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
+		return ike_drop(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
 			      "CHILD_SA"), IKE_N_CHILD_SA_NOT_FOUND;
 	/*
 	 * A rekey of ours in flight, of the CHILD_SA (a simultaneous rekey,
@@ -2453,12 +2276,12 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 	    sa->req_kind == REQ_IKE_REKEY || sa->req_kind == REQ_DEL_CHILD ||
 	    sa->want_del_child || sa->want_del_ike ||
 	    sa->old.up) {
-		logf_(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
+		ike_log(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
 		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
 		return IKE_N_TEMPORARY_FAILURE;
 	}
-	if (find_pl(v, IKE_PL_KE) != NULL)
-		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "ke: PFS is not supported"),
+	if (ike_find_pl(v, IKE_PL_KE) != NULL)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "ke: PFS is not supported"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	return 0;
 }
@@ -2468,7 +2291,7 @@ static uint16_t
 rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
 	     uint64_t now)
 {
-	const struct ike_pl *no = find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct child_new cn = { .initiator = false };
 	uint8_t num, spi[4], nr[NONCE_LEN];
@@ -2483,25 +2306,25 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 		return nerr;
 	if (no == NULL || ike_nonce_parse(no->body, no->len, err, sizeof(err)) != 0 ||
 	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
 			      "Nonce payload"), IKE_N_INVALID_SYNTAX;
-	if (pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
 	    cn.spi_out == 0)
-		return reject(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
-	if (!ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
-	    !ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
-		return reject(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
+	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
+		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
-	if (random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
+	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
 		return IKE_N_TEMPORARY_FAILURE;
 	cn = (struct child_new){ &prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
 				 nr, no->len, sizeof(nr) };
 	nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
 	if (nerr == 0) {
-		esp_prop_build(&prop, num, cn.spi_in, &resp);
-		ts_from_prefix(&cn.tr, &tsi);
-		ts_from_prefix(&cn.tl, &tsr);
+		ike_esp_prop_build(&prop, num, cn.spi_in, &resp);
+		ike_ts_from_prefix(&cn.tr, &tsi);
+		ike_ts_from_prefix(&cn.tl, &tsr);
 		ike_build_sa(in, &resp, 1);
 		ike_build_nonce(in, nr, sizeof(nr));
 		ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
@@ -2511,8 +2334,8 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	return nerr;
 }
 
-static int
-rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+int
+ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	      const struct view *v, uint64_t now)
 {
 	uint8_t inner[MSG_MAX];
@@ -2520,15 +2343,15 @@ rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	uint16_t nerr;
 	int rc;
 
-	if (is_ike_rekey(v))
+	if (ike_is_ike_rekey(v))
 		return ike_rekey_request(ctx, sa, h, v, now);
 	ike_buf_init(&in, inner, sizeof(inner));
 	nerr = rekey_accept(ctx, sa, v, &in, now);
 	if (nerr != 0) {
 		ike_buf_init(&in, inner, sizeof(inner));
-		put_notify(&in, nerr, NULL, 0);
+		ike_put_notify(&in, nerr, NULL, 0);
 	}
-	rc = respond(ctx, sa, h, &in);
+	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
 	return rc;
 }
@@ -2547,28 +2370,29 @@ open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const 
 	size_t plen;
 	int rc;
 
-	rc = view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &outer, err, sizeof(err));
+	rc = ike_view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &outer, err,
+			    sizeof(err));
 	if (rc != 0)
-		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
 	sk = outer.n ? &outer.pl[outer.n - 1] : NULL;
 	if (sk == NULL || sk->type != IKE_PL_SK)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, "sk: no Encrypted payload");
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, "sk: no Encrypted payload");
 	if (sk->len < IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1) {
 		snprintf(err, sizeof(err), "sk.length: %u, at least %d", sk->len,
 			 IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1);
-		return reject(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
 	}
 	rc = ike_aead_open(key, sa->keys.enc_len, sk->body, msg, (size_t)(sk->body - msg),
 			   sk->body + IKE_GCM_IV_LEN, sk->len - IKE_GCM_IV_LEN, plain);
 	if (rc != 0)
-		return reject(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
+		return ike_drop(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
 	rc = ike_sk_unpad(plain, sk->len - IKE_GCM_IV_LEN - IKE_GCM_ICV_LEN, &plen);
 	if (rc != 0)
-		return reject(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
-	rc = view_parse(sk->inner_first, plain, plen, v, err, sizeof(err));
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
+	rc = ike_view_parse(sk->inner_first, plain, plen, v, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
 	return 0;
 }
@@ -2599,13 +2423,13 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		}
 		snprintf(err, sizeof(err), "ike.message_id: %u, no such request outstanding",
 			 (unsigned)h->msg_id);
-		return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, err);
+		return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, err);
 	}
 	if (h->exchange != req_exchange(sa->req_kind))
-		return reject(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not that "
+		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not that "
 			      "of our request");
 	if (sa->req_kind == REQ_INIT)
-		return init_response(ctx, sa, h, msg, len, now);
+		return ike_init_response(ctx, sa, h, msg, len, now);
 	plain = malloc(len);
 	if (plain == NULL)
 		return -ENOMEM;
@@ -2613,13 +2437,13 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (rc == 0) {
 		sa->last_rx_ms = now;
 		if (sa->req_kind == REQ_AUTH)
-			rc = auth_response(ctx, sa, &v, now);
+			rc = ike_auth_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_REKEY)
-			rc = rekey_response(ctx, sa, &v, now);
+			rc = ike_child_rekey_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_IKE_REKEY)
 			rc = ike_rekey_response(ctx, sa, &v, now);
 		else
-			rc = info_response(ctx, sa, now);
+			rc = ike_info_response(ctx, sa, now);
 	}
 	explicit_bzero(plain, len);
 	free(plain);
@@ -2655,7 +2479,7 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 
 	if (sa->last_req != NULL && h->msg_id + 1 == sa->peer_next_id) {
 		if (len != sa->last_req_len || memcmp(msg, sa->last_req, len) != 0)
-			return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
+			return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
 				      "that of the last request, but the message differs");
 		/* To where the copy came from, which moves nothing (2.11, 2.23). */
 		ctx->stats.resent_responses++;
@@ -2665,27 +2489,27 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 		return 0;
 	}
 	if (h->msg_id != sa->peer_next_id)
-		return reject(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: outside "
+		return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: outside "
 			      "the window");
 	if (!request_allowed(sa, h->exchange))
-		return reject(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not "
+		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not "
 			      "expected in this state");
 	plain = malloc(len);
 	if (plain == NULL)
 		return -ENOMEM;
 	rc = open_msg(ctx, sa, h, msg, len, plain, &v);
 	if (rc == 0)
-		rc = store(&sa->last_req, &sa->last_req_len, msg, len);
+		rc = ike_store(&sa->last_req, &sa->last_req_len, msg, len);
 	if (rc == 0) {
 		request_from(ctx, sa, local, remote);
 		sa->last_rx_ms = now;
 		sa->peer_next_id++;
 		if (h->exchange == IKE_AUTH) {
-			rc = auth_request(ctx, sa, h, &v, now);
+			rc = ike_auth_request(ctx, sa, h, &v, now);
 		} else if (h->exchange == IKE_INFORMATIONAL) {
-			rc = info_request(ctx, sa, h, &v);
+			rc = ike_info_request(ctx, sa, h, &v);
 		} else {
-			rc = rekey_request(ctx, sa, h, &v, now);
+			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
 		}
 	}
 	explicit_bzero(plain, len);
@@ -2729,13 +2553,13 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 	ctx->stats.rx++;
 	rc = ike_hdr_parse(msg, len, &h, err, sizeof(err));
 	if (rc != 0)
-		return reject(ctx, NULL, rc == -EPROTO ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
+		return ike_drop(ctx, NULL, rc == -EPROTO ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
 	if (h.exchange == IKE_SA_INIT && !(h.flags & IKE_F_RESPONSE))
-		return init_request(ctx, local, remote, &h, msg, len, now_ms);
+		return ike_init_request(ctx, local, remote, &h, msg, len, now_ms);
 	sa = sa_lookup(ctx, &h, &why);
 	if (sa == NULL)
-		return reject(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
+		return ike_drop(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
 	sa->rx++;
 	if (h.flags & IKE_F_RESPONSE)
 		return on_response(ctx, sa, &h, msg, len, now_ms);
@@ -2760,7 +2584,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	if (sa->tries >= sa->conn->cfg.retrans_tries) {
 		snprintf(why, sizeof(why), "no response to %s after %u tries",
 			 names[sa->req_kind], sa->tries);
-		sa_end(ctx, sa, why);
+		ike_sa_end(ctx, sa, why);
 		return;
 	}
 	sa->tries++;
@@ -2768,7 +2592,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	sa->next_tx_ms = now + sa->timeout_ms;
 	sa->retransmits++;
 	ctx->stats.retransmits++;
-	xmit(ctx, sa, sa->req, sa->req_len);
+	ike_xmit(ctx, sa, sa->req, sa->req_len);
 }
 
 /* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */
@@ -2790,14 +2614,14 @@ request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind != REQ_NONE)
 		return false;
 	if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
-		info_send(ctx, sa, REQ_DEL_OLD, now);
+		ike_info_send(ctx, sa, REQ_DEL_OLD, now);
 	else if (ike_rekey_due(sa, now))
 		ike_rekey_send(ctx, sa, now);
 	else if (rekey_due(sa, now))
-		rekey_send(ctx, sa, now);
+		ike_child_rekey_send(ctx, sa, now);
 	else if (dpd != 0 && now >= sa->last_rx_ms + dpd)
 		/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
-		info_send(ctx, sa, REQ_DPD, now);
+		ike_info_send(ctx, sa, REQ_DPD, now);
 	else
 		return false;
 	return true;
@@ -2812,11 +2636,11 @@ ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
 		next = sa->next;	/* sa may go */
 		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
 			ctx->stats.half_open_expired++;
-			sa_end(ctx, sa, "half-open SA expired");
+			ike_sa_end(ctx, sa, "half-open SA expired");
 		} else if (sa->state == IKE_ST_REKEYED && sa->req_kind == REQ_NONE &&
 			   now_ms >= sa->created_ms + REKEYED_MS) {
 			/* The peer's Delete of the SA it replaced never came. */
-			sa_end(ctx, sa, "replaced by a rekey");
+			ike_sa_end(ctx, sa, "replaced by a rekey");
 		} else if (!request_due(ctx, sa, now_ms)) {
 			retransmit(ctx, sa, now_ms);
 		}
@@ -2828,8 +2652,8 @@ ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
 int
 ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
 
 	if (sa == NULL)
 		return -ENOENT;
@@ -2838,31 +2662,31 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	snprintf(sa->why, sizeof(sa->why), "deleted");
 	if (sa->state != IKE_ST_ESTABLISHED) {
 		/* Nothing authenticated to send a Delete over yet. */
-		sa_end(ctx, sa, "terminated before established");
+		ike_sa_end(ctx, sa, "terminated before established");
 		return 0;
 	}
-	return info_send(ctx, sa, REQ_DEL_IKE, now_ms);
+	return ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);
 }
 
 int
 ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
 		return -ENOENT;
 	if (sa->old.up || sa->req_kind == REQ_REKEY || sa->want_rekey ||
 	    sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
 		return -EBUSY;
-	return rekey_send(ctx, sa, now_ms);
+	return ike_child_rekey_send(ctx, sa, now_ms);
 }
 
 int
 ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || sa->want_del_ike)
 		return -ENOENT;
@@ -2875,12 +2699,12 @@ ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 int
 ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? sa_of_conn(ctx, c) : NULL;
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
 		return -ENOENT;
-	return info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
+	return ike_info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
 }
 
 static int
@@ -2962,7 +2786,7 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 
 	if (rc != 0)
 		return rc;
-	if (conn_by_name(ctx, cfg->name) != NULL)
+	if (ike_conn_by_name(ctx, cfg->name) != NULL)
 		return bad_cfg(err, elen, cfg->name, "name: in use"), -EEXIST;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -2984,7 +2808,7 @@ ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 int
 ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn **pp, *c = conn_by_name(ctx, name);
+	struct conn **pp, *c = ike_conn_by_name(ctx, name);
 	struct ike_sa *sa, *next;
 
 	if (c == NULL)
@@ -2994,8 +2818,8 @@ ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 		if (sa->conn != c)
 			continue;
 		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
-			(void)info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
-		sa_end(ctx, sa, "connection removed");
+			(void)ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
+		ike_sa_end(ctx, sa, "connection removed");
 	}
 	for (pp = &ctx->conns; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -3036,7 +2860,7 @@ ike_free(struct ike_ctx *ctx)
 	if (ctx == NULL)
 		return;
 	while (ctx->sas != NULL)
-		sa_end(ctx, ctx->sas, "shut down");
+		ike_sa_end(ctx, ctx->sas, "shut down");
 	while (ctx->conns != NULL) {
 		struct conn *c = ctx->conns;
 

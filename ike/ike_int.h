@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_int.h - what the files of the IKE SA state machine share, and nothing
+ * else includes: the SA and context structures, the constants, and the
+ * functions one file calls in another (each file's top comment says what
+ * it holds).  ike_sa.h is the API.
+ */
+#ifndef DPVPN_IKE_INT_H
+#define DPVPN_IKE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ike_crypto.h"
+#include "ike_msg.h"
+#include "ike_sa.h"
+
+#define PRF_ID		IKE_PRF_HMAC_SHA2_256
+#define MSG_MAX		4096	/* what we build; ours are well under 1280 bytes */
+#define NONCE_LEN	32
+#define MAX_PL		24	/* payloads per chain */
+#define MAX_PROPS	16	/* proposals per SA payload */
+#define MAX_TS		8	/* selectors per TS payload */
+#define HALF_OPEN_MS	30000	/* a responder SA that saw no IKE_AUTH by then goes */
+#define COOKIE_LEN	33	/* version byte + HMAC-SHA-256 */
+#define INIT_RETRIES	3	/* cookie and INVALID_KE_PAYLOAD retries, each */
+#define NATD_LEN	20	/* SHA-1 */
+#define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
+#define ERR_LEN		160
+#define WHY_LEN		96
+#define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
+#define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
+#define REKEY_GRACE_MS	2000	/* default: the old CHILD_SA outlives its rekey this long */
+#define REKEY_RETRY_MS	10000	/* a refused lifetime rekey is tried again after this, */
+#define REKEY_JITTER_MS	5000	/* plus up to this, drawn each time (two peers that
+				 * refused each other's rekey do not retry in step) */
+#define REKEYED_MS	30000	/* an IKE SA we replaced waits this long for the peer's Delete */
+
+enum req_kind {
+	REQ_NONE, REQ_INIT, REQ_AUTH, REQ_DPD, REQ_DEL_CHILD, REQ_DEL_IKE,
+	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
+	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
+	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
+};
+
+struct conn {
+	struct conn *next;
+	struct ike_conn_cfg cfg;
+};
+
+struct child {
+	bool up;
+	struct ike_prop_esp prop;
+	uint32_t spi_in, spi_out;
+	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
+	uint64_t up_ms;			/* for the lifetime rekey */
+};
+
+struct ike_sa {
+	struct ike_sa *next;
+	struct conn *conn;
+	enum ike_state state;
+	bool initiator;
+	bool owner_knows;		/* ike_down is due when it ends */
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+	struct ike_addr local, remote;
+	struct ike_prop_ike prop;	/* negotiated */
+	uint16_t ke_group;		/* initiator: the group of its KE payload */
+	struct ike_dh *dh;		/* until the keys are derived */
+	uint8_t ni[IKE_NONCE_MAX], nr[IKE_NONCE_MAX];
+	size_t ni_len, nr_len;
+	struct ike_keys keys;
+	uint64_t iv_ctr;		/* SK IVs: one key per direction, so never repeats */
+	/* The IKE_SA_INIT messages as sent: AUTH signs them, retransmissions compare. */
+	uint8_t *init_req, *init_resp;
+	size_t init_req_len, init_resp_len;
+	uint8_t cookie[COOKIE_LEN];
+	size_t cookie_len;
+	unsigned cookie_tries, ke_tries;
+	/* Our outstanding request. */
+	enum req_kind req_kind;
+	uint8_t *req;
+	size_t req_len;
+	uint32_t req_id, next_req_id;
+	unsigned tries;
+	uint64_t timeout_ms, next_tx_ms;
+	bool want_del_child, want_del_ike;
+	/* The peer's last request and our response. */
+	uint32_t peer_next_id;
+	uint8_t *last_req, *last_resp;
+	size_t last_req_len, last_resp_len;
+	struct child child;
+	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
+	/*
+	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
+	 * installed until deleted, by us at old_del_ms if we started the
+	 * rekey (0: not ours to delete), else when the peer's Delete comes.
+	 */
+	struct child old;
+	uint64_t old_del_ms;
+	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
+	uint32_t rk_spi;
+	bool want_rekey;		/* asked for while another request was out */
+	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
+	uint64_t child_rekeys;
+	/*
+	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
+	 * key, until the answer; the generation for `show ike`.
+	 */
+	uint8_t irk_spi[IKE_SPI_LEN];
+	uint8_t irk_nonce[NONCE_LEN];
+	struct ike_dh *irk_dh;
+	bool want_ike_rekey;		/* asked for while another request was out */
+	uint64_t ike_rekey_retry_ms;	/* lifetime rekey: not before this */
+	uint64_t ike_rekeys;
+	bool nat_local, nat_remote;
+	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
+	uint64_t created_ms, last_rx_ms;
+	uint64_t rx, tx, retransmits;
+	char why[WHY_LEN];		/* for ike_down after our own Delete */
+};
+
+struct ike_ctx {
+	struct ike_ops ops;
+	void *opaque;
+	struct conn *conns;
+	struct ike_sa *sas;
+	unsigned cookie_threshold, half_open;
+	uint8_t cookie_secret[32];
+	struct ike_stats stats;
+};
+
+/* A parsed payload chain. */
+struct view {
+	struct ike_pl pl[MAX_PL];
+	unsigned n;
+};
+
+/* SA, KE and Nonce of an IKE_SA_INIT message. */
+struct init_pl {
+	struct ike_proposal props[MAX_PROPS];
+	unsigned n_props;
+	struct ike_ke ke;
+	const uint8_t *nonce;
+	size_t nonce_len;
+	struct ike_prop_ike chosen;	/* responder: the proposal it took, and its number */
+	uint8_t num;
+};
+
+/* Small helpers, inline in every file. */
+
+static inline size_t
+addr_len(uint8_t family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+static inline bool
+ip_equal(const struct ike_addr *a, const struct ike_addr *b)
+{
+	return a->family == b->family && memcmp(a->ip, b->ip, addr_len(a->family)) == 0;
+}
+
+static inline bool
+is_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return acc == 0;
+}
+
+static inline uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* ike_sa.c */
+void ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+int ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc,
+		const char *err);
+int ike_store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len);
+int ike_random_nonzero(uint8_t *p, size_t n);
+const char *ike_notify_name(uint16_t type);
+int ike_view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *err,
+		size_t elen);
+const struct ike_pl *ike_find_pl(const struct view *v, uint8_t type);
+bool ike_find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt);
+uint16_t ike_error_notify(const struct view *v);
+void ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len);
+void ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len);
+void ike_encap_start(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
+		uint32_t id);
+int ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in,
+		uint8_t *out, size_t cap, size_t *len);
+int ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
+		const uint8_t *m, size_t len, uint64_t now);
+void ike_request_done(struct ike_sa *sa);
+int ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
+		const struct ike_buf *in);
+uint64_t ike_rekey_retry_at(uint64_t now);
+struct ike_sa *ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now);
+void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
+void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
+void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
+int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);
+
+/* ike_conn.c */
+struct conn *ike_conn_by_name(struct ike_ctx *ctx, const char *name);
+struct ike_sa *ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c);
+struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
+		const struct ike_addr *remote);
+
+/* ike_prop.c */
+void ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p);
+void ike_esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi,
+		struct ike_proposal *p);
+bool ike_prop_same(const struct ike_proposal *got, const struct ike_proposal *want);
+int ike_pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+		uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num);
+int ike_pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
+		struct ike_prop_esp *out, uint32_t *spi_out, uint8_t *num);
+void ike_ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts);
+bool ike_ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out);
+bool ike_prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer);
+bool ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
+		struct ike_prefix *out);
+
+/* ike_init.c */
+int ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const uint8_t *msg, size_t len, uint64_t now);
+int ike_init_request(struct ike_ctx *ctx, const struct ike_addr *local,
+		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
+		size_t len, uint64_t now);
+
+/* ike_auth.c */
+int ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const struct view *v, uint64_t now);
+int ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now);
+
+/* ike_child.c */
+uint16_t ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		struct ike_buf *in, uint64_t now);
+int ike_child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
+		size_t elen, uint64_t now);
+int ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		uint64_t now);
+int ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const struct view *v, uint64_t now);
+
+/* ike_rekey.c */
+int ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+bool ike_rekey_due(const struct ike_sa *sa, uint64_t now);
+int ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now);
+bool ike_is_ike_rekey(const struct view *v);
+int ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const struct view *v, uint64_t now);
+
+/* ike_info.c */
+int ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now);
+int ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const struct view *v);
+
+/* ike_timer.c */
+int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+
+#endif /* DPVPN_IKE_INT_H */
