@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_conn.c - the connection table: a connection's configuration checked,
+ * added, found by name or by its addresses, and removed (its SAs end with it).
+ */
+#define _GNU_SOURCE		/* explicit_bzero */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ike_int.h"
+
+/* ---- connections -------------------------------------------------------- */
+
+struct conn *
+ike_conn_by_name(struct ike_ctx *ctx, const char *name)
+{
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		if (strcmp(c->cfg.name, name) == 0)
+			return c;
+	return NULL;
+}
+
+struct ike_sa *
+ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
+{
+	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
+		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN &&
+		    sa->state != IKE_ST_REKEYED)
+			return sa;
+	return NULL;
+}
+
+struct conn *
+ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
+{
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		if (ip_equal(&c->cfg.local, local) && ip_equal(&c->cfg.remote, remote))
+			return c;
+	return NULL;
+}
+
+static int
+bad_cfg(char *err, size_t elen, const char *name, const char *what)
+{
+	snprintf(err, elen, "%s: %s", name, what);
+	return -EINVAL;
+}
+
+static bool
+prefix_ok(const struct ike_prefix *p)
+{
+	return (p->family == AF_INET && p->plen <= 32) ||
+	       (p->family == AF_INET6 && p->plen <= 128);
+}
+
+static int
+check_props(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	if (cfg->n_ike < 1 || cfg->n_ike > IKE_CONN_PROPS_MAX)
+		return bad_cfg(err, elen, cfg->name, "ike: 1 to 4 proposals");
+	for (unsigned i = 0; i < cfg->n_ike; i++)
+		if ((cfg->ike[i].encr_bits != 128 && cfg->ike[i].encr_bits != 256) ||
+		    (cfg->ike[i].dh != IKE_DH_ECP256 && cfg->ike[i].dh != IKE_DH_CURVE25519))
+			return bad_cfg(err, elen, cfg->name, "ike: AES-GCM-16 128 or 256 with "
+				       "DH group 19 or 31");
+	if (cfg->n_esp < 1 || cfg->n_esp > IKE_CONN_PROPS_MAX)
+		return bad_cfg(err, elen, cfg->name, "esp: 1 to 4 proposals");
+	for (unsigned i = 0; i < cfg->n_esp; i++) {
+		const struct ike_prop_esp *e = &cfg->esp[i];
+		bool gcm = e->encr == IKE_ENCR_AES_GCM_16 && e->integ == 0;
+		bool cbc = e->encr == IKE_ENCR_AES_CBC && e->integ == IKE_INTEG_HMAC_SHA2_256_128;
+
+		if ((!gcm && !cbc) || (e->encr_bits != 128 && e->encr_bits != 256))
+			return bad_cfg(err, elen, cfg->name, "esp: AES-GCM-16, or AES-CBC with "
+				       "HMAC-SHA2-256-128, keys of 128 or 256 bits");
+	}
+	return 0;
+}
+
+/* An identity of type 0 is the address. */
+static void
+ident_default(struct ike_ident *id, const struct ike_addr *a)
+{
+	if (id->type != 0)
+		return;
+	id->type = a->family == AF_INET ? IKE_ID_IPV4_ADDR : IKE_ID_IPV6_ADDR;
+	id->len = (uint8_t)addr_len(a->family);
+	memcpy(id->data, a->ip, id->len);
+}
+
+static int
+check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	if (cfg->name[0] == '\0' || memchr(cfg->name, '\0', sizeof(cfg->name)) == NULL)
+		return bad_cfg(err, elen, "?", "name: empty or not terminated");
+	if ((cfg->local.family != AF_INET && cfg->local.family != AF_INET6) ||
+	    cfg->remote.family != cfg->local.family)
+		return bad_cfg(err, elen, cfg->name, "local/remote: one address family");
+	if (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX)
+		return bad_cfg(err, elen, cfg->name, "psk: 1 to 128 bytes");
+	if ((cfg->local_id.type != 0 && (cfg->local_id.len == 0 ||
+					 cfg->local_id.len > IKE_IDENT_MAX)) ||
+	    (cfg->remote_id.type != 0 && (cfg->remote_id.len == 0 ||
+					  cfg->remote_id.len > IKE_IDENT_MAX)))
+		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 128 bytes");
+	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote))
+		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
+	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
+		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");
+	return check_props(cfg, err, elen);
+}
+
+int
+ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	struct conn *c;
+	int rc = check_cfg(cfg, err, elen);
+
+	if (rc != 0)
+		return rc;
+	if (ike_conn_by_name(ctx, cfg->name) != NULL)
+		return bad_cfg(err, elen, cfg->name, "name: in use"), -EEXIST;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	ident_default(&c->cfg.local_id, &cfg->local);
+	ident_default(&c->cfg.remote_id, &cfg->remote);
+	c->next = ctx->conns;
+	ctx->conns = c;
+	return 0;
+}
+
+int
+ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	return check_cfg(cfg, err, elen);
+}
+
+int
+ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn **pp, *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa, *next;
+
+	if (c == NULL)
+		return -ENOENT;
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		next = sa->next;
+		if (sa->conn != c)
+			continue;
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
+		ike_sa_end(ctx, sa, "connection removed");
+	}
+	for (pp = &ctx->conns; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	explicit_bzero(c, sizeof(*c));	/* the PSK */
+	free(c);
+	return 0;
+}
