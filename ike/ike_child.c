@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_child.c - CHILD_SAs: the proposal, selectors and KEYMAT of the one
+ * IKE_AUTH makes, and CREATE_CHILD_SA rekeying it (RFC 7296 1.3.3, 2.8),
+ * make before break, in both roles.
+ */
+#define _GNU_SOURCE		/* explicit_bzero */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ike_int.h"
+
+/* ---- a new CHILD_SA (IKE_AUTH, CREATE_CHILD_SA) ------------------------- */
+
+/* A CHILD_SA as negotiated, before its keys. */
+struct child_new {
+	const struct ike_prop_esp *prop;
+	uint32_t spi_in, spi_out;
+	struct ike_prefix tl, tr;
+	/* The exchange that made it: its initiator's keys come first (2.17). */
+	bool initiator;
+	const uint8_t *ni, *nr;
+	size_t ni_len, nr_len;
+};
+
+/* KEYMAT (2.17) into a CHILD_SA, which becomes sa->child, and the owner installs it. */
+static int
+child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now)
+{
+	uint8_t km[2 * (IKE_CHILD_ENC_MAX + IKE_CHILD_INTEG_MAX)];
+	const struct ike_prop_esp *p = cn->prop;
+	struct ike_child c;
+	size_t ek, ik;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.encr = p->encr;
+	c.encr_bits = p->encr_bits;
+	c.integ = p->integ;
+	ek = c.enc_key_len = p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
+	ik = c.integ_key_len = p->integ != 0 ? 32 : 0;
+	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, cn->ni,
+			      cn->ni_len, cn->nr, cn->nr_len, km, 2 * (ek + ik));
+	if (rc == 0) {
+		/* KEYMAT: the exchange initiator's outbound keys first, then the responder's. */
+		const uint8_t *ei = km, *ai = km + ek, *er = km + ek + ik, *ar = er + ek;
+
+		memcpy(c.enc_out, cn->initiator ? ei : er, ek);
+		memcpy(c.enc_in, cn->initiator ? er : ei, ek);
+		memcpy(c.integ_out, cn->initiator ? ai : ar, ik);
+		memcpy(c.integ_in, cn->initiator ? ar : ai, ik);
+		c.spi_in = cn->spi_in;
+		c.spi_out = cn->spi_out;
+		c.ts_local = cn->tl;
+		c.ts_remote = cn->tr;
+		c.local = sa->local;
+		c.remote = sa->remote;
+		c.udp_encap = sa->encap;
+		c.udp_local = sa->encap ? sa->local.port : 0;
+		c.udp_remote = sa->encap ? sa->remote.port : 0;
+		sa->child = (struct child){ .up = true, .prop = *p, .spi_in = cn->spi_in,
+					    .spi_out = cn->spi_out, .tl = cn->tl, .tr = cn->tr,
+					    .up_ms = now };
+		ctx->ops.child_up(ctx->opaque, sa->conn->cfg.name, &c);
+	}
+	explicit_bzero(km, sizeof(km));
+	explicit_bzero(&c, sizeof(c));
+	return rc;
+}
+
+/* SA, TSi and TSr of an IKE_AUTH message (the CHILD_SA's). */
+struct child_pl {
+	struct ike_proposal props[MAX_PROPS];
+	unsigned n_props, n_tsi, n_tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
+};
+
+static int
+child_pl_parse(const struct view *v, uint8_t exchange, bool answer, struct child_pl *cp,
+	       char *err, size_t elen)
+{
+	const struct ike_pl *sa = ike_find_pl(v, IKE_PL_SA), *tsi = ike_find_pl(v, IKE_PL_TSI);
+	const struct ike_pl *tsr = ike_find_pl(v, IKE_PL_TSR);
+	int rc;
+
+	if (sa == NULL || tsi == NULL || tsr == NULL) {
+		snprintf(err, elen, "%s: no %s payload",
+			 exchange == IKE_AUTH ? "ike_auth" : "create_child_sa",
+			 sa == NULL ? "SA" : tsi == NULL ? "TSi" : "TSr");
+		return -EBADMSG;
+	}
+	cp->n_props = 1;
+	rc = answer ? ike_sa_parse_answer(sa->body, sa->len, exchange, cp->props, err, elen) :
+		      ike_sa_parse(sa->body, sa->len, exchange, cp->props, MAX_PROPS,
+				   &cp->n_props, err, elen);
+	if (rc == 0)
+		rc = ike_ts_parse(tsi->body, tsi->len, cp->tsi, MAX_TS, &cp->n_tsi, err, elen);
+	if (rc == 0)
+		rc = ike_ts_parse(tsr->body, tsr->len, cp->tsr, MAX_TS, &cp->n_tsr, err, elen);
+	return rc;
+}
+
+/* Responder: the CHILD_SA of an IKE_AUTH request; 0, or the error Notify to send. */
+uint16_t
+ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
+	     uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_prefix tl, tr;
+	struct ike_proposal resp;
+	struct ike_prop_esp prop;
+	struct ike_ts tsi, tsr;
+	uint32_t spi_in, spi_out;
+	char err[ERR_LEN];
+	struct child_pl cp;
+	uint8_t num, spi[4];
+
+	if (child_pl_parse(v, IKE_AUTH, false, &cp, err, sizeof(err)) != 0)
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	/* TSi is the initiator's side: our remote one. */
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &tr) ||
+	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &tl))
+		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
+	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
+		return IKE_N_NO_PROPOSAL_CHOSEN;
+	spi_in = get32(spi);
+	if (child_install(ctx, sa, &(struct child_new){ &prop, spi_in, spi_out, tl, tr, false,
+			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
+		return IKE_N_NO_PROPOSAL_CHOSEN;
+	ike_esp_prop_build(&prop, num, spi_in, &resp);
+	ike_ts_from_prefix(&tr, &tsi);
+	ike_ts_from_prefix(&tl, &tsr);
+	ike_build_sa(in, &resp, 1);
+	ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	return 0;
+}
+
+/*
+ * Initiator of an exchange that makes a CHILD_SA: the responder's must be
+ * one we proposed, within our selectors; into cn (prop, spi_out, tl, tr).
+ */
+static int
+child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
+	     struct child_new *cn, char *err, size_t elen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal want;
+	struct child_pl cp;
+	unsigned num;
+	int rc;
+
+	rc = child_pl_parse(v, exchange, true, &cp, err, elen);
+	if (rc != 0)
+		return rc;
+	num = cp.props[0].num;
+	if (cp.n_props != 1 || num < 1 || num > cfg->n_esp)
+		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
+				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
+	ike_esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
+	cn->prop = &cfg->esp[num - 1];
+	cn->spi_out = get32(cp.props[0].spi);
+	if (!ike_prop_same(&cp.props[0], &want) || cn->spi_out == 0)
+		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
+				"or SPI 0", num), -EBADMSG;
+	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ike_ts_to_prefix(&cp.tsi[0], &cn->tl) ||
+	    !ike_ts_to_prefix(&cp.tsr[0], &cn->tr) || !ike_prefix_within(&cn->tl, &cfg->ts_local) ||
+	    !ike_prefix_within(&cn->tr, &cfg->ts_remote))
+		return snprintf(err, elen, "tsi/tsr: not one prefix each within ours"),
+		       -EBADMSG;
+	return 0;
+}
+
+/* Initiator: the CHILD_SA of the IKE_AUTH response. */
+int
+ike_child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
+	     size_t elen, uint64_t now)
+{
+	struct child_new cn = { .spi_in = sa->offered_spi, .initiator = true, .ni = sa->ni,
+				.nr = sa->nr, .ni_len = sa->ni_len, .nr_len = sa->nr_len };
+	int rc = child_answer(sa, v, IKE_AUTH, &cn, err, elen);
+
+	if (rc == 0)
+		rc = child_install(ctx, sa, &cn, now);
+	return rc;
+}
+
+/* ---- CREATE_CHILD_SA: rekeying the CHILD_SA (1.3.3, 2.8) ---------------- */
+
+static uint32_t
+grace_ms(const struct ike_conn_cfg *cfg)
+{
+	return cfg->rekey_grace_ms != 0 ? cfg->rekey_grace_ms : REKEY_GRACE_MS;
+}
+
+/*
+ * Make before break: the new CHILD_SA up (the owner installs it and moves
+ * the outbound policy to it) while the one it replaces stays installed as
+ * sa->old, until the rekey's initiator deletes it after the grace period.
+ */
+static int
+rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now,
+	     bool ours)
+{
+	struct child prev = sa->child;
+	int rc = child_install(ctx, sa, cn, now);
+
+	if (rc != 0)
+		return rc;
+	ike_child_down(ctx, sa, &sa->old);	/* none: rekeys wait for the last one's Delete */
+	sa->old = prev;
+	sa->old_del_ms = ours && prev.up ? now + grace_ms(&sa->conn->cfg) : 0;
+	sa->child_rekeys++;
+	sa->want_rekey = false;
+	ike_log(ctx, sa, "CHILD_SA rekeyed (%s): SPIs %08x/%08x", ours ? "ours" : "the peer's",
+	      cn->spi_in, cn->spi_out);
+	return 0;
+}
+
+/* Our request: N(REKEY_SA) naming the old SA by our inbound SPI, SA, Ni, TSi, TSr. */
+int
+ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_proposal props[IKE_CONN_PROPS_MAX];
+	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4], old[4];
+	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4,
+				 .type = IKE_N_REKEY_SA, .spi = old };
+	struct ike_ts tsi, tsr;
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+	int rc;
+
+	if (sa->req_kind != REQ_NONE) {
+		sa->want_rekey = true;	/* window of one */
+		return 0;
+	}
+	rc = ike_random_nonzero(spi, sizeof(spi));
+	if (rc == 0)
+		rc = ike_random(sa->rk_nonce, sizeof(sa->rk_nonce));
+	if (rc != 0)
+		return rc;
+	sa->rk_spi = get32(spi);
+	put32(old, sa->child.spi_in);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_notify(&in, &nt);
+	for (unsigned i = 0; i < cfg->n_esp; i++)
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
+	ike_build_sa(&in, props, cfg->n_esp);
+	ike_build_nonce(&in, sa->rk_nonce, sizeof(sa->rk_nonce));
+	ike_ts_from_prefix(&sa->child.tl, &tsi);
+	ike_ts_from_prefix(&sa->child.tr, &tsr);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0)
+		rc = ike_request_start(ctx, sa, REQ_REKEY, h.msg_id, out, len, now);
+	return rc;
+}
+
+/*
+ * The answer to our rekey.  Made: the new CHILD_SA up (the owner moves its
+ * traffic there), the old one kept for the grace period, then our Delete
+ * (ike_tick).  Refused: the old one stays, a lifetime rekey is tried again
+ * later.  An answer we cannot use leaves the peer with a CHILD_SA we do not
+ * have: the IKE SA is deleted, as when IKE_AUTH's is refused.
+ */
+int
+ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	struct child_new cn = { .spi_in = sa->rk_spi, .initiator = true, .ni = sa->rk_nonce,
+				.ni_len = sizeof(sa->rk_nonce) };
+	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
+	uint16_t nerr = ike_error_notify(v);
+	char err[ERR_LEN];
+	int rc;
+
+	ike_request_done(sa);
+	if (nerr != 0) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		ike_log(ctx, sa, "CHILD_SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
+		sa->rekey_retry_ms = ike_rekey_retry_at(now);
+		rc = 0;
+	} else {
+		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "
+					    "payload"), -EBADMSG) :
+		     ike_nonce_parse(no->body, no->len, err, sizeof(err));
+		if (rc == 0)
+			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
+		if (rc != 0) {
+			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
+			explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+			return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+		}
+		cn.nr = no->body;
+		cn.nr_len = no->len;
+		rc = rekey_switch(ctx, sa, &cn, now, true);
+	}
+	explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+	return rc == 0 ? ike_next_request(ctx, sa, now) : rc;
+}
+
+/* Whether the peer's rekey names our CHILD_SA and may go ahead: 0, or the error Notify. */
+static uint16_t
+rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
+{
+	struct ike_notify nt;
+	unsigned from = 0;
+
+	if (!ike_find_notify(v, IKE_N_REKEY_SA, &from, &nt)) {
+		ike_log(ctx, sa, "CREATE_CHILD_SA for another CHILD_SA: one per IKE SA here");
+		return IKE_N_NO_ADDITIONAL_SAS;
+	}
+	/* The peer names it by its inbound SPI, our outbound one. */
+	if (nt.proto != IKE_PROTO_ESP || nt.spi_len != 4 || !sa->child.up ||
+	    get32(nt.spi) != sa->child.spi_out)
+		return ike_drop(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
+			      "CHILD_SA"), IKE_N_CHILD_SA_NOT_FOUND;
+	/*
+	 * A rekey of ours in flight, of the CHILD_SA (a simultaneous rekey,
+	 * 2.8.1, which is not resolved here: both are refused and tried again)
+	 * or of the IKE SA (it would move the CHILD_SA under us), or the previous
+	 * rekey's old CHILD_SA not deleted yet.
+	 */
+	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind == REQ_REKEY ||
+	    sa->req_kind == REQ_IKE_REKEY || sa->req_kind == REQ_DEL_CHILD ||
+	    sa->want_del_child || sa->want_del_ike ||
+	    sa->old.up) {
+		ike_log(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
+		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
+		return IKE_N_TEMPORARY_FAILURE;
+	}
+	if (ike_find_pl(v, IKE_PL_KE) != NULL)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "ke: PFS is not supported"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	return 0;
+}
+
+/* Responder of a rekey: the new CHILD_SA up and its payloads into in; 0, or the error. */
+static uint16_t
+rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
+	     uint64_t now)
+{
+	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct child_new cn = { .initiator = false };
+	uint8_t num, spi[4], nr[NONCE_LEN];
+	struct ike_prop_esp prop;
+	struct ike_proposal resp;
+	struct ike_ts tsi, tsr;
+	char err[ERR_LEN];
+	struct child_pl cp;
+	uint16_t nerr = rekey_admit(ctx, sa, v);
+
+	if (nerr != 0)
+		return nerr;
+	if (no == NULL || ike_nonce_parse(no->body, no->len, err, sizeof(err)) != 0 ||
+	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0)
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
+			      "Nonce payload"), IKE_N_INVALID_SYNTAX;
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
+	    cn.spi_out == 0)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
+	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
+		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
+			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
+	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
+		return IKE_N_TEMPORARY_FAILURE;
+	cn = (struct child_new){ &prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
+				 nr, no->len, sizeof(nr) };
+	nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
+	if (nerr == 0) {
+		ike_esp_prop_build(&prop, num, cn.spi_in, &resp);
+		ike_ts_from_prefix(&cn.tr, &tsi);
+		ike_ts_from_prefix(&cn.tl, &tsr);
+		ike_build_sa(in, &resp, 1);
+		ike_build_nonce(in, nr, sizeof(nr));
+		ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
+		ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	}
+	explicit_bzero(nr, sizeof(nr));
+	return nerr;
+}
+
+int
+ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+	      const struct view *v, uint64_t now)
+{
+	uint8_t inner[MSG_MAX];
+	struct ike_buf in;
+	uint16_t nerr;
+	int rc;
+
+	if (ike_is_ike_rekey(v))
+		return ike_rekey_request(ctx, sa, h, v, now);
+	ike_buf_init(&in, inner, sizeof(inner));
+	nerr = rekey_accept(ctx, sa, v, &in, now);
+	if (nerr != 0) {
+		ike_buf_init(&in, inner, sizeof(inner));
+		ike_put_notify(&in, nerr, NULL, 0);
+	}
+	rc = ike_respond(ctx, sa, h, &in);
+	explicit_bzero(inner, sizeof(inner));
+	return rc;
+}
