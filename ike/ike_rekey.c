@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_rekey.c - CREATE_CHILD_SA rekeying the IKE SA (RFC 7296 1.3.2,
+ * 2.18) in both roles: new SPIs and keys from the old SK_d, a successor SA
+ * that takes the CHILD_SA over, and the old SA's end.
+ */
+#define _GNU_SOURCE		/* explicit_bzero */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ike_int.h"
+
+/* ---- CREATE_CHILD_SA: rekeying the IKE SA (1.3.2, 2.18) ----------------- */
+
+/*
+ * What a rekey of the IKE SA agreed on.  The initiator of the rekeying
+ * exchange is the new SA's initiator, whichever side began the old one:
+ * its nonce and SPI come first in the keys (2.18) and it sets the I flag.
+ */
+struct ike_rekey {
+	bool initiator;
+	struct ike_prop_ike prop;
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+	const uint8_t *ni, *nr;
+	size_t ni_len, nr_len;
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t gir_len;
+};
+
+/* Our rekey's secrets go, answered or not. */
+static void
+irk_wipe(struct ike_sa *sa)
+{
+	ike_dh_free(sa->irk_dh);
+	sa->irk_dh = NULL;
+	explicit_bzero(sa->irk_spi, sizeof(sa->irk_spi));
+	explicit_bzero(sa->irk_nonce, sizeof(sa->irk_nonce));
+}
+
+/*
+ * The IKE SA that replaces old, with its keys from old's SK_d and the new
+ * g^ir; no CHILD_SA yet and unknown to the owner (sa_hand_over does both),
+ * so that a failure here ends it without a callback.  NULL on failure.
+ */
+static struct ike_sa *
+sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rekey *rk,
+	     uint64_t now)
+{
+	struct ike_sa *sa = ike_sa_new(ctx, old->conn, rk->initiator, now);
+
+	if (sa == NULL)
+		return NULL;
+	sa->state = IKE_ST_ESTABLISHED;
+	sa->prop = rk->prop;
+	memcpy(sa->spi_i, rk->spi_i, IKE_SPI_LEN);
+	memcpy(sa->spi_r, rk->spi_r, IKE_SPI_LEN);
+	sa->local = old->local;
+	sa->remote = old->remote;
+	sa->nat_local = old->nat_local;
+	sa->nat_remote = old->nat_remote;
+	sa->encap = old->encap;
+	if (ike_derive_rekey_keys(PRF_ID, sa->prop.encr_bits / 8, true, old->keys.sk_d,
+				  old->keys.prf_len, rk->ni, rk->ni_len, rk->nr, rk->nr_len,
+				  rk->gir, rk->gir_len, sa->spi_i, sa->spi_r, &sa->keys) != 0) {
+		ike_sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
+		return NULL;
+	}
+	return sa;
+}
+
+/*
+ * The CHILD_SAs (current and rekeyed) and what was asked for meanwhile move
+ * to sa as they are: the dataplane sees nothing.  old keeps its keys for
+ * its Delete only, and ends with no callback.
+ */
+static void
+sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_t now)
+{
+	sa->owner_knows = old->owner_knows;
+	sa->child = old->child;
+	sa->old = old->old;
+	sa->old_del_ms = old->old_del_ms;
+	sa->child_rekeys = old->child_rekeys;
+	sa->rekey_retry_ms = old->rekey_retry_ms;
+	sa->ike_rekeys = old->ike_rekeys + 1;
+	sa->want_rekey = old->want_rekey;
+	sa->want_del_child = old->want_del_child;
+	sa->want_del_ike = old->want_del_ike;
+	memcpy(sa->why, old->why, sizeof(sa->why));
+	memset(&old->child, 0, sizeof(old->child));
+	memset(&old->old, 0, sizeof(old->old));
+	old->old_del_ms = 0;
+	old->owner_knows = false;
+	old->want_rekey = old->want_del_child = old->want_del_ike = false;
+	old->state = IKE_ST_REKEYED;
+	old->created_ms = now;		/* REKEYED_MS: the wait for the peer's Delete */
+	snprintf(old->why, sizeof(old->why), "rekeyed");
+	ike_log(ctx, sa, "IKE SA rekeyed (%s), generation %llu",
+	      sa->initiator ? "ours" : "the peer's", (unsigned long long)sa->ike_rekeys);
+}
+
+/* Our request (2.18): SA (our IKE proposal with the new SPIi), Ni, KEi of the group in use. */
+int
+ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	uint8_t inner[MSG_MAX], out[MSG_MAX], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub), len;
+	struct ike_proposal prop;
+	struct ike_buf in;
+	struct ike_hdr h;
+	int rc;
+
+	if (sa->req_kind != REQ_NONE) {
+		sa->want_ike_rekey = true;	/* window of one */
+		return 0;
+	}
+	irk_wipe(sa);
+	rc = ike_random_nonzero(sa->irk_spi, IKE_SPI_LEN);
+	if (rc == 0)
+		rc = ike_random(sa->irk_nonce, sizeof(sa->irk_nonce));
+	if (rc == 0)
+		rc = ike_dh_new(sa->prop.dh, &sa->irk_dh, pub, &publen);
+	if (rc != 0)
+		return irk_wipe(sa), rc;
+	ike_prop_build(&sa->prop, 1, &prop);
+	prop.spi_len = IKE_SPI_LEN;
+	memcpy(prop.spi, sa->irk_spi, IKE_SPI_LEN);
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_sa(&in, &prop, 1);
+	ike_build_nonce(&in, sa->irk_nonce, sizeof(sa->irk_nonce));
+	ike_build_ke(&in, sa->prop.dh, pub, publen);
+	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
+	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
+	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0)
+		rc = ike_request_start(ctx, sa, REQ_IKE_REKEY, h.msg_id, out, len, now);
+	if (rc != 0)
+		irk_wipe(sa);
+	return rc;
+}
+
+/* The initiator of the IKE SA rekeys it this old (so both ends never race). */
+bool
+ike_rekey_due(const struct ike_sa *sa, uint64_t now)
+{
+	uint32_t life = sa->conn->cfg.ike_rekey_ms;
+
+	return sa->initiator && life != 0 && !sa->want_ike_rekey &&
+	       now >= sa->created_ms + life && now >= sa->ike_rekey_retry_ms;
+}
+
+/* The answer to our rekey: our proposal with the new SPIr, Nr, KEr; into rk. */
+static int
+ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, char *err,
+		 size_t elen)
+{
+	const struct ike_pl *sp = ike_find_pl(v, IKE_PL_SA), *no = ike_find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
+	struct ike_proposal got, want;
+	struct ike_ke ke;
+	int rc;
+
+	if (sp == NULL || no == NULL || kp == NULL)
+		return snprintf(err, elen, "create_child_sa: no %s payload", sp == NULL ? "SA" :
+				no == NULL ? "Nonce" : "KE"), -EBADMSG;
+	rc = ike_sa_parse_answer(sp->body, sp->len, IKE_CREATE_CHILD_SA, &got, err, elen);
+	if (rc == 0)
+		rc = ike_nonce_parse(no->body, no->len, err, elen);
+	if (rc == 0)
+		rc = ike_ke_parse(kp->body, kp->len, &ke, err, elen);
+	if (rc != 0)
+		return rc;
+	ike_prop_build(&sa->prop, 1, &want);
+	if (got.num != 1 || !ike_prop_same(&got, &want) || got.spi_len != IKE_SPI_LEN ||
+	    is_zero(got.spi, IKE_SPI_LEN) || ke.group != sa->prop.dh)
+		return snprintf(err, elen, "sa.proposal[1]: not our IKE proposal with an SPI, or "
+				"KE group %u", ke.group), -EBADMSG;
+	rk->gir_len = sizeof(rk->gir);
+	if (ike_dh_derive(sa->irk_dh, ke.data, ke.len, rk->gir, &rk->gir_len) != 0)
+		return snprintf(err, elen, "ke.data: %zu bytes, no shared secret", ke.len),
+		       -EBADMSG;
+	memcpy(rk->spi_r, got.spi, IKE_SPI_LEN);
+	rk->nr = no->body;
+	rk->nr_len = no->len;
+	return 0;
+}
+
+/*
+ * Made: the new IKE SA takes over, and our Delete of the old one goes out
+ * on the old one.  Refused: the old one goes on, a lifetime rekey is tried
+ * again later.  An answer we cannot use leaves the peer with a new IKE SA
+ * we do not have: the old one is deleted, as for a CHILD_SA rekey.
+ */
+int
+ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	struct ike_rekey rk = { .initiator = true, .prop = sa->prop, .ni = sa->irk_nonce,
+				.ni_len = sizeof(sa->irk_nonce) };
+	uint16_t nerr = ike_error_notify(v);
+	struct ike_sa *nsa = NULL;
+	char err[ERR_LEN];
+	int rc;
+
+	ike_request_done(sa);
+	if (nerr != 0) {
+		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
+		ike_log(ctx, sa, "IKE SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
+		sa->ike_rekey_retry_ms = ike_rekey_retry_at(now);
+		irk_wipe(sa);
+		return ike_next_request(ctx, sa, now);
+	}
+	memcpy(rk.spi_i, sa->irk_spi, IKE_SPI_LEN);
+	rc = ike_rekey_answer(sa, v, &rk, err, sizeof(err));
+	if (rc != 0)
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
+	else if ((nsa = sa_successor(ctx, sa, &rk, now)) == NULL)
+		rc = -ENOMEM;
+	explicit_bzero(&rk, sizeof(rk));
+	irk_wipe(sa);
+	if (rc != 0) {
+		snprintf(sa->why, sizeof(sa->why), "IKE SA rekey answer refused");
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	}
+	sa_hand_over(ctx, sa, nsa, now);
+	ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	return ike_next_request(ctx, nsa, now);
+}
+
+/*
+ * Whether the peer may rekey the IKE SA now: not across a request of ours
+ * (a crossing IKE SA rekey, 2.8.2, which is not resolved here; a CHILD_SA
+ * rekey; anything that would be left hanging on the old SA).
+ */
+static uint16_t
+ike_rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE && !sa->want_del_ike)
+		return 0;
+	ike_log(ctx, sa, "IKE SA rekey refused: %s", sa->req_kind == REQ_IKE_REKEY ?
+	      "ours crosses it" : "a request of ours is under way");
+	return IKE_N_TEMPORARY_FAILURE;
+}
+
+/* The peer's SA, Ni and KEi: our choice into ip and its SPIi into rk; 0 or the error. */
+static uint16_t
+ike_rekey_parse(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		struct init_pl *ip, struct ike_rekey *rk)
+{
+	const struct ike_pl *sp = ike_find_pl(v, IKE_PL_SA), *no = ike_find_pl(v, IKE_PL_NONCE);
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
+	const struct ike_proposal *p = NULL;
+	char err[ERR_LEN];
+	int rc = -EBADMSG;
+
+	snprintf(err, sizeof(err), "create_child_sa: no %s payload (IKE SA rekey)",
+		 sp == NULL ? "SA" : no == NULL ? "Nonce" : "KE");
+	if (sp != NULL && no != NULL && kp != NULL)
+		rc = ike_sa_parse(sp->body, sp->len, IKE_CREATE_CHILD_SA, ip->props, MAX_PROPS,
+				  &ip->n_props, err, sizeof(err));
+	if (rc == 0)
+		rc = ike_nonce_parse(no->body, no->len, err, sizeof(err));
+	if (rc == 0)
+		rc = ike_ke_parse(kp->body, kp->len, &ip->ke, err, sizeof(err));
+	if (rc != 0)
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
+	rk->ni = no->body;
+	rk->ni_len = no->len;
+	if (ike_pick_ike(&sa->conn->cfg, ip->props, ip->n_props, ip->ke.group, &ip->chosen,
+		     &ip->num) != 0)
+		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no IKE proposal acceptable"),
+		       IKE_N_NO_PROPOSAL_CHOSEN;
+	for (unsigned i = 0; i < ip->n_props && p == NULL; i++)
+		if (ip->props[i].num == ip->num && ip->props[i].proto == IKE_PROTO_IKE)
+			p = &ip->props[i];
+	if (p == NULL || p->spi_len != IKE_SPI_LEN || is_zero(p->spi, IKE_SPI_LEN))
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, "sa.proposal.spi: not 8 bytes, or "
+			      "zero"), IKE_N_INVALID_SYNTAX;
+	memcpy(rk->spi_i, p->spi, IKE_SPI_LEN);
+	if (ip->ke.group != ip->chosen.dh)
+		return ike_drop(ctx, sa, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen one"),
+		       IKE_N_INVALID_KE_PAYLOAD;
+	return 0;
+}
+
+/*
+ * Responder of an IKE SA rekey: the new SA (*out, handed over once the
+ * answer is out) and our SA, Nr and KEr into in; 0, or the error Notify.
+ */
+static uint16_t
+ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+		 struct ike_buf *in, struct init_pl *ip, uint64_t now, struct ike_sa **out)
+{
+	struct ike_rekey rk = { .initiator = false };
+	uint8_t pub[IKE_DH_MAX_PUB], nr[NONCE_LEN];
+	size_t publen = sizeof(pub);
+	struct ike_proposal resp;
+	struct ike_dh *dh = NULL;
+	uint16_t nerr = ike_rekey_admit(ctx, sa);
+
+	if (nerr == 0)
+		nerr = ike_rekey_parse(ctx, sa, v, ip, &rk);
+	if (nerr == 0 && (ike_random_nonzero(rk.spi_r, IKE_SPI_LEN) != 0 ||
+			  ike_random(nr, sizeof(nr)) != 0 ||
+			  ike_dh_new(ip->chosen.dh, &dh, pub, &publen) != 0))
+		nerr = IKE_N_TEMPORARY_FAILURE;
+	rk.gir_len = sizeof(rk.gir);
+	if (nerr == 0 && ike_dh_derive(dh, ip->ke.data, ip->ke.len, rk.gir, &rk.gir_len) != 0) {
+		ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, "ke.data: not a public value of the group");
+		nerr = IKE_N_INVALID_SYNTAX;
+	}
+	if (nerr == 0) {
+		rk.prop = ip->chosen;
+		rk.nr = nr;
+		rk.nr_len = sizeof(nr);
+		*out = sa_successor(ctx, sa, &rk, now);
+		nerr = *out == NULL ? IKE_N_TEMPORARY_FAILURE : 0;
+	}
+	if (nerr == 0) {
+		ike_prop_build(&ip->chosen, ip->num, &resp);
+		resp.spi_len = IKE_SPI_LEN;
+		memcpy(resp.spi, rk.spi_r, IKE_SPI_LEN);
+		ike_build_sa(in, &resp, 1);
+		ike_build_nonce(in, nr, sizeof(nr));
+		ike_build_ke(in, ip->chosen.dh, pub, publen);
+	}
+	ike_dh_free(dh);
+	explicit_bzero(&rk, sizeof(rk));
+	explicit_bzero(nr, sizeof(nr));
+	return nerr;
+}
+
+/* A CREATE_CHILD_SA without REKEY_SA or selectors: the peer rekeys the IKE SA. */
+bool
+ike_is_ike_rekey(const struct view *v)
+{
+	struct ike_notify nt;
+	unsigned from = 0;
+
+	return ike_find_pl(v, IKE_PL_TSI) == NULL && ike_find_pl(v, IKE_PL_TSR) == NULL &&
+	       !ike_find_notify(v, IKE_N_REKEY_SA, &from, &nt);
+}
+
+int
+ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		  const struct view *v, uint64_t now)
+{
+	uint8_t inner[MSG_MAX], g[2];
+	struct ike_sa *nsa = NULL;
+	struct init_pl ip;
+	struct ike_buf in;
+	uint16_t nerr;
+	int rc;
+
+	ike_buf_init(&in, inner, sizeof(inner));
+	nerr = ike_rekey_accept(ctx, sa, v, &in, &ip, now, &nsa);
+	if (nerr != 0) {
+		bool ke = nerr == IKE_N_INVALID_KE_PAYLOAD;
+
+		/* INVALID_KE_PAYLOAD names the group we want (1.3.2). */
+		if (ke) {
+			g[0] = (uint8_t)(ip.chosen.dh >> 8);
+			g[1] = (uint8_t)ip.chosen.dh;
+		}
+		ike_buf_init(&in, inner, sizeof(inner));
+		ike_put_notify(&in, nerr, ke ? g : NULL, ke ? sizeof(g) : 0);
+	}
+	rc = ike_respond(ctx, sa, h, &in);
+	explicit_bzero(inner, sizeof(inner));
+	if (nsa != NULL && rc != 0)
+		ike_sa_end(ctx, nsa, "IKE SA rekey: cannot answer");
+	else if (nsa != NULL)
+		sa_hand_over(ctx, sa, nsa, now);
+	return rc;
+}
