@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ike_timer.c - time: retransmission with backoff (2.1), half-open and
+ * replaced SAs' expiry, lifetime rekeys and liveness checks that are due,
+ * and which of our requests goes next once one is answered.
+ */
+#include <stdio.h>
+
+#include "ike_int.h"
+
+/* ---- our next request --------------------------------------------------- */
+
+/* After an exchange of ours ends: what was asked for meanwhile. */
+int
+ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	if (sa->want_del_ike) {
+		sa->want_del_ike = false;
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	}
+	if (sa->want_del_child) {
+		sa->want_del_child = false;
+		if (sa->child.up)
+			return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
+	}
+	if (sa->want_rekey) {
+		sa->want_rekey = false;
+		if (sa->child.up && !sa->old.up)
+			return ike_child_rekey_send(ctx, sa, now);
+	}
+	if (sa->want_ike_rekey) {
+		sa->want_ike_rekey = false;
+		return ike_rekey_send(ctx, sa, now);
+	}
+	return 0;
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void
+retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	static const char *const names[] = {
+		[REQ_INIT] = "IKE_SA_INIT", [REQ_AUTH] = "IKE_AUTH",
+		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
+		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
+		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete", [REQ_IKE_REKEY] = "IKE SA rekey",
+	};
+	char why[WHY_LEN];
+
+	if (sa->req_kind == REQ_NONE || now < sa->next_tx_ms)
+		return;
+	if (sa->tries >= sa->conn->cfg.retrans_tries) {
+		snprintf(why, sizeof(why), "no response to %s after %u tries",
+			 names[sa->req_kind], sa->tries);
+		ike_sa_end(ctx, sa, why);
+		return;
+	}
+	sa->tries++;
+	sa->timeout_ms *= 2;
+	sa->next_tx_ms = now + sa->timeout_ms;
+	sa->retransmits++;
+	ctx->stats.retransmits++;
+	ike_xmit(ctx, sa, sa->req, sa->req_len);
+}
+
+/* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */
+static bool
+rekey_due(const struct ike_sa *sa, uint64_t now)
+{
+	uint32_t life = sa->conn->cfg.child_rekey_ms;
+
+	return sa->initiator && life != 0 && sa->child.up && !sa->old.up && !sa->want_rekey &&
+	       now >= sa->child.up_ms + life && now >= sa->rekey_retry_ms;
+}
+
+/* A new request of ours that is due, with none outstanding: 1 if one was sent. */
+static bool
+request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	uint32_t dpd = sa->conn->cfg.dpd_ms;
+
+	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind != REQ_NONE)
+		return false;
+	if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
+		ike_info_send(ctx, sa, REQ_DEL_OLD, now);
+	else if (ike_rekey_due(sa, now))
+		ike_rekey_send(ctx, sa, now);
+	else if (rekey_due(sa, now))
+		ike_child_rekey_send(ctx, sa, now);
+	else if (dpd != 0 && now >= sa->last_rx_ms + dpd)
+		/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
+		ike_info_send(ctx, sa, REQ_DPD, now);
+	else
+		return false;
+	return true;
+}
+
+void
+ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
+{
+	struct ike_sa *sa, *next;
+
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		next = sa->next;	/* sa may go */
+		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
+			ctx->stats.half_open_expired++;
+			ike_sa_end(ctx, sa, "half-open SA expired");
+		} else if (sa->state == IKE_ST_REKEYED && sa->req_kind == REQ_NONE &&
+			   now_ms >= sa->created_ms + REKEYED_MS) {
+			/* The peer's Delete of the SA it replaced never came. */
+			ike_sa_end(ctx, sa, "replaced by a rekey");
+		} else if (!request_due(ctx, sa, now_ms)) {
+			retransmit(ctx, sa, now_ms);
+		}
+	}
+}
