@@ -32,85 +32,17 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_parse.h"
 #include "seqstate.h"
 #include "dpvpn_alg.h"
 
 #define CFG_FILE_MAX	(256 << 20)	/* 100k tunnels take ~30 MB; bigger is no config */
 #define KEYFILE_MAX	256		/* 36 bytes of hex and some slack */
 
-enum sect_type {
-	SECT_NONE,	/* before the first section */
-	SECT_BAD,	/* header had an error: its keys are ignored */
-	SECT_DATAPLANE,
-	SECT_CONTROL,
-	SECT_PORT,
-	SECT_NEIGH,
-	SECT_ROUTE,
-	SECT_TUNNEL,
-};
-
 struct perror_ent {
 	int line;
 	size_t seq;
 	char *text;
-};
-
-struct parser {
-	struct cfg *cfg;
-	const char *file;	/* as given, for messages */
-	char dir[4096];		/* the file's directory, for key files */
-	char *text;		/* the whole file: wiped at the end */
-	mode_t mode;		/* the file's permission bits (fstat of what was read) */
-	bool key_mode_reported;	/* an inline key in a file others may read: said once */
-	size_t text_len, pos;
-	int line;
-	enum sect_type type;
-	const struct sect_def *def;
-	char sect_name[DPVPN_NAME_LEN];
-	int sect_line;
-	size_t idx;		/* entry of the current section */
-	uint64_t seen;		/* bit per key index of the current section */
-	int key_line[64];	/* line of each key seen (valid where its bit is set) */
-	int keying_line;	/* the tunnel's keying, 0 if not given (yet) */
-	bool keying_bad;	/* the tunnel's keying value was refused */
-	const char *key;	/* key being handled, for messages */
-	int seen_dataplane, seen_control;
-	struct perror_ent *errs;
-	size_t n_errs;
-	/* Section names seen, "TYPE:NAME": a hash so that 100k tunnels parse
-	 * in linear time (glibc's hsearch_r; the keys are ours to free). */
-	struct hsearch_data names;
-	bool names_ok;
-	char **name_keys;
-	size_t n_name_keys;
-};
-
-typedef int (*key_fn)(struct parser *p, const char *val);
-
-#define KEY_BIT(i)	(UINT64_C(1) << (i))
-
-/* Which tunnels a key belongs to: keying = static, keying = ike, or both. */
-enum keying {
-	KEYING_ANY,
-	KEYING_STATIC,
-	KEYING_IKE,
-};
-
-struct key_def {
-	const char *name;
-	key_fn fn;
-	bool required;		/* by the tunnels of its keying (KEYING_ANY: all) */
-	enum keying keying;
-};
-
-struct sect_def {
-	const char *type;
-	enum sect_type id;
-	bool named;
-	const struct key_def *keys;
-	size_t n_keys;
-	int (*open)(struct parser *p);
-	void (*finish)(struct parser *p);
 };
 
 static char *trim(char *s);
@@ -457,8 +389,6 @@ static int open_control(struct parser *p)
 
 /* ---- [port NAME] ---- */
 
-#define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
-
 static int key_port_id(struct parser *p, const char *val)
 {
 	uint64_t v;
@@ -704,8 +634,6 @@ static void finish_route(struct parser *p)
 }
 
 /* ---- [tunnel NAME] ---- */
-
-#define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
 
 /*
  * Whether key d may be given in the current section: keys of one keying
