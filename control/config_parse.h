@@ -12,6 +12,7 @@
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
 
+#include <netinet/in.h>
 #include <search.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -92,5 +93,63 @@ struct sect_def {
 /* The entry of the current section: in array ARR of struct cfg, or the tunnel. */
 #define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
+
+/* config.c: errors, collected and sorted by line when the file is done. */
+/* An error at a line of the file (0: about the whole file). */
+__attribute__((format(printf, 3, 4)))
+void cfg_err_at(struct parser *p, int line, const char *fmt, ...);
+/* An error about the key being handled, at its line; returns -1. */
+__attribute__((format(printf, 2, 3)))
+int cfg_kerr(struct parser *p, const char *fmt, ...);
+/* s without leading and trailing white space (trailing cut in place). */
+char *cfg_trim(char *s);
+
+/* Value parsers: 0 on success, -1 on a malformed value (a value parser that
+ * takes the parser reports the error itself). */
+int cfg_parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out);
+int cfg_parse_addr(const char *s, struct cfg_addr *a);
+bool cfg_addr_is_zero(const struct cfg_addr *a);
+bool cfg_addr_equal(const struct cfg_addr *a, const struct cfg_addr *b);
+int cfg_parse_cidr(const char *s, struct cfg_prefix *pfx);
+uint32_t cfg_prefix_mask(uint8_t len);
+bool cfg_host_bits(const struct cfg_prefix *pfx, struct cfg_prefix *net);
+const char *cfg_fmt_addr(const struct cfg_addr *a, char buf[INET6_ADDRSTRLEN]);
+const char *cfg_family_name(uint8_t family);
+int cfg_parse_mac(const char *s, uint8_t mac[6]);
+int cfg_decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
+		   char *why, size_t why_len);
+bool cfg_valid_name(const char *s);
+int cfg_parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx);
+
+/* [port NAME], [neighbor NAME], [route NAME]: a new entry in *arr, made current. */
+int cfg_open_array(struct parser *p, void **arr, size_t *n, size_t size);
+/* An error when two addresses (or prefixes) of a section are of two families. */
+void cfg_check_family(struct parser *p, const char *sect, const char *name, int line,
+		      const char *key_b, const struct cfg_addr *b, int len_b,
+		      const char *key_a, const struct cfg_addr *a, int len_a,
+		      const char *what, const char *rule);
+
+/* [tunnel NAME]: which keys belong to it by its keying; key files. */
+bool cfg_key_belongs(struct parser *p, const struct key_def *d);
+bool cfg_key_required(struct parser *p, const struct key_def *d);
+int cfg_key_path(struct parser *p, const char *val, char path[4096]);
+int cfg_open_key_file(struct parser *p, const char *path, bool nofollow);
+/* Up to cap bytes of fd (short only at its end); -1 on an error. */
+ssize_t cfg_read_small(int fd, char *buf, size_t cap);
+
+/* [tunnel NAME] keying = ike: its keys (in the tunnel's key table) and checks. */
+int cfg_key_tun_keying(struct parser *p, const char *val);
+int cfg_key_tun_psk_file(struct parser *p, const char *val);
+int cfg_key_tun_local_id(struct parser *p, const char *val);
+int cfg_key_tun_remote_id(struct parser *p, const char *val);
+int cfg_key_tun_ike_props(struct parser *p, const char *val);
+int cfg_key_tun_start(struct parser *p, const char *val);
+int cfg_key_tun_dpd(struct parser *p, const char *val);
+int cfg_key_tun_ike_life(struct parser *p, const char *val);
+void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
+void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);
+
+/* Checks that need the whole file, after its last section. */
+void cfg_check_all(struct parser *p);
 
 #endif
