@@ -1601,18 +1601,39 @@ static const struct key_def tunnel_keys[] = {
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
 };
 
-#define KEYS(k)	k, sizeof(k) / sizeof(k[0])
+const struct sect_def cfg_sect_dataplane = {
+	"dataplane", SECT_DATAPLANE, false, KEYS(dataplane_keys), open_dataplane, NULL
+};
 
-static const struct sect_def sections[] = {
-	{ "dataplane", SECT_DATAPLANE, false, KEYS(dataplane_keys), open_dataplane, NULL },
-	{ "control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL },
-	{ "port", SECT_PORT, true, KEYS(port_keys), open_port, NULL },
-	{ "neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
-	/* British spelling, as dpvpnctl's "neighbour" commands: the same section
-	 * (one name space: [neighbor x] and [neighbour x] are duplicates) */
-	{ "neighbour", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
-	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, finish_route },
-	{ "tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel },
+const struct sect_def cfg_sect_control = {
+	"control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL
+};
+
+const struct sect_def cfg_sect_port = {
+	"port", SECT_PORT, true, KEYS(port_keys), open_port, NULL
+};
+
+const struct sect_def cfg_sect_neighbor = {
+	"neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL
+};
+
+/* British spelling, as dpvpnctl's "neighbour" commands: the same section
+ * (one name space: [neighbor x] and [neighbour x] are duplicates) */
+const struct sect_def cfg_sect_neighbour = {
+	"neighbour", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL
+};
+
+const struct sect_def cfg_sect_route = {
+	"route", SECT_ROUTE, true, KEYS(route_keys), open_route, finish_route
+};
+
+const struct sect_def cfg_sect_tunnel = {
+	"tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel
+};
+
+static const struct sect_def *const sections[] = {
+	&cfg_sect_dataplane, &cfg_sect_control, &cfg_sect_port, &cfg_sect_neighbor,
+	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel,
 };
 
 #define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
@@ -1622,8 +1643,8 @@ _Static_assert(sizeof(((struct parser *)0)->key_line) / sizeof(int) == 64, "one 
 static const struct sect_def *find_section(const char *type)
 {
 	for (size_t i = 0; i < N_SECTIONS; i++)
-		if (!strcmp(sections[i].type, type))
-			return &sections[i];
+		if (!strcmp(sections[i]->type, type))
+			return sections[i];
 	return NULL;
 }
 

@@ -90,6 +90,15 @@ struct sect_def {
 	void (*finish)(struct parser *p);
 };
 
+/* A key table, as sect_def's keys and n_keys. */
+#define KEYS(k)	k, sizeof(k) / sizeof(k[0])
+
+/* The section kinds: the reader's table (find_section) lists them. */
+extern const struct sect_def cfg_sect_dataplane, cfg_sect_control;
+extern const struct sect_def cfg_sect_port;
+extern const struct sect_def cfg_sect_neighbor, cfg_sect_neighbour, cfg_sect_route;
+extern const struct sect_def cfg_sect_tunnel;
+
 /* The entry of the current section: in array ARR of struct cfg, or the tunnel. */
 #define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
