@@ -8,6 +8,7 @@
  * The parser is split by what it reads:
  *   config.c         the reader: inih driving, section headers, key dispatch,
  *                    errors with file:line, the entry points (cfg_load, ...)
+ *   config_value.c   value parsers: numbers, addresses, prefixes, MACs, hex
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
@@ -113,7 +114,7 @@ int cfg_kerr(struct parser *p, const char *fmt, ...);
 /* s without leading and trailing white space (trailing cut in place). */
 char *cfg_trim(char *s);
 
-/* Value parsers: 0 on success, -1 on a malformed value (a value parser that
+/* config_value.c: value parsers, 0 on success, -1 on a malformed value (a value parser that
  * takes the parser reports the error itself). */
 int cfg_parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out);
 int cfg_parse_addr(const char *s, struct cfg_addr *a);
