@@ -121,86 +121,6 @@ static void move_errors(struct parser *p)
 	p->errs = NULL;
 }
 
-/* ---- [dataplane] and [control] ---- */
-
-static int set_path(struct parser *p, char *dst, const char *val)
-{
-	if (!*val)
-		return cfg_kerr(p, "empty path");
-	if (strlen(val) >= CFG_PATH_MAX)
-		return cfg_kerr(p, "path longer than %d bytes", CFG_PATH_MAX - 1);
-	strcpy(dst, val);
-	return 0;
-}
-
-static int key_dp_socket(struct parser *p, const char *val)
-{
-	return set_path(p, p->cfg->dp_socket, val);
-}
-
-static int key_ctl_socket(struct parser *p, const char *val)
-{
-	return set_path(p, p->cfg->ctl_socket, val);
-}
-
-static int key_ctl_state(struct parser *p, const char *val)
-{
-	if (!*val)
-		return cfg_kerr(p, "empty path");
-	if (val[0] == '/')
-		snprintf(p->cfg->state, sizeof(p->cfg->state), "%s", val);
-	else if (snprintf(p->cfg->state, sizeof(p->cfg->state), "%s/%s", p->dir, val) >=
-		 (int)sizeof(p->cfg->state))
-		return cfg_kerr(p, "path too long");
-	return 0;
-}
-
-static int key_ctl_seq_block(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (cfg_parse_uint(val, false, 1ull << 40, &v) || v < SEQ_BLOCK_MIN)
-		return cfg_kerr(p, "expected a count of %d or more, got '%s'", SEQ_BLOCK_MIN, val);
-	p->cfg->seq_block = v;
-	return 0;
-}
-
-static int key_ctl_metrics(struct parser *p, const char *val)
-{
-	const char *colon = strrchr(val, ':');
-
-	if (colon == NULL || colon == val || strlen(val) >= sizeof(p->cfg->metrics) ||
-	    !isdigit((unsigned char)colon[1]))
-		return cfg_kerr(p, "expected a loopback ADDRESS:PORT (127.0.0.1:9477, "
-				"[::1]:9477), got '%s'", val);
-	strcpy(p->cfg->metrics, val);
-	return 0;
-}
-
-static int key_ctl_group(struct parser *p, const char *val)
-{
-	struct group *gr;
-
-	if (!*val || strlen(val) >= sizeof(p->cfg->group))
-		return cfg_kerr(p, "expected a group name");
-	gr = getgrnam(val);
-	if (!gr)
-		return cfg_kerr(p, "no such group '%s'", val);
-	strcpy(p->cfg->group, val);
-	p->cfg->gid = gr->gr_gid;
-	return 0;
-}
-
-static int open_dataplane(struct parser *p)
-{
-	return p->seen_dataplane++ ? -1 : 0;
-}
-
-static int open_control(struct parser *p)
-{
-	return p->seen_control++ ? -1 : 0;
-}
-
 /* ---- [port NAME] ---- */
 
 static int key_port_id(struct parser *p, const char *val)
@@ -1325,18 +1245,6 @@ static void finish_tunnel(struct parser *p)
 
 /* ---- section table ---- */
 
-static const struct key_def dataplane_keys[] = {
-	{ "socket", key_dp_socket, false },
-};
-
-static const struct key_def control_keys[] = {
-	{ "socket", key_ctl_socket, false },
-	{ "state", key_ctl_state, false },
-	{ "seq-block", key_ctl_seq_block, false },
-	{ "metrics", key_ctl_metrics, false },
-	{ "group", key_ctl_group, false },
-};
-
 static const struct key_def port_keys[] = {
 	{ "id", key_port_id, true },
 	{ "role", key_port_role, true },
@@ -1398,14 +1306,6 @@ static const struct key_def tunnel_keys[] = {
 	{ "start", cfg_key_tun_start, false, KEYING_IKE },
 	{ "dpd", cfg_key_tun_dpd, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
-};
-
-const struct sect_def cfg_sect_dataplane = {
-	"dataplane", SECT_DATAPLANE, false, KEYS(dataplane_keys), open_dataplane, NULL
-};
-
-const struct sect_def cfg_sect_control = {
-	"control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL
 };
 
 const struct sect_def cfg_sect_port = {

@@ -9,6 +9,7 @@
  *   config.c         the reader: inih driving, section headers, key dispatch,
  *                    errors with file:line, the entry points (cfg_load, ...)
  *   config_value.c   value parsers: numbers, addresses, prefixes, MACs, hex
+ *   config_dp.c      [dataplane] and [control]
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
