@@ -10,6 +10,7 @@
  *                    errors with file:line, the entry points (cfg_load, ...)
  *   config_value.c   value parsers: numbers, addresses, prefixes, MACs, hex
  *   config_dp.c      [dataplane] and [control]
+ *   config_port.c    [port NAME]
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
