@@ -11,6 +11,7 @@
  *   config_value.c   value parsers: numbers, addresses, prefixes, MACs, hex
  *   config_dp.c      [dataplane] and [control]
  *   config_port.c    [port NAME]
+ *   config_route.c   [neighbor NAME] (or [neighbour NAME]) and [route NAME]
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
