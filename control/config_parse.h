@@ -12,6 +12,7 @@
  *   config_dp.c      [dataplane] and [control]
  *   config_port.c    [port NAME]
  *   config_route.c   [neighbor NAME] (or [neighbour NAME]) and [route NAME]
+ *   config_ike.c     [tunnel NAME]'s keying = ike keys and checks
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
@@ -150,7 +151,7 @@ int cfg_open_key_file(struct parser *p, const char *path, bool nofollow);
 /* Up to cap bytes of fd (short only at its end); -1 on an error. */
 ssize_t cfg_read_small(int fd, char *buf, size_t cap);
 
-/* [tunnel NAME] keying = ike: its keys (in the tunnel's key table) and checks. */
+/* config_ike.c: [tunnel NAME] keying = ike, its keys (in the tunnel's key table) and checks. */
 int cfg_key_tun_keying(struct parser *p, const char *val);
 int cfg_key_tun_psk_file(struct parser *p, const char *val);
 int cfg_key_tun_local_id(struct parser *p, const char *val);
