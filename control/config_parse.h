@@ -12,6 +12,7 @@
  *   config_dp.c      [dataplane] and [control]
  *   config_port.c    [port NAME]
  *   config_route.c   [neighbor NAME] (or [neighbour NAME]) and [route NAME]
+ *   config_tunnel.c  [tunnel NAME], its static keys and key files
  *   config_ike.c     [tunnel NAME]'s keying = ike keys and checks
  */
 #ifndef DPVPN_CONFIG_PARSE_H
@@ -108,7 +109,7 @@ extern const struct sect_def cfg_sect_tunnel;
 #define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
 
-/* config.c: errors, collected and sorted by line when the file is done. */
+/* config.c: errors, collected and sorted by line when the file is done; helpers. */
 /* An error at a line of the file (0: about the whole file). */
 __attribute__((format(printf, 3, 4)))
 void cfg_err_at(struct parser *p, int line, const char *fmt, ...);
@@ -117,6 +118,8 @@ __attribute__((format(printf, 2, 3)))
 int cfg_kerr(struct parser *p, const char *fmt, ...);
 /* s without leading and trailing white space (trailing cut in place). */
 char *cfg_trim(char *s);
+/* Up to cap bytes of fd (short only at its end); -1 on an error. */
+ssize_t cfg_read_small(int fd, char *buf, size_t cap);
 
 /* config_value.c: value parsers, 0 on success, -1 on a malformed value (a value parser that
  * takes the parser reports the error itself). */
@@ -143,13 +146,11 @@ void cfg_check_family(struct parser *p, const char *sect, const char *name, int 
 		      const char *key_a, const struct cfg_addr *a, int len_a,
 		      const char *what, const char *rule);
 
-/* [tunnel NAME]: which keys belong to it by its keying; key files. */
+/* config_tunnel.c: which keys belong to a tunnel by its keying; key files. */
 bool cfg_key_belongs(struct parser *p, const struct key_def *d);
 bool cfg_key_required(struct parser *p, const struct key_def *d);
 int cfg_key_path(struct parser *p, const char *val, char path[4096]);
 int cfg_open_key_file(struct parser *p, const char *path, bool nofollow);
-/* Up to cap bytes of fd (short only at its end); -1 on an error. */
-ssize_t cfg_read_small(int fd, char *buf, size_t cap);
 
 /* config_ike.c: [tunnel NAME] keying = ike, its keys (in the tunnel's key table) and checks. */
 int cfg_key_tun_keying(struct parser *p, const char *val);
