@@ -14,6 +14,7 @@
  *   config_route.c   [neighbor NAME] (or [neighbour NAME]) and [route NAME]
  *   config_tunnel.c  [tunnel NAME], its static keys and key files
  *   config_ike.c     [tunnel NAME]'s keying = ike keys and checks
+ *   config_check.c   checks across sections, once the whole file is read
  */
 #ifndef DPVPN_CONFIG_PARSE_H
 #define DPVPN_CONFIG_PARSE_H
@@ -140,11 +141,6 @@ int cfg_parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx);
 
 /* [port NAME], [neighbor NAME], [route NAME]: a new entry in *arr, made current. */
 int cfg_open_array(struct parser *p, void **arr, size_t *n, size_t size);
-/* An error when two addresses (or prefixes) of a section are of two families. */
-void cfg_check_family(struct parser *p, const char *sect, const char *name, int line,
-		      const char *key_b, const struct cfg_addr *b, int len_b,
-		      const char *key_a, const struct cfg_addr *a, int len_a,
-		      const char *what, const char *rule);
 
 /* config_tunnel.c: which keys belong to a tunnel by its keying; key files. */
 bool cfg_key_belongs(struct parser *p, const struct key_def *d);
@@ -164,7 +160,13 @@ int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);
 
-/* Checks that need the whole file, after its last section. */
+/* config_check.c: checks that need the whole file, after its last section;
+ * and the one-family check of a section's addresses, at the section's end. */
 void cfg_check_all(struct parser *p);
+/* An error when two addresses (or prefixes) of a section are of two families. */
+void cfg_check_family(struct parser *p, const char *sect, const char *name, int line,
+		      const char *key_b, const struct cfg_addr *b, int len_b,
+		      const char *key_a, const struct cfg_addr *a, int len_a,
+		      const char *what, const char *rule);
 
 #endif
