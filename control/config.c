@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * config.c - parse dpvpnd's INI configuration.
+ * config.c - parse dpvpnd's INI configuration: the reader and the entry points
+ * (config.h).  The sections' keys are read by one file per section kind,
+ * the checks across sections are config_check.c's (config_parse.h lists them).
  *
  * libinih splits "key = value" lines; our reader feeds it one line at a time
  * so that we always know the line number, and handles the lines inih cannot
@@ -14,14 +16,12 @@
  * multi-line continuation: an indented line is just another "key = value".
  *
  * Checks that need the whole file (port references, duplicate ids and SPIs,
- * tunnel addresses) run at the end; errors are sorted by line.
+ * tunnel addresses) run at the end (cfg_check_all); errors are sorted by line.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <ini.h>
 #include <search.h>
 #include <stdarg.h>

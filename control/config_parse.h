@@ -110,7 +110,8 @@ extern const struct sect_def cfg_sect_tunnel;
 #define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
 #define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
 
-/* config.c: errors, collected and sorted by line when the file is done; helpers. */
+/* config.c: errors, collected and sorted by line when the file is done;
+ * helpers of the reader that the sections use too. */
 /* An error at a line of the file (0: about the whole file). */
 __attribute__((format(printf, 3, 4)))
 void cfg_err_at(struct parser *p, int line, const char *fmt, ...);
@@ -122,8 +123,8 @@ char *cfg_trim(char *s);
 /* Up to cap bytes of fd (short only at its end); -1 on an error. */
 ssize_t cfg_read_small(int fd, char *buf, size_t cap);
 
-/* config_value.c: value parsers, 0 on success, -1 on a malformed value (a value parser that
- * takes the parser reports the error itself). */
+/* config_value.c: value parsers, 0 on success, -1 on a malformed value
+ * (cfg_parse_net, which takes the parser, reports the error itself). */
 int cfg_parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out);
 int cfg_parse_addr(const char *s, struct cfg_addr *a);
 bool cfg_addr_is_zero(const struct cfg_addr *a);
@@ -139,7 +140,7 @@ int cfg_decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
 bool cfg_valid_name(const char *s);
 int cfg_parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx);
 
-/* [port NAME], [neighbor NAME], [route NAME]: a new entry in *arr, made current. */
+/* config_port.c: a new entry in *arr ([port], [neighbor], [route]), made current. */
 int cfg_open_array(struct parser *p, void **arr, size_t *n, size_t size);
 
 /* config_tunnel.c: which keys belong to a tunnel by its keying; key files. */
@@ -148,7 +149,8 @@ bool cfg_key_required(struct parser *p, const struct key_def *d);
 int cfg_key_path(struct parser *p, const char *val, char path[4096]);
 int cfg_open_key_file(struct parser *p, const char *path, bool nofollow);
 
-/* config_ike.c: [tunnel NAME] keying = ike, its keys (in the tunnel's key table) and checks. */
+/* config_ike.c: [tunnel NAME] keying = ike, its keys (in the tunnel's key table)
+ * and checks. */
 int cfg_key_tun_keying(struct parser *p, const char *val);
 int cfg_key_tun_psk_file(struct parser *p, const char *val);
 int cfg_key_tun_local_id(struct parser *p, const char *val);
