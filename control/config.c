@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * config.c - parse dpvpnd's INI configuration.
+ * config.c - parse dpvpnd's INI configuration: the reader and the entry points
+ * (config.h).  The sections' keys are read by one file per section kind,
+ * the checks across sections are config_check.c's (config_parse.h lists them).
  *
  * libinih splits "key = value" lines; our reader feeds it one line at a time
  * so that we always know the line number, and handles the lines inih cannot
@@ -14,14 +16,12 @@
  * multi-line continuation: an indented line is just another "key = value".
  *
  * Checks that need the whole file (port references, duplicate ids and SPIs,
- * tunnel addresses) run at the end; errors are sorted by line.
+ * tunnel addresses) run at the end (cfg_check_all); errors are sorted by line.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <ini.h>
 #include <search.h>
 #include <stdarg.h>
@@ -32,88 +32,17 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_parse.h"
 #include "seqstate.h"
 #include "dpvpn_alg.h"
 
 #define CFG_FILE_MAX	(256 << 20)	/* 100k tunnels take ~30 MB; bigger is no config */
-#define KEYFILE_MAX	256		/* 36 bytes of hex and some slack */
-
-enum sect_type {
-	SECT_NONE,	/* before the first section */
-	SECT_BAD,	/* header had an error: its keys are ignored */
-	SECT_DATAPLANE,
-	SECT_CONTROL,
-	SECT_PORT,
-	SECT_NEIGH,
-	SECT_ROUTE,
-	SECT_TUNNEL,
-};
 
 struct perror_ent {
 	int line;
 	size_t seq;
 	char *text;
 };
-
-struct parser {
-	struct cfg *cfg;
-	const char *file;	/* as given, for messages */
-	char dir[4096];		/* the file's directory, for key files */
-	char *text;		/* the whole file: wiped at the end */
-	mode_t mode;		/* the file's permission bits (fstat of what was read) */
-	bool key_mode_reported;	/* an inline key in a file others may read: said once */
-	size_t text_len, pos;
-	int line;
-	enum sect_type type;
-	const struct sect_def *def;
-	char sect_name[DPVPN_NAME_LEN];
-	int sect_line;
-	size_t idx;		/* entry of the current section */
-	uint64_t seen;		/* bit per key index of the current section */
-	int key_line[64];	/* line of each key seen (valid where its bit is set) */
-	int keying_line;	/* the tunnel's keying, 0 if not given (yet) */
-	bool keying_bad;	/* the tunnel's keying value was refused */
-	const char *key;	/* key being handled, for messages */
-	int seen_dataplane, seen_control;
-	struct perror_ent *errs;
-	size_t n_errs;
-	/* Section names seen, "TYPE:NAME": a hash so that 100k tunnels parse
-	 * in linear time (glibc's hsearch_r; the keys are ours to free). */
-	struct hsearch_data names;
-	bool names_ok;
-	char **name_keys;
-	size_t n_name_keys;
-};
-
-typedef int (*key_fn)(struct parser *p, const char *val);
-
-#define KEY_BIT(i)	(UINT64_C(1) << (i))
-
-/* Which tunnels a key belongs to: keying = static, keying = ike, or both. */
-enum keying {
-	KEYING_ANY,
-	KEYING_STATIC,
-	KEYING_IKE,
-};
-
-struct key_def {
-	const char *name;
-	key_fn fn;
-	bool required;		/* by the tunnels of its keying (KEYING_ANY: all) */
-	enum keying keying;
-};
-
-struct sect_def {
-	const char *type;
-	enum sect_type id;
-	bool named;
-	const struct key_def *keys;
-	size_t n_keys;
-	int (*open)(struct parser *p);
-	void (*finish)(struct parser *p);
-};
-
-static char *trim(char *s);
 
 /* ---- errors ---- */
 
@@ -138,7 +67,7 @@ static void add_error(struct parser *p, int line, const char *fmt, va_list ap)
 }
 
 __attribute__((format(printf, 3, 4)))
-static void err_at(struct parser *p, int line, const char *fmt, ...)
+void cfg_err_at(struct parser *p, int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -149,7 +78,7 @@ static void err_at(struct parser *p, int line, const char *fmt, ...)
 
 /* An error about the key being handled: "[port x] id: message". */
 __attribute__((format(printf, 2, 3)))
-static int kerr(struct parser *p, const char *fmt, ...)
+int cfg_kerr(struct parser *p, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -158,9 +87,9 @@ static int kerr(struct parser *p, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (p->sect_name[0])
-		err_at(p, p->line, "[%s %s] %s: %s", p->def->type, p->sect_name, p->key, msg);
+		cfg_err_at(p, p->line, "[%s %s] %s: %s", p->def->type, p->sect_name, p->key, msg);
 	else
-		err_at(p, p->line, "[%s] %s: %s", p->def->type, p->key, msg);
+		cfg_err_at(p, p->line, "[%s] %s: %s", p->def->type, p->key, msg);
 	return -1;
 }
 
@@ -191,1508 +120,21 @@ static void move_errors(struct parser *p)
 	p->errs = NULL;
 }
 
-/* ---- value parsers: 0 on success, -1 on a malformed value ---- */
-
-static int parse_uint(const char *s, bool allow_hex, uint64_t max, uint64_t *out)
-{
-	unsigned base = 10;
-	uint64_t v = 0;
-
-	if (allow_hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		unsigned d;
-
-		if (isdigit((unsigned char)*s))
-			d = *s - '0';
-		else if (base == 16 && isxdigit((unsigned char)*s))
-			d = tolower((unsigned char)*s) - 'a' + 10;
-		else
-			return -1;
-		if (v > (max - d) / base)
-			return -1;
-		v = v * base + d;
-	}
-	*out = v;
-	return 0;
-}
-
-/* An IPv4 or IPv6 address; *a is left alone unless it parses. */
-static int parse_addr(const char *s, struct cfg_addr *a)
-{
-	struct in_addr a4;
-	uint8_t a6[16];
-
-	if (inet_pton(AF_INET, s, &a4) == 1) {
-		*a = (struct cfg_addr){ .family = DPVPN_AF_INET, .v4 = ntohl(a4.s_addr) };
-		return 0;
-	}
-	if (inet_pton(AF_INET6, s, a6) == 1) {
-		*a = (struct cfg_addr){ .family = DPVPN_AF_INET6 };
-		memcpy(a->v6, a6, sizeof(a6));
-		return 0;
-	}
-	return -1;
-}
-
-/* 0.0.0.0 or :: */
-static bool addr_is_zero(const struct cfg_addr *a)
-{
-	static const uint8_t zero[16];
-
-	return a->family == DPVPN_AF_INET ? a->v4 == 0 : !memcmp(a->v6, zero, sizeof(zero));
-}
-
-static bool addr_equal(const struct cfg_addr *a, const struct cfg_addr *b)
-{
-	if (a->family != b->family)
-		return false;
-	if (a->family == DPVPN_AF_INET)
-		return a->v4 == b->v4;
-	return a->family != DPVPN_AF_INET6 || !memcmp(a->v6, b->v6, sizeof(a->v6));
-}
-
-/* "ADDR/LEN", LEN up to 32 or 128 by the address's family. */
-static int parse_cidr(const char *s, struct cfg_prefix *pfx)
-{
-	char buf[INET6_ADDRSTRLEN];
-	const char *slash = strchr(s, '/');
-	struct cfg_addr a;
-	uint64_t len;
-
-	if (!slash || (size_t)(slash - s) >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, slash - s);
-	buf[slash - s] = '\0';
-	if (parse_addr(buf, &a) ||
-	    parse_uint(slash + 1, false, a.family == DPVPN_AF_INET ? 32 : 128, &len))
-		return -1;
-	pfx->addr = a;
-	pfx->len = (uint8_t)len;
-	return 0;
-}
-
-static uint32_t prefix_mask(uint8_t len)
-{
-	return len ? ~(uint32_t)0 << (32 - len) : 0;
-}
-
-/* *net = pfx with its host bits cleared; true if pfx had any set. */
-static bool host_bits(const struct cfg_prefix *pfx, struct cfg_prefix *net)
-{
-	*net = *pfx;
-	if (pfx->addr.family == DPVPN_AF_INET) {
-		net->addr.v4 &= prefix_mask(pfx->len);
-		return net->addr.v4 != pfx->addr.v4;
-	}
-	for (unsigned int i = 0; i < sizeof(net->addr.v6); i++) {
-		unsigned int bits = pfx->len > i * 8 ? pfx->len - i * 8 : 0;
-
-		if (bits < 8)
-			net->addr.v6[i] &= (uint8_t)(0xff00 >> bits);
-	}
-	return memcmp(net->addr.v6, pfx->addr.v6, sizeof(net->addr.v6)) != 0;
-}
-
-static const char *fmt_addr(const struct cfg_addr *a, char buf[INET6_ADDRSTRLEN])
-{
-	struct in_addr a4 = { .s_addr = htonl(a->v4) };
-
-	if (a->family == DPVPN_AF_INET6)
-		return inet_ntop(AF_INET6, a->v6, buf, INET6_ADDRSTRLEN);
-	return inet_ntop(AF_INET, &a4, buf, INET6_ADDRSTRLEN);
-}
-
-static const char *family_name(uint8_t family)
-{
-	return family == DPVPN_AF_INET6 ? "IPv6" : "IPv4";
-}
-
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned b[6];
-	int n = 0;
-
-	if (strlen(s) != 17 ||
-	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4],
-		   &b[5], &n) != 6 || n != 17)
-		return -1;
-	for (int i = 0; i < 6; i++) {
-		if (!isxdigit((unsigned char)s[i * 3]) || !isxdigit((unsigned char)s[i * 3 + 1]))
-			return -1;
-		mac[i] = (uint8_t)b[i];
-	}
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/*
- * Decode key hex ("0x" optional) into out[cap]; *n is the number of bytes the
- * text holds even beyond cap, so the length error can say what it got.
- * Messages never quote the text.
- */
-static int decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
-		      char *why, size_t why_len)
-{
-	size_t i, digits;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	digits = strlen(s);
-	for (i = 0; i < digits; i++) {
-		if (hexval(s[i]) < 0) {
-			snprintf(why, why_len, "not a hex digit at position %zu", i + 1);
-			return -1;
-		}
-	}
-	if (digits == 0 || digits % 2) {
-		snprintf(why, why_len, "expected an even, nonzero number of hex digits, got %zu",
-			 digits);
-		return -1;
-	}
-	*n = digits / 2;
-	for (i = 0; i < *n && i < cap; i++)
-		out[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
-	return 0;
-}
-
-static bool valid_name(const char *s)
-{
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("-_.", *s))
-			return false;
-	return true;
-}
-
-/* ---- [dataplane] and [control] ---- */
-
-static int set_path(struct parser *p, char *dst, const char *val)
-{
-	if (!*val)
-		return kerr(p, "empty path");
-	if (strlen(val) >= CFG_PATH_MAX)
-		return kerr(p, "path longer than %d bytes", CFG_PATH_MAX - 1);
-	strcpy(dst, val);
-	return 0;
-}
-
-static int key_dp_socket(struct parser *p, const char *val)
-{
-	return set_path(p, p->cfg->dp_socket, val);
-}
-
-static int key_ctl_socket(struct parser *p, const char *val)
-{
-	return set_path(p, p->cfg->ctl_socket, val);
-}
-
-static int key_ctl_state(struct parser *p, const char *val)
-{
-	if (!*val)
-		return kerr(p, "empty path");
-	if (val[0] == '/')
-		snprintf(p->cfg->state, sizeof(p->cfg->state), "%s", val);
-	else if (snprintf(p->cfg->state, sizeof(p->cfg->state), "%s/%s", p->dir, val) >=
-		 (int)sizeof(p->cfg->state))
-		return kerr(p, "path too long");
-	return 0;
-}
-
-static int key_ctl_seq_block(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, 1ull << 40, &v) || v < SEQ_BLOCK_MIN)
-		return kerr(p, "expected a count of %d or more, got '%s'", SEQ_BLOCK_MIN, val);
-	p->cfg->seq_block = v;
-	return 0;
-}
-
-static int key_ctl_metrics(struct parser *p, const char *val)
-{
-	const char *colon = strrchr(val, ':');
-
-	if (colon == NULL || colon == val || strlen(val) >= sizeof(p->cfg->metrics) ||
-	    !isdigit((unsigned char)colon[1]))
-		return kerr(p, "expected a loopback ADDRESS:PORT (127.0.0.1:9477, [::1]:9477), "
-			    "got '%s'", val);
-	strcpy(p->cfg->metrics, val);
-	return 0;
-}
-
-static int key_ctl_group(struct parser *p, const char *val)
-{
-	struct group *gr;
-
-	if (!*val || strlen(val) >= sizeof(p->cfg->group))
-		return kerr(p, "expected a group name");
-	gr = getgrnam(val);
-	if (!gr)
-		return kerr(p, "no such group '%s'", val);
-	strcpy(p->cfg->group, val);
-	p->cfg->gid = gr->gr_gid;
-	return 0;
-}
-
-static int open_dataplane(struct parser *p)
-{
-	return p->seen_dataplane++ ? -1 : 0;
-}
-
-static int open_control(struct parser *p)
-{
-	return p->seen_control++ ? -1 : 0;
-}
-
-/* ---- [port NAME] ---- */
-
-#define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
-
-static int key_port_id(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, CFG_PORT_ID_MAX, &v))
-		return kerr(p, "expected a DPDK port id 0..%d, got '%s'", CFG_PORT_ID_MAX, val);
-	CUR(p, ports)->id = (uint16_t)v;
-	CUR(p, ports)->id_line = p->line;
-	return 0;
-}
-
-static int key_port_role(struct parser *p, const char *val)
-{
-	if (!strcmp(val, "inside"))
-		CUR(p, ports)->role = DPVPN_ROLE_INSIDE;
-	else if (!strcmp(val, "outside"))
-		CUR(p, ports)->role = DPVPN_ROLE_OUTSIDE;
-	else
-		return kerr(p, "expected 'inside' or 'outside', got '%s'", val);
-	return 0;
-}
-
-/*
- * "198.18.1.1/24, 2001:db8:1::1/64": an IPv4 and/or an IPv6 address with
- * its prefix length, at most one of each family.
- */
-static int key_port_mtu(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, DPVPN_PORT_MTU_MAX, &v) || v < DPVPN_MTU_MIN)
-		return kerr(p, "expected an MTU of %d..%d bytes, got '%s'", DPVPN_MTU_MIN,
-			    DPVPN_PORT_MTU_MAX, val);
-	CUR(p, ports)->mtu = (uint16_t)v;
-	return 0;
-}
-
-static int key_port_address(struct parser *p, const char *val)
-{
-	struct cfg_port *port = CUR(p, ports);
-	char *list = strdup(val), *item, *next;
-	char b1[INET6_ADDRSTRLEN], b2[INET6_ADDRSTRLEN];
-	int rc = 0;
-
-	if (!list)
-		return kerr(p, "out of memory");
-	for (item = list; item; item = next) {
-		struct cfg_prefix pfx, *slot;
-
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		item = trim(item);
-		if (parse_cidr(item, &pfx) || pfx.len == 0 || addr_is_zero(&pfx.addr)) {
-			rc = kerr(p, "expected an IPv4 address with prefix length 1..32 "
-				  "(198.18.1.1/24) or an IPv6 address with prefix length "
-				  "1..128 (2001:db8:1::1/64), got '%s'", item);
-			continue;
-		}
-		slot = pfx.addr.family == DPVPN_AF_INET ? &port->addr4 : &port->addr6;
-		if (slot->addr.family) {
-			rc = kerr(p, "two %s addresses, %s/%u and %s/%u: give at most one "
-				  "per family", family_name(pfx.addr.family),
-				  fmt_addr(&slot->addr, b1), slot->len, fmt_addr(&pfx.addr, b2),
-				  pfx.len);
-			continue;
-		}
-		*slot = pfx;
-	}
-	free(list);
-	return rc;
-}
-
-static int open_array(struct parser *p, void **arr, size_t *n, size_t size)
-{
-	char *a = realloc(*arr, (*n + 1) * size);
-
-	if (!a)
-		return -1;
-	memset(a + *n * size, 0, size);
-	*arr = a;
-	p->idx = (*n)++;
-	return 0;
-}
-
-static int open_port(struct parser *p)
-{
-	struct cfg *c = p->cfg;
-
-	if (open_array(p, (void **)&c->ports, &c->n_ports, sizeof(*c->ports)))
-		return -1;
-	strcpy(CUR(p, ports)->name, p->sect_name);
-	CUR(p, ports)->line = p->sect_line;
-	return 0;
-}
-
-/* ---- [neighbor NAME] and [route NAME] ---- */
-
-static int set_port_ref(struct parser *p, char *ref, int *ref_line, const char *val)
-{
-	if (!*val || strlen(val) > CFG_NAME_MAX)
-		return kerr(p, "expected a port name or id, got '%s'", val);
-	strcpy(ref, val);
-	*ref_line = p->line;
-	return 0;
-}
-
-static int key_neigh_port(struct parser *p, const char *val)
-{
-	return set_port_ref(p, CUR(p, neighs)->port_ref, &CUR(p, neighs)->port_line, val);
-}
-
-static int key_neigh_address(struct parser *p, const char *val)
-{
-	struct cfg_addr a;
-
-	if (parse_addr(val, &a) || addr_is_zero(&a))
-		return kerr(p, "expected an IPv4 or IPv6 address, got '%s'", val);
-	CUR(p, neighs)->addr = a;
-	return 0;
-}
-
-static int key_neigh_mac(struct parser *p, const char *val)
-{
-	uint8_t *mac = CUR(p, neighs)->mac;
-	static const uint8_t zero[6];
-
-	if (parse_mac(val, mac))
-		return kerr(p, "expected a MAC address aa:bb:cc:dd:ee:ff, got '%s'", val);
-	if ((mac[0] & 1) || !memcmp(mac, zero, 6))
-		return kerr(p, "%s is not a unicast MAC address", val);
-	return 0;
-}
-
-static int open_neigh(struct parser *p)
-{
-	struct cfg *c = p->cfg;
-
-	if (open_array(p, (void **)&c->neighs, &c->n_neighs, sizeof(*c->neighs)))
-		return -1;
-	strcpy(CUR(p, neighs)->name, p->sect_name);
-	CUR(p, neighs)->section = p->def->type;
-	CUR(p, neighs)->line = p->sect_line;
-	return 0;
-}
-
-/* A network prefix: host bits must be zero, so typos do not go unnoticed.
- * *pfx is left alone unless the prefix is good. */
-static int parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx)
-{
-	char buf[INET6_ADDRSTRLEN];
-	struct cfg_prefix in, net;
-
-	if (parse_cidr(val, &in))
-		return kerr(p, "expected an IPv4 or IPv6 prefix (a.b.c.d/len, x:x::/len), "
-			    "got '%s'", val);
-	if (host_bits(&in, &net))
-		return kerr(p, "%s has host bits set (did you mean %s/%u?)", val,
-			    fmt_addr(&net.addr, buf), net.len);
-	*pfx = in;
-	return 0;
-}
-
-/*
- * More IPv4 addresses of an outside port, as one prefix: a gateway with a
- * block of public addresses (or a tester that is many peers).  Checked
- * against role and address at the end (check_extra), when both are known.
- */
-static int key_port_extra(struct parser *p, const char *val)
-{
-	struct cfg_port *port = CUR(p, ports);
-	struct cfg_prefix pfx;
-	int rc;
-
-	port->extra_line = p->line;
-	if ((rc = parse_net(p, val, &pfx)) != 0)
-		return rc;
-	if (pfx.addr.family != DPVPN_AF_INET || pfx.len == 0)
-		return kerr(p, "expected an IPv4 prefix of length 1..32 (198.19.128.0/17), "
-			    "got '%s' (IPv6 extra addresses are not supported)", val);
-	port->extra4 = pfx;
-	return 0;
-}
-
-static int key_route_dst(struct parser *p, const char *val)
-{
-	return parse_net(p, val, &CUR(p, routes)->dst);
-}
-
-static int key_route_port(struct parser *p, const char *val)
-{
-	return set_port_ref(p, CUR(p, routes)->port_ref, &CUR(p, routes)->port_line, val);
-}
-
-static int key_route_via(struct parser *p, const char *val)
-{
-	struct cfg_addr a;
-
-	CUR(p, routes)->via_line = p->line;
-	if (parse_addr(val, &a) || addr_is_zero(&a))
-		return kerr(p, "expected an IPv4 or IPv6 gateway address, got '%s'", val);
-	CUR(p, routes)->via = a;
-	return 0;
-}
-
-static int open_route(struct parser *p)
-{
-	struct cfg *c = p->cfg;
-
-	if (open_array(p, (void **)&c->routes, &c->n_routes, sizeof(*c->routes)))
-		return -1;
-	strcpy(CUR(p, routes)->name, p->sect_name);
-	CUR(p, routes)->line = p->sect_line;
-	return 0;
-}
-
-/* "B: x is an IPv6 address, A y is IPv4: ..." at B's line, when both were given
- * and their families differ. */
-static void check_family(struct parser *p, const char *sect, const char *name, int line,
-			 const char *key_b, const struct cfg_addr *b, int len_b,
-			 const char *key_a, const struct cfg_addr *a, int len_a,
-			 const char *what, const char *rule)
-{
-	char ba[INET6_ADDRSTRLEN], bb[INET6_ADDRSTRLEN], sa[8] = "", sb[8] = "";
-
-	if (!a->family || !b->family || a->family == b->family)
-		return;
-	if (len_a >= 0)
-		snprintf(sa, sizeof(sa), "/%d", len_a);
-	if (len_b >= 0)
-		snprintf(sb, sizeof(sb), "/%d", len_b);
-	err_at(p, line, "[%s %s] %s: %s%s is an %s %s, %s %s%s is %s: %s", sect, name, key_b,
-	       fmt_addr(b, bb), sb, family_name(b->family), what, key_a, fmt_addr(a, ba), sa,
-	       family_name(a->family), rule);
-}
-
-static void finish_route(struct parser *p)
-{
-	const struct cfg_route *r = CUR(p, routes);
-
-	check_family(p, "route", r->name, r->via_line, "via", &r->via, -1, "dst", &r->dst.addr,
-		     r->dst.len, "address", "the gateway must be of the destination's family");
-}
-
-/* ---- [tunnel NAME] ---- */
-
-#define CUR_TUN(p)	((p)->cfg->tunnels[(p)->idx])
-
-/*
- * Whether key d may be given in the current section: keys of one keying
- * belong only to its tunnels.  After a refused keying value every key is
- * taken, so that one typo does not bring an error for each key.
- */
-static bool key_belongs(struct parser *p, const struct key_def *d)
-{
-	if (p->type != SECT_TUNNEL || d->keying == KEYING_ANY || p->keying_bad)
-		return true;
-	return (d->keying == KEYING_IKE) == (CUR_TUN(p)->ike.on != 0);
-}
-
-/* A required key of one keying is not missing after a refused keying value. */
-static bool key_required(struct parser *p, const struct key_def *d)
-{
-	return d->keying == KEYING_ANY || (!p->keying_bad && key_belongs(p, d));
-}
-
-static int tun_addr(struct parser *p, const char *val, struct cfg_addr *addr, int *line)
-{
-	struct cfg_addr a;
-
-	*line = p->line;
-	if (parse_addr(val, &a) || addr_is_zero(&a))
-		return kerr(p, "expected an IPv4 or IPv6 address, got '%s'", val);
-	*addr = a;
-	return 0;
-}
-
-static int key_tun_local(struct parser *p, const char *val)
-{
-	return tun_addr(p, val, &CUR_TUN(p)->local, &CUR_TUN(p)->local_line);
-}
-
-static int key_tun_remote(struct parser *p, const char *val)
-{
-	return tun_addr(p, val, &CUR_TUN(p)->remote, &CUR_TUN(p)->remote_line);
-}
-
-static int key_tun_lts(struct parser *p, const char *val)
-{
-	CUR_TUN(p)->lts_line = p->line;
-	return parse_net(p, val, &CUR_TUN(p)->local_ts);
-}
-
-static int key_tun_rts(struct parser *p, const char *val)
-{
-	CUR_TUN(p)->rts_line = p->line;
-	return parse_net(p, val, &CUR_TUN(p)->remote_ts);
-}
-
-static int key_tun_cipher(struct parser *p, const char *val)
-{
-	char names[256] = "";
-	size_t n = 0;
-
-	for (unsigned int a = 0; a < DPVPN_ALG_MAX; a++) {
-		const struct dpvpn_alg_info *info = dpvpn_alg_get(a);
-
-		if (info == NULL)
-			continue;
-		if (!strcmp(val, info->name)) {
-			CUR_TUN(p)->alg = (uint8_t)a;
-			return 0;
-		}
-		n += snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "", info->name);
-	}
-	return kerr(p, "expected one of %s; got '%s'", names, val);
-}
-
-static int tun_spi(struct parser *p, const char *val, struct cfg_sa_key *k)
-{
-	uint64_t v;
-
-	k->spi_line = p->line;
-	if (parse_uint(val, true, UINT32_MAX, &v))
-		return kerr(p, "expected an SPI (0x100..0xffffffff or decimal), got '%s'", val);
-	if (v < CFG_SPI_MIN)
-		return kerr(p, "SPI %s is reserved (1..255 by IANA, 0 is invalid); "
-			    "use 256 or more", val);
-	k->spi = (uint32_t)v;
-	return 0;
-}
-
-static int key_tun_out_spi(struct parser *p, const char *val)
-{
-	return tun_spi(p, val, &CUR_TUN(p)->out);
-}
-
-static int key_tun_in_spi(struct parser *p, const char *val)
-{
-	return tun_spi(p, val, &CUR_TUN(p)->in);
-}
-
-/* Both "x-key" and "x-key-file" given: the second one is the error. */
-static int key_once(struct parser *p, struct cfg_sa_key *k, bool auth, bool file)
-{
-	const char *dir = k == &CUR_TUN(p)->out ? "out" : "in", *what = auth ? "auth-key" : "key";
-	int *line = auth ? &k->auth_line : &k->key_line;
-
-	if (*line)
-		return kerr(p, "give either %s-%s or %s-%s-file, not both "
-			    "(other one at line %d)", dir, what, dir, what, *line);
-	*line = p->line;
-	if (auth)
-		k->auth_is_file = file;
-	else
-		k->key_is_file = file;
-	return 0;
-}
-
-static int set_key_hex(struct parser *p, struct cfg_sa_key *k, bool auth, const char *hex,
-		       const char *what)
-{
-	uint8_t *mat = auth ? k->authmat : k->keymat;
-	size_t cap = auth ? sizeof(k->authmat) : sizeof(k->keymat);
-	size_t *len = auth ? &k->authmat_len : &k->keymat_len;
-	char why[96];
-
-	if (decode_hex(hex, mat, cap, len, why, sizeof(why))) {
-		*len = 0;
-		return kerr(p, "%sbad hex: %s", what, why);
-	}
-	return 0;
-}
-
-/*
- * A key written in the config itself is as private as the file: one that
- * group or others may read is refused (once per file, naming the first key).
- */
-static int inline_key_private(struct parser *p)
-{
-	if (!(p->mode & 044) || p->key_mode_reported)
-		return 0;
-	p->key_mode_reported = true;
-	return kerr(p, "%s is mode %04o: group or others can read this key (chmod 600 it, "
-		    "or move the key to %s-file)", p->file, (unsigned)p->mode, p->key);
-}
-
-static int key_tun_key(struct parser *p, const char *val, struct cfg_sa_key *k)
-{
-	if (key_once(p, k, false, false))
-		return -1;
-	inline_key_private(p);
-	return set_key_hex(p, k, false, val, "");
-}
-
-static int key_tun_auth_key(struct parser *p, const char *val, struct cfg_sa_key *k)
-{
-	if (key_once(p, k, true, false))
-		return -1;
-	inline_key_private(p);
-	return set_key_hex(p, k, true, val, "");
-}
-
-static int key_tun_out_auth_key(struct parser *p, const char *val)
-{
-	return key_tun_auth_key(p, val, &CUR_TUN(p)->out);
-}
-
-static int key_tun_in_auth_key(struct parser *p, const char *val)
-{
-	return key_tun_auth_key(p, val, &CUR_TUN(p)->in);
-}
-
-static int key_tun_out_key(struct parser *p, const char *val)
-{
-	return key_tun_key(p, val, &CUR_TUN(p)->out);
-}
-
-static int key_tun_in_key(struct parser *p, const char *val)
-{
-	return key_tun_key(p, val, &CUR_TUN(p)->in);
-}
-
-/*
- * The file must be a private regular file of root or of us.  The checks are
- * on the descriptor that is read (fstat), not on the path: a symlink is
- * judged by the file it leads to, and nothing can be swapped in between.
- */
-static int check_key_file(struct parser *p, int fd, const char *path)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return kerr(p, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return kerr(p, "%s: not a regular file", path);
-	if (st.st_mode & 077)
-		return kerr(p, "%s: mode %04o lets group or others access the key "
-			    "(chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
-	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return kerr(p, "%s: owned by uid %u, not by root or uid %u", path,
-			    (unsigned)st.st_uid, (unsigned)geteuid());
-	return 0;
-}
-
-static ssize_t read_small(int fd, char *buf, size_t cap)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < cap && (n = read(fd, buf + got, cap - got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		got += n;
-	}
-	return (ssize_t)got;
-}
-
-/* Trim the file's text to its single line; -1 if there is more than one. */
-static int one_line(char *s)
-{
-	char *e = s + strlen(s);
-
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return strpbrk(s, "\r\n") ? -1 : 0;
-}
-
-/*
- * Open a secret file and check it (check_key_file); -1 when refused, with
- * the error reported.  nofollow: a symbolic link as the last component is
- * refused rather than judged by its target.
- */
-static int open_key_file(struct parser *p, const char *path, bool nofollow)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-		      (nofollow ? O_NOFOLLOW : 0));
-
-	if (fd < 0 && nofollow && errno == ELOOP)
-		return kerr(p, "%s: a symbolic link: refused (name the file itself)", path);
-	if (fd < 0)
-		return kerr(p, "%s: %s", path, strerror(errno));
-	if (check_key_file(p, fd, path)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int load_key_file(struct parser *p, struct cfg_sa_key *k, bool auth, const char *path)
-{
-	char buf[KEYFILE_MAX + 1], what[CFG_PATH_MAX + 4096];
-	char *s = buf;
-	ssize_t n;
-	int fd, rc = -1;
-
-	fd = open_key_file(p, path, false);
-	if (fd < 0)
-		return -1;
-	n = read_small(fd, buf, KEYFILE_MAX + 1);
-	if (n < 0 || n > KEYFILE_MAX) {
-		kerr(p, "%s: %s", path, n < 0 ? strerror(errno) : "too big for a key file");
-		goto out;
-	}
-	buf[n] = '\0';
-	while (isspace((unsigned char)*s))
-		s++;
-	if (one_line(s)) {
-		kerr(p, "%s: expected the key as hex on one line", path);
-		goto out;
-	}
-	snprintf(what, sizeof(what), "%s: ", path);
-	rc = set_key_hex(p, k, auth, s, what);
-out:
-	explicit_bzero(buf, sizeof(buf));
-	close(fd);
-	return rc;
-}
-
-/* A key file's path: absolute, or relative to the config's directory. */
-static int key_path(struct parser *p, const char *val, char path[4096])
-{
-	if (!*val)
-		return kerr(p, "empty path");
-	if (val[0] == '/')
-		snprintf(path, 4096, "%s", val);
-	else if (snprintf(path, 4096, "%s/%s", p->dir, val) >= 4096)
-		return kerr(p, "path too long");
-	return 0;
-}
-
-static int key_tun_key_file(struct parser *p, const char *val, struct cfg_sa_key *k,
-			    bool auth)
-{
-	char path[4096];
-
-	if (key_once(p, k, auth, true) || key_path(p, val, path))
-		return -1;
-	return load_key_file(p, k, auth, path);
-}
-
-static int key_tun_out_key_file(struct parser *p, const char *val)
-{
-	return key_tun_key_file(p, val, &CUR_TUN(p)->out, false);
-}
-
-static int key_tun_in_key_file(struct parser *p, const char *val)
-{
-	return key_tun_key_file(p, val, &CUR_TUN(p)->in, false);
-}
-
-static int key_tun_out_auth_key_file(struct parser *p, const char *val)
-{
-	return key_tun_key_file(p, val, &CUR_TUN(p)->out, true);
-}
-
-static int key_tun_in_auth_key_file(struct parser *p, const char *val)
-{
-	return key_tun_key_file(p, val, &CUR_TUN(p)->in, true);
-}
-
-static int key_tun_replay(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	/* 0 turns anti-replay off (RFC 4303 3.4.3 lets a receiver do so):
-	 * for benchmarks that replay a capture, never for a real peer. */
-	if (parse_uint(val, false, UINT32_MAX, &v) || (v != 0 && (v < CFG_REPLAY_WIN_MIN ||
-	    v > DPVPN_REPLAY_WIN_MAX || (v & (v - 1)))))
-		return kerr(p, "expected 0 (off) or a power of two from %d to %d, got '%s'",
-			    CFG_REPLAY_WIN_MIN, DPVPN_REPLAY_WIN_MAX, val);
-	CUR_TUN(p)->replay_window = (uint32_t)v;
-	return 0;
-}
-
-static int key_tun_df(struct parser *p, const char *val)
-{
-	static const char *const modes[] = {
-		[DPVPN_DF_COPY] = "copy", [DPVPN_DF_SET] = "set", [DPVPN_DF_CLEAR] = "clear",
-	};
-
-	for (uint8_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		if (!strcmp(val, modes[i])) {
-			CUR_TUN(p)->df = i;
-			return 0;
-		}
-	}
-	return kerr(p, "expected copy, set or clear, got '%s'", val);
-}
-
-static int life(struct parser *p, const char *val, uint64_t max, uint64_t *out)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, max, &v))
-		return kerr(p, "expected a number 0..%llu (0: no limit), got '%s'",
-			    (unsigned long long)max, val);
-	*out = v;
-	return 0;
-}
-
-static int life32(struct parser *p, const char *val, uint32_t *out)
-{
-	uint64_t v = 0;
-	int rc = life(p, val, UINT32_MAX, &v);
-
-	*out = (uint32_t)v;
-	return rc;
-}
-
-static int key_soft_bytes(struct parser *p, const char *v)
-{
-	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_bytes[0]);
-}
-
-static int key_hard_bytes(struct parser *p, const char *v)
-{
-	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_bytes[1]);
-}
-
-static int key_soft_packets(struct parser *p, const char *v)
-{
-	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_packets[0]);
-}
-
-static int key_hard_packets(struct parser *p, const char *v)
-{
-	return life(p, v, UINT64_MAX, &CUR_TUN(p)->life_packets[1]);
-}
-
-static int key_soft_seconds(struct parser *p, const char *v)
-{
-	return life32(p, v, &CUR_TUN(p)->life_seconds[0]);
-}
-
-static int key_hard_seconds(struct parser *p, const char *v)
-{
-	return life32(p, v, &CUR_TUN(p)->life_seconds[1]);
-}
-
-static int key_tun_esn(struct parser *p, const char *val)
-{
-	if (strcmp(val, "yes") && strcmp(val, "no"))
-		return kerr(p, "expected yes or no, got '%s'", val);
-	CUR_TUN(p)->esn = !strcmp(val, "yes");
-	return 0;
-}
-
-static int key_tun_seq_start(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, true, UINT64_MAX - 1, &v))
-		return kerr(p, "expected a sequence number (decimal or 0x hex), got '%s'", val);
-	CUR_TUN(p)->out_seq_start = v;
-	CUR_TUN(p)->seq_line = p->line;
-	return 0;
-}
-
-static int key_tun_mtu(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, 9000, &v) || v < DPVPN_MTU_MIN)
-		return kerr(p, "expected a tunnel MTU of %d..9000 bytes, got '%s'", DPVPN_MTU_MIN,
-			    val);
-	CUR_TUN(p)->mtu = (uint16_t)v;
-	return 0;
-}
-
-static int key_tun_mss(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (!strcmp(val, "auto")) {
-		CUR_TUN(p)->mss = 0;
-		return 0;
-	}
-	if (!strcmp(val, "off")) {
-		CUR_TUN(p)->mss = DPVPN_MSS_OFF;
-		return 0;
-	}
-	if (parse_uint(val, false, 65535, &v) || v < 88 || v > 8960)
-		return kerr(p, "expected auto, off or an MSS of 88..8960, got '%s'", val);
-	CUR_TUN(p)->mss = (uint16_t)v;
-	return 0;
-}
-
-static int key_tun_fragment(struct parser *p, const char *val)
-{
-	if (strcmp(val, "inner") && strcmp(val, "outer"))
-		return kerr(p, "expected inner (before encryption, RFC 4459) or outer, got '%s'",
-			    val);
-	CUR_TUN(p)->frag_outer = !strcmp(val, "outer");
-	CUR_TUN(p)->frag_line = p->line;
-	return 0;
-}
-
-static int key_tun_encap(struct parser *p, const char *val)
-{
-	if (strcmp(val, "esp") && strcmp(val, "udp"))
-		return kerr(p, "expected esp or udp, got '%s'", val);
-	CUR_TUN(p)->udp = !strcmp(val, "udp");
-	return 0;
-}
-
-static int tun_port(struct parser *p, const char *val, uint16_t *port)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, 65535, &v) || v == 0)
-		return kerr(p, "expected a UDP port 1..65535, got '%s'", val);
-	*port = (uint16_t)v;
-	CUR_TUN(p)->port_line = p->line;
-	return 0;
-}
-
-static int key_tun_local_ports(struct parser *p, const char *val)
-{
-	uint64_t v;
-	uint8_t log2 = 0;
-
-	if (parse_uint(val, false, 256, &v) || v == 0 || (v & (v - 1)))
-		return kerr(p, "expected a power of two from 1 to 256, got '%s'", val);
-	while ((1u << log2) < v)
-		log2++;
-	CUR_TUN(p)->udp_spread_log2 = log2;
-	CUR_TUN(p)->port_line = p->line;
-	return 0;
-}
-
-static int key_tun_local_port(struct parser *p, const char *val)
-{
-	return tun_port(p, val, &CUR_TUN(p)->udp_local);
-}
-
-static int key_tun_remote_port(struct parser *p, const char *val)
-{
-	return tun_port(p, val, &CUR_TUN(p)->udp_remote);
-}
-
-/* ---- keying = ike ---- */
-
-static int key_tun_keying(struct parser *p, const char *val)
-{
-	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-
-	p->keying_line = p->line;
-	if (!strcmp(val, "ike")) {
-		ike->on = 1;
-		ike->line = p->line;
-	} else if (strcmp(val, "static")) {
-		/* which keys belong is unknown: finish_tunnel checks neither set */
-		p->keying_bad = true;
-		return kerr(p, "expected static or ike, got '%s'", val);
-	}
-	return 0;
-}
-
-/*
- * The whole file is the PSK, less one final newline (echo adds it).  Unlike
- * key files, a symbolic link is refused: the PSK authenticates the peer for
- * every SA to come, so it must be exactly the file the config names.
- * Messages never quote the file's bytes.
- */
-static int key_tun_psk_file(struct parser *p, const char *val)
-{
-	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-	uint8_t buf[CFG_PSK_MAX + 2];
-	char path[4096];
-	ssize_t n;
-	int fd;
-
-	ike->psk_line = p->line;
-	if (key_path(p, val, path) || (fd = open_key_file(p, path, true)) < 0)
-		return -1;
-	n = read_small(fd, (char *)buf, sizeof(buf));
-	close(fd);
-	if (n > 0 && n <= CFG_PSK_MAX + 1 && buf[n - 1] == '\n')
-		n--;
-	if (n < 0)
-		kerr(p, "%s: %s", path, strerror(errno));
-	else if (n == (ssize_t)sizeof(buf))
-		kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got more than %d",
-		     path, CFG_PSK_MIN, CFG_PSK_MAX, CFG_PSK_MAX);
-	else if (n < CFG_PSK_MIN || n > CFG_PSK_MAX)
-		kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got %zd", path,
-		     CFG_PSK_MIN, CFG_PSK_MAX, n);
-	else
-		memcpy(ike->psk, buf, (size_t)n);
-	ike->psk_len = n >= CFG_PSK_MIN && n <= CFG_PSK_MAX ? (size_t)n : 0;
-	explicit_bzero(buf, sizeof(buf));
-	return ike->psk_len ? 0 : -1;
-}
-
-/* fqdn: letters, digits, '-' and '.'; email: one '@' between printable text. */
-static bool id_text_ok(const char *s, bool email)
-{
-	const char *at = strchr(s, '@');
-
-	if (!*s || strlen(s) > CFG_IKE_ID_MAX)
-		return false;
-	if (email && (!at || at == s || !at[1] || strchr(at + 1, '@')))
-		return false;
-	for (; *s; s++) {
-		if (email ? !isgraph((unsigned char)*s) :
-			    !isalnum((unsigned char)*s) && *s != '-' && *s != '.')
-			return false;
-	}
-	return true;
-}
-
-/* "TYPE:VALUE" into an IKE identity (RFC 7296 3.5); -1 if malformed. */
-static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *len)
-{
-	const char *v = strchr(val, ':');
-	struct cfg_addr a;
-	char why[96];
-	size_t n;
-
-	if (v == NULL)
-		return -1;
-	v++;
-	if (!strncmp(val, "fqdn:", 5) || !strncmp(val, "email:", 6)) {
-		if (!id_text_ok(v, val[0] == 'e'))
-			return -1;
-		*type = val[0] == 'e' ? 3 : 2;
-		*len = (uint8_t)strlen(v);
-		memcpy(id, v, *len);
-	} else if (!strncmp(val, "keyid:", 6)) {
-		if (decode_hex(v, id, CFG_IKE_ID_MAX, &n, why, sizeof(why)) || n > 64)
-			return -1;
-		*type = 11;
-		*len = (uint8_t)n;
-	} else if (!strncmp(val, "ip:", 3)) {
-		if (parse_addr(v, &a) || addr_is_zero(&a))
-			return -1;
-		*type = a.family == DPVPN_AF_INET ? 1 : 5;
-		*len = a.family == DPVPN_AF_INET ? 4 : 16;
-		if (a.family == DPVPN_AF_INET)
-			a.v4 = htonl(a.v4);	/* the ID carries it as on the wire */
-		memcpy(id, a.family == DPVPN_AF_INET ? (uint8_t *)&a.v4 : a.v6, *len);
-	} else {
-		return -1;
-	}
-	return 0;
-}
-
-static int tun_ike_id(struct parser *p, const char *val, uint8_t *type, uint8_t *id,
-		      uint8_t *len)
-{
-	if (parse_ike_id(val, type, id, len)) {
-		*type = 0;
-		*len = 0;
-		return kerr(p, "expected fqdn:NAME (letters, digits, '-', '.'), "
-			    "email:USER@HOST, keyid:HEX (1..64 bytes) or ip:ADDRESS, got '%s'",
-			    val);
-	}
-	return 0;
-}
-
-static int key_tun_local_id(struct parser *p, const char *val)
-{
-	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-
-	return tun_ike_id(p, val, &ike->local_id_type, ike->local_id, &ike->local_id_len);
-}
-
-static int key_tun_remote_id(struct parser *p, const char *val)
-{
-	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-
-	return tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len);
-}
-
-/* One "ENCR-PRF-DH" in strongSwan's naming; -1 if not one we negotiate. */
-static int parse_ike_prop(const char *s, uint16_t *encr_bits, uint16_t *dh)
-{
-	if (!strncmp(s, "aes128gcm16-", 12))
-		*encr_bits = 128;
-	else if (!strncmp(s, "aes256gcm16-", 12))
-		*encr_bits = 256;
-	else
-		return -1;
-	s += 12;
-	if (strncmp(s, "prfsha256-", 10))
-		return -1;
-	s += 10;
-	if (!strcmp(s, "ecp256"))
-		*dh = 19;
-	else if (!strcmp(s, "x25519"))
-		*dh = 31;
-	else
-		return -1;
-	return 0;
-}
-
-static int add_ike_prop(struct parser *p, struct cfg_ike *ike, const char *item)
-{
-	uint16_t bits, dh;
-
-	if (parse_ike_prop(item, &bits, &dh))
-		return kerr(p, "'%s': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or "
-			    "aes256gcm16 and DH ecp256 or x25519", item);
-	for (unsigned i = 0; i < ike->n_props; i++)
-		if (ike->props[i].encr_bits == bits && ike->props[i].dh == dh)
-			return kerr(p, "'%s' is listed twice", item);
-	ike->props[ike->n_props].encr_bits = bits;
-	ike->props[ike->n_props++].dh = dh;
-	return 0;
-}
-
-/* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference. */
-static int key_tun_ike_props(struct parser *p, const char *val)
-{
-	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-	char *list, *item, *next;
-	unsigned count = 1;
-	int rc = 0;
-
-	for (const char *c = val; (c = strchr(c, ',')) != NULL; c++)
-		count++;
-	if (count > CFG_IKE_PROPS_MAX)
-		return kerr(p, "expected 1..%d proposals, got %u", CFG_IKE_PROPS_MAX, count);
-	list = strdup(val);
-	if (!list)
-		return kerr(p, "out of memory");
-	for (item = list; item; item = next) {
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		if (add_ike_prop(p, ike, trim(item)))
-			rc = -1;
-	}
-	free(list);
-	return rc;
-}
-
-static int key_tun_start(struct parser *p, const char *val)
-{
-	if (strcmp(val, "yes") && strcmp(val, "no"))
-		return kerr(p, "expected yes (initiate at start) or no (wait for the peer), "
-			    "got '%s'", val);
-	CUR_TUN(p)->ike.start = !strcmp(val, "yes");
-	return 0;
-}
-
-static int key_tun_dpd(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, CFG_DPD_MAX, &v))
-		return kerr(p, "expected seconds 0..%d (0: off), got '%s'", CFG_DPD_MAX, val);
-	CUR_TUN(p)->ike.dpd_seconds = (uint32_t)v;
-	return 0;
-}
-
-static int key_tun_ike_life(struct parser *p, const char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, false, CFG_IKE_LIFE_MAX, &v) || v < CFG_IKE_LIFE_MIN)
-		return kerr(p, "expected seconds %d..%d, got '%s'", CFG_IKE_LIFE_MIN,
-			    CFG_IKE_LIFE_MAX, val);
-	CUR_TUN(p)->ike.ike_lifetime = (uint32_t)v;
-	return 0;
-}
-
-static int open_tunnel(struct parser *p)
-{
-	struct cfg *c = p->cfg;
-	struct cfg_tunnel **t, *tun;
-
-	tun = calloc(1, sizeof(*tun));
-	t = realloc(c->tunnels, (c->n_tunnels + 1) * sizeof(*t));
-	if (!tun || !t) {
-		free(tun);
-		if (t)
-			c->tunnels = t;
-		return -1;
-	}
-	c->tunnels = t;
-	strcpy(tun->name, p->sect_name);
-	tun->line = p->sect_line;
-	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
-	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
-	tun->ike.start = 1;
-	tun->ike.dpd_seconds = CFG_DPD_DEFAULT;
-	tun->ike.ike_lifetime = CFG_IKE_LIFE_DEFAULT;
-	p->idx = c->n_tunnels;
-	t[c->n_tunnels++] = tun;
-	return 0;
-}
-
-/* The keys a tunnel gives must be the ones its cipher takes, at their sizes. */
-static void check_key_len(struct parser *p, const struct cfg_tunnel *t,
-			  const struct cfg_sa_key *k, const char *dir)
-{
-	const struct dpvpn_alg_info *a = dpvpn_alg_get(t->alg);
-	size_t want;
-
-	if (a == NULL)
-		return;	/* no cipher: reported */
-	want = (size_t)a->key_len + a->salt_len;
-	if (want == 0 && k->key_line)
-		err_at(p, k->key_line, "[tunnel %s] %s-key%s: cipher %s has no encryption key",
-		       t->name, dir, k->key_is_file ? "-file" : "", a->name);
-	else if (want != 0 && !k->key_line)
-		err_at(p, t->line, "[tunnel %s] missing %s-key or %s-key-file", t->name, dir, dir);
-	else if (want != 0 && k->keymat_len && k->keymat_len != want) {
-		if (a->salt_len)
-			err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex "
-			       "(%u-byte key + %u-byte salt), got %zu", t->name, dir,
-			       k->key_is_file ? "-file" : "", want, a->key_len, a->salt_len,
-			       k->keymat_len);
-		else
-			err_at(p, k->key_line, "[tunnel %s] %s-key%s: expected %zu bytes of hex "
-			       "(the %s key), got %zu", t->name, dir,
-			       k->key_is_file ? "-file" : "", want, a->name, k->keymat_len);
-	}
-	want = a->auth_key_len;
-	if (want == 0 && k->auth_line)
-		err_at(p, k->auth_line, "[tunnel %s] %s-auth-key%s: cipher %s has no separate "
-		       "integrity key", t->name, dir, k->auth_is_file ? "-file" : "", a->name);
-	else if (want != 0 && !k->auth_line)
-		err_at(p, t->line, "[tunnel %s] missing %s-auth-key or %s-auth-key-file "
-		       "(cipher %s needs a %zu-byte HMAC key)", t->name, dir, dir, a->name, want);
-	else if (want != 0 && k->authmat_len && k->authmat_len != want)
-		err_at(p, k->auth_line, "[tunnel %s] %s-auth-key%s: expected %zu bytes of hex "
-		       "(the HMAC key of %s), got %zu", t->name, dir,
-		       k->auth_is_file ? "-file" : "", want, a->name, k->authmat_len);
-}
-
-/* Line of key NAME in the current section, 0 if it was not given. */
-static int seen_line(const struct parser *p, const char *name)
-{
-	for (size_t i = 0; i < p->def->n_keys; i++)
-		if (!strcmp(p->def->keys[i].name, name))
-			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
-	return 0;
-}
-
-/* Each key of the other keying, an error at its line. */
-static void check_keying(struct parser *p, const struct cfg_tunnel *t)
-{
-	const struct sect_def *d = p->def;
-
-	for (size_t i = 0; i < d->n_keys; i++) {
-		if (!(p->seen & KEY_BIT(i)) || key_belongs(p, &d->keys[i]))
-			continue;
-		if (t->ike.on)
-			err_at(p, p->key_line[i], "[tunnel %s] %s: not with keying = ike "
-			       "(IKE negotiates SPIs and keys)", t->name, d->keys[i].name);
-		else
-			err_at(p, p->key_line[i], "[tunnel %s] %s: only with keying = ike",
-			       t->name, d->keys[i].name);
-	}
-}
-
-/* The ESP transforms ike_sa.c can propose (RFC 7296 3.3.2: ENCR and INTEG ids). */
-static bool ike_can_negotiate(uint8_t alg)
-{
-	return alg == DPVPN_ALG_AES128_GCM || alg == DPVPN_ALG_AES256_GCM ||
-	       alg == DPVPN_ALG_AES128_CBC_SHA256 || alg == DPVPN_ALG_AES256_CBC_SHA256;
-}
-
-static void finish_ike(struct parser *p, struct cfg_tunnel *t)
-{
-	/* no ike-proposals: every one we take, the smaller key and ecp256 first */
-	static const uint16_t defaults[][2] = { { 128, 19 }, { 128, 31 }, { 256, 19 },
-						{ 256, 31 } };
-	const unsigned n_def = sizeof(defaults) / sizeof(defaults[0]);
-	struct cfg_ike *ike = &t->ike;
-
-	if (t->alg && !ike_can_negotiate(t->alg))
-		err_at(p, seen_line(p, "cipher"), "[tunnel %s] cipher: keying = ike negotiates "
-		       "aes128-gcm, aes256-gcm, aes128-cbc-sha256 or aes256-cbc-sha256, not %s",
-		       t->name, cfg_alg_name(t->alg));
-	_Static_assert(sizeof(defaults) / sizeof(defaults[0]) <= CFG_IKE_PROPS_MAX, "props");
-	if (!ike->n_props) {
-		for (unsigned i = 0; i < n_def; i++) {
-			ike->props[i].encr_bits = defaults[i][0];
-			ike->props[i].dh = defaults[i][1];
-		}
-		ike->n_props = n_def;
-	}
-	/* static keys given before "keying = ike" were parsed: not kept */
-	explicit_bzero(&t->out, sizeof(t->out));
-	explicit_bzero(&t->in, sizeof(t->in));
-	t->out_seq_start = 0;
-	t->seq_line = 0;
-}
-
-static void finish_static(struct parser *p, struct cfg_tunnel *t)
-{
-	check_key_len(p, t, &t->out, "out");
-	if (!t->esn && t->out_seq_start > UINT32_MAX)
-		err_at(p, t->seq_line, "[tunnel %s] out-seq-start: %llu needs esn = yes "
-		       "(32-bit sequence numbers end at 4294967295)", t->name,
-		       (unsigned long long)t->out_seq_start);
-	check_key_len(p, t, &t->in, "in");
-	if (t->out.spi && t->out.spi == t->in.spi)
-		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: must differ from out-spi "
-		       "(both 0x%08x)", t->name, t->in.spi);
-}
-
-static void finish_tunnel(struct parser *p)
-{
-	struct cfg_tunnel *t = CUR_TUN(p);
-
-	check_keying(p, t);
-	if (t->ike.on) {
-		finish_ike(p, t);
-	} else {
-		/* nothing of IKE's is kept, a PSK read before the keying least of all
-		 * (the PSK wiped on its own: gcc's object-size check under ASan takes
-		 * &t->ike for its first byte) */
-		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
-		memset(&t->ike, 0, sizeof(t->ike));
-		if (!p->keying_bad)
-			finish_static(p, t);
-	}
-	/* The outer pair and the inner pair each of one family; 4o6 and 6o4
-	 * are fine. */
-	check_family(p, "tunnel", t->name, t->remote_line, "remote", &t->remote, -1, "local",
-		     &t->local, -1, "address", "local and remote must be of one family");
-	check_family(p, "tunnel", t->name, t->rts_line, "remote-ts", &t->remote_ts.addr,
-		     t->remote_ts.len, "local-ts", &t->local_ts.addr, t->local_ts.len, "prefix",
-		     "local-ts and remote-ts must be of one family");
-}
-
 /* ---- section table ---- */
 
-static const struct key_def dataplane_keys[] = {
-	{ "socket", key_dp_socket, false },
-};
-
-static const struct key_def control_keys[] = {
-	{ "socket", key_ctl_socket, false },
-	{ "state", key_ctl_state, false },
-	{ "seq-block", key_ctl_seq_block, false },
-	{ "metrics", key_ctl_metrics, false },
-	{ "group", key_ctl_group, false },
-};
-
-static const struct key_def port_keys[] = {
-	{ "id", key_port_id, true },
-	{ "role", key_port_role, true },
-	{ "address", key_port_address, true },
-	{ "mtu", key_port_mtu, false },
-	{ "extra-addresses", key_port_extra, false },
-};
-
-static const struct key_def neigh_keys[] = {
-	{ "port", key_neigh_port, true },
-	{ "address", key_neigh_address, true },
-	{ "mac", key_neigh_mac, true },
-};
-
-static const struct key_def route_keys[] = {
-	{ "dst", key_route_dst, true },
-	{ "port", key_route_port, true },
-	{ "via", key_route_via, false },
-};
-
-static const struct key_def tunnel_keys[] = {
-	{ "local", key_tun_local, true },
-	{ "remote", key_tun_remote, true },
-	{ "local-ts", key_tun_lts, true },
-	{ "remote-ts", key_tun_rts, true },
-	{ "cipher", key_tun_cipher, true },
-	{ "out-spi", key_tun_out_spi, true, KEYING_STATIC },
-	{ "in-spi", key_tun_in_spi, true, KEYING_STATIC },
-	{ "out-key", key_tun_out_key, false, KEYING_STATIC },
-	{ "in-key", key_tun_in_key, false, KEYING_STATIC },
-	{ "out-key-file", key_tun_out_key_file, false, KEYING_STATIC },
-	{ "in-key-file", key_tun_in_key_file, false, KEYING_STATIC },
-	{ "out-auth-key", key_tun_out_auth_key, false, KEYING_STATIC },
-	{ "in-auth-key", key_tun_in_auth_key, false, KEYING_STATIC },
-	{ "out-auth-key-file", key_tun_out_auth_key_file, false, KEYING_STATIC },
-	{ "in-auth-key-file", key_tun_in_auth_key_file, false, KEYING_STATIC },
-	{ "replay-window", key_tun_replay, false },
-	{ "df", key_tun_df, false },
-	{ "encap", key_tun_encap, false },
-	{ "esn", key_tun_esn, false },
-	{ "out-seq-start", key_tun_seq_start, false, KEYING_STATIC },
-	{ "mtu", key_tun_mtu, false },
-	{ "mss-clamp", key_tun_mss, false },
-	{ "fragment", key_tun_fragment, false },
-	{ "soft-bytes", key_soft_bytes, false },
-	{ "hard-bytes", key_hard_bytes, false },
-	{ "soft-packets", key_soft_packets, false },
-	{ "hard-packets", key_hard_packets, false },
-	{ "soft-seconds", key_soft_seconds, false },
-	{ "hard-seconds", key_hard_seconds, false },
-	{ "local-port", key_tun_local_port, false },
-	{ "local-ports", key_tun_local_ports, false },
-	{ "remote-port", key_tun_remote_port, false },
-	{ "keying", key_tun_keying, false },
-	{ "psk-file", key_tun_psk_file, true, KEYING_IKE },
-	{ "local-id", key_tun_local_id, false, KEYING_IKE },
-	{ "remote-id", key_tun_remote_id, false, KEYING_IKE },
-	{ "ike-proposals", key_tun_ike_props, false, KEYING_IKE },
-	{ "start", key_tun_start, false, KEYING_IKE },
-	{ "dpd", key_tun_dpd, false, KEYING_IKE },
-	{ "ike-lifetime", key_tun_ike_life, false, KEYING_IKE },
-};
-
-#define KEYS(k)	k, sizeof(k) / sizeof(k[0])
-
-static const struct sect_def sections[] = {
-	{ "dataplane", SECT_DATAPLANE, false, KEYS(dataplane_keys), open_dataplane, NULL },
-	{ "control", SECT_CONTROL, false, KEYS(control_keys), open_control, NULL },
-	{ "port", SECT_PORT, true, KEYS(port_keys), open_port, NULL },
-	{ "neighbor", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
-	/* British spelling, as dpvpnctl's "neighbour" commands: the same section
-	 * (one name space: [neighbor x] and [neighbour x] are duplicates) */
-	{ "neighbour", SECT_NEIGH, true, KEYS(neigh_keys), open_neigh, NULL },
-	{ "route", SECT_ROUTE, true, KEYS(route_keys), open_route, finish_route },
-	{ "tunnel", SECT_TUNNEL, true, KEYS(tunnel_keys), open_tunnel, finish_tunnel },
+static const struct sect_def *const sections[] = {
+	&cfg_sect_dataplane, &cfg_sect_control, &cfg_sect_port, &cfg_sect_neighbor,
+	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel,
 };
 
 #define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
-_Static_assert(sizeof(tunnel_keys) / sizeof(tunnel_keys[0]) <= 64, "grow parser.seen");
 _Static_assert(sizeof(((struct parser *)0)->key_line) / sizeof(int) == 64, "one line a bit");
 
 static const struct sect_def *find_section(const char *type)
 {
 	for (size_t i = 0; i < N_SECTIONS; i++)
-		if (!strcmp(sections[i].type, type))
-			return &sections[i];
+		if (!strcmp(sections[i]->type, type))
+			return sections[i];
 	return NULL;
 }
 
@@ -1732,9 +174,10 @@ static void finish_section(struct parser *p)
 	if (p->type == SECT_NONE || p->type == SECT_BAD)
 		return;
 	for (size_t i = 0; i < d->n_keys; i++)
-		if (d->keys[i].required && !(p->seen & KEY_BIT(i)) && key_required(p, &d->keys[i]))
-			err_at(p, p->sect_line, "[%s%s%s] missing required key '%s'", d->type, sep,
-			       p->sect_name, d->keys[i].name);
+		if (d->keys[i].required && !(p->seen & KEY_BIT(i)) &&
+		    cfg_key_required(p, &d->keys[i]))
+			cfg_err_at(p, p->sect_line, "[%s%s%s] missing required key '%s'", d->type,
+				   sep, p->sect_name, d->keys[i].name);
 	if (d->finish)
 		d->finish(p);
 	p->type = SECT_NONE;
@@ -1746,38 +189,38 @@ static int open_section(struct parser *p, char *type, char *name)
 	const struct sect_def *d = find_section(type);
 
 	if (!d) {
-		err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, port, "
-		       "neighbor (or neighbour), route or tunnel)", type);
+		cfg_err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, "
+			   "port, neighbor (or neighbour), route or tunnel)", type);
 		return -1;
 	}
 	if (d->named && !*name) {
-		err_at(p, p->line, "[%s] needs a name: [%s NAME]", type, type);
+		cfg_err_at(p, p->line, "[%s] needs a name: [%s NAME]", type, type);
 		return -1;
 	}
 	if (!d->named && *name) {
-		err_at(p, p->line, "[%s] takes no name, got '%s'", type, name);
+		cfg_err_at(p, p->line, "[%s] takes no name, got '%s'", type, name);
 		return -1;
 	}
-	if (strlen(name) > CFG_NAME_MAX || !valid_name(name)) {
-		err_at(p, p->line, "[%s %s] name must be 1..%d characters of A-Z a-z 0-9 - _ .",
-		       type, name, CFG_NAME_MAX);
+	if (strlen(name) > CFG_NAME_MAX || !cfg_valid_name(name)) {
+		cfg_err_at(p, p->line, "[%s %s] name must be 1..%d characters of "
+			   "A-Z a-z 0-9 - _ .", type, name, CFG_NAME_MAX);
 		return -1;
 	}
 	if (name_taken(p, d->id, name)) {
-		err_at(p, p->line, "duplicate section [%s %s]", type, name);
+		cfg_err_at(p, p->line, "duplicate section [%s %s]", type, name);
 		return -1;
 	}
 	strcpy(p->sect_name, name);
 	p->def = d;	/* open_neigh keeps the spelling (a refused section is SECT_BAD) */
 	if (d->open(p)) {
-		err_at(p, p->line, "duplicate section [%s]", type);
+		cfg_err_at(p, p->line, "duplicate section [%s]", type);
 		return -1;
 	}
 	p->type = d->id;
 	return 0;
 }
 
-static char *trim(char *s)
+char *cfg_trim(char *s)
 {
 	char *e;
 
@@ -1806,16 +249,16 @@ static void section_header(struct parser *p, char *s)
 	p->seen = 0;
 	p->keying_line = 0;
 	p->keying_bad = false;
-	if (!end || !is_comment(trim(end + 1))) {
-		err_at(p, p->line, "expected '[type name]' on a line of its own");
+	if (!end || !is_comment(cfg_trim(end + 1))) {
+		cfg_err_at(p, p->line, "expected '[type name]' on a line of its own");
 		return;
 	}
 	*end = '\0';
-	body = trim(s + 1);
+	body = cfg_trim(s + 1);
 	name = body + strcspn(body, " \t");
 	if (*name)
 		*name++ = '\0';
-	if (open_section(p, body, trim(name)) == 0)
+	if (open_section(p, body, cfg_trim(name)) == 0)
 		return;
 	p->type = SECT_BAD;
 	p->sect_name[0] = '\0';
@@ -1829,7 +272,7 @@ static int handle_kv(struct parser *p, const char *name, const char *value)
 	size_t i;
 
 	if (p->type == SECT_NONE) {
-		err_at(p, p->line, "'%s' outside of any section", name);
+		cfg_err_at(p, p->line, "'%s' outside of any section", name);
 		return 1;
 	}
 	if (p->type == SECT_BAD)
@@ -1839,15 +282,15 @@ static int handle_kv(struct parser *p, const char *name, const char *value)
 		if (!strcmp(d->keys[i].name, name))
 			break;
 	if (i == d->n_keys) {
-		kerr(p, "unknown key");
+		cfg_kerr(p, "unknown key");
 	} else if (p->seen & KEY_BIT(i)) {
-		kerr(p, "duplicate key");
+		cfg_kerr(p, "duplicate key");
 	} else {
 		p->seen |= KEY_BIT(i);
 		p->key_line[i] = p->line;
 		/* a key of the other keying is refused at the end (finish_tunnel);
 		 * not even its file is read once the keying is known */
-		if (!p->keying_line || key_belongs(p, &d->keys[i]))
+		if (!p->keying_line || cfg_key_belongs(p, &d->keys[i]))
 			d->keys[i].fn(p, value);
 	}
 	p->key = NULL;
@@ -1873,7 +316,7 @@ static void secret_line(struct parser *p, char *s)
 			break;
 		}
 	}
-	handle_kv(p, trim(s), trim(v));
+	handle_kv(p, cfg_trim(s), cfg_trim(v));
 }
 
 static bool is_secret_key(const char *s)
@@ -1920,221 +363,21 @@ static char *read_ini_line(char *buf, int num, void *stream)
 	if (!s)
 		return NULL;
 	buf[0] = '\0';
-	s = trim(s);
+	s = cfg_trim(s);
 	if (is_comment(s))
 		return buf;
 	if (*s == '[') {
 		section_header(p, s);
 	} else if (strlen(s) + 2 > (size_t)num) {
-		err_at(p, p->line, "line longer than %d characters", num - 2);
+		cfg_err_at(p, p->line, "line longer than %d characters", num - 2);
 	} else if (!s[strcspn(s, "=:")] || s[0] == '=' || s[0] == ':') {
-		err_at(p, p->line, "expected 'key = value' or '[type name]'");
+		cfg_err_at(p, p->line, "expected 'key = value' or '[type name]'");
 	} else if (is_secret_key(s)) {
 		secret_line(p, s);
 	} else {
 		snprintf(buf, num, "%s\n", s);
 	}
 	return buf;
-}
-
-/* ---- whole-file checks ---- */
-
-static int find_port(const struct cfg *c, const char *ref)
-{
-	uint64_t id;
-	bool numeric = parse_uint(ref, false, CFG_PORT_ID_MAX, &id) == 0;
-
-	for (size_t i = 0; i < c->n_ports; i++)
-		if (!strcmp(c->ports[i].name, ref) || (numeric && c->ports[i].id == id))
-			return (int)i;
-	return -1;
-}
-
-static void resolve_ports(struct parser *p)
-{
-	struct cfg *c = p->cfg;
-	int i = -1;
-
-	for (size_t n = 0; n < c->n_neighs; n++) {
-		struct cfg_neigh *e = &c->neighs[n];
-
-		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
-			err_at(p, e->port_line, "[%s %s] port: no [port] named or numbered "
-			       "'%s'", e->section, e->name, e->port_ref);
-		else if (e->port_line)
-			e->port_id = c->ports[i].id;
-	}
-	for (size_t n = 0; n < c->n_routes; n++) {
-		struct cfg_route *e = &c->routes[n];
-
-		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
-			err_at(p, e->port_line, "[route %s] port: no [port] named or "
-			       "numbered '%s'", e->name, e->port_ref);
-		else if (e->port_line)
-			e->port_id = c->ports[i].id;
-	}
-}
-
-static void check_port_ids(struct parser *p)
-{
-	const struct cfg *c = p->cfg;
-
-	for (size_t i = 0; i < c->n_ports; i++)
-		for (size_t j = 0; j < i; j++)
-			if (c->ports[i].id_line && c->ports[j].id_line &&
-			    c->ports[i].id == c->ports[j].id) {
-				err_at(p, c->ports[i].id_line, "[port %s] id: %u is already "
-				       "the id of [port %s]", c->ports[i].name, c->ports[i].id,
-				       c->ports[j].name);
-				break;
-			}
-}
-
-/* extra-addresses: an outside port's, beside its IPv4 address. */
-static void check_extra(struct parser *p)
-{
-	char buf[INET6_ADDRSTRLEN];
-
-	for (size_t i = 0; i < p->cfg->n_ports; i++) {
-		const struct cfg_port *port = &p->cfg->ports[i];
-
-		if (!port->extra4.addr.family)
-			continue;
-		if (port->role != DPVPN_ROLE_OUTSIDE)
-			err_at(p, port->extra_line, "[port %s] extra-addresses: only an outside "
-			       "port takes them (role = outside)", port->name);
-		else if (!port->addr4.addr.family)
-			err_at(p, port->extra_line, "[port %s] extra-addresses: %s/%u needs the "
-			       "port's own IPv4 address (address =) too", port->name,
-			       fmt_addr(&port->extra4.addr, buf), port->extra4.len);
-	}
-}
-
-/* Is a within p (IPv4, host order)? */
-static bool in_prefix4(const struct cfg_prefix *p, const struct cfg_addr *a)
-{
-	return p->addr.family == DPVPN_AF_INET && a->family == DPVPN_AF_INET &&
-	       (a->v4 & prefix_mask(p->len)) == p->addr.v4;
-}
-
-/* An outside port's address, or one of its extra-addresses. */
-bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint16_t *port_id)
-{
-	for (size_t i = 0; i < c->n_ports; i++) {
-		const struct cfg_port *port = &c->ports[i];
-		const struct cfg_prefix *a = addr->family == DPVPN_AF_INET6 ? &port->addr6 :
-									     &port->addr4;
-
-		if (port->role == DPVPN_ROLE_OUTSIDE && a->addr.family &&
-		    (addr_equal(&a->addr, addr) || in_prefix4(&port->extra4, addr))) {
-			if (port_id != NULL)
-				*port_id = port->id;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool any_extra(const struct cfg *c)
-{
-	for (size_t i = 0; i < c->n_ports; i++)
-		if (c->ports[i].extra4.addr.family)
-			return true;
-	return false;
-}
-
-static bool is_outside_addr(const struct cfg *c, const struct cfg_addr *addr)
-{
-	return cfg_is_outside_addr(c, addr, NULL);
-}
-
-struct spi_ref {
-	uint32_t spi;
-	size_t idx;
-};
-
-static int spi_ref_cmp(const void *a, const void *b)
-{
-	const struct spi_ref *x = a, *y = b;
-
-	if (x->spi != y->spi)
-		return x->spi < y->spi ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Each in-spi once: sorted, so that many tunnels check in O(n log n). */
-static void check_in_spis(struct parser *p)
-{
-	const struct cfg *c = p->cfg;
-	struct spi_ref *refs = calloc(c->n_tunnels + 1, sizeof(*refs));
-	size_t n = 0, first = 0;
-
-	if (refs == NULL)
-		return;
-	for (size_t i = 0; i < c->n_tunnels; i++)
-		if (c->tunnels[i]->in.spi && !c->tunnels[i]->ike.on)	/* IKE picks its own */
-			refs[n++] = (struct spi_ref){ c->tunnels[i]->in.spi, i };
-	qsort(refs, n, sizeof(*refs), spi_ref_cmp);
-	for (size_t i = 1; i < n; i++) {
-		const struct cfg_tunnel *t = c->tunnels[refs[i].idx];
-
-		if (refs[i].spi != refs[i - 1].spi) {
-			first = i;
-			continue;
-		}
-		err_at(p, t->in.spi_line, "[tunnel %s] in-spi: 0x%08x is already "
-		       "the in-spi of [tunnel %s]", t->name, t->in.spi,
-		       c->tunnels[refs[first].idx]->name);
-	}
-	free(refs);
-}
-
-/* A soft limit must come before its hard one. */
-static void check_life(struct parser *p, const struct cfg_tunnel *t)
-{
-	static const char *const what[] = { "bytes", "packets", "seconds" };
-	uint64_t soft[3] = { t->life_bytes[0], t->life_packets[0], t->life_seconds[0] };
-	uint64_t hard[3] = { t->life_bytes[1], t->life_packets[1], t->life_seconds[1] };
-
-	for (int i = 0; i < 3; i++)
-		if (hard[i] && soft[i] > hard[i])
-			err_at(p, t->line, "[tunnel %s] soft-%s %llu is above hard-%s %llu",
-			       t->name, what[i], (unsigned long long)soft[i], what[i],
-			       (unsigned long long)hard[i]);
-}
-
-static void check_tunnels(struct parser *p)
-{
-	const struct cfg *c = p->cfg;
-	char buf[INET6_ADDRSTRLEN];
-
-	for (size_t i = 0; i < c->n_tunnels; i++) {
-		const struct cfg_tunnel *t = c->tunnels[i];
-
-		if (t->local.family && !is_outside_addr(c, &t->local))
-			err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of an "
-			       "outside port%s", t->name, fmt_addr(&t->local, buf),
-			       any_extra(c) && t->local.family == DPVPN_AF_INET ?
-			       " (nor in its extra-addresses)" : "");
-		if (t->port_line && !t->udp)
-			err_at(p, t->port_line, "[tunnel %s] local-port/remote-port/local-ports need "
-			       "encap = udp", t->name);
-		if (t->frag_outer && t->local.family == DPVPN_AF_INET6)
-			err_at(p, t->frag_line, "[tunnel %s] fragment: outer fragmentation needs "
-			       "an IPv4 outer header (local/remote)", t->name);
-		check_life(p, t);
-	}
-	check_in_spis(p);
-}
-
-static void check_all(struct parser *p)
-{
-	if (!p->cfg->n_ports)
-		err_at(p, p->line ? p->line : 1, "no [port NAME] section: at least one is needed");
-	check_port_ids(p);
-	check_extra(p);
-	resolve_ports(p);
-	check_tunnels(p);
 }
 
 /* ---- entry points ---- */
@@ -2149,11 +392,27 @@ static void check_config_file(struct parser *p, const struct stat *st)
 {
 	p->mode = st->st_mode & 07777;
 	if (st->st_uid != 0 && st->st_uid != geteuid())
-		err_at(p, 0, "owned by uid %u, not by root or uid %u: refused", (unsigned)st->st_uid,
-		       (unsigned)geteuid());
+		cfg_err_at(p, 0, "owned by uid %u, not by root or uid %u: refused",
+			   (unsigned)st->st_uid, (unsigned)geteuid());
 	if (st->st_mode & 022)
-		err_at(p, 0, "mode %04o lets group or others change the configuration: refused "
-		       "(chmod go-w it)", (unsigned)p->mode);
+		cfg_err_at(p, 0, "mode %04o lets group or others change the configuration: "
+			   "refused (chmod go-w it)", (unsigned)p->mode);
+}
+
+ssize_t cfg_read_small(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < cap && (n = read(fd, buf + got, cap - got)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += n;
+	}
+	return (ssize_t)got;
 }
 
 static int read_file(struct parser *p, const char *path)
@@ -2164,18 +423,18 @@ static int read_file(struct parser *p, const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0 || fstat(fd, &st)) {
-		err_at(p, 0, "%s", strerror(errno));
+		cfg_err_at(p, 0, "%s", strerror(errno));
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > CFG_FILE_MAX) {
-		err_at(p, 0, "not a regular file of at most %d bytes", CFG_FILE_MAX);
+		cfg_err_at(p, 0, "not a regular file of at most %d bytes", CFG_FILE_MAX);
 		goto fail;
 	}
 	check_config_file(p, &st);
 	p->text = calloc(1, (size_t)st.st_size + 1);
-	n = p->text ? read_small(fd, p->text, (size_t)st.st_size) : -1;
+	n = p->text ? cfg_read_small(fd, p->text, (size_t)st.st_size) : -1;
 	if (n < 0) {
-		err_at(p, 0, "%s", strerror(errno));
+		cfg_err_at(p, 0, "%s", strerror(errno));
 		goto fail;
 	}
 	p->text_len = (size_t)n;
@@ -2234,7 +493,7 @@ int cfg_load(struct cfg *cfg, const char *path)
 		names_init(&p);
 		ini_parse_stream(read_ini_line, &p, on_ini_kv, &p);
 		finish_section(&p);
-		check_all(&p);
+		cfg_check_all(&p);
 		names_free(&p);
 	}
 	if (p.text) {

@@ -7,7 +7,7 @@
  *   dpvpnctl genkey [-f] psk FILE|-               psk-file (keying = ike)
  *
  * The sizes are include/dpvpn_alg.h's, the table dpvpnd's config check and
- * the dataplane take theirs from; the text is what config.c's key files
+ * the dataplane take theirs from; the text is what config_tunnel.c's key files
  * hold: "0x" and the bytes in hex, one line (a PSK: 64 hex digits, the text
  * itself being the key, as a peer's config quotes it).  The bytes come from
  * getrandom(2).  A FILE is created mode 0600 and never followed if it is a

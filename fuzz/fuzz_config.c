@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_config.c - dpvpnd's config parser (control/config.c): the input is
+ * fuzz_config.c - dpvpnd's config parser (control/config*.c): the input is
  * the text of a config file, written to a private directory and loaded with
  * cfg_load() as dpvpnd -c does: inih's reader and ours (sections, secret
  * lines, comments, BOM, long lines), every key's value parser, key files

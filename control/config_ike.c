@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * config_ike.c - a [tunnel NAME] with keying = ike: its keys (psk-file,
+ * local-id, remote-id, ike-proposals, start, dpd, ike-lifetime), which are
+ * part of the tunnel's key table (config_tunnel.c), and the checks at the
+ * section's end: no key of the other keying, a cipher IKE can negotiate,
+ * the default proposals.  IKEv2 itself is ike_sa.c's.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config_parse.h"
+#include "dpvpn_alg.h"
+
+int cfg_key_tun_keying(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	p->keying_line = p->line;
+	if (!strcmp(val, "ike")) {
+		ike->on = 1;
+		ike->line = p->line;
+	} else if (strcmp(val, "static")) {
+		/* which keys belong is unknown: finish_tunnel checks neither set */
+		p->keying_bad = true;
+		return cfg_kerr(p, "expected static or ike, got '%s'", val);
+	}
+	return 0;
+}
+
+/*
+ * The whole file is the PSK, less one final newline (echo adds it).  Unlike
+ * key files, a symbolic link is refused: the PSK authenticates the peer for
+ * every SA to come, so it must be exactly the file the config names.
+ * Messages never quote the file's bytes.
+ */
+int cfg_key_tun_psk_file(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+	uint8_t buf[CFG_PSK_MAX + 2];
+	char path[4096];
+	ssize_t n;
+	int fd;
+
+	ike->psk_line = p->line;
+	if (cfg_key_path(p, val, path) || (fd = cfg_open_key_file(p, path, true)) < 0)
+		return -1;
+	n = cfg_read_small(fd, (char *)buf, sizeof(buf));
+	close(fd);
+	if (n > 0 && n <= CFG_PSK_MAX + 1 && buf[n - 1] == '\n')
+		n--;
+	if (n < 0)
+		cfg_kerr(p, "%s: %s", path, strerror(errno));
+	else if (n == (ssize_t)sizeof(buf))
+		cfg_kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got more than %d",
+			 path, CFG_PSK_MIN, CFG_PSK_MAX, CFG_PSK_MAX);
+	else if (n < CFG_PSK_MIN || n > CFG_PSK_MAX)
+		cfg_kerr(p, "%s: expected a pre-shared key of %d..%d bytes, got %zd", path,
+			 CFG_PSK_MIN, CFG_PSK_MAX, n);
+	else
+		memcpy(ike->psk, buf, (size_t)n);
+	ike->psk_len = n >= CFG_PSK_MIN && n <= CFG_PSK_MAX ? (size_t)n : 0;
+	explicit_bzero(buf, sizeof(buf));
+	return ike->psk_len ? 0 : -1;
+}
+
+/* fqdn: letters, digits, '-' and '.'; email: one '@' between printable text. */
+static bool id_text_ok(const char *s, bool email)
+{
+	const char *at = strchr(s, '@');
+
+	if (!*s || strlen(s) > CFG_IKE_ID_MAX)
+		return false;
+	if (email && (!at || at == s || !at[1] || strchr(at + 1, '@')))
+		return false;
+	for (; *s; s++) {
+		if (email ? !isgraph((unsigned char)*s) :
+			    !isalnum((unsigned char)*s) && *s != '-' && *s != '.')
+			return false;
+	}
+	return true;
+}
+
+/* "TYPE:VALUE" into an IKE identity (RFC 7296 3.5); -1 if malformed. */
+static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *len)
+{
+	const char *v = strchr(val, ':');
+	struct cfg_addr a;
+	char why[96];
+	size_t n;
+
+	if (v == NULL)
+		return -1;
+	v++;
+	if (!strncmp(val, "fqdn:", 5) || !strncmp(val, "email:", 6)) {
+		if (!id_text_ok(v, val[0] == 'e'))
+			return -1;
+		*type = val[0] == 'e' ? 3 : 2;
+		*len = (uint8_t)strlen(v);
+		memcpy(id, v, *len);
+	} else if (!strncmp(val, "keyid:", 6)) {
+		if (cfg_decode_hex(v, id, CFG_IKE_ID_MAX, &n, why, sizeof(why)) || n > 64)
+			return -1;
+		*type = 11;
+		*len = (uint8_t)n;
+	} else if (!strncmp(val, "ip:", 3)) {
+		if (cfg_parse_addr(v, &a) || cfg_addr_is_zero(&a))
+			return -1;
+		*type = a.family == DPVPN_AF_INET ? 1 : 5;
+		*len = a.family == DPVPN_AF_INET ? 4 : 16;
+		if (a.family == DPVPN_AF_INET)
+			a.v4 = htonl(a.v4);	/* the ID carries it as on the wire */
+		memcpy(id, a.family == DPVPN_AF_INET ? (uint8_t *)&a.v4 : a.v6, *len);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int tun_ike_id(struct parser *p, const char *val, uint8_t *type, uint8_t *id,
+		      uint8_t *len)
+{
+	if (parse_ike_id(val, type, id, len)) {
+		*type = 0;
+		*len = 0;
+		return cfg_kerr(p, "expected fqdn:NAME (letters, digits, '-', '.'), "
+				"email:USER@HOST, keyid:HEX (1..64 bytes) or ip:ADDRESS, got '%s'",
+				val);
+	}
+	return 0;
+}
+
+int cfg_key_tun_local_id(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	return tun_ike_id(p, val, &ike->local_id_type, ike->local_id, &ike->local_id_len);
+}
+
+int cfg_key_tun_remote_id(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	return tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len);
+}
+
+/* One "ENCR-PRF-DH" in strongSwan's naming; -1 if not one we negotiate. */
+static int parse_ike_prop(const char *s, uint16_t *encr_bits, uint16_t *dh)
+{
+	if (!strncmp(s, "aes128gcm16-", 12))
+		*encr_bits = 128;
+	else if (!strncmp(s, "aes256gcm16-", 12))
+		*encr_bits = 256;
+	else
+		return -1;
+	s += 12;
+	if (strncmp(s, "prfsha256-", 10))
+		return -1;
+	s += 10;
+	if (!strcmp(s, "ecp256"))
+		*dh = 19;
+	else if (!strcmp(s, "x25519"))
+		*dh = 31;
+	else
+		return -1;
+	return 0;
+}
+
+static int add_ike_prop(struct parser *p, struct cfg_ike *ike, const char *item)
+{
+	uint16_t bits, dh;
+
+	if (parse_ike_prop(item, &bits, &dh))
+		return cfg_kerr(p, "'%s': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or "
+				"aes256gcm16 and DH ecp256 or x25519", item);
+	for (unsigned i = 0; i < ike->n_props; i++)
+		if (ike->props[i].encr_bits == bits && ike->props[i].dh == dh)
+			return cfg_kerr(p, "'%s' is listed twice", item);
+	ike->props[ike->n_props].encr_bits = bits;
+	ike->props[ike->n_props++].dh = dh;
+	return 0;
+}
+
+/* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference. */
+int cfg_key_tun_ike_props(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+	char *list, *item, *next;
+	unsigned count = 1;
+	int rc = 0;
+
+	for (const char *c = val; (c = strchr(c, ',')) != NULL; c++)
+		count++;
+	if (count > CFG_IKE_PROPS_MAX)
+		return cfg_kerr(p, "expected 1..%d proposals, got %u", CFG_IKE_PROPS_MAX, count);
+	list = strdup(val);
+	if (!list)
+		return cfg_kerr(p, "out of memory");
+	for (item = list; item; item = next) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		if (add_ike_prop(p, ike, cfg_trim(item)))
+			rc = -1;
+	}
+	free(list);
+	return rc;
+}
+
+int cfg_key_tun_start(struct parser *p, const char *val)
+{
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return cfg_kerr(p, "expected yes (initiate at start) or no (wait for the peer), "
+				"got '%s'", val);
+	CUR_TUN(p)->ike.start = !strcmp(val, "yes");
+	return 0;
+}
+
+int cfg_key_tun_dpd(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (cfg_parse_uint(val, false, CFG_DPD_MAX, &v))
+		return cfg_kerr(p, "expected seconds 0..%d (0: off), got '%s'", CFG_DPD_MAX, val);
+	CUR_TUN(p)->ike.dpd_seconds = (uint32_t)v;
+	return 0;
+}
+
+int cfg_key_tun_ike_life(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (cfg_parse_uint(val, false, CFG_IKE_LIFE_MAX, &v) || v < CFG_IKE_LIFE_MIN)
+		return cfg_kerr(p, "expected seconds %d..%d, got '%s'", CFG_IKE_LIFE_MIN,
+				CFG_IKE_LIFE_MAX, val);
+	CUR_TUN(p)->ike.ike_lifetime = (uint32_t)v;
+	return 0;
+}
+
+/* Line of key NAME in the current section, 0 if it was not given. */
+static int seen_line(const struct parser *p, const char *name)
+{
+	for (size_t i = 0; i < p->def->n_keys; i++)
+		if (!strcmp(p->def->keys[i].name, name))
+			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
+	return 0;
+}
+
+/* Each key of the other keying, an error at its line. */
+void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t)
+{
+	const struct sect_def *d = p->def;
+
+	for (size_t i = 0; i < d->n_keys; i++) {
+		if (!(p->seen & KEY_BIT(i)) || cfg_key_belongs(p, &d->keys[i]))
+			continue;
+		if (t->ike.on)
+			cfg_err_at(p, p->key_line[i], "[tunnel %s] %s: not with keying = ike "
+				   "(IKE negotiates SPIs and keys)", t->name, d->keys[i].name);
+		else
+			cfg_err_at(p, p->key_line[i], "[tunnel %s] %s: only with keying = ike",
+				   t->name, d->keys[i].name);
+	}
+}
+
+/* The ESP transforms ike_sa.c can propose (RFC 7296 3.3.2: ENCR and INTEG ids). */
+static bool ike_can_negotiate(uint8_t alg)
+{
+	return alg == DPVPN_ALG_AES128_GCM || alg == DPVPN_ALG_AES256_GCM ||
+	       alg == DPVPN_ALG_AES128_CBC_SHA256 || alg == DPVPN_ALG_AES256_CBC_SHA256;
+}
+
+void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
+{
+	/* no ike-proposals: every one we take, the smaller key and ecp256 first */
+	static const uint16_t defaults[][2] = { { 128, 19 }, { 128, 31 }, { 256, 19 },
+						{ 256, 31 } };
+	const unsigned n_def = sizeof(defaults) / sizeof(defaults[0]);
+	struct cfg_ike *ike = &t->ike;
+
+	if (t->alg && !ike_can_negotiate(t->alg))
+		cfg_err_at(p, seen_line(p, "cipher"), "[tunnel %s] cipher: keying = ike "
+			   "negotiates aes128-gcm, aes256-gcm, aes128-cbc-sha256 or "
+			   "aes256-cbc-sha256, not %s", t->name, cfg_alg_name(t->alg));
+	_Static_assert(sizeof(defaults) / sizeof(defaults[0]) <= CFG_IKE_PROPS_MAX, "props");
+	if (!ike->n_props) {
+		for (unsigned i = 0; i < n_def; i++) {
+			ike->props[i].encr_bits = defaults[i][0];
+			ike->props[i].dh = defaults[i][1];
+		}
+		ike->n_props = n_def;
+	}
+	/* static keys given before "keying = ike" were parsed: not kept */
+	explicit_bzero(&t->out, sizeof(t->out));
+	explicit_bzero(&t->in, sizeof(t->in));
+	t->out_seq_start = 0;
+	t->seq_line = 0;
+}
