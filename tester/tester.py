@@ -348,6 +348,9 @@ def private_file(path, text):
         f.write(text)
 
 
+QUIET_S = 0.1      # a trial's drain ends after this long without a packet
+
+
 class Tester:
     """dpvpn-dataplane --tester N and its dpvpnd, on two vdevs (port A, port B)."""
 
@@ -487,18 +490,21 @@ class Tester:
                 if now["trial"] == trial and t > at:
                     print(rep.progress_line(prev, now, t - at), file=progress, flush=True)
                 prev, at = now, t
-        deadline, last = time.monotonic() + drain, None
+        # the drain: until all is in, nothing more came for QUIET_S (a worker
+        # descheduled on a busy host holds packets for tens of ms), or drain s
+        deadline, last, moved = time.monotonic() + drain, None, time.monotonic()
         while True:
             s = self.stats()
             if s["trial"] != trial:
                 raise RuntimeError("tester: another trial started meanwhile")
-            got = tuple(s[d]["received"] for d in DIRS)
+            got, now = tuple(s[d]["received"] for d in DIRS), time.monotonic()
             done = all(s[d]["received"] + s[d]["duplicated"] >= s[d]["sent"] for d in DIRS)
-            if not s["running"] and (done or got == last or time.monotonic() > deadline):
+            if got != last:
+                last, moved = got, now
+            if not s["running"] and (done or now - moved >= QUIET_S or now > deadline):
                 if before is not None:
                     self.sa_window = (before, self.sa_snapshot())
                 return s
-            last = got
             time.sleep(0.02)
 
 
@@ -590,13 +596,16 @@ def setup_rate(tester, tunnels, seconds=10.0, per_tunnel_pps=20, rate=None):
 
 
 def initiate_paced(tester, tunnels, rate, t0, started):
-    """dpvpnctl initiate t0..tN-1, rate a second from t0 (monotonic time of
+    """Initiate t0..tN-1 (dpvpnd's socket), rate a second from t0 (monotonic time of
     the trial's start); started[i]: when tunnel i was asked, from t0."""
-    for i in range(tunnels):
-        at = t0 + i / rate
-        time.sleep(max(0.0, at - time.monotonic()))
-        started[i] = time.monotonic() - t0
-        lab.sh(lab.DPVPNCTL, "-s", tester.gw.ctl_sock, "initiate", f"t{i}")
+    ctl = Ctl(tester.gw.ctl_sock)   # one process a tunnel fell behind 100/s on a busy host
+    try:
+        for i in range(tunnels):
+            time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+            started[i] = time.monotonic() - t0
+            ctl.ike("initiate", f"t{i}")
+    finally:
+        ctl.close()
 
 
 REKEY_GRACE_S = 2.0     # dpvpnd keeps a rekeyed CHILD_SA this long (ike_sa.h)
@@ -656,10 +665,20 @@ class Ctl:
     thousands of initiations a second, which one dpvpnctl process each
     (≈ 10 ms) could not."""
 
-    def __init__(self, path):
+    def __init__(self, path, wait=5.0):
+        """wait: seconds to wait for a dpvpnd still starting (its socket)."""
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.s.settimeout(10)
-        self.s.connect(path)
+        end = time.monotonic() + wait
+        while True:
+            try:
+                self.s.connect(path)
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > end:
+                    self.s.close()
+                    raise
+                time.sleep(0.05)
 
     def ask(self, **req):
         self.s.send(json.dumps(req).encode())

@@ -733,7 +733,8 @@ def test_ike_paced_setup_and_rekeys_under_load():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("outer", [None, "198.19.128.0/17"])
+@pytest.mark.parametrize("outer", [pytest.param(None, marks=pytest.mark.long),
+                                   "198.19.128.0/17"])
 def test_thousand_static_tunnels(outer):
     """1 000 statically keyed tunnels through a dpvpn DUT (all from one tester
     address, or each from its own: 1 000 peers behind one route on the DUT):
@@ -867,6 +868,7 @@ def test_imix_mix_per_direction(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_setup_rate_search_finds_the_duts_ike_limit():
     """The set-up rate search against a DUT whose dataplane passes its IKE
     daemon at most r = 20 IKE messages a second after a burst of B = 16
@@ -986,6 +988,7 @@ def test_nat_t_port_per_tunnel(outer):
         assert encaps == {f"udp 4500->{4600 + i}" for i in range(8)}, encaps
 
 
+@pytest.mark.slow
 def test_ike_outer_address_per_tunnel():
     """IKEv2 from a tester address per tunnel: dpvpnd initiates each tunnel
     from its own extra address (IKE_TX from it), the DUT answers there, and
@@ -998,6 +1001,7 @@ def test_ike_outer_address_per_tunnel():
         assert {sa["remote"] for sa in sas} == {f"198.19.128.{i + 1}" for i in range(8)}, sas
 
 
+@pytest.mark.slow
 def test_ike_nat_t_port_per_tunnel():
     """IKEv2 with a UDP port per tunnel: dpvpnd talks IKE from each
     tunnel's local-port (4600 + i) to the DUT's 4500 once in UDP, the
