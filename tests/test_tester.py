@@ -609,14 +609,16 @@ def test_loop_random_loss_is_measured():
         # on port C's inbound SAs in the trial say the same, tunnel by tunnel
         per = lp.tester.tunnels()
         per_gap = {i: t["d_esp_gap"] for i, t in per.items()}
-        assert sum(per_gap.values()) == x["lost"], (per_gap, x)
+        # but a loss after a stream's last received packet (its tail) has no
+        # later sequence number to show it: 1 trial in ~12 loses one of the 4
+        # tunnels' last packets at 2 %; 3 in a row: 1 in 30 000
+        tail = {i: t["d_sent"] - t["d_received"] - per_gap[i] for i, t in per.items()}
+        assert all(0 <= n <= 2 for n in tail.values()), (tail, per_gap, x)
         print(f"2 % random loss ({how}): sent {x['sent']}, lost {x['lost']} "
               f"({100 * loss:.2f} %)")
         assert x["sent"] > 38000 and abs(loss - 0.02) <= 0.0035, x
         assert x["duplicated"] == 0 and x["received"] + x["lost"] == x["sent"], x
         assert all(0 < t["d_sent"] - t["d_received"] < 0.05 * t["d_sent"] for t in per.values())
-        assert all(t["d_sent"] - t["d_received"] == per_gap[i] for i, t in per.items()), \
-            (per, per_gap)
 
 
 def test_calibration_back_to_back(tmp_path):
