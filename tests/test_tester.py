@@ -757,11 +757,22 @@ def test_thousand_static_tunnels(outer):
 @pytest.mark.slow
 def test_thousand_ike_tunnels_paced():
     """1 000 tunnels keyed by IKEv2, initiated at 100 a second: all up (a
-    packet both ways on each), none failed."""
+    packet both ways on each).  Most within the 16 s trial; on a host whose
+    CPUs other work holds (CI beside other jobs: 982 of 1 000 in one run,
+    the last after 8.9 s) some need their retransmissions (0.5 s, doubled
+    each time), so those get up to 5 more trials of 3 s: every one of the
+    1 000 must carry traffic."""
     with Pair(1000, ike=True, start_tester=False, paced=True) as p:
         r = T.setup_rate(p.tester, 1000, seconds=16.0, per_tunnel_pps=2, rate=100)
         print({k: v for k, v in r.items() if k != "failed"})
-        assert r["up"] == 1000 and r["failed"] == [], r["failed"][:10]
+        late = set(r["failed"])
+        for _ in range(5):
+            if not late:
+                break
+            p.tester.trial(2000, 2000, 3.0, [64])
+            late = {i for i in late if not all(p.tester.tunnels(i, 1)[i][f"{d}_received"]
+                                               for d in ("e", "d"))}
+        assert not late, sorted(late)[:10]
 
 
 # ---- strongSwan (charon, kernel-libipsec) as the device under test ----
