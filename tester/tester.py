@@ -734,18 +734,9 @@ def setup_trial(tester, rate, count, deadline=3.0, per_tunnel_pps=20):
     deadline seconds of its initiation.  Returns the trial's record."""
     load = per_tunnel_pps * tester.plan.tunnels / 2
     started = {}
-
-    def initiate(t0):
-        ctl = Ctl(tester.gw.ctl_sock)
-        try:
-            for i in range(count):
-                time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
-                started[i] = time.monotonic() - t0
-                ctl.ike("initiate", f"t{i}")
-        finally:
-            ctl.close()
     t0 = time.monotonic()
-    tester.trial(load, load, count / rate + deadline, [64], during=initiate)
+    tester.trial(load, load, count / rate + deadline, [64],
+                 during=lambda at: initiate_paced(tester, count, rate, at, started))
     per = tester.tunnels(0, count)
     first = {}
     for i, t in per.items():
