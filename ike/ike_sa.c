@@ -427,8 +427,8 @@ ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
 
 	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
 	if (rc == 0)
-		rc = ike_derive_sa_keys(PRF_ID, sa->prop.encr_bits / 8, true, sa->ni, sa->ni_len,
-					sa->nr, sa->nr_len, gir, glen, sa->spi_i, sa->spi_r,
+		rc = ike_derive_sa_keys(PRF_ID, sa->prop.encr_bits / 8, IKE_INTEG_NONE, sa->ni,
+					sa->ni_len, sa->nr, sa->nr_len, gir, glen, sa->spi_i, sa->spi_r,
 					&sa->keys);
 	explicit_bzero(gir, sizeof(gir));
 	ike_dh_free(sa->dh);

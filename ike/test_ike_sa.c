@@ -1907,7 +1907,7 @@ t_init(struct tpeer *t)
 		}
 	}
 	assert_int_equal(ike_dh_derive(dh, ke.data, ke.len, gir, &glen), 0);
-	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, true, t->ni, 32, t->nr,
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, IKE_INTEG_NONE, t->ni, 32, t->nr,
 					    t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
 	ike_dh_free(dh);
 }
