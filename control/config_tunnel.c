@@ -647,6 +647,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "local-id", cfg_key_tun_local_id, false, KEYING_IKE },
 	{ "remote-id", cfg_key_tun_remote_id, false, KEYING_IKE },
 	{ "ike-proposals", cfg_key_tun_ike_props, false, KEYING_IKE },
+	{ "esp-proposals", cfg_key_tun_esp_props, false, KEYING_IKE },
 	{ "start", cfg_key_tun_start, false, KEYING_IKE },
 	{ "dpd", cfg_key_tun_dpd, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },

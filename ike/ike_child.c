@@ -15,7 +15,7 @@
 
 /* A CHILD_SA as negotiated, before its keys. */
 struct child_new {
-	const struct ike_prop_esp *prop;
+	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
 	struct ike_prefix tl, tr;
 	/* The exchange that made it: its initiator's keys come first (2.17). */
@@ -24,12 +24,28 @@ struct child_new {
 	size_t ni_len, nr_len;
 };
 
+/* Key bytes of an ESP cipher (with GCM's and ChaCha20's 4-byte salt, RFC 4106, 7634). */
+static size_t
+esp_enc_key_len(const struct ike_prop_esp *p)
+{
+	if (p->encr == IKE_ENCR_CHACHA20_POLY1305)
+		return 32 + 4;
+	return p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
+}
+
+/* Key bytes of an ESP integrity algorithm: the HMAC's hash length (RFC 2404, 4868). */
+static size_t
+esp_integ_key_len(uint16_t integ)
+{
+	return integ == IKE_INTEG_HMAC_SHA1_96 ? 20 : integ != 0 ? 32 : 0;
+}
+
 /* KEYMAT (2.17) into a CHILD_SA, which becomes sa->child, and the owner installs it. */
 static int
 child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now)
 {
 	uint8_t km[2 * (IKE_CHILD_ENC_MAX + IKE_CHILD_INTEG_MAX)];
-	const struct ike_prop_esp *p = cn->prop;
+	const struct ike_prop_esp *p = &cn->prop;
 	struct ike_child c;
 	size_t ek, ik;
 	int rc;
@@ -38,9 +54,9 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 	c.encr = p->encr;
 	c.encr_bits = p->encr_bits;
 	c.integ = p->integ;
-	ek = c.enc_key_len = p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
-	ik = c.integ_key_len = p->integ != 0 ? 32 : 0;
-	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, cn->ni,
+	ek = c.enc_key_len = esp_enc_key_len(p);
+	ik = c.integ_key_len = esp_integ_key_len(p->integ);
+	rc = ike_child_keymat(sa->prop.prf, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, cn->ni,
 			      cn->ni_len, cn->nr, cn->nr_len, km, 2 * (ek + ik));
 	if (rc == 0) {
 		/* KEYMAT: the exchange initiator's outbound keys first, then the responder's. */
@@ -118,7 +134,7 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 
 	if (child_pl_parse(v, IKE_AUTH, false, &cp, err, sizeof(err)) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
-	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, false, 0, &prop, &spi_out, &num) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	/* TSi is the initiator's side: our remote one. */
@@ -129,10 +145,10 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	spi_in = get32(spi);
-	if (child_install(ctx, sa, &(struct child_new){ &prop, spi_in, spi_out, tl, tr, false,
+	if (child_install(ctx, sa, &(struct child_new){ prop, spi_in, spi_out, tl, tr, false,
 			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
-	ike_esp_prop_build(&prop, num, spi_in, &resp);
+	ike_esp_chosen_build(&prop, num, spi_in, &resp);
 	ike_ts_from_prefix(&tr, &tsi);
 	ike_ts_from_prefix(&tl, &tsr);
 	ike_build_sa(in, &resp, 1);
@@ -150,7 +166,6 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	     struct child_new *cn, char *err, size_t elen)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
-	struct ike_proposal want;
 	struct child_pl cp;
 	unsigned num;
 	int rc;
@@ -162,12 +177,11 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	if (cp.n_props != 1 || num < 1 || num > cfg->n_esp)
 		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
 				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
-	ike_esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
-	cn->prop = &cfg->esp[num - 1];
 	cn->spi_out = get32(cp.props[0].spi);
-	if (!ike_prop_same(&cp.props[0], &want) || cn->spi_out == 0)
-		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
-				"or SPI 0", num), -EBADMSG;
+	if (!ike_prop_check_esp(&cfg->esp[num - 1], &cp.props[0], false, &cn->prop) ||
+	    cn->spi_out == 0)
+		return snprintf(err, elen, "sa.proposal[1]: not one of each kind from our ESP "
+				"proposal %u, or SPI 0", num), -EBADMSG;
 	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ike_ts_to_prefix(&cp.tsi[0], &cn->tl) ||
 	    !ike_ts_to_prefix(&cp.tsr[0], &cn->tr) || !ike_prefix_within(&cn->tl, &cfg->ts_local) ||
 	    !ike_prefix_within(&cn->tr, &cfg->ts_remote))
@@ -251,7 +265,7 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_buf_init(&in, inner, sizeof(inner));
 	ike_build_notify(&in, &nt);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, false, &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_build_nonce(&in, sa->rk_nonce, sizeof(sa->rk_nonce));
 	ike_ts_from_prefix(&sa->child.tl, &tsi);
@@ -367,7 +381,7 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
 			      "Nonce payload"), IKE_N_INVALID_SYNTAX;
-	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, false, 0, &prop, &cn.spi_out, &num) != 0 ||
 	    cn.spi_out == 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
@@ -377,11 +391,11 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
 	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
 		return IKE_N_TEMPORARY_FAILURE;
-	cn = (struct child_new){ &prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
+	cn = (struct child_new){ prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
 				 nr, no->len, sizeof(nr) };
 	nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
 	if (nerr == 0) {
-		ike_esp_prop_build(&prop, num, cn.spi_in, &resp);
+		ike_esp_chosen_build(&prop, num, cn.spi_in, &resp);
 		ike_ts_from_prefix(&cn.tr, &tsi);
 		ike_ts_from_prefix(&cn.tl, &tsr);
 		ike_build_sa(in, &resp, 1);

@@ -195,16 +195,46 @@ pfx4(const char *ip, uint8_t plen)
 	return p;
 }
 
-static const struct ike_prop_ike IKE_PROPS[] = {
-	{ 128, IKE_DH_ECP256 }, { 256, IKE_DH_ECP256 },
-	{ 128, IKE_DH_CURVE25519 }, { 256, IKE_DH_CURVE25519 },
+/* Configured proposals of one algorithm of each kind. */
+#define PROP_GCM(bits, prf_, g) { .encr = { { IKE_ENCR_AES_GCM_16, bits } }, .n_encr = 1, \
+				  .prf = { prf_ }, .n_prf = 1, .dh = { g }, .n_dh = 1 }
+#define PROP_CBC(bits, integ_, prf_, g) { .encr = { { IKE_ENCR_AES_CBC, bits } }, .n_encr = 1, \
+					  .integ = { integ_ }, .n_integ = 1, .prf = { prf_ }, \
+					  .n_prf = 1, .dh = { g }, .n_dh = 1 }
+#define ESP_AEAD(id, bits)	{ .encr = { { id, bits } }, .n_encr = 1 }
+#define ESP_CBC(bits, integ_)	{ .encr = { { IKE_ENCR_AES_CBC, bits } }, .n_encr = 1, \
+				  .integ = { integ_ }, .n_integ = 1 }
+
+static const struct ike_prop_cfg IKE_PROPS[] = {
+	PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256),
+	PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_CURVE25519),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_256, IKE_DH_CURVE25519),
+	/* issue 16: CBC with HMAC-SHA2, the longer PRFs, MODP-2048 and ECP-384 */
+	PROP_CBC(128, IKE_INTEG_HMAC_SHA2_256_128, IKE_PRF_HMAC_SHA2_256, IKE_DH_MODP2048),
+	PROP_CBC(256, IKE_INTEG_HMAC_SHA2_384_192, IKE_PRF_HMAC_SHA2_384, IKE_DH_ECP384),
+	PROP_CBC(256, IKE_INTEG_HMAC_SHA2_512_256, IKE_PRF_HMAC_SHA2_512, IKE_DH_ECP256),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_512, IKE_DH_CURVE25519),
 };
 
-static const struct ike_prop_esp ESP_PROPS[] = {
-	{ IKE_ENCR_AES_GCM_16, 128, 0 }, { IKE_ENCR_AES_GCM_16, 256, 0 },
-	{ IKE_ENCR_AES_CBC, 128, IKE_INTEG_HMAC_SHA2_256_128 },
-	{ IKE_ENCR_AES_CBC, 256, IKE_INTEG_HMAC_SHA2_256_128 },
+static const struct ike_prop_cfg ESP_PROPS[] = {
+	ESP_AEAD(IKE_ENCR_AES_GCM_16, 128), ESP_AEAD(IKE_ENCR_AES_GCM_16, 256),
+	ESP_CBC(128, IKE_INTEG_HMAC_SHA2_256_128), ESP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128),
+	ESP_CBC(128, IKE_INTEG_HMAC_SHA1_96), ESP_AEAD(IKE_ENCR_CHACHA20_POLY1305, 256),
 };
+
+/* Key bytes a CHILD_SA of ESP proposal e gets. */
+static size_t
+esp_enc_len(const struct ike_prop_cfg *e)
+{
+	return e->encr[0].bits / 8u + (e->encr[0].id == IKE_ENCR_AES_CBC ? 0 : 4);
+}
+
+static size_t
+esp_integ_len(const struct ike_prop_cfg *e)
+{
+	return e->n_integ == 0 ? 0 : e->integ[0] == IKE_INTEG_HMAC_SHA1_96 ? 20 : 32;
+}
 
 /* The initiator's side of connection "t"; mirror() gives the responder's. */
 static struct ike_conn_cfg
@@ -368,13 +398,15 @@ test_up_all_proposals(void **state)
 			bring_up(0);
 			assert_established();
 			assert_mirrored();
-			assert_int_equal(status(&I).st.dh, IKE_PROPS[i].dh);
-			assert_int_equal(status(&R).st.encr_bits, IKE_PROPS[i].encr_bits);
-			assert_int_equal(I.child.encr, ESP_PROPS[e].encr);
-			assert_int_equal(I.child.integ, ESP_PROPS[e].integ);
-			assert_int_equal(I.child.enc_key_len, ESP_PROPS[e].encr_bits / 8 +
-					 (ESP_PROPS[e].integ ? 0 : 4));
-			assert_int_equal(I.child.integ_key_len, ESP_PROPS[e].integ ? 32 : 0);
+			assert_int_equal(status(&I).st.dh, IKE_PROPS[i].dh[0]);
+			assert_int_equal(status(&R).st.encr, IKE_PROPS[i].encr[0].id);
+			assert_int_equal(status(&R).st.encr_bits, IKE_PROPS[i].encr[0].bits);
+			assert_int_equal(status(&R).st.integ, IKE_PROPS[i].integ[0]);
+			assert_int_equal(status(&I).st.prf, IKE_PROPS[i].prf[0]);
+			assert_int_equal(I.child.encr, ESP_PROPS[e].encr[0].id);
+			assert_int_equal(I.child.integ, ESP_PROPS[e].integ[0]);
+			assert_int_equal(I.child.enc_key_len, esp_enc_len(&ESP_PROPS[e]));
+			assert_int_equal(I.child.integ_key_len, esp_integ_len(&ESP_PROPS[e]));
 			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
 			/* Four datagrams: no retransmission, no error. */
 			assert_int_equal(I.sent + R.sent, 4);
@@ -474,6 +506,83 @@ test_invalid_ke(void **state)
 	assert_int_equal(status(&I).st.dh, IKE_DH_ECP256);
 	/* Only the established SA on the responder: the refusal kept nothing. */
 	assert_int_equal(status(&R).n, 1);
+	stop();
+}
+
+/*
+ * Proposals of several algorithms of a kind (strongSwan's syntax): the
+ * responder takes its own preference among what is offered; the KE guess
+ * (x25519) is not among its groups, so one INVALID_KE_PAYLOAD round moves
+ * the initiator to MODP-2048.
+ */
+static void
+test_multi_alg_proposal(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_CBC, 128 }, { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 2,
+		.integ = { IKE_INTEG_HMAC_SHA2_512_256, IKE_INTEG_HMAC_SHA2_256_128 },
+		.n_integ = 2,
+		.prf = { IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_256 }, .n_prf = 2,
+		.dh = { IKE_DH_CURVE25519, IKE_DH_MODP2048 }, .n_dh = 2 };
+	ci.esp[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_GCM_16, 128 }, { IKE_ENCR_AES_GCM_16, 256 } },
+		.n_encr = 2 };
+	cr = mirror(&ci);
+	cr.ike[0] = (struct ike_prop_cfg)PROP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128,
+						   IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256);
+	cr.ike[0].dh[0] = IKE_DH_MODP2048;
+	cr.ike[0].dh[1] = IKE_DH_ECP256;
+	cr.ike[0].n_dh = 2;
+	cr.esp[0] = (struct ike_prop_cfg)ESP_AEAD(IKE_ENCR_AES_GCM_16, 256);
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_mirrored();
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(status(&I).st.encr, IKE_ENCR_AES_CBC);
+	assert_int_equal(status(&I).st.encr_bits, 256);
+	assert_int_equal(status(&I).st.integ, IKE_INTEG_HMAC_SHA2_256_128);
+	assert_int_equal(status(&I).st.prf, IKE_PRF_HMAC_SHA2_256);
+	assert_int_equal(status(&I).st.dh, IKE_DH_MODP2048);
+	assert_int_equal(I.child.encr_bits, 256);
+	stop();
+}
+
+/*
+ * strongSwan 5.9's default proposals on both sides (config_prop.c): the
+ * classic one wins, with the first of each kind and the initiator's group.
+ */
+static void
+test_default_proposals(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_CBC, 128 }, { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 2,
+		.integ = { IKE_INTEG_HMAC_SHA2_256_128, IKE_INTEG_HMAC_SHA2_384_192,
+			   IKE_INTEG_HMAC_SHA2_512_256 }, .n_integ = 3,
+		.prf = { IKE_PRF_HMAC_SHA2_256, IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_512 },
+		.n_prf = 3,
+		.dh = { IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_CURVE25519, IKE_DH_MODP2048 },
+		.n_dh = 4 };
+	ci.ike[1] = ci.ike[0];
+	ci.ike[1].encr[0].id = ci.ike[1].encr[1].id = IKE_ENCR_AES_GCM_16;
+	ci.ike[1].n_integ = 0;
+	ci.n_ike = 2;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	assert_int_equal(status(&R).st.encr, IKE_ENCR_AES_CBC);
+	assert_int_equal(status(&R).st.encr_bits, 128);
+	assert_int_equal(status(&R).st.integ, IKE_INTEG_HMAC_SHA2_256_128);
+	assert_int_equal(status(&R).st.prf, IKE_PRF_HMAC_SHA2_256);
+	assert_int_equal(status(&R).st.dh, IKE_DH_ECP256);
 	stop();
 }
 
@@ -1323,16 +1432,18 @@ rekey_once(struct side *a, uint64_t now, uint32_t grace)
 	}
 }
 
-/* A rekey from each side, GCM and CBC, with the default grace period. */
+/* A rekey from each side, GCM and CBC (in ESP, and in IKE), with the default grace period. */
 static void
 test_rekey(void **state)
 {
 	(void)state;
-	for (unsigned k = 0; k < 4; k++) {
+	for (unsigned k = 0; k < 6; k++) {
 		struct ike_conn_cfg ci = cfg_i(), cr;
 		struct side *a = k % 2 ? &R : &I;
 
 		ci.esp[0] = ESP_PROPS[k < 2 ? 0 : 3];
+		if (k >= 4)
+			ci.ike[0] = IKE_PROPS[6];	/* the SK payload with AES-CBC */
 		cr = mirror(&ci);
 		start(&ci, &cr);
 		bring_up(0);
@@ -1589,11 +1700,14 @@ static void
 test_ike_rekey(void **state)
 {
 	(void)state;
-	for (unsigned who = 0; who < 2; who++) {
+	/* GCM, then CBC with HMAC-SHA2-384 / ECP-384 and HMAC-SHA2-256 / MODP-2048 */
+	for (unsigned k = 0; k < 6; k++) {
 		struct ike_conn_cfg ci = cfg_i(), cr;
+		unsigned who = k % 2;
 		struct side *a = who ? &R : &I, *b = who ? &I : &R;
 		struct pkt old_dpd;
 
+		ci.ike[0] = IKE_PROPS[k < 2 ? 0 : k < 4 ? 5 : 4];
 		ci.dpd_ms = 10000;
 		cr = mirror(&ci);
 		start(&ci, &cr);
@@ -1907,8 +2021,8 @@ t_init(struct tpeer *t)
 		}
 	}
 	assert_int_equal(ike_dh_derive(dh, ke.data, ke.len, gir, &glen), 0);
-	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, IKE_INTEG_NONE, t->ni, 32, t->nr,
-					    t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, IKE_INTEG_NONE, t->ni, 32,
+					    t->nr, t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
 	ike_dh_free(dh);
 }
 
@@ -2030,14 +2144,23 @@ test_conn_add_checks(void **state)
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), 0);
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EEXIST);
 	c.name[0] = 'u';
-	c.ike[0].dh = 14;
+	c.ike[0].dh[0] = 2;		/* MODP-1024 */
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "ike:"));
+	assert_non_null(strstr(err, "ike[0]:"));
 	c = cfg_i();
 	c.name[0] = 'u';
-	c.esp[0].integ = IKE_INTEG_HMAC_SHA2_256_128;
+	c.esp[0].integ[0] = IKE_INTEG_HMAC_SHA2_256_128;	/* with GCM */
+	c.esp[0].n_integ = 1;
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "esp:"));
+	assert_non_null(strstr(err, "esp[0]:"));
+	c = cfg_i();
+	c.name[0] = 'u';
+	c.ike[0].n_prf = 0;
+	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
+	c.ike[0] = (struct ike_prop_cfg)PROP_CBC(128, IKE_INTEG_HMAC_SHA1_96, IKE_PRF_HMAC_SHA2_256,
+						  IKE_DH_ECP256);
+	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "integrity"));
 	c = cfg_i();
 	c.name[0] = 'u';
 	c.psk_len = 0;
@@ -2056,6 +2179,8 @@ main(void)
 		cmocka_unit_test(test_wrong_psk),
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_invalid_ke),
+		cmocka_unit_test(test_multi_alg_proposal),
+		cmocka_unit_test(test_default_proposals),
 		cmocka_unit_test(test_no_proposal),
 		cmocka_unit_test(test_esp_no_proposal),
 		cmocka_unit_test(test_ts_narrowing),
