@@ -103,6 +103,10 @@ struct ike_sa {
 	uint64_t old_del_ms;
 	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
 	uint32_t rk_spi;
+	/* PFS (esp-proposals with a group): our rekey request's KE, until the answer */
+	struct ike_dh *rk_dh;
+	uint16_t rk_group;
+	unsigned rk_ke_tries;		/* INVALID_KE_PAYLOAD retries of this rekey */
 	bool want_rekey;		/* asked for while another request was out */
 	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t child_rekeys;

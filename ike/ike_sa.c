@@ -409,6 +409,7 @@ sa_free(struct ike_sa *sa)
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
 	ike_dh_free(sa->irk_dh);
+	ike_dh_free(sa->rk_dh);
 	free(sa->init_req);
 	free(sa->init_resp);
 	free(sa->req);

@@ -145,6 +145,7 @@ struct ike_child {
 	uint16_t encr;			/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
 	uint16_t encr_bits;
 	uint16_t integ;			/* IKE_INTEG_HMAC_SHA2_256_128, or 0 with GCM */
+	uint16_t dh;			/* PFS: the group of the exchange's KE; 0 none */
 	size_t enc_key_len;		/* bytes of enc_*: the AES key, + 4 salt with GCM */
 	size_t integ_key_len;		/* bytes of integ_*: 32, or 0 with GCM */
 	uint32_t spi_in, spi_out;	/* host order */

@@ -1465,6 +1465,98 @@ test_rekey(void **state)
 	}
 }
 
+/*
+ * PFS (esp-proposals with a group): a CHILD_SA rekey from each side with a
+ * KE each way, for every group; the CHILD_SA of IKE_AUTH has none (its keys
+ * come from the IKE SA's, 1.2), the rekeyed one the group, the keys agree.
+ */
+static void
+test_rekey_pfs(void **state)
+{
+	static const uint16_t groups[] = {
+		IKE_DH_MODP2048, IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_CURVE25519,
+	};
+
+	(void)state;
+	for (unsigned k = 0; k < 2 * N_ELEMS(groups); k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct side *a = k % 2 ? &R : &I;
+
+		if (k >= 4)
+			ci.esp[0] = (struct ike_prop_cfg)ESP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128);
+		ci.esp[0].dh[0] = groups[k / 2];
+		ci.esp[0].n_dh = 1;
+		cr = mirror(&ci);
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		assert_int_equal(I.child.dh, 0);
+		rekey_once(a, 100, 2000);
+		assert_int_equal(I.child.dh, groups[k / 2]);
+		assert_int_equal(R.child.dh, groups[k / 2]);
+		rekey_once(a == &I ? &R : &I, 3000, 2000);	/* the group in use again */
+		assert_int_equal(R.child.dh, groups[k / 2]);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		stop();
+	}
+}
+
+/*
+ * The rekey's KE is of a group the responder does not take: it answers
+ * INVALID_KE_PAYLOAD with its group, and the initiator tries again with it.
+ */
+static void
+test_rekey_pfs_invalid_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.esp[0].dh[0] = IKE_DH_CURVE25519;
+	ci.esp[0].dh[1] = IKE_DH_MODP2048;
+	ci.esp[0].n_dh = 2;
+	cr = mirror(&ci);
+	cr.esp[0].dh[0] = IKE_DH_MODP2048;
+	cr.esp[0].n_dh = 1;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+	pump(100);
+	assert_pair();
+	assert_int_equal(I.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(R.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(rej(&I, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(status(&I).st.child_rekeys, 1);
+	stop();
+}
+
+/* One side wants PFS, the other not: the rekey is refused, the CHILD_SA stays. */
+static void
+test_rekey_pfs_mismatch(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct ike_child old;
+
+		cr = mirror(&ci);
+		(k ? &cr : &ci)->esp[0].dh[0] = IKE_DH_ECP256;
+		(k ? &cr : &ci)->esp[0].n_dh = 1;
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		old = I.child;
+		assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+		pump(100);
+		assert_int_equal(rej(&R, IKE_REJ_NO_PROPOSAL), 1);
+		assert_int_equal(I.child.spi_in, old.spi_in);
+		assert_int_equal(status(&I).st.child_rekeys, 0);
+		assert_int_equal(status(&I).n, 1);
+		stop();
+	}
+}
+
 /* 100 rekeys in a row, from both sides, with ESP in UDP; ASan checks for leaks. */
 static void
 test_rekey_100(void **state)
@@ -2133,6 +2225,94 @@ test_ike_rekey_bad_ke(void **state)
 	assert_int_equal(R.downs, 1);
 }
 
+/* A CHILD_SA rekey request (PFS, group g) of the CHILD_SA t_auth made, with the KE given. */
+static void
+t_child_rekey(const struct tpeer *t, uint32_t id, uint16_t g, uint16_t ke_group,
+	      const uint8_t *ke, size_t ke_len)
+{
+	static const uint8_t old[4] = { 1, 2, 3, 4 }, spi[4] = { 5, 6, 7, 8 };
+	struct ike_ts tsi = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 1 }, .end = { 10, 1, 255, 255 } };
+	struct ike_ts tsr = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 2 }, .end = { 10, 2, 255, 255 } };
+	struct ike_proposal esp = { .num = 1, .proto = IKE_PROTO_ESP, .spi_len = 4, .n_tr = 3 };
+	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4, .type = IKE_N_REKEY_SA,
+				 .spi = old };
+	uint8_t inner[1024], out[PKT_MAX], nonce[32];
+	struct ike_buf in;
+
+	memset(nonce, 0x6b, sizeof(nonce));
+	memcpy(esp.spi, spi, 4);
+	esp.tr[0] = (struct ike_transform){ IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, 128 };
+	esp.tr[1] = (struct ike_transform){ IKE_TR_DH, g, IKE_KEY_LEN_NONE };
+	esp.tr[2] = (struct ike_transform){ IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE };
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_notify(&in, &nt);
+	ike_build_sa(&in, &esp, 1);
+	ike_build_nonce(&in, nonce, sizeof(nonce));
+	if (ke != NULL)
+		ike_build_ke(&in, ke_group, ke, ke_len);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	t_send(out, t_seal(t, IKE_CREATE_CHILD_SA, id, &in, out), 0);
+}
+
+/*
+ * Hostile KE payloads in a PFS CHILD_SA rekey (MODP-2048 configured): none,
+ * another group, a wrong size, 0, 1, p - 1 as y: each refused with a
+ * counted reason and an error Notify, the CHILD_SA unchanged; then a good
+ * one is taken.
+ */
+static void
+test_rekey_pfs_bad_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint8_t bad[256], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub);
+	struct ike_dh *dh;
+	struct tpeer t;
+
+	(void)state;
+	ci.esp[0].dh[0] = IKE_DH_MODP2048;
+	ci.esp[0].n_dh = 1;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	memset(&t, 0, sizeof(t));
+	t_init(&t);
+	t_auth(&t);
+	t_child_rekey(&t, 2, IKE_DH_MODP2048, 0, NULL, 0);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_KE_PAYLOAD);
+	t_child_rekey(&t, 3, IKE_DH_MODP2048, IKE_DH_ECP256, bad, 64);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_KE_PAYLOAD);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 2);
+	memset(bad, 0x11, sizeof(bad));
+	t_child_rekey(&t, 4, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 255);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	memset(bad, 0, sizeof(bad));
+	t_child_rekey(&t, 5, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	bad[255] = 1;
+	t_child_rekey(&t, 6, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	memset(bad, 0xff, sizeof(bad));
+	t_child_rekey(&t, 7, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	assert_int_equal(rej(&R, IKE_REJ_MALFORMED), 4);
+	t_child_rekey(&t, 8, IKE_DH_ECP256, IKE_DH_ECP256, bad, 64);	/* not our group */
+	assert_int_equal(t_answer(&t), IKE_N_NO_PROPOSAL_CHOSEN);
+	assert_int_equal(R.ups, 1);
+	assert_int_equal(status(&R).st.child_rekeys, 0);
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &dh, pub, &publen), 0);
+	t_child_rekey(&t, 9, IKE_DH_MODP2048, IKE_DH_MODP2048, pub, publen);
+	ike_dh_free(dh);
+	assert_int_equal(t_answer(&t), 0);
+	assert_int_equal(R.ups, 2);
+	assert_int_equal(R.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(status(&R).st.child_rekeys, 1);
+	ike_keys_wipe(&t.k);
+	stop();
+}
+
 static void
 test_conn_add_checks(void **state)
 {
@@ -2202,6 +2382,10 @@ main(void)
 		cmocka_unit_test(test_force_encap),
 		cmocka_unit_test(test_no_nat),
 		cmocka_unit_test(test_rekey),
+		cmocka_unit_test(test_rekey_pfs),
+		cmocka_unit_test(test_rekey_pfs_invalid_ke),
+		cmocka_unit_test(test_rekey_pfs_mismatch),
+		cmocka_unit_test(test_rekey_pfs_bad_ke),
 		cmocka_unit_test(test_rekey_100),
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
