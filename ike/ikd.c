@@ -805,8 +805,9 @@ static json_t *spi_json(const uint8_t *spi)
 static void walk_one(void *arg, const struct ike_sa_status *st)
 {
 	json_t *child = st->child_up ?
-		json_pack("{s:o,s:o}", "spi_in", json_sprintf("0x%08x", st->child_spi_in),
-			  "spi_out", json_sprintf("0x%08x", st->child_spi_out)) : json_null();
+		json_pack("{s:o,s:o,s:i}", "spi_in", json_sprintf("0x%08x", st->child_spi_in),
+			  "spi_out", json_sprintf("0x%08x", st->child_spi_out),
+			  "dh", st->child_dh) : json_null();
 
 	json_array_append_new(arg, json_pack(
 		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:i,s:i,s:b,s:b,s:o,s:I,s:I,s:I}",

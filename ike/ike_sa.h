@@ -233,6 +233,7 @@ struct ike_sa_status {
 	bool nat_local, nat_remote;	/* this side, the peer behind a NAT */
 	bool child_up;
 	uint32_t child_spi_in, child_spi_out;
+	uint16_t child_dh;		/* the PFS group of the exchange that made it; 0 none */
 	uint32_t next_req_id;		/* our next request */
 	uint32_t peer_next_id;		/* the peer's next request expected */
 	uint64_t rx, tx, retransmits;
