@@ -645,8 +645,8 @@ sa_setup(const struct prf_alg *a, size_t enc_key_len, uint16_t integ, const stru
 
 /* {SK_d | SK_ai | SK_ar | SK_ei | SK_er | SK_pi | SK_pr} = prf+(SKEYSEED, ...). */
 static int
-sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, const struct sa_in *in,
-	  struct ike_keys *k)
+sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, size_t sk_len,
+	  const struct sa_in *in, struct ike_keys *k)
 {
 	const struct ike_iov seed[] = {
 		{ in->ni, in->ni_len }, { in->nr, in->nr_len },
@@ -664,7 +664,7 @@ sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, const struct sa_in *
 
 	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
 		total += cut[i].len;
-	rc = prf_plus(a, skeyseed, a->len, seed, sizeof(seed) / sizeof(seed[0]), km, total);
+	rc = prf_plus(a, skeyseed, sk_len, seed, sizeof(seed) / sizeof(seed[0]), km, total);
 	for (i = 0; rc == 0 && i < sizeof(cut) / sizeof(cut[0]); i++) {
 		memcpy(cut[i].dst, km + off, cut[i].len);
 		off += cut[i].len;
@@ -695,7 +695,7 @@ ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
 	memcpy(nonces + ni_len, nr, nr_len);
 	rc = prf_run(a, nonces, ni_len + nr_len, &v, 1, skeyseed);
 	if (rc == 0)
-		rc = sa_expand(a, skeyseed, &in, k);
+		rc = sa_expand(a, skeyseed, a->len, &in, k);
 	explicit_bzero(skeyseed, sizeof(skeyseed));
 	if (rc < 0)
 		ike_keys_wipe(k);
@@ -703,28 +703,30 @@ ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
 }
 
 int
-ike_derive_rekey_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
-		      const uint8_t *old_sk_d, size_t old_sk_d_len,
+ike_derive_rekey_keys(uint16_t prf_id, uint16_t old_prf_id, size_t enc_key_len,
+		      uint16_t integ, const uint8_t *old_sk_d, size_t old_sk_d_len,
 		      const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 		      const uint8_t *gir, size_t gir_len,
 		      const uint8_t spi_i[IKE_SPI_LEN], const uint8_t spi_r[IKE_SPI_LEN],
 		      struct ike_keys *k)
 {
-	const struct prf_alg *a = prf_find(prf_id);
+	const struct prf_alg *a = prf_find(prf_id), *old = prf_find(old_prf_id);
 	const struct sa_in in = { .ni = ni, .ni_len = ni_len, .nr = nr, .nr_len = nr_len,
 				  .gir = gir, .gir_len = gir_len, .spi_i = spi_i, .spi_r = spi_r };
 	const struct ike_iov v[] = { { gir, gir_len }, { ni, ni_len }, { nr, nr_len } };
 	uint8_t skeyseed[IKE_PRF_MAX_LEN];
 	int rc = sa_setup(a, enc_key_len, integ, &in, k);
 
+	if (rc == 0 && old == NULL)
+		rc = -EOPNOTSUPP;
 	if (rc == 0 && (old_sk_d == NULL || old_sk_d_len == 0))
 		rc = -EINVAL;
 	if (rc < 0)
 		return rc;
-	/* SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr) (2.18). */
-	rc = prf_run(a, old_sk_d, old_sk_d_len, v, sizeof(v) / sizeof(v[0]), skeyseed);
+	/* SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr) (2.18), the old SA's PRF. */
+	rc = prf_run(old, old_sk_d, old_sk_d_len, v, sizeof(v) / sizeof(v[0]), skeyseed);
 	if (rc == 0)
-		rc = sa_expand(a, skeyseed, &in, k);
+		rc = sa_expand(a, skeyseed, old->len, &in, k);
 	explicit_bzero(skeyseed, sizeof(skeyseed));
 	if (rc < 0)
 		ike_keys_wipe(k);

@@ -168,9 +168,12 @@ int ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
  *   SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr)
  * and the seven keys as above from the new SPIs.  Ni and SPIi are those of
  * the initiator of the rekeying exchange, which need not be the original
- * initiator; prf_id is the new SA's PRF, old_sk_d is the old SA's SK_d.
+ * initiator; prf_id is the new SA's PRF, for prf+, and old_prf_id the old
+ * SA's, which keys SKEYSEED with the old SK_d (what strongSwan does: the
+ * two differ only when a rekey changes the PRF).
  */
-int ike_derive_rekey_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
+int ike_derive_rekey_keys(uint16_t prf_id, uint16_t old_prf_id, size_t enc_key_len,
+			  uint16_t integ,
 			  const uint8_t *old_sk_d, size_t old_sk_d_len,
 			  const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 			  const uint8_t *gir, size_t gir_len,

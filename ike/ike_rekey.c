@@ -60,10 +60,10 @@ sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rek
 	sa->nat_local = old->nat_local;
 	sa->nat_remote = old->nat_remote;
 	sa->encap = old->encap;
-	if (ike_derive_rekey_keys(sa->prop.prf, sa->prop.encr_bits / 8, sa->prop.integ,
-				  old->keys.sk_d, old->keys.prf_len, rk->ni, rk->ni_len, rk->nr,
-				  rk->nr_len, rk->gir, rk->gir_len, sa->spi_i, sa->spi_r,
-				  &sa->keys) != 0) {
+	if (ike_derive_rekey_keys(sa->prop.prf, old->prop.prf, sa->prop.encr_bits / 8,
+				  sa->prop.integ, old->keys.sk_d, old->keys.prf_len, rk->ni,
+				  rk->ni_len, rk->nr, rk->nr_len, rk->gir, rk->gir_len,
+				  sa->spi_i, sa->spi_r, &sa->keys) != 0) {
 		ike_sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
 		return NULL;
 	}

@@ -602,13 +602,13 @@ test_rekey_keys(void **state)
 	(void)state;
 	assert_int_equal(ike_prf(PRF, v_g256_sk_d, 32, v, 3, skeyseed, &len), 0);
 	assert_memory_equal(skeyseed, v_rekey_skeyseed, sizeof(skeyseed));
-	assert_int_equal(ike_derive_rekey_keys(PRF, 32, IKE_INTEG_NONE, v_g256_sk_d, sizeof(v_g256_sk_d),
-					       v_ni2, sizeof(v_ni2), v_nr2, sizeof(v_nr2),
+	assert_int_equal(ike_derive_rekey_keys(PRF, PRF, 32, IKE_INTEG_NONE, v_g256_sk_d,
+					       sizeof(v_g256_sk_d), v_ni2, sizeof(v_ni2), v_nr2, sizeof(v_nr2),
 					       v_gir2, sizeof(v_gir2), v_spi_i2, v_spi_r2, &k), 0);
 	keys_expect(&k, &want);
 	ike_keys_wipe(&k);
-	assert_int_equal(ike_derive_rekey_keys(PRF, 32, IKE_INTEG_NONE, NULL, 32, v_ni2, sizeof(v_ni2),
-					       v_nr2, sizeof(v_nr2), v_gir2, sizeof(v_gir2),
+	assert_int_equal(ike_derive_rekey_keys(PRF, PRF, 32, IKE_INTEG_NONE, NULL, 32, v_ni2,
+					       sizeof(v_ni2), v_nr2, sizeof(v_nr2), v_gir2, sizeof(v_gir2),
 					       v_spi_i2, v_spi_r2, &k), -EINVAL);
 }
 
@@ -885,6 +885,40 @@ test_cbc_tamper(void **state)
 	assert_int_equal(ike_integ_icv_len(IKE_INTEG_NONE), 0);
 }
 
+/*
+ * A rekey that changes the PRF: SKEYSEED with the old SA's (HMAC-SHA-256
+ * over the old SK_d), prf+ with the new one (HMAC-SHA-512, keyed with the
+ * 32-byte SKEYSEED), as strongSwan derives them.
+ */
+static void
+test_rekey_keys_prf_change(void **state)
+{
+	static const uint8_t sk_d[32] = { 7 }, ni[32] = { 1 }, nr[32] = { 2 }, gir[56] = { 3 };
+	static const uint8_t spi_i[8] = { 4 }, spi_r[8] = { 5 };
+	const struct ike_iov v[] = { IOV(gir), IOV(ni), IOV(nr) };
+	const struct ike_iov seed[] = { IOV(ni), IOV(nr), IOV(spi_i), IOV(spi_r) };
+	uint8_t skeyseed[32], km[64 + 2 * 36 + 2 * 64];	/* GCM: SK_e = key + salt */
+	size_t len = sizeof(skeyseed);
+	struct ike_keys k;
+
+	(void)state;
+	assert_int_equal(ike_prf(IKE_PRF_HMAC_SHA2_256, sk_d, sizeof(sk_d), v, 3, skeyseed,
+				 &len), 0);
+	assert_int_equal(ike_prf_plus(IKE_PRF_HMAC_SHA2_512, skeyseed, sizeof(skeyseed), seed, 4,
+				      km, sizeof(km)), 0);
+	assert_int_equal(ike_derive_rekey_keys(IKE_PRF_HMAC_SHA2_512, IKE_PRF_HMAC_SHA2_256, 32,
+					       IKE_INTEG_NONE, sk_d, sizeof(sk_d), ni, 32, nr,
+					       32, gir, sizeof(gir), spi_i, spi_r, &k), 0);
+	assert_int_equal(k.prf_len, 64);
+	assert_memory_equal(k.sk_d, km, 64);
+	assert_memory_equal(k.sk_ei, km + 64, 36);
+	assert_memory_equal(k.sk_pr, km + 64 + 72 + 64, 64);
+	assert_int_equal(ike_derive_rekey_keys(IKE_PRF_HMAC_SHA2_512, 2, 32, IKE_INTEG_NONE, sk_d,
+					       sizeof(sk_d), ni, 32, nr, 32, gir, sizeof(gir),
+					       spi_i, spi_r, &k), -EOPNOTSUPP);
+	ike_keys_wipe(&k);
+}
+
 /* CBC IKE SA keys: SK_a as long as the integrity algorithm's key, not the PRF's. */
 static void
 test_sa_keys_cbc_integ(void **state)
@@ -1041,6 +1075,7 @@ main(void)
 		cmocka_unit_test(test_cbc_vectors),
 		cmocka_unit_test(test_cbc_tamper),
 		cmocka_unit_test(test_sa_keys_cbc_integ),
+		cmocka_unit_test(test_rekey_keys_prf_change),
 		cmocka_unit_test(test_sk_unpad),
 		cmocka_unit_test(test_psk_auth),
 		cmocka_unit_test(test_psk_auth_args),
