@@ -104,7 +104,7 @@ struct cfg_sa_key {
 #define CFG_PSK_MAX		128
 #define CFG_IKE_ID_MAX		128
 #define CFG_IKE_PROPS_MAX	4	/* ike-proposals, esp-proposals: proposals each */
-#define CFG_PROP_ALGS_MAX	6	/* algorithms of one kind in one proposal */
+#define CFG_PROP_ALGS_MAX	4	/* of one kind in one proposal: as many as dpvpn has */
 #define CFG_DPD_DEFAULT		30	/* seconds */
 #define CFG_DPD_MAX		86400
 #define CFG_IKE_LIFE_DEFAULT	14400	/* seconds: IKE SA rekeyed after 4 h, as strongSwan */

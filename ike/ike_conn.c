@@ -89,8 +89,8 @@ prop_problem(const struct ike_prop_cfg *e, bool esp)
 	unsigned aead = 0;
 
 	if (!counts_ok(e, esp))
-		return esp ? "1 to 6 ciphers, up to 6 of integrity and DH groups, no PRF" :
-			     "1 to 6 ciphers, PRFs and DH groups, up to 6 of integrity";
+		return esp ? "1 to 4 ciphers, up to 4 of integrity and DH groups, no PRF" :
+			     "1 to 4 ciphers, PRFs and DH groups, up to 4 of integrity";
 	for (unsigned i = 0; i < e->n_encr; i++) {
 		if (!encr_ok(&e->encr[i], esp))
 			return esp ? "ciphers AES-GCM-16 or AES-CBC of 128 or 256 bits, or "

@@ -43,7 +43,7 @@
 #define IKE_PSK_MAX		128
 #define IKE_IDENT_MAX		128
 #define IKE_CONN_PROPS_MAX	4	/* IKE and ESP proposals per connection */
-#define IKE_PROP_ALGS_MAX	6	/* algorithms of one kind in a configured proposal */
+#define IKE_PROP_ALGS_MAX	4	/* algorithms of one kind in a configured proposal */
 #define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */
 #define IKE_CHILD_INTEG_MAX	32	/* HMAC-SHA2-256 key */
 
