@@ -240,6 +240,9 @@ void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 	/* no ike-proposals: strongSwan's default ones (config_prop.c) */
 	if (!ike->n_props)
 		cfg_default_ike_props(ike->props, &ike->n_props);
+	/* neither esp-proposals nor cipher: strongSwan's default ESP ones */
+	if (!ike->n_esp && !t->alg)
+		cfg_default_esp_props(ike->esp, &ike->n_esp);
 	/* static keys given before "keying = ike" were parsed: not kept */
 	explicit_bzero(&t->out, sizeof(t->out));
 	explicit_bzero(&t->in, sizeof(t->in));

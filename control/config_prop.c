@@ -234,3 +234,22 @@ cfg_default_ike_props(struct cfg_prop *out, unsigned *n)
 	memcpy(out, defaults, sizeof(defaults));
 	*n = sizeof(defaults) / sizeof(defaults[0]);
 }
+
+/*
+ * strongSwan 5.9's default ESP proposals as the dataplane can take them:
+ * AES-GCM-16 first, then AES-CBC with HMAC-SHA2-256-128 (the dataplane has
+ * no SHA-384/512 for ESP), no PFS.
+ */
+void
+cfg_default_esp_props(struct cfg_prop *out, unsigned *n)
+{
+	static const struct cfg_prop defaults[] = {
+		{ .encr = { ENCR_AES_GCM_16, ENCR_AES_GCM_16 }, .encr_bits = { 128, 256 },
+		  .n_encr = 2 },
+		{ .encr = { ENCR_AES_CBC, ENCR_AES_CBC }, .encr_bits = { 128, 256 }, .n_encr = 2,
+		  .integ = { INTEG_SHA256_128 }, .n_integ = 1 },
+	};
+
+	memcpy(out, defaults, sizeof(defaults));
+	*n = sizeof(defaults) / sizeof(defaults[0]);
+}

@@ -492,6 +492,10 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] esp-proposals: 'esn': not an ESP algorithm dpvpn negotiates "
 	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
 	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	{ "ike without cipher", PORTS "[tunnel t]\nlocal = 198.19.0.1\nremote = 198.19.0.2\n"
+	  "local-ts = 198.18.1.0/24\nremote-ts = 198.18.2.0/24\nkeying = ike\n"
+	  "psk-file = a.psk\nesp-proposals = aes256gcm16\nike-proposals = ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'ecp256': no encryption algorithm", PSK(0600) },
 	{ "esp default", IKE_GOOD "esp-proposals = default\n",
 	  "18: [tunnel t] esp-proposals: 'default': leave the key out for the defaults",
 	  PSK(0600) },
