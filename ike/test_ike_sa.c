@@ -2225,6 +2225,55 @@ test_ike_rekey_bad_ke(void **state)
 	assert_int_equal(R.downs, 1);
 }
 
+/*
+ * IKE_SA_INIT requests for MODP-2048 with hostile public values (0, 1, all
+ * ones: above p, and 255 bytes): each a counted drop, no SA kept, nothing
+ * sent back; never a crash.  Then a good one gets its answer.
+ */
+static void
+test_init_bad_modp_ke(void **state)
+{
+	struct ike_addr l = addr4("198.51.100.1"), r = addr4("192.0.2.1");
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint8_t msg[1024], y[256], pub[IKE_DH_MAX_PUB], ni[32];
+	size_t publen = sizeof(pub);
+	struct ike_proposal prop;
+	struct ike_dh *dh;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg)PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_MODP2048);
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	memset(ni, 0x33, sizeof(ni));
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &dh, pub, &publen), 0);
+	t_ike_prop(&prop, NULL);
+	prop.tr[2].id = IKE_DH_MODP2048;
+	for (unsigned k = 0; k < 5; k++) {
+		struct ike_hdr h = { .exchange = IKE_SA_INIT, .flags = IKE_F_INITIATOR,
+				     .spi_i = { 1, 2, 3, (uint8_t)(k + 1) } };
+		struct ike_buf b;
+
+		memset(y, k == 2 ? 0xff : 0, sizeof(y));
+		y[255] = k == 1 ? 1 : y[255];
+		ike_buf_init(&b, msg, sizeof(msg));
+		ike_build_hdr(&b, &h);
+		ike_build_sa(&b, &prop, 1);
+		ike_build_ke(&b, IKE_DH_MODP2048, k == 4 ? pub : y, k == 3 ? 255 : 256);
+		ike_build_nonce(&b, ni, sizeof(ni));
+		assert_int_equal(ike_finish(&b), 0);
+		(void)ike_input(R.ctx, &l, &r, msg, b.len, 0);
+		if (k < 4) {
+			assert_int_equal(rej(&R, IKE_REJ_MALFORMED), k + 1);
+			assert_int_equal(R.n, 0);
+			assert_int_equal(status(&R).n, 0);
+		}
+	}
+	assert_int_equal(R.n, 1);		/* the good one's answer */
+	assert_int_equal(status(&R).n, 1);
+	ike_dh_free(dh);
+	stop();
+}
+
 /* A CHILD_SA rekey request (PFS, group g) of the CHILD_SA t_auth made, with the KE given. */
 static void
 t_child_rekey(const struct tpeer *t, uint32_t id, uint16_t g, uint16_t ke_group,
@@ -2386,6 +2435,7 @@ main(void)
 		cmocka_unit_test(test_rekey_pfs_invalid_ke),
 		cmocka_unit_test(test_rekey_pfs_mismatch),
 		cmocka_unit_test(test_rekey_pfs_bad_ke),
+		cmocka_unit_test(test_init_bad_modp_ke),
 		cmocka_unit_test(test_rekey_100),
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
