@@ -212,11 +212,13 @@ cfg_parse_props(struct parser *p, const char *val, bool esp, struct cfg_prop *ou
 }
 
 /*
- * strongSwan 5.9's "default" IKE proposals as dpvpn can make them: its
- * classic proposal (AES-CBC, HMAC-SHA2 integrity, the PRFs of those) and
- * then its AEAD one (AES-GCM-16), each with its groups in its order; the
- * algorithms dpvpn lacks (AES-192, ECP-521, Curve448, MODP-3072 and up...)
- * left out.
+ * strongSwan 5.9's "default" IKE proposals as dpvpn can make them, in
+ * charon 5.9.8's order (its log of "configured proposals" for `proposals =
+ * default`): the classic proposal (AES-CBC, HMAC-SHA2 integrity, their
+ * PRFs) and then the AEAD one (AES-GCM-16), groups Curve25519, ECP-256,
+ * ECP-384, MODP-2048; what dpvpn lacks (AES-192, AES-CTR, Camellia, 3DES,
+ * AES-XCBC/CMAC, SHA-1, AES-CCM, ChaCha20 for IKE, Curve448, ECP-521,
+ * Brainpool, MODP-3072 and up) left out.
  */
 void
 cfg_default_ike_props(struct cfg_prop *out, unsigned *n)
@@ -225,10 +227,10 @@ cfg_default_ike_props(struct cfg_prop *out, unsigned *n)
 		{ .encr = { ENCR_AES_CBC, ENCR_AES_CBC }, .encr_bits = { 128, 256 }, .n_encr = 2,
 		  .integ = { INTEG_SHA256_128, INTEG_SHA384_192, INTEG_SHA512_256 }, .n_integ = 3,
 		  .prf = { PRF_SHA256, PRF_SHA384, PRF_SHA512 }, .n_prf = 3,
-		  .dh = { DH_ECP256, DH_ECP384, DH_X25519, DH_MODP2048 }, .n_dh = 4 },
+		  .dh = { DH_X25519, DH_ECP256, DH_ECP384, DH_MODP2048 }, .n_dh = 4 },
 		{ .encr = { ENCR_AES_GCM_16, ENCR_AES_GCM_16 }, .encr_bits = { 128, 256 },
 		  .n_encr = 2, .prf = { PRF_SHA256, PRF_SHA384, PRF_SHA512 }, .n_prf = 3,
-		  .dh = { DH_ECP256, DH_ECP384, DH_X25519, DH_MODP2048 }, .n_dh = 4 },
+		  .dh = { DH_X25519, DH_ECP256, DH_ECP384, DH_MODP2048 }, .n_dh = 4 },
 	};
 
 	memcpy(out, defaults, sizeof(defaults));
@@ -236,18 +238,18 @@ cfg_default_ike_props(struct cfg_prop *out, unsigned *n)
 }
 
 /*
- * strongSwan 5.9's default ESP proposals as the dataplane can take them:
- * AES-GCM-16 first, then AES-CBC with HMAC-SHA2-256-128 (the dataplane has
- * no SHA-384/512 for ESP), no PFS.
+ * strongSwan 5.9's default ESP proposals as the dataplane can take them, in
+ * charon 5.9.8's order: AES-CBC with HMAC-SHA2-256-128 and HMAC-SHA1-96
+ * first (the dataplane has no SHA-384/512 for ESP), then AES-GCM-16; no PFS.
  */
 void
 cfg_default_esp_props(struct cfg_prop *out, unsigned *n)
 {
 	static const struct cfg_prop defaults[] = {
+		{ .encr = { ENCR_AES_CBC, ENCR_AES_CBC }, .encr_bits = { 128, 256 }, .n_encr = 2,
+		  .integ = { INTEG_SHA256_128, INTEG_SHA1_96 }, .n_integ = 2 },
 		{ .encr = { ENCR_AES_GCM_16, ENCR_AES_GCM_16 }, .encr_bits = { 128, 256 },
 		  .n_encr = 2 },
-		{ .encr = { ENCR_AES_CBC, ENCR_AES_CBC }, .encr_bits = { 128, 256 }, .n_encr = 2,
-		  .integ = { INTEG_SHA256_128 }, .n_integ = 1 },
 	};
 
 	memcpy(out, defaults, sizeof(defaults));

@@ -32,7 +32,8 @@
 #define IKE_GEN_HDR_LEN		4	/* next payload, critical + reserved, length */
 #define IKE_VERSION		0x20	/* major 2, minor 0 */
 #define IKE_SPI_LEN		8	/* an IKE SA's SPI */
-#define IKE_MAX_TRANSFORMS	32	/* per proposal; more is refused as malformed */
+#define IKE_MAX_TRANSFORMS	64	/* per proposal; more is refused as malformed (strongSwan's
+					 * default IKE proposal has about 40) */
 
 /* Exchange types (section 3.1). */
 enum ike_exchange {

@@ -567,7 +567,7 @@ test_default_proposals(void **state)
 			   IKE_INTEG_HMAC_SHA2_512_256 }, .n_integ = 3,
 		.prf = { IKE_PRF_HMAC_SHA2_256, IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_512 },
 		.n_prf = 3,
-		.dh = { IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_CURVE25519, IKE_DH_MODP2048 },
+		.dh = { IKE_DH_CURVE25519, IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_MODP2048 },
 		.n_dh = 4 };
 	ci.ike[1] = ci.ike[0];
 	ci.ike[1].encr[0].id = ci.ike[1].encr[1].id = IKE_ENCR_AES_GCM_16;
@@ -582,7 +582,7 @@ test_default_proposals(void **state)
 	assert_int_equal(status(&R).st.encr_bits, 128);
 	assert_int_equal(status(&R).st.integ, IKE_INTEG_HMAC_SHA2_256_128);
 	assert_int_equal(status(&R).st.prf, IKE_PRF_HMAC_SHA2_256);
-	assert_int_equal(status(&R).st.dh, IKE_DH_ECP256);
+	assert_int_equal(status(&R).st.dh, IKE_DH_CURVE25519);
 	stop();
 }
 
