@@ -91,27 +91,36 @@ def charon_initiates(sl):
         out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
 
 
-@pytest.mark.parametrize("ike,esp", [
-    ("aes128-sha256-modp2048", "aes128-sha256"),
-    ("aes256-sha384-ecp384", "aes256gcm16"),
-    ("aes256gcm16-prfsha512-x25519", "aes128gcm16"),
-    ("aes256-sha512-x25519", "aes256-sha256"),
+@pytest.mark.parametrize("ike,esp,who", [
+    ("aes128-sha256-modp2048", "aes128-sha256", "charon"),
+    ("aes256-sha384-ecp384", "aes256gcm16", "charon"),
+    ("aes256gcm16-prfsha512-x25519", "aes128gcm16", "charon"),
+    ("aes256-sha512-x25519", "aes256-sha256", "charon"),
+    ("aes128-sha256-modp2048", "aes128-sha256", "dpvpnd"),
+    ("aes256-sha384-ecp384", "aes256gcm16", "dpvpnd"),
 ])
-def test_proposal_matrix(monkeypatch, ike, esp):
-    """charon initiates with one IKE and one ESP proposal, dpvpnd has the same
-    in its ike-proposals / esp-proposals: the IKE SA has exactly those
-    algorithms (the SK payload with AES-CBC and HMAC-SHA2 where asked), the
-    CHILD_SA carries pings both ways, and a rekey of each kind from charon
-    goes through."""
+def test_proposal_matrix(monkeypatch, ike, esp, who):
+    """One side initiates with one IKE and one ESP proposal, the other has the
+    same (charon's proposals / esp_proposals, dpvpnd's ike-proposals /
+    esp-proposals): the IKE SA has exactly those algorithms (the SK payload
+    with AES-CBC and HMAC-SHA2 where asked), the CHILD_SA carries pings both
+    ways, and a rekey of each kind from charon and an IKE SA rekey from dpvpnd
+    go through."""
     why = swan.ensure_installed()
     if why:
         pytest.skip(f"strongSwan interop: {why}")
     monkeypatch.setattr(swan, "IKE_PROPOSAL", ike)
     with swan.SwanLab(esp) as sl:
-        sl.gw = gateway(sl, f"ike-proposals = {ike}\nesp-proposals = {esp}\n")
-        sl.gw.start()
-        sl.swan.start()
-        charon_initiates(sl)
+        sl.gw = gateway(sl, f"ike-proposals = {ike}\nesp-proposals = {esp}\n",
+                        start="yes" if who == "dpvpnd" else "no")
+        if who == "dpvpnd":
+            sl.swan.start()
+            sl.gw.start()
+            lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
+        else:
+            sl.gw.start()
+            sl.swan.start()
+            charon_initiates(sl)
         st = sl.gw.ctl("show", "ike")["sas"][0]
         got = {k: st[k] for k in ("encr", "encr_bits", "integ", "prf", "dh")}
         assert got == expected(ike), (got, st)
@@ -122,11 +131,17 @@ def test_proposal_matrix(monkeypatch, ike, esp):
         sl.swan.swanctl("--rekey", "--child", "net", timeout=30)
         lab.wait_for(lambda: sl.gw.ctl("show", "ike")["sas"][0]["child_rekeys"] >= 1, 15,
                      "charon's CHILD_SA rekey")
+        # ours: the IKE SA rekey carries a KE of the group in use, under the new keys
+        assert "rekeying the IKE SA" in sl.gw.ctl_text("rekey-ike", "to-swan")
+        lab.wait_for(lambda: up(sl) and sl.gw.ctl("show", "ike")["sas"][0]["ike_rekeys"] >= 2,
+                     15, "dpvpnd's IKE SA rekey")
+        st = sl.gw.ctl("show", "ike")["sas"][0]
+        assert {k: st[k] for k in got} == got, st
         r = sl.ping("s", count=3)
         assert " 0% packet loss" in r.stdout, r.stdout
         d = sl.gw.ctl("show", "counters")["drops"]
         assert d["bad-icv"] == 0, d
-        print(f"test_ike_proposals: charon -> dpvpnd IKE {ike}, ESP {esp}: {got}, pings, "
+        print(f"test_ike_proposals: {who} initiating, IKE {ike}, ESP {esp}: {got}, pings, "
               f"IKE SA and CHILD_SA rekeys")
 
 
