@@ -103,12 +103,24 @@ struct cfg_sa_key {
 #define CFG_PSK_MIN		16
 #define CFG_PSK_MAX		128
 #define CFG_IKE_ID_MAX		128
-#define CFG_IKE_PROPS_MAX	4
+#define CFG_IKE_PROPS_MAX	4	/* ike-proposals, esp-proposals: proposals each */
+#define CFG_PROP_ALGS_MAX	4	/* of one kind in one proposal: as many as dpvpn has */
 #define CFG_DPD_DEFAULT		30	/* seconds */
 #define CFG_DPD_MAX		86400
 #define CFG_IKE_LIFE_DEFAULT	14400	/* seconds: IKE SA rekeyed after 4 h, as strongSwan */
 #define CFG_IKE_LIFE_MIN	60
 #define CFG_IKE_LIFE_MAX	604800	/* a week */
+
+/*
+ * One proposal in strongSwan's syntax ("aes128-aes256-sha256-ecp256"): the
+ * algorithms of each kind in order of preference, as IANA transform IDs
+ * (IKEv2 parameters); encr_bits is the AES key length (256 for ChaCha20).
+ */
+struct cfg_prop {
+	uint16_t encr[CFG_PROP_ALGS_MAX], encr_bits[CFG_PROP_ALGS_MAX];
+	uint16_t integ[CFG_PROP_ALGS_MAX], prf[CFG_PROP_ALGS_MAX], dh[CFG_PROP_ALGS_MAX];
+	uint8_t n_encr, n_integ, n_prf, n_dh;
+};
 
 struct cfg_ike {
 	uint8_t on;		/* keying = ike */
@@ -123,11 +135,10 @@ struct cfg_ike {
 	uint8_t local_id_type, remote_id_type;
 	uint8_t local_id_len, remote_id_len;
 	uint8_t local_id[CFG_IKE_ID_MAX], remote_id[CFG_IKE_ID_MAX];
-	struct {
-		uint16_t encr_bits;	/* AES-GCM-16: 128 or 256 */
-		uint16_t dh;		/* 19 (ecp256) or 31 (x25519) */
-	} props[CFG_IKE_PROPS_MAX];	/* ike-proposals, in order of preference */
+	struct cfg_prop props[CFG_IKE_PROPS_MAX];	/* ike-proposals, in order of preference */
 	unsigned n_props;
+	struct cfg_prop esp[CFG_IKE_PROPS_MAX];	/* esp-proposals; none: the cipher's */
+	unsigned n_esp;
 	uint8_t start;		/* start = yes (default): initiate at start */
 	uint32_t dpd_seconds;	/* dpd = N, 0 = off */
 	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */

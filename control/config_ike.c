@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_ike.c - a [tunnel NAME] with keying = ike: its keys (psk-file,
- * local-id, remote-id, ike-proposals, start, dpd, ike-lifetime), which are
- * part of the tunnel's key table (config_tunnel.c), and the checks at the
- * section's end: no key of the other keying, a cipher IKE can negotiate,
- * the default proposals.  IKEv2 itself is ike_sa.c's.
+ * local-id, remote-id, ike-proposals, esp-proposals, start, dpd,
+ * ike-lifetime), which are part of the tunnel's key table
+ * (config_tunnel.c), and the checks at the section's end: no key of the
+ * other keying, a cipher IKE can negotiate, the default proposals.  IKEv2 itself is ike_sa.c's.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -149,67 +149,20 @@ int cfg_key_tun_remote_id(struct parser *p, const char *val)
 	return tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len);
 }
 
-/* One "ENCR-PRF-DH" in strongSwan's naming; -1 if not one we negotiate. */
-static int parse_ike_prop(const char *s, uint16_t *encr_bits, uint16_t *dh)
-{
-	if (!strncmp(s, "aes128gcm16-", 12))
-		*encr_bits = 128;
-	else if (!strncmp(s, "aes256gcm16-", 12))
-		*encr_bits = 256;
-	else
-		return -1;
-	s += 12;
-	if (strncmp(s, "prfsha256-", 10))
-		return -1;
-	s += 10;
-	if (!strcmp(s, "ecp256"))
-		*dh = 19;
-	else if (!strcmp(s, "x25519"))
-		*dh = 31;
-	else
-		return -1;
-	return 0;
-}
-
-static int add_ike_prop(struct parser *p, struct cfg_ike *ike, const char *item)
-{
-	uint16_t bits, dh;
-
-	if (parse_ike_prop(item, &bits, &dh))
-		return cfg_kerr(p, "'%s': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or "
-				"aes256gcm16 and DH ecp256 or x25519", item);
-	for (unsigned i = 0; i < ike->n_props; i++)
-		if (ike->props[i].encr_bits == bits && ike->props[i].dh == dh)
-			return cfg_kerr(p, "'%s' is listed twice", item);
-	ike->props[ike->n_props].encr_bits = bits;
-	ike->props[ike->n_props++].dh = dh;
-	return 0;
-}
-
-/* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference. */
+/* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference (config_prop.c). */
 int cfg_key_tun_ike_props(struct parser *p, const char *val)
 {
 	struct cfg_ike *ike = &CUR_TUN(p)->ike;
-	char *list, *item, *next;
-	unsigned count = 1;
-	int rc = 0;
 
-	for (const char *c = val; (c = strchr(c, ',')) != NULL; c++)
-		count++;
-	if (count > CFG_IKE_PROPS_MAX)
-		return cfg_kerr(p, "expected 1..%d proposals, got %u", CFG_IKE_PROPS_MAX, count);
-	list = strdup(val);
-	if (!list)
-		return cfg_kerr(p, "out of memory");
-	for (item = list; item; item = next) {
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		if (add_ike_prop(p, ike, cfg_trim(item)))
-			rc = -1;
-	}
-	free(list);
-	return rc;
+	return cfg_parse_props(p, val, false, ike->props, &ike->n_props);
+}
+
+/* The same for ESP; a DH group there is the PFS group of CREATE_CHILD_SA. */
+int cfg_key_tun_esp_props(struct parser *p, const char *val)
+{
+	struct cfg_ike *ike = &CUR_TUN(p)->ike;
+
+	return cfg_parse_props(p, val, true, ike->esp, &ike->n_esp);
 }
 
 int cfg_key_tun_start(struct parser *p, const char *val)
@@ -277,24 +230,19 @@ static bool ike_can_negotiate(uint8_t alg)
 
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 {
-	/* no ike-proposals: every one we take, the smaller key and ecp256 first */
-	static const uint16_t defaults[][2] = { { 128, 19 }, { 128, 31 }, { 256, 19 },
-						{ 256, 31 } };
-	const unsigned n_def = sizeof(defaults) / sizeof(defaults[0]);
 	struct cfg_ike *ike = &t->ike;
 
-	if (t->alg && !ike_can_negotiate(t->alg))
+	if (t->alg && !ike_can_negotiate(t->alg) && ike->n_esp == 0)
 		cfg_err_at(p, seen_line(p, "cipher"), "[tunnel %s] cipher: keying = ike "
 			   "negotiates aes128-gcm, aes256-gcm, aes128-cbc-sha256 or "
-			   "aes256-cbc-sha256, not %s", t->name, cfg_alg_name(t->alg));
-	_Static_assert(sizeof(defaults) / sizeof(defaults[0]) <= CFG_IKE_PROPS_MAX, "props");
-	if (!ike->n_props) {
-		for (unsigned i = 0; i < n_def; i++) {
-			ike->props[i].encr_bits = defaults[i][0];
-			ike->props[i].dh = defaults[i][1];
-		}
-		ike->n_props = n_def;
-	}
+			   "aes256-cbc-sha256, not %s (or use esp-proposals)", t->name,
+			   cfg_alg_name(t->alg));
+	/* no ike-proposals: strongSwan's default ones (config_prop.c) */
+	if (!ike->n_props)
+		cfg_default_ike_props(ike->props, &ike->n_props);
+	/* neither esp-proposals nor cipher: strongSwan's default ESP ones */
+	if (!ike->n_esp && !t->alg)
+		cfg_default_esp_props(ike->esp, &ike->n_esp);
 	/* static keys given before "keying = ike" were parsed: not kept */
 	explicit_bzero(&t->out, sizeof(t->out));
 	explicit_bzero(&t->in, sizeof(t->in));

@@ -156,6 +156,12 @@ int cfg_key_tun_psk_file(struct parser *p, const char *val);
 int cfg_key_tun_local_id(struct parser *p, const char *val);
 int cfg_key_tun_remote_id(struct parser *p, const char *val);
 int cfg_key_tun_ike_props(struct parser *p, const char *val);
+int cfg_key_tun_esp_props(struct parser *p, const char *val);
+/* config_prop.c: proposals in strongSwan's syntax; 0, or -1 with an error at the key. */
+int cfg_parse_props(struct parser *p, const char *val, bool esp, struct cfg_prop *out,
+		    unsigned *n);
+void cfg_default_ike_props(struct cfg_prop *out, unsigned *n);
+void cfg_default_esp_props(struct cfg_prop *out, unsigned *n);
 int cfg_key_tun_start(struct parser *p, const char *val);
 int cfg_key_tun_dpd(struct parser *p, const char *val);
 int cfg_key_tun_ike_life(struct parser *p, const char *val);

@@ -34,9 +34,15 @@ bool cfg_key_belongs(struct parser *p, const struct key_def *d)
 	return (d->keying == KEYING_IKE) == (CUR_TUN(p)->ike.on != 0);
 }
 
-/* A required key of one keying is not missing after a refused keying value. */
+/*
+ * A required key of one keying is not missing after a refused keying value;
+ * cipher is not required with keying = ike (esp-proposals, or their default).
+ */
 bool cfg_key_required(struct parser *p, const struct key_def *d)
 {
+	if (p->type == SECT_TUNNEL && !p->keying_bad && CUR_TUN(p)->ike.on &&
+	    !strcmp(d->name, "cipher"))
+		return false;
 	return d->keying == KEYING_ANY || (!p->keying_bad && cfg_key_belongs(p, d));
 }
 
@@ -647,6 +653,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "local-id", cfg_key_tun_local_id, false, KEYING_IKE },
 	{ "remote-id", cfg_key_tun_remote_id, false, KEYING_IKE },
 	{ "ike-proposals", cfg_key_tun_ike_props, false, KEYING_IKE },
+	{ "esp-proposals", cfg_key_tun_esp_props, false, KEYING_IKE },
 	{ "start", cfg_key_tun_start, false, KEYING_IKE },
 	{ "dpd", cfg_key_tun_dpd, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },

@@ -348,7 +348,9 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 		"keying", c ? json_string(c->ike.on ? "ike" : "static") : json_null(),
 		"local", c ? cfg_addr_json(&c->local) : json_null(),
 		"remote", c ? cfg_addr_json(&c->remote) : json_null(),
-		"cipher", c ? json_string(cfg_alg_name(c->alg)) : json_null(),
+		/* keying = ike without cipher: esp-proposals decide */
+		"cipher", c && (c->alg || !c->ike.on) ? json_string(cfg_alg_name(c->alg)) :
+			  c ? json_string("negotiated") : json_null(),
 		"local_ts", c ? cfg_prefix_json(&c->local_ts) : json_null(),
 		"remote_ts", c ? cfg_prefix_json(&c->remote_ts) : json_null(),
 		"ike_state", v.ike_state[0] ? text_json(v.ike_state) : json_null(),

@@ -57,8 +57,9 @@
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
 #define ID_ERR "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
 	"keyid:HEX (1..64 bytes) or ip:ADDRESS, got "
-#define PROP_ERR "': expected ENCR-prfsha256-DH with ENCR aes128gcm16 or aes256gcm16 and " \
-	"DH ecp256 or x25519"
+#define PROP_ERR ": not an IKE algorithm dpvpn negotiates (aes128, aes256, aes128gcm16, " \
+	"aes256gcm16, sha256, sha384, sha512, prfsha256, prfsha384, prfsha512, modp2048, ecp256, " \
+	"ecp384, curve25519)"
 #define P128E "aes128gcm16-prfsha256-ecp256"
 #define P128X "aes128gcm16-prfsha256-x25519"
 #define P256E "aes256gcm16-prfsha256-ecp256"
@@ -451,16 +452,52 @@ static const struct tcase cases[] = {
 	{ "bad keying, ike keys", PORTS TUN_HEAD "keying = IKE\npsk-file = a.psk\n",
 	  "16: [tunnel t] keying: expected static or ike, got 'IKE'", PSK(0600) },
 	{ "bad proposal", IKE_GOOD "ike-proposals = aes128cbc-prfsha256-ecp256\n",
-	  "18: [tunnel t] ike-proposals: 'aes128cbc-prfsha256-ecp256" PROP_ERR, PSK(0600) },
+	  "18: [tunnel t] ike-proposals: 'aes128cbc'" PROP_ERR, PSK(0600) },
 	{ "bad proposal dh", IKE_GOOD "ike-proposals = " P128E
-	  ", aes128gcm16-prfsha256-modp2048\n",
-	  "18: [tunnel t] ike-proposals: 'aes128gcm16-prfsha256-modp2048" PROP_ERR, PSK(0600) },
+	  ", aes128gcm16-prfsha256-modp1024\n",
+	  "18: [tunnel t] ike-proposals: 'modp1024'" PROP_ERR, PSK(0600) },
 	{ "empty proposal", IKE_GOOD "ike-proposals = " P128E ",\n",
-	  "18: [tunnel t] ike-proposals: '" PROP_ERR, PSK(0600) },
+	  "18: [tunnel t] ike-proposals: an empty proposal", PSK(0600) },
 	{ "proposal twice", IKE_GOOD "ike-proposals = " P128E ", " P128E "\n",
 	  "18: [tunnel t] ike-proposals: '" P128E "' is listed twice", PSK(0600) },
 	{ "five proposals", IKE_GOOD "ike-proposals = " P128E ", " P128X ", " P256E ", "
-	  P256X ", " P128E "\n", "18: [tunnel t] ike-proposals: expected 1..4 proposals, got 5",
+	  P256X ", " P128E "\n", "18: [tunnel t] ike-proposals: more than 4 proposals",
+	  PSK(0600) },
+	/* issue 16: strongSwan's checks, each naming the proposal or the keyword */
+	{ "ike sha1", IKE_GOOD "ike-proposals = aes128-sha1-modp2048\n",
+	  "18: [tunnel t] ike-proposals: 'sha1'" PROP_ERR, PSK(0600) },
+	{ "ike aead without prf", IKE_GOOD "ike-proposals = aes128gcm16-x25519\n",
+	  "18: [tunnel t] ike-proposals: 'aes128gcm16-x25519': no PRF (an AEAD proposal names "
+	  "one: prfsha256...)", PSK(0600) },
+	{ "ike no dh", IKE_GOOD "ike-proposals = aes256-sha384\n",
+	  "18: [tunnel t] ike-proposals: 'aes256-sha384': no DH group", PSK(0600) },
+	{ "ike aead and cbc", IKE_GOOD "ike-proposals = aes128-aes128gcm16-sha256-ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'aes128-aes128gcm16-sha256-ecp256': AEAD and classic "
+	  "ciphers in one proposal; make two", PSK(0600) },
+	{ "ike cbc no integ", IKE_GOOD "ike-proposals = aes128-prfsha256-ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'aes128-prfsha256-ecp256': no integrity algorithm "
+	  "for the CBC cipher", PSK(0600) },
+	{ "ike gcm with integ", IKE_GOOD "ike-proposals = aes128gcm16-sha256-ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'aes128gcm16-sha256-ecp256': an integrity algorithm "
+	  "with an AEAD cipher", PSK(0600) },
+	{ "esp prfsha256", IKE_GOOD "esp-proposals = aes128gcm16-prfsha256\n",
+	  "18: [tunnel t] esp-proposals: 'prfsha256': not an ESP algorithm dpvpn negotiates "
+	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
+	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	{ "esp sha384", IKE_GOOD "esp-proposals = aes128-sha384\n",
+	  "18: [tunnel t] esp-proposals: 'sha384': not an ESP algorithm dpvpn negotiates "
+	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
+	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	{ "esp esn", IKE_GOOD "esp-proposals = aes128gcm16-esn\n",
+	  "18: [tunnel t] esp-proposals: 'esn': not an ESP algorithm dpvpn negotiates "
+	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
+	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	{ "ike without cipher", PORTS "[tunnel t]\nlocal = 198.19.0.1\nremote = 198.19.0.2\n"
+	  "local-ts = 198.18.1.0/24\nremote-ts = 198.18.2.0/24\nkeying = ike\n"
+	  "psk-file = a.psk\nesp-proposals = aes256gcm16\nike-proposals = ecp256\n",
+	  "18: [tunnel t] ike-proposals: 'ecp256': no encryption algorithm", PSK(0600) },
+	{ "esp default", IKE_GOOD "esp-proposals = default\n",
+	  "18: [tunnel t] esp-proposals: 'default': leave the key out for the defaults",
 	  PSK(0600) },
 	{ "id without type", IKE_GOOD "local-id = gw-a.example\n",
 	  "18: [tunnel t] local-id: " ID_ERR "'gw-a.example'", PSK(0600) },
@@ -482,10 +519,12 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] remote-id: " ID_ERR "'ip:198.19.0.300'", PSK(0600) },
 	{ "ike with chacha", PORTS TUNX("t", "198.19.0.1", "chacha20-poly1305") IKE,
 	  "15: [tunnel t] cipher: keying = ike negotiates aes128-gcm, aes256-gcm, "
-	  "aes128-cbc-sha256 or aes256-cbc-sha256, not chacha20-poly1305", PSK(0600) },
+	  "aes128-cbc-sha256 or aes256-cbc-sha256, not chacha20-poly1305 (or use "
+	  "esp-proposals)", PSK(0600) },
 	{ "ike with sha1", PORTS TUNX("t", "198.19.0.1", "aes256-cbc-sha1") IKE,
 	  "15: [tunnel t] cipher: keying = ike negotiates aes128-gcm, aes256-gcm, "
-	  "aes128-cbc-sha256 or aes256-cbc-sha256, not aes256-cbc-sha1", PSK(0600) },
+	  "aes128-cbc-sha256 or aes256-cbc-sha256, not aes256-cbc-sha1 (or use "
+	  "esp-proposals)", PSK(0600) },
 	{ "start = maybe", IKE_GOOD "start = maybe\n", "18: [tunnel t] start: expected yes "
 	  "(initiate at start) or no (wait for the peer), got 'maybe'", PSK(0600) },
 	{ "dpd = -1", IKE_GOOD "dpd = -1\n",
@@ -693,6 +732,8 @@ static void test_ike_values(void **state)
 	snprintf(kpath, sizeof(kpath), "%s/a.psk", tmpdir);
 	write_file(path, IKE_GOOD "local-id = fqdn:gw-a.example\nremote-id = ip:2001:db8::2\n"
 		   "ike-proposals = " P256X ", " P128E "\nstart = no\ndpd = 0\n"
+		   "esp-proposals = aes256gcm16-ecp384, aes128-aes256-sha1-sha256-modp2048-noesn, "
+		   "chacha20poly1305\n"
 		   "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
 		   "local-ts = 198.18.1.0/24\nremote-ts = 198.18.3.0/24\ncipher = aes128-gcm\n"
 		   IKE "local-id = email:a@b\nremote-id = keyid:0x0102ab\n"
@@ -717,10 +758,28 @@ static void test_ike_values(void **state)
 	assert_int_equal(a->remote_id_len, 16);
 	assert_memory_equal(a->remote_id, v6, 16);
 	assert_int_equal(a->n_props, 2);
-	assert_int_equal(a->props[0].encr_bits, 256);
-	assert_int_equal(a->props[0].dh, 31);
-	assert_int_equal(a->props[1].encr_bits, 128);
-	assert_int_equal(a->props[1].dh, 19);
+	assert_int_equal(a->props[0].n_encr, 1);
+	assert_int_equal(a->props[0].encr[0], 20);
+	assert_int_equal(a->props[0].encr_bits[0], 256);
+	assert_int_equal(a->props[0].n_integ, 0);
+	assert_int_equal(a->props[0].prf[0], 5);
+	assert_int_equal(a->props[0].dh[0], 31);
+	assert_int_equal(a->props[1].encr_bits[0], 128);
+	assert_int_equal(a->props[1].dh[0], 19);
+	/* esp-proposals: the PFS group, several of a kind in order, ChaCha20 */
+	assert_int_equal(a->n_esp, 3);
+	assert_int_equal(a->esp[0].encr_bits[0], 256);
+	assert_int_equal(a->esp[0].n_dh, 1);
+	assert_int_equal(a->esp[0].dh[0], 20);
+	assert_int_equal(a->esp[1].n_encr, 2);
+	assert_int_equal(a->esp[1].encr[1], 12);
+	assert_int_equal(a->esp[1].encr_bits[1], 256);
+	assert_int_equal(a->esp[1].n_integ, 2);
+	assert_int_equal(a->esp[1].integ[0], 2);
+	assert_int_equal(a->esp[1].integ[1], 12);
+	assert_int_equal(a->esp[1].n_prf, 0);
+	assert_int_equal(a->esp[1].dh[0], 14);
+	assert_int_equal(a->esp[2].encr[0], 28);
 	assert_int_equal(a->start, 0);
 	assert_int_equal(a->dpd_seconds, 0);
 	assert_int_equal(cfg.tunnels[0]->out.spi, 0);
@@ -730,12 +789,19 @@ static void test_ike_values(void **state)
 	assert_int_equal(b->remote_id_type, 11);
 	assert_int_equal(b->remote_id_len, 3);
 	assert_memory_equal(b->remote_id, keyid, 3);
-	assert_int_equal(b->n_props, 4);
-	assert_int_equal(b->props[0].encr_bits, 128);
-	assert_int_equal(b->props[0].dh, 19);
-	assert_int_equal(b->props[1].dh, 31);
-	assert_int_equal(b->props[3].encr_bits, 256);
-	assert_int_equal(b->props[3].dh, 31);
+	/* strongSwan 5.9's default: classic, then AEAD, each with every group we have */
+	assert_int_equal(b->n_props, 2);
+	assert_int_equal(b->props[0].encr[0], 12);
+	assert_int_equal(b->props[0].encr_bits[1], 256);
+	assert_int_equal(b->props[0].n_integ, 3);
+	assert_int_equal(b->props[0].n_prf, 3);
+	assert_int_equal(b->props[0].n_dh, 4);
+	assert_int_equal(b->props[0].dh[0], 31);	/* charon 5.9.8's order */
+	assert_int_equal(b->props[0].dh[3], 14);
+	assert_int_equal(b->props[1].encr[0], 20);
+	assert_int_equal(b->props[1].n_integ, 0);
+	assert_int_equal(b->props[1].prf[2], 7);
+	assert_int_equal(b->n_esp, 0);
 	assert_int_equal(b->start, 1);
 	assert_int_equal(b->dpd_seconds, CFG_DPD_DEFAULT);
 	/* v: static, nothing of IKE kept */

@@ -96,11 +96,25 @@ conn(struct ike_conn_cfg *c, bool initiator)
 	addr(&c->remote, initiator ? "198.19.0.2" : "198.19.0.1", 500);
 	memcpy(c->psk, "fuzz-psk-0123456789abcdef", 25);
 	c->psk_len = 25;
-	c->ike[0] = (struct ike_prop_ike){ 128, IKE_DH_ECP256 };
-	c->ike[1] = (struct ike_prop_ike){ 256, IKE_DH_CURVE25519 };
-	c->n_ike = 2;
-	c->esp[0] = (struct ike_prop_esp){ IKE_ENCR_AES_GCM_16, 128, 0 };
-	c->n_esp = 1;
+	c->ike[0] = (struct ike_prop_cfg){ .encr = { { IKE_ENCR_AES_GCM_16, 128 } }, .n_encr = 1,
+					   .prf = { IKE_PRF_HMAC_SHA2_256 }, .n_prf = 1,
+					   .dh = { IKE_DH_ECP256 }, .n_dh = 1 };
+	c->ike[1] = (struct ike_prop_cfg){ .encr = { { IKE_ENCR_AES_GCM_16, 256 } }, .n_encr = 1,
+					   .prf = { IKE_PRF_HMAC_SHA2_256 }, .n_prf = 1,
+					   .dh = { IKE_DH_CURVE25519 }, .n_dh = 1 };
+	/* issue 16: CBC with HMAC-SHA2 and the other groups, several of a kind */
+	c->ike[2] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_CBC, 128 }, { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 2,
+		.integ = { IKE_INTEG_HMAC_SHA2_256_128, IKE_INTEG_HMAC_SHA2_384_192,
+			   IKE_INTEG_HMAC_SHA2_512_256 }, .n_integ = 3,
+		.prf = { IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_512 }, .n_prf = 2,
+		.dh = { IKE_DH_MODP2048, IKE_DH_ECP384 }, .n_dh = 2 };
+	c->n_ike = 3;
+	c->esp[0] = (struct ike_prop_cfg){ .encr = { { IKE_ENCR_AES_GCM_16, 128 } }, .n_encr = 1 };
+	c->esp[1] = (struct ike_prop_cfg){ .encr = { { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 1,
+					   .integ = { IKE_INTEG_HMAC_SHA1_96 }, .n_integ = 1,
+					   .dh = { IKE_DH_ECP256 }, .n_dh = 1 };
+	c->n_esp = 2;
 	c->ts_local = (struct ike_prefix){ .family = AF_INET, .plen = 24,
 					   .addr = { 198, 18, initiator ? 1 : 2, 0 } };
 	c->ts_remote = (struct ike_prefix){ .family = AF_INET, .plen = 24,

@@ -120,17 +120,39 @@ static void to_ike_ident(struct ike_ident *id, uint8_t type, const uint8_t *data
 		memcpy(id->data, data, len);
 }
 
-/* The tunnel's cipher as the one ESP proposal it makes or accepts. */
-static int esp_prop(struct ike_prop_esp *e, uint8_t alg)
+/* A proposal from the config (the same algorithm lists, other types). */
+static void prop_from_cfg(struct ike_prop_cfg *e, const struct cfg_prop *c)
 {
+	memset(e, 0, sizeof(*e));
+	_Static_assert(CFG_PROP_ALGS_MAX == IKE_PROP_ALGS_MAX, "one limit for both");
+	for (unsigned i = 0; i < c->n_encr; i++)
+		e->encr[i] = (struct ike_encr){ c->encr[i], c->encr_bits[i] };
+	memcpy(e->integ, c->integ, sizeof(e->integ));
+	memcpy(e->prf, c->prf, sizeof(e->prf));
+	memcpy(e->dh, c->dh, sizeof(e->dh));
+	e->n_encr = c->n_encr;
+	e->n_integ = c->n_integ;
+	e->n_prf = c->n_prf;
+	e->n_dh = c->n_dh;
+}
+
+/* The tunnel's cipher as the one ESP proposal it makes or accepts (no esp-proposals). */
+static int esp_prop(struct ike_prop_cfg *e, uint8_t alg)
+{
+	memset(e, 0, sizeof(*e));
+	e->n_encr = 1;
 	switch (alg) {
-	case DPVPN_ALG_AES128_GCM: *e = (struct ike_prop_esp){ IKE_ENCR_AES_GCM_16, 128, 0 }; break;
-	case DPVPN_ALG_AES256_GCM: *e = (struct ike_prop_esp){ IKE_ENCR_AES_GCM_16, 256, 0 }; break;
-	case DPVPN_ALG_AES128_CBC_SHA256:
-		*e = (struct ike_prop_esp){ IKE_ENCR_AES_CBC, 128, IKE_INTEG_HMAC_SHA2_256_128 };
+	case DPVPN_ALG_AES128_GCM:
+	case DPVPN_ALG_AES256_GCM:
+		e->encr[0] = (struct ike_encr){ IKE_ENCR_AES_GCM_16,
+						alg == DPVPN_ALG_AES256_GCM ? 256 : 128 };
 		break;
+	case DPVPN_ALG_AES128_CBC_SHA256:
 	case DPVPN_ALG_AES256_CBC_SHA256:
-		*e = (struct ike_prop_esp){ IKE_ENCR_AES_CBC, 256, IKE_INTEG_HMAC_SHA2_256_128 };
+		e->encr[0] = (struct ike_encr){ IKE_ENCR_AES_CBC,
+						alg == DPVPN_ALG_AES256_CBC_SHA256 ? 256 : 128 };
+		e->integ[0] = IKE_INTEG_HMAC_SHA2_256_128;
+		e->n_integ = 1;
 		break;
 	default:
 		return -1;
@@ -138,11 +160,18 @@ static int esp_prop(struct ike_prop_esp *e, uint8_t alg)
 	return 0;
 }
 
+/* The dataplane's transform for a negotiated CHILD_SA (ike_conn_add took no other). */
 static int child_alg(const struct ike_child *c)
 {
+	bool b256 = c->encr_bits == 256, sha1 = c->integ == IKE_INTEG_HMAC_SHA1_96;
+
+	if (c->encr == IKE_ENCR_CHACHA20_POLY1305)
+		return DPVPN_ALG_CHACHA20_POLY1305;
 	if (c->encr == IKE_ENCR_AES_GCM_16)
-		return c->encr_bits == 256 ? DPVPN_ALG_AES256_GCM : DPVPN_ALG_AES128_GCM;
-	return c->encr_bits == 256 ? DPVPN_ALG_AES256_CBC_SHA256 : DPVPN_ALG_AES128_CBC_SHA256;
+		return b256 ? DPVPN_ALG_AES256_GCM : DPVPN_ALG_AES128_GCM;
+	if (sha1)
+		return b256 ? DPVPN_ALG_AES256_CBC_SHA1 : DPVPN_ALG_AES128_CBC_SHA1;
+	return b256 ? DPVPN_ALG_AES256_CBC_SHA256 : DPVPN_ALG_AES128_CBC_SHA256;
 }
 
 static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
@@ -159,11 +188,14 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	to_ike_ident(&c->remote_id, t->ike.remote_id_type, t->ike.remote_id,
 		     t->ike.remote_id_len);
 	for (unsigned i = 0; i < t->ike.n_props && i < IKE_CONN_PROPS_MAX; i++)
-		c->ike[c->n_ike++] = (struct ike_prop_ike){ t->ike.props[i].encr_bits,
-							    t->ike.props[i].dh };
-	if (esp_prop(&c->esp[0], t->alg))
-		return -1;
-	c->n_esp = 1;
+		prop_from_cfg(&c->ike[c->n_ike++], &t->ike.props[i]);
+	for (unsigned i = 0; i < t->ike.n_esp && i < IKE_CONN_PROPS_MAX; i++)
+		prop_from_cfg(&c->esp[c->n_esp++], &t->ike.esp[i]);
+	if (c->n_esp == 0) {
+		if (esp_prop(&c->esp[0], t->alg))
+			return -1;
+		c->n_esp = 1;
+	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
 	c->retrans_ms = IKD_RETRANS_MS;
@@ -773,8 +805,9 @@ static json_t *spi_json(const uint8_t *spi)
 static void walk_one(void *arg, const struct ike_sa_status *st)
 {
 	json_t *child = st->child_up ?
-		json_pack("{s:o,s:o}", "spi_in", json_sprintf("0x%08x", st->child_spi_in),
-			  "spi_out", json_sprintf("0x%08x", st->child_spi_out)) : json_null();
+		json_pack("{s:o,s:o,s:i}", "spi_in", json_sprintf("0x%08x", st->child_spi_in),
+			  "spi_out", json_sprintf("0x%08x", st->child_spi_out),
+			  "dh", st->child_dh) : json_null();
 
 	json_array_append_new(arg, json_pack(
 		"{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:i,s:i,s:b,s:b,s:o,s:I,s:I,s:I}",
@@ -790,6 +823,12 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_integer((json_int_t)st->child_rekeys));
 	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "udp_encap",
 			    json_boolean(st->udp_encap));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "encr",
+			    json_integer(st->encr));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "integ",
+			    json_integer(st->integ));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "prf",
+			    json_integer(st->prf));
 	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "ike_rekeys",
 			    json_integer((json_int_t)st->ike_rekeys));
 }

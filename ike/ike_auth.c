@@ -37,7 +37,7 @@ auth_compute(const struct ike_sa *sa, bool of_initiator, const uint8_t *idb, siz
 	struct ike_iov v[3];
 	int rc;
 
-	rc = ike_id_mac(PRF_ID, of_initiator ? sa->keys.sk_pi : sa->keys.sk_pr,
+	rc = ike_id_mac(sa->prop.prf, of_initiator ? sa->keys.sk_pi : sa->keys.sk_pr,
 			sa->keys.prf_len, idb, idlen, mac, &mlen);
 	if (rc == 0) {
 		v[0] = of_initiator ? (struct ike_iov){ sa->init_req, sa->init_req_len } :
@@ -45,7 +45,7 @@ auth_compute(const struct ike_sa *sa, bool of_initiator, const uint8_t *idb, siz
 		v[1] = of_initiator ? (struct ike_iov){ sa->nr, sa->nr_len } :
 				      (struct ike_iov){ sa->ni, sa->ni_len };
 		v[2] = (struct ike_iov){ mac, mlen };
-		rc = ike_psk_auth(PRF_ID, cfg->psk, cfg->psk_len, v, 3, out, olen);
+		rc = ike_psk_auth(sa->prop.prf, cfg->psk, cfg->psk_len, v, 3, out, olen);
 	}
 	explicit_bzero(mac, sizeof(mac));
 	return rc;
@@ -75,10 +75,7 @@ put_id_auth(const struct ike_sa *sa, struct ike_buf *in)
 static bool
 prop_in(const struct ike_conn_cfg *cfg, const struct ike_prop_ike *p)
 {
-	for (unsigned i = 0; i < cfg->n_ike; i++)
-		if (cfg->ike[i].encr_bits == p->encr_bits && cfg->ike[i].dh == p->dh)
-			return true;
-	return false;
+	return ike_prop_offered(cfg->ike, cfg->n_ike, p);
 }
 
 /*
@@ -168,7 +165,8 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	if (rc != 0)
 		return rc;
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, false,
+				   &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_ts_from_prefix(&cfg->ts_local, &tsi);
 	ike_ts_from_prefix(&cfg->ts_remote, &tsr);

@@ -2,7 +2,9 @@
 /*
  * ike_child.c - CHILD_SAs: the proposal, selectors and KEYMAT of the one
  * IKE_AUTH makes, and CREATE_CHILD_SA rekeying it (RFC 7296 1.3.3, 2.8),
- * make before break, in both roles.
+ * make before break, in both roles, with PFS where the ESP proposals have
+ * a DH group: a KE payload each way, KEYMAT from g^ir (new) (2.17), and
+ * the INVALID_KE_PAYLOAD retry (1.3.3).
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
@@ -15,21 +17,39 @@
 
 /* A CHILD_SA as negotiated, before its keys. */
 struct child_new {
-	const struct ike_prop_esp *prop;
+	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
 	struct ike_prefix tl, tr;
 	/* The exchange that made it: its initiator's keys come first (2.17). */
 	bool initiator;
 	const uint8_t *ni, *nr;
 	size_t ni_len, nr_len;
+	const uint8_t *gir;		/* g^ir (new) with PFS, else NULL */
+	size_t gir_len;
 };
+
+/* Key bytes of an ESP cipher (with GCM's and ChaCha20's 4-byte salt, RFC 4106, 7634). */
+static size_t
+esp_enc_key_len(const struct ike_prop_esp *p)
+{
+	if (p->encr == IKE_ENCR_CHACHA20_POLY1305)
+		return 32 + 4;
+	return p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
+}
+
+/* Key bytes of an ESP integrity algorithm: the HMAC's hash length (RFC 2404, 4868). */
+static size_t
+esp_integ_key_len(uint16_t integ)
+{
+	return integ == IKE_INTEG_HMAC_SHA1_96 ? 20 : integ != 0 ? 32 : 0;
+}
 
 /* KEYMAT (2.17) into a CHILD_SA, which becomes sa->child, and the owner installs it. */
 static int
 child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now)
 {
 	uint8_t km[2 * (IKE_CHILD_ENC_MAX + IKE_CHILD_INTEG_MAX)];
-	const struct ike_prop_esp *p = cn->prop;
+	const struct ike_prop_esp *p = &cn->prop;
 	struct ike_child c;
 	size_t ek, ik;
 	int rc;
@@ -38,9 +58,11 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 	c.encr = p->encr;
 	c.encr_bits = p->encr_bits;
 	c.integ = p->integ;
-	ek = c.enc_key_len = p->encr_bits / 8u + (p->encr == IKE_ENCR_AES_GCM_16 ? 4 : 0);
-	ik = c.integ_key_len = p->integ != 0 ? 32 : 0;
-	rc = ike_child_keymat(PRF_ID, sa->keys.sk_d, sa->keys.prf_len, NULL, 0, cn->ni,
+	c.dh = cn->gir != NULL ? p->dh : 0;
+	ek = c.enc_key_len = esp_enc_key_len(p);
+	ik = c.integ_key_len = esp_integ_key_len(p->integ);
+	rc = ike_child_keymat(sa->prop.prf, sa->keys.sk_d, sa->keys.prf_len, cn->gir,
+			      cn->gir_len, cn->ni,
 			      cn->ni_len, cn->nr, cn->nr_len, km, 2 * (ek + ik));
 	if (rc == 0) {
 		/* KEYMAT: the exchange initiator's outbound keys first, then the responder's. */
@@ -118,7 +140,7 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 
 	if (child_pl_parse(v, IKE_AUTH, false, &cp, err, sizeof(err)) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, err), IKE_N_INVALID_SYNTAX;
-	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &spi_out, &num) != 0)
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, false, 0, &prop, &spi_out, &num) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	/* TSi is the initiator's side: our remote one. */
@@ -129,10 +151,10 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || spi_out == 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	spi_in = get32(spi);
-	if (child_install(ctx, sa, &(struct child_new){ &prop, spi_in, spi_out, tl, tr, false,
+	if (child_install(ctx, sa, &(struct child_new){ prop, spi_in, spi_out, tl, tr, false,
 			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
-	ike_esp_prop_build(&prop, num, spi_in, &resp);
+	ike_esp_chosen_build(&prop, num, spi_in, &resp);
 	ike_ts_from_prefix(&tr, &tsi);
 	ike_ts_from_prefix(&tl, &tsr);
 	ike_build_sa(in, &resp, 1);
@@ -150,7 +172,6 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	     struct child_new *cn, char *err, size_t elen)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
-	struct ike_proposal want;
 	struct child_pl cp;
 	unsigned num;
 	int rc;
@@ -162,12 +183,12 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	if (cp.n_props != 1 || num < 1 || num > cfg->n_esp)
 		return snprintf(err, elen, "sa: %u proposals, the first numbered %u; expected "
 				"one of our %u", cp.n_props, num, cfg->n_esp), -EBADMSG;
-	ike_esp_prop_build(&cfg->esp[num - 1], (uint8_t)num, 0, &want);
-	cn->prop = &cfg->esp[num - 1];
 	cn->spi_out = get32(cp.props[0].spi);
-	if (!ike_prop_same(&cp.props[0], &want) || cn->spi_out == 0)
-		return snprintf(err, elen, "sa.proposal[1]: not ESP proposal %u as we made it, "
-				"or SPI 0", num), -EBADMSG;
+	if (!ike_prop_check_esp(&cfg->esp[num - 1], &cp.props[0], exchange == IKE_CREATE_CHILD_SA,
+				&cn->prop) ||
+	    cn->spi_out == 0)
+		return snprintf(err, elen, "sa.proposal[1]: not one of each kind from our ESP "
+				"proposal %u, or SPI 0", num), -EBADMSG;
 	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ike_ts_to_prefix(&cp.tsi[0], &cn->tl) ||
 	    !ike_ts_to_prefix(&cp.tsr[0], &cn->tr) || !ike_prefix_within(&cn->tl, &cfg->ts_local) ||
 	    !ike_prefix_within(&cn->tr, &cfg->ts_remote))
@@ -222,13 +243,59 @@ rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
 	return 0;
 }
 
-/* Our request: N(REKEY_SA) naming the old SA by our inbound SPI, SA, Ni, TSi, TSr. */
+/*
+ * The PFS group of our rekey: the one the peer asked for (INVALID_KE_PAYLOAD),
+ * else the one in use, else the first of our ESP proposals'; 0: no PFS.
+ */
+static uint16_t
+rekey_group(const struct ike_sa *sa)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+
+	if (sa->rk_group != 0)
+		return sa->rk_group;
+	if (sa->child.prop.dh != 0 && ike_cfg_has_group(cfg->esp, cfg->n_esp, sa->child.prop.dh))
+		return sa->child.prop.dh;
+	for (unsigned i = 0; i < cfg->n_esp; i++)
+		if (cfg->esp[i].n_dh != 0)
+			return cfg->esp[i].dh[0];
+	return 0;
+}
+
+/* Our rekey's DH key goes, answered or not. */
+static void
+rk_dh_end(struct ike_sa *sa)
+{
+	ike_dh_free(sa->rk_dh);
+	sa->rk_dh = NULL;
+	sa->rk_group = 0;
+	sa->rk_ke_tries = 0;
+}
+
+/* A fresh DH key for our rekey into pub (PFS); 0 without PFS (*publen 0). */
+static int
+rekey_ke(struct ike_sa *sa, uint8_t *pub, size_t *publen)
+{
+	uint16_t g = rekey_group(sa);
+
+	ike_dh_free(sa->rk_dh);
+	sa->rk_dh = NULL;
+	sa->rk_group = g;
+	if (g == 0) {
+		*publen = 0;
+		return 0;
+	}
+	return ike_dh_new(g, &sa->rk_dh, pub, publen);
+}
+
+/* Our request: N(REKEY_SA) naming the old SA by our inbound SPI, SA, Ni, [KEi,] TSi, TSr. */
 int
 ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_proposal props[IKE_CONN_PROPS_MAX];
-	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4], old[4];
+	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4], old[4], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub);
 	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4,
 				 .type = IKE_N_REKEY_SA, .spi = old };
 	struct ike_ts tsi, tsr;
@@ -244,6 +311,8 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	rc = ike_random_nonzero(spi, sizeof(spi));
 	if (rc == 0)
 		rc = ike_random(sa->rk_nonce, sizeof(sa->rk_nonce));
+	if (rc == 0)
+		rc = rekey_ke(sa, pub, &publen);
 	if (rc != 0)
 		return rc;
 	sa->rk_spi = get32(spi);
@@ -251,9 +320,11 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_buf_init(&in, inner, sizeof(inner));
 	ike_build_notify(&in, &nt);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->rk_spi, true, &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_build_nonce(&in, sa->rk_nonce, sizeof(sa->rk_nonce));
+	if (publen != 0)
+		ike_build_ke(&in, sa->rk_group, pub, publen);
 	ike_ts_from_prefix(&sa->child.tl, &tsi);
 	ike_ts_from_prefix(&sa->child.tr, &tsr);
 	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
@@ -273,6 +344,53 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
  * later.  An answer we cannot use leaves the peer with a CHILD_SA we do not
  * have: the IKE SA is deleted, as when IKE_AUTH's is refused.
  */
+/*
+ * The peer wants another PFS group (1.3.3): the same rekey again with a KE
+ * of it, if it is one of ours and not the one just refused; a few times.
+ */
+static bool
+rekey_ke_retry(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_notify nt;
+	unsigned from = 0;
+	uint16_t g;
+
+	if (!ike_find_notify(v, IKE_N_INVALID_KE_PAYLOAD, &from, &nt) || nt.data_len != 2)
+		return false;
+	g = (uint16_t)(nt.data[0] << 8 | nt.data[1]);
+	if (!ike_cfg_has_group(cfg->esp, cfg->n_esp, g) || g == sa->rk_group ||
+	    ++sa->rk_ke_tries > INIT_RETRIES)
+		return false;
+	ctx->stats.reject[IKE_REJ_INVALID_KE]++;
+	ike_log(ctx, sa, "CHILD_SA rekey: the peer wants DH group %u", g);
+	sa->rk_group = g;
+	explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+	return ike_child_rekey_send(ctx, sa, now) == 0;
+}
+
+/* g^ir (new) of our rekey's answer, if the chosen proposal has a group (PFS). */
+static int
+rekey_answer_ke(const struct ike_sa *sa, const struct view *v, struct child_new *cn,
+		uint8_t *gir, size_t *gir_len, char *err, size_t elen)
+{
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
+	struct ike_ke ke;
+
+	if (cn->prop.dh == 0)
+		return 0;	/* a proposal without PFS taken: no KEr (our KEi ignored) */
+	if (kp == NULL || ike_ke_parse(kp->body, kp->len, &ke, err, elen) != 0 ||
+	    ke.group != cn->prop.dh || ke.group != sa->rk_group)
+		return snprintf(err, elen, "ke: missing, or not of group %u", sa->rk_group),
+		       -EBADMSG;
+	if (ike_dh_derive(sa->rk_dh, ke.data, ke.len, gir, gir_len) != 0)
+		return snprintf(err, elen, "ke.data: %zu bytes, not a public value of group "
+				"%u", ke.len, ke.group), -EBADMSG;
+	cn->gir = gir;
+	cn->gir_len = *gir_len;
+	return 0;
+}
+
 int
 ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
@@ -280,10 +398,14 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 				.ni_len = sizeof(sa->rk_nonce) };
 	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	uint16_t nerr = ike_error_notify(v);
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t gir_len = sizeof(gir);
 	char err[ERR_LEN];
 	int rc;
 
 	ike_request_done(sa);
+	if (nerr == IKE_N_INVALID_KE_PAYLOAD && rekey_ke_retry(ctx, sa, v, now))
+		return 0;
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		ike_log(ctx, sa, "CHILD_SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
@@ -295,16 +417,22 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 		     ike_nonce_parse(no->body, no->len, err, sizeof(err));
 		if (rc == 0)
 			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
+		if (rc == 0)
+			rc = rekey_answer_ke(sa, v, &cn, gir, &gir_len, err, sizeof(err));
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
 			explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
+			explicit_bzero(gir, sizeof(gir));
+			rk_dh_end(sa);
 			return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 		}
 		cn.nr = no->body;
 		cn.nr_len = no->len;
 		rc = rekey_switch(ctx, sa, &cn, now, true);
 	}
+	explicit_bzero(gir, sizeof(gir));
+	rk_dh_end(sa);
 	explicit_bzero(sa->rk_nonce, sizeof(sa->rk_nonce));
 	return rc == 0 ? ike_next_request(ctx, sa, now) : rc;
 }
@@ -339,24 +467,65 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
 		return IKE_N_TEMPORARY_FAILURE;
 	}
-	if (ike_find_pl(v, IKE_PL_KE) != NULL)
-		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "ke: PFS is not supported"),
-		       IKE_N_NO_PROPOSAL_CHOSEN;
 	return 0;
+}
+
+/*
+ * Responder, PFS: the peer's KE must be of the chosen proposal's group
+ * (else INVALID_KE_PAYLOAD naming it, *want); our KEr into pub and g^ir
+ * (new) into gir.  0 without a group; or the error Notify.
+ */
+static uint16_t
+rekey_pfs(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_ke *ke, uint16_t group,
+	  uint16_t *want, uint8_t *pub, size_t *publen, uint8_t *gir, size_t *gir_len)
+{
+	struct ike_dh *dh = NULL;
+	uint16_t nerr = 0;
+
+	*publen = 0;
+	*gir_len = 0;
+	if (group == 0)
+		return 0;
+	if (ke->len == 0 || ke->group != group) {
+		*want = group;
+		return ike_drop(ctx, sa, IKE_REJ_INVALID_KE, 0, "ke.group: not the chosen "
+			      "proposal's PFS group"), IKE_N_INVALID_KE_PAYLOAD;
+	}
+	*publen = IKE_DH_MAX_PUB;
+	*gir_len = IKE_DH_MAX_SECRET;
+	if (ike_dh_new(group, &dh, pub, publen) != 0)
+		nerr = IKE_N_TEMPORARY_FAILURE;
+	else if (ike_dh_derive(dh, ke->data, ke->len, gir, gir_len) != 0)
+		nerr = (uint16_t)(ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, "ke.data: not a public "
+				  "value of the group"), IKE_N_INVALID_SYNTAX);
+	ike_dh_free(dh);
+	return nerr;
+}
+
+/* The KE payload of a CREATE_CHILD_SA request, if any (ke->len 0 if none). */
+static int
+request_ke(const struct view *v, struct ike_ke *ke, char *err, size_t elen)
+{
+	const struct ike_pl *kp = ike_find_pl(v, IKE_PL_KE);
+
+	memset(ke, 0, sizeof(*ke));
+	return kp == NULL ? 0 : ike_ke_parse(kp->body, kp->len, ke, err, elen);
 }
 
 /* Responder of a rekey: the new CHILD_SA up and its payloads into in; 0, or the error. */
 static uint16_t
 rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struct ike_buf *in,
-	     uint64_t now)
+	     uint16_t *want, uint64_t now)
 {
 	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct child_new cn = { .initiator = false };
-	uint8_t num, spi[4], nr[NONCE_LEN];
+	uint8_t num, spi[4], nr[NONCE_LEN], pub[IKE_DH_MAX_PUB], gir[IKE_DH_MAX_SECRET];
+	size_t publen, gir_len;
 	struct ike_prop_esp prop;
 	struct ike_proposal resp;
 	struct ike_ts tsi, tsr;
+	struct ike_ke ke;
 	char err[ERR_LEN];
 	struct child_pl cp;
 	uint16_t nerr = rekey_admit(ctx, sa, v);
@@ -364,32 +533,41 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	if (nerr != 0)
 		return nerr;
 	if (no == NULL || ike_nonce_parse(no->body, no->len, err, sizeof(err)) != 0 ||
-	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0)
+	    child_pl_parse(v, IKE_CREATE_CHILD_SA, false, &cp, err, sizeof(err)) != 0 ||
+	    request_ke(v, &ke, err, sizeof(err)) != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, 0, no ? err : "create_child_sa: no "
 			      "Nonce payload"), IKE_N_INVALID_SYNTAX;
-	if (ike_pick_esp(cfg, cp.props, cp.n_props, &prop, &cn.spi_out, &num) != 0 ||
-	    cn.spi_out == 0)
+	if (ike_pick_esp(cfg, cp.props, cp.n_props, true, ke.group, &prop, &cn.spi_out,
+			 &num) != 0 || cn.spi_out == 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
 	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
 		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
-	if (ike_random_nonzero(spi, sizeof(spi)) != 0 || ike_random(nr, sizeof(nr)) != 0)
-		return IKE_N_TEMPORARY_FAILURE;
-	cn = (struct child_new){ &prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false, no->body,
-				 nr, no->len, sizeof(nr) };
-	nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
+	nerr = rekey_pfs(ctx, sa, &ke, prop.dh, want, pub, &publen, gir, &gir_len);
+	if (nerr == 0 && (ike_random_nonzero(spi, sizeof(spi)) != 0 ||
+			  ike_random(nr, sizeof(nr)) != 0))
+		nerr = IKE_N_TEMPORARY_FAILURE;
 	if (nerr == 0) {
-		ike_esp_prop_build(&prop, num, cn.spi_in, &resp);
+		cn = (struct child_new){ prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false,
+					 no->body, nr, no->len, sizeof(nr),
+					 gir_len != 0 ? gir : NULL, gir_len };
+		nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
+	}
+	if (nerr == 0) {
+		ike_esp_chosen_build(&prop, num, cn.spi_in, &resp);
 		ike_ts_from_prefix(&cn.tr, &tsi);
 		ike_ts_from_prefix(&cn.tl, &tsr);
 		ike_build_sa(in, &resp, 1);
 		ike_build_nonce(in, nr, sizeof(nr));
+		if (publen != 0)
+			ike_build_ke(in, prop.dh, pub, publen);
 		ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
 		ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
 	}
 	explicit_bzero(nr, sizeof(nr));
+	explicit_bzero(gir, sizeof(gir));
 	return nerr;
 }
 
@@ -397,18 +575,21 @@ int
 ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	      const struct view *v, uint64_t now)
 {
-	uint8_t inner[MSG_MAX];
+	uint8_t inner[MSG_MAX], g[2];
+	uint16_t nerr, want = 0;
 	struct ike_buf in;
-	uint16_t nerr;
 	int rc;
 
 	if (ike_is_ike_rekey(v))
 		return ike_rekey_request(ctx, sa, h, v, now);
 	ike_buf_init(&in, inner, sizeof(inner));
-	nerr = rekey_accept(ctx, sa, v, &in, now);
+	nerr = rekey_accept(ctx, sa, v, &in, &want, now);
 	if (nerr != 0) {
+		g[0] = (uint8_t)(want >> 8);
+		g[1] = (uint8_t)want;
 		ike_buf_init(&in, inner, sizeof(inner));
-		ike_put_notify(&in, nerr, NULL, 0);
+		ike_put_notify(&in, nerr, nerr == IKE_N_INVALID_KE_PAYLOAD ? g : NULL,
+			       nerr == IKE_N_INVALID_KE_PAYLOAD ? sizeof(g) : 0);
 	}
 	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));

@@ -56,26 +56,82 @@ prefix_ok(const struct ike_prefix *p)
 	       (p->family == AF_INET6 && p->plen <= 128);
 }
 
+static bool
+encr_ok(const struct ike_encr *e, bool esp)
+{
+	if (e->id == IKE_ENCR_CHACHA20_POLY1305)
+		return esp && e->bits == 256;	/* no Key Length attribute: 256 implied */
+	return (e->id == IKE_ENCR_AES_GCM_16 || e->id == IKE_ENCR_AES_CBC) &&
+	       (e->bits == 128 || e->bits == 256);
+}
+
+static bool
+integ_ok(uint16_t id, bool esp)
+{
+	if (esp)
+		return id == IKE_INTEG_HMAC_SHA1_96 || id == IKE_INTEG_HMAC_SHA2_256_128;
+	return ike_integ_key_len(id) != 0;
+}
+
+static bool
+counts_ok(const struct ike_prop_cfg *e, bool esp)
+{
+	return e->n_encr >= 1 && e->n_encr <= IKE_PROP_ALGS_MAX &&
+	       e->n_integ <= IKE_PROP_ALGS_MAX && e->n_dh <= IKE_PROP_ALGS_MAX &&
+	       (esp ? e->n_prf == 0 : e->n_prf >= 1 && e->n_prf <= IKE_PROP_ALGS_MAX) &&
+	       (esp || e->n_dh >= 1);
+}
+
+/* One configured proposal: known algorithms, AEAD or not throughout (3.3.3). */
+static const char *
+prop_problem(const struct ike_prop_cfg *e, bool esp)
+{
+	unsigned aead = 0;
+
+	if (!counts_ok(e, esp))
+		return esp ? "1 to 4 ciphers, up to 4 of integrity and DH groups, no PRF" :
+			     "1 to 4 ciphers, PRFs and DH groups, up to 4 of integrity";
+	for (unsigned i = 0; i < e->n_encr; i++) {
+		if (!encr_ok(&e->encr[i], esp))
+			return esp ? "ciphers AES-GCM-16 or AES-CBC of 128 or 256 bits, or "
+				     "ChaCha20-Poly1305" : "ciphers AES-GCM-16 or AES-CBC of 128 "
+				     "or 256 bits";
+		aead += e->encr[i].id != IKE_ENCR_AES_CBC;
+	}
+	if ((aead != 0 && aead != e->n_encr) || (aead != 0) != (e->n_integ == 0))
+		return "AEAD ciphers without integrity, or AES-CBC with it: not mixed";
+	for (unsigned i = 0; i < e->n_integ; i++)
+		if (!integ_ok(e->integ[i], esp))
+			return esp ? "integrity HMAC-SHA1-96 or HMAC-SHA2-256-128" :
+				     "integrity HMAC-SHA2-256-128, -384-192 or -512-256";
+	for (unsigned i = 0; i < e->n_prf; i++)
+		if (ike_prf_len(e->prf[i]) == 0)
+			return "PRF HMAC-SHA2-256, -384 or -512";
+	for (unsigned i = 0; i < e->n_dh; i++)
+		if (ike_dh_pub_len(e->dh[i]) == 0)
+			return "DH groups 14, 19, 20 or 31";
+	return NULL;
+}
+
 static int
 check_props(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 {
+	char what[128];
+
 	if (cfg->n_ike < 1 || cfg->n_ike > IKE_CONN_PROPS_MAX)
 		return bad_cfg(err, elen, cfg->name, "ike: 1 to 4 proposals");
-	for (unsigned i = 0; i < cfg->n_ike; i++)
-		if ((cfg->ike[i].encr_bits != 128 && cfg->ike[i].encr_bits != 256) ||
-		    (cfg->ike[i].dh != IKE_DH_ECP256 && cfg->ike[i].dh != IKE_DH_CURVE25519))
-			return bad_cfg(err, elen, cfg->name, "ike: AES-GCM-16 128 or 256 with "
-				       "DH group 19 or 31");
 	if (cfg->n_esp < 1 || cfg->n_esp > IKE_CONN_PROPS_MAX)
 		return bad_cfg(err, elen, cfg->name, "esp: 1 to 4 proposals");
-	for (unsigned i = 0; i < cfg->n_esp; i++) {
-		const struct ike_prop_esp *e = &cfg->esp[i];
-		bool gcm = e->encr == IKE_ENCR_AES_GCM_16 && e->integ == 0;
-		bool cbc = e->encr == IKE_ENCR_AES_CBC && e->integ == IKE_INTEG_HMAC_SHA2_256_128;
+	for (unsigned i = 0; i < cfg->n_ike + cfg->n_esp; i++) {
+		bool esp = i >= cfg->n_ike;
+		const char *why = esp ? prop_problem(&cfg->esp[i - cfg->n_ike], true) :
+				  prop_problem(&cfg->ike[i], false);
 
-		if ((!gcm && !cbc) || (e->encr_bits != 128 && e->encr_bits != 256))
-			return bad_cfg(err, elen, cfg->name, "esp: AES-GCM-16, or AES-CBC with "
-				       "HMAC-SHA2-256-128, keys of 128 or 256 bits");
+		if (why != NULL) {
+			snprintf(what, sizeof(what), "%s[%u]: %s", esp ? "esp" : "ike",
+				 esp ? i - cfg->n_ike : i, why);
+			return bad_cfg(err, elen, cfg->name, what);
+		}
 	}
 	return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ike_crypto.c - IKEv2 cryptography over OpenSSL 3 (EVP, EVP_MAC and
- * provider key import only).  The PRF and DH groups are small tables so
- * that adding PRF_HMAC_SHA2_384/512 or ECP-384 is a line each plus tests.
+ * provider key import, BIGNUM for the RFC 3526 prime).  The DH groups,
+ * PRFs and integrity algorithms are small tables.
  *
  * Key material lives in local arrays only as long as a function runs and
  * is wiped with explicit_bzero() on every path out; OpenSSL objects (MAC
@@ -17,6 +17,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/dh.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -32,18 +33,27 @@
 
 /* ---- Diffie-Hellman ---------------------------------------------------- */
 
+enum dh_kind { DH_EC, DH_X25519, DH_MODP };
+
 struct dh_group {
 	uint16_t id;
+	enum dh_kind kind;
 	const char *type;	/* OpenSSL key type */
-	const char *curve;	/* EC curve name, NULL for X25519 */
+	const char *name;	/* EC curve or FFC group name, NULL for X25519 */
+	int nid;		/* EC curve, for ec_from_private() */
 	size_t pub_len;
 	size_t secret_len;
 };
 
 static const struct dh_group dh_groups[] = {
-	{ IKE_DH_ECP256, "EC", "P-256", 64, 32 },
-	{ IKE_DH_CURVE25519, "X25519", NULL, 32, 32 },
+	{ IKE_DH_MODP2048, DH_MODP, "DH", "modp_2048", 0, 256, 256 },	/* RFC 3526 3 */
+	{ IKE_DH_ECP256, DH_EC, "EC", "P-256", NID_X9_62_prime256v1, 64, 32 },
+	{ IKE_DH_ECP384, DH_EC, "EC", "P-384", NID_secp384r1, 96, 48 },
+	{ IKE_DH_CURVE25519, DH_X25519, "X25519", NULL, 0, 32, 32 },
 };
+
+_Static_assert(IKE_DH_MAX_PUB >= 256 && IKE_DH_MAX_SECRET >= 256,
+	       "the largest group must fit IKE_DH_MAX_PUB and IKE_DH_MAX_SECRET");
 
 struct ike_dh {
 	const struct dh_group *g;
@@ -76,13 +86,15 @@ ike_dh_secret_len(uint16_t group)
 }
 
 /*
- * An EC key of P-256 from an uncompressed point and, for a key pair, the
- * private scalar.  The provider's import decodes the point and refuses one
- * that is not on the curve or has a coordinate not below p; the identity
- * has no uncompressed encoding, so it cannot come this way.
+ * A key of g from fromdata parameters: the group's name, the public value
+ * (an octet string for EC, a BIGNUM for MODP) and, for a key pair, the
+ * private key.  For EC the provider decodes the point and refuses one that
+ * is not on the curve or has a coordinate not below p; the identity has no
+ * uncompressed encoding, so it cannot come this way.
  */
 static EVP_PKEY *
-ec_import(const struct dh_group *g, const BIGNUM *priv, const uint8_t pt[EC_POINT_LEN])
+key_import(const struct dh_group *g, const BIGNUM *priv, const uint8_t *pt, size_t pt_len,
+	   const BIGNUM *pub_bn)
 {
 	OSSL_PARAM_BLD *b = OSSL_PARAM_BLD_new();
 	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, g->type, NULL);
@@ -91,9 +103,10 @@ ec_import(const struct dh_group *g, const BIGNUM *priv, const uint8_t pt[EC_POIN
 	int sel = priv ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY;
 
 	if (b == NULL || c == NULL ||
-	    OSSL_PARAM_BLD_push_utf8_string(b, OSSL_PKEY_PARAM_GROUP_NAME, g->curve, 0) != 1 ||
-	    OSSL_PARAM_BLD_push_octet_string(b, OSSL_PKEY_PARAM_PUB_KEY, pt,
-					     EC_POINT_LEN) != 1 ||
+	    OSSL_PARAM_BLD_push_utf8_string(b, OSSL_PKEY_PARAM_GROUP_NAME, g->name, 0) != 1 ||
+	    (pt != NULL &&
+	     OSSL_PARAM_BLD_push_octet_string(b, OSSL_PKEY_PARAM_PUB_KEY, pt, pt_len) != 1) ||
+	    (pub_bn != NULL && OSSL_PARAM_BLD_push_BN(b, OSSL_PKEY_PARAM_PUB_KEY, pub_bn) != 1) ||
 	    (priv != NULL && OSSL_PARAM_BLD_push_BN(b, OSSL_PKEY_PARAM_PRIV_KEY, priv) != 1) ||
 	    (params = OSSL_PARAM_BLD_to_param(b)) == NULL ||
 	    EVP_PKEY_fromdata_init(c) != 1 || EVP_PKEY_fromdata(c, &key, sel, params) != 1) {
@@ -108,51 +121,113 @@ ec_import(const struct dh_group *g, const BIGNUM *priv, const uint8_t pt[EC_POIN
 }
 
 /*
- * A P-256 key pair from a known scalar.  OpenSSL 3.0 does not compute the
+ * An EC key pair from a known scalar.  OpenSSL 3.0 does not compute the
  * public point when importing a private key alone, so do it here.
  */
 static EVP_PKEY *
 ec_from_private(const struct dh_group *g, const uint8_t *priv, size_t len)
 {
-	EC_GROUP *grp = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+	EC_GROUP *grp = EC_GROUP_new_by_curve_name(g->nid);
 	EC_POINT *p = grp ? EC_POINT_new(grp) : NULL;
 	BIGNUM *bn = BN_secure_new();
 	uint8_t pt[EC_POINT_LEN];
+	size_t pt_len = 1 + g->pub_len;
 	EVP_PKEY *key = NULL;
 
 	if (p != NULL && bn != NULL && BN_bin2bn(priv, (int)len, bn) != NULL &&
 	    !BN_is_zero(bn) && BN_cmp(bn, EC_GROUP_get0_order(grp)) < 0 &&
 	    EC_POINT_mul(grp, p, bn, NULL, NULL, NULL) == 1 &&
-	    EC_POINT_point2oct(grp, p, POINT_CONVERSION_UNCOMPRESSED, pt, sizeof(pt),
-			       NULL) == sizeof(pt))
-		key = ec_import(g, bn, pt);
+	    EC_POINT_point2oct(grp, p, POINT_CONVERSION_UNCOMPRESSED, pt, pt_len,
+			       NULL) == pt_len)
+		key = key_import(g, bn, pt, pt_len, NULL);
 	BN_clear_free(bn);
 	EC_POINT_free(p);
 	EC_GROUP_free(grp);
 	return key;
 }
 
-/* The KE payload data of key: x || y (the SEC1 encoding less its 0x04) or u. */
+/*
+ * A MODP key pair from a known exponent x: y = g^x mod p, g = 2 for every
+ * RFC 3526 group.
+ */
+static EVP_PKEY *
+modp_from_private(const struct dh_group *g, const uint8_t *priv, size_t len)
+{
+	BIGNUM *x = BN_secure_new(), *p = BN_get_rfc3526_prime_2048(NULL);
+	BIGNUM *two = BN_new(), *y = BN_new();
+	BN_CTX *bc = BN_CTX_secure_new();
+	EVP_PKEY *key = NULL;
+
+	if (x != NULL && p != NULL && two != NULL && y != NULL && bc != NULL &&
+	    BN_bin2bn(priv, (int)len, x) != NULL && !BN_is_zero(x) && BN_cmp(x, p) < 0 &&
+	    BN_set_word(two, 2) == 1 && BN_mod_exp(y, two, x, p, bc) == 1)
+		key = key_import(g, x, NULL, 0, y);
+	BN_clear_free(x);
+	BN_free(p);
+	BN_free(two);
+	BN_free(y);
+	BN_CTX_free(bc);
+	return key;
+}
+
+/* A fresh key of a MODP group (the provider's exponent length for it). */
+static EVP_PKEY *
+modp_keygen(const struct dh_group *g)
+{
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, g->type, NULL);
+	OSSL_PARAM params[2];
+	EVP_PKEY *key = NULL;
+
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
+						     (char *)g->name, 0);
+	params[1] = OSSL_PARAM_construct_end();
+	if (c == NULL || EVP_PKEY_keygen_init(c) != 1 || EVP_PKEY_CTX_set_params(c, params) != 1 ||
+	    EVP_PKEY_generate(c, &key) != 1) {
+		EVP_PKEY_free(key);
+		key = NULL;
+	}
+	EVP_PKEY_CTX_free(c);
+	return key;
+}
+
+/*
+ * The KE payload data of key: x || y (the SEC1 encoding less its 0x04) for
+ * EC (RFC 5903 7), u for X25519, y left-padded with zeros to the length of
+ * p for MODP (RFC 7296 3.4).
+ */
 static int
 dh_export_pub(const struct dh_group *g, EVP_PKEY *key, uint8_t *pub, size_t *pub_len)
 {
 	uint8_t pt[EC_POINT_LEN];
 	size_t len = g->pub_len;
+	BIGNUM *y = NULL;
+	int rc = 0;
 
 	if (*pub_len < g->pub_len)
 		return -ENOSPC;
-	if (g->curve == NULL) {
+	switch (g->kind) {
+	case DH_X25519:
 		if (EVP_PKEY_get_raw_public_key(key, pub, &len) != 1 || len != g->pub_len)
-			return -EIO;
-	} else {
+			rc = -EIO;
+		break;
+	case DH_EC:
 		if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof(pt),
 						    &len) != 1 ||
-		    len != sizeof(pt) || pt[0] != EC_POINT_UNCOMPRESSED)
-			return -EIO;
-		memcpy(pub, pt + 1, g->pub_len);
+		    len != 1 + g->pub_len || pt[0] != EC_POINT_UNCOMPRESSED)
+			rc = -EIO;
+		else
+			memcpy(pub, pt + 1, g->pub_len);
+		break;
+	case DH_MODP:
+		if (EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_PUB_KEY, &y) != 1 ||
+		    BN_bn2binpad(y, pub, (int)g->pub_len) != (int)g->pub_len)
+			rc = -EIO;
+		BN_free(y);
+		break;
 	}
-	*pub_len = g->pub_len;
-	return 0;
+	if (rc == 0)
+		*pub_len = g->pub_len;
+	return rc;
 }
 
 /* Wraps key (consumed, freed on error) and exports its public value. */
@@ -163,8 +238,10 @@ dh_wrap(const struct dh_group *g, EVP_PKEY *key, struct ike_dh **out, uint8_t *p
 	struct ike_dh *d = NULL;
 	int rc;
 
-	if (key == NULL)
+	if (key == NULL) {
+		ERR_clear_error();
 		return -EIO;
+	}
 	rc = dh_export_pub(g, key, pub, pub_len);
 	if (rc == 0 && (d = calloc(1, sizeof(*d))) == NULL)
 		rc = -ENOMEM;
@@ -190,10 +267,17 @@ ike_dh_new(uint16_t group, struct ike_dh **out, uint8_t *pub, size_t *pub_len)
 		return -EINVAL;
 	if (*pub_len < g->pub_len)
 		return -ENOSPC;
-	if (g->curve != NULL)
-		key = EVP_PKEY_Q_keygen(NULL, NULL, g->type, g->curve);
-	else
+	switch (g->kind) {
+	case DH_EC:
+		key = EVP_PKEY_Q_keygen(NULL, NULL, g->type, g->name);
+		break;
+	case DH_X25519:
 		key = EVP_PKEY_Q_keygen(NULL, NULL, g->type);
+		break;
+	default:
+		key = modp_keygen(g);
+		break;
+	}
 	return dh_wrap(g, key, out, pub, pub_len);
 }
 
@@ -206,13 +290,16 @@ ike_dh_from_private(uint16_t group, const uint8_t *priv, size_t priv_len,
 
 	if (g == NULL)
 		return -EOPNOTSUPP;
-	if (priv == NULL || priv_len != g->secret_len || out == NULL || pub == NULL ||
+	if (priv == NULL || priv_len == 0 || priv_len > g->secret_len ||
+	    (g->kind != DH_MODP && priv_len != g->secret_len) || out == NULL || pub == NULL ||
 	    pub_len == NULL)
 		return -EINVAL;
 	if (*pub_len < g->pub_len)
 		return -ENOSPC;
-	if (g->curve != NULL)
+	if (g->kind == DH_EC)
 		key = ec_from_private(g, priv, priv_len);
+	else if (g->kind == DH_MODP)
+		key = modp_from_private(g, priv, priv_len);
 	else
 		key = EVP_PKEY_new_raw_private_key_ex(NULL, g->type, NULL, priv, priv_len);
 	if (key == NULL) {
@@ -222,27 +309,75 @@ ike_dh_from_private(uint16_t group, const uint8_t *priv, size_t priv_len,
 	return dh_wrap(g, key, out, pub, pub_len);
 }
 
+/*
+ * The peer's MODP public value as a key, if 1 < y < p - 1: 0, 1 and p - 1
+ * would force g^ir into {0, 1, p - 1} whatever our exponent (a small
+ * subgroup attack, RFC 6989 2.1).  The provider checks the rest (y^q = 1).
+ */
+static EVP_PKEY *
+modp_peer_key(const struct dh_group *g, const uint8_t *peer)
+{
+	BIGNUM *y = BN_bin2bn(peer, (int)g->pub_len, NULL);
+	BIGNUM *p = BN_get_rfc3526_prime_2048(NULL);
+	BIGNUM *pm1 = p ? BN_dup(p) : NULL;
+	EVP_PKEY *key = NULL;
+
+	if (y != NULL && pm1 != NULL && BN_sub_word(pm1, 1) == 1 &&
+	    BN_cmp(y, BN_value_one()) > 0 && BN_cmp(y, pm1) < 0)
+		key = key_import(g, NULL, NULL, 0, y);
+	BN_free(y);
+	BN_free(p);
+	BN_free(pm1);
+	return key;
+}
+
 /* The peer's public value as a key; NULL if OpenSSL will not have it. */
 static EVP_PKEY *
 dh_peer_key(const struct dh_group *g, const uint8_t *peer)
 {
 	uint8_t pt[EC_POINT_LEN];
 
-	if (g->curve == NULL)
+	switch (g->kind) {
+	case DH_X25519:
 		return EVP_PKEY_new_raw_public_key_ex(NULL, g->type, NULL, peer, g->pub_len);
-	pt[0] = EC_POINT_UNCOMPRESSED;
-	memcpy(pt + 1, peer, g->pub_len);
-	return ec_import(g, NULL, pt);
+	case DH_MODP:
+		return modp_peer_key(g, peer);
+	default:
+		pt[0] = EC_POINT_UNCOMPRESSED;
+		memcpy(pt + 1, peer, g->pub_len);
+		return key_import(g, NULL, pt, 1 + g->pub_len, NULL);
+	}
+}
+
+/*
+ * g^ir with c set up: MODP secrets keep their leading zeros (RFC 7296
+ * 2.14: g^ir is as long as p), which OpenSSL strips unless asked.
+ */
+static bool
+dh_run(const struct dh_group *g, EVP_PKEY_CTX *c, EVP_PKEY *pk, uint8_t *secret)
+{
+	static const uint8_t zero[IKE_DH_MAX_SECRET];
+	size_t len = g->secret_len;
+
+	/*
+	 * validate = 1 runs the provider's public key check once more (on the
+	 * curve, not the identity; y^q = 1 for MODP).  X25519 derivation fails
+	 * by itself on an all-zero result; the explicit check below keeps RFC
+	 * 8031 2.3's rule from resting on that.
+	 */
+	return EVP_PKEY_derive_init(c) == 1 &&
+	       (g->kind != DH_MODP || EVP_PKEY_CTX_set_dh_pad(c, 1) == 1) &&
+	       EVP_PKEY_derive_set_peer_ex(c, pk, 1) == 1 &&
+	       EVP_PKEY_derive(c, secret, &len) == 1 && len == g->secret_len &&
+	       CRYPTO_memcmp(secret, zero, len) != 0;
 }
 
 int
 ike_dh_derive(struct ike_dh *d, const uint8_t *peer, size_t peer_len, uint8_t *secret,
 	      size_t *secret_len)
 {
-	static const uint8_t zero[IKE_DH_MAX_SECRET];
 	EVP_PKEY_CTX *c = NULL;
 	EVP_PKEY *pk;
-	size_t len;
 	int rc = -EINVAL;
 
 	if (d == NULL || peer == NULL || secret == NULL || secret_len == NULL ||
@@ -256,23 +391,14 @@ ike_dh_derive(struct ike_dh *d, const uint8_t *peer, size_t peer_len, uint8_t *s
 		return -EINVAL;
 	}
 	c = EVP_PKEY_CTX_new_from_pkey(NULL, d->key, NULL);
-	len = d->g->secret_len;
-	/*
-	 * validate = 1 runs the provider's public key check once more (on the
-	 * curve, not the identity).  X25519 derivation fails by itself on an
-	 * all-zero result; the explicit check below keeps RFC 8031 2.3's rule
-	 * from resting on that.
-	 */
 	if (c == NULL)
 		rc = -ENOMEM;
-	else if (EVP_PKEY_derive_init(c) == 1 && EVP_PKEY_derive_set_peer_ex(c, pk, 1) == 1 &&
-		 EVP_PKEY_derive(c, secret, &len) == 1 && len == d->g->secret_len &&
-		 CRYPTO_memcmp(secret, zero, len) != 0)
+	else if (dh_run(d->g, c, pk, secret))
 		rc = 0;
 	if (rc == 0) {
-		*secret_len = len;
+		*secret_len = d->g->secret_len;
 	} else {
-		explicit_bzero(secret, d->g->secret_len);
+		explicit_bzero(secret, *secret_len);	/* all of it: no partial result */
 		ERR_clear_error();	/* a bad peer value is not a library fault */
 	}
 	EVP_PKEY_CTX_free(c);
@@ -299,9 +425,57 @@ struct prf_alg {
 
 static const struct prf_alg prf_algs[] = {
 	{ IKE_PRF_HMAC_SHA2_256, "SHA2-256", 32 },
+	{ IKE_PRF_HMAC_SHA2_384, "SHA2-384", 48 },
+	{ IKE_PRF_HMAC_SHA2_512, "SHA2-512", 64 },
 };
 
-_Static_assert(IKE_PRF_MAX_LEN >= 32, "PRF output must fit IKE_PRF_MAX_LEN");
+_Static_assert(IKE_PRF_MAX_LEN >= 64, "PRF output must fit IKE_PRF_MAX_LEN");
+
+/*
+ * The integrity algorithms: the HMAC of a hash, keyed with as many bytes
+ * as the hash has, its output truncated to half (RFC 4868 2.1, 2.3).  The
+ * PRF of the same hash computes it; only the truncation differs.
+ */
+struct integ_alg {
+	uint16_t id;
+	uint16_t prf;		/* the PRF with the same HMAC */
+	size_t key_len;
+	size_t icv_len;
+};
+
+static const struct integ_alg integ_algs[] = {
+	{ IKE_INTEG_HMAC_SHA2_256_128, IKE_PRF_HMAC_SHA2_256, 32, 16 },
+	{ IKE_INTEG_HMAC_SHA2_384_192, IKE_PRF_HMAC_SHA2_384, 48, 24 },
+	{ IKE_INTEG_HMAC_SHA2_512_256, IKE_PRF_HMAC_SHA2_512, 64, 32 },
+};
+
+_Static_assert(IKE_ICV_MAX_LEN >= 32 && IKE_PRF_MAX_LEN >= 64,
+	       "ICVs and integrity keys must fit IKE_ICV_MAX_LEN and struct ike_keys");
+
+static const struct integ_alg *
+integ_find(uint16_t id)
+{
+	for (size_t i = 0; i < sizeof(integ_algs) / sizeof(integ_algs[0]); i++)
+		if (integ_algs[i].id == id)
+			return &integ_algs[i];
+	return NULL;
+}
+
+size_t
+ike_integ_key_len(uint16_t integ)
+{
+	const struct integ_alg *a = integ_find(integ);
+
+	return a ? a->key_len : 0;
+}
+
+size_t
+ike_integ_icv_len(uint16_t integ)
+{
+	const struct integ_alg *a = integ_find(integ);
+
+	return a ? a->icv_len : 0;
+}
 
 static const struct prf_alg *
 prf_find(uint16_t id)
@@ -451,10 +625,12 @@ nonces_ok(const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len)
 
 /* Checks the arguments and sets the key lengths in k. */
 static int
-sa_setup(const struct prf_alg *a, size_t enc_key_len, bool aead, const struct sa_in *in,
+sa_setup(const struct prf_alg *a, size_t enc_key_len, uint16_t integ, const struct sa_in *in,
 	 struct ike_keys *k)
 {
-	if (a == NULL)
+	const bool aead = integ == IKE_INTEG_NONE;
+
+	if (a == NULL || (!aead && integ_find(integ) == NULL))
 		return -EOPNOTSUPP;
 	if (!nonces_ok(in->ni, in->ni_len, in->nr, in->nr_len) || in->gir == NULL ||
 	    in->gir_len == 0 || in->spi_i == NULL || in->spi_r == NULL || k == NULL)
@@ -462,15 +638,15 @@ sa_setup(const struct prf_alg *a, size_t enc_key_len, bool aead, const struct sa
 	if (enc_key_len != 16 && enc_key_len != 32)
 		return -EOPNOTSUPP;
 	k->prf_len = a->len;
-	k->integ_len = aead ? 0 : a->len;	/* HMAC key = hash length (RFC 4868) */
+	k->integ_len = aead ? 0 : integ_find(integ)->key_len;
 	k->enc_len = enc_key_len + (aead ? IKE_GCM_SALT_LEN : 0);
 	return 0;
 }
 
 /* {SK_d | SK_ai | SK_ar | SK_ei | SK_er | SK_pi | SK_pr} = prf+(SKEYSEED, ...). */
 static int
-sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, const struct sa_in *in,
-	  struct ike_keys *k)
+sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, size_t sk_len,
+	  const struct sa_in *in, struct ike_keys *k)
 {
 	const struct ike_iov seed[] = {
 		{ in->ni, in->ni_len }, { in->nr, in->nr_len },
@@ -488,7 +664,7 @@ sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, const struct sa_in *
 
 	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
 		total += cut[i].len;
-	rc = prf_plus(a, skeyseed, a->len, seed, sizeof(seed) / sizeof(seed[0]), km, total);
+	rc = prf_plus(a, skeyseed, sk_len, seed, sizeof(seed) / sizeof(seed[0]), km, total);
 	for (i = 0; rc == 0 && i < sizeof(cut) / sizeof(cut[0]); i++) {
 		memcpy(cut[i].dst, km + off, cut[i].len);
 		off += cut[i].len;
@@ -498,7 +674,7 @@ sa_expand(const struct prf_alg *a, const uint8_t *skeyseed, const struct sa_in *
 }
 
 int
-ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
+ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
 		   const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 		   const uint8_t *gir, size_t gir_len,
 		   const uint8_t spi_i[IKE_SPI_LEN], const uint8_t spi_r[IKE_SPI_LEN],
@@ -510,7 +686,7 @@ ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
 	const struct ike_iov v = { gir, gir_len };
 	uint8_t nonces[2 * IKE_NONCE_MAX];	/* public: they travel in clear */
 	uint8_t skeyseed[IKE_PRF_MAX_LEN];
-	int rc = sa_setup(a, enc_key_len, aead, &in, k);
+	int rc = sa_setup(a, enc_key_len, integ, &in, k);
 
 	if (rc < 0)
 		return rc;
@@ -519,7 +695,7 @@ ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
 	memcpy(nonces + ni_len, nr, nr_len);
 	rc = prf_run(a, nonces, ni_len + nr_len, &v, 1, skeyseed);
 	if (rc == 0)
-		rc = sa_expand(a, skeyseed, &in, k);
+		rc = sa_expand(a, skeyseed, a->len, &in, k);
 	explicit_bzero(skeyseed, sizeof(skeyseed));
 	if (rc < 0)
 		ike_keys_wipe(k);
@@ -527,28 +703,30 @@ ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
 }
 
 int
-ike_derive_rekey_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
-		      const uint8_t *old_sk_d, size_t old_sk_d_len,
+ike_derive_rekey_keys(uint16_t prf_id, uint16_t old_prf_id, size_t enc_key_len,
+		      uint16_t integ, const uint8_t *old_sk_d, size_t old_sk_d_len,
 		      const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 		      const uint8_t *gir, size_t gir_len,
 		      const uint8_t spi_i[IKE_SPI_LEN], const uint8_t spi_r[IKE_SPI_LEN],
 		      struct ike_keys *k)
 {
-	const struct prf_alg *a = prf_find(prf_id);
+	const struct prf_alg *a = prf_find(prf_id), *old = prf_find(old_prf_id);
 	const struct sa_in in = { .ni = ni, .ni_len = ni_len, .nr = nr, .nr_len = nr_len,
 				  .gir = gir, .gir_len = gir_len, .spi_i = spi_i, .spi_r = spi_r };
 	const struct ike_iov v[] = { { gir, gir_len }, { ni, ni_len }, { nr, nr_len } };
 	uint8_t skeyseed[IKE_PRF_MAX_LEN];
-	int rc = sa_setup(a, enc_key_len, aead, &in, k);
+	int rc = sa_setup(a, enc_key_len, integ, &in, k);
 
+	if (rc == 0 && old == NULL)
+		rc = -EOPNOTSUPP;
 	if (rc == 0 && (old_sk_d == NULL || old_sk_d_len == 0))
 		rc = -EINVAL;
 	if (rc < 0)
 		return rc;
-	/* SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr) (2.18). */
-	rc = prf_run(a, old_sk_d, old_sk_d_len, v, sizeof(v) / sizeof(v[0]), skeyseed);
+	/* SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr) (2.18), the old SA's PRF. */
+	rc = prf_run(old, old_sk_d, old_sk_d_len, v, sizeof(v) / sizeof(v[0]), skeyseed);
 	if (rc == 0)
-		rc = sa_expand(a, skeyseed, &in, k);
+		rc = sa_expand(a, skeyseed, old->len, &in, k);
 	explicit_bzero(skeyseed, sizeof(skeyseed));
 	if (rc < 0)
 		ike_keys_wipe(k);
@@ -696,6 +874,104 @@ ike_aead_open(const uint8_t *key_salt, size_t key_len, const uint8_t iv[IKE_GCM_
 	if (rc < 0)
 		explicit_bzero(out, plen);
 	EVP_CIPHER_CTX_free(c);
+	return rc;
+}
+
+/* ---- SK payload, ENCR_AES_CBC + AUTH_HMAC_SHA2_* ---------------------------- */
+
+static int
+cbc_args(const uint8_t *ek, size_t ek_len, const struct integ_alg *ia, const uint8_t *ak,
+	 size_t ak_len, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+	 const uint8_t *in, size_t len, const uint8_t *out)
+{
+	if (ia == NULL)
+		return -EOPNOTSUPP;
+	if (ek == NULL || (ek_len != 16 && ek_len != 32) || ak == NULL ||
+	    ak_len != ia->key_len || iv == NULL || (aad == NULL && aad_len > 0) ||
+	    (in == NULL && len > 0) || out == NULL)
+		return -EINVAL;
+	if (aad_len > INT_MAX || len > INT_MAX)
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* AES-CBC of len bytes (a multiple of 16), no padding; in and out may be the same. */
+static int
+cbc_run(int enc, const uint8_t *ek, size_t ek_len, const uint8_t *iv, const uint8_t *in,
+	size_t len, uint8_t *out)
+{
+	const EVP_CIPHER *cipher = ek_len == 16 ? EVP_aes_128_cbc() : EVP_aes_256_cbc();
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int outl = 0, rc = -EIO;
+
+	if (c == NULL)
+		return -ENOMEM;
+	if (EVP_CipherInit_ex2(c, cipher, ek, iv, enc, NULL) == 1 &&
+	    EVP_CIPHER_CTX_set_padding(c, 0) == 1 &&
+	    EVP_CipherUpdate(c, out, &outl, in, (int)len) == 1 && (size_t)outl == len)
+		rc = 0;
+	EVP_CIPHER_CTX_free(c);	/* wipes the key schedule */
+	return rc;
+}
+
+/* The truncated HMAC of aad || iv || ct into icv (ia->icv_len bytes). */
+static int
+cbc_icv(const struct integ_alg *ia, const uint8_t *ak, const uint8_t *aad, size_t aad_len,
+	const uint8_t *iv, const uint8_t *ct, size_t len, uint8_t *icv)
+{
+	const struct ike_iov v[] = { { aad, aad_len }, { iv, IKE_CBC_IV_LEN }, { ct, len } };
+	uint8_t full[IKE_PRF_MAX_LEN];
+	int rc = prf_run(prf_find(ia->prf), ak, ia->key_len, v, 3, full);
+
+	if (rc == 0)
+		memcpy(icv, full, ia->icv_len);
+	explicit_bzero(full, sizeof(full));
+	return rc;
+}
+
+int
+ike_cbc_seal(const uint8_t *ek, size_t ek_len, uint16_t integ, const uint8_t *ak,
+	     size_t ak_len, const uint8_t iv[IKE_CBC_IV_LEN], const uint8_t *aad,
+	     size_t aad_len, const uint8_t *plain, size_t plen, uint8_t *out)
+{
+	const struct integ_alg *ia = integ_find(integ);
+	int rc = cbc_args(ek, ek_len, ia, ak, ak_len, iv, aad, aad_len, plain, plen, out);
+
+	if (rc < 0)
+		return rc;
+	if (plen == 0 || plen % IKE_CBC_IV_LEN != 0)
+		return -EINVAL;
+	rc = cbc_run(1, ek, ek_len, iv, plain, plen, out);
+	if (rc == 0)
+		rc = cbc_icv(ia, ak, aad, aad_len, iv, out, plen, out + plen);
+	if (rc < 0)
+		explicit_bzero(out, plen + ia->icv_len);
+	return rc;
+}
+
+int
+ike_cbc_open(const uint8_t *ek, size_t ek_len, uint16_t integ, const uint8_t *ak,
+	     size_t ak_len, const uint8_t iv[IKE_CBC_IV_LEN], const uint8_t *aad,
+	     size_t aad_len, const uint8_t *in, size_t in_len, uint8_t *out)
+{
+	const struct integ_alg *ia = integ_find(integ);
+	uint8_t icv[IKE_ICV_MAX_LEN];
+	size_t len;
+	int rc = cbc_args(ek, ek_len, ia, ak, ak_len, iv, aad, aad_len, in, in_len, out);
+
+	if (rc < 0)
+		return rc;
+	if (in_len <= ia->icv_len || (in_len - ia->icv_len) % IKE_CBC_IV_LEN != 0)
+		return -EBADMSG;
+	len = in_len - ia->icv_len;
+	/* Encrypt-then-MAC: nothing is decrypted before the ICV verifies. */
+	rc = cbc_icv(ia, ak, aad, aad_len, iv, in, len, icv);
+	if (rc == 0 && CRYPTO_memcmp(icv, in + len, ia->icv_len) != 0)
+		rc = -EBADMSG;
+	if (rc == 0)
+		rc = cbc_run(0, ek, ek_len, iv, in, len, out);
+	if (rc < 0 && rc != -EBADMSG)
+		explicit_bzero(out, len);
 	return rc;
 }
 

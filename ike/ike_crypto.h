@@ -26,12 +26,20 @@
 #include <stdint.h>
 
 /* Transform IDs (IANA "IKEv2 Parameters"). */
+#define IKE_DH_MODP2048		14	/* RFC 3526 3 */
 #define IKE_DH_ECP256		19	/* RFC 5903 */
+#define IKE_DH_ECP384		20	/* RFC 5903 */
 #define IKE_DH_CURVE25519	31	/* RFC 8031 */
 #define IKE_PRF_HMAC_SHA2_256	5	/* RFC 4868 */
+#define IKE_PRF_HMAC_SHA2_384	6
+#define IKE_PRF_HMAC_SHA2_512	7
+#define IKE_INTEG_NONE		0	/* an AEAD cipher */
+#define IKE_INTEG_HMAC_SHA2_256_128	12	/* RFC 4868 */
+#define IKE_INTEG_HMAC_SHA2_384_192	13
+#define IKE_INTEG_HMAC_SHA2_512_256	14
 
-#define IKE_DH_MAX_PUB		64	/* ECP-256: x || y */
-#define IKE_DH_MAX_SECRET	32
+#define IKE_DH_MAX_PUB		256	/* MODP-2048: y, as long as p */
+#define IKE_DH_MAX_SECRET	256
 #define IKE_PRF_MAX_LEN		64	/* the longest PRF output (and SK_d, SK_a, SK_p) */
 #define IKE_PRF_PLUS_MAX_BLOCKS	255	/* RFC 7296 2.13: the counter is one octet */
 #define IKE_NONCE_MIN		16	/* RFC 7296 3.9 */
@@ -43,6 +51,10 @@
 #define IKE_GCM_IV_LEN		8
 #define IKE_GCM_ICV_LEN		16
 #define IKE_ENC_MAX_LEN		(32 + IKE_GCM_SALT_LEN)
+
+/* ENCR_AES_CBC with an AUTH_HMAC_SHA2_* in the SK payload (RFC 7296 3.14). */
+#define IKE_CBC_IV_LEN		16	/* also the block: the SK data is padded to it */
+#define IKE_ICV_MAX_LEN		32	/* AUTH_HMAC_SHA2_512_256 */
 
 /* One piece of a PRF input; IKE feeds the PRF concatenations such as
  * Ni | Nr | SPIi | SPIr, and this saves copying them together. */
@@ -57,21 +69,26 @@ struct ike_iov {
 
 struct ike_dh;
 
-/* Bytes of the KE payload's data for group; 0 if the group is not supported. */
+/*
+ * Bytes of the KE payload's data for group; 0 if the group is not supported.
+ * MODP-2048: 256 (y, zero-padded to the length of p); ECP-256/384: 64/96
+ * (x || y, RFC 5903 7); Curve25519: 32.
+ */
 size_t ike_dh_pub_len(uint16_t group);
 /* Bytes of g^ir for group; 0 if the group is not supported. */
 size_t ike_dh_secret_len(uint16_t group);
 
 /*
  * A fresh private key for group.  Its public value (the KE payload data:
- * x || y for ECP-256, the u-coordinate for Curve25519) is written to pub;
+ * y for MODP, x || y for ECP, the u-coordinate for Curve25519) is written to pub;
  * *pub_len is the size of pub on entry and the bytes written on return.
  */
 int ike_dh_new(uint16_t group, struct ike_dh **out, uint8_t *pub, size_t *pub_len);
 
 /*
- * As ike_dh_new(), with a given private key (big-endian scalar for
- * ECP-256, the 32 raw bytes for Curve25519).  For known-answer tests only:
+ * As ike_dh_new(), with a given private key (big-endian scalar for ECP,
+ * of the group's secret length; big-endian exponent for MODP, 1 to 256
+ * bytes; the 32 raw bytes for Curve25519).  For known-answer tests only:
  * real exchanges must use ike_dh_new().
  */
 int ike_dh_from_private(uint16_t group, const uint8_t *priv, size_t priv_len,
@@ -79,9 +96,11 @@ int ike_dh_from_private(uint16_t group, const uint8_t *priv, size_t priv_len,
 
 /*
  * g^ir from the peer's public value.  The value must have exactly
- * ike_dh_pub_len() bytes; for ECP-256 it must be a point on the curve
- * (not the identity), and for Curve25519 the result must not be all zero
- * (a low-order peer value, RFC 8031 2.3); otherwise -EINVAL.  *secret_len
+ * ike_dh_pub_len() bytes; for ECP it must be a point on the curve (not
+ * the identity), for MODP 1 < y < p - 1 and in the prime-order subgroup,
+ * and for Curve25519 the result must not be all zero (a low-order peer
+ * value, RFC 8031 2.3); otherwise -EINVAL.  MODP secrets keep their
+ * leading zero bytes (2.14: g^ir is as long as p).  *secret_len
  * is the size of secret on entry and ike_dh_secret_len() on return.
  */
 int ike_dh_derive(struct ike_dh *d, const uint8_t *peer, size_t peer_len,
@@ -132,14 +151,13 @@ struct ike_keys {
  *            = prf+(SKEYSEED, Ni | Nr | SPIi | SPIr)
  * The PRF key is the whole of Ni | Nr, as 2.14 asks for HMAC PRFs (a
  * fixed-key PRF such as AES-XCBC would take 64 bits of each; none yet).
- * enc_key_len is the AES key length, 16 or 32.  With aead, the cipher is
- * ENCR_AES_GCM_16: each SK_e is the key followed by the 4-byte salt and
- * there are no SK_a.  Without aead, the cipher is AES-CBC (SK_e is the key
- * alone) and the integrity algorithm is taken to be the HMAC of the PRF's
- * hash truncated to half (AUTH_HMAC_SHA2_256_128 with PRF_HMAC_SHA2_256),
- * whose key has the PRF's length (RFC 4868).  Nonces have 16..256 bytes.
+ * enc_key_len is the AES key length, 16 or 32.  With integ IKE_INTEG_NONE
+ * the cipher is ENCR_AES_GCM_16: each SK_e is the key followed by the
+ * 4-byte salt and there are no SK_a.  Otherwise the cipher is AES-CBC (SK_e
+ * is the key alone) and integ an AUTH_HMAC_SHA2_*, whose key is as long as
+ * its hash (RFC 4868 2.1.1): 32, 48 or 64 bytes.  Nonces have 16..256 bytes.
  */
-int ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
+int ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, uint16_t integ,
 		       const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 		       const uint8_t *gir, size_t gir_len,
 		       const uint8_t spi_i[IKE_SPI_LEN], const uint8_t spi_r[IKE_SPI_LEN],
@@ -150,9 +168,12 @@ int ike_derive_sa_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
  *   SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr)
  * and the seven keys as above from the new SPIs.  Ni and SPIi are those of
  * the initiator of the rekeying exchange, which need not be the original
- * initiator; prf_id is the new SA's PRF, old_sk_d is the old SA's SK_d.
+ * initiator; prf_id is the new SA's PRF, for prf+, and old_prf_id the old
+ * SA's, which keys SKEYSEED with the old SK_d (what strongSwan does: the
+ * two differ only when a rekey changes the PRF).
  */
-int ike_derive_rekey_keys(uint16_t prf_id, size_t enc_key_len, bool aead,
+int ike_derive_rekey_keys(uint16_t prf_id, uint16_t old_prf_id, size_t enc_key_len,
+			  uint16_t integ,
 			  const uint8_t *old_sk_d, size_t old_sk_d_len,
 			  const uint8_t *ni, size_t ni_len, const uint8_t *nr, size_t nr_len,
 			  const uint8_t *gir, size_t gir_len,
@@ -200,6 +221,35 @@ int ike_aead_seal(const uint8_t *key_salt, size_t key_len, const uint8_t iv[IKE_
 int ike_aead_open(const uint8_t *key_salt, size_t key_len, const uint8_t iv[IKE_GCM_IV_LEN],
 		  const uint8_t *aad, size_t aad_len, const uint8_t *in, size_t in_len,
 		  uint8_t *out);
+
+/* ---- The SK payload with ENCR_AES_CBC + AUTH_HMAC_SHA2_* ------------------- */
+
+/* Key and ICV bytes of an AUTH_HMAC_SHA2_* (RFC 4868); 0 if not supported. */
+size_t ike_integ_key_len(uint16_t integ);
+size_t ike_integ_icv_len(uint16_t integ);
+
+/*
+ * The SK payload is IV || ciphertext || ICV (RFC 7296 3.14): AES-CBC of
+ * plain (padded by the caller to a multiple of 16 bytes) under ek (16 or
+ * 32 bytes), then the ICV, the truncated HMAC under ak of aad (the IKE
+ * header and everything up to and including the SK payload's generic
+ * header) || iv || ciphertext.  Seal writes ciphertext || ICV (plen +
+ * ike_integ_icv_len() bytes) to out; out may be plain itself.  The IV must
+ * be unpredictable (ike_random()), not a counter.
+ */
+int ike_cbc_seal(const uint8_t *ek, size_t ek_len, uint16_t integ, const uint8_t *ak,
+		 size_t ak_len, const uint8_t iv[IKE_CBC_IV_LEN], const uint8_t *aad,
+		 size_t aad_len, const uint8_t *plain, size_t plen, uint8_t *out);
+
+/*
+ * in is ciphertext || ICV; the ICV is checked first, in constant time, and
+ * only then is the ciphertext (a positive multiple of 16 bytes) decrypted
+ * to out, which may be in itself.  -EBADMSG for a bad ICV or length, and
+ * nothing is written to out then.
+ */
+int ike_cbc_open(const uint8_t *ek, size_t ek_len, uint16_t integ, const uint8_t *ak,
+		 size_t ak_len, const uint8_t iv[IKE_CBC_IV_LEN], const uint8_t *aad,
+		 size_t aad_len, const uint8_t *in, size_t in_len, uint8_t *out);
 
 /*
  * The decrypted SK data is payloads || padding || pad length (one byte,

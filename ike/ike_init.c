@@ -84,7 +84,7 @@ cookie_make(const struct ike_ctx *ctx, const uint8_t *ni, size_t ni_len,
 	size_t len = COOKIE_LEN - 1;
 
 	out[0] = 1;
-	return ike_prf(PRF_ID, ctx->cookie_secret, sizeof(ctx->cookie_secret), v, 3, out + 1,
+	return ike_prf(COOKIE_PRF, ctx->cookie_secret, sizeof(ctx->cookie_secret), v, 3, out + 1,
 		       &len);
 }
 
@@ -145,7 +145,7 @@ ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	sa->state = IKE_ST_INIT_SENT;
 	sa->local = c->cfg.local;
 	sa->remote = c->cfg.remote;
-	sa->ke_group = c->cfg.ike[0].dh;
+	sa->ke_group = c->cfg.ike[0].dh[0];	/* the first of the first proposal */
 	sa->ni_len = NONCE_LEN;
 	rc = ike_random_nonzero(sa->spi_i, IKE_SPI_LEN);
 	if (rc == 0)
@@ -179,10 +179,8 @@ init_refused(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint6
 	if (ike_find_notify(v, IKE_N_INVALID_KE_PAYLOAD, &from, &nt) && nt.data_len == 2) {
 		uint16_t g = (uint16_t)(nt.data[0] << 8 | nt.data[1]);
 
-		for (unsigned i = 0; i < cfg->n_ike; i++) {
-			if (cfg->ike[i].dh != g || g == sa->ke_group ||
-			    ++sa->ke_tries > INIT_RETRIES)
-				continue;
+		if (ike_cfg_has_group(cfg->ike, cfg->n_ike, g) && g != sa->ke_group &&
+		    ++sa->ke_tries <= INIT_RETRIES) {
 			ctx->stats.reject[IKE_REJ_INVALID_KE]++;
 			sa->ke_group = g;
 			return init_send(ctx, sa, now);
@@ -223,11 +221,10 @@ init_pl_parse(const struct view *v, bool answer, struct init_pl *ip, char *err, 
 
 /* The responder's choice must be one of the proposals we made, unchanged. */
 static int
-init_check_choice(const struct ike_sa *sa, const struct init_pl *ip, const struct ike_hdr *h,
+init_check_choice(const struct ike_sa *sa, struct init_pl *ip, const struct ike_hdr *h,
 		  char *err, size_t elen)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
-	struct ike_proposal want;
 	unsigned num;
 
 	if (ip->n_props != 1) {
@@ -239,11 +236,10 @@ init_check_choice(const struct ike_sa *sa, const struct init_pl *ip, const struc
 		snprintf(err, elen, "sa.proposal[1].num: %u, we made %u", num, cfg->n_ike);
 		return -EBADMSG;
 	}
-	ike_prop_build(&cfg->ike[num - 1], (uint8_t)num, &want);
-	if (!ike_prop_same(&ip->props[0], &want) || cfg->ike[num - 1].dh != sa->ke_group ||
-	    ip->ke.group != sa->ke_group) {
-		snprintf(err, elen, "sa.proposal[1]: not proposal %u as we made it (KE group "
-			 "%u)", num, ip->ke.group);
+	if (!ike_prop_check_ike(&cfg->ike[num - 1], &ip->props[0], &ip->chosen) ||
+	    ip->chosen.dh != sa->ke_group || ip->ke.group != sa->ke_group) {
+		snprintf(err, elen, "sa.proposal[1]: not one of each kind from our proposal %u, "
+			 "or not our KE group (KE group %u)", num, ip->ke.group);
 		return -EBADMSG;
 	}
 	if (is_zero(h->spi_r, IKE_SPI_LEN)) {
@@ -273,7 +269,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 		rc = init_check_choice(sa, &ip, h, err, sizeof(err));
 	if (rc != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
-	sa->prop = sa->conn->cfg.ike[ip.props[0].num - 1];
+	sa->prop = ip.chosen;
 	memcpy(sa->spi_r, h->spi_r, IKE_SPI_LEN);
 	memcpy(sa->nr, ip.nonce, ip.nonce_len);
 	sa->nr_len = ip.nonce_len;
@@ -395,7 +391,7 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 		rc = ike_derive_keys(sa, &ip->ke);
 	if (rc != 0)
 		return rc;
-	ike_prop_build(&sa->prop, ip->num, &prop);
+	ike_prop_chosen_build(&sa->prop, ip->num, &prop);
 	ike_hdr_for(sa, &h, IKE_SA_INIT, true, 0);
 	ike_buf_init(&b, out, sizeof(out));
 	ike_build_hdr(&b, &h);

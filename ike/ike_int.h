@@ -18,7 +18,7 @@
 #include "ike_msg.h"
 #include "ike_sa.h"
 
-#define PRF_ID		IKE_PRF_HMAC_SHA2_256
+#define COOKIE_PRF	IKE_PRF_HMAC_SHA2_256	/* our cookies' MAC, whatever SAs negotiate */
 #define MSG_MAX		4096	/* what we build; ours are well under 1280 bytes */
 #define NONCE_LEN	32
 #define MAX_PL		24	/* payloads per chain */
@@ -103,6 +103,10 @@ struct ike_sa {
 	uint64_t old_del_ms;
 	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
 	uint32_t rk_spi;
+	/* PFS (esp-proposals with a group): our rekey request's KE, until the answer */
+	struct ike_dh *rk_dh;
+	uint16_t rk_group;
+	unsigned rk_ke_tries;		/* INVALID_KE_PAYLOAD retries of this rekey */
 	bool want_rekey;		/* asked for while another request was out */
 	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t child_rekeys;
@@ -229,14 +233,24 @@ struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
 
 /* ike_prop.c */
-void ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p);
-void ike_esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi,
+void ike_prop_build(const struct ike_prop_cfg *e, uint8_t num, struct ike_proposal *p);
+void ike_prop_chosen_build(const struct ike_prop_ike *c, uint8_t num, struct ike_proposal *p);
+void ike_esp_prop_build(const struct ike_prop_cfg *e, uint8_t num, uint32_t spi, bool pfs,
+		struct ike_proposal *p);
+void ike_esp_chosen_build(const struct ike_prop_esp *c, uint8_t num, uint32_t spi,
 		struct ike_proposal *p);
 bool ike_prop_same(const struct ike_proposal *got, const struct ike_proposal *want);
 int ike_pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
 		uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num);
+bool ike_prop_check_ike(const struct ike_prop_cfg *e, const struct ike_proposal *got,
+		struct ike_prop_ike *out);
 int ike_pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
-		struct ike_prop_esp *out, uint32_t *spi_out, uint8_t *num);
+		bool pfs, uint16_t ke_group, struct ike_prop_esp *out, uint32_t *spi_out,
+		uint8_t *num);
+bool ike_cfg_has_group(const struct ike_prop_cfg *e, unsigned n, uint16_t group);
+bool ike_prop_offered(const struct ike_prop_cfg *e, unsigned n, const struct ike_prop_ike *c);
+bool ike_prop_check_esp(const struct ike_prop_cfg *e, const struct ike_proposal *got, bool pfs,
+		struct ike_prop_esp *out);
 void ike_ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts);
 bool ike_ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out);
 bool ike_prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer);

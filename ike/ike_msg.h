@@ -32,7 +32,8 @@
 #define IKE_GEN_HDR_LEN		4	/* next payload, critical + reserved, length */
 #define IKE_VERSION		0x20	/* major 2, minor 0 */
 #define IKE_SPI_LEN		8	/* an IKE SA's SPI */
-#define IKE_MAX_TRANSFORMS	32	/* per proposal; more is refused as malformed */
+#define IKE_MAX_TRANSFORMS	64	/* per proposal; more is refused as malformed (strongSwan's
+					 * default IKE proposal has about 40) */
 
 /* Exchange types (section 3.1). */
 enum ike_exchange {
@@ -86,9 +87,17 @@ enum ike_tr_type {
 };
 #define IKE_ENCR_AES_CBC		12
 #define IKE_ENCR_AES_GCM_16		20
+#define IKE_ENCR_CHACHA20_POLY1305	28
 #define IKE_PRF_HMAC_SHA2_256		5
+#define IKE_PRF_HMAC_SHA2_384		6
+#define IKE_PRF_HMAC_SHA2_512		7
+#define IKE_INTEG_HMAC_SHA1_96		2
 #define IKE_INTEG_HMAC_SHA2_256_128	12	/* IANA: AUTH_HMAC_SHA2_256_128 */
+#define IKE_INTEG_HMAC_SHA2_384_192	13
+#define IKE_INTEG_HMAC_SHA2_512_256	14
+#define IKE_DH_MODP2048			14
 #define IKE_DH_ECP256			19
+#define IKE_DH_ECP384			20
 #define IKE_DH_CURVE25519		31
 #define IKE_ESN_NO			0
 #define IKE_ESN_YES			1

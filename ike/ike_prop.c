@@ -15,31 +15,79 @@
 static void
 add_tr(struct ike_proposal *p, uint8_t type, uint16_t id, int16_t key_len)
 {
-	p->tr[p->n_tr++] = (struct ike_transform){ .type = type, .id = id, .key_len = key_len };
+	if (p->n_tr < IKE_MAX_TRANSFORMS)
+		p->tr[p->n_tr++] = (struct ike_transform){ .type = type, .id = id,
+							   .key_len = key_len };
+}
+
+_Static_assert(4 * IKE_PROP_ALGS_MAX + 1 <= IKE_MAX_TRANSFORMS,
+	       "a configured proposal's transforms must fit struct ike_proposal");
+
+/* Every algorithm of e, encryption first (the order strongSwan sends them in). */
+static void
+cfg_transforms(const struct ike_prop_cfg *e, bool prf, bool dh, struct ike_proposal *p)
+{
+	for (unsigned i = 0; i < e->n_encr; i++)
+		add_tr(p, IKE_TR_ENCR, e->encr[i].id, (int16_t)e->encr[i].bits);
+	for (unsigned i = 0; i < e->n_integ; i++)
+		add_tr(p, IKE_TR_INTEG, e->integ[i], IKE_KEY_LEN_NONE);
+	for (unsigned i = 0; prf && i < e->n_prf; i++)
+		add_tr(p, IKE_TR_PRF, e->prf[i], IKE_KEY_LEN_NONE);
+	for (unsigned i = 0; dh && i < e->n_dh; i++)
+		add_tr(p, IKE_TR_DH, e->dh[i], IKE_KEY_LEN_NONE);
 }
 
 void
-ike_prop_build(const struct ike_prop_ike *e, uint8_t num, struct ike_proposal *p)
+ike_prop_build(const struct ike_prop_cfg *e, uint8_t num, struct ike_proposal *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->num = num;
 	p->proto = IKE_PROTO_IKE;
-	add_tr(p, IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, (int16_t)e->encr_bits);
-	add_tr(p, IKE_TR_PRF, PRF_ID, IKE_KEY_LEN_NONE);
-	add_tr(p, IKE_TR_DH, e->dh, IKE_KEY_LEN_NONE);
+	cfg_transforms(e, true, true, p);
 }
 
 void
-ike_esp_prop_build(const struct ike_prop_esp *e, uint8_t num, uint32_t spi, struct ike_proposal *p)
+ike_prop_chosen_build(const struct ike_prop_ike *c, uint8_t num, struct ike_proposal *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->num = num;
+	p->proto = IKE_PROTO_IKE;
+	add_tr(p, IKE_TR_ENCR, c->encr, (int16_t)c->encr_bits);
+	if (c->integ != 0)
+		add_tr(p, IKE_TR_INTEG, c->integ, IKE_KEY_LEN_NONE);
+	add_tr(p, IKE_TR_PRF, c->prf, IKE_KEY_LEN_NONE);
+	add_tr(p, IKE_TR_DH, c->dh, IKE_KEY_LEN_NONE);
+}
+
+static void
+esp_head(struct ike_proposal *p, uint8_t num, uint32_t spi)
 {
 	memset(p, 0, sizeof(*p));
 	p->num = num;
 	p->proto = IKE_PROTO_ESP;
 	p->spi_len = 4;
 	put32(p->spi, spi);
-	add_tr(p, IKE_TR_ENCR, e->encr, (int16_t)e->encr_bits);
-	if (e->integ != 0)
-		add_tr(p, IKE_TR_INTEG, e->integ, IKE_KEY_LEN_NONE);
+}
+
+void
+ike_esp_prop_build(const struct ike_prop_cfg *e, uint8_t num, uint32_t spi, bool pfs,
+		   struct ike_proposal *p)
+{
+	esp_head(p, num, spi);
+	cfg_transforms(e, false, pfs, p);
+	add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
+}
+
+void
+ike_esp_chosen_build(const struct ike_prop_esp *c, uint8_t num, uint32_t spi,
+		     struct ike_proposal *p)
+{
+	esp_head(p, num, spi);
+	add_tr(p, IKE_TR_ENCR, c->encr, (int16_t)c->encr_bits);
+	if (c->integ != 0)
+		add_tr(p, IKE_TR_INTEG, c->integ, IKE_KEY_LEN_NONE);
+	if (c->dh != 0)
+		add_tr(p, IKE_TR_DH, c->dh, IKE_KEY_LEN_NONE);
 	add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
 }
 
@@ -91,38 +139,99 @@ ike_prop_same(const struct ike_proposal *got, const struct ike_proposal *want)
 }
 
 /*
+ * The first of ours (in our order) that p offers too, but prefer if it is
+ * one of both (the group of a KE payload: saves an INVALID_KE_PAYLOAD
+ * round); 0 if none.  Transform ID 0 is NONE and never chosen.
+ */
+static uint16_t
+pick_id(const struct ike_proposal *p, uint8_t type, const uint16_t *ours, unsigned n,
+	uint16_t prefer)
+{
+	uint16_t found = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (ours[i] == 0 || !tr_has(p, type, ours[i], IKE_KEY_LEN_NONE))
+			continue;
+		if (found == 0)
+			found = ours[i];
+		if (ours[i] == prefer)
+			return prefer;
+	}
+	return found;
+}
+
+static bool
+pick_encr(const struct ike_proposal *p, const struct ike_prop_cfg *e, struct ike_encr *out)
+{
+	for (unsigned i = 0; i < e->n_encr; i++) {
+		if (tr_has(p, IKE_TR_ENCR, e->encr[i].id, (int16_t)e->encr[i].bits)) {
+			*out = e->encr[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Integrity for e's choice: with an AEAD (e has no integ) p must offer none
+ * but NONE (RFC 7296 3.3.3); else one of ours.  *integ 0 with an AEAD.
+ */
+static bool
+pick_integ(const struct ike_proposal *p, const struct ike_prop_cfg *e, uint16_t *integ)
+{
+	if (e->n_integ == 0) {
+		*integ = 0;
+		return tr_absent_or(p, IKE_TR_INTEG, 0);
+	}
+	*integ = pick_id(p, IKE_TR_INTEG, e->integ, e->n_integ, 0);
+	return *integ != 0;
+}
+
+/* One of our proposal e in p; false if p lacks one kind of ours. */
+static bool
+ike_match(const struct ike_proposal *p, const struct ike_prop_cfg *e, uint16_t ke_group,
+	  struct ike_prop_ike *out)
+{
+	struct ike_encr enc;
+
+	if (!pick_encr(p, e, &enc) || !pick_integ(p, e, &out->integ))
+		return false;
+	out->encr = enc.id;
+	out->encr_bits = enc.bits;
+	out->prf = pick_id(p, IKE_TR_PRF, e->prf, e->n_prf, 0);
+	out->dh = pick_id(p, IKE_TR_DH, e->dh, e->n_dh, ke_group);
+	return out->prf != 0 && out->dh != 0;
+}
+
+/*
  * The responder's choice (2.7): the first of the initiator's proposals that
  * one of ours matches; within it, ours in order, but one whose group is
- * that of the KE payload first, which saves an INVALID_KE_PAYLOAD round.
+ * that of the KE payload first.  *num is the initiator's proposal number.
  */
 int
 ike_pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
-	 uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num)
+	     uint16_t ke_group, struct ike_prop_ike *out, uint8_t *num)
 {
 	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_PRF | 1u << IKE_TR_INTEG |
 			      1u << IKE_TR_DH;
 
 	for (unsigned i = 0; i < n; i++) {
+		struct ike_prop_ike c;
 		int found = -1;
 
-		if (p[i].proto != IKE_PROTO_IKE || !tr_types_within(&p[i], mask) ||
-		    !tr_absent_or(&p[i], IKE_TR_INTEG, 0))
+		if (p[i].proto != IKE_PROTO_IKE || !tr_types_within(&p[i], mask))
 			continue;
 		for (unsigned j = 0; j < cfg->n_ike; j++) {
-			const struct ike_prop_ike *e = &cfg->ike[j];
-
-			if (!tr_has(&p[i], IKE_TR_ENCR, IKE_ENCR_AES_GCM_16,
-				    (int16_t)e->encr_bits) ||
-			    !tr_has(&p[i], IKE_TR_PRF, PRF_ID, IKE_KEY_LEN_NONE) ||
-			    !tr_has(&p[i], IKE_TR_DH, e->dh, IKE_KEY_LEN_NONE))
+			if (!ike_match(&p[i], &cfg->ike[j], ke_group, &c))
 				continue;
-			if (found < 0 || e->dh == ke_group)
+			if (found < 0 || c.dh == ke_group) {
 				found = (int)j;
-			if (e->dh == ke_group)
+				*out = c;
+			}
+			if (c.dh == ke_group)
 				break;
 		}
 		if (found >= 0) {
-			*out = cfg->ike[found];
 			*num = p[i].num;
 			return 0;
 		}
@@ -130,21 +239,49 @@ ike_pick_ike(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsig
 	return -ENOENT;
 }
 
-static bool
-esp_matches(const struct ike_proposal *p, const struct ike_prop_esp *e)
+/*
+ * Initiator: the responder's answer got must be our proposal e with one
+ * transform of each kind, each one we offered, nothing else; into *out.
+ */
+bool
+ike_prop_check_ike(const struct ike_prop_cfg *e, const struct ike_proposal *got,
+		   struct ike_prop_ike *out)
 {
-	if (!tr_has(p, IKE_TR_ENCR, e->encr, (int16_t)e->encr_bits))
+	struct ike_proposal want;
+
+	if (got->proto != IKE_PROTO_IKE || !ike_match(got, e, 0, out))
 		return false;
-	if (e->integ != 0 ? !tr_has(p, IKE_TR_INTEG, e->integ, IKE_KEY_LEN_NONE) :
-	    !tr_absent_or(p, IKE_TR_INTEG, 0))
+	ike_prop_chosen_build(out, got->num, &want);
+	return ike_prop_same(got, &want);
+}
+
+/*
+ * One of our ESP proposal e in p.  pfs: a CREATE_CHILD_SA, where e's groups
+ * (if any) must be offered, the KE payload's (ke_group) preferred; in
+ * IKE_AUTH, and where e has none, p may offer no group but NONE.
+ */
+static bool
+esp_match(const struct ike_proposal *p, const struct ike_prop_cfg *e, bool pfs,
+	  uint16_t ke_group, struct ike_prop_esp *out)
+{
+	struct ike_encr enc;
+
+	if (!pick_encr(p, e, &enc) || !pick_integ(p, e, &out->integ) ||
+	    !tr_absent_or(p, IKE_TR_ESN, IKE_ESN_NO))
 		return false;
-	/* No extended sequence numbers, no PFS group in IKE_AUTH (1.2). */
-	return tr_absent_or(p, IKE_TR_ESN, IKE_ESN_NO) && tr_absent_or(p, IKE_TR_DH, 0);
+	out->encr = enc.id;
+	out->encr_bits = enc.bits;
+	out->dh = 0;
+	if (!pfs || e->n_dh == 0)
+		return tr_absent_or(p, IKE_TR_DH, 0);
+	out->dh = pick_id(p, IKE_TR_DH, e->dh, e->n_dh, ke_group);
+	return out->dh != 0;
 }
 
 int
 ike_pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsigned n,
-	 struct ike_prop_esp *out, uint32_t *spi_out, uint8_t *num)
+	     bool pfs, uint16_t ke_group, struct ike_prop_esp *out, uint32_t *spi_out,
+	     uint8_t *num)
 {
 	const unsigned mask = 1u << IKE_TR_ENCR | 1u << IKE_TR_INTEG | 1u << IKE_TR_ESN |
 			      1u << IKE_TR_DH;
@@ -154,15 +291,53 @@ ike_pick_esp(const struct ike_conn_cfg *cfg, const struct ike_proposal *p, unsig
 		    !tr_types_within(&p[i], mask))
 			continue;
 		for (unsigned j = 0; j < cfg->n_esp; j++) {
-			if (!esp_matches(&p[i], &cfg->esp[j]))
+			if (!esp_match(&p[i], &cfg->esp[j], pfs, ke_group, out))
 				continue;
-			*out = cfg->esp[j];
 			*spi_out = get32(p[i].spi);
 			*num = p[i].num;
 			return 0;
 		}
 	}
 	return -ENOENT;
+}
+
+/* Initiator: as ike_prop_check_ike(), for an ESP answer (SPI not checked). */
+bool
+ike_prop_check_esp(const struct ike_prop_cfg *e, const struct ike_proposal *got, bool pfs,
+		   struct ike_prop_esp *out)
+{
+	struct ike_proposal want;
+
+	if (got->proto != IKE_PROTO_ESP || got->spi_len != 4 ||
+	    !esp_match(got, e, pfs, 0, out))
+		return false;
+	ike_esp_chosen_build(out, got->num, get32(got->spi), &want);
+	return ike_prop_same(got, &want);
+}
+
+/* Whether one of the n proposals e has group. */
+bool
+ike_cfg_has_group(const struct ike_prop_cfg *e, unsigned n, uint16_t group)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < e[i].n_dh; j++)
+			if (e[i].dh[j] == group && group != 0)
+				return true;
+	return false;
+}
+
+/* Whether one of the n proposals e has every algorithm of c. */
+bool
+ike_prop_offered(const struct ike_prop_cfg *e, unsigned n, const struct ike_prop_ike *c)
+{
+	struct ike_proposal p;
+	struct ike_prop_ike got;
+
+	ike_prop_chosen_build(c, 1, &p);
+	for (unsigned i = 0; i < n; i++)
+		if (ike_match(&p, &e[i], c->dh, &got) && memcmp(&got, c, sizeof(got)) == 0)
+			return true;
+	return false;
 }
 
 /* ---- traffic selectors -------------------------------------------------- */

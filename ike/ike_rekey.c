@@ -60,9 +60,10 @@ sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rek
 	sa->nat_local = old->nat_local;
 	sa->nat_remote = old->nat_remote;
 	sa->encap = old->encap;
-	if (ike_derive_rekey_keys(PRF_ID, sa->prop.encr_bits / 8, true, old->keys.sk_d,
-				  old->keys.prf_len, rk->ni, rk->ni_len, rk->nr, rk->nr_len,
-				  rk->gir, rk->gir_len, sa->spi_i, sa->spi_r, &sa->keys) != 0) {
+	if (ike_derive_rekey_keys(sa->prop.prf, old->prop.prf, sa->prop.encr_bits / 8,
+				  sa->prop.integ, old->keys.sk_d, old->keys.prf_len, rk->ni,
+				  rk->ni_len, rk->nr, rk->nr_len, rk->gir, rk->gir_len,
+				  sa->spi_i, sa->spi_r, &sa->keys) != 0) {
 		ike_sa_end(ctx, sa, "IKE SA rekey: key derivation failed");
 		return NULL;
 	}
@@ -123,7 +124,7 @@ ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		rc = ike_dh_new(sa->prop.dh, &sa->irk_dh, pub, &publen);
 	if (rc != 0)
 		return irk_wipe(sa), rc;
-	ike_prop_build(&sa->prop, 1, &prop);
+	ike_prop_chosen_build(&sa->prop, 1, &prop);
 	prop.spi_len = IKE_SPI_LEN;
 	memcpy(prop.spi, sa->irk_spi, IKE_SPI_LEN);
 	ike_buf_init(&in, inner, sizeof(inner));
@@ -171,7 +172,7 @@ ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, 
 		rc = ike_ke_parse(kp->body, kp->len, &ke, err, elen);
 	if (rc != 0)
 		return rc;
-	ike_prop_build(&sa->prop, 1, &want);
+	ike_prop_chosen_build(&sa->prop, 1, &want);
 	if (got.num != 1 || !ike_prop_same(&got, &want) || got.spi_len != IKE_SPI_LEN ||
 	    is_zero(got.spi, IKE_SPI_LEN) || ke.group != sa->prop.dh)
 		return snprintf(err, elen, "sa.proposal[1]: not our IKE proposal with an SPI, or "
@@ -317,7 +318,7 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		nerr = *out == NULL ? IKE_N_TEMPORARY_FAILURE : 0;
 	}
 	if (nerr == 0) {
-		ike_prop_build(&ip->chosen, ip->num, &resp);
+		ike_prop_chosen_build(&ip->chosen, ip->num, &resp);
 		resp.spi_len = IKE_SPI_LEN;
 		memcpy(resp.spi, rk.spi_r, IKE_SPI_LEN);
 		ike_build_sa(in, &resp, 1);

@@ -246,39 +246,84 @@ ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool r
 	h->msg_id = id;
 }
 
+/* The SK payload's IV and ICV lengths under the negotiated cipher. */
+static size_t
+sk_iv_len(const struct ike_sa *sa)
+{
+	return sa->prop.integ == 0 ? IKE_GCM_IV_LEN : IKE_CBC_IV_LEN;
+}
+
+static size_t
+sk_icv_len(const struct ike_sa *sa)
+{
+	return sa->prop.integ == 0 ? IKE_GCM_ICV_LEN : ike_integ_icv_len(sa->prop.integ);
+}
+
+/*
+ * The IV: with GCM a counter (each direction has its own key, SK_ei or
+ * SK_er, and only this side encrypts under this one); with CBC it must be
+ * unpredictable (RFC 7296 3.14), so random.
+ */
+static int
+sk_iv(struct ike_sa *sa, uint8_t *iv)
+{
+	if (sa->prop.integ != 0)
+		return ike_random(iv, IKE_CBC_IV_LEN);
+	for (unsigned i = 0; i < IKE_GCM_IV_LEN; i++)
+		iv[i] = (uint8_t)(sa->iv_ctr >> (56 - 8 * i));
+	sa->iv_ctr++;
+	return 0;
+}
+
+/* Encrypts pt (plen bytes, padded) in place and appends the ICV. */
+static int
+sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+	uint8_t *pt, size_t plen)
+{
+	const uint8_t *ek = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
+	const uint8_t *ak = sa->initiator ? sa->keys.sk_ai : sa->keys.sk_ar;
+
+	if (sa->prop.integ == 0)
+		return ike_aead_seal(ek, sa->keys.enc_len, iv, aad, aad_len, pt, plen, pt);
+	return ike_cbc_seal(ek, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len, iv,
+			    aad, aad_len, pt, plen, pt);
+}
+
 /*
  * A message of header h whose only payload is SK around the chain in, into
- * out.  The IV is a counter: each direction has its own key (SK_ei, SK_er),
- * and only this side encrypts under this one.
+ * out.  GCM needs no padding; CBC pads to its block with zeros (3.14 lets
+ * the sender choose the padding's bytes).
  */
 int
 ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
 	 size_t cap, size_t *len)
 {
-	const uint8_t *key = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
-	uint8_t iv[IKE_GCM_IV_LEN];
-	size_t plen = in->len + 1, sk;
+	const size_t block = sa->prop.integ == 0 ? 1 : IKE_CBC_IV_LEN;
+	const size_t pad = (block - (in->len + 1) % block) % block;
+	size_t plen = in->len + pad + 1, sk;
+	uint8_t iv[IKE_CBC_IV_LEN];
 	struct ike_buf b;
 	uint8_t *ct;
 	int rc;
 
 	if (in->overflow)
 		return -ENOSPC;
-	for (unsigned i = 0; i < IKE_GCM_IV_LEN; i++)
-		iv[i] = (uint8_t)(sa->iv_ctr >> (56 - 8 * i));
-	sa->iv_ctr++;
+	rc = sk_iv(sa, iv);
+	if (rc != 0)
+		return rc;
 	ike_buf_init(&b, out, cap);
 	ike_build_hdr(&b, h);
 	sk = ike_sk_begin(&b, IKE_PL_SK, in->first);
-	ike_put_bytes(&b, iv, sizeof(iv));
-	ct = ike_reserve(&b, plen + IKE_GCM_ICV_LEN);
+	ike_put_bytes(&b, iv, sk_iv_len(sa));
+	ct = ike_reserve(&b, plen + sk_icv_len(sa));
 	ike_pl_end(&b, sk);
 	rc = ike_finish(&b);
 	if (rc != 0)
 		return rc;
 	memcpy(ct, in->p, in->len);
-	ct[in->len] = 0;	/* pad length: GCM needs no padding */
-	rc = ike_aead_seal(key, sa->keys.enc_len, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen, ct);
+	memset(ct + in->len, 0, pad);
+	ct[in->len + pad] = (uint8_t)pad;
+	rc = sk_seal(sa, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen);
 	*len = b.len;
 	return rc;
 }
@@ -364,6 +409,7 @@ sa_free(struct ike_sa *sa)
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
 	ike_dh_free(sa->irk_dh);
+	ike_dh_free(sa->rk_dh);
 	free(sa->init_req);
 	free(sa->init_resp);
 	free(sa->req);
@@ -427,9 +473,9 @@ ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
 
 	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
 	if (rc == 0)
-		rc = ike_derive_sa_keys(PRF_ID, sa->prop.encr_bits / 8, true, sa->ni, sa->ni_len,
-					sa->nr, sa->nr_len, gir, glen, sa->spi_i, sa->spi_r,
-					&sa->keys);
+		rc = ike_derive_sa_keys(sa->prop.prf, sa->prop.encr_bits / 8, sa->prop.integ,
+					sa->ni, sa->ni_len, sa->nr, sa->nr_len, gir, glen,
+					sa->spi_i, sa->spi_r, &sa->keys);
 	explicit_bzero(gir, sizeof(gir));
 	ike_dh_free(sa->dh);
 	sa->dh = NULL;
@@ -444,6 +490,8 @@ open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const 
 	 size_t len, uint8_t *plain, struct view *v)
 {
 	const uint8_t *key = sa->initiator ? sa->keys.sk_er : sa->keys.sk_ei;
+	const uint8_t *ak = sa->initiator ? sa->keys.sk_ar : sa->keys.sk_ai;
+	const size_t ivl = sk_iv_len(sa), icvl = sk_icv_len(sa);
 	const struct ike_pl *sk;
 	char err[ERR_LEN];
 	struct view outer;
@@ -458,16 +506,20 @@ open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const 
 	sk = outer.n ? &outer.pl[outer.n - 1] : NULL;
 	if (sk == NULL || sk->type != IKE_PL_SK)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, "sk: no Encrypted payload");
-	if (sk->len < IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1) {
-		snprintf(err, sizeof(err), "sk.length: %u, at least %d", sk->len,
-			 IKE_GCM_IV_LEN + IKE_GCM_ICV_LEN + 1);
+	if (sk->len < ivl + icvl + 1) {
+		snprintf(err, sizeof(err), "sk.length: %u, at least %zu", sk->len, ivl + icvl + 1);
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
 	}
-	rc = ike_aead_open(key, sa->keys.enc_len, sk->body, msg, (size_t)(sk->body - msg),
-			   sk->body + IKE_GCM_IV_LEN, sk->len - IKE_GCM_IV_LEN, plain);
+	if (sa->prop.integ == 0)
+		rc = ike_aead_open(key, sa->keys.enc_len, sk->body, msg, (size_t)(sk->body - msg),
+				   sk->body + ivl, sk->len - ivl, plain);
+	else
+		rc = ike_cbc_open(key, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len,
+				  sk->body, msg, (size_t)(sk->body - msg), sk->body + ivl,
+				  sk->len - ivl, plain);
 	if (rc != 0)
 		return ike_drop(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
-	rc = ike_sk_unpad(plain, sk->len - IKE_GCM_IV_LEN - IKE_GCM_ICV_LEN, &plen);
+	rc = ike_sk_unpad(plain, sk->len - ivl - icvl, &plen);
 	if (rc != 0)
 		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
 	rc = ike_view_parse(sk->inner_first, plain, plen, v, err, sizeof(err));
@@ -754,10 +806,12 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 		struct ike_sa_status st = {
 			.conn = sa->conn->cfg.name, .state = sa->state,
 			.initiator = sa->initiator, .local = sa->local, .remote = sa->remote,
-			.encr_bits = sa->prop.encr_bits, .dh = sa->prop.dh,
+			.encr = sa->prop.encr, .encr_bits = sa->prop.encr_bits,
+			.integ = sa->prop.integ, .prf = sa->prop.prf, .dh = sa->prop.dh,
 			.nat_local = sa->nat_local, .nat_remote = sa->nat_remote,
 			.child_up = sa->child.up, .child_spi_in = sa->child.spi_in,
-			.child_spi_out = sa->child.spi_out, .next_req_id = sa->next_req_id,
+			.child_spi_out = sa->child.spi_out, .child_dh = sa->child.prop.dh,
+			.next_req_id = sa->next_req_id,
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
 			.retransmits = sa->retransmits, .udp_encap = sa->encap,
 			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,

@@ -43,6 +43,7 @@
 #define IKE_PSK_MAX		128
 #define IKE_IDENT_MAX		128
 #define IKE_CONN_PROPS_MAX	4	/* IKE and ESP proposals per connection */
+#define IKE_PROP_ALGS_MAX	4	/* algorithms of one kind in a configured proposal */
 #define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */
 #define IKE_CHILD_INTEG_MAX	32	/* HMAC-SHA2-256 key */
 
@@ -67,17 +68,44 @@ struct ike_prefix {
 	uint8_t addr[16];	/* network order, IPv4 in the first 4 bytes */
 };
 
-/* An IKE proposal: ENCR_AES_GCM_16 and PRF_HMAC_SHA2_256 are implied. */
-struct ike_prop_ike {
-	uint16_t encr_bits;	/* 128 or 256 */
-	uint16_t dh;		/* IKE_DH_ECP256 or IKE_DH_CURVE25519 */
+/* An encryption algorithm and its key length in bits. */
+struct ike_encr {
+	uint16_t id;		/* IKE_ENCR_AES_GCM_16, IKE_ENCR_AES_CBC, ... */
+	uint16_t bits;		/* 128 or 256 */
 };
 
-/* An ESP proposal (no ESN, no PFS). */
+/*
+ * A proposal as configured, strongSwan's "aes128-aes256-sha256-ecp256-x25519":
+ * the algorithms of each kind in order of preference, offered as one
+ * proposal with a transform each (RFC 7296 3.3).  Either every encryption
+ * algorithm is an AEAD and there is no integrity algorithm, or none is and
+ * there is at least one.  IKE: encr, prf, dh (and integ) each at least one.
+ * ESP: encr (and integ); dh is the PFS group for CREATE_CHILD_SA (n_dh 0:
+ * no PFS), never offered in IKE_AUTH; no prf.
+ */
+struct ike_prop_cfg {
+	struct ike_encr encr[IKE_PROP_ALGS_MAX];
+	uint16_t integ[IKE_PROP_ALGS_MAX];
+	uint16_t prf[IKE_PROP_ALGS_MAX];
+	uint16_t dh[IKE_PROP_ALGS_MAX];
+	uint8_t n_encr, n_integ, n_prf, n_dh;
+};
+
+/* The IKE SA's algorithms as negotiated: one of each. */
+struct ike_prop_ike {
+	uint16_t encr;		/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
+	uint16_t encr_bits;	/* 128 or 256 */
+	uint16_t integ;		/* 0 with GCM; IKE_INTEG_HMAC_SHA2_* with CBC */
+	uint16_t prf;		/* IKE_PRF_HMAC_SHA2_256/384/512 */
+	uint16_t dh;		/* IKE_DH_MODP2048, _ECP256, _ECP384, _CURVE25519 */
+};
+
+/* A CHILD_SA's algorithms as negotiated (no ESN). */
 struct ike_prop_esp {
 	uint16_t encr;		/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
 	uint16_t encr_bits;	/* 128 or 256 */
 	uint16_t integ;		/* 0 with GCM; IKE_INTEG_HMAC_SHA2_256_128 with CBC */
+	uint16_t dh;		/* the PFS group of the exchange that made it; 0: none */
 };
 
 struct ike_conn_cfg {
@@ -86,9 +114,9 @@ struct ike_conn_cfg {
 	uint8_t psk[IKE_PSK_MAX];	/* copied by ike_conn_add: wipe yours after */
 	size_t psk_len;
 	struct ike_ident local_id, remote_id;
-	struct ike_prop_ike ike[IKE_CONN_PROPS_MAX];	/* in order of preference */
+	struct ike_prop_cfg ike[IKE_CONN_PROPS_MAX];	/* in order of preference */
 	unsigned n_ike;
-	struct ike_prop_esp esp[IKE_CONN_PROPS_MAX];
+	struct ike_prop_cfg esp[IKE_CONN_PROPS_MAX];
 	unsigned n_esp;
 	struct ike_prefix ts_local, ts_remote;
 	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
@@ -117,6 +145,7 @@ struct ike_child {
 	uint16_t encr;			/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
 	uint16_t encr_bits;
 	uint16_t integ;			/* IKE_INTEG_HMAC_SHA2_256_128, or 0 with GCM */
+	uint16_t dh;			/* PFS: the group of the exchange's KE; 0 none */
 	size_t enc_key_len;		/* bytes of enc_*: the AES key, + 4 salt with GCM */
 	size_t integ_key_len;		/* bytes of integ_*: 32, or 0 with GCM */
 	uint32_t spi_in, spi_out;	/* host order */
@@ -200,10 +229,11 @@ struct ike_sa_status {
 	bool initiator;
 	uint8_t spi_i[8], spi_r[8];
 	struct ike_addr local, remote;
-	uint16_t encr_bits, dh;
+	uint16_t encr, encr_bits, integ, prf, dh;
 	bool nat_local, nat_remote;	/* this side, the peer behind a NAT */
 	bool child_up;
 	uint32_t child_spi_in, child_spi_out;
+	uint16_t child_dh;		/* the PFS group of the exchange that made it; 0 none */
 	uint32_t next_req_id;		/* our next request */
 	uint32_t peer_next_id;		/* the peer's next request expected */
 	uint64_t rx, tx, retransmits;

@@ -37,6 +37,22 @@
 #define R5903_GRY	"56FBF3CA 366CC23E 8157854C 13C58D6A AC23F046 ADA30F83 53E74F33 039872AB"
 #define R5903_GIRX	"D6840F6B 42F6EDAF D13116E0 E1256520 2FEF8E9E CE7DCE03 812464D0 4B9442DE"
 
+/* RFC 5903 8.2: 384-bit random ECP group. */
+#define R5903_384_I	"099F3C70 34D4A2C6 99884D73 A375A67F 7624EF7C 6B3C0F16 0647B674 14DCE655" \
+			"E35B5380 41E649EE 3FAEF896 783AB194"
+#define R5903_384_GIX	"667842D7 D180AC2C DE6F74F3 7551F557 55C7645C 20EF73E3 1634FE72 B4C55EE6" \
+			"DE3AC808 ACB4BDB4 C88732AE E95F41AA"
+#define R5903_384_GIY	"9482ED1F C0EEB9CA FC498462 5CCFC23F 65032149 E0E144AD A0241815 35A0F38E" \
+			"EB9FCFF3 C2C947DA E69B4C63 4573A81C"
+#define R5903_384_R	"41CB0779 B4BDB85D 47846725 FBEC3C94 30FAB46C C8DC5060 855CC9BD A0AA2942" \
+			"E0308312 916B8ED2 960E4BD5 5A7448FC"
+#define R5903_384_GRX	"E558DBEF 53EECDE3 D3FCCFC1 AEA08A89 A987475D 12FD950D 83CFA417 32BC509D" \
+			"0D1AC43A 0336DEF9 6FDA41D0 774A3571"
+#define R5903_384_GRY	"DCFBEC7A ACF31964 72169E83 8430367F 66EEBE3C 6E70C416 DD5F0C68 759DD1FF" \
+			"F83FA401 42209DFF 5EAAD96D B9E6386C"
+#define R5903_384_GIRX	"11187331 C279962D 93D60424 3FD592CB 9D0A926F 422E4718 7521287E 7156C5C4" \
+			"D6031355 69B9E9D0 9CF5D4A2 70F59746"
+
 /* RFC 7748 6.1. */
 #define R7748_A_PRIV	"77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"
 #define R7748_A_PUB	"8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
@@ -105,6 +121,22 @@ dh_expect(struct ike_dh *d, const uint8_t *peer, size_t peer_len, const uint8_t 
 	assert_memory_equal(s, want, want_len);
 }
 
+/* Refused, with the secret buffer left zero. */
+static void
+dh_refused(struct ike_dh *d, const uint8_t *peer, size_t len)
+{
+	uint8_t s[IKE_DH_MAX_SECRET];
+	size_t slen = sizeof(s);
+
+	memset(s, 0xa5, sizeof(s));
+	assert_int_equal(ike_dh_derive(d, peer, len, s, &slen), -EINVAL);
+	assert_int_equal(slen, sizeof(s));
+	/* Never a partial result: untouched, or wiped after a failed derivation. */
+	for (size_t i = 1; i < sizeof(s); i++)
+		assert_int_equal(s[i], s[0]);
+	assert_true(s[0] == 0 || s[0] == 0xa5);
+}
+
 /* (1) RFC 5903 8.1 through both sides; its g^ir is also the vectors' g^ir. */
 static void
 test_dh_ecp256_rfc5903(void **state)
@@ -155,11 +187,100 @@ test_dh_x25519_rfc7748(void **state)
 	ike_dh_free(db);
 }
 
+/* (1) RFC 5903 8.2 through both sides: ECP-384, x || y of 96 bytes. */
+static void
+test_dh_ecp384_rfc5903(void **state)
+{
+	uint8_t i[48], r[48], gi[96], gr[96], gir[48];
+	struct ike_dh *di, *dr;
+
+	(void)state;
+	unhex(R5903_384_I, i, sizeof(i));
+	unhex(R5903_384_R, r, sizeof(r));
+	unhex(R5903_384_GIX, gi, 48);
+	unhex(R5903_384_GIY, gi + 48, 48);
+	unhex(R5903_384_GRX, gr, 48);
+	unhex(R5903_384_GRY, gr + 48, 48);
+	unhex(R5903_384_GIRX, gir, sizeof(gir));
+	assert_int_equal(ike_dh_pub_len(IKE_DH_ECP384), 96);
+	assert_int_equal(ike_dh_secret_len(IKE_DH_ECP384), 48);
+	di = dh_known(IKE_DH_ECP384, i, sizeof(i), gi);
+	dr = dh_known(IKE_DH_ECP384, r, sizeof(r), gr);
+	dh_expect(di, gr, sizeof(gr), gir, sizeof(gir));
+	dh_expect(dr, gi, sizeof(gi), gir, sizeof(gir));
+	/* A point of P-256's size, and one off the curve, are refused. */
+	dh_refused(di, gr, 64);
+	gr[95] ^= 1;
+	dh_refused(di, gr, sizeof(gr));
+	ike_dh_free(di);
+	ike_dh_free(dr);
+}
+
+/* The RFC 3526 2048-bit prime, big-endian. */
+static void
+modp2048_p(uint8_t p[256])
+{
+	unhex("FFFFFFFF FFFFFFFF C90FDAA2 2168C234 C4C6628B 80DC1CD1 29024E08 8A67CC74"
+	      "020BBEA6 3B139B22 514A0879 8E3404DD EF9519B3 CD3A431B 302B0A6D F25F1437"
+	      "4FE1356D 6D51C245 E485B576 625E7EC6 F44C42E9 A637ED6B 0BFF5CB6 F406B7ED"
+	      "EE386BFB 5A899FA5 AE9F2411 7C4B1FE6 49286651 ECE45B3D C2007CB8 A163BF05"
+	      "98DA4836 1C55D39A 69163FA8 FD24CF5F 83655D23 DCA3AD96 1C62F356 208552BB"
+	      "9ED52907 7096966D 670C354E 4ABC9804 F1746C08 CA18217C 32905E46 2E36CE3B"
+	      "E39E772C 180E8603 9B2783A2 EC07A28F B5C55DF0 6F4C52C9 DE2BCBF6 95581718"
+	      "3995497C EA956AE5 15D22618 98FA0510 15728E5A 8AACAA68 FFFFFFFF FFFFFFFF", p, 256);
+}
+
+/*
+ * (1) MODP-2048 (RFC 3526 3, g = 2): exponent 1 gives y = g = 2, padded
+ * to 256 bytes, and g^ir = the peer's y itself; a fresh pair agrees.
+ * 0, 1, p - 1, p, 2^2048 - 1, a non-residue (11: outside the prime-order
+ * subgroup) and a value of the wrong length are refused.
+ */
+static void
+test_dh_modp2048(void **state)
+{
+	static const uint8_t one[1] = { 1 };
+	uint8_t pub[IKE_DH_MAX_PUB], two[256] = { [255] = 2 }, peer[256], p[256];
+	uint8_t fa[IKE_DH_MAX_PUB], fb[IKE_DH_MAX_PUB];
+	size_t plen = sizeof(pub), la = sizeof(fa), lb = sizeof(fb);
+	struct ike_dh *d, *a, *b;
+
+	(void)state;
+	assert_int_equal(ike_dh_pub_len(IKE_DH_MODP2048), 256);
+	assert_int_equal(ike_dh_secret_len(IKE_DH_MODP2048), 256);
+	assert_int_equal(ike_dh_from_private(IKE_DH_MODP2048, one, 1, &d, pub, &plen), 0);
+	assert_int_equal(plen, 256);
+	assert_memory_equal(pub, two, 256);
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &a, fa, &la), 0);
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &b, fb, &lb), 0);
+	/* (2^x)^1 = 2^x: the secret keeps the leading zeros y may have. */
+	dh_expect(d, fa, la, fa, la);
+	ike_dh_free(b);
+	modp2048_p(p);
+	memset(peer, 0, sizeof(peer));
+	dh_refused(a, peer, 256);			/* 0 */
+	peer[255] = 1;
+	dh_refused(a, peer, 256);			/* 1 */
+	peer[255] = 11;
+	dh_refused(a, peer, 256);			/* not in the subgroup */
+	dh_refused(a, p, 256);				/* p */
+	memcpy(peer, p, 256);
+	peer[255] -= 1;
+	dh_refused(a, peer, 256);			/* p - 1 */
+	memset(peer, 0xff, sizeof(peer));
+	dh_refused(a, peer, 256);			/* above p */
+	dh_refused(a, fb, 255);
+	ike_dh_free(a);
+	ike_dh_free(d);
+}
+
 /* Fresh keys from ike_dh_new() agree with each other. */
 static void
 test_dh_new_agree(void **state)
 {
-	static const uint16_t groups[] = { IKE_DH_ECP256, IKE_DH_CURVE25519 };
+	static const uint16_t groups[] = {
+		IKE_DH_MODP2048, IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_CURVE25519,
+	};
 
 	(void)state;
 	for (size_t g = 0; g < ARRAY_SIZE(groups); g++) {
@@ -180,22 +301,6 @@ test_dh_new_agree(void **state)
 		ike_dh_free(a);
 		ike_dh_free(b);
 	}
-}
-
-/* Refused, with the secret buffer left zero. */
-static void
-dh_refused(struct ike_dh *d, const uint8_t *peer, size_t len)
-{
-	uint8_t s[IKE_DH_MAX_SECRET];
-	size_t slen = sizeof(s);
-
-	memset(s, 0xa5, sizeof(s));
-	assert_int_equal(ike_dh_derive(d, peer, len, s, &slen), -EINVAL);
-	assert_int_equal(slen, sizeof(s));
-	/* Never a partial result: untouched, or wiped after a failed derivation. */
-	for (size_t i = 1; i < sizeof(s); i++)
-		assert_int_equal(s[i], s[0]);
-	assert_true(s[0] == 0 || s[0] == 0xa5);
 }
 
 /* (2) ECP-256: wrong lengths, points off the curve, out of range, zero. */
@@ -273,10 +378,10 @@ test_dh_args(void **state)
 	struct ike_dh *d = NULL;
 
 	(void)state;
-	assert_int_equal(ike_dh_pub_len(14), 0);
-	assert_int_equal(ike_dh_secret_len(14), 0);
-	assert_int_equal(ike_dh_new(14, &d, pub, &plen), -EOPNOTSUPP);
-	assert_int_equal(ike_dh_from_private(20, priv, 32, &d, pub, &plen), -EOPNOTSUPP);
+	assert_int_equal(ike_dh_pub_len(2), 0);		/* MODP-1024: not offered */
+	assert_int_equal(ike_dh_secret_len(2), 0);
+	assert_int_equal(ike_dh_new(2, &d, pub, &plen), -EOPNOTSUPP);
+	assert_int_equal(ike_dh_from_private(21, priv, 32, &d, pub, &plen), -EOPNOTSUPP);
 	plen = 63;
 	assert_int_equal(ike_dh_new(IKE_DH_ECP256, &d, pub, &plen), -ENOSPC);
 	plen = sizeof(pub);
@@ -327,6 +432,50 @@ test_prf_rfc4231(void **state)
 	assert_int_equal(ike_prf(PRF, k3, sizeof(k3), c3, ARRAY_SIZE(c3), out, &len), 0);
 	unhex(mac[2], want, 32);
 	assert_memory_equal(out, want, 32);
+}
+
+/*
+ * (3) RFC 4231 test case 1 for HMAC-SHA-384 and -512, which are RFC 4868's
+ * PRF_HMAC_SHA2_384/512 (its 2.7.1 test case PRF-1 is the same).
+ */
+static void
+test_prf_sha384_512(void **state)
+{
+	static const struct { uint16_t id; size_t len; const char *mac; } c[] = {
+		{ IKE_PRF_HMAC_SHA2_384, 48,
+		  "afd03944d84895626b0825f4ab46907f15f9dadbe4101ec6"
+		  "82aa034c7cebc59cfaea9ea9076ede7f4af152e8b2fa9cb6" },
+		{ IKE_PRF_HMAC_SHA2_512, 64,
+		  "87aa7cdea5ef619d4ff0b4241a1d6cb02379f4e2ce4ec2787ad0b30545e17cde"
+		  "daa833b7d6b8a702038b274eaea3f4e4be9d914eeb61f1702e696c203a126854" },
+	};
+	const struct ike_iov hi = { "Hi There", 8 };
+	uint8_t key[20], want[64], out[64], km[200];
+
+	(void)state;
+	memset(key, 0x0b, sizeof(key));
+	for (size_t i = 0; i < ARRAY_SIZE(c); i++) {
+		size_t len = c[i].len - 1;
+
+		assert_int_equal(ike_prf_len(c[i].id), c[i].len);
+		assert_int_equal(ike_prf(c[i].id, key, sizeof(key), &hi, 1, out, &len), -ENOSPC);
+		len = sizeof(out);
+		assert_int_equal(ike_prf(c[i].id, key, sizeof(key), &hi, 1, out, &len), 0);
+		assert_int_equal(len, c[i].len);
+		unhex(c[i].mac, want, c[i].len);
+		assert_memory_equal(out, want, c[i].len);
+		/* prf+'s T1 is prf(K, S | 0x01). */
+		assert_int_equal(ike_prf_plus(c[i].id, key, sizeof(key), &hi, 1, km,
+					      sizeof(km)), 0);
+		{
+			const struct ike_iov t1[] = { { "Hi There", 8 }, { "\x01", 1 } };
+
+			len = sizeof(out);
+			assert_int_equal(ike_prf(c[i].id, key, sizeof(key), t1, 2, out, &len), 0);
+			assert_memory_equal(km, out, c[i].len);
+		}
+	}
+	assert_int_equal(ike_prf_len(IKE_PRF_HMAC_SHA2_512 + 1), 0);
 }
 
 static void
@@ -426,9 +575,10 @@ test_sa_keys(void **state)
 	assert_memory_equal(skeyseed, v_skeyseed, sizeof(skeyseed));
 	for (size_t i = 0; i < ARRAY_SIZE(keysets); i++) {
 		const struct keyset *w = &keysets[i];
+		uint16_t integ = w->aead ? IKE_INTEG_NONE : IKE_INTEG_HMAC_SHA2_256_128;
 
 		memset(&k, 0xa5, sizeof(k));
-		assert_int_equal(ike_derive_sa_keys(PRF, w->enc_key_len, w->aead, v_ni,
+		assert_int_equal(ike_derive_sa_keys(PRF, w->enc_key_len, integ, v_ni,
 						    sizeof(v_ni), v_nr, sizeof(v_nr), v_gir,
 						    sizeof(v_gir), v_spi_i, v_spi_r, &k), 0);
 		keys_expect(&k, w);
@@ -452,13 +602,13 @@ test_rekey_keys(void **state)
 	(void)state;
 	assert_int_equal(ike_prf(PRF, v_g256_sk_d, 32, v, 3, skeyseed, &len), 0);
 	assert_memory_equal(skeyseed, v_rekey_skeyseed, sizeof(skeyseed));
-	assert_int_equal(ike_derive_rekey_keys(PRF, 32, true, v_g256_sk_d, sizeof(v_g256_sk_d),
-					       v_ni2, sizeof(v_ni2), v_nr2, sizeof(v_nr2),
+	assert_int_equal(ike_derive_rekey_keys(PRF, PRF, 32, IKE_INTEG_NONE, v_g256_sk_d,
+					       sizeof(v_g256_sk_d), v_ni2, sizeof(v_ni2), v_nr2, sizeof(v_nr2),
 					       v_gir2, sizeof(v_gir2), v_spi_i2, v_spi_r2, &k), 0);
 	keys_expect(&k, &want);
 	ike_keys_wipe(&k);
-	assert_int_equal(ike_derive_rekey_keys(PRF, 32, true, NULL, 32, v_ni2, sizeof(v_ni2),
-					       v_nr2, sizeof(v_nr2), v_gir2, sizeof(v_gir2),
+	assert_int_equal(ike_derive_rekey_keys(PRF, PRF, 32, IKE_INTEG_NONE, NULL, 32, v_ni2,
+					       sizeof(v_ni2), v_nr2, sizeof(v_nr2), v_gir2, sizeof(v_gir2),
 					       v_spi_i2, v_spi_r2, &k), -EINVAL);
 }
 
@@ -469,20 +619,20 @@ test_sa_keys_args(void **state)
 	struct ike_keys k;
 
 	(void)state;
-	assert_int_equal(ike_derive_sa_keys(2, 32, true, v_ni, sizeof(v_ni), v_nr, sizeof(v_nr),
+	assert_int_equal(ike_derive_sa_keys(2, 32, IKE_INTEG_NONE, v_ni, sizeof(v_ni), v_nr, sizeof(v_nr),
 					    v_gir, 32, v_spi_i, v_spi_r, &k), -EOPNOTSUPP);
-	assert_int_equal(ike_derive_sa_keys(PRF, 24, true, v_ni, sizeof(v_ni), v_nr,
+	assert_int_equal(ike_derive_sa_keys(PRF, 24, IKE_INTEG_NONE, v_ni, sizeof(v_ni), v_nr,
 					    sizeof(v_nr), v_gir, 32, v_spi_i, v_spi_r, &k),
 			 -EOPNOTSUPP);
-	assert_int_equal(ike_derive_sa_keys(PRF, 32, true, n15, sizeof(n15), v_nr, sizeof(v_nr),
+	assert_int_equal(ike_derive_sa_keys(PRF, 32, IKE_INTEG_NONE, n15, sizeof(n15), v_nr, sizeof(v_nr),
 					    v_gir, 32, v_spi_i, v_spi_r, &k), -EINVAL);
-	assert_int_equal(ike_derive_sa_keys(PRF, 32, true, v_ni, sizeof(v_ni), n257,
+	assert_int_equal(ike_derive_sa_keys(PRF, 32, IKE_INTEG_NONE, v_ni, sizeof(v_ni), n257,
 					    sizeof(n257), v_gir, 32, v_spi_i, v_spi_r, &k),
 			 -EINVAL);
-	assert_int_equal(ike_derive_sa_keys(PRF, 32, true, v_ni, sizeof(v_ni), v_nr,
+	assert_int_equal(ike_derive_sa_keys(PRF, 32, IKE_INTEG_NONE, v_ni, sizeof(v_ni), v_nr,
 					    sizeof(v_nr), NULL, 32, v_spi_i, v_spi_r, &k),
 			 -EINVAL);
-	assert_int_equal(ike_derive_sa_keys(PRF, 32, true, v_ni, sizeof(v_ni), v_nr,
+	assert_int_equal(ike_derive_sa_keys(PRF, 32, IKE_INTEG_NONE, v_ni, sizeof(v_ni), v_nr,
 					    sizeof(v_nr), v_gir, 32, v_spi_i, NULL, &k), -EINVAL);
 }
 
@@ -605,6 +755,195 @@ test_aead_tamper(void **state)
 }
 
 /* (6) Pad length against the length of the decrypted data. */
+/*
+ * The SK payload with AES-CBC and HMAC-SHA2 (RFC 7296 3.14, RFC 4868):
+ * known answers from testdata/make_ike_cbc_vectors.py (Python
+ * `cryptography` and hmac): ciphertext || ICV for fixed keys, IV, AAD
+ * and 48 bytes of plaintext.
+ */
+#define CBC_128_SHA256	"251ee6d9c6cfcc74dd7745e2340e7e0eabe50eff30f2367d55f7dd00d136c01f" \
+			"761f70a0a006ae1a3235606be3747ff3b0a1bce00e7a0479c792076d5ded1aee"
+#define CBC_256_SHA384	"d3cf4b9f7d8abf8f33a07378d44d34739103af96709b039ef907555bb63e71e5" \
+			"eff1033897753057442c1b7c9e9b92c3c5db2af7a551e4b1898da519a2f00dee" \
+			"b96ecbe4ad8df4c9"
+#define CBC_256_SHA512	"d3cf4b9f7d8abf8f33a07378d44d34739103af96709b039ef907555bb63e71e5" \
+			"eff1033897753057442c1b7c9e9b92c3ab44272541c98d3023df80e9bd9e4d28" \
+			"3639511fde67f75fee99efdbdb0e3e0a"
+
+static const struct {
+	uint16_t integ;
+	size_t ek_len, ak_len, icv_len;
+	const char *want;
+} cbc_cases[] = {
+	{ IKE_INTEG_HMAC_SHA2_256_128, 16, 32, 16, CBC_128_SHA256 },
+	{ IKE_INTEG_HMAC_SHA2_384_192, 32, 48, 24, CBC_256_SHA384 },
+	{ IKE_INTEG_HMAC_SHA2_512_256, 32, 64, 32, CBC_256_SHA512 },
+};
+
+struct cbc_in {
+	uint8_t ek[32], ak[64], iv[IKE_CBC_IV_LEN], aad[32], plain[48];
+};
+
+static void
+cbc_inputs(struct cbc_in *in)
+{
+	for (unsigned i = 0; i < 64; i++) {
+		if (i < 32)
+			in->ek[i] = (uint8_t)(1 + i);
+		in->ak[i] = (uint8_t)(0x80 + i);
+		if (i < IKE_CBC_IV_LEN)
+			in->iv[i] = (uint8_t)(0x40 + i);
+		if (i < 32)
+			in->aad[i] = (uint8_t)(0x20 + i);
+		if (i < 48)
+			in->plain[i] = i < 47 ? (uint8_t)(0x60 + i) : 0;
+	}
+}
+
+/* (4) Seal gives the known answer; open gets the plaintext back, in place too. */
+static void
+test_cbc_vectors(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cbc_cases); i++) {
+		const size_t n = 48 + cbc_cases[i].icv_len;
+		const uint16_t integ = cbc_cases[i].integ;
+		uint8_t want[80], out[80], back[48];
+		struct cbc_in in;
+
+		cbc_inputs(&in);
+		assert_int_equal(ike_integ_key_len(integ), cbc_cases[i].ak_len);
+		assert_int_equal(ike_integ_icv_len(integ), cbc_cases[i].icv_len);
+		unhex(cbc_cases[i].want, want, n);
+		assert_int_equal(ike_cbc_seal(in.ek, cbc_cases[i].ek_len, integ, in.ak,
+					      cbc_cases[i].ak_len, in.iv, in.aad, 32, in.plain,
+					      48, out), 0);
+		assert_memory_equal(out, want, n);
+		assert_int_equal(ike_cbc_open(in.ek, cbc_cases[i].ek_len, integ, in.ak,
+					      cbc_cases[i].ak_len, in.iv, in.aad, 32, out, n,
+					      back), 0);
+		assert_memory_equal(back, in.plain, 48);
+		assert_int_equal(ike_cbc_open(in.ek, cbc_cases[i].ek_len, integ, in.ak,
+					      cbc_cases[i].ak_len, in.iv, in.aad, 32, out, n,
+					      out), 0);
+		assert_memory_equal(out, in.plain, 48);
+	}
+}
+
+/*
+ * (4) Any flipped bit in the AAD, IV, ciphertext or ICV, a truncated or
+ * misaligned input, the wrong integrity key: -EBADMSG, out untouched.
+ * Bad arguments: -EINVAL or -EOPNOTSUPP.
+ */
+static void
+test_cbc_tamper(void **state)
+{
+	const uint16_t integ = IKE_INTEG_HMAC_SHA2_384_192;
+	uint8_t sealed[72], msg[72], out[72];
+	struct cbc_in in;
+
+	(void)state;
+	cbc_inputs(&in);
+	assert_int_equal(ike_cbc_seal(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, in.plain, 48,
+				      sealed), 0);
+	for (size_t bit = 0; bit < 8 * sizeof(sealed); bit += 7) {
+		memcpy(msg, sealed, sizeof(msg));
+		msg[bit / 8] ^= (uint8_t)(1u << bit % 8);
+		memset(out, 0x5a, sizeof(out));
+		assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, msg,
+					      sizeof(msg), out), -EBADMSG);
+		assert_true(out[0] == 0x5a && out[47] == 0x5a);
+	}
+	in.aad[3] ^= 0x80;
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 72,
+				      out), -EBADMSG);
+	in.aad[3] ^= 0x80;
+	in.iv[0] ^= 1;
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 72,
+				      out), -EBADMSG);
+	in.iv[0] ^= 1;
+	in.ak[47] ^= 1;
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 72,
+				      out), -EBADMSG);
+	in.ak[47] ^= 1;
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 24,
+				      out), -EBADMSG);
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 71,
+				      out), -EBADMSG);
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, sealed, 0,
+				      out), -EBADMSG);
+	/* The key lengths must be the algorithm's; plaintext must be whole blocks. */
+	assert_int_equal(ike_cbc_open(in.ek, 32, integ, in.ak, 32, in.iv, in.aad, 32, sealed, 72,
+				      out), -EINVAL);
+	assert_int_equal(ike_cbc_seal(in.ek, 24, integ, in.ak, 48, in.iv, in.aad, 32, in.plain, 48,
+				      out), -EINVAL);
+	assert_int_equal(ike_cbc_seal(in.ek, 32, integ, in.ak, 48, in.iv, in.aad, 32, in.plain, 47,
+				      out), -EINVAL);
+	assert_int_equal(ike_cbc_seal(in.ek, 32, 2, in.ak, 12, in.iv, in.aad, 32, in.plain, 48,
+				      out), -EOPNOTSUPP);
+	assert_int_equal(ike_integ_key_len(2), 0);
+	assert_int_equal(ike_integ_icv_len(IKE_INTEG_NONE), 0);
+}
+
+/*
+ * A rekey that changes the PRF: SKEYSEED with the old SA's (HMAC-SHA-256
+ * over the old SK_d), prf+ with the new one (HMAC-SHA-512, keyed with the
+ * 32-byte SKEYSEED), as strongSwan derives them.
+ */
+static void
+test_rekey_keys_prf_change(void **state)
+{
+	static const uint8_t sk_d[32] = { 7 }, ni[32] = { 1 }, nr[32] = { 2 }, gir[56] = { 3 };
+	static const uint8_t spi_i[8] = { 4 }, spi_r[8] = { 5 };
+	const struct ike_iov v[] = { IOV(gir), IOV(ni), IOV(nr) };
+	const struct ike_iov seed[] = { IOV(ni), IOV(nr), IOV(spi_i), IOV(spi_r) };
+	uint8_t skeyseed[32], km[64 + 2 * 36 + 2 * 64];	/* GCM: SK_e = key + salt */
+	size_t len = sizeof(skeyseed);
+	struct ike_keys k;
+
+	(void)state;
+	assert_int_equal(ike_prf(IKE_PRF_HMAC_SHA2_256, sk_d, sizeof(sk_d), v, 3, skeyseed,
+				 &len), 0);
+	assert_int_equal(ike_prf_plus(IKE_PRF_HMAC_SHA2_512, skeyseed, sizeof(skeyseed), seed, 4,
+				      km, sizeof(km)), 0);
+	assert_int_equal(ike_derive_rekey_keys(IKE_PRF_HMAC_SHA2_512, IKE_PRF_HMAC_SHA2_256, 32,
+					       IKE_INTEG_NONE, sk_d, sizeof(sk_d), ni, 32, nr,
+					       32, gir, sizeof(gir), spi_i, spi_r, &k), 0);
+	assert_int_equal(k.prf_len, 64);
+	assert_memory_equal(k.sk_d, km, 64);
+	assert_memory_equal(k.sk_ei, km + 64, 36);
+	assert_memory_equal(k.sk_pr, km + 64 + 72 + 64, 64);
+	assert_int_equal(ike_derive_rekey_keys(IKE_PRF_HMAC_SHA2_512, 2, 32, IKE_INTEG_NONE, sk_d,
+					       sizeof(sk_d), ni, 32, nr, 32, gir, sizeof(gir),
+					       spi_i, spi_r, &k), -EOPNOTSUPP);
+	ike_keys_wipe(&k);
+}
+
+/* CBC IKE SA keys: SK_a as long as the integrity algorithm's key, not the PRF's. */
+static void
+test_sa_keys_cbc_integ(void **state)
+{
+	static const uint8_t ni[32] = { 1 }, nr[32] = { 2 }, gir[32] = { 3 };
+	static const uint8_t spi_i[8] = { 4 }, spi_r[8] = { 5 };
+	struct ike_keys k;
+
+	(void)state;
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 32,
+					    IKE_INTEG_HMAC_SHA2_512_256, ni, 32, nr, 32, gir, 32,
+					    spi_i, spi_r, &k), 0);
+	assert_int_equal(k.prf_len, 32);
+	assert_int_equal(k.integ_len, 64);
+	assert_int_equal(k.enc_len, 32);
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_512, 16, IKE_INTEG_NONE, ni, 32, nr,
+					    32, gir, 32, spi_i, spi_r, &k), 0);
+	assert_int_equal(k.prf_len, 64);
+	assert_int_equal(k.integ_len, 0);
+	assert_int_equal(k.enc_len, 20);
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, 2, ni, 32, nr, 32, gir, 32,
+					    spi_i, spi_r, &k), -EOPNOTSUPP);
+	ike_keys_wipe(&k);
+}
+
 static void
 test_sk_unpad(void **state)
 {
@@ -717,11 +1056,14 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dh_ecp256_rfc5903),
 		cmocka_unit_test(test_dh_x25519_rfc7748),
+		cmocka_unit_test(test_dh_ecp384_rfc5903),
+		cmocka_unit_test(test_dh_modp2048),
 		cmocka_unit_test(test_dh_new_agree),
 		cmocka_unit_test(test_dh_ecp256_bad_peer),
 		cmocka_unit_test(test_dh_x25519_bad_peer),
 		cmocka_unit_test(test_dh_args),
 		cmocka_unit_test(test_prf_rfc4231),
+		cmocka_unit_test(test_prf_sha384_512),
 		cmocka_unit_test(test_prf_args),
 		cmocka_unit_test(test_prf_plus),
 		cmocka_unit_test(test_sa_keys),
@@ -730,6 +1072,10 @@ main(void)
 		cmocka_unit_test(test_child_keymat),
 		cmocka_unit_test(test_aead_vectors),
 		cmocka_unit_test(test_aead_tamper),
+		cmocka_unit_test(test_cbc_vectors),
+		cmocka_unit_test(test_cbc_tamper),
+		cmocka_unit_test(test_sa_keys_cbc_integ),
+		cmocka_unit_test(test_rekey_keys_prf_change),
 		cmocka_unit_test(test_sk_unpad),
 		cmocka_unit_test(test_psk_auth),
 		cmocka_unit_test(test_psk_auth_args),

@@ -195,16 +195,46 @@ pfx4(const char *ip, uint8_t plen)
 	return p;
 }
 
-static const struct ike_prop_ike IKE_PROPS[] = {
-	{ 128, IKE_DH_ECP256 }, { 256, IKE_DH_ECP256 },
-	{ 128, IKE_DH_CURVE25519 }, { 256, IKE_DH_CURVE25519 },
+/* Configured proposals of one algorithm of each kind. */
+#define PROP_GCM(bits, prf_, g) { .encr = { { IKE_ENCR_AES_GCM_16, bits } }, .n_encr = 1, \
+				  .prf = { prf_ }, .n_prf = 1, .dh = { g }, .n_dh = 1 }
+#define PROP_CBC(bits, integ_, prf_, g) { .encr = { { IKE_ENCR_AES_CBC, bits } }, .n_encr = 1, \
+					  .integ = { integ_ }, .n_integ = 1, .prf = { prf_ }, \
+					  .n_prf = 1, .dh = { g }, .n_dh = 1 }
+#define ESP_AEAD(id, bits)	{ .encr = { { id, bits } }, .n_encr = 1 }
+#define ESP_CBC(bits, integ_)	{ .encr = { { IKE_ENCR_AES_CBC, bits } }, .n_encr = 1, \
+				  .integ = { integ_ }, .n_integ = 1 }
+
+static const struct ike_prop_cfg IKE_PROPS[] = {
+	PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256),
+	PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_CURVE25519),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_256, IKE_DH_CURVE25519),
+	/* issue 16: CBC with HMAC-SHA2, the longer PRFs, MODP-2048 and ECP-384 */
+	PROP_CBC(128, IKE_INTEG_HMAC_SHA2_256_128, IKE_PRF_HMAC_SHA2_256, IKE_DH_MODP2048),
+	PROP_CBC(256, IKE_INTEG_HMAC_SHA2_384_192, IKE_PRF_HMAC_SHA2_384, IKE_DH_ECP384),
+	PROP_CBC(256, IKE_INTEG_HMAC_SHA2_512_256, IKE_PRF_HMAC_SHA2_512, IKE_DH_ECP256),
+	PROP_GCM(256, IKE_PRF_HMAC_SHA2_512, IKE_DH_CURVE25519),
 };
 
-static const struct ike_prop_esp ESP_PROPS[] = {
-	{ IKE_ENCR_AES_GCM_16, 128, 0 }, { IKE_ENCR_AES_GCM_16, 256, 0 },
-	{ IKE_ENCR_AES_CBC, 128, IKE_INTEG_HMAC_SHA2_256_128 },
-	{ IKE_ENCR_AES_CBC, 256, IKE_INTEG_HMAC_SHA2_256_128 },
+static const struct ike_prop_cfg ESP_PROPS[] = {
+	ESP_AEAD(IKE_ENCR_AES_GCM_16, 128), ESP_AEAD(IKE_ENCR_AES_GCM_16, 256),
+	ESP_CBC(128, IKE_INTEG_HMAC_SHA2_256_128), ESP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128),
+	ESP_CBC(128, IKE_INTEG_HMAC_SHA1_96), ESP_AEAD(IKE_ENCR_CHACHA20_POLY1305, 256),
 };
+
+/* Key bytes a CHILD_SA of ESP proposal e gets. */
+static size_t
+esp_enc_len(const struct ike_prop_cfg *e)
+{
+	return e->encr[0].bits / 8u + (e->encr[0].id == IKE_ENCR_AES_CBC ? 0 : 4);
+}
+
+static size_t
+esp_integ_len(const struct ike_prop_cfg *e)
+{
+	return e->n_integ == 0 ? 0 : e->integ[0] == IKE_INTEG_HMAC_SHA1_96 ? 20 : 32;
+}
 
 /* The initiator's side of connection "t"; mirror() gives the responder's. */
 static struct ike_conn_cfg
@@ -368,13 +398,15 @@ test_up_all_proposals(void **state)
 			bring_up(0);
 			assert_established();
 			assert_mirrored();
-			assert_int_equal(status(&I).st.dh, IKE_PROPS[i].dh);
-			assert_int_equal(status(&R).st.encr_bits, IKE_PROPS[i].encr_bits);
-			assert_int_equal(I.child.encr, ESP_PROPS[e].encr);
-			assert_int_equal(I.child.integ, ESP_PROPS[e].integ);
-			assert_int_equal(I.child.enc_key_len, ESP_PROPS[e].encr_bits / 8 +
-					 (ESP_PROPS[e].integ ? 0 : 4));
-			assert_int_equal(I.child.integ_key_len, ESP_PROPS[e].integ ? 32 : 0);
+			assert_int_equal(status(&I).st.dh, IKE_PROPS[i].dh[0]);
+			assert_int_equal(status(&R).st.encr, IKE_PROPS[i].encr[0].id);
+			assert_int_equal(status(&R).st.encr_bits, IKE_PROPS[i].encr[0].bits);
+			assert_int_equal(status(&R).st.integ, IKE_PROPS[i].integ[0]);
+			assert_int_equal(status(&I).st.prf, IKE_PROPS[i].prf[0]);
+			assert_int_equal(I.child.encr, ESP_PROPS[e].encr[0].id);
+			assert_int_equal(I.child.integ, ESP_PROPS[e].integ[0]);
+			assert_int_equal(I.child.enc_key_len, esp_enc_len(&ESP_PROPS[e]));
+			assert_int_equal(I.child.integ_key_len, esp_integ_len(&ESP_PROPS[e]));
 			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
 			/* Four datagrams: no retransmission, no error. */
 			assert_int_equal(I.sent + R.sent, 4);
@@ -474,6 +506,83 @@ test_invalid_ke(void **state)
 	assert_int_equal(status(&I).st.dh, IKE_DH_ECP256);
 	/* Only the established SA on the responder: the refusal kept nothing. */
 	assert_int_equal(status(&R).n, 1);
+	stop();
+}
+
+/*
+ * Proposals of several algorithms of a kind (strongSwan's syntax): the
+ * responder takes its own preference among what is offered; the KE guess
+ * (x25519) is not among its groups, so one INVALID_KE_PAYLOAD round moves
+ * the initiator to MODP-2048.
+ */
+static void
+test_multi_alg_proposal(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_CBC, 128 }, { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 2,
+		.integ = { IKE_INTEG_HMAC_SHA2_512_256, IKE_INTEG_HMAC_SHA2_256_128 },
+		.n_integ = 2,
+		.prf = { IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_256 }, .n_prf = 2,
+		.dh = { IKE_DH_CURVE25519, IKE_DH_MODP2048 }, .n_dh = 2 };
+	ci.esp[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_GCM_16, 128 }, { IKE_ENCR_AES_GCM_16, 256 } },
+		.n_encr = 2 };
+	cr = mirror(&ci);
+	cr.ike[0] = (struct ike_prop_cfg)PROP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128,
+						   IKE_PRF_HMAC_SHA2_256, IKE_DH_ECP256);
+	cr.ike[0].dh[0] = IKE_DH_MODP2048;
+	cr.ike[0].dh[1] = IKE_DH_ECP256;
+	cr.ike[0].n_dh = 2;
+	cr.esp[0] = (struct ike_prop_cfg)ESP_AEAD(IKE_ENCR_AES_GCM_16, 256);
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_mirrored();
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(status(&I).st.encr, IKE_ENCR_AES_CBC);
+	assert_int_equal(status(&I).st.encr_bits, 256);
+	assert_int_equal(status(&I).st.integ, IKE_INTEG_HMAC_SHA2_256_128);
+	assert_int_equal(status(&I).st.prf, IKE_PRF_HMAC_SHA2_256);
+	assert_int_equal(status(&I).st.dh, IKE_DH_MODP2048);
+	assert_int_equal(I.child.encr_bits, 256);
+	stop();
+}
+
+/*
+ * strongSwan 5.9's default proposals on both sides (config_prop.c): the
+ * classic one wins, with the first of each kind and the initiator's group.
+ */
+static void
+test_default_proposals(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg){
+		.encr = { { IKE_ENCR_AES_CBC, 128 }, { IKE_ENCR_AES_CBC, 256 } }, .n_encr = 2,
+		.integ = { IKE_INTEG_HMAC_SHA2_256_128, IKE_INTEG_HMAC_SHA2_384_192,
+			   IKE_INTEG_HMAC_SHA2_512_256 }, .n_integ = 3,
+		.prf = { IKE_PRF_HMAC_SHA2_256, IKE_PRF_HMAC_SHA2_384, IKE_PRF_HMAC_SHA2_512 },
+		.n_prf = 3,
+		.dh = { IKE_DH_CURVE25519, IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_MODP2048 },
+		.n_dh = 4 };
+	ci.ike[1] = ci.ike[0];
+	ci.ike[1].encr[0].id = ci.ike[1].encr[1].id = IKE_ENCR_AES_GCM_16;
+	ci.ike[1].n_integ = 0;
+	ci.n_ike = 2;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	assert_int_equal(status(&R).st.encr, IKE_ENCR_AES_CBC);
+	assert_int_equal(status(&R).st.encr_bits, 128);
+	assert_int_equal(status(&R).st.integ, IKE_INTEG_HMAC_SHA2_256_128);
+	assert_int_equal(status(&R).st.prf, IKE_PRF_HMAC_SHA2_256);
+	assert_int_equal(status(&R).st.dh, IKE_DH_CURVE25519);
 	stop();
 }
 
@@ -1323,16 +1432,18 @@ rekey_once(struct side *a, uint64_t now, uint32_t grace)
 	}
 }
 
-/* A rekey from each side, GCM and CBC, with the default grace period. */
+/* A rekey from each side, GCM and CBC (in ESP, and in IKE), with the default grace period. */
 static void
 test_rekey(void **state)
 {
 	(void)state;
-	for (unsigned k = 0; k < 4; k++) {
+	for (unsigned k = 0; k < 6; k++) {
 		struct ike_conn_cfg ci = cfg_i(), cr;
 		struct side *a = k % 2 ? &R : &I;
 
 		ci.esp[0] = ESP_PROPS[k < 2 ? 0 : 3];
+		if (k >= 4)
+			ci.ike[0] = IKE_PROPS[6];	/* the SK payload with AES-CBC */
 		cr = mirror(&ci);
 		start(&ci, &cr);
 		bring_up(0);
@@ -1351,6 +1462,98 @@ test_rekey(void **state)
 		assert_int_equal(I.downs + R.downs, 4);
 		stop();
 		assert_int_equal(I.downs + R.downs, 4);
+	}
+}
+
+/*
+ * PFS (esp-proposals with a group): a CHILD_SA rekey from each side with a
+ * KE each way, for every group; the CHILD_SA of IKE_AUTH has none (its keys
+ * come from the IKE SA's, 1.2), the rekeyed one the group, the keys agree.
+ */
+static void
+test_rekey_pfs(void **state)
+{
+	static const uint16_t groups[] = {
+		IKE_DH_MODP2048, IKE_DH_ECP256, IKE_DH_ECP384, IKE_DH_CURVE25519,
+	};
+
+	(void)state;
+	for (unsigned k = 0; k < 2 * N_ELEMS(groups); k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct side *a = k % 2 ? &R : &I;
+
+		if (k >= 4)
+			ci.esp[0] = (struct ike_prop_cfg)ESP_CBC(256, IKE_INTEG_HMAC_SHA2_256_128);
+		ci.esp[0].dh[0] = groups[k / 2];
+		ci.esp[0].n_dh = 1;
+		cr = mirror(&ci);
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		assert_int_equal(I.child.dh, 0);
+		rekey_once(a, 100, 2000);
+		assert_int_equal(I.child.dh, groups[k / 2]);
+		assert_int_equal(R.child.dh, groups[k / 2]);
+		rekey_once(a == &I ? &R : &I, 3000, 2000);	/* the group in use again */
+		assert_int_equal(R.child.dh, groups[k / 2]);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		stop();
+	}
+}
+
+/*
+ * The rekey's KE is of a group the responder does not take: it answers
+ * INVALID_KE_PAYLOAD with its group, and the initiator tries again with it.
+ */
+static void
+test_rekey_pfs_invalid_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+
+	(void)state;
+	ci.esp[0].dh[0] = IKE_DH_CURVE25519;
+	ci.esp[0].dh[1] = IKE_DH_MODP2048;
+	ci.esp[0].n_dh = 2;
+	cr = mirror(&ci);
+	cr.esp[0].dh[0] = IKE_DH_MODP2048;
+	cr.esp[0].n_dh = 1;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+	pump(100);
+	assert_pair();
+	assert_int_equal(I.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(R.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(rej(&I, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(status(&I).st.child_rekeys, 1);
+	stop();
+}
+
+/* One side wants PFS, the other not: the rekey is refused, the CHILD_SA stays. */
+static void
+test_rekey_pfs_mismatch(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+		struct ike_child old;
+
+		cr = mirror(&ci);
+		(k ? &cr : &ci)->esp[0].dh[0] = IKE_DH_ECP256;
+		(k ? &cr : &ci)->esp[0].n_dh = 1;
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		old = I.child;
+		assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+		pump(100);
+		assert_int_equal(rej(&R, IKE_REJ_NO_PROPOSAL), 1);
+		assert_int_equal(I.child.spi_in, old.spi_in);
+		assert_int_equal(status(&I).st.child_rekeys, 0);
+		assert_int_equal(status(&I).n, 1);
+		stop();
 	}
 }
 
@@ -1589,11 +1792,14 @@ static void
 test_ike_rekey(void **state)
 {
 	(void)state;
-	for (unsigned who = 0; who < 2; who++) {
+	/* GCM, then CBC with HMAC-SHA2-384 / ECP-384 and HMAC-SHA2-256 / MODP-2048 */
+	for (unsigned k = 0; k < 6; k++) {
 		struct ike_conn_cfg ci = cfg_i(), cr;
+		unsigned who = k % 2;
 		struct side *a = who ? &R : &I, *b = who ? &I : &R;
 		struct pkt old_dpd;
 
+		ci.ike[0] = IKE_PROPS[k < 2 ? 0 : k < 4 ? 5 : 4];
 		ci.dpd_ms = 10000;
 		cr = mirror(&ci);
 		start(&ci, &cr);
@@ -1907,8 +2113,8 @@ t_init(struct tpeer *t)
 		}
 	}
 	assert_int_equal(ike_dh_derive(dh, ke.data, ke.len, gir, &glen), 0);
-	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, true, t->ni, 32, t->nr,
-					    t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
+	assert_int_equal(ike_derive_sa_keys(IKE_PRF_HMAC_SHA2_256, 16, IKE_INTEG_NONE, t->ni, 32,
+					    t->nr, t->nr_len, gir, glen, t->spi_i, t->spi_r, &t->k), 0);
 	ike_dh_free(dh);
 }
 
@@ -2019,6 +2225,143 @@ test_ike_rekey_bad_ke(void **state)
 	assert_int_equal(R.downs, 1);
 }
 
+/*
+ * IKE_SA_INIT requests for MODP-2048 with hostile public values (0, 1, all
+ * ones: above p, and 255 bytes): each a counted drop, no SA kept, nothing
+ * sent back; never a crash.  Then a good one gets its answer.
+ */
+static void
+test_init_bad_modp_ke(void **state)
+{
+	struct ike_addr l = addr4("198.51.100.1"), r = addr4("192.0.2.1");
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint8_t msg[1024], y[256], pub[IKE_DH_MAX_PUB], ni[32];
+	size_t publen = sizeof(pub);
+	struct ike_proposal prop;
+	struct ike_dh *dh;
+
+	(void)state;
+	ci.ike[0] = (struct ike_prop_cfg)PROP_GCM(128, IKE_PRF_HMAC_SHA2_256, IKE_DH_MODP2048);
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	memset(ni, 0x33, sizeof(ni));
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &dh, pub, &publen), 0);
+	t_ike_prop(&prop, NULL);
+	prop.tr[2].id = IKE_DH_MODP2048;
+	for (unsigned k = 0; k < 5; k++) {
+		struct ike_hdr h = { .exchange = IKE_SA_INIT, .flags = IKE_F_INITIATOR,
+				     .spi_i = { 1, 2, 3, (uint8_t)(k + 1) } };
+		struct ike_buf b;
+
+		memset(y, k == 2 ? 0xff : 0, sizeof(y));
+		y[255] = k == 1 ? 1 : y[255];
+		ike_buf_init(&b, msg, sizeof(msg));
+		ike_build_hdr(&b, &h);
+		ike_build_sa(&b, &prop, 1);
+		ike_build_ke(&b, IKE_DH_MODP2048, k == 4 ? pub : y, k == 3 ? 255 : 256);
+		ike_build_nonce(&b, ni, sizeof(ni));
+		assert_int_equal(ike_finish(&b), 0);
+		(void)ike_input(R.ctx, &l, &r, msg, b.len, 0);
+		if (k < 4) {
+			assert_int_equal(rej(&R, IKE_REJ_MALFORMED), k + 1);
+			assert_int_equal(R.n, 0);
+			assert_int_equal(status(&R).n, 0);
+		}
+	}
+	assert_int_equal(R.n, 1);		/* the good one's answer */
+	assert_int_equal(status(&R).n, 1);
+	ike_dh_free(dh);
+	stop();
+}
+
+/* A CHILD_SA rekey request (PFS, group g) of the CHILD_SA t_auth made, with the KE given. */
+static void
+t_child_rekey(const struct tpeer *t, uint32_t id, uint16_t g, uint16_t ke_group,
+	      const uint8_t *ke, size_t ke_len)
+{
+	static const uint8_t old[4] = { 1, 2, 3, 4 }, spi[4] = { 5, 6, 7, 8 };
+	struct ike_ts tsi = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 1 }, .end = { 10, 1, 255, 255 } };
+	struct ike_ts tsr = { .type = IKE_TS_IPV4_ADDR_RANGE, .end_port = 65535,
+			      .start = { 10, 2 }, .end = { 10, 2, 255, 255 } };
+	struct ike_proposal esp = { .num = 1, .proto = IKE_PROTO_ESP, .spi_len = 4, .n_tr = 3 };
+	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4, .type = IKE_N_REKEY_SA,
+				 .spi = old };
+	uint8_t inner[1024], out[PKT_MAX], nonce[32];
+	struct ike_buf in;
+
+	memset(nonce, 0x6b, sizeof(nonce));
+	memcpy(esp.spi, spi, 4);
+	esp.tr[0] = (struct ike_transform){ IKE_TR_ENCR, IKE_ENCR_AES_GCM_16, 128 };
+	esp.tr[1] = (struct ike_transform){ IKE_TR_DH, g, IKE_KEY_LEN_NONE };
+	esp.tr[2] = (struct ike_transform){ IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE };
+	ike_buf_init(&in, inner, sizeof(inner));
+	ike_build_notify(&in, &nt);
+	ike_build_sa(&in, &esp, 1);
+	ike_build_nonce(&in, nonce, sizeof(nonce));
+	if (ke != NULL)
+		ike_build_ke(&in, ke_group, ke, ke_len);
+	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
+	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	t_send(out, t_seal(t, IKE_CREATE_CHILD_SA, id, &in, out), 0);
+}
+
+/*
+ * Hostile KE payloads in a PFS CHILD_SA rekey (MODP-2048 configured): none,
+ * another group, a wrong size, 0, 1, p - 1 as y: each refused with a
+ * counted reason and an error Notify, the CHILD_SA unchanged; then a good
+ * one is taken.
+ */
+static void
+test_rekey_pfs_bad_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr;
+	uint8_t bad[256], pub[IKE_DH_MAX_PUB];
+	size_t publen = sizeof(pub);
+	struct ike_dh *dh;
+	struct tpeer t;
+
+	(void)state;
+	ci.esp[0].dh[0] = IKE_DH_MODP2048;
+	ci.esp[0].n_dh = 1;
+	cr = mirror(&ci);
+	start(&ci, &cr);
+	memset(&t, 0, sizeof(t));
+	t_init(&t);
+	t_auth(&t);
+	t_child_rekey(&t, 2, IKE_DH_MODP2048, 0, NULL, 0);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_KE_PAYLOAD);
+	t_child_rekey(&t, 3, IKE_DH_MODP2048, IKE_DH_ECP256, bad, 64);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_KE_PAYLOAD);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 2);
+	memset(bad, 0x11, sizeof(bad));
+	t_child_rekey(&t, 4, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 255);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	memset(bad, 0, sizeof(bad));
+	t_child_rekey(&t, 5, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	bad[255] = 1;
+	t_child_rekey(&t, 6, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	memset(bad, 0xff, sizeof(bad));
+	t_child_rekey(&t, 7, IKE_DH_MODP2048, IKE_DH_MODP2048, bad, 256);
+	assert_int_equal(t_answer(&t), IKE_N_INVALID_SYNTAX);
+	assert_int_equal(rej(&R, IKE_REJ_MALFORMED), 4);
+	t_child_rekey(&t, 8, IKE_DH_ECP256, IKE_DH_ECP256, bad, 64);	/* not our group */
+	assert_int_equal(t_answer(&t), IKE_N_NO_PROPOSAL_CHOSEN);
+	assert_int_equal(R.ups, 1);
+	assert_int_equal(status(&R).st.child_rekeys, 0);
+	assert_int_equal(ike_dh_new(IKE_DH_MODP2048, &dh, pub, &publen), 0);
+	t_child_rekey(&t, 9, IKE_DH_MODP2048, IKE_DH_MODP2048, pub, publen);
+	ike_dh_free(dh);
+	assert_int_equal(t_answer(&t), 0);
+	assert_int_equal(R.ups, 2);
+	assert_int_equal(R.child.dh, IKE_DH_MODP2048);
+	assert_int_equal(status(&R).st.child_rekeys, 1);
+	ike_keys_wipe(&t.k);
+	stop();
+}
+
 static void
 test_conn_add_checks(void **state)
 {
@@ -2030,14 +2373,23 @@ test_conn_add_checks(void **state)
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), 0);
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EEXIST);
 	c.name[0] = 'u';
-	c.ike[0].dh = 14;
+	c.ike[0].dh[0] = 2;		/* MODP-1024 */
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "ike:"));
+	assert_non_null(strstr(err, "ike[0]:"));
 	c = cfg_i();
 	c.name[0] = 'u';
-	c.esp[0].integ = IKE_INTEG_HMAC_SHA2_256_128;
+	c.esp[0].integ[0] = IKE_INTEG_HMAC_SHA2_256_128;	/* with GCM */
+	c.esp[0].n_integ = 1;
 	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "esp:"));
+	assert_non_null(strstr(err, "esp[0]:"));
+	c = cfg_i();
+	c.name[0] = 'u';
+	c.ike[0].n_prf = 0;
+	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
+	c.ike[0] = (struct ike_prop_cfg)PROP_CBC(128, IKE_INTEG_HMAC_SHA1_96, IKE_PRF_HMAC_SHA2_256,
+						  IKE_DH_ECP256);
+	assert_int_equal(ike_conn_add(ctx, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "integrity"));
 	c = cfg_i();
 	c.name[0] = 'u';
 	c.psk_len = 0;
@@ -2056,6 +2408,8 @@ main(void)
 		cmocka_unit_test(test_wrong_psk),
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_invalid_ke),
+		cmocka_unit_test(test_multi_alg_proposal),
+		cmocka_unit_test(test_default_proposals),
 		cmocka_unit_test(test_no_proposal),
 		cmocka_unit_test(test_esp_no_proposal),
 		cmocka_unit_test(test_ts_narrowing),
@@ -2077,6 +2431,11 @@ main(void)
 		cmocka_unit_test(test_force_encap),
 		cmocka_unit_test(test_no_nat),
 		cmocka_unit_test(test_rekey),
+		cmocka_unit_test(test_rekey_pfs),
+		cmocka_unit_test(test_rekey_pfs_invalid_ke),
+		cmocka_unit_test(test_rekey_pfs_mismatch),
+		cmocka_unit_test(test_rekey_pfs_bad_ke),
+		cmocka_unit_test(test_init_bad_modp_ke),
 		cmocka_unit_test(test_rekey_100),
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),

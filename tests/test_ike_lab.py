@@ -223,7 +223,8 @@ def test_malformed_and_replayed_ike_refused_and_counted(pskdir):
 
 
 def before_b(c):
-    return {"spi_in": c["spi_out"], "spi_out": c["spi_in"]}
+    """A's CHILD_SA as B sees it: the SPIs swapped, the rest (the PFS group) alike."""
+    return dict(c, spi_in=c["spi_out"], spi_out=c["spi_in"])
 
 
 REPLAY = r"""
