@@ -128,6 +128,7 @@ enum ike_id_type {
 	IKE_ID_FQDN = 2,
 	IKE_ID_RFC822_ADDR = 3,
 	IKE_ID_IPV6_ADDR = 5,
+	IKE_ID_DER_ASN1_DN = 9,
 	IKE_ID_KEY_ID = 11,
 };
 
