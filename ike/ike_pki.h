@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "ike_crypto.h"		/* struct ike_iov: the signed octets, in pieces */
+#include "ike_msg.h"
 
 /* AUTH methods (RFC 7296 3.8, RFC 4754, RFC 7427). */
 #define IKE_AUTH_RSA_SIG		1	/* PKCS#1 v1.5 with SHA-1 */
@@ -48,10 +49,9 @@
 #define IKE_HASHES_OURS	(IKE_HASH_BIT(IKE_HASH_SHA2_256) | IKE_HASH_BIT(IKE_HASH_SHA2_384) | \
 			 IKE_HASH_BIT(IKE_HASH_SHA2_512) | IKE_HASH_BIT(IKE_HASH_IDENTITY))
 
-#define IKE_CERT_X509_SIG		4	/* CERT and CERTREQ encoding (3.6) */
 #define IKE_PKI_CHAIN_MAX		8	/* certificates in a chain, ours or a peer's */
 #define IKE_PKI_AUTH_MAX		1100	/* an AUTH's data: 8192-bit RSA and an AlgId */
-#define IKE_PKI_KEYID_LEN		20	/* a CERTREQ's SHA-1 of a CA's public key */
+#define IKE_PKI_KEYID_LEN		IKE_CERTREQ_HASH_LEN	/* SHA-1 of a CA's public key */
 #define IKE_PKI_DESC_MAX		200	/* "subject '...', serial ..." */
 
 /*
