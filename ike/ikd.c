@@ -434,6 +434,11 @@ static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char 
 {
 	int rc;
 
+	/* config_pki.c reads and checks the files; IKE_AUTH does not sign yet */
+	if (t->ike.auth == CFG_AUTH_PUBKEY) {
+		snprintf(err, elen, "auth = pubkey: not in IKE_AUTH yet (ike/PKI-STATUS.md)");
+		return -1;
+	}
 	if (conn_cfg(cc, t) != 0) {
 		snprintf(err, elen, "cipher: no ESP proposal for it, or psk-file too long");
 		rc = -1;
