@@ -99,7 +99,9 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	if ((cfg->local.family != AF_INET && cfg->local.family != AF_INET6) ||
 	    cfg->remote.family != cfg->local.family)
 		return bad_cfg(err, elen, cfg->name, "local/remote: one address family");
-	if (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX)
+	if ((cfg->cred == NULL) != (cfg->trust == NULL))
+		return bad_cfg(err, elen, cfg->name, "cred/trust: both or neither");
+	if (cfg->cred == NULL && (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX))
 		return bad_cfg(err, elen, cfg->name, "psk: 1 to 128 bytes");
 	if ((cfg->local_id.type != 0 && (cfg->local_id.len == 0 ||
 					 cfg->local_id.len > IKE_IDENT_MAX)) ||
