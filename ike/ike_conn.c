@@ -130,7 +130,10 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 		return -ENOMEM;
 	c->cfg = *cfg;
 	ident_default(&c->cfg.local_id, &cfg->local);
-	ident_default(&c->cfg.remote_id, &cfg->remote);
+	/* with certificates none is any identity the peer's certificate proves
+	 * (strongSwan's remote id %any): the CAs vouch for it */
+	if (cfg->cred == NULL)
+		ident_default(&c->cfg.remote_id, &cfg->remote);
 	c->next = ctx->conns;
 	ctx->conns = c;
 	return 0;
