@@ -99,6 +99,34 @@ ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq)
 		       ike_sig_hashes_build(IKE_HASHES_OURS, hashes, sizeof(hashes)));
 }
 
+/* The CA key ids of the peer's X.509 CERTREQs (the first PEER_CAS_MAX). */
+void
+ike_pki_certreq_get(struct ike_sa *sa, const struct view *v)
+{
+	struct ike_cert c;
+	char err[ERR_LEN];
+
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->pl[i].type != IKE_PL_CERTREQ ||
+		    ike_certreq_parse(v->pl[i].body, v->pl[i].len, &c, err, sizeof(err)) != 0 ||
+		    c.encoding != IKE_CERT_X509_SIG)
+			continue;
+		for (size_t o = 0; o < c.len && sa->n_peer_cas < PEER_CAS_MAX;
+		     o += IKE_PKI_KEYID_LEN)
+			memcpy(sa->peer_cas[sa->n_peer_cas++], c.data + o, IKE_PKI_KEYID_LEN);
+	}
+}
+
+/* Does the peer hold the CA with this key id (its CERTREQ said so)? */
+static bool
+peer_has_ca(const struct ike_sa *sa, const uint8_t *keyid)
+{
+	for (unsigned i = 0; i < sa->n_peer_cas; i++)
+		if (memcmp(sa->peer_cas[i], keyid, IKE_PKI_KEYID_LEN) == 0)
+			return true;
+	return false;
+}
+
 /* The peer's SIGNATURE_HASH_ALGORITHMS, 0 if none (or malformed: as none). */
 void
 ike_pki_init_get(struct ike_sa *sa, const struct view *v)
@@ -112,11 +140,15 @@ ike_pki_init_get(struct ike_sa *sa, const struct view *v)
 	if (ike_find_notify(v, IKE_N_SIGNATURE_HASH_ALGORITHMS, &from, &nt) &&
 	    ike_sig_hashes_parse(nt.data, nt.data_len, &mask, err, sizeof(err)) == 0)
 		sa->peer_hashes = mask;
+	ike_pki_certreq_get(sa, v);
 }
 
 /*
  * After our ID: our certificates, a CERTREQ (initiator: the responder's
  * strongSwan sends its certificate only when asked) and the signature.
+ * Intermediates the peer's CERTREQ names are left out: it has them, and
+ * without IKE fragmentation (RFC 7383, not done) every byte counts against
+ * the path MTU (an RSA leaf and an intermediate pass 1500 bytes).
  */
 static int
 put_certs_sig(const struct ike_sa *sa, struct ike_buf *in, const uint8_t *idb, size_t idlen)
@@ -139,6 +171,11 @@ put_certs_sig(const struct ike_sa *sa, struct ike_buf *in, const uint8_t *idb, s
 	if (rc != 0)
 		return rc;
 	for (unsigned i = 0; i < ike_pki_cred_count(cfg->cred); i++) {
+		uint8_t keyid[IKE_PKI_KEYID_LEN];
+
+		ike_pki_cred_keyid(cfg->cred, i, keyid);
+		if (i > 0 && peer_has_ca(sa, keyid))
+			continue;
 		c.encoding = IKE_CERT_X509_SIG;
 		ike_pki_cred_der(cfg->cred, i, &c.data, &c.len);
 		ike_build_cert(in, IKE_PL_CERT, &c);
@@ -337,6 +374,21 @@ auth_verify(const struct ike_sa *sa, const struct view *v, enum ike_pki_fail *wh
 	return rc;
 }
 
+/*
+ * Why an IKE SA ends on a refused AUTH, for the owner's log (always shown,
+ * unlike ike_log): with certificates, the cause and the certificate
+ * (subject, serial) as ike_pki.c wrote them in err; one line.
+ */
+static const char *
+auth_failed(char *out, size_t len, const char *who, enum ike_pki_fail why, const char *err)
+{
+	if (why == IKE_PKI_NONE)
+		snprintf(out, len, "authentication of the %s failed", who);
+	else
+		snprintf(out, len, "authentication of the %s failed: %s", who, err);
+	return out;
+}
+
 int
 ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
@@ -378,14 +430,15 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 	     const struct view *v, uint64_t now)
 {
 	enum ike_pki_fail why = IKE_PKI_NONE;
+	char err[ERR_LEN], what[ERR_LEN + 48];
 	uint8_t inner[MSG_MAX];
-	char err[ERR_LEN];
 	struct ike_buf in;
 	uint16_t nerr;
 	int rc;
 
 	conn_by_id(ctx, sa, v);		/* before the owner hears of it */
 	sa->owner_knows = true;
+	ike_pki_certreq_get(sa, v);
 	ike_buf_init(&in, inner, sizeof(inner));
 	rc = auth_verify(sa, v, &why, err, sizeof(err));
 	if (rc != 0) {
@@ -399,7 +452,7 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 			   NULL, 0);
 		ike_respond(ctx, sa, h, &in);
 		ike_sa_end(ctx, sa, bad ? "malformed IKE_AUTH request" :
-			   "authentication of the peer failed");
+			   auth_failed(what, sizeof(what), "peer", why, err));
 		return rc;
 	}
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);
@@ -421,7 +474,7 @@ int
 ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
 	uint16_t nerr = ike_error_notify(v);
-	char err[ERR_LEN], why[WHY_LEN];
+	char err[ERR_LEN], why[WHY_LEN], what[ERR_LEN + 48];
 	enum ike_pki_fail pf = IKE_PKI_NONE;
 	int rc;
 
@@ -437,7 +490,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 		if (pf != IKE_PKI_NONE)
 			ctx->stats.pki_fail[pf]++;
 		ike_drop(ctx, sa, rc == -EBADMSG ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
-		ike_sa_end(ctx, sa, "authentication of the responder failed");
+		ike_sa_end(ctx, sa, auth_failed(what, sizeof(what), "responder", pf, err));
 		return rc;
 	}
 	ike_request_done(sa);

@@ -43,6 +43,7 @@ struct ike_pki_cred {
 	X509 *cert[IKE_PKI_CHAIN_MAX];	/* [0] the end entity */
 	uint8_t *der[IKE_PKI_CHAIN_MAX];
 	size_t der_len[IKE_PKI_CHAIN_MAX];
+	uint8_t keyid[IKE_PKI_CHAIN_MAX][IKE_PKI_KEYID_LEN];	/* SHA-1 of each SPKI */
 };
 
 struct ike_pki_trust {
@@ -225,6 +226,8 @@ key_kind(EVP_PKEY *k, struct ike_pki_cred *c, char *err, size_t elen)
 	return 0;
 }
 
+static int spki_sha1(X509 *x, uint8_t out[IKE_PKI_KEYID_LEN]);
+
 static int
 cred_der(struct ike_pki_cred *c)
 {
@@ -232,8 +235,10 @@ cred_der(struct ike_pki_cred *c)
 		unsigned char *d = NULL;
 		int n = i2d_X509(c->cert[i], &d);
 
-		if (n <= 0)
+		if (n <= 0 || spki_sha1(c->cert[i], c->keyid[i]) != 0) {
+			OPENSSL_free(d);
 			return -ENOMEM;
+		}
 		c->der[i] = d;
 		c->der_len[i] = (size_t)n;
 	}
@@ -308,6 +313,12 @@ ike_pki_cred_der(const struct ike_pki_cred *c, unsigned i, const uint8_t **der, 
 {
 	*der = c->der[i];
 	*len = c->der_len[i];
+}
+
+void
+ike_pki_cred_keyid(const struct ike_pki_cred *c, unsigned i, uint8_t keyid[IKE_PKI_KEYID_LEN])
+{
+	memcpy(keyid, c->keyid[i], IKE_PKI_KEYID_LEN);
 }
 
 int

@@ -98,6 +98,9 @@ void ike_pki_cred_free(struct ike_pki_cred *c);
 unsigned ike_pki_cred_count(const struct ike_pki_cred *c);
 void ike_pki_cred_der(const struct ike_pki_cred *c, unsigned i, const uint8_t **der,
 		      size_t *len);
+/* The SHA-1 of the i-th certificate's public key (what a CERTREQ names). */
+void ike_pki_cred_keyid(const struct ike_pki_cred *c, unsigned i,
+			uint8_t keyid[IKE_PKI_KEYID_LEN]);
 /* The subject's DER (an ID_DER_ASN1_DN identity); 0 or -ENOSPC. */
 int ike_pki_cred_subject(const struct ike_pki_cred *c, uint8_t *out, size_t cap, size_t *len);
 /* "subject 'CN=..', serial 0A:.." of our end entity certificate. */

@@ -810,6 +810,14 @@ test_certreq(void **state)
 	OPENSSL_free(spki);
 	assert_memory_equal(req + 20, spki_hash, 20);
 	assert_true(ike_pki_trust_knows(t, spki_hash));
+	{	/* a credential's intermediate has the key id a CERTREQ names */
+		struct ike_pki_cred *c = cred_of(&F.rsa);
+		uint8_t id[20];
+
+		ike_pki_cred_keyid(c, 1, id);
+		assert_memory_equal(id, spki_hash, 20);
+		ike_pki_cred_free(c);
+	}
 	spki_hash[0] ^= 1;
 	assert_false(ike_pki_trust_knows(t, spki_hash));
 	assert_int_equal(ike_pki_trust_add_ca(t, (const uint8_t *)"x", 1, err, sizeof(err)),

@@ -47,9 +47,9 @@ remote-ts = {swan_net}
 cipher = aes128-gcm
 keying = ike
 auth = pubkey
-cert = peer.pem
-private-key = peer.key
-ca = ca.pem
+cert = {dir}/peer.pem
+private-key = {dir}/peer.key
+ca = {dir}/ca.pem
 {crl}local-id = fqdn:peer.example.org
 remote-id = {remote_id}
 start = {start}
@@ -183,14 +183,15 @@ class Pki:
 
     def leaf(self, cn, kind, issuer="mid", **kw):
         key = keygen(kind)
-        iss = {"mid": (self.mid, self.mid_key), "other": (self.other, self.other_key)}[issuer]
+        iss = {"mid": (self.mid, self.mid_key), "other": (self.other, self.other_key),
+               "root": (self.root, self.root_key)}[issuer]
         return issue(cn, key, iss, san=cn, **kw), key
 
 
 # ---- the lab -------------------------------------------------------------------
 
 def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
-              remote_id="fqdn:*.example.org", swan_id="swan.example.org"):
+              remote_id="fqdn:*.example.org", swan_id="swan.example.org", swan_mid=True):
     """charon with swan_cert; dpvpnd (not started) with a peer_kind key."""
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
@@ -209,8 +210,8 @@ def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
     write(path, PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT,
                                  swan_out=swan.SWAN_OUT, peer_net=swan.PEER_NET,
                                  swan_net=swan.SWAN_NET, start=start,
-                                 remote_id=remote_id,
-                                 crl="crl = ca.crl\n" if crl is not None else "").encode(),
+                                 remote_id=remote_id, dir=w,
+                                 crl=f"crl = {w}/ca.crl\n" if crl is not None else "").encode(),
           0o600)
     # charon's files: its certificate with the intermediate, the root as its CA
     d = os.path.join(sl.swan.dir, "swanctl")
@@ -218,7 +219,8 @@ def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     write(os.path.join(d, "x509", "swan.pem"), pem(swan_cert))
     write(os.path.join(d, "x509ca", "root.pem"), pem(pki.root))
-    write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
+    if swan_mid:    # charon has the intermediate: its CERTREQ names it, we leave it out
+        write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
     write(os.path.join(d, "pkcs8", "swan.key"), pem(swan_key), 0o600)
     write(os.path.join(d, "swanctl.conf"), SWANCTL_PKI.format(
         local=swan.SWAN_OUT, remote=swan.PEER_OUT, ike=swan.IKE_PROPOSAL,
@@ -275,7 +277,8 @@ def test_certificates_with_charon(initiator, peer_kind, swan_kind):
             try:
                 lab.wait_for(lambda: established(sl), 25, "dpvpnd's IKE SA with charon")
             except Exception:
-                print(sl.swan.log_text()[-4000:], sl.gw.dpvpnd.output()[-3000:])
+                print(sl.swan.log_text()[-4000:], sl.gw.dpvpnd.output()[-3000:],
+                      sl.gw.ctl("show", "ike"))
                 raise
         st = ike_sas(sl)[0]
         assert st["state"] == "established", st
@@ -289,6 +292,27 @@ def test_certificates_with_charon(initiator, peer_kind, swan_kind):
         assert "authentication of 'peer.example.org'" in log and "successful" in log, log[-3000:]
         print(f"test_ike_pki: {initiator} initiated, dpvpnd {peer_kind}, charon {swan_kind}: "
               "up, pings both ways")
+
+
+def test_intermediate_sent_to_charon():
+    """charon knows only the root (its own certificate is the root's): it must
+    build dpvpnd's chain from the intermediate dpvpnd sends in a CERT."""
+    need_swan()
+    pki = Pki()
+    scert, skey = pki.leaf("swan.example.org", "ecdsa", issuer="root")
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki, "ecdsa", scert, skey, swan_mid=False)
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                              timeout=30, check=False)
+        log = sl.swan.log_text()
+        assert "initiate completed successfully" in out, \
+            out + log[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+        assert re.search(r"parsed IKE_AUTH response 1 \[.*CERT CERT", log), log[-3000:]
+        r = sl.ping("s", count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        print("test_ike_pki: charon took dpvpnd's intermediate from its CERT payloads")
 
 
 REFUSALS = [
