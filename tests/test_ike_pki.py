@@ -290,8 +290,9 @@ def test_certificates_with_charon(initiator, peer_kind, swan_kind):
         assert sum(stats["auth_fail_cert"].values()) == 0, stats
         log = sl.swan.log_text()
         assert "authentication of 'peer.example.org'" in log and "successful" in log, log[-3000:]
+        how = re.findall(r"authentication of '[^']*' with (\S+) successful", log)
         print(f"test_ike_pki: {initiator} initiated, dpvpnd {peer_kind}, charon {swan_kind}: "
-              "up, pings both ways")
+              f"up, pings both ways; charon's view: {how}")
 
 
 def test_intermediate_sent_to_charon():
