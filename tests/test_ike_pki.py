@@ -191,14 +191,15 @@ class Pki:
 # ---- the lab -------------------------------------------------------------------
 
 def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
-              remote_id="fqdn:*.example.org", swan_id="swan.example.org", swan_mid=True):
+              remote_id="fqdn:*.example.org", swan_id="swan.example.org", swan_mid=True,
+              peer_days=(-1, 365)):
     """charon with swan_cert; dpvpnd (not started) with a peer_kind key."""
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
         sl.ip(pe, "addr", "flush", "dev", dev)
     sl.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
     # dpvpnd's files
-    pcert, pkey = pki.leaf("peer.example.org", peer_kind)
+    pcert, pkey = pki.leaf("peer.example.org", peer_kind, days=peer_days)
     w = sl.workdir
     write(os.path.join(w, "peer.pem"), pem(pcert) + pem(pki.mid))
     write(os.path.join(w, "peer.key"), pem(pkey), 0o600)
@@ -359,3 +360,25 @@ def test_charon_refused(what, kw, remote_id, counter, words):
         assert words in lines[0], lines[0]
         assert "PRIVATE" not in sl.gw.dpvpnd.output()
         print(f"test_ike_pki: {what}: refused: {lines[0].strip()}")
+
+
+def test_charon_refuses_our_expired_certificate():
+    """dpvpnd initiates with an expired certificate: charon answers
+    AUTHENTICATION_FAILED, dpvpnd ends the IKE SA (peer-error), installs
+    nothing and tries again later (start = yes)."""
+    need_swan()
+    pki = Pki()
+    scert, skey = pki.leaf("swan.example.org", "ecdsa")
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki, "ecdsa", scert, skey, start="yes", peer_days=(-30, -1))
+        sl.swan.start()
+        sl.gw.start()
+        lab.wait_for(lambda: "AUTHENTICATION_FAILED" in sl.gw.dpvpnd.output(), 20,
+                     "charon's AUTHENTICATION_FAILED")
+        log = sl.swan.log_text()
+        assert "subject certificate invalid" in log, log[-3000:]
+        assert sl.gw.ctl("show", "ike")["stats"]["rejected"]["peer-error"] >= 1
+        assert not [s for s in sl.gw.ctl("show", "sa")["sas"] if s["name"] == "to-swan"]
+        line = [ln for ln in sl.gw.dpvpnd.output().splitlines()
+                if "AUTHENTICATION_FAILED" in ln][0]
+        print(f"test_ike_pki: charon refused our expired certificate: {line.strip()}")
