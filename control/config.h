@@ -128,7 +128,7 @@ struct cfg_pki {
 	int auth_line, cert_line, key_line, ca_line, crl_line;	/* 0: not given */
 	char cert[CFG_PKI_PATH_MAX], key[CFG_PKI_PATH_MAX];
 	char ca[CFG_PKI_PATH_MAX], crl[CFG_PKI_PATH_MAX];
-	uint8_t digest[32];	/* SHA-256 of the files' names and bytes, as last read */
+	uint8_t digest[32];	/* SHA-256 of a process secret, the files' names and bytes */
 };
 
 struct cfg_ike {

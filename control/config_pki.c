@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "config_parse.h"
 #include "ike_pki.h"
@@ -248,6 +249,22 @@ static int load_cred(const struct cfg_pki *k, struct ike_pki_cred **cred, EVP_MD
 	return rc != 0 ? -1 : 0;
 }
 
+/*
+ * The digest starts with a secret of this process, as install.c's key
+ * fingerprints do: it covers the private key's bytes, and must tell a
+ * reload only whether they changed, not let anyone test a guess at them.
+ */
+static int digest_start(EVP_MD_CTX *d)
+{
+	static uint8_t secret[32];
+	static int have_secret;
+
+	if (!have_secret)
+		have_secret = RAND_bytes(secret, sizeof(secret)) == 1;
+	return have_secret && EVP_DigestInit_ex(d, EVP_sha256(), NULL) == 1 &&
+	       EVP_DigestUpdate(d, secret, sizeof(secret)) == 1 ? 0 : -1;
+}
+
 int cfg_ike_pki_load(const struct cfg_ike *ike, struct ike_pki_cred **cred,
 		     struct ike_pki_trust **trust, uint8_t digest[32], int *line, char *err,
 		     size_t elen)
@@ -259,7 +276,7 @@ int cfg_ike_pki_load(const struct cfg_ike *ike, struct ike_pki_cred **cred,
 	*cred = NULL;
 	*trust = ike_pki_trust_new();
 	*line = ike->pki.auth_line;
-	if (d == NULL || *trust == NULL || EVP_DigestInit_ex(d, EVP_sha256(), NULL) != 1)
+	if (d == NULL || *trust == NULL || digest_start(d) != 0)
 		snprintf(err, elen, "out of memory");
 	else if (load_cred(&ike->pki, cred, d, line, err, elen) == 0 &&
 		 load_trust(&ike->pki, *trust, d, line, err, elen) == 0 &&

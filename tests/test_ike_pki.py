@@ -382,3 +382,35 @@ def test_charon_refuses_our_expired_certificate():
         line = [ln for ln in sl.gw.dpvpnd.output().splitlines()
                 if "AUTHENTICATION_FAILED" in ln][0]
         print(f"test_ike_pki: charon refused our expired certificate: {line.strip()}")
+
+
+def test_reload_keeps_or_renegotiates():
+    """A reload with the certificate files unchanged leaves the IKE SA alone;
+    after a new certificate and key are written to the same files, the
+    tunnel counts as changed and is negotiated anew with them."""
+    need_swan()
+    pki = Pki()
+    scert, skey = pki.leaf("swan.example.org", "ecdsa")
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki, "ecdsa", scert, skey, start="yes")
+        sl.swan.start()
+        sl.gw.start()
+        lab.wait_for(lambda: established(sl), 25, "dpvpnd's IKE SA with charon")
+        spi = ike_sas(sl)[0]["spi_i"]
+        r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "reload", check=False)
+        assert r.returncode == 0 and "0 added, 0 removed, 0 changed" in r.stdout, \
+            (r.stdout, r.stderr)
+        assert ike_sas(sl)[0]["spi_i"] == spi
+        pcert, pkey = pki.leaf("peer.example.org", "ed25519")
+        write(os.path.join(sl.workdir, "peer.pem"), pem(pcert) + pem(pki.mid))
+        write(os.path.join(sl.workdir, "peer.key"), pem(pkey), 0o600)
+        r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "reload", check=False)
+        assert r.returncode == 0 and "1 changed" in r.stdout, (r.stdout, r.stderr)
+        lab.wait_for(lambda: established(sl) and ike_sas(sl)[0]["spi_i"] != spi, 25,
+                     "the IKE SA with the new certificate")
+        assert re.search(r"authentication of 'peer.example.org' with ED25519 successful",
+                         sl.swan.log_text())
+        r = sl.ping("s", count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        print("test_ike_pki: reload: unchanged files kept the IKE SA; a new certificate "
+              "and key renegotiated it")
