@@ -959,6 +959,19 @@ psk-file = %(psk)s
            tunnels[1].replace('cipher =', 'start = yes\ndpd = 5\npsk-file = a.key\n'
                                           'local-id = ip:198.19.0.1\ncipher ='))
     out['ike-bad.conf'] = (base + bad).encode()
+    # auth = pubkey ([ikepki]): the keys, dn: identities and remote-id patterns
+    # (the files do not exist where the target runs: their errors are parsed too)
+    pub = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
+                      rts='198.18.2.0/24', alg='aes128-gcm', psk='a.key',
+                      extra='')).replace(
+        'psk-file = a.key\n',
+        'auth = pubkey\ncert = pki/gw.pem\nprivate-key = pki/gw.key\nca = pki/cacerts\n'
+        'crl = pki/ca.crl\nlocal-id = dn:C=CH, O=Example, CN=gw-a\n'
+        'remote-id = dn:CN=*, O=Example\n') + \
+        (ike % dict(i=1, local=OUT4, remote='198.19.0.3', lts='198.18.1.0/24',
+                    rts='198.18.3.0/24', alg='aes128-gcm', psk='a.key',
+                    extra='auth = pubkey\nremote-id = fqdn:*.example.org\n'))
+    out['ike-pubkey.conf'] = (base + pub).encode()
     return out
 
 
