@@ -122,14 +122,39 @@ struct cfg_prop {
 	uint8_t n_encr, n_integ, n_prf, n_dh;
 };
 
+/*
+ * auth = pubkey (config_pki.c): the gateway's certificate and private key,
+ * the trust anchors (a file or a directory of them) and CRLs, as absolute
+ * paths.  The files are read and checked when the config is (file:line
+ * errors; the private key's file as a key file) and again by dpvpnd when it
+ * makes the connection (cfg_ike_pki_load); their digest makes a reload see a
+ * changed file as a changed tunnel.
+ */
+#define CFG_AUTH_PSK		0
+#define CFG_AUTH_PUBKEY		1
+#define CFG_PKI_PATH_MAX	256
+#define CFG_PKI_FILE_MAX	(256 * 1024)	/* a certificate, key, CA bundle or CRL file */
+#define CFG_PKI_CA_FILES_MAX	256		/* in a ca = DIRECTORY */
+
+struct cfg_pki {
+	int auth_line, cert_line, key_line, ca_line, crl_line;	/* 0: not given */
+	char cert[CFG_PKI_PATH_MAX], key[CFG_PKI_PATH_MAX];
+	char ca[CFG_PKI_PATH_MAX], crl[CFG_PKI_PATH_MAX];
+	uint8_t digest[32];	/* SHA-256 of a process secret, the files' names and bytes */
+};
+
 struct cfg_ike {
 	uint8_t on;		/* keying = ike */
+	uint8_t auth;		/* CFG_AUTH_PSK (default) or CFG_AUTH_PUBKEY */
+	uint8_t remote_id_pattern;	/* remote-id has a '*': auth = pubkey only */
+	struct cfg_pki pki;
 	int line;		/* of keying = ike */
 	int psk_line;		/* of psk-file, 0 if none */
 	size_t psk_len;
 	uint8_t psk[CFG_PSK_MAX];	/* secret: the file's bytes (one final newline dropped) */
-	/* identities: type 0 = the tunnel's address; else an IKE ID type
-	 * (2 FQDN, 3 RFC822 e-mail, 11 KEY_ID; 1/5 an explicit IPv4/IPv6 address) */
+	/* identities: type 0 = the tunnel's address (with auth = pubkey, the
+	 * certificate's subject); else an IKE ID type (2 FQDN, 3 RFC822 e-mail,
+	 * 9 DER_ASN1_DN, 11 KEY_ID; 1/5 an explicit IPv4/IPv6 address) */
 	/* local_id/remote_id: the ID payload's data (text without a NUL, key id
 	 * bytes, or an address in network order) */
 	uint8_t local_id_type, remote_id_type;
@@ -205,5 +230,18 @@ const char *cfg_alg_name(uint8_t alg);
 /* Wipe every key in cfg (after the install). */
 void cfg_wipe_keys(struct cfg *cfg);
 void cfg_free(struct cfg *cfg);
+
+/*
+ * auth = pubkey: the tunnel's certificate and key (cred) and its trust
+ * anchors and CRLs (trust) read from ike->pki's files, with the private
+ * key's file checked as a key file; digest: of the files as read.  0, or -1
+ * with the reason in err and the config line of the file at fault in *line.
+ * The caller frees with ike_pki_cred_free and ike_pki_trust_free.
+ */
+struct ike_pki_cred;
+struct ike_pki_trust;
+int cfg_ike_pki_load(const struct cfg_ike *ike, struct ike_pki_cred **cred,
+		     struct ike_pki_trust **trust, uint8_t digest[32], int *line, char *err,
+		     size_t elen);
 
 #endif /* DPVPN_CONTROL_CONFIG_H */

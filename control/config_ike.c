@@ -16,6 +16,7 @@
 
 #include "config_parse.h"
 #include "dpvpn_alg.h"
+#include "ike_pki.h"
 
 int cfg_key_tun_keying(struct parser *p, const char *val)
 {
@@ -69,13 +70,19 @@ int cfg_key_tun_psk_file(struct parser *p, const char *val)
 	return ike->psk_len ? 0 : -1;
 }
 
-/* fqdn: letters, digits, '-' and '.'; email: one '@' between printable text. */
-static bool id_text_ok(const char *s, bool email)
+/*
+ * fqdn: letters, digits, '-' and '.'; email: one '@' between printable text.
+ * A pattern (remote-id with auth = pubkey) may start with '*': "*", "*.a.b",
+ * "*@a.b".
+ */
+static bool id_text_ok(const char *s, bool email, bool pattern)
 {
 	const char *at = strchr(s, '@');
 
 	if (!*s || strlen(s) > CFG_IKE_ID_MAX)
 		return false;
+	if (pattern && s[0] == '*' && (s[1] == '\0' || s[1] == (email ? '@' : '.')))
+		return s[1] == '\0' || id_text_ok(s + 2, false, false);
 	if (email && (!at || at == s || !at[1] || strchr(at + 1, '@')))
 		return false;
 	for (; *s; s++) {
@@ -87,7 +94,8 @@ static bool id_text_ok(const char *s, bool email)
 }
 
 /* "TYPE:VALUE" into an IKE identity (RFC 7296 3.5); -1 if malformed. */
-static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *len)
+static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *len,
+			bool pattern)
 {
 	const char *v = strchr(val, ':');
 	struct cfg_addr a;
@@ -98,11 +106,18 @@ static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *le
 		return -1;
 	v++;
 	if (!strncmp(val, "fqdn:", 5) || !strncmp(val, "email:", 6)) {
-		if (!id_text_ok(v, val[0] == 'e'))
+		if (!id_text_ok(v, val[0] == 'e', pattern))
 			return -1;
 		*type = val[0] == 'e' ? 3 : 2;
 		*len = (uint8_t)strlen(v);
 		memcpy(id, v, *len);
+	} else if (!strncmp(val, "dn:", 3)) {
+		/* "CN=*" values match anything: patterns only (a DN has no other '*') */
+		if (ike_pki_dn_parse(v, id, CFG_IKE_ID_MAX, &n, why, sizeof(why)) ||
+		    (!pattern && strchr(v, '*')))
+			return -1;
+		*type = IKE_ID_DER_ASN1_DN;
+		*len = (uint8_t)n;
 	} else if (!strncmp(val, "keyid:", 6)) {
 		if (cfg_decode_hex(v, id, CFG_IKE_ID_MAX, &n, why, sizeof(why)) || n > 64)
 			return -1;
@@ -123,14 +138,16 @@ static int parse_ike_id(const char *val, uint8_t *type, uint8_t *id, uint8_t *le
 }
 
 static int tun_ike_id(struct parser *p, const char *val, uint8_t *type, uint8_t *id,
-		      uint8_t *len)
+		      uint8_t *len, bool pattern)
 {
-	if (parse_ike_id(val, type, id, len)) {
+	if (parse_ike_id(val, type, id, len, pattern)) {
 		*type = 0;
 		*len = 0;
 		return cfg_kerr(p, "expected fqdn:NAME (letters, digits, '-', '.'), "
-				"email:USER@HOST, keyid:HEX (1..64 bytes) or ip:ADDRESS, got '%s'",
-				val);
+				"email:USER@HOST, dn:DN (\"CN=gw, O=Example\", up to %d bytes "
+				"as DER), keyid:HEX (1..64 bytes) or ip:ADDRESS%s, got '%s'",
+				CFG_IKE_ID_MAX, pattern ? "; remote-id patterns: fqdn:*.NAME, "
+				"email:*@HOST, dn:CN=*, O=Example" : "", val);
 	}
 	return 0;
 }
@@ -139,14 +156,17 @@ int cfg_key_tun_local_id(struct parser *p, const char *val)
 {
 	struct cfg_ike *ike = &CUR_TUN(p)->ike;
 
-	return tun_ike_id(p, val, &ike->local_id_type, ike->local_id, &ike->local_id_len);
+	return tun_ike_id(p, val, &ike->local_id_type, ike->local_id, &ike->local_id_len, false);
 }
 
 int cfg_key_tun_remote_id(struct parser *p, const char *val)
 {
 	struct cfg_ike *ike = &CUR_TUN(p)->ike;
 
-	return tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len);
+	if (tun_ike_id(p, val, &ike->remote_id_type, ike->remote_id, &ike->remote_id_len, true))
+		return -1;
+	ike->remote_id_pattern = strchr(val, '*') != NULL;
+	return 0;
 }
 
 /* "P1, P2, ...": 1..CFG_IKE_PROPS_MAX proposals, in order of preference (config_prop.c). */
@@ -243,6 +263,7 @@ void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 	/* neither esp-proposals nor cipher: strongSwan's default ESP ones */
 	if (!ike->n_esp && !t->alg)
 		cfg_default_esp_props(ike->esp, &ike->n_esp);
+	cfg_finish_pki(p, t);
 	/* static keys given before "keying = ike" were parsed: not kept */
 	explicit_bzero(&t->out, sizeof(t->out));
 	explicit_bzero(&t->in, sizeof(t->in));

@@ -148,6 +148,7 @@ bool cfg_key_belongs(struct parser *p, const struct key_def *d);
 bool cfg_key_required(struct parser *p, const struct key_def *d);
 int cfg_key_path(struct parser *p, const char *val, char path[4096]);
 int cfg_open_key_file(struct parser *p, const char *path, bool nofollow);
+int cfg_open_secret(const char *path, bool nofollow, char *err, size_t elen);
 
 /* config_ike.c: [tunnel NAME] keying = ike, its keys (in the tunnel's key table)
  * and checks. */
@@ -167,6 +168,14 @@ int cfg_key_tun_dpd(struct parser *p, const char *val);
 int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);
+
+/* config_pki.c: auth = pubkey */
+int cfg_key_tun_auth(struct parser *p, const char *val);
+int cfg_key_tun_cert(struct parser *p, const char *val);
+int cfg_key_tun_private_key(struct parser *p, const char *val);
+int cfg_key_tun_ca(struct parser *p, const char *val);
+int cfg_key_tun_crl(struct parser *p, const char *val);
+void cfg_finish_pki(struct parser *p, struct cfg_tunnel *t);
 
 /* config_check.c: checks that need the whole file, after its last section;
  * and the one-family check of a section's addresses, at the section's end. */

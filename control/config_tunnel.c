@@ -206,23 +206,23 @@ static int key_tun_in_key(struct parser *p, const char *val)
 
 /*
  * The file must be a private regular file of root or of us.  The checks are
- * on the descriptor that is read (fstat), not on the path: a symlink is
+ * on the descriptor that is read (fstat), not on the path: a symbolic link is
  * judged by the file it leads to, and nothing can be swapped in between.
  */
-static int check_key_file(struct parser *p, int fd, const char *path)
+static int check_key_file(int fd, const char *path, char *err, size_t elen)
 {
 	struct stat st;
 
 	if (fstat(fd, &st))
-		return cfg_kerr(p, "%s: %s", path, strerror(errno));
+		return snprintf(err, elen, "%s: %s", path, strerror(errno)), -1;
 	if (!S_ISREG(st.st_mode))
-		return cfg_kerr(p, "%s: not a regular file", path);
+		return snprintf(err, elen, "%s: not a regular file", path), -1;
 	if (st.st_mode & 077)
-		return cfg_kerr(p, "%s: mode %04o lets group or others access the key "
-				"(chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
+		return snprintf(err, elen, "%s: mode %04o lets group or others access the key "
+				"(chmod 600 it)", path, (unsigned)(st.st_mode & 07777)), -1;
 	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return cfg_kerr(p, "%s: owned by uid %u, not by root or uid %u", path,
-				(unsigned)st.st_uid, (unsigned)geteuid());
+		return snprintf(err, elen, "%s: owned by uid %u, not by root or uid %u", path,
+				(unsigned)st.st_uid, (unsigned)geteuid()), -1;
 	return 0;
 }
 
@@ -237,23 +237,36 @@ static int one_line(char *s)
 }
 
 /*
- * Open a secret file and check it (check_key_file); -1 when refused, with
- * the error reported.  nofollow: a symbolic link as the last component is
- * refused rather than judged by its target.
+ * Open a secret file and check it (check_key_file): the descriptor, or -1
+ * with the reason in err.  nofollow: a symbolic link as the last component
+ * is refused rather than judged by its target.  Also for dpvpnd when it
+ * reads a private key again (config_pki.c), without a parser.
  */
-int cfg_open_key_file(struct parser *p, const char *path, bool nofollow)
+int cfg_open_secret(const char *path, bool nofollow, char *err, size_t elen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
 		      (nofollow ? O_NOFOLLOW : 0));
 
 	if (fd < 0 && nofollow && errno == ELOOP)
-		return cfg_kerr(p, "%s: a symbolic link: refused (name the file itself)", path);
+		return snprintf(err, elen, "%s: a symbolic link: refused (name the file itself)",
+				path), -1;
 	if (fd < 0)
-		return cfg_kerr(p, "%s: %s", path, strerror(errno));
-	if (check_key_file(p, fd, path)) {
+		return snprintf(err, elen, "%s: %s", path, strerror(errno)), -1;
+	if (check_key_file(fd, path, err, elen)) {
 		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+/* cfg_open_secret, the error reported at the current line. */
+int cfg_open_key_file(struct parser *p, const char *path, bool nofollow)
+{
+	char err[4096 + 128];
+	int fd = cfg_open_secret(path, nofollow, err, sizeof(err));
+
+	if (fd < 0)
+		cfg_kerr(p, "%s", err);
 	return fd;
 }
 
@@ -649,7 +662,12 @@ static const struct key_def tunnel_keys[] = {
 	{ "local-ports", key_tun_local_ports, false },
 	{ "remote-port", key_tun_remote_port, false },
 	{ "keying", cfg_key_tun_keying, false },
-	{ "psk-file", cfg_key_tun_psk_file, true, KEYING_IKE },
+	{ "psk-file", cfg_key_tun_psk_file, false, KEYING_IKE },	/* auth = psk: checked */
+	{ "auth", cfg_key_tun_auth, false, KEYING_IKE },
+	{ "cert", cfg_key_tun_cert, false, KEYING_IKE },
+	{ "private-key", cfg_key_tun_private_key, false, KEYING_IKE },
+	{ "ca", cfg_key_tun_ca, false, KEYING_IKE },
+	{ "crl", cfg_key_tun_crl, false, KEYING_IKE },
 	{ "local-id", cfg_key_tun_local_id, false, KEYING_IKE },
 	{ "remote-id", cfg_key_tun_remote_id, false, KEYING_IKE },
 	{ "ike-proposals", cfg_key_tun_ike_props, false, KEYING_IKE },

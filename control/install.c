@@ -607,6 +607,8 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 			explicit_bzero(k->authmat, sizeof(k->authmat));
 		}
 		t->ike.line = t->ike.psk_line = 0;
+		t->ike.pki.auth_line = t->ike.pki.cert_line = t->ike.pki.key_line = 0;
+		t->ike.pki.ca_line = t->ike.pki.crl_line = 0;	/* pki.digest stands for the files */
 		t->ike.psk_len = 0;
 		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
 	}

@@ -55,8 +55,12 @@
 #define PSK(mode) { "a.psk", PSK_TEXT, mode, 0 }
 #define IKE_GOOD PORTS TUN_HEAD IKE
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
-#define ID_ERR "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
-	"keyid:HEX (1..64 bytes) or ip:ADDRESS, got "
+#define ID_ERR_HEAD "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
+	"dn:DN (\"CN=gw, O=Example\", up to 128 bytes as DER), keyid:HEX (1..64 bytes) or " \
+	"ip:ADDRESS"
+#define ID_ERR ID_ERR_HEAD ", got "
+#define RID_ERR ID_ERR_HEAD "; remote-id patterns: fqdn:*.NAME, email:*@HOST, " \
+	"dn:CN=*, O=Example, got "
 #define PROP_ERR ": not an IKE algorithm dpvpn negotiates (aes128, aes256, aes128gcm16, " \
 	"aes256gcm16, sha256, sha384, sha512, prfsha256, prfsha384, prfsha512, modp2048, ecp256, " \
 	"ecp384, curve25519)"
@@ -501,8 +505,28 @@ static const struct tcase cases[] = {
 	  PSK(0600) },
 	{ "id without type", IKE_GOOD "local-id = gw-a.example\n",
 	  "18: [tunnel t] local-id: " ID_ERR "'gw-a.example'", PSK(0600) },
-	{ "id unknown type", IKE_GOOD "remote-id = dn:CN=gw-b\n",
-	  "18: [tunnel t] remote-id: " ID_ERR "'dn:CN=gw-b'", PSK(0600) },
+	{ "id unknown type", IKE_GOOD "remote-id = x500:CN=gw-b\n",
+	  "18: [tunnel t] remote-id: " RID_ERR "'x500:CN=gw-b'", PSK(0600) },
+	{ "id dn", IKE_GOOD "remote-id = dn:CN=gw-b, O=Example\nlocal-id = dn:C=CH/CN=gw-a\n",
+	  NULL, PSK(0600) },
+	{ "id dn bad attribute", IKE_GOOD "remote-id = dn:XY=gw-b\n",
+	  "18: [tunnel t] remote-id: " RID_ERR "'dn:XY=gw-b'", PSK(0600) },
+	{ "id local pattern", IKE_GOOD "local-id = fqdn:*.example.org\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'fqdn:*.example.org'", PSK(0600) },
+	{ "id local dn pattern", IKE_GOOD "local-id = dn:CN=*\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'dn:CN=*'", PSK(0600) },
+	{ "id pattern with psk", IKE_GOOD "remote-id = fqdn:*.example.org\n",
+	  "10: [tunnel t] remote-id: a pattern ('*') only with auth = pubkey", PSK(0600) },
+	{ "id bad pattern", IKE_GOOD "remote-id = fqdn:a*.example.org\n",
+	  "18: [tunnel t] remote-id: " RID_ERR "'fqdn:a*.example.org'", PSK(0600) },
+	{ "auth word", IKE_GOOD "auth = cert\n",
+	  "18: [tunnel t] auth: expected psk or pubkey, got 'cert'", PSK(0600) },
+	{ "cert with psk", IKE_GOOD "cert = gw.pem\n",
+	  "18: [tunnel t] cert: only with auth = pubkey", PSK(0600) },
+	{ "pubkey without cert", IKE_GOOD "auth = pubkey\n",
+	  "10: [tunnel t] missing required key 'cert' (auth = pubkey)", PSK(0600), 4 },
+	{ "cert in a static tunnel", GOOD "cert = gw.pem\n",
+	  "20: [tunnel t] cert: only with keying = ike", { 0 } },
 	{ "id empty fqdn", IKE_GOOD "local-id = fqdn:\n",
 	  "18: [tunnel t] local-id: " ID_ERR "'fqdn:'", PSK(0600) },
 	{ "id fqdn with a space", IKE_GOOD "local-id = fqdn:gw a\n",
@@ -516,7 +540,7 @@ static const struct tcase cases[] = {
 	{ "id keyid not hex", IKE_GOOD "local-id = keyid:0xgg\n",
 	  "18: [tunnel t] local-id: " ID_ERR "'keyid:0xgg'", PSK(0600) },
 	{ "id bad ip", IKE_GOOD "remote-id = ip:198.19.0.300\n",
-	  "18: [tunnel t] remote-id: " ID_ERR "'ip:198.19.0.300'", PSK(0600) },
+	  "18: [tunnel t] remote-id: " RID_ERR "'ip:198.19.0.300'", PSK(0600) },
 	{ "ike with chacha", PORTS TUNX("t", "198.19.0.1", "chacha20-poly1305") IKE,
 	  "15: [tunnel t] cipher: keying = ike negotiates aes128-gcm, aes256-gcm, "
 	  "aes128-cbc-sha256 or aes256-cbc-sha256, not chacha20-poly1305 (or use "
@@ -967,9 +991,133 @@ static void test_lab_b(void **state)
 	test_lab("lab-b.conf", 0x2001, 0xfe);
 }
 
+/* ---- auth = pubkey: fixtures of testdata/make_pki.sh ---- */
+
+/* Copy testdata/pki/name into the temp dir as name, with mode. */
+static void pki_fixture(const char *name, mode_t mode)
+{
+	char src[512], dst[128], text[8192];
+	size_t n;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/control/testdata/pki/%s", SOURCE_ROOT, name);
+	f = fopen(src, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	snprintf(dst, sizeof(dst), "%s/%s", tmpdir, name);
+	write_file(dst, text, mode);
+}
+
+/* Lines 16-20 of a pubkey tunnel; line 21 on: more. */
+#define PUBKEY(cert, key, ca) "keying = ike\nauth = pubkey\ncert = " cert \
+	"\nprivate-key = " key "\nca = " ca "\n"
+
+/* Load PORTS TUN_HEAD text: no error (want NULL), or want as the first. */
+static void pubkey_case(const char *text, const char *want, struct cfg *keep)
+{
+	char path[128], conf[2048], msg[1024], full[2048];
+	struct cfg cfg;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/pki.conf", tmpdir);
+	snprintf(conf, sizeof(conf), "%s%s%s", PORTS, TUN_HEAD, text);
+	write_file(path, conf, 0600);
+	rc = cfg_load(&cfg, path);
+	cfg_print_errors(&cfg, stderr);
+	if (want == NULL) {
+		assert_int_equal(rc, 0);
+	} else {
+		expand(want, msg, sizeof(msg));
+		snprintf(full, sizeof(full), "%s:%s", path, msg);
+		assert_int_equal(rc, -1);
+		assert_string_equal(cfg.errors[0], full);
+		for (size_t i = 0; i < cfg.n_errors; i++)
+			assert_null(strstr(cfg.errors[i], "PRIVATE KEY"));
+	}
+	if (keep != NULL)
+		*keep = cfg;
+	else
+		cfg_free(&cfg);
+	unlink(path);
+}
+
+static void test_pubkey(void **state)
+{
+	static const uint8_t zero[32];
+	const struct cfg_tunnel *t;
+	char dir[128], lnk[128], src[128];
+	struct cfg cfg;
+
+	(void)state;
+	pki_fixture("gw.pem", 0644);
+	pki_fixture("ca.pem", 0644);
+	pki_fixture("crl.pem", 0644);
+	pki_fixture("gw.key", 0600);
+	pki_fixture("other.key", 0600);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "crl = crl.pem\n"
+		    "remote-id = dn:CN=*, O=Example\n", NULL, &cfg);
+	t = cfg.tunnels[0];
+	assert_int_equal(t->ike.auth, CFG_AUTH_PUBKEY);
+	assert_int_equal(t->ike.local_id_type, 9);		/* the certificate's subject */
+	assert_true(t->ike.local_id_len > 20);
+	assert_int_equal(t->ike.remote_id_type, 9);
+	assert_memory_not_equal(t->ike.pki.digest, zero, sizeof(zero));
+	cfg_free(&cfg);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "remote-id = fqdn:*.example.org\n"
+		    "local-id = fqdn:gw.example.org\n", NULL, NULL);
+	/* ca = a directory of CA files. */
+	snprintf(dir, sizeof(dir), "%s/cas", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(lnk, sizeof(lnk), "%s/cas/a.pem", tmpdir);
+	snprintf(src, sizeof(src), "%s/ca.pem", tmpdir);
+	assert_int_equal(link(src, lnk), 0);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "cas"), NULL, NULL);
+	unlink(lnk);
+	rmdir(dir);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "cas"),
+		    "20: [tunnel t] @DIR@/cas: No such file or directory", NULL);
+	/* The private key's file is a key file. */
+	snprintf(lnk, sizeof(lnk), "%s/other.key", tmpdir);
+	assert_int_equal(chmod(lnk, 0640), 0);
+	pubkey_case(PUBKEY("gw.pem", "other.key", "ca.pem"),
+		    "19: [tunnel t] @DIR@/other.key: mode 0640 lets group or others access the "
+		    "key (chmod 600 it)", NULL);
+	assert_int_equal(chmod(lnk, 0600), 0);
+	pubkey_case(PUBKEY("gw.pem", "other.key", "ca.pem"),
+		    "19: [tunnel t] @DIR@/other.key: private key: not the key of the certificate "
+		    "(subject 'CN=gw.example.org, O=Example', serial 07)", NULL);
+	snprintf(lnk, sizeof(lnk), "%s/link.key", tmpdir);
+	assert_int_equal(symlink("gw.key", lnk), 0);
+	pubkey_case(PUBKEY("gw.pem", "link.key", "ca.pem"),
+		    "19: [tunnel t] @DIR@/link.key: a symbolic link: refused (name the file "
+		    "itself)", NULL);
+	unlink(lnk);
+	/* Files that are not what they should be. */
+	pubkey_case(PUBKEY("gw.key", "gw.key", "ca.pem"),
+		    "18: [tunnel t] @DIR@/gw.key: certificate: no PEM or DER certificate, or "
+		    "more than 8", NULL);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "gw.key"),
+		    "20: [tunnel t] @DIR@/gw.key: ca: no PEM or DER certificate, or more than 64",
+		    NULL);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "crl = gw.pem\n",
+		    "21: [tunnel t] @DIR@/gw.pem: crl: no PEM or DER CRL", NULL);
+	pubkey_case("keying = ike\nauth = pubkey\ncert = gw.pem\nprivate-key = gw.key\n",
+		    "10: [tunnel t] missing required key 'ca' (auth = pubkey)", NULL);
+	pubkey_case(PUBKEY("nothere.pem", "gw.key", "ca.pem"),
+		    "18: [tunnel t] @DIR@/nothere.pem: No such file or directory", NULL);
+	static const char *const made[] = { "gw.pem", "ca.pem", "crl.pem", "gw.key",
+					    "other.key" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		snprintf(lnk, sizeof(lnk), "%s/%s", tmpdir, made[i]);
+		unlink(lnk);
+	}
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 10];
+	struct CMUnitTest tests[N_CASES + 11];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -989,7 +1137,8 @@ int main(void)
 	tests[N_CASES + 7] = (struct CMUnitTest)cmocka_unit_test(test_psk_symlink);
 	tests[N_CASES + 8] = (struct CMUnitTest)cmocka_unit_test(test_ike_values);
 	tests[N_CASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_neighbour_spellings);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 10, NULL, NULL);
+	tests[N_CASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_pubkey);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 11, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -92,9 +92,44 @@ ts_round_trip(uint8_t type, const struct ike_ts *ts, unsigned n)
 		die("TS round trip");
 }
 
+/* CERT and CERTREQ bodies are built again and must come back the same. */
+static void
+cert_round_trip(const struct ike_pl *p, const struct ike_cert *c)
+{
+	static uint8_t mem[65536 + 8];
+	struct ike_pl pl[2];
+	struct ike_buf b;
+	unsigned k;
+	char err[256];
+
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cert(&b, p->type, c);
+	if (b.overflow || ike_chain_parse(p->type, mem, b.len, pl, 2, &k, err, sizeof(err)) != 0 ||
+	    k != 1 || pl[0].len != p->len || memcmp(pl[0].body, p->body, p->len) != 0)
+		die("CERT/CERTREQ round trip");
+}
+
+/* SIGNATURE_HASH_ALGORITHMS: every id below 32 in the mask, and back. */
+static void
+sig_hashes(const struct ike_notify *nt)
+{
+	uint8_t out[64];
+	uint32_t mask, again;
+	size_t n;
+	char err[256];
+
+	if (ike_sig_hashes_parse(nt->data, nt->data_len, &mask, err, sizeof(err)) != 0)
+		return;
+	n = ike_sig_hashes_build(mask, out, sizeof(out));
+	if (mask != 0 && (n == 0 || ike_sig_hashes_parse(out, n, &again, err, sizeof(err)) != 0 ||
+			  again != mask))
+		die("SIGNATURE_HASH_ALGORITHMS round trip");
+}
+
 static void
 payload(const struct ike_pl *p, uint8_t exchange)
 {
+	struct ike_cert c;
 	static struct ike_proposal props[MAX_PROPS];
 	struct ike_ts ts[MAX_TS];
 	struct ike_notify nt;
@@ -120,9 +155,21 @@ payload(const struct ike_pl *p, uint8_t exchange)
 		ike_nonce_parse(p->body, p->len, err, sizeof(err));
 		break;
 	case IKE_PL_NOTIFY:
-		if (ike_notify_parse(p->body, p->len, &nt, err, sizeof(err)) == 0 &&
-		    nt.data + nt.data_len > p->body + p->len)
+		if (ike_notify_parse(p->body, p->len, &nt, err, sizeof(err)) != 0)
+			break;
+		if (nt.data + nt.data_len > p->body + p->len)
 			die("Notify data past its payload");
+		if (nt.type == IKE_N_SIGNATURE_HASH_ALGORITHMS)
+			sig_hashes(&nt);
+		break;
+	case IKE_PL_CERT:
+	case IKE_PL_CERTREQ:
+		if ((p->type == IKE_PL_CERT ? ike_cert_parse : ike_certreq_parse)(p->body, p->len,
+				&c, err, sizeof(err)) != 0)
+			break;
+		if (c.data + c.len != p->body + p->len)
+			die("CERT data not its payload's");
+		cert_round_trip(p, &c);
 		break;
 	case IKE_PL_IDI:
 	case IKE_PL_IDR:

@@ -959,6 +959,19 @@ psk-file = %(psk)s
            tunnels[1].replace('cipher =', 'start = yes\ndpd = 5\npsk-file = a.key\n'
                                           'local-id = ip:198.19.0.1\ncipher ='))
     out['ike-bad.conf'] = (base + bad).encode()
+    # auth = pubkey ([ikepki]): the keys, dn: identities and remote-id patterns
+    # (the files do not exist where the target runs: their errors are parsed too)
+    pub = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
+                      rts='198.18.2.0/24', alg='aes128-gcm', psk='a.key',
+                      extra='')).replace(
+        'psk-file = a.key\n',
+        'auth = pubkey\ncert = pki/gw.pem\nprivate-key = pki/gw.key\nca = pki/cacerts\n'
+        'crl = pki/ca.crl\nlocal-id = dn:C=CH, O=Example, CN=gw-a\n'
+        'remote-id = dn:CN=*, O=Example\n') + \
+        (ike % dict(i=1, local=OUT4, remote='198.19.0.3', lts='198.18.1.0/24',
+                    rts='198.18.3.0/24', alg='aes128-gcm', psk='a.key',
+                    extra='auth = pubkey\nremote-id = fqdn:*.example.org\n'))
+    out['ike-pubkey.conf'] = (base + pub).encode()
     return out
 
 
@@ -979,7 +992,32 @@ def ike_msg_seeds():
         seeds[name] = bytes(IKEv2(init_SPI=v.SPI_I, resp_SPI=v.SPI_R, next_payload=v.SK,
                                   exch_type=exch, flags='Initiator', id=mid) /
                             IKEv2_payload_Encrypted(next_payload=v.IDI, load=inner))
+    seeds['ike-auth-cert-inner'] = ike_auth_cert_seed(v.SPI_I, v.SPI_R)
     return seeds
+
+
+def ike_auth_cert_seed(spi_i, spi_r):
+    """An IKE_AUTH request whose SK body (as if decrypted) carries what a
+    certificate peer sends (the [ikepki] issue): IDi (a DER DN), CERT
+    (X.509 signature, a DER stand-in), CERTREQ (two SHA-1 key ids), AUTH
+    method 14 (a length, an AlgorithmIdentifier, a signature) and the
+    SIGNATURE_HASH_ALGORITHMS notify.  Raw bytes: RFC 7296 3.5-3.10."""
+    import struct
+
+    def pl(nxt, body):
+        return struct.pack('!BBH', nxt, 0, 4 + len(body)) + body
+    dn = bytes.fromhex('3021310b3009060355040613024348311230100603550403130967772e6578616d706c65')
+    cert = bytes.fromhex('3082000a3003020107') + bytes(range(8))
+    keyids = bytes(range(40))
+    ed25519 = bytes.fromhex('300506032b6570')
+    auth = bytes([14, 0, 0, 0, len(ed25519)]) + ed25519 + bytes(range(64))
+    hashes = bytes.fromhex('0002000300040005')
+    inner = (pl(37, bytes([9, 0, 0, 0]) + dn) + pl(38, bytes([4]) + cert) +
+             pl(39, bytes([4]) + keyids) + pl(41, auth) +
+             pl(0, struct.pack('!BBH', 0, 0, 16431) + hashes))
+    sk = pl(35, inner)          # the SK body as the target takes it: as if decrypted
+    hdr = spi_i + spi_r + struct.pack('!BBBBII', 46, 0x20, 35, 0x08, 1, 28 + len(sk))
+    return hdr + sk
 
 
 def main():

@@ -30,6 +30,9 @@
 
 struct ikd_conn {
 	struct cfg_tunnel tpl;		/* the config's tunnel, keys (and PSK) wiped */
+	/* auth = pubkey: what ike_conn_cfg points to, freed after ike_conn_remove */
+	struct ike_pki_cred *cred;
+	struct ike_pki_trust *trust;
 	uint64_t retry_at;		/* start = yes: when to initiate again; 0: not due */
 	bool up;			/* a CHILD_SA installed */
 	bool held;			/* terminated by the operator: not started again */
@@ -212,6 +215,35 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	if (getenv("DPVPND_REKEY_GRACE_MS") != NULL)	/* labs: many rekeys in a test */
 		c->rekey_grace_ms = (uint32_t)strtoul(getenv("DPVPND_REKEY_GRACE_MS"), NULL, 10);
 	return 0;
+}
+
+/*
+ * auth = pubkey: the certificate, key and CAs read again (config_pki.c, the
+ * key file checked as at load) into cc; -1 with err.  ikd owns them: they
+ * go to the ikd_conn with the connection (add_conn), or cc_free_pki.
+ */
+static int conn_pki(struct ike_conn_cfg *c, const struct cfg_tunnel *t, char *err,
+		    size_t elen)
+{
+	struct ike_pki_trust *trust;
+	struct ike_pki_cred *cred;
+	uint8_t digest[32];
+	int line;
+
+	if (cfg_ike_pki_load(&t->ike, &cred, &trust, digest, &line, err, elen) != 0)
+		return -1;
+	c->cred = cred;
+	c->trust = trust;
+	return 0;
+}
+
+/* What conn_pki made, if add_conn did not take it. */
+static void cc_free_pki(struct ike_conn_cfg *c)
+{
+	ike_pki_cred_free((struct ike_pki_cred *)c->cred);	/* ours: conn_pki made it */
+	ike_pki_trust_free((struct ike_pki_trust *)c->trust);
+	c->cred = NULL;
+	c->trust = NULL;
 }
 
 /* ---- callbacks of the state machine ---- */
@@ -454,6 +486,8 @@ static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
 	}
 	c = &k.conns[k.n_conns++];
 	memset(c, 0, sizeof(*c));
+	c->cred = (struct ike_pki_cred *)cc->cred;	/* the connection's now */
+	c->trust = (struct ike_pki_trust *)cc->trust;
 	c->tpl = *t;
 	explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
 	c->tpl.ike.psk_len = 0;
@@ -469,11 +503,15 @@ static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char 
 	if (conn_cfg(cc, t) != 0) {
 		snprintf(err, elen, "cipher: no ESP proposal for it, or psk-file too long");
 		rc = -1;
+	} else if (t->ike.auth == CFG_AUTH_PUBKEY && conn_pki(cc, t, err, elen) != 0) {
+		rc = -1;
 	} else {
 		rc = ike_conn_check(cc, err, elen);
 	}
-	if (rc != 0)
+	if (rc != 0) {
+		cc_free_pki(cc);
 		explicit_bzero(cc, sizeof(*cc));
+	}
 	return rc != 0 ? -1 : 0;
 }
 
@@ -493,6 +531,8 @@ static int add_conns(const struct cfg *cfg)
 			return -1;
 		}
 		rc = add_conn(t, &cc);
+		if (rc != 0)
+			cc_free_pki(&cc);
 		explicit_bzero(&cc, sizeof(cc));
 		if (rc != 0)
 			return -1;
@@ -654,6 +694,10 @@ void ikd_close(void)
 				inst_sa_del(k.dp, &k.conns[i].tpl, k.conns[i].later[l].spi,
 					    DPVPN_DIR_IN, k.verbose);
 	k.ctx = NULL;
+	for (size_t i = 0; i < k.n_conns; i++) {	/* the context is gone: theirs too */
+		ike_pki_cred_free(k.conns[i].cred);
+		ike_pki_trust_free(k.conns[i].trust);
+	}
 	dp_close(&k.chan);
 	k.chan.fd = -1;
 	free(k.conns);
@@ -694,6 +738,8 @@ static struct {
 
 void ikd_reload_cancel(void)
 {
+	for (size_t i = 0; pending.cc != NULL && i < pending.n; i++)
+		cc_free_pki(&pending.cc[i]);	/* those add_conn took are NULL */
 	if (pending.cc != NULL)
 		explicit_bzero(pending.cc, pending.n * sizeof(*pending.cc));
 	free(pending.cc);
@@ -740,6 +786,10 @@ static void drop_conn(struct ikd_conn *c, uint64_t now)
 		if (c->later[l].spi != 0)
 			inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN, k.verbose);
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE connection removed (reload)\n", c->tpl.name);
+	ike_pki_cred_free(c->cred);	/* nothing of the context points to them now */
+	ike_pki_trust_free(c->trust);
+	c->cred = NULL;
+	c->trust = NULL;
 }
 
 void ikd_reload_drop(const struct cfg *next)
@@ -777,8 +827,14 @@ int ikd_reload_add(const struct cfg *next, char *msg, size_t len)
 	}
 	if (k.n_ports == next->n_ports)		/* addresses may have moved */
 		memcpy(k.ports, next->ports, next->n_ports * sizeof(*k.ports));
-	for (size_t j = 0; j < pending.n; j++)
-		failed += add_conn(pending.t[j], &pending.cc[j]) != 0;
+	for (size_t j = 0; j < pending.n; j++) {
+		if (add_conn(pending.t[j], &pending.cc[j]) != 0) {
+			failed++;
+			continue;
+		}
+		pending.cc[j].cred = NULL;	/* the connection's now */
+		pending.cc[j].trust = NULL;
+	}
 	snprintf(msg, len, "; keying = ike: %zu added, %zu removed, %zu changed (negotiated "
 		 "anew)%s", pending.n - pending.changed, pending.removed, pending.changed,
 		 failed ? "; some not added: see dpvpnd's log" : "");
@@ -836,7 +892,7 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 json_t *ikd_show(char *err, size_t err_len)
 {
 	const struct ike_stats *s;
-	json_t *sas, *rej;
+	json_t *sas, *rej, *pki;
 
 	if (k.ctx == NULL) {
 		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
@@ -849,13 +905,19 @@ json_t *ikd_show(char *err, size_t err_len)
 	for (int r = 0; r < IKE_REJ_COUNT; r++)
 		json_object_set_new(rej, ike_reject_name((enum ike_reject)r),
 				    json_integer((json_int_t)s->reject[r]));
-	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o},s:{s:b,s:I,s:I,s:I}}",
+	/* why auth-fail, with certificates (a breakdown: not more rejects) */
+	pki = json_object();
+	for (int f = IKE_PKI_NONE + 1; f < IKE_PKI_FAIL_N; f++)
+		json_object_set_new(pki, ike_pki_fail_name((enum ike_pki_fail)f),
+				    json_integer((json_int_t)s->pki_fail[f]));
+	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o},s:{s:b,s:I,s:I,s:I}}",
 			 "sas", sas,
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
 			 "resent_responses", (json_int_t)s->resent_responses,
 			 "late_responses", (json_int_t)s->late_responses,
 			 "half_open_expired", (json_int_t)s->half_open_expired, "rejected", rej,
+			 "auth_fail_cert", pki,
 			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
 			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);
 }

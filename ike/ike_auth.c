@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike_auth.c - IKE_AUTH (RFC 7296 1.2, 2.15) in both roles: ID and PSK AUTH
- * payloads, the connection chosen by the peer's identity, and the IKE SA
- * established with its first CHILD_SA (made by ike_child.c).
+ * ike_auth.c - IKE_AUTH (RFC 7296 1.2, 2.15) in both roles: ID and AUTH
+ * payloads, with a PSK or with certificates (CERT, CERTREQ, signatures of
+ * RFC 7296 and RFC 7427 made and checked by ike_pki.c), the connection chosen
+ * by the peer's identity, and the IKE SA established with its first
+ * CHILD_SA (made by ike_child.c).
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ike_int.h"
 
@@ -24,31 +27,240 @@ id_body(const struct ike_ident *id, uint8_t out[4 + IKE_IDENT_MAX])
 }
 
 /*
- * The AUTH of one side (2.15): prf(prf(PSK, pad), its IKE_SA_INIT message |
- * the other side's nonce | prf(its SK_p, its ID')).
+ * The octets one side's AUTH covers (2.15), a PSK's MAC or a signature alike:
+ * its IKE_SA_INIT message | the other side's nonce | prf(its SK_p, its ID'),
+ * the last computed into mac.
  */
+static int
+signed_octets(const struct ike_sa *sa, bool of_initiator, const uint8_t *idb, size_t idlen,
+	      uint8_t mac[IKE_PRF_MAX_LEN], struct ike_iov v[3])
+{
+	size_t mlen = IKE_PRF_MAX_LEN;
+	int rc;
+
+	rc = ike_id_mac(sa->prop.prf, of_initiator ? sa->keys.sk_pi : sa->keys.sk_pr,
+			sa->keys.prf_len, idb, idlen, mac, &mlen);
+	v[0] = of_initiator ? (struct ike_iov){ sa->init_req, sa->init_req_len } :
+			      (struct ike_iov){ sa->init_resp, sa->init_resp_len };
+	v[1] = of_initiator ? (struct ike_iov){ sa->nr, sa->nr_len } :
+			      (struct ike_iov){ sa->ni, sa->ni_len };
+	v[2] = (struct ike_iov){ mac, mlen };
+	return rc;
+}
+
+/* The PSK AUTH of one side (2.15): prf(prf(PSK, pad), its signed octets). */
 static int
 auth_compute(const struct ike_sa *sa, bool of_initiator, const uint8_t *idb, size_t idlen,
 	     uint8_t *out, size_t *olen)
 {
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	uint8_t mac[IKE_PRF_MAX_LEN];
-	size_t mlen = sizeof(mac);
 	struct ike_iov v[3];
 	int rc;
 
-	rc = ike_id_mac(sa->prop.prf, of_initiator ? sa->keys.sk_pi : sa->keys.sk_pr,
-			sa->keys.prf_len, idb, idlen, mac, &mlen);
-	if (rc == 0) {
-		v[0] = of_initiator ? (struct ike_iov){ sa->init_req, sa->init_req_len } :
-				      (struct ike_iov){ sa->init_resp, sa->init_resp_len };
-		v[1] = of_initiator ? (struct ike_iov){ sa->nr, sa->nr_len } :
-				      (struct ike_iov){ sa->ni, sa->ni_len };
-		v[2] = (struct ike_iov){ mac, mlen };
+	rc = signed_octets(sa, of_initiator, idb, idlen, mac, v);
+	if (rc == 0)
 		rc = ike_psk_auth(sa->prop.prf, cfg->psk, cfg->psk_len, v, 3, out, olen);
-	}
 	explicit_bzero(mac, sizeof(mac));
 	return rc;
+}
+
+/* ---- certificates ------------------------------------------------------- */
+
+#define CERTREQ_MAX	16	/* CA key ids in one CERTREQ */
+
+static void
+put_certreq(const struct ike_conn_cfg *cfg, struct ike_buf *b)
+{
+	uint8_t ids[IKE_PKI_KEYID_LEN * CERTREQ_MAX];
+	struct ike_cert c = { IKE_CERT_X509_SIG, ids, 0 };
+
+	c.len = ike_pki_trust_certreq(cfg->trust, ids, sizeof(ids));
+	if (c.len > 0)
+		ike_build_cert(b, IKE_PL_CERTREQ, &c);
+}
+
+/*
+ * IKE_SA_INIT of a connection with certificates: the hashes we verify
+ * (RFC 7427 4) and, in the response, a CERTREQ for our CAs (3.7): a
+ * strongSwan initiator sends its certificate only when asked.
+ */
+void
+ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	uint8_t hashes[2 * 8];
+
+	if (cfg->cred == NULL)
+		return;
+	if (certreq)
+		put_certreq(cfg, b);
+	ike_put_notify(b, IKE_N_SIGNATURE_HASH_ALGORITHMS, hashes,
+		       ike_sig_hashes_build(IKE_HASHES_OURS, hashes, sizeof(hashes)));
+}
+
+/* The CA key ids of the peer's X.509 CERTREQs (the first PEER_CAS_MAX). */
+void
+ike_pki_certreq_get(struct ike_sa *sa, const struct view *v)
+{
+	struct ike_cert c;
+	char err[ERR_LEN];
+
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->pl[i].type != IKE_PL_CERTREQ ||
+		    ike_certreq_parse(v->pl[i].body, v->pl[i].len, &c, err, sizeof(err)) != 0 ||
+		    c.encoding != IKE_CERT_X509_SIG)
+			continue;
+		for (size_t o = 0; o < c.len && sa->n_peer_cas < PEER_CAS_MAX;
+		     o += IKE_PKI_KEYID_LEN)
+			memcpy(sa->peer_cas[sa->n_peer_cas++], c.data + o, IKE_PKI_KEYID_LEN);
+	}
+}
+
+/* Does the peer hold the CA with this key id (its CERTREQ said so)? */
+static bool
+peer_has_ca(const struct ike_sa *sa, const uint8_t *keyid)
+{
+	for (unsigned i = 0; i < sa->n_peer_cas; i++)
+		if (memcmp(sa->peer_cas[i], keyid, IKE_PKI_KEYID_LEN) == 0)
+			return true;
+	return false;
+}
+
+/* The peer's SIGNATURE_HASH_ALGORITHMS, 0 if none (or malformed: as none). */
+void
+ike_pki_init_get(struct ike_sa *sa, const struct view *v)
+{
+	struct ike_notify nt;
+	unsigned from = 0;
+	char err[ERR_LEN];
+	uint32_t mask;
+
+	sa->peer_hashes = 0;
+	if (ike_find_notify(v, IKE_N_SIGNATURE_HASH_ALGORITHMS, &from, &nt) &&
+	    ike_sig_hashes_parse(nt.data, nt.data_len, &mask, err, sizeof(err)) == 0)
+		sa->peer_hashes = mask;
+	ike_pki_certreq_get(sa, v);
+}
+
+/*
+ * After our ID: our certificates, a CERTREQ (initiator: the responder's
+ * strongSwan sends its certificate only when asked) and the signature.
+ * Intermediates the peer's CERTREQ names are left out: it has them, and
+ * without IKE fragmentation (RFC 7383, not done) every byte counts against
+ * the path MTU (an RSA leaf and an intermediate pass 1500 bytes).
+ */
+static int
+put_certs_sig(const struct ike_sa *sa, struct ike_buf *in, const uint8_t *idb, size_t idlen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	uint8_t mac[IKE_PRF_MAX_LEN], sig[IKE_PKI_AUTH_MAX], method;
+	size_t slen = sizeof(sig);
+	struct ike_iov v[3];
+	struct ike_cert c;
+	char err[ERR_LEN];
+	uint16_t hash;
+	int rc;
+
+	rc = ike_pki_choose(cfg->cred, sa->peer_hashes, &method, &hash);
+	if (rc == 0)
+		rc = signed_octets(sa, sa->initiator, idb, idlen, mac, v);
+	if (rc == 0)
+		rc = ike_pki_sign(cfg->cred, method, hash, v, 3, sig, &slen, err, sizeof(err));
+	explicit_bzero(mac, sizeof(mac));
+	if (rc != 0)
+		return rc;
+	for (unsigned i = 0; i < ike_pki_cred_count(cfg->cred); i++) {
+		uint8_t keyid[IKE_PKI_KEYID_LEN];
+
+		ike_pki_cred_keyid(cfg->cred, i, keyid);
+		if (i > 0 && peer_has_ca(sa, keyid))
+			continue;
+		c.encoding = IKE_CERT_X509_SIG;
+		ike_pki_cred_der(cfg->cred, i, &c.data, &c.len);
+		ike_build_cert(in, IKE_PL_CERT, &c);
+	}
+	if (sa->initiator)
+		put_certreq(cfg, in);
+	ike_build_auth(in, &(struct ike_auth){ method, sig, slen });
+	return 0;
+}
+
+/* The peer's CERT payloads of X.509 certificates, in order: 0 or -EACCES. */
+static int
+peer_certs(const struct view *v, struct ike_iov *certs, unsigned *n, enum ike_pki_fail *why,
+	   char *err, size_t elen)
+{
+	struct ike_cert c;
+
+	*n = 0;
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->pl[i].type != IKE_PL_CERT)
+			continue;
+		if (ike_cert_parse(v->pl[i].body, v->pl[i].len, &c, err, elen) != 0 ||
+		    *n == IKE_PKI_CHAIN_MAX) {
+			*why = IKE_PKI_MALFORMED;
+			if (*n == IKE_PKI_CHAIN_MAX)
+				snprintf(err, elen, "cert-malformed: more than %d CERT payloads",
+					 IKE_PKI_CHAIN_MAX);
+			return -EACCES;
+		}
+		if (c.encoding == IKE_CERT_X509_SIG)	/* others (CRLs, URLs): not used */
+			certs[(*n)++] = (struct ike_iov){ c.data, c.len };
+	}
+	return 0;
+}
+
+/* Is id the configured remote-id, or does it match its pattern (none: any)? */
+static bool
+id_allowed(const struct ike_conn_cfg *cfg, const struct ike_id *id)
+{
+	const struct ike_ident *want = &cfg->remote_id;
+
+	return want->type == 0 ||
+	       ike_pki_id_match(want->type, want->data, want->len, id->type, id->data, id->len);
+}
+
+/*
+ * The peer's certificates, identity and signature (2.15): its chain valid
+ * now and leading to our CAs, its ID one of its certificate's and allowed
+ * by remote-id, its AUTH a signature of its octets by the certificate's key.
+ * Every refusal is -EACCES (AUTHENTICATION_FAILED) with *why.
+ */
+static int
+verify_certs_sig(const struct ike_sa *sa, const struct view *v, const struct ike_id *id,
+		 const struct ike_auth *a, enum ike_pki_fail *why, char *err, size_t elen)
+{
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
+	struct ike_iov certs[IKE_PKI_CHAIN_MAX], sv[3];
+	uint8_t mac[IKE_PRF_MAX_LEN];
+	struct ike_pki_peer *peer;
+	char d[IKE_PKI_DESC_MAX];
+	unsigned n;
+	int rc;
+
+	rc = peer_certs(v, certs, &n, why, err, elen);
+	if (rc == 0)
+		rc = ike_pki_peer_verify(cfg->trust, certs, n, time(NULL), &peer, why, err, elen);
+	if (rc != 0)
+		return -EACCES;
+	rc = ike_pki_peer_has_id(peer, id->type, id->data, id->len, err, elen);
+	if (rc == 0 && !id_allowed(cfg, id)) {
+		ike_pki_peer_describe(peer, d, sizeof(d));
+		snprintf(err, elen, "%s: the ID (type %u) is not the remote-id (or its "
+			 "pattern) of this connection; %s", ike_pki_fail_name(IKE_PKI_IDENTITY),
+			 id->type, d);
+		rc = -EACCES;
+	}
+	*why = rc != 0 ? IKE_PKI_IDENTITY : IKE_PKI_NONE;
+	if (rc == 0)
+		rc = signed_octets(sa, !sa->initiator, id->body, id->body_len, mac, sv);
+	if (rc == 0)
+		rc = ike_pki_verify(peer, a->method, a->data, a->len, IKE_HASHES_OURS, sv, 3, why,
+				    err, elen);
+	explicit_bzero(mac, sizeof(mac));
+	ike_pki_peer_free(peer);
+	return rc != 0 ? -EACCES : 0;
 }
 
 /* Our ID and AUTH payloads into in. */
@@ -62,6 +274,10 @@ put_id_auth(const struct ike_sa *sa, struct ike_buf *in)
 	struct ike_auth a;
 	int rc;
 
+	if (sa->conn->cfg.cred != NULL) {
+		ike_build_id(in, sa->initiator ? IKE_PL_IDI : IKE_PL_IDR, &id);
+		return put_certs_sig(sa, in, idb, id_body(me, idb));
+	}
 	rc = auth_compute(sa, sa->initiator, idb, id_body(me, idb), auth, &alen);
 	if (rc == 0) {
 		a = (struct ike_auth){ IKE_AUTH_SHARED_KEY_MIC, auth, alen };
@@ -99,18 +315,25 @@ conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 	for (struct conn *c = ctx->conns; c != NULL; c = c->next) {
 		const struct ike_ident *want = &c->cfg.remote_id;
 
+		bool same = c->cfg.cred != NULL ? id_allowed(&c->cfg, &id) :
+			    id.type == want->type && id.len == want->len &&
+			    memcmp(id.data, want->data, id.len) == 0;
+
 		if (ip_equal(&c->cfg.local, &sa->local) && ip_equal(&c->cfg.remote, &sa->remote) &&
-		    id.type == want->type && id.len == want->len &&
-		    memcmp(id.data, want->data, id.len) == 0 && prop_in(&c->cfg, &sa->prop)) {
+		    same && prop_in(&c->cfg, &sa->prop)) {
 			sa->conn = c;
 			return;
 		}
 	}
 }
 
-/* The peer's ID and AUTH: 0, -EBADMSG (malformed) or -EACCES, with err. */
+/*
+ * The peer's ID and AUTH: 0, -EBADMSG (malformed) or -EACCES, with err; with
+ * certificates, *why says which check refused.
+ */
 static int
-auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t elen)
+auth_verify(const struct ike_sa *sa, const struct view *v, enum ike_pki_fail *why, char *err,
+	    size_t elen)
 {
 	const struct ike_pl *idp = ike_find_pl(v, sa->initiator ? IKE_PL_IDR : IKE_PL_IDI);
 	const struct ike_pl *ap = ike_find_pl(v, IKE_PL_AUTH);
@@ -130,6 +353,9 @@ auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t ele
 		rc = ike_auth_parse(ap->body, ap->len, &a, err, elen);
 	if (rc != 0)
 		return rc;
+	*why = IKE_PKI_NONE;
+	if (sa->conn->cfg.cred != NULL)
+		return verify_certs_sig(sa, v, &id, &a, why, err, elen);
 	if (id.type != want->type || id.len != want->len || memcmp(id.data, want->data, id.len))
 		return snprintf(err, elen, "id: type %u, %zu bytes, not the configured remote "
 				"identity", id.type, id.len), -EACCES;
@@ -143,6 +369,21 @@ auth_verify(const struct ike_sa *sa, const struct view *v, char *err, size_t ele
 	}
 	explicit_bzero(exp, sizeof(exp));
 	return rc;
+}
+
+/*
+ * Why an IKE SA ends on a refused AUTH, for the owner's log (always shown,
+ * unlike ike_log): with certificates, the cause and the certificate
+ * (subject, serial) as ike_pki.c wrote them in err; one line.
+ */
+static const char *
+auth_failed(char *out, size_t len, const char *who, enum ike_pki_fail why, const char *err)
+{
+	if (why == IKE_PKI_NONE)
+		snprintf(out, len, "authentication of the %s failed", who);
+	else
+		snprintf(out, len, "authentication of the %s failed: %s", who, err);
+	return out;
 }
 
 int
@@ -186,25 +427,30 @@ int
 ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	     const struct view *v, uint64_t now)
 {
+	enum ike_pki_fail why = IKE_PKI_NONE;
+	char err[ERR_LEN], what[ERR_LEN + 48];
 	uint8_t inner[MSG_MAX];
-	char err[ERR_LEN];
 	struct ike_buf in;
 	uint16_t nerr;
 	int rc;
 
 	conn_by_id(ctx, sa, v);		/* before the owner hears of it */
 	sa->owner_knows = true;
+	ike_pki_certreq_get(sa, v);
 	ike_buf_init(&in, inner, sizeof(inner));
-	rc = auth_verify(sa, v, err, sizeof(err));
+	rc = auth_verify(sa, v, &why, err, sizeof(err));
 	if (rc != 0) {
 		bool bad = rc == -EBADMSG;
+
+		if (why != IKE_PKI_NONE)
+			ctx->stats.pki_fail[why]++;
 
 		ike_drop(ctx, sa, bad ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
 		ike_put_notify(&in, bad ? IKE_N_INVALID_SYNTAX : IKE_N_AUTHENTICATION_FAILED,
 			   NULL, 0);
 		ike_respond(ctx, sa, h, &in);
 		ike_sa_end(ctx, sa, bad ? "malformed IKE_AUTH request" :
-			   "authentication of the peer failed");
+			   auth_failed(what, sizeof(what), "peer", why, err));
 		return rc;
 	}
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);
@@ -226,7 +472,8 @@ int
 ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
 	uint16_t nerr = ike_error_notify(v);
-	char err[ERR_LEN], why[WHY_LEN];
+	char err[ERR_LEN], why[WHY_LEN], what[ERR_LEN + 48];
+	enum ike_pki_fail pf = IKE_PKI_NONE;
 	int rc;
 
 	if (ike_find_pl(v, IKE_PL_AUTH) == NULL) {
@@ -236,10 +483,12 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 		ike_sa_end(ctx, sa, why);
 		return -ECONNREFUSED;
 	}
-	rc = auth_verify(sa, v, err, sizeof(err));
+	rc = auth_verify(sa, v, &pf, err, sizeof(err));
 	if (rc != 0) {
+		if (pf != IKE_PKI_NONE)
+			ctx->stats.pki_fail[pf]++;
 		ike_drop(ctx, sa, rc == -EBADMSG ? IKE_REJ_MALFORMED : IKE_REJ_AUTH_FAIL, rc, err);
-		ike_sa_end(ctx, sa, "authentication of the responder failed");
+		ike_sa_end(ctx, sa, auth_failed(what, sizeof(what), "responder", pf, err));
 		return rc;
 	}
 	ike_request_done(sa);

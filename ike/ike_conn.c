@@ -155,7 +155,9 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	if ((cfg->local.family != AF_INET && cfg->local.family != AF_INET6) ||
 	    cfg->remote.family != cfg->local.family)
 		return bad_cfg(err, elen, cfg->name, "local/remote: one address family");
-	if (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX)
+	if ((cfg->cred == NULL) != (cfg->trust == NULL))
+		return bad_cfg(err, elen, cfg->name, "cred/trust: both or neither");
+	if (cfg->cred == NULL && (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX))
 		return bad_cfg(err, elen, cfg->name, "psk: 1 to 128 bytes");
 	if ((cfg->local_id.type != 0 && (cfg->local_id.len == 0 ||
 					 cfg->local_id.len > IKE_IDENT_MAX)) ||
@@ -184,7 +186,10 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 		return -ENOMEM;
 	c->cfg = *cfg;
 	ident_default(&c->cfg.local_id, &cfg->local);
-	ident_default(&c->cfg.remote_id, &cfg->remote);
+	/* with certificates none is any identity the peer's certificate proves
+	 * (strongSwan's remote id %any): the CAs vouch for it */
+	if (cfg->cred == NULL)
+		ident_default(&c->cfg.remote_id, &cfg->remote);
 	c->next = ctx->conns;
 	ctx->conns = c;
 	return 0;

@@ -29,7 +29,8 @@
 #define INIT_RETRIES	3	/* cookie and INVALID_KE_PAYLOAD retries, each */
 #define NATD_LEN	20	/* SHA-1 */
 #define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
-#define ERR_LEN		160
+#define PEER_CAS_MAX	16	/* CA key ids kept from a peer's CERTREQs */
+#define ERR_LEN		320	/* a certificate's subject and serial fit */
 #define WHY_LEN		96
 #define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
@@ -94,6 +95,10 @@ struct ike_sa {
 	size_t last_req_len, last_resp_len;
 	struct child child;
 	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
+	uint32_t peer_hashes;		/* its SIGNATURE_HASH_ALGORITHMS (IKE_HASH_BIT) */
+	/* the CAs its CERTREQs name (key ids): intermediates it has are not sent */
+	uint8_t peer_cas[PEER_CAS_MAX][IKE_PKI_KEYID_LEN];
+	unsigned n_peer_cas;
 	/*
 	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
 	 * installed until deleted, by us at old_del_ms if we started the
@@ -205,6 +210,10 @@ int ike_view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, 
 		size_t elen);
 const struct ike_pl *ike_find_pl(const struct view *v, uint8_t type);
 bool ike_find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt);
+/* ike_auth.c: IKE_SA_INIT's part of certificates (RFC 7427 4, RFC 7296 3.7) */
+void ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq);
+void ike_pki_init_get(struct ike_sa *sa, const struct view *v);
+void ike_pki_certreq_get(struct ike_sa *sa, const struct view *v);
 uint16_t ike_error_notify(const struct view *v);
 void ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len);
 void ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len);

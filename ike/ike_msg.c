@@ -433,6 +433,62 @@ ike_auth_parse(const uint8_t *body, size_t len, struct ike_auth *a, char *err, s
 }
 
 int
+ike_cert_parse(const uint8_t *body, size_t len, struct ike_cert *c, char *err, size_t elen)
+{
+	if (len < 2)
+		return bad(err, elen, "cert: %zu bytes, at least 2 (encoding and data)", len);
+	c->encoding = body[0];
+	c->data = body + 1;
+	c->len = len - 1;
+	return 0;
+}
+
+int
+ike_certreq_parse(const uint8_t *body, size_t len, struct ike_cert *c, char *err,
+		  size_t elen)
+{
+	if (len < 1)
+		return bad(err, elen, "certreq: empty, at least the encoding");
+	c->encoding = body[0];
+	c->data = body + 1;
+	c->len = len - 1;
+	if (c->encoding == IKE_CERT_X509_SIG && c->len % IKE_CERTREQ_HASH_LEN != 0)
+		return bad(err, elen, "certreq.authorities: %zu bytes, not a multiple of %d",
+			   c->len, IKE_CERTREQ_HASH_LEN);
+	return 0;
+}
+
+int
+ike_sig_hashes_parse(const uint8_t *data, size_t len, uint32_t *mask, char *err,
+		     size_t elen)
+{
+	if (len == 0 || len % 2 != 0)
+		return bad(err, elen, "signature_hash_algorithms: %zu bytes, not a non-empty "
+			   "list of 2-byte ids", len);
+	*mask = 0;
+	for (size_t i = 0; i < len; i += 2)
+		if (get16(data + i) < 32)
+			*mask |= 1u << get16(data + i);
+	return 0;
+}
+
+size_t
+ike_sig_hashes_build(uint32_t mask, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (unsigned h = 0; h < 32; h++) {
+		if (!(mask & (1u << h)))
+			continue;
+		if (n + 2 > cap)
+			return 0;
+		out[n++] = 0;
+		out[n++] = (uint8_t)h;
+	}
+	return n;
+}
+
+int
 ike_delete_parse(const uint8_t *body, size_t len, struct ike_delete *d, char *err,
 		 size_t elen)
 {
@@ -769,6 +825,16 @@ void
 ike_build_auth(struct ike_buf *b, const struct ike_auth *a)
 {
 	build_typed(b, IKE_PL_AUTH, a->method, a->data, a->len);
+}
+
+void
+ike_build_cert(struct ike_buf *b, uint8_t type, const struct ike_cert *c)
+{
+	size_t start = ike_pl_begin(b, type, false);
+
+	ike_put8(b, c->encoding);
+	ike_put_bytes(b, c->data, c->len);
+	ike_pl_end(b, start);
 }
 
 void

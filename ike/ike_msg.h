@@ -137,6 +137,7 @@ enum ike_id_type {
 	IKE_ID_FQDN = 2,
 	IKE_ID_RFC822_ADDR = 3,
 	IKE_ID_IPV6_ADDR = 5,
+	IKE_ID_DER_ASN1_DN = 9,
 	IKE_ID_KEY_ID = 11,
 };
 
@@ -258,6 +259,36 @@ struct ike_auth {
 int ike_auth_parse(const uint8_t *body, size_t len, struct ike_auth *a, char *err,
 		   size_t elen);
 
+/*
+ * Certificate (section 3.6) and Certificate Request (3.7) payloads: an
+ * encoding byte and its data.  ike_cert_parse wants data (a DER certificate
+ * with IKE_CERT_X509_SIG, not looked into here).  ike_certreq_parse takes an
+ * empty request (some peers send one to ask for any certificate); with
+ * IKE_CERT_X509_SIG its data must be whole SHA-1 hashes of public keys.
+ * Other encodings are kept for the caller to skip.
+ */
+#define IKE_CERT_X509_SIG		4
+#define IKE_CERTREQ_HASH_LEN		20	/* SHA-1 of a CA's SubjectPublicKeyInfo */
+
+struct ike_cert {
+	uint8_t encoding;
+	const uint8_t *data;
+	size_t len;
+};
+int ike_cert_parse(const uint8_t *body, size_t len, struct ike_cert *c, char *err, size_t elen);
+int ike_certreq_parse(const uint8_t *body, size_t len, struct ike_cert *c, char *err,
+		      size_t elen);
+
+/*
+ * SIGNATURE_HASH_ALGORITHMS notify data (RFC 7427 4): 16-bit hash ids, at
+ * least one.  Parsed into a mask (bit h for id h; ids of 32 and up, which
+ * nobody has assigned, are skipped); built from one, ids in ascending order.
+ */
+int ike_sig_hashes_parse(const uint8_t *data, size_t len, uint32_t *mask, char *err,
+			 size_t elen);
+/* The notify data for mask into out (2 bytes an id): its length, 0 if cap is short. */
+size_t ike_sig_hashes_build(uint32_t mask, uint8_t *out, size_t cap);
+
 /* Delete payload (section 3.11): IKE has no SPI here; AH and ESP 4-byte ones. */
 struct ike_delete {
 	uint8_t proto, spi_len;
@@ -335,6 +366,8 @@ void ike_build_auth(struct ike_buf *b, const struct ike_auth *a);
 /* type IKE_PL_TSI or IKE_PL_TSR. */
 void ike_build_ts(struct ike_buf *b, uint8_t type, const struct ike_ts *ts, unsigned n);
 void ike_build_delete(struct ike_buf *b, const struct ike_delete *d);
+/* type IKE_PL_CERT or IKE_PL_CERTREQ. */
+void ike_build_cert(struct ike_buf *b, uint8_t type, const struct ike_cert *c);
 
 /* Write the total length into the header: 0, or -ENOSPC if anything overflowed. */
 int ike_finish(struct ike_buf *b);

@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ike_pki.h"
+
 #define IKE_CONN_NAME_MAX	32	/* with the NUL */
 #define IKE_PSK_MAX		128
 #define IKE_IDENT_MAX		128
@@ -113,6 +115,15 @@ struct ike_conn_cfg {
 	struct ike_addr local, remote;	/* the responder matches on the IPs, then the IDi */
 	uint8_t psk[IKE_PSK_MAX];	/* copied by ike_conn_add: wipe yours after */
 	size_t psk_len;
+	/*
+	 * Certificates (RFC 7296 2.15 signatures, RFC 7427) instead of the PSK
+	 * when both are set: our credential and the trust anchors the peer's
+	 * chain must lead to.  Not copied: the owner keeps them until the
+	 * connection is removed.  remote_id may then be a pattern
+	 * (ike_pki_id_match).
+	 */
+	const struct ike_pki_cred *cred;
+	const struct ike_pki_trust *trust;
 	struct ike_ident local_id, remote_id;
 	struct ike_prop_cfg ike[IKE_CONN_PROPS_MAX];	/* in order of preference */
 	unsigned n_ike;
@@ -211,6 +222,7 @@ struct ike_stats {
 	uint64_t late_responses;	/* answers to our requests that were answered already */
 	uint64_t half_open_expired;
 	uint64_t reject[IKE_REJ_COUNT];
+	uint64_t pki_fail[IKE_PKI_FAIL_N];	/* why auth-fail, with certificates */
 };
 
 enum ike_state {

@@ -1344,6 +1344,84 @@ static void test_sk_flow(void **state)
 	expect_msg(inner, pl[0].body + sizeof(iv), ptlen);
 }
 
+/*
+ * CERT, CERTREQ and SIGNATURE_HASH_ALGORITHMS (the [ikepki] issue): built
+ * into a chain, compared with bytes written out by hand from RFC 7296 3.6,
+ * 3.7 and RFC 7427 4, parsed back, and the malformed ones refused.
+ */
+static void test_cert_payloads(void **state)
+{
+	static const uint8_t der[] = { 0x30, 0x03, 0x02, 0x01, 0x07 };	/* stands for a cert */
+	static const uint8_t want[] = {
+		IKE_PL_CERTREQ, 0, 0, 10, IKE_CERT_X509_SIG, 0x30, 0x03, 0x02, 0x01, 0x07,
+		IKE_PL_NOTIFY, 0, 0, 25, IKE_CERT_X509_SIG,
+		0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+		IKE_PL_NONE, 0, 0, 16, 0, 0, 0x40, 0x2f, 0, 2, 0, 3, 0, 4, 0, 5,
+	};
+	uint8_t keyids[20], sh[16], mem[256];
+	struct ike_cert c = { IKE_CERT_X509_SIG, der, sizeof(der) }, got;
+	struct ike_notify nt = { .type = IKE_N_SIGNATURE_HASH_ALGORITHMS, .data = sh };
+	struct ike_pl pl[4];
+	struct ike_buf b;
+	char err[ERR_LEN];
+	uint32_t mask;
+	unsigned n;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(keyids); i++)
+		keyids[i] = (uint8_t)i;
+	nt.data_len = ike_sig_hashes_build(1u << 2 | 1u << 3 | 1u << 4 | 1u << 5, sh, sizeof(sh));
+	assert_int_equal(nt.data_len, 8);
+	assert_int_equal(ike_sig_hashes_build(1u << 2 | 1u << 3, sh, 3), 0);
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cert(&b, IKE_PL_CERT, &c);
+	c = (struct ike_cert){ IKE_CERT_X509_SIG, keyids, sizeof(keyids) };
+	ike_build_cert(&b, IKE_PL_CERTREQ, &c);
+	ike_build_notify(&b, &nt);
+	assert_int_equal(b.first, IKE_PL_CERT);
+	expect_bytes(mem, b.len, want, sizeof(want));
+	assert_int_equal(ike_chain_parse(IKE_PL_CERT, mem, b.len, pl, 4, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ike_cert_parse(pl[0].body, pl[0].len, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.encoding, IKE_CERT_X509_SIG);
+	expect_bytes(got.data, got.len, der, sizeof(der));
+	assert_int_equal(ike_certreq_parse(pl[1].body, pl[1].len, &got, err, sizeof(err)), 0);
+	expect_bytes(got.data, got.len, keyids, sizeof(keyids));
+	assert_int_equal(ike_notify_parse(pl[2].body, pl[2].len, &nt, err, sizeof(err)), 0);
+	assert_int_equal(ike_sig_hashes_parse(nt.data, nt.data_len, &mask, err, sizeof(err)), 0);
+	assert_int_equal(mask, 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5);
+	/* Unassigned ids of 32 and up are skipped, not refused. */
+	assert_int_equal(ike_sig_hashes_parse((const uint8_t *)"\x00\x02\x01\x00", 4, &mask, err,
+					      sizeof(err)), 0);
+	assert_int_equal(mask, 1u << 2);
+	/* Malformed: an odd or empty hash list, a CERT without data, a CERTREQ cut short. */
+	assert_int_equal(ike_sig_hashes_parse(sh, 3, &mask, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ike_sig_hashes_parse(sh, 0, &mask, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ike_cert_parse(pl[0].body, 1, &got, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ike_certreq_parse(pl[1].body, 0, &got, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ike_certreq_parse(pl[1].body, pl[1].len - 1, &got, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "certreq.authorities"));
+	/* An empty CERTREQ (any CA), and another encoding kept for the caller. */
+	assert_int_equal(ike_certreq_parse(pl[1].body, 1, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.len, 0);
+	assert_int_equal(ike_certreq_parse((const uint8_t *)"\x0c\x01", 2, &got, err,
+					   sizeof(err)), 0);
+	assert_int_equal(got.encoding, 12);
+	/* Every truncation of each body, in a block of its exact size (ASan). */
+	for (unsigned i = 0; i < 2; i++)
+		for (size_t len = 0; len <= pl[i].len; len++) {
+			uint8_t *cp = malloc(len ? len : 1);
+
+			memcpy(cp, pl[i].body, len);
+			if (ike_cert_parse(cp, len, &got, err, sizeof(err)) == 0)
+				assert_true(got.data + got.len == cp + len);
+			if (ike_certreq_parse(cp, len, &got, err, sizeof(err)) == 0)
+				assert_true(got.data + got.len == cp + len);
+			free(cp);
+		}
+}
+
 int main(void)
 {
 	static const struct CMUnitTest loops[] = {
@@ -1357,6 +1435,7 @@ int main(void)
 		cmocka_unit_test(test_sa_answer),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_sk_flow),
+		cmocka_unit_test(test_cert_payloads),
 		cmocka_unit_test(test_strongswan_sa_init),
 	};
 	struct CMUnitTest tests[N_MSGS + N_BADS + N_ELEMS(loops)];

@@ -25,7 +25,12 @@
 
 #include "ike_crypto.h"
 #include "ike_msg.h"
+#include "ike_pki.h"
 #include "ike_sa.h"
+
+#ifndef SOURCE_ROOT
+#error "SOURCE_ROOT must name the source tree (set by meson)"
+#endif
 
 #define QMAX		32
 #define LOGMAX		64		/* addresses of the first datagrams sent, kept */
@@ -482,6 +487,183 @@ test_wrong_identity(void **state)
 	assert_int_equal(rej(&R, IKE_REJ_AUTH_FAIL), 1);
 	assert_non_null(strstr(I.why, "AUTHENTICATION_FAILED"));
 	stop();
+}
+
+/* ---- certificates (auth = pubkey) ---------------------------------------- */
+
+/*
+ * Fixtures of control/testdata/make_pki.sh: gw.pem (CN=gw.example.org,
+ * O=Example, SAN DNS:gw.example.org; P-256) issued by ca.pem; both ends use
+ * the one certificate (each checks the other's against the CA).
+ */
+struct pki_files {
+	struct ike_pki_cred *cred;
+	struct ike_pki_trust *trust, *wrong;	/* the CA; gw.pem as an "anchor" */
+};
+
+static size_t
+slurp(const char *name, uint8_t *buf, size_t cap)
+{
+	char path[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/control/testdata/pki/%s", SOURCE_ROOT, name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	assert_true(n > 0 && n < cap);
+	return n;
+}
+
+static struct pki_files
+pki_load(void)
+{
+	uint8_t cert[8192], key[8192], ca[8192];
+	size_t cl = slurp("gw.pem", cert, sizeof(cert)), kl = slurp("gw.key", key, sizeof(key));
+	size_t al = slurp("ca.pem", ca, sizeof(ca));
+	struct pki_files f = { NULL, ike_pki_trust_new(), ike_pki_trust_new() };
+	char err[256];
+
+	assert_int_equal(ike_pki_cred_load(cert, cl, key, kl, &f.cred, err, sizeof(err)), 0);
+	explicit_bzero(key, sizeof(key));
+	assert_int_equal(ike_pki_trust_add_ca(f.trust, ca, al, err, sizeof(err)), 0);
+	assert_int_equal(ike_pki_trust_add_ca(f.wrong, cert, cl, err, sizeof(err)), 0);
+	return f;
+}
+
+static void
+pki_free(struct pki_files *f)
+{
+	ike_pki_cred_free(f->cred);
+	ike_pki_trust_free(f->trust);
+	ike_pki_trust_free(f->wrong);
+}
+
+/* cfg_i() with certificates: ID the subject DN, remote-id a DN pattern. */
+static struct ike_conn_cfg
+cfg_pki(const struct pki_files *f, const char *remote_pattern)
+{
+	struct ike_conn_cfg c = cfg_i();
+	char err[128];
+	size_t n;
+
+	c.psk_len = 0;
+	memset(c.psk, 0, sizeof(c.psk));
+	c.cred = f->cred;
+	c.trust = f->trust;
+	c.local_id.type = IKE_ID_DER_ASN1_DN;
+	assert_int_equal(ike_pki_cred_subject(f->cred, c.local_id.data, IKE_IDENT_MAX, &n), 0);
+	c.local_id.len = (uint8_t)n;
+	c.remote_id.type = IKE_ID_DER_ASN1_DN;
+	assert_int_equal(ike_pki_dn_parse(remote_pattern, c.remote_id.data, IKE_IDENT_MAX, &n,
+					  err, sizeof(err)), 0);
+	c.remote_id.len = (uint8_t)n;
+	return c;
+}
+
+/* mirror() for one certificate at both ends: the same local ID, the same pattern. */
+static struct ike_conn_cfg
+mirror_pki(const struct ike_conn_cfg *i)
+{
+	struct ike_conn_cfg r = mirror(i);
+
+	r.local_id = i->local_id;
+	r.remote_id = i->remote_id;
+	return r;
+}
+
+static uint64_t
+pki_fails(const struct side *s, enum ike_pki_fail f)
+{
+	return ike_get_stats(s->ctx)->pki_fail[f];
+}
+
+static void
+test_pubkey_up(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr = mirror_pki(&ci);
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	assert_mirrored();
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	/* the CHILD_SA rekeys as with a PSK (no AUTH there) */
+	stop();
+	/* An FQDN identity (the certificate's subjectAltName) against a pattern. */
+	ci.local_id.type = IKE_ID_FQDN;
+	ci.local_id.len = 14;
+	memcpy(ci.local_id.data, "gw.example.org", 14);
+	ci.remote_id.type = IKE_ID_FQDN;
+	ci.remote_id.len = 13;
+	memcpy(ci.remote_id.data, "*.example.org", 13);
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	stop();
+	/* No remote-id at the responder: any identity the certificate proves. */
+	cr.remote_id.type = 0;
+	cr.remote_id.len = 0;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_established();
+	stop();
+	pki_free(&f);
+}
+
+/* A refusal by the responder: AUTHENTICATION_FAILED, counted, the SA gone. */
+static void
+expect_pki_refused(const struct ike_conn_cfg *ci, const struct ike_conn_cfg *cr,
+		   enum ike_pki_fail why)
+{
+	start(ci, cr);
+	bring_up(0);
+	assert_int_equal(I.ups + R.ups, 0);
+	assert_int_equal(rej(&R, IKE_REJ_AUTH_FAIL), 1);
+	assert_int_equal(pki_fails(&R, why), 1);
+	assert_non_null(strstr(I.why, "AUTHENTICATION_FAILED"));
+	assert_int_equal(status(&I).n + status(&R).n, 0);
+	stop();
+}
+
+static void
+test_pubkey_refused(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr = mirror_pki(&ci);
+	struct ike_conn_cfg psk = cfg_i();
+	char err[128];
+	size_t n;
+
+	(void)state;
+	/* Trust anchors that the peer's chain does not lead to. */
+	cr.trust = f.wrong;
+	expect_pki_refused(&ci, &cr, IKE_PKI_UNTRUSTED);
+	/* A good certificate, but not the identity remote-id asks for. */
+	cr = mirror_pki(&ci);
+	assert_int_equal(ike_pki_dn_parse("CN=*, O=Other", cr.remote_id.data, IKE_IDENT_MAX, &n,
+					  err, sizeof(err)), 0);
+	cr.remote_id.len = (uint8_t)n;
+	expect_pki_refused(&ci, &cr, IKE_PKI_IDENTITY);
+	/* An ID its certificate does not hold (the certificate is good). */
+	ci.local_id.type = IKE_ID_FQDN;
+	ci.local_id.len = 15;
+	memcpy(ci.local_id.data, "gw2.example.org", 15);
+	cr = mirror_pki(&ci);
+	cr.remote_id.type = 0;		/* any identity the certificate proves */
+	expect_pki_refused(&ci, &cr, IKE_PKI_IDENTITY);
+	/* A PSK initiator to a certificate responder: no CERT. */
+	psk.remote_id = cr.local_id;
+	ci = cfg_pki(&f, "CN=*, O=Example");
+	cr = mirror_pki(&ci);
+	psk.local_id = ci.local_id;
+	expect_pki_refused(&psk, &cr, IKE_PKI_NO_CERT);
+	pki_free(&f);
 }
 
 /* The initiator guesses group 31, the responder wants 19. */
@@ -2407,6 +2589,8 @@ main(void)
 		cmocka_unit_test(test_proposal_order),
 		cmocka_unit_test(test_wrong_psk),
 		cmocka_unit_test(test_wrong_identity),
+		cmocka_unit_test(test_pubkey_up),
+		cmocka_unit_test(test_pubkey_refused),
 		cmocka_unit_test(test_invalid_ke),
 		cmocka_unit_test(test_multi_alg_proposal),
 		cmocka_unit_test(test_default_proposals),

@@ -18,6 +18,7 @@ MARKERS = {
     "operator": "the [operator] issue (13): what an operator hits first",
     "fastpath": "the [fastpath] issue (14): per-core speed",
     "tester": "the [tester] issue (15): dpvpn as the tester of another gateway",
+    "ikepki": "the [ikepki] issue (16): certificates, proposals, PFS, CHILD_SAs, remote access",
     "slow": "long (tens of seconds): left out of the sanitizer pass",
     "ikepki": "the [ikepki] issue (16): certificates, proposals, PFS, CHILD_SAs, remote "
               "access",
