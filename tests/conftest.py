@@ -20,8 +20,6 @@ MARKERS = {
     "tester": "the [tester] issue (15): dpvpn as the tester of another gateway",
     "ikepki": "the [ikepki] issue (16): certificates, proposals, PFS, CHILD_SAs, remote access",
     "slow": "long (tens of seconds): left out of the sanitizer pass",
-    "ikepki": "the [ikepki] issue (16): certificates, proposals, PFS, CHILD_SAs, remote "
-              "access",
     "long": "a minute or more of trials (a search, a second variant of a 1 000-tunnel "
             "case): not in the default pass; run them with `scripts/test -m long` "
             "or DPVPN_LONG=1",
