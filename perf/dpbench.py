@@ -347,12 +347,12 @@ def first_pass_note(direction, anti_replay, workers, sas):
         return None
     if sas < workers:
         return (f"{workers} workers, {sas} tunnel(s): one tunnel's sequence numbers "
-                "cannot be split over queues, so this row replays 64 packets with "
-                "replay-window = 0")
+                f"cannot be split over queues, so this row replays {flows_for(sas)} "
+                "packets with replay-window = 0")
     try:
         import espgen  # noqa: F401  (needs python3-cryptography)
     except ImportError as e:
-        return f"no long capture ({e}): 64 packets with replay-window = 0"
+        return f"no long capture ({e}): {flows_for(sas)} packets with replay-window = 0"
     return None
 
 
@@ -430,7 +430,8 @@ def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d):
     busy = sum(b["busy_cycles"] - a["busy_cycles"] for a, b in zip(l0, l1))
     r = row_base(cipher, direction, size, workers, sas)
     r.update({"mpps": pps / 1e6, "gbps": pps * size * 8 / 1e9, "seconds": t1 - t0,
-              "drops": drops, "method": "steady: 64-packet capture replayed, timed window",
+              "drops": drops,
+              "method": f"steady: {flows_for(sas)}-packet capture replayed, timed window",
               "busy_cycles_per_packet": busy / (n1 - n0) if n1 > n0 else None,
               "sched": sched_summary(use, probe.lcore_threads(th1)),
               "threads": probe.by_name(use)})
