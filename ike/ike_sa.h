@@ -248,6 +248,7 @@ enum ike_frag_drop {
 #define IKE_FRAG_MAX		32	/* fragments of one message we reassemble */
 #define IKE_FRAG_BYTES_MAX	65536	/* their decrypted bytes together */
 #define IKE_FRAG_TIMEOUT_MS	10000	/* an incomplete message is let go after this */
+#define IKE_FRAG_SIZE_MIN	256	/* ike_conn_cfg.fragment_size: headers and data fit */
 
 struct ike_stats {
 	uint64_t rx, tx;		/* datagrams */

@@ -2581,6 +2581,283 @@ test_conn_add_checks(void **state)
 	ike_free(ctx);
 }
 
+/* ---- IKE fragmentation (RFC 7383) -------------------------------------- */
+
+static const struct ike_stats *
+st(const struct side *s)
+{
+	return ike_get_stats(s->ctx);
+}
+
+static uint64_t
+frag_drops(const struct side *s, enum ike_frag_drop d)
+{
+	return st(s)->frag_drop[d];
+}
+
+static uint64_t
+frag_drops_total(const struct side *s)
+{
+	uint64_t t = 0;
+
+	for (unsigned d = 0; d < IKE_FRAG_DROP_N; d++)
+		t += frag_drops(s, d);
+	return t;
+}
+
+/* The Fragment Number and Total of datagram p, which must be an SKF message. */
+static void
+skf_of(const struct pkt *p, unsigned *number, unsigned *total)
+{
+	assert_true(p->len > 36);
+	assert_int_equal(p->data[16], IKE_PL_SKF);
+	*number = (unsigned)p->data[32] << 8 | p->data[33];
+	*total = (unsigned)p->data[34] << 8 | p->data[35];
+}
+
+/* IKE_SA_INIT both ways: I's outbox then holds its IKE_AUTH request. */
+static void
+init_only(uint64_t now)
+{
+	struct pkt p;
+
+	assert_int_equal(ike_initiate(I.ctx, "t", now), 0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, now), 0);
+	p = pop(&R);
+	assert_int_equal(deliver(&I, &p, now), 0);
+}
+
+/*
+ * A tiny fragment size at both ends, every IKE proposal (GCM and CBC), with
+ * a certificate (a PSK's IKE_AUTH fits in 256 bytes): IKE_AUTH goes as
+ * fragments both ways, each within the size, and comes up with nothing
+ * dropped.
+ */
+static void
+test_frag_up(void **state)
+{
+	struct pki_files f = pki_load();
+
+	(void)state;
+	for (unsigned i = 0; i < N_ELEMS(IKE_PROPS); i++) {
+		{
+			struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+			unsigned n, total;
+
+			ci.ike[0] = IKE_PROPS[i];
+			ci.fragment_size = IKE_FRAG_SIZE_MIN;
+			cr = mirror_pki(&ci);
+			start(&ci, &cr);
+			init_only(0);
+			assert_true(I.n > 1);
+			for (unsigned q = 0; q < I.n; q++) {
+				skf_of(&I.q[q], &n, &total);
+				assert_int_equal(n, q + 1);
+				assert_int_equal(total, I.n);
+				assert_true(I.q[q].len + 28 <= IKE_FRAG_SIZE_MIN);
+			}
+			pump(0);
+			assert_established();
+			assert_mirrored();
+			assert_true(st(&I)->frag_tx > 1 && st(&R)->frag_tx > 1);
+			assert_int_equal(st(&R)->frag_rx, st(&I)->frag_tx);
+			assert_int_equal(st(&I)->frag_rx, st(&R)->frag_tx);
+			assert_int_equal(st(&I)->frag_reassembled, 1);
+			assert_int_equal(st(&R)->frag_reassembled, 1);
+			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+			assert_int_equal(frag_drops_total(&I) + frag_drops_total(&R), 0);
+			/* later exchanges too: a liveness check is small, a rekey not always */
+			assert_int_equal(ike_child_rekey(I.ctx, "t", 1), 0);
+			pump(1);
+			assert_int_equal(status(&I).st.child_rekeys, 1);
+			stop();
+		}
+	}
+	pki_free(&f);
+}
+
+/* Small messages, the default size, or one side with fragmentation off: none. */
+static void
+test_frag_not_used(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr = mirror_pki(&ci);
+
+	(void)state;
+	start(&ci, &cr);	/* 1280: our test certificate's IKE_AUTH fits */
+	bring_up(0);
+	assert_established();
+	assert_int_equal(st(&I)->frag_tx + st(&R)->frag_tx, 0);
+	stop();
+	for (unsigned side = 0; side < 2; side++) {
+		ci.fragment_size = cr.fragment_size = IKE_FRAG_SIZE_MIN;
+		ci.no_fragmentation = side == 0;
+		cr.no_fragmentation = side == 1;
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		assert_int_equal(st(&I)->frag_tx + st(&R)->frag_tx, 0);
+		assert_int_equal(I.sent + R.sent, 4);
+		stop();
+	}
+	pki_free(&f);
+}
+
+/*
+ * A fragment of the request lost: the retransmission sends them all again,
+ * the ones in already count as duplicates, and the SA comes up.  Then a
+ * fragment of the response lost: I's retransmitted fragment 1 has R send
+ * its whole response again (2.6.1), the other fragments count late.
+ */
+static void
+test_frag_lost(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	unsigned nreq, nresp;
+	struct pkt p;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	nreq = I.n;
+	assert_true(nreq >= 3);
+	for (unsigned q = 0; q < nreq; q++) {
+		p = pop(&I);
+		if (q != 1)
+			assert_int_equal(deliver(&R, &p, 0), 0);
+	}
+	assert_int_equal(R.n, 0);		/* incomplete: no answer */
+	assert_int_equal(status(&R).st.state, IKE_ST_HALF_OPEN);
+	ike_tick(I.ctx, 500);
+	assert_int_equal(I.n, nreq);		/* all of them again */
+	assert_int_equal(st(&I)->retransmits, 1);
+	pump(500);
+	assert_established();
+	/* fragment 1 again is a duplicate, 2 completes it, the rest come late */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_DUPLICATE), 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_LATE), nreq - 2);
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+
+	/* the response's last fragment lost */
+	start(&ci, &cr);
+	init_only(0);
+	while (I.n) {
+		p = pop(&I);
+		deliver(&R, &p, 0);
+	}
+	nresp = R.n;
+	assert_true(nresp >= 2);
+	for (unsigned q = 0; q + 1 < nresp; q++) {
+		p = pop(&R);
+		assert_int_equal(deliver(&I, &p, 0), 0);
+	}
+	(void)pop(&R);
+	assert_int_equal(status(&I).st.state, IKE_ST_AUTH_SENT);
+	ike_tick(I.ctx, 500);
+	assert_int_equal(I.n, nreq);
+	while (I.n) {
+		p = pop(&I);
+		assert_int_equal(deliver(&R, &p, 500), 0);
+	}
+	assert_int_equal(R.n, nresp);		/* the whole response again, once */
+	assert_int_equal(st(&R)->resent_responses, 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_LATE), nreq - 1);
+	pump(500);
+	assert_established();
+	assert_int_equal(frag_drops(&I, IKE_FRAG_DUPLICATE), nresp - 1);
+	stop();
+	pki_free(&f);
+}
+
+/* p with its SKF Fragment Number and Total Fragments set. */
+static struct pkt
+skf_set(const struct pkt *in, unsigned number, unsigned total)
+{
+	struct pkt p = *in;
+
+	p.data[32] = (uint8_t)(number >> 8);
+	p.data[33] = (uint8_t)number;
+	p.data[34] = (uint8_t)(total >> 8);
+	p.data[35] = (uint8_t)total;
+	return p;
+}
+
+/*
+ * Hostile fragments: each a counted drop, none kept, and the real ones
+ * still make the SA.  Then an incomplete message let go after the timeout,
+ * and a fragment where fragmentation was not negotiated.
+ */
+static void
+test_frag_hostile(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct pkt frag[QMAX], p;
+	unsigned n;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	n = I.n;
+	for (unsigned q = 0; q < n; q++)
+		frag[q] = pop(&I);
+	p = skf_set(&frag[0], 1, 0);		/* total 0 */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = skf_set(&frag[0], 0, n);		/* number 0 */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = skf_set(&frag[0], n + 1, n);	/* number > total */
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_MALFORMED), 3);
+	p = skf_set(&frag[0], 1, 40);		/* too many: its ICV fails first */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = frag[1];
+	p.data[p.len - 1] ^= 1;			/* the ICV */
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_ICV_FAIL), 2);
+	p = frag[1];
+	p.len = 30;				/* SKF shorter than its fields */
+	p.data[27] = 30;
+	p.data[30] = 0;
+	p.data[31] = 2;
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(st(&R)->frag_rx, 0);	/* nothing authenticated yet */
+	assert_int_equal(deliver(&R, &frag[0], 0), 0);
+	assert_int_equal(deliver(&R, &frag[0], 0), -EBADMSG);	/* duplicate */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_DUPLICATE), 1);
+	for (unsigned q = 1; q < n; q++)
+		assert_int_equal(deliver(&R, &frag[q], 0), 0);
+	pump(0);
+	assert_established();
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+
+	/* fragment 1 alone, then nothing: let go after the timeout */
+	start(&ci, &cr);
+	init_only(0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, 0), 0);
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS - 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 0);
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 1);
+	stop();
+
+	/* R does not offer fragmentation: I's IKE_AUTH goes whole (SK) */
+	cr.no_fragmentation = true;
+	start(&ci, &cr);
+	init_only(0);
+	assert_int_equal(I.n, 1);		/* I saw no FRAGMENTATION_SUPPORTED: SK */
+	stop();
+	pki_free(&f);
+}
+
 int
 main(void)
 {
@@ -2591,6 +2868,10 @@ main(void)
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_pubkey_up),
 		cmocka_unit_test(test_pubkey_refused),
+		cmocka_unit_test(test_frag_up),
+		cmocka_unit_test(test_frag_not_used),
+		cmocka_unit_test(test_frag_lost),
+		cmocka_unit_test(test_frag_hostile),
 		cmocka_unit_test(test_invalid_ke),
 		cmocka_unit_test(test_multi_alg_proposal),
 		cmocka_unit_test(test_default_proposals),
