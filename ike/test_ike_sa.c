@@ -2644,8 +2644,11 @@ test_frag_up(void **state)
 		{
 			struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
 			unsigned n, total;
+			uint64_t tx;
 
 			ci.ike[0] = IKE_PROPS[i];
+			ci.esp[0].dh[0] = IKE_DH_MODP2048;
+			ci.esp[0].n_dh = 1;
 			ci.fragment_size = IKE_FRAG_SIZE_MIN;
 			cr = mirror_pki(&ci);
 			start(&ci, &cr);
@@ -2667,10 +2670,24 @@ test_frag_up(void **state)
 			assert_int_equal(st(&R)->frag_reassembled, 1);
 			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
 			assert_int_equal(frag_drops_total(&I) + frag_drops_total(&R), 0);
-			/* later exchanges too: a liveness check is small, a rekey not always */
+			/* later exchanges too: CHILD_SA rekeys (PFS: a 256-byte KE each),
+			 * before and after an IKE SA rekey, which keeps fragmentation on */
+			tx = st(&I)->frag_tx;
 			assert_int_equal(ike_child_rekey(I.ctx, "t", 1), 0);
 			pump(1);
 			assert_int_equal(status(&I).st.child_rekeys, 1);
+			assert_true(st(&I)->frag_tx > tx);
+			ike_tick(I.ctx, 3000);	/* the old CHILD_SA's Delete */
+			pump(3000);
+			assert_int_equal(ike_sa_rekey(I.ctx, "t", 3001), 0);
+			pump(3001);
+			assert_int_equal(status(&I).st.ike_rekeys, 1);
+			tx = st(&I)->frag_tx;
+			assert_int_equal(ike_child_rekey(I.ctx, "t", 3002), 0);
+			pump(3002);
+			assert_true(st(&I)->frag_tx > tx);
+			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+			assert_int_equal(frag_drops_total(&I) + frag_drops_total(&R), 0);
 			stop();
 		}
 	}
