@@ -87,6 +87,8 @@ def test_fragmented_ike_auth(initiator):
         assert frags["reassembled"] >= 1, frags
         assert sum(frags["dropped"].values()) == 0, frags
         assert ike_sas(sl)[0]["state"] == "established"
+        text = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "show", "ike").stdout
+        assert f"fragments: tx {frags['tx']} rx {frags['rx']} reassembled" in text, text
         for side in ("s", "d"):
             sl.ping(side, count=1)
             r = sl.ping(side, count=3)
