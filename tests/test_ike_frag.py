@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """IKE fragmentation (RFC 7383) against strongSwan ([ikepki] issue 16,
 requirement 5): dpvpnd and charon authenticate with RSA certificates issued
-by an intermediate CA (dpvpnd sends the intermediate too), so IKE_AUTH is
-well over 576 bytes; both ends are forced to 576-byte fragments
+by an RSA intermediate CA (dpvpnd sends the intermediate too), so dpvpnd's
+IKE_AUTH is over 1500 bytes; both ends are forced to 576-byte fragments
 (dpvpnd `fragment-size = 576`, charon's `charon.fragment_size = 576`).
 In both roles IKE_AUTH must cross as several fragments each way (charon's
 log says so, dpvpnd's counters too) and a ping must go through; with
@@ -22,18 +22,28 @@ import pytest
 
 import lab
 import swan
-from test_ike_pki import Pki, established, ike_sas, need_swan, setup_lab
+from test_ike_pki import Pki, established, ike_sas, issue, keygen, need_swan, setup_lab
 
 pytestmark = [pytest.mark.ike, pytest.mark.strongswan, pytest.mark.ikepki]
 
 FRAG = 576
 
 
-def frag_lab(sl, initiator, dpvpnd_frag="yes"):
-    """setup_lab with RSA at both ends, 576-byte fragments at both ends."""
+def frag_lab(sl, initiator, dpvpnd_frag="yes", big=True):
+    """setup_lab with RSA leaves, 576-byte fragments at both ends; big: an RSA
+    intermediate too, sent by dpvpnd, so its IKE_AUTH passes 1500 bytes (else
+    charon has the intermediate and dpvpnd leaves it out: about 1300 bytes)."""
     pki = Pki()
-    scert, skey = pki.leaf("swan.example.org", "rsa")
-    setup_lab(sl, pki, "rsa", scert, skey, start="yes" if initiator == "dpvpnd" else "no")
+    if big:
+        pki.mid_key = keygen("rsa")
+        pki.mid = issue("Intermediate CA", pki.mid_key, (pki.root, pki.root_key), ca=True,
+                        days=(-10, 3650))
+    # charon's certificate from the root, and charon without the intermediate:
+    # its CERTREQ does not name it, so dpvpnd sends it (test_ike_pki's
+    # test_intermediate_sent_to_charon); not big: charon has it, dpvpnd leaves it out
+    scert, skey = pki.leaf("swan.example.org", "rsa", issuer="root" if big else "mid")
+    setup_lab(sl, pki, "rsa", scert, skey, start="yes" if initiator == "dpvpnd" else "no",
+              swan_mid=not big)
     # the tunnel is the config's last section: its keys go at the end (of the
     # gateway's copy, lab.Gateway's, which dpvpnd reads)
     with open(sl.gw.config, "a") as f:
@@ -80,6 +90,7 @@ def test_fragmented_ike_auth(initiator):
         got = re.findall(r"received fragment #(\d+) of (\d+), reassembled fragmented IKE "
                          r"message \((\d+) bytes\)", log)
         assert got and int(got[0][1]) > 1, log[-4000:]
+        assert int(got[0][2]) > 1500, got     # dpvpnd's IKE_AUTH, put together
         assert re.search(r"IKE_AUTH (request|response) 1 \[ EF\(1/\d+\) \]", log), log[-4000:]
         frags = sl.gw.ctl("show", "ike")["stats"]["fragments"]
         assert frags["tx"] >= int(got[0][1]), frags
@@ -102,10 +113,12 @@ def test_fragmented_ike_auth(initiator):
 def test_fragmentation_off():
     """fragmentation = no on dpvpnd: it does not offer it, so charon sends its
     IKE_AUTH response whole (the outer IP layer fragments it), and the SA
-    still comes up."""
+    still comes up.  dpvpnd's own IKE_AUTH is kept under the outside MTU
+    (an ECDSA intermediate): whole, a bigger one would not leave (the
+    dataplane refuses an IKE datagram over the MTU: channel.tx_refused)."""
     need_swan()
     with swan.SwanLab("aes128gcm16") as sl:
-        frag_lab(sl, "dpvpnd", dpvpnd_frag="no")
+        frag_lab(sl, "dpvpnd", dpvpnd_frag="no", big=False)
         bring_up(sl, "dpvpnd")
         log = sl.swan.log_text()
         assert "splitting IKE message" not in log, log[-4000:]
