@@ -939,14 +939,15 @@ psk-file = %(psk)s
             ike % dict(i=1, local=OUT6, remote='2001:db8:ff::2', lts='2001:db8:1::/64',
                        rts='2001:db8:2::/64', alg='aes256-cbc-sha256', psk='b.key',
                        extra='local-id = keyid:0x0102030405\nremote-id = ip:2001:db8:ff::2\n'
-                             'dpd = 0\nmtu = 1400\n'))
+                             'dpd = 0\nmtu = 1400\nfragmentation = no\n'
+                             'fragment-size = 576\n'))
     out['ike.conf'] = (base + good + tunnels[0]).encode()
     bad = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
                       rts='198.18.2.0/24', alg='chacha20-poly1305', psk='open.key',
                       extra='out-spi = 0x1001\nin-key = 0x00\nout-seq-start = 5\n'
                             'local-id = fqdn:\nremote-id = dn:CN=x\nstart = maybe\n'
                             'ike-proposals = aes128gcm16-prfsha256-modp2048, x, y, z, w\n'
-                            'dpd = -1\n') +
+                            'dpd = -1\nfragmentation = maybe\nfragment-size = 100\n') +
            ike % dict(i=1, local=OUT4, remote='198.19.0.3', lts='198.18.1.0/24',
                       rts='198.18.3.0/24', alg='aes128-gcm', psk='big.key',
                       extra='keying = ike\nlocal-id = keyid:0xzz\nremote-id = email:nobody\n'
