@@ -13,10 +13,12 @@
  * Payload is the inner chain's first, the others' 0.  The fragments are
  * stored as sent, and a retransmission sends them all again.
  *
- * Received: every fragment is authenticated before it is kept; one message
- * per SA is in reassembly, of at most IKE_FRAG_MAX fragments and
- * IKE_FRAG_BYTES_MAX bytes, let go when a newer message's fragment comes or
- * after IKE_FRAG_TIMEOUT_MS.  Every fragment dropped is counted under its
+ * Received: every fragment is authenticated before it is kept; one request
+ * and one response per SA are in reassembly (strongSwan's task manager keeps
+ * one per direction too: a big request of the peer's crossing the answer to
+ * a big one of ours must not let each other go), each of at most
+ * IKE_FRAG_MAX fragments and IKE_FRAG_BYTES_MAX bytes, let go when a newer
+ * message's fragment comes or after IKE_FRAG_TIMEOUT_MS.  Every fragment dropped is counted under its
  * reason (ike_stats.frag_drop), never a crash.
  */
 #include <errno.h>
@@ -203,11 +205,9 @@ ike_frag_send(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *loc
 
 /* ---- receiving ---------------------------------------------------------- */
 
-void
-ike_frag_reset(struct ike_sa *sa)
+static void
+frx_reset(struct frag_rx *f)
 {
-	struct frag_rx *f = &sa->frx;
-
 	for (unsigned i = 0; i < IKE_FRAG_MAX; i++) {
 		if (f->part[i] == NULL)
 			continue;
@@ -218,12 +218,23 @@ ike_frag_reset(struct ike_sa *sa)
 }
 
 void
+ike_frag_reset(struct ike_sa *sa)
+{
+	frx_reset(&sa->frx[0]);
+	frx_reset(&sa->frx[1]);
+}
+
+void
 ike_frag_expire(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
-	if (!sa->frx.active || now < sa->frx.start_ms + IKE_FRAG_TIMEOUT_MS)
-		return;
-	frag_drop(ctx, sa, IKE_FRAG_TIMEOUT, sa->frx.have, "message incomplete in time");
-	ike_frag_reset(sa);
+	for (unsigned i = 0; i < 2; i++) {
+		struct frag_rx *f = &sa->frx[i];
+
+		if (!f->active || now < f->start_ms + IKE_FRAG_TIMEOUT_MS)
+			continue;
+		frag_drop(ctx, sa, IKE_FRAG_TIMEOUT, f->have, "message incomplete in time");
+		frx_reset(f);
+	}
 }
 
 /*
@@ -267,21 +278,17 @@ frag_open(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *msg, const stru
 
 /* Whether part (fragment s) may join the message in reassembly: else counted. */
 static int
-frag_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+frag_admit(struct ike_ctx *ctx, struct ike_sa *sa, struct frag_rx *f, const struct ike_hdr *h,
 	   const struct ike_skf *s, size_t dlen, uint64_t now)
 {
-	struct frag_rx *f = &sa->frx;
-	bool response = h->flags & IKE_F_RESPONSE;
-
 	/* The caller passes only the message ID it waits for: another one is newer. */
-	if (f->active && (f->msg_id != h->msg_id || f->response != response)) {
+	if (f->active && f->msg_id != h->msg_id) {
 		frag_drop(ctx, sa, IKE_FRAG_SUPERSEDED, f->have, "a newer message's fragment");
-		ike_frag_reset(sa);
+		frx_reset(f);
 	}
 	if (!f->active) {
 		f->active = true;
 		f->msg_id = h->msg_id;
-		f->response = response;
 		f->total = s->total;
 		f->start_ms = now;
 	}
@@ -292,7 +299,7 @@ frag_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		return frag_drop(ctx, sa, IKE_FRAG_DUPLICATE, 1, "skf.fragment_number: in already");
 	if (f->bytes + dlen > IKE_FRAG_BYTES_MAX) {
 		frag_drop(ctx, sa, IKE_FRAG_TOO_BIG, f->have + 1, "message over 64 KiB: let go");
-		ike_frag_reset(sa);
+		frx_reset(f);
 		return -EMSGSIZE;
 	}
 	return 0;
@@ -300,14 +307,13 @@ frag_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 
 /* The fragments in order, as one inner chain. */
 static int
-frag_join(struct ike_ctx *ctx, struct ike_sa *sa, uint8_t **plain, size_t *plen, uint8_t *first)
+frag_join(struct ike_ctx *ctx, struct frag_rx *f, uint8_t **plain, size_t *plen, uint8_t *first)
 {
-	struct frag_rx *f = &sa->frx;
 	size_t off = 0;
 
 	*plain = malloc(f->bytes ? f->bytes : 1);
 	if (*plain == NULL) {
-		ike_frag_reset(sa);
+		frx_reset(f);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < f->total; i++) {
@@ -317,7 +323,7 @@ frag_join(struct ike_ctx *ctx, struct ike_sa *sa, uint8_t **plain, size_t *plen,
 	*plen = off;
 	*first = f->first;
 	ctx->stats.frag_reassembled++;
-	ike_frag_reset(sa);
+	frx_reset(f);
 	return 0;
 }
 
@@ -332,7 +338,7 @@ ike_frag_input(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	       const uint8_t *msg, const struct ike_pl *skf, uint64_t now, uint8_t **plain,
 	       size_t *plen, uint8_t *first)
 {
-	struct frag_rx *f = &sa->frx;
+	struct frag_rx *f = &sa->frx[(h->flags & IKE_F_RESPONSE) ? 1 : 0];
 	struct ike_skf s;
 	uint8_t *part;
 	size_t dlen;
@@ -341,7 +347,7 @@ ike_frag_input(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	rc = frag_open(ctx, sa, msg, skf, &s, &part, &dlen);
 	if (rc != 0)
 		return rc;
-	rc = frag_admit(ctx, sa, h, &s, dlen, now);
+	rc = frag_admit(ctx, sa, f, h, &s, dlen, now);
 	if (rc != 0) {
 		explicit_bzero(part, dlen);
 		free(part);
@@ -355,7 +361,7 @@ ike_frag_input(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		f->first = skf->inner_first;
 	if (f->have < f->total)
 		return 1;
-	return frag_join(ctx, sa, plain, plen, first);
+	return frag_join(ctx, f, plain, plen, first);
 }
 
 /*

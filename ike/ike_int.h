@@ -61,11 +61,14 @@ struct child {
 	uint64_t up_ms;			/* for the lifetime rekey */
 };
 
-/* The one message of an SA in reassembly (RFC 7383 2.6, ike_frag.c). */
+/*
+ * A message in reassembly (RFC 7383 2.6, ike_frag.c): one request and one
+ * response per SA at a time, as strongSwan keeps one per direction.
+ */
 struct frag_rx {
 	uint8_t *part[IKE_FRAG_MAX];	/* fragment n at [n - 1]: decrypted, unpadded */
 	uint16_t part_len[IKE_FRAG_MAX];
-	bool active, response;
+	bool active;
 	uint32_t msg_id;
 	uint8_t first;			/* fragment 1's Next Payload: the inner chain's */
 	uint16_t total, have;
@@ -147,7 +150,7 @@ struct ike_sa {
 	bool frag_peer;			/* its IKE_SA_INIT said FRAGMENTATION_SUPPORTED */
 	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
 	bool req_frag, resp_frag;	/* req, last_resp hold fragments (ike_frag_send) */
-	struct frag_rx frx;
+	struct frag_rx frx[2];		/* [0] the peer's request, [1] the answer to ours */
 };
 
 struct ike_ctx {
