@@ -27,6 +27,7 @@
 #include "ike_msg.h"
 #include "ike_pki.h"
 #include "ike_sa.h"
+#include "ike_int.h"	/* test_frag_forged: an SA's own fragments, made to order */
 
 #ifndef SOURCE_ROOT
 #error "SOURCE_ROOT must name the source tree (set by meson)"
@@ -2875,6 +2876,85 @@ test_frag_hostile(void **state)
 	pki_free(&f);
 }
 
+/*
+ * I's own SA seals fragments made to order (ike_frag_seal with another
+ * fragment size, junk inner bytes), so they authenticate at R: a total that
+ * changes within a message, a message over 64 KiB.  Each is a counted drop,
+ * and the real IKE_AUTH still makes the SA.
+ */
+static size_t
+forge(struct ike_sa *sa, size_t inner_len, uint16_t fsize, uint8_t *out, size_t cap)
+{
+	static uint8_t junk[70000];
+	uint16_t keep = sa->conn->cfg.fragment_size;
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+
+	memset(junk, 0x5a, sizeof(junk));
+	ike_buf_init(&in, junk, sizeof(junk));
+	in.len = inner_len;
+	in.first = IKE_PL_NOTIFY;
+	ike_hdr_for(sa, &h, IKE_AUTH, false, 1);
+	sa->conn->cfg.fragment_size = fsize;
+	assert_int_equal(ike_frag_seal(sa, &h, &in, out, cap, &len), 0);
+	sa->conn->cfg.fragment_size = keep;
+	return len;
+}
+
+/* Fragment k (from 0) of what forge made, to R. */
+static int
+forged_to_r(const uint8_t *m, unsigned k, uint64_t now)
+{
+	size_t off = 0, len;
+
+	for (;;) {
+		len = (size_t)m[off] << 8 | m[off + 1];
+		if (k-- == 0)
+			break;
+		off += 2 + len;
+	}
+	return ike_input(R.ctx, &I.q[0].dst, &I.q[0].src, m + off + 2, len, now);
+}
+
+static void
+test_frag_forged(void **state)
+{
+	static uint8_t a[8192], b[8192], big[80000];
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct ike_sa *sa;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	assert_true(I.n > 1);
+	sa = I.ctx->sas;
+	assert_non_null(sa);
+	forge(sa, 1000, 256, a, sizeof(a));
+	forge(sa, 1000, 600, b, sizeof(b));
+	assert_int_equal(forged_to_r(a, 0, 0), 0);		/* kept */
+	assert_true(forged_to_r(b, 1, 0) < 0);			/* another total */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TOTAL_CHANGED), 1);
+	assert_int_equal(st(&R)->frag_rx, 2);			/* both authenticated */
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS);			/* a's fragment let go */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 1);
+	/* two fragments of 65 KiB and 5 KiB: over IKE_FRAG_BYTES_MAX, all let go */
+	forge(sa, 70000, 65535, big, sizeof(big));
+	assert_int_equal(forged_to_r(big, 0, IKE_FRAG_TIMEOUT_MS), 0);
+	assert_true(forged_to_r(big, 1, IKE_FRAG_TIMEOUT_MS) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TOO_BIG), 2);
+	assert_int_equal(st(&R)->frag_reassembled, 0);
+	/* the real IKE_AUTH, in order */
+	pump(IKE_FRAG_TIMEOUT_MS);
+	assert_established();
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+	pki_free(&f);
+}
+
 int
 main(void)
 {
@@ -2889,6 +2969,7 @@ main(void)
 		cmocka_unit_test(test_frag_not_used),
 		cmocka_unit_test(test_frag_lost),
 		cmocka_unit_test(test_frag_hostile),
+		cmocka_unit_test(test_frag_forged),
 		cmocka_unit_test(test_invalid_ke),
 		cmocka_unit_test(test_multi_alg_proposal),
 		cmocka_unit_test(test_default_proposals),
