@@ -109,6 +109,8 @@ struct cfg_sa_key {
 #define CFG_DPD_MAX		86400
 #define CFG_IKE_LIFE_DEFAULT	14400	/* seconds: IKE SA rekeyed after 4 h, as strongSwan */
 #define CFG_IKE_LIFE_MIN	60
+#define CFG_IKE_FRAG_SIZE	1280	/* fragment-size default: strongSwan's charon.fragment_size */
+#define CFG_IKE_FRAG_MIN	256	/* the smallest that holds a fragment's headers and data */
 #define CFG_IKE_LIFE_MAX	604800	/* a week */
 
 /*
@@ -167,6 +169,8 @@ struct cfg_ike {
 	uint8_t start;		/* start = yes (default): initiate at start */
 	uint32_t dpd_seconds;	/* dpd = N, 0 = off */
 	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */
+	uint8_t no_frag;	/* fragmentation = no: IKE fragmentation (RFC 7383) off */
+	uint16_t frag_size;	/* fragment-size: IP datagram bytes of an IKE fragment */
 };
 
 struct cfg_tunnel {

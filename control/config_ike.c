@@ -204,6 +204,26 @@ int cfg_key_tun_dpd(struct parser *p, const char *val)
 	return 0;
 }
 
+/* RFC 7383 IKE fragmentation: offered, and used when the peer offers it too. */
+int cfg_key_tun_frag(struct parser *p, const char *val)
+{
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return cfg_kerr(p, "expected yes or no, got '%s'", val);
+	CUR_TUN(p)->ike.no_frag = !strcmp(val, "no");
+	return 0;
+}
+
+/* The IP datagram size of one IKE fragment, as strongSwan's charon.fragment_size. */
+int cfg_key_tun_frag_size(struct parser *p, const char *val)
+{
+	uint64_t v;
+
+	if (cfg_parse_uint(val, false, 65535, &v) || v < CFG_IKE_FRAG_MIN)
+		return cfg_kerr(p, "expected bytes %d..65535, got '%s'", CFG_IKE_FRAG_MIN, val);
+	CUR_TUN(p)->ike.frag_size = (uint16_t)v;
+	return 0;
+}
+
 int cfg_key_tun_ike_life(struct parser *p, const char *val)
 {
 	uint64_t v;

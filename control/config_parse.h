@@ -165,6 +165,8 @@ void cfg_default_ike_props(struct cfg_prop *out, unsigned *n);
 void cfg_default_esp_props(struct cfg_prop *out, unsigned *n);
 int cfg_key_tun_start(struct parser *p, const char *val);
 int cfg_key_tun_dpd(struct parser *p, const char *val);
+int cfg_key_tun_frag(struct parser *p, const char *val);
+int cfg_key_tun_frag_size(struct parser *p, const char *val);
 int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);

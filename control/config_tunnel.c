@@ -542,6 +542,7 @@ static int open_tunnel(struct parser *p)
 	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
 	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
 	tun->ike.start = 1;
+	tun->ike.frag_size = CFG_IKE_FRAG_SIZE;
 	tun->ike.dpd_seconds = CFG_DPD_DEFAULT;
 	tun->ike.ike_lifetime = CFG_IKE_LIFE_DEFAULT;
 	p->idx = c->n_tunnels;
@@ -674,6 +675,8 @@ static const struct key_def tunnel_keys[] = {
 	{ "esp-proposals", cfg_key_tun_esp_props, false, KEYING_IKE },
 	{ "start", cfg_key_tun_start, false, KEYING_IKE },
 	{ "dpd", cfg_key_tun_dpd, false, KEYING_IKE },
+	{ "fragmentation", cfg_key_tun_frag, false, KEYING_IKE },
+	{ "fragment-size", cfg_key_tun_frag_size, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
 };
 

@@ -153,7 +153,18 @@
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the
  *                       first answer; ignored, no error)
- *                       "half_open_expired":N,"rejected":{"malformed":N, ...}},
+ *                       "half_open_expired":N,"rejected":{"malformed":N, ...},
+ *                       "fragments":{"tx":N,"rx":N,"reassembled":N,
+ *                         "dropped":{"not-negotiated":N,"malformed":N,"icv-fail":N,
+ *                         "total-changed":N,"duplicate":N,"too-big":N,
+ *                         "superseded":N,"timeout":N,"late":N}}},
+ *                       fragments: IKE fragmentation (RFC 7383): fragments sent,
+ *                       fragments received that authenticated, messages put
+ *                       together from them, and fragments dropped by reason
+ *                       (too-big: over 32 fragments or 64 KiB; superseded: a
+ *                       newer message's came; timeout: incomplete after 10 s;
+ *                       late: of a request answered already, other than the
+ *                       first, which has the response sent again)
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,

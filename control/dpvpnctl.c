@@ -533,7 +533,24 @@ static void print_lcores(json_t *r)
 	print_table(json_object_get(r, "lcores"), COLS(cols));
 }
 
-/* show ike: one line per IKE SA, then what was refused, by reason. */
+/* IKE fragments (RFC 7383): sent, received, reassembled, then drops by reason. */
+static void print_ike_frags(json_t *f)
+{
+	json_t *v;
+	const char *key;
+
+	if (f == NULL)
+		return;
+	printf("fragments: tx %" JSON_INTEGER_FORMAT " rx %" JSON_INTEGER_FORMAT
+	       " reassembled %" JSON_INTEGER_FORMAT "; dropped:", int_of(f, "tx"),
+	       int_of(f, "rx"), int_of(f, "reassembled"));
+	json_object_foreach(json_object_get(f, "dropped"), key, v)
+		if (json_integer_value(v) != 0)
+			printf(" %s %" JSON_INTEGER_FORMAT, key, json_integer_value(v));
+	printf("\n");
+}
+
+/* show ike: one line per IKE SA, then what was refused, by reason, and IKE fragments. */
 static void print_ike(json_t *r)
 {
 	static const struct column cols[] = {
@@ -556,6 +573,7 @@ static void print_ike(json_t *r)
 		if (json_integer_value(v) != 0)
 			printf(" %s %" JSON_INTEGER_FORMAT, key, json_integer_value(v));
 	printf("\n");
+	print_ike_frags(json_object_get(json_object_get(r, "stats"), "fragments"));
 }
 
 /* "1.4 GiB, 12 packets, last packet 0.3 s ago" of a tunnel's direction. */

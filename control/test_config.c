@@ -557,6 +557,12 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] dpd: expected seconds 0..86400 (0: off), got '86401'", PSK(0600) },
 	{ "ike-lifetime too short", IKE_GOOD "ike-lifetime = 59\n",
 	  "18: [tunnel t] ike-lifetime: expected seconds 60..604800, got '59'", PSK(0600) },
+	{ "fragmentation = maybe", IKE_GOOD "fragmentation = maybe\n",
+	  "18: [tunnel t] fragmentation: expected yes or no, got 'maybe'", PSK(0600) },
+	{ "fragment-size too small", IKE_GOOD "fragment-size = 255\n",
+	  "18: [tunnel t] fragment-size: expected bytes 256..65535, got '255'", PSK(0600) },
+	{ "fragment-size without ike", GOOD "fragment-size = 576\n",
+	  "20: [tunnel t] fragment-size: only with keying = ike", { 0 } },
 	{ "ike-lifetime without ike", GOOD "ike-lifetime = 3600\n",
 	  "20: [tunnel t] ike-lifetime: only with keying = ike", { 0 } },
 	{ "duplicate keying", IKE_GOOD "keying = ike\n",
@@ -756,6 +762,7 @@ static void test_ike_values(void **state)
 	snprintf(kpath, sizeof(kpath), "%s/a.psk", tmpdir);
 	write_file(path, IKE_GOOD "local-id = fqdn:gw-a.example\nremote-id = ip:2001:db8::2\n"
 		   "ike-proposals = " P256X ", " P128E "\nstart = no\ndpd = 0\n"
+		   "fragmentation = no\nfragment-size = 576\n"
 		   "esp-proposals = aes256gcm16-ecp384, aes128-aes256-sha1-sha256-modp2048-noesn, "
 		   "chacha20poly1305\n"
 		   "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
@@ -806,6 +813,8 @@ static void test_ike_values(void **state)
 	assert_int_equal(a->esp[2].encr[0], 28);
 	assert_int_equal(a->start, 0);
 	assert_int_equal(a->dpd_seconds, 0);
+	assert_int_equal(a->no_frag, 1);
+	assert_int_equal(a->frag_size, 576);
 	assert_int_equal(cfg.tunnels[0]->out.spi, 0);
 	/* u: the defaults */
 	assert_int_equal(b->local_id_type, 3);
@@ -828,6 +837,8 @@ static void test_ike_values(void **state)
 	assert_int_equal(b->n_esp, 0);
 	assert_int_equal(b->start, 1);
 	assert_int_equal(b->dpd_seconds, CFG_DPD_DEFAULT);
+	assert_int_equal(b->no_frag, 0);			/* fragmentation = yes */
+	assert_int_equal(b->frag_size, CFG_IKE_FRAG_SIZE);	/* 1280 */
 	/* v: static, nothing of IKE kept */
 	assert_int_equal(cfg.tunnels[2]->ike.on, 0);
 	assert_int_equal(cfg.tunnels[2]->ike.local_id_type, 0);

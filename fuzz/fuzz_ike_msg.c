@@ -3,7 +3,8 @@
  * fuzz_ike_msg.c - the IKEv2 message codec (ike/ike_msg.c) on datagrams
  * as they come off the IKE channel: the header, the payload chain, and every
  * payload parser on the payloads of its type (an SK body is parsed as a chain
- * too, as if it had been decrypted).  What parses is built again with the
+ * too, as if it had been decrypted; so is an SKF fragment 1's data, RFC 7383,
+ * after its Fragment Number and Total Fragments are checked).  What parses is built again with the
  * builder and parsed back: the result must be what was read (a round trip,
  * so the builder and the parser cannot disagree on a field).
  */
@@ -126,6 +127,23 @@ sig_hashes(const struct ike_notify *nt)
 		die("SIGNATURE_HASH_ALGORITHMS round trip");
 }
 
+static void chain(uint8_t first, const uint8_t *p, size_t len, uint8_t exchange, int depth);
+
+/* An Encrypted Fragment: its fields in range, its data inside the payload. */
+static void
+skf(const struct ike_pl *p)
+{
+	struct ike_skf s;
+	char err[256];
+
+	if (ike_skf_parse(p, 32, &s, err, sizeof(err)) != 0)
+		return;
+	if (s.number == 0 || s.total == 0 || s.number > s.total || s.total > 32)
+		die("SKF number/total out of range");
+	if (s.data + s.len != p->body + p->len || s.len + IKE_SKF_HDR_LEN != p->len)
+		die("SKF data not its payload's");
+}
+
 static void
 payload(const struct ike_pl *p, uint8_t exchange)
 {
@@ -193,6 +211,9 @@ payload(const struct ike_pl *p, uint8_t exchange)
 		if (ike_ts_parse(p->body, p->len, ts, MAX_TS, &n, err, sizeof(err)) == 0)
 			ts_round_trip(p->type, ts, n);
 		break;
+	case IKE_PL_SKF:
+		skf(p);
+		break;
 	default:
 		break;
 	}
@@ -223,6 +244,11 @@ chain(uint8_t first, const uint8_t *p, size_t len, uint8_t exchange, int depth)
 	/* an SK body, as if decrypted: the inner chain starts with inner_first */
 	if (rc == 0 && n > 0 && pl[n - 1].type == IKE_PL_SK && depth == 0)
 		chain(pl[n - 1].inner_first, pl[n - 1].body, pl[n - 1].len, exchange, 1);
+	/* fragment 1 of an SKF: what follows its two fields, as if decrypted */
+	if (rc == 0 && n > 0 && pl[n - 1].type == IKE_PL_SKF && depth == 0 &&
+	    pl[n - 1].len >= IKE_SKF_HDR_LEN)
+		chain(pl[n - 1].inner_first, pl[n - 1].body + IKE_SKF_HDR_LEN,
+		      pl[n - 1].len - IKE_SKF_HDR_LEN, exchange, 1);
 }
 
 int

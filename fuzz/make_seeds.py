@@ -939,14 +939,15 @@ psk-file = %(psk)s
             ike % dict(i=1, local=OUT6, remote='2001:db8:ff::2', lts='2001:db8:1::/64',
                        rts='2001:db8:2::/64', alg='aes256-cbc-sha256', psk='b.key',
                        extra='local-id = keyid:0x0102030405\nremote-id = ip:2001:db8:ff::2\n'
-                             'dpd = 0\nmtu = 1400\n'))
+                             'dpd = 0\nmtu = 1400\nfragmentation = no\n'
+                             'fragment-size = 576\n'))
     out['ike.conf'] = (base + good + tunnels[0]).encode()
     bad = (ike % dict(i=0, local=OUT4, remote='198.19.0.2', lts='198.18.1.0/24',
                       rts='198.18.2.0/24', alg='chacha20-poly1305', psk='open.key',
                       extra='out-spi = 0x1001\nin-key = 0x00\nout-seq-start = 5\n'
                             'local-id = fqdn:\nremote-id = dn:CN=x\nstart = maybe\n'
                             'ike-proposals = aes128gcm16-prfsha256-modp2048, x, y, z, w\n'
-                            'dpd = -1\n') +
+                            'dpd = -1\nfragmentation = maybe\nfragment-size = 100\n') +
            ike % dict(i=1, local=OUT4, remote='198.19.0.3', lts='198.18.1.0/24',
                       rts='198.18.3.0/24', alg='aes128-gcm', psk='big.key',
                       extra='keying = ike\nlocal-id = keyid:0xzz\nremote-id = email:nobody\n'
@@ -993,7 +994,32 @@ def ike_msg_seeds():
                                   exch_type=exch, flags='Initiator', id=mid) /
                             IKEv2_payload_Encrypted(next_payload=v.IDI, load=inner))
     seeds['ike-auth-cert-inner'] = ike_auth_cert_seed(v.SPI_I, v.SPI_R)
+    seeds.update(ike_skf_seeds(v.SPI_I, v.SPI_R, inner))
     return seeds
+
+
+def ike_skf_seeds(spi_i, spi_r, inner):
+    """IKE_AUTH as Encrypted Fragments (RFC 7383 2.5): fragment 1 of 3
+    whose data is the start of a real inner chain (the target parses it as
+    if decrypted), a middle and a last fragment, and hostile ones: total 0,
+    number beyond the total, number 0, too many, shorter than its fields."""
+    import struct
+
+    def skf(number, total, data, nxt=None, body=None):
+        if body is None:
+            body = struct.pack('!HH', number, total) + data
+        pl = struct.pack('!BBH', (35 if number == 1 else 0) if nxt is None else nxt, 0,
+                         4 + len(body)) + body
+        return spi_i + spi_r + struct.pack('!BBBBII', 53, 0x20, 35, 0x08, 1, 28 + len(pl)) + pl
+    third = (len(inner) + 2) // 3
+    return {'ike-skf-1-of-3': skf(1, 3, inner[:third]),
+            'ike-skf-2-of-3': skf(2, 3, inner[third:2 * third]),
+            'ike-skf-3-of-3': skf(3, 3, inner[2 * third:]),
+            'ike-skf-total-0': skf(1, 0, inner[:32]),
+            'ike-skf-number-past-total': skf(4, 3, inner[:32]),
+            'ike-skf-number-0': skf(0, 3, inner[:32]),
+            'ike-skf-too-many': skf(1, 200, inner[:32]),
+            'ike-skf-short': skf(1, 1, b'', body=b'\x00\x01')}
 
 
 def ike_auth_cert_seed(spi_i, spi_r):

@@ -208,6 +208,8 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	if (getenv("DPVPND_IKE_RETRANS_TRIES") != NULL)
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
+	c->no_fragmentation = t->ike.no_frag;
+	c->fragment_size = t->ike.frag_size;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->natt_port = t->udp ? t->udp_local : 0;	/* local-port: IKE and ESP from it */
 	c->child_rekey_ms = t->life_seconds[0] * 1000u;	/* the soft lifetime: rekey */
@@ -892,7 +894,7 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 json_t *ikd_show(char *err, size_t err_len)
 {
 	const struct ike_stats *s;
-	json_t *sas, *rej, *pki;
+	json_t *sas, *rej, *pki, *fdrop;
 
 	if (k.ctx == NULL) {
 		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
@@ -910,7 +912,12 @@ json_t *ikd_show(char *err, size_t err_len)
 	for (int f = IKE_PKI_NONE + 1; f < IKE_PKI_FAIL_N; f++)
 		json_object_set_new(pki, ike_pki_fail_name((enum ike_pki_fail)f),
 				    json_integer((json_int_t)s->pki_fail[f]));
-	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o},s:{s:b,s:I,s:I,s:I}}",
+	fdrop = json_object();
+	for (int d = 0; d < IKE_FRAG_DROP_N; d++)
+		json_object_set_new(fdrop, ike_frag_drop_name((enum ike_frag_drop)d),
+				    json_integer((json_int_t)s->frag_drop[d]));
+	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:o}},"
+			 "s:{s:b,s:I,s:I,s:I}}",
 			 "sas", sas,
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
@@ -918,6 +925,8 @@ json_t *ikd_show(char *err, size_t err_len)
 			 "late_responses", (json_int_t)s->late_responses,
 			 "half_open_expired", (json_int_t)s->half_open_expired, "rejected", rej,
 			 "auth_fail_cert", pki,
+			 "fragments", "tx", (json_int_t)s->frag_tx, "rx", (json_int_t)s->frag_rx,
+			 "reassembled", (json_int_t)s->frag_reassembled, "dropped", fdrop,
 			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
 			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);
 }

@@ -168,6 +168,8 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
 	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
 		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");
+	if (cfg->fragment_size != 0 && cfg->fragment_size < IKE_FRAG_SIZE_MIN)
+		return bad_cfg(err, elen, cfg->name, "fragment_size: 0 (1280) or 256 and more");
 	return check_props(cfg, err, elen);
 }
 

@@ -120,6 +120,7 @@ init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_build_nonce(&b, sa->ni, sa->ni_len);
 	natd_put(&b, sa->spi_i, zero, &sa->local, &sa->remote, cfg->force_encap);
 	ike_pki_init_put(sa, &b, false);
+	ike_frag_init_put(sa, &b);
 	rc = ike_finish(&b);
 	if (rc == 0)
 		rc = ike_store(&sa->init_req, &sa->init_req_len, out, b.len);
@@ -287,6 +288,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	sa->nat_remote = !natd_ok(&v, IKE_N_NAT_DETECTION_SOURCE_IP, sa->spi_i, sa->spi_r,
 				  &sa->remote);
 	ike_pki_init_get(sa, &v);
+	ike_frag_init_get(sa, &v);
 	if (sa->nat_local || sa->nat_remote || sa->conn->cfg.force_encap)
 		ike_encap_start(ctx, sa);
 	ike_request_done(sa);
@@ -403,6 +405,7 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 	natd_put(&b, sa->spi_i, sa->spi_r, &sa->local, &sa->remote,
 		 sa->conn->cfg.force_encap);
 	ike_pki_init_put(sa, &b, true);
+	ike_frag_init_put(sa, &b);
 	rc = ike_finish(&b);
 	if (rc == 0)
 		rc = ike_store(&sa->init_resp, &sa->init_resp_len, out, b.len);
@@ -436,6 +439,7 @@ init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
 	sa->nat_remote = !natd_ok(v, IKE_N_NAT_DETECTION_SOURCE_IP, h->spi_i, zero, remote);
 	sa->nat_local = !natd_ok(v, IKE_N_NAT_DETECTION_DESTINATION_IP, h->spi_i, zero, local);
 	ike_pki_init_get(sa, v);
+	ike_frag_init_get(sa, v);
 	rc = ike_random_nonzero(sa->spi_r, IKE_SPI_LEN);
 	if (rc == 0)
 		rc = ike_random(sa->nr, sa->nr_len);

@@ -19,7 +19,8 @@
 #include "ike_sa.h"
 
 #define COOKIE_PRF	IKE_PRF_HMAC_SHA2_256	/* our cookies' MAC, whatever SAs negotiate */
-#define MSG_MAX		4096	/* what we build; ours are well under 1280 bytes */
+#define MSG_MAX		8192	/* what we build: an IKE_AUTH with an RSA chain, or its
+				 * fragments with their framing (ike_frag.c) */
 #define NONCE_LEN	32
 #define MAX_PL		24	/* payloads per chain */
 #define MAX_PROPS	16	/* proposals per SA payload */
@@ -58,6 +59,21 @@ struct child {
 	uint32_t spi_in, spi_out;
 	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
 	uint64_t up_ms;			/* for the lifetime rekey */
+};
+
+/*
+ * A message in reassembly (RFC 7383 2.6, ike_frag.c): one request and one
+ * response per SA at a time, as strongSwan keeps one per direction.
+ */
+struct frag_rx {
+	uint8_t *part[IKE_FRAG_MAX];	/* fragment n at [n - 1]: decrypted, unpadded */
+	uint16_t part_len[IKE_FRAG_MAX];
+	bool active;
+	uint32_t msg_id;
+	uint8_t first;			/* fragment 1's Next Payload: the inner chain's */
+	uint16_t total, have;
+	size_t bytes;
+	uint64_t start_ms;
 };
 
 struct ike_sa {
@@ -130,6 +146,11 @@ struct ike_sa {
 	uint64_t created_ms, last_rx_ms;
 	uint64_t rx, tx, retransmits;
 	char why[WHY_LEN];		/* for ike_down after our own Delete */
+	/* IKE fragmentation (RFC 7383, ike_frag.c) */
+	bool frag_peer;			/* its IKE_SA_INIT said FRAGMENTATION_SUPPORTED */
+	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
+	bool req_frag, resp_frag;	/* req, last_resp hold fragments (ike_frag_send) */
+	struct frag_rx frx[2];		/* [0] the peer's request, [1] the answer to ours */
 };
 
 struct ike_ctx {
@@ -234,6 +255,37 @@ void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
 void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
 void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
 int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);
+
+/* ike_sa.c: the SK payload's cipher, shared with ike_frag.c */
+size_t ike_sk_iv_len(const struct ike_sa *sa);
+size_t ike_sk_icv_len(const struct ike_sa *sa);
+int ike_sk_iv(struct ike_sa *sa, uint8_t *iv);
+int ike_sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+		uint8_t *pt, size_t plen);
+int ike_sk_open(const struct ike_sa *sa, const uint8_t *aad, size_t aad_len, const uint8_t *data,
+		size_t len, uint8_t *plain, size_t *plen);
+void ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag);
+
+/*
+ * ike_frag.c: IKE fragmentation (RFC 7383).  A sealed message stored as
+ * fragments is their datagrams, each after its length (2 bytes, network
+ * order); ike_xmit_stored sends them all.
+ */
+void ike_frag_init_put(const struct ike_sa *sa, struct ike_buf *b);
+void ike_frag_init_get(struct ike_sa *sa, const struct view *v);
+bool ike_frag_wanted(const struct ike_sa *sa, const struct ike_hdr *h, size_t len);
+int ike_frag_seal(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in,
+		uint8_t *out, size_t cap, size_t *len);
+void ike_frag_send(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote, const uint8_t *m, size_t len);
+int ike_frag_input(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const uint8_t *msg, const struct ike_pl *skf, uint64_t now, uint8_t **plain,
+		size_t *plen, uint8_t *first);
+int ike_frag_resent(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const uint8_t *msg, size_t len, uint16_t *number);
+void ike_frag_reset(struct ike_sa *sa);
+void ike_frag_expire(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 
 /* ike_conn.c */
 struct conn *ike_conn_by_name(struct ike_ctx *ctx, const char *name);

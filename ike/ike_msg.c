@@ -156,6 +156,23 @@ ike_chain_parse(uint8_t first, const uint8_t *p, size_t len, struct ike_pl *out,
 	return 0;
 }
 
+int
+ike_skf_parse(const struct ike_pl *pl, unsigned max, struct ike_skf *out, char *err, size_t elen)
+{
+	if (pl->type != IKE_PL_SKF || pl->len < IKE_SKF_HDR_LEN)
+		return bad(err, elen, "skf.length: %u, at least %d", pl->len, IKE_SKF_HDR_LEN);
+	out->number = get16(pl->body);
+	out->total = get16(pl->body + 2);
+	out->data = pl->body + IKE_SKF_HDR_LEN;
+	out->len = pl->len - IKE_SKF_HDR_LEN;
+	if (out->total == 0 || out->total > max)
+		return bad(err, elen, "skf.total_fragments: %u, 1 to %u", out->total, max);
+	if (out->number == 0 || out->number > out->total)
+		return bad(err, elen, "skf.fragment_number: %u, 1 to %u", out->number,
+			   out->total);
+	return 0;
+}
+
 /* Key Length (TV) is the only attribute defined; anything else spoils the transform. */
 static int
 parse_attrs(const uint8_t *a, size_t len, unsigned pi, unsigned ti, struct ike_transform *tr,

@@ -128,6 +128,7 @@ enum ike_notify_type {
 	IKE_N_REKEY_SA = 16393,
 	IKE_N_ESP_TFC_PADDING_NOT_SUPPORTED = 16394,
 	IKE_N_NON_FIRST_FRAGMENTS_ALSO = 16395,
+	IKE_N_FRAGMENTATION_SUPPORTED = 16430,		/* RFC 7383 */
 	IKE_N_SIGNATURE_HASH_ALGORITHMS = 16431,	/* RFC 7427 */
 };
 
@@ -368,6 +369,21 @@ void ike_build_ts(struct ike_buf *b, uint8_t type, const struct ike_ts *ts, unsi
 void ike_build_delete(struct ike_buf *b, const struct ike_delete *d);
 /* type IKE_PL_CERT or IKE_PL_CERTREQ. */
 void ike_build_cert(struct ike_buf *b, uint8_t type, const struct ike_cert *c);
+
+/*
+ * The Encrypted Fragment payload (RFC 7383 2.5): Fragment Number and Total
+ * Fragments ahead of IV, ciphertext and ICV.  Parsed from pl (an IKE_PL_SKF
+ * payload of ike_chain_parse): number 1..total, total 1..max; data points at
+ * the IV, len what follows the two fields.  -EBADMSG with the field in err.
+ */
+#define IKE_SKF_HDR_LEN		4	/* Fragment Number, Total Fragments */
+struct ike_skf {
+	uint16_t number, total;
+	const uint8_t *data;	/* IV, ciphertext, ICV */
+	size_t len;
+};
+int ike_skf_parse(const struct ike_pl *pl, unsigned max, struct ike_skf *out, char *err,
+		  size_t elen);
 
 /* Write the total length into the header: 0, or -ENOSPC if anything overflowed. */
 int ike_finish(struct ike_buf *b);

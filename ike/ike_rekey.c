@@ -60,6 +60,7 @@ sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rek
 	sa->nat_local = old->nat_local;
 	sa->nat_remote = old->nat_remote;
 	sa->encap = old->encap;
+	sa->frag_peer = old->frag_peer;	/* RFC 7383 goes on, as strongSwan's inherit_post */
 	if (ike_derive_rekey_keys(sa->prop.prf, old->prop.prf, sa->prop.encr_bits / 8,
 				  sa->prop.integ, old->keys.sk_d, old->keys.prf_len, rk->ni,
 				  rk->ni_len, rk->nr, rk->nr_len, rk->gir, rk->gir_len,

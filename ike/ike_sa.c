@@ -196,6 +196,20 @@ ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
 }
 
+/* A stored message (our request, our response) to local, remote: frag says it is fragments. */
+void
+ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+	    const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag)
+{
+	if (frag) {
+		ike_frag_send(ctx, sa, local, remote, m, len);
+		return;
+	}
+	ctx->stats.tx++;
+	sa->tx++;
+	ctx->ops.send(ctx->opaque, local, remote, m, len);
+}
+
 /*
  * From now on IKE on port 4500 both ends (2.23), and the CHILD_SA ESP in UDP;
  * ours is the conn's natt_port if it names one (the peer answers where a
@@ -247,14 +261,14 @@ ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool r
 }
 
 /* The SK payload's IV and ICV lengths under the negotiated cipher. */
-static size_t
-sk_iv_len(const struct ike_sa *sa)
+size_t
+ike_sk_iv_len(const struct ike_sa *sa)
 {
 	return sa->prop.integ == 0 ? IKE_GCM_IV_LEN : IKE_CBC_IV_LEN;
 }
 
-static size_t
-sk_icv_len(const struct ike_sa *sa)
+size_t
+ike_sk_icv_len(const struct ike_sa *sa)
 {
 	return sa->prop.integ == 0 ? IKE_GCM_ICV_LEN : ike_integ_icv_len(sa->prop.integ);
 }
@@ -264,8 +278,8 @@ sk_icv_len(const struct ike_sa *sa)
  * SK_er, and only this side encrypts under this one); with CBC it must be
  * unpredictable (RFC 7296 3.14), so random.
  */
-static int
-sk_iv(struct ike_sa *sa, uint8_t *iv)
+int
+ike_sk_iv(struct ike_sa *sa, uint8_t *iv)
 {
 	if (sa->prop.integ != 0)
 		return ike_random(iv, IKE_CBC_IV_LEN);
@@ -276,8 +290,8 @@ sk_iv(struct ike_sa *sa, uint8_t *iv)
 }
 
 /* Encrypts pt (plen bytes, padded) in place and appends the ICV. */
-static int
-sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+int
+ike_sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
 	uint8_t *pt, size_t plen)
 {
 	const uint8_t *ek = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
@@ -290,9 +304,39 @@ sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t a
 }
 
 /*
+ * Decrypt data (an SK or SKF payload's IV, ciphertext and ICV; aad what
+ * precedes it) into plain, unpadded: plen bytes.  -EMSGSIZE too short for
+ * IV and ICV, -EBADMSG the ICV does not verify, -ERANGE the pad length
+ * runs beyond the data.
+ */
+int
+ike_sk_open(const struct ike_sa *sa, const uint8_t *aad, size_t aad_len, const uint8_t *data,
+	    size_t len, uint8_t *plain, size_t *plen)
+{
+	const uint8_t *key = sa->initiator ? sa->keys.sk_er : sa->keys.sk_ei;
+	const uint8_t *ak = sa->initiator ? sa->keys.sk_ar : sa->keys.sk_ai;
+	const size_t ivl = ike_sk_iv_len(sa), icvl = ike_sk_icv_len(sa);
+	int rc;
+
+	if (len < ivl + icvl + 1)
+		return -EMSGSIZE;
+	if (sa->prop.integ == 0)
+		rc = ike_aead_open(key, sa->keys.enc_len, data, aad, aad_len, data + ivl,
+				   len - ivl, plain);
+	else
+		rc = ike_cbc_open(key, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len,
+				  data, aad, aad_len, data + ivl, len - ivl, plain);
+	if (rc != 0)
+		return -EBADMSG;
+	return ike_sk_unpad(plain, len - ivl - icvl, plen) == 0 ? 0 : -ERANGE;
+}
+
+/*
  * A message of header h whose only payload is SK around the chain in, into
  * out.  GCM needs no padding; CBC pads to its block with zeros (3.14 lets
- * the sender choose the padding's bytes).
+ * the sender choose the padding's bytes).  When it is too big for the path
+ * and both ends do RFC 7383, out gets its fragments instead, and
+ * sa->sealed_frag says so (ike_frag.c).
  */
 int
 ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
@@ -308,14 +352,14 @@ ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *i
 
 	if (in->overflow)
 		return -ENOSPC;
-	rc = sk_iv(sa, iv);
+	rc = ike_sk_iv(sa, iv);
 	if (rc != 0)
 		return rc;
 	ike_buf_init(&b, out, cap);
 	ike_build_hdr(&b, h);
 	sk = ike_sk_begin(&b, IKE_PL_SK, in->first);
-	ike_put_bytes(&b, iv, sk_iv_len(sa));
-	ct = ike_reserve(&b, plen + sk_icv_len(sa));
+	ike_put_bytes(&b, iv, ike_sk_iv_len(sa));
+	ct = ike_reserve(&b, plen + ike_sk_icv_len(sa));
 	ike_pl_end(&b, sk);
 	rc = ike_finish(&b);
 	if (rc != 0)
@@ -323,8 +367,13 @@ ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *i
 	memcpy(ct, in->p, in->len);
 	memset(ct + in->len, 0, pad);
 	ct[in->len + pad] = (uint8_t)pad;
-	rc = sk_seal(sa, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen);
+	rc = ike_sk_seal(sa, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen);
 	*len = b.len;
+	sa->sealed_frag = false;
+	if (rc == 0 && ike_frag_wanted(sa, h, b.len)) {
+		rc = ike_frag_seal(sa, h, in, out, cap, len);
+		sa->sealed_frag = rc == 0;
+	}
 	return rc;
 }
 
@@ -343,7 +392,8 @@ ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, ui
 	sa->tries = 1;
 	sa->timeout_ms = sa->conn->cfg.retrans_ms;
 	sa->next_tx_ms = now + sa->timeout_ms;
-	ike_xmit(ctx, sa, m, len);
+	sa->req_frag = kind != REQ_INIT && sa->sealed_frag;
+	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, m, len, sa->req_frag);
 	return 0;
 }
 
@@ -370,8 +420,10 @@ ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 	rc = ike_seal_msg(sa, &h, in, out, sizeof(out), &len);
 	if (rc == 0)
 		rc = ike_store(&sa->last_resp, &sa->last_resp_len, out, len);
-	if (rc == 0)
-		ike_xmit(ctx, sa, out, len);
+	if (rc == 0) {
+		sa->resp_frag = sa->sealed_frag;
+		ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, out, len, sa->resp_frag);
+	}
 	return rc;
 }
 
@@ -415,6 +467,7 @@ sa_free(struct ike_sa *sa)
 	free(sa->req);
 	free(sa->last_req);
 	free(sa->last_resp);
+	ike_frag_reset(sa);
 	explicit_bzero(sa, sizeof(*sa));	/* nonces, SPIs: nothing of it outlives it */
 	free(sa);
 }
@@ -484,49 +537,84 @@ ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-/* Decrypt the SK payload (the last of the chain) into plain and parse what it holds. */
+/* The SK payload (the last of the chain) decrypted into plain (cap bytes, malloc'd). */
+static int
+open_sk(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *msg, size_t len,
+	const struct ike_pl *sk, uint8_t **plain, size_t *cap, size_t *plen)
+{
+	char err[ERR_LEN];
+	int rc;
+
+	*plain = malloc(len);
+	if (*plain == NULL)
+		return -ENOMEM;
+	*cap = len;
+	rc = ike_sk_open(sa, msg, (size_t)(sk->body - msg), sk->body, sk->len, *plain, plen);
+	if (rc == -EMSGSIZE) {
+		snprintf(err, sizeof(err), "sk.length: %u, at least %zu", sk->len,
+			 ike_sk_iv_len(sa) + ike_sk_icv_len(sa) + 1);
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
+	}
+	if (rc == -EBADMSG)
+		return ike_drop(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
+	if (rc != 0)
+		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
+	return 0;
+}
+
+/*
+ * Decrypt the SK payload, or put the message together from its SKF
+ * fragments (ike_frag.c), into *plain (*cap bytes, malloc'd: the caller
+ * wipes and frees it) and parse what it holds.  0, or 1 for a fragment kept
+ * while others are missing, or a negative errno (dropped, counted).
+ */
 static int
 open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const uint8_t *msg,
-	 size_t len, uint8_t *plain, struct view *v)
+	 size_t len, uint64_t now, uint8_t **plain, size_t *cap, struct view *v)
 {
-	const uint8_t *key = sa->initiator ? sa->keys.sk_er : sa->keys.sk_ei;
-	const uint8_t *ak = sa->initiator ? sa->keys.sk_ar : sa->keys.sk_ai;
-	const size_t ivl = sk_iv_len(sa), icvl = sk_icv_len(sa);
 	const struct ike_pl *sk;
 	char err[ERR_LEN];
 	struct view outer;
+	uint8_t first;
 	size_t plen;
 	int rc;
 
+	*plain = NULL;
+	*cap = 0;
 	rc = ike_view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &outer, err,
 			    sizeof(err));
 	if (rc != 0)
 		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
 	sk = outer.n ? &outer.pl[outer.n - 1] : NULL;
-	if (sk == NULL || sk->type != IKE_PL_SK)
-		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, "sk: no Encrypted payload");
-	if (sk->len < ivl + icvl + 1) {
-		snprintf(err, sizeof(err), "sk.length: %u, at least %zu", sk->len, ivl + icvl + 1);
-		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
+	if (sk != NULL && sk->type == IKE_PL_SKF) {
+		rc = ike_frag_input(ctx, sa, h, msg, sk, now, plain, &plen, &first);
+		if (rc != 0)
+			return rc;
+		*cap = plen;
+	} else {
+		if (sk == NULL || sk->type != IKE_PL_SK)
+			return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG,
+				      "sk: no Encrypted payload");
+		first = sk->inner_first;
+		rc = open_sk(ctx, sa, msg, len, sk, plain, cap, &plen);
+		if (rc != 0)
+			return rc;
 	}
-	if (sa->prop.integ == 0)
-		rc = ike_aead_open(key, sa->keys.enc_len, sk->body, msg, (size_t)(sk->body - msg),
-				   sk->body + ivl, sk->len - ivl, plain);
-	else
-		rc = ike_cbc_open(key, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len,
-				  sk->body, msg, (size_t)(sk->body - msg), sk->body + ivl,
-				  sk->len - ivl, plain);
-	if (rc != 0)
-		return ike_drop(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
-	rc = ike_sk_unpad(plain, sk->len - ivl - icvl, &plen);
-	if (rc != 0)
-		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
-	rc = ike_view_parse(sk->inner_first, plain, plen, v, err, sizeof(err));
+	rc = ike_view_parse(first, *plain, plen, v, err, sizeof(err));
 	if (rc != 0)
 		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
 			      rc, err);
 	return 0;
+}
+
+static void
+plain_free(uint8_t *plain, size_t cap)
+{
+	if (plain == NULL)
+		return;
+	explicit_bzero(plain, cap);
+	free(plain);
 }
 
 static uint8_t
@@ -543,6 +631,7 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	char err[ERR_LEN];
 	struct view v;
 	uint8_t *plain;
+	size_t cap;
 	int rc;
 
 	if (sa->req_kind == REQ_NONE || h->msg_id != sa->req_id) {
@@ -562,10 +651,9 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 			      "of our request");
 	if (sa->req_kind == REQ_INIT)
 		return ike_init_response(ctx, sa, h, msg, len, now);
-	plain = malloc(len);
-	if (plain == NULL)
-		return -ENOMEM;
-	rc = open_msg(ctx, sa, h, msg, len, plain, &v);
+	rc = open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
+	if (rc == 1)
+		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0) {
 		sa->last_rx_ms = now;
 		if (sa->req_kind == REQ_AUTH)
@@ -577,8 +665,7 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		else
 			rc = ike_info_response(ctx, sa, now);
 	}
-	explicit_bzero(plain, len);
-	free(plain);
+	plain_free(plain, cap);
 	return rc;
 }
 
@@ -600,6 +687,25 @@ request_allowed(const struct ike_sa *sa, uint8_t exchange)
 	}
 }
 
+/*
+ * A fragment of the request we answered already (RFC 7383 2.6.1): fragment 1,
+ * once authenticated, has the whole response sent again; the others nothing.
+ */
+static int
+resent_fragment(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
+		size_t len)
+{
+	uint16_t number;
+	int rc = ike_frag_resent(ctx, sa, h, msg, len, &number);
+
+	if (rc != 0 || number != 1)
+		return rc;
+	ctx->stats.resent_responses++;
+	ike_xmit_stored(ctx, sa, local, remote, sa->last_resp, sa->last_resp_len, sa->resp_frag);
+	return 0;
+}
+
 static int
 on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	   const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
@@ -607,17 +713,19 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 {
 	struct view v;
 	uint8_t *plain;
+	size_t cap;
 	int rc;
 
 	if (sa->last_req != NULL && h->msg_id + 1 == sa->peer_next_id) {
+		if (h->next == IKE_PL_SKF)
+			return resent_fragment(ctx, sa, local, remote, h, msg, len);
 		if (len != sa->last_req_len || memcmp(msg, sa->last_req, len) != 0)
 			return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
 				      "that of the last request, but the message differs");
 		/* To where the copy came from, which moves nothing (2.11, 2.23). */
 		ctx->stats.resent_responses++;
-		ctx->stats.tx++;
-		sa->tx++;
-		ctx->ops.send(ctx->opaque, local, remote, sa->last_resp, sa->last_resp_len);
+		ike_xmit_stored(ctx, sa, local, remote, sa->last_resp, sa->last_resp_len,
+				sa->resp_frag);
 		return 0;
 	}
 	if (h->msg_id != sa->peer_next_id)
@@ -626,10 +734,9 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	if (!request_allowed(sa, h->exchange))
 		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not "
 			      "expected in this state");
-	plain = malloc(len);
-	if (plain == NULL)
-		return -ENOMEM;
-	rc = open_msg(ctx, sa, h, msg, len, plain, &v);
+	rc = open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
+	if (rc == 1)
+		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0)
 		rc = ike_store(&sa->last_req, &sa->last_req_len, msg, len);
 	if (rc == 0) {
@@ -644,8 +751,7 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
 		}
 	}
-	explicit_bzero(plain, len);
-	free(plain);
+	plain_free(plain, cap);
 	return rc;
 }
 

@@ -149,6 +149,14 @@ struct ike_conn_cfg {
 	uint32_t child_rekey_ms;	/* initiator rekeys a CHILD_SA this old; 0: never */
 	uint32_t rekey_grace_ms;	/* old CHILD_SA kept after a rekey; 0: 2000 */
 	uint32_t ike_rekey_ms;		/* initiator rekeys the IKE SA this old; 0: never */
+	/*
+	 * IKE fragmentation (RFC 7383): offered in IKE_SA_INIT unless
+	 * no_fragmentation; when both offered it, an encrypted message whose
+	 * IP datagram would exceed fragment_size (0: 1280, as strongSwan's
+	 * charon.fragment_size) goes as Encrypted Fragment payloads.
+	 */
+	bool no_fragmentation;
+	uint16_t fragment_size;
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
@@ -215,6 +223,33 @@ enum ike_reject {
 	IKE_REJ_COUNT
 };
 
+/*
+ * Why a received IKE fragment (RFC 7383) was dropped: counted apart from the
+ * rejects (a fragment that fails is also a reject only where it says so).
+ */
+#define IKE_FRAG_DROP_LIST(X) \
+	X(NOT_NEGOTIATED, "not-negotiated")	/* an SKF where no one offered fragmentation */ \
+	X(MALFORMED, "malformed")		/* number or total out of range, or short */ \
+	X(ICV_FAIL, "icv-fail")			/* does not authenticate: not kept */ \
+	X(TOTAL_CHANGED, "total-changed")	/* another total than the message's first */ \
+	X(DUPLICATE, "duplicate")		/* that number is in already */ \
+	X(TOO_BIG, "too-big")			/* the message would pass IKE_FRAG_BYTES_MAX */ \
+	X(SUPERSEDED, "superseded")		/* a newer message's fragments came: its own went */ \
+	X(TIMEOUT, "timeout")			/* incomplete after IKE_FRAG_TIMEOUT_MS */ \
+	X(LATE, "late")				/* of a message already reassembled */
+
+enum ike_frag_drop {
+#define IKE_FRAG_ENUM(e, s) IKE_FRAG_##e,
+	IKE_FRAG_DROP_LIST(IKE_FRAG_ENUM)
+#undef IKE_FRAG_ENUM
+	IKE_FRAG_DROP_N
+};
+
+#define IKE_FRAG_MAX		32	/* fragments of one message we reassemble */
+#define IKE_FRAG_BYTES_MAX	65536	/* their decrypted bytes together */
+#define IKE_FRAG_TIMEOUT_MS	10000	/* an incomplete message is let go after this */
+#define IKE_FRAG_SIZE_MIN	256	/* ike_conn_cfg.fragment_size: headers and data fit */
+
 struct ike_stats {
 	uint64_t rx, tx;		/* datagrams */
 	uint64_t retransmits;		/* our requests sent again */
@@ -223,6 +258,9 @@ struct ike_stats {
 	uint64_t half_open_expired;
 	uint64_t reject[IKE_REJ_COUNT];
 	uint64_t pki_fail[IKE_PKI_FAIL_N];	/* why auth-fail, with certificates */
+	uint64_t frag_tx, frag_rx;	/* IKE fragments (datagrams) sent, authenticated in */
+	uint64_t frag_reassembled;	/* messages put together from fragments */
+	uint64_t frag_drop[IKE_FRAG_DROP_N];
 };
 
 enum ike_state {
@@ -325,6 +363,7 @@ void ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct i
 		 void *arg);
 const struct ike_stats *ike_get_stats(const struct ike_ctx *ctx);
 const char *ike_reject_name(enum ike_reject r);
+const char *ike_frag_drop_name(enum ike_frag_drop d);
 const char *ike_state_name(enum ike_state s);
 
 #endif /* DPVPN_IKE_SA_H */

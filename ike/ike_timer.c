@@ -61,7 +61,8 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	sa->next_tx_ms = now + sa->timeout_ms;
 	sa->retransmits++;
 	ctx->stats.retransmits++;
-	ike_xmit(ctx, sa, sa->req, sa->req_len);
+	/* All its fragments again, the same bytes (RFC 7383 2.6.1). */
+	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, sa->req, sa->req_len, sa->req_frag);
 }
 
 /* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */
@@ -103,6 +104,7 @@ ike_tick(struct ike_ctx *ctx, uint64_t now_ms)
 
 	for (sa = ctx->sas; sa != NULL; sa = next) {
 		next = sa->next;	/* sa may go */
+		ike_frag_expire(ctx, sa, now_ms);
 		if (sa->state == IKE_ST_HALF_OPEN && now_ms >= sa->created_ms + HALF_OPEN_MS) {
 			ctx->stats.half_open_expired++;
 			ike_sa_end(ctx, sa, "half-open SA expired");

@@ -1422,6 +1422,62 @@ static void test_cert_payloads(void **state)
 		}
 }
 
+/* The Encrypted Fragment payload's fields (RFC 7383 2.5): built, parsed, and each limit. */
+static void test_skf(void **state)
+{
+	static const struct { uint16_t number, total; int rc; } cases[] = {
+		{ 1, 1, 0 }, { 1, 5, 0 }, { 5, 5, 0 }, { 32, 32, 0 },
+		{ 0, 5, -EBADMSG },	/* numbers start at 1 */
+		{ 6, 5, -EBADMSG },	/* beyond the total */
+		{ 1, 0, -EBADMSG },	/* no fragments */
+		{ 1, 33, -EBADMSG },	/* more than the caller takes */
+	};
+	uint8_t mem[256];
+	char err[ERR_LEN];
+	struct ike_pl pl[MAX_PL];
+	struct ike_skf s;
+	struct ike_buf b;
+	struct ike_hdr h;
+	unsigned n;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t start;
+
+		ike_buf_init(&b, mem, sizeof(mem));
+		ike_build_hdr(&b, &msgs[V_IKE_AUTH].h);
+		start = ike_sk_begin(&b, IKE_PL_SKF, cases[i].number == 1 ? IKE_PL_IDI : 0);
+		ike_put16(&b, cases[i].number);
+		ike_put16(&b, cases[i].total);
+		ike_put_bytes(&b, "ivivivivCIPHERTEXTICVICVICVICVIC", 32);
+		ike_pl_end(&b, start);
+		assert_int_equal(ike_finish(&b), 0);
+		assert_int_equal(ike_hdr_parse(mem, b.len, &h, err, sizeof(err)), 0);
+		assert_int_equal(h.next, IKE_PL_SKF);
+		assert_int_equal(ike_chain_parse(h.next, mem + IKE_HDR_LEN, b.len - IKE_HDR_LEN,
+						 pl, MAX_PL, &n, err, sizeof(err)), 0);
+		assert_int_equal(n, 1);
+		err[0] = '\0';
+		assert_int_equal(ike_skf_parse(&pl[0], 32, &s, err, sizeof(err)), cases[i].rc);
+		if (cases[i].rc != 0) {
+			assert_non_null(strstr(err, "skf."));
+			continue;
+		}
+		assert_int_equal(s.number, cases[i].number);
+		assert_int_equal(s.total, cases[i].total);
+		assert_int_equal(s.len, 32);
+		assert_memory_equal(s.data, "ivivivivCIPHERTEXT", 18);
+		assert_int_equal(pl[0].inner_first, cases[i].number == 1 ? IKE_PL_IDI : 0);
+	}
+	/* shorter than its two fields */
+	pl[0].len = 3;
+	assert_int_equal(ike_skf_parse(&pl[0], 32, &s, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "skf.length"));
+	pl[0].type = IKE_PL_SK;
+	pl[0].len = 36;
+	assert_int_equal(ike_skf_parse(&pl[0], 32, &s, err, sizeof(err)), -EBADMSG);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest loops[] = {
@@ -1435,6 +1491,7 @@ int main(void)
 		cmocka_unit_test(test_sa_answer),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_sk_flow),
+		cmocka_unit_test(test_skf),
 		cmocka_unit_test(test_cert_payloads),
 		cmocka_unit_test(test_strongswan_sa_init),
 	};

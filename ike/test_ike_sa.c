@@ -27,6 +27,7 @@
 #include "ike_msg.h"
 #include "ike_pki.h"
 #include "ike_sa.h"
+#include "ike_int.h"	/* test_frag_forged: an SA's own fragments, made to order */
 
 #ifndef SOURCE_ROOT
 #error "SOURCE_ROOT must name the source tree (set by meson)"
@@ -2581,6 +2582,379 @@ test_conn_add_checks(void **state)
 	ike_free(ctx);
 }
 
+/* ---- IKE fragmentation (RFC 7383) -------------------------------------- */
+
+static const struct ike_stats *
+st(const struct side *s)
+{
+	return ike_get_stats(s->ctx);
+}
+
+static uint64_t
+frag_drops(const struct side *s, enum ike_frag_drop d)
+{
+	return st(s)->frag_drop[d];
+}
+
+static uint64_t
+frag_drops_total(const struct side *s)
+{
+	uint64_t t = 0;
+
+	for (unsigned d = 0; d < IKE_FRAG_DROP_N; d++)
+		t += frag_drops(s, d);
+	return t;
+}
+
+/* The Fragment Number and Total of datagram p, which must be an SKF message. */
+static void
+skf_of(const struct pkt *p, unsigned *number, unsigned *total)
+{
+	assert_true(p->len > 36);
+	assert_int_equal(p->data[16], IKE_PL_SKF);
+	*number = (unsigned)p->data[32] << 8 | p->data[33];
+	*total = (unsigned)p->data[34] << 8 | p->data[35];
+}
+
+/* IKE_SA_INIT both ways: I's outbox then holds its IKE_AUTH request. */
+static void
+init_only(uint64_t now)
+{
+	struct pkt p;
+
+	assert_int_equal(ike_initiate(I.ctx, "t", now), 0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, now), 0);
+	p = pop(&R);
+	assert_int_equal(deliver(&I, &p, now), 0);
+}
+
+/*
+ * A tiny fragment size at both ends, every IKE proposal (GCM and CBC), with
+ * a certificate (a PSK's IKE_AUTH fits in 256 bytes): IKE_AUTH goes as
+ * fragments both ways, each within the size, and comes up with nothing
+ * dropped.
+ */
+static void
+test_frag_up(void **state)
+{
+	struct pki_files f = pki_load();
+
+	(void)state;
+	for (unsigned i = 0; i < N_ELEMS(IKE_PROPS); i++) {
+		{
+			struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+			unsigned n, total;
+			uint64_t tx;
+
+			ci.ike[0] = IKE_PROPS[i];
+			ci.esp[0].dh[0] = IKE_DH_MODP2048;
+			ci.esp[0].n_dh = 1;
+			ci.fragment_size = IKE_FRAG_SIZE_MIN;
+			cr = mirror_pki(&ci);
+			start(&ci, &cr);
+			init_only(0);
+			assert_true(I.n > 1);
+			for (unsigned q = 0; q < I.n; q++) {
+				skf_of(&I.q[q], &n, &total);
+				assert_int_equal(n, q + 1);
+				assert_int_equal(total, I.n);
+				assert_true(I.q[q].len + 28 <= IKE_FRAG_SIZE_MIN);
+			}
+			pump(0);
+			assert_established();
+			assert_mirrored();
+			assert_true(st(&I)->frag_tx > 1 && st(&R)->frag_tx > 1);
+			assert_int_equal(st(&R)->frag_rx, st(&I)->frag_tx);
+			assert_int_equal(st(&I)->frag_rx, st(&R)->frag_tx);
+			assert_int_equal(st(&I)->frag_reassembled, 1);
+			assert_int_equal(st(&R)->frag_reassembled, 1);
+			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+			assert_int_equal(frag_drops_total(&I) + frag_drops_total(&R), 0);
+			/* later exchanges too: CHILD_SA rekeys (PFS: a 256-byte KE each),
+			 * before and after an IKE SA rekey, which keeps fragmentation on */
+			tx = st(&I)->frag_tx;
+			assert_int_equal(ike_child_rekey(I.ctx, "t", 1), 0);
+			pump(1);
+			assert_int_equal(status(&I).st.child_rekeys, 1);
+			assert_true(st(&I)->frag_tx > tx);
+			ike_tick(I.ctx, 3000);	/* the old CHILD_SA's Delete */
+			pump(3000);
+			assert_int_equal(ike_sa_rekey(I.ctx, "t", 3001), 0);
+			pump(3001);
+			assert_int_equal(status(&I).st.ike_rekeys, 1);
+			tx = st(&I)->frag_tx;
+			assert_int_equal(ike_child_rekey(I.ctx, "t", 3002), 0);
+			pump(3002);
+			assert_true(st(&I)->frag_tx > tx);
+			assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+			assert_int_equal(frag_drops_total(&I) + frag_drops_total(&R), 0);
+			stop();
+		}
+	}
+	pki_free(&f);
+}
+
+/* Small messages, the default size, or one side with fragmentation off: none. */
+static void
+test_frag_not_used(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr = mirror_pki(&ci);
+
+	(void)state;
+	start(&ci, &cr);	/* 1280: our test certificate's IKE_AUTH fits */
+	bring_up(0);
+	assert_established();
+	assert_int_equal(st(&I)->frag_tx + st(&R)->frag_tx, 0);
+	stop();
+	for (unsigned side = 0; side < 2; side++) {
+		ci.fragment_size = cr.fragment_size = IKE_FRAG_SIZE_MIN;
+		ci.no_fragmentation = side == 0;
+		cr.no_fragmentation = side == 1;
+		start(&ci, &cr);
+		bring_up(0);
+		assert_established();
+		assert_int_equal(st(&I)->frag_tx + st(&R)->frag_tx, 0);
+		assert_int_equal(I.sent + R.sent, 4);
+		stop();
+	}
+	pki_free(&f);
+}
+
+/*
+ * A fragment of the request lost: the retransmission sends them all again,
+ * the ones in already count as duplicates, and the SA comes up.  Then a
+ * fragment of the response lost: I's retransmitted fragment 1 has R send
+ * its whole response again (2.6.1), the other fragments count late.
+ */
+static void
+test_frag_lost(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	unsigned nreq, nresp;
+	struct pkt p;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	nreq = I.n;
+	assert_true(nreq >= 3);
+	for (unsigned q = 0; q < nreq; q++) {
+		p = pop(&I);
+		if (q != 1)
+			assert_int_equal(deliver(&R, &p, 0), 0);
+	}
+	assert_int_equal(R.n, 0);		/* incomplete: no answer */
+	assert_int_equal(status(&R).st.state, IKE_ST_HALF_OPEN);
+	ike_tick(I.ctx, 500);
+	assert_int_equal(I.n, nreq);		/* all of them again */
+	assert_int_equal(st(&I)->retransmits, 1);
+	pump(500);
+	assert_established();
+	/* fragment 1 again is a duplicate, 2 completes it, the rest come late */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_DUPLICATE), 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_LATE), nreq - 2);
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+
+	/* the response's last fragment lost */
+	start(&ci, &cr);
+	init_only(0);
+	while (I.n) {
+		p = pop(&I);
+		deliver(&R, &p, 0);
+	}
+	nresp = R.n;
+	assert_true(nresp >= 2);
+	for (unsigned q = 0; q + 1 < nresp; q++) {
+		p = pop(&R);
+		assert_int_equal(deliver(&I, &p, 0), 0);
+	}
+	(void)pop(&R);
+	assert_int_equal(status(&I).st.state, IKE_ST_AUTH_SENT);
+	ike_tick(I.ctx, 500);
+	assert_int_equal(I.n, nreq);
+	while (I.n) {
+		p = pop(&I);
+		assert_int_equal(deliver(&R, &p, 500), 0);
+	}
+	assert_int_equal(R.n, nresp);		/* the whole response again, once */
+	assert_int_equal(st(&R)->resent_responses, 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_LATE), nreq - 1);
+	pump(500);
+	assert_established();
+	assert_int_equal(frag_drops(&I, IKE_FRAG_DUPLICATE), nresp - 1);
+	stop();
+	pki_free(&f);
+}
+
+/* p with its SKF Fragment Number and Total Fragments set. */
+static struct pkt
+skf_set(const struct pkt *in, unsigned number, unsigned total)
+{
+	struct pkt p = *in;
+
+	p.data[32] = (uint8_t)(number >> 8);
+	p.data[33] = (uint8_t)number;
+	p.data[34] = (uint8_t)(total >> 8);
+	p.data[35] = (uint8_t)total;
+	return p;
+}
+
+/*
+ * Hostile fragments: each a counted drop, none kept, and the real ones
+ * still make the SA.  Then an incomplete message let go after the timeout,
+ * and a fragment where fragmentation was not negotiated.
+ */
+static void
+test_frag_hostile(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct pkt frag[QMAX], p;
+	unsigned n;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	n = I.n;
+	for (unsigned q = 0; q < n; q++)
+		frag[q] = pop(&I);
+	p = skf_set(&frag[0], 1, 0);		/* total 0 */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = skf_set(&frag[0], 0, n);		/* number 0 */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = skf_set(&frag[0], n + 1, n);	/* number > total */
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_MALFORMED), 3);
+	p = skf_set(&frag[0], 1, 40);		/* too many: its ICV fails first */
+	assert_true(deliver(&R, &p, 0) < 0);
+	p = frag[1];
+	p.data[p.len - 1] ^= 1;			/* the ICV */
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_ICV_FAIL), 2);
+	p = frag[1];
+	p.len = 30;				/* SKF shorter than its fields */
+	p.data[27] = 30;
+	p.data[30] = 0;
+	p.data[31] = 2;
+	assert_true(deliver(&R, &p, 0) < 0);
+	assert_int_equal(st(&R)->frag_rx, 0);	/* nothing authenticated yet */
+	assert_int_equal(deliver(&R, &frag[0], 0), 0);
+	assert_int_equal(deliver(&R, &frag[0], 0), -EBADMSG);	/* duplicate */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_DUPLICATE), 1);
+	for (unsigned q = 1; q < n; q++)
+		assert_int_equal(deliver(&R, &frag[q], 0), 0);
+	pump(0);
+	assert_established();
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+
+	/* fragment 1 alone, then nothing: let go after the timeout */
+	start(&ci, &cr);
+	init_only(0);
+	p = pop(&I);
+	assert_int_equal(deliver(&R, &p, 0), 0);
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS - 1);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 0);
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 1);
+	stop();
+
+	/* R does not offer fragmentation: I's IKE_AUTH goes whole (SK) */
+	cr.no_fragmentation = true;
+	start(&ci, &cr);
+	init_only(0);
+	assert_int_equal(I.n, 1);		/* I saw no FRAGMENTATION_SUPPORTED: SK */
+	stop();
+	pki_free(&f);
+}
+
+/*
+ * I's own SA seals fragments made to order (ike_frag_seal with another
+ * fragment size, junk inner bytes), so they authenticate at R: a total that
+ * changes within a message, a message over 64 KiB.  Each is a counted drop,
+ * and the real IKE_AUTH still makes the SA.
+ */
+static size_t
+forge(struct ike_sa *sa, size_t inner_len, uint16_t fsize, uint8_t *out, size_t cap)
+{
+	static uint8_t junk[70000];
+	uint16_t keep = sa->conn->cfg.fragment_size;
+	struct ike_buf in;
+	struct ike_hdr h;
+	size_t len;
+
+	memset(junk, 0x5a, sizeof(junk));
+	ike_buf_init(&in, junk, sizeof(junk));
+	in.len = inner_len;
+	in.first = IKE_PL_NOTIFY;
+	ike_hdr_for(sa, &h, IKE_AUTH, false, 1);
+	sa->conn->cfg.fragment_size = fsize;
+	assert_int_equal(ike_frag_seal(sa, &h, &in, out, cap, &len), 0);
+	sa->conn->cfg.fragment_size = keep;
+	return len;
+}
+
+/* Fragment k (from 0) of what forge made, to R. */
+static int
+forged_to_r(const uint8_t *m, unsigned k, uint64_t now)
+{
+	size_t off = 0, len;
+
+	for (;;) {
+		len = (size_t)m[off] << 8 | m[off + 1];
+		if (k-- == 0)
+			break;
+		off += 2 + len;
+	}
+	return ike_input(R.ctx, &I.q[0].dst, &I.q[0].src, m + off + 2, len, now);
+}
+
+static void
+test_frag_forged(void **state)
+{
+	static uint8_t a[8192], b[8192], big[80000];
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct ike_sa *sa;
+
+	(void)state;
+	ci.fragment_size = IKE_FRAG_SIZE_MIN;
+	cr = mirror_pki(&ci);
+	start(&ci, &cr);
+	init_only(0);
+	assert_true(I.n > 1);
+	sa = I.ctx->sas;
+	assert_non_null(sa);
+	forge(sa, 1000, 256, a, sizeof(a));
+	forge(sa, 1000, 600, b, sizeof(b));
+	assert_int_equal(forged_to_r(a, 0, 0), 0);		/* kept */
+	assert_true(forged_to_r(b, 1, 0) < 0);			/* another total */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TOTAL_CHANGED), 1);
+	assert_int_equal(st(&R)->frag_rx, 2);			/* both authenticated */
+	ike_tick(R.ctx, IKE_FRAG_TIMEOUT_MS);			/* a's fragment let go */
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TIMEOUT), 1);
+	/* two fragments of 65 KiB and 5 KiB: over IKE_FRAG_BYTES_MAX, all let go */
+	forge(sa, 70000, 65535, big, sizeof(big));
+	assert_int_equal(forged_to_r(big, 0, IKE_FRAG_TIMEOUT_MS), 0);
+	assert_true(forged_to_r(big, 1, IKE_FRAG_TIMEOUT_MS) < 0);
+	assert_int_equal(frag_drops(&R, IKE_FRAG_TOO_BIG), 2);
+	assert_int_equal(st(&R)->frag_reassembled, 0);
+	/* the real IKE_AUTH, in order */
+	pump(IKE_FRAG_TIMEOUT_MS);
+	assert_established();
+	assert_int_equal(st(&R)->frag_reassembled, 1);
+	stop();
+	pki_free(&f);
+}
+
 int
 main(void)
 {
@@ -2591,6 +2965,11 @@ main(void)
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_pubkey_up),
 		cmocka_unit_test(test_pubkey_refused),
+		cmocka_unit_test(test_frag_up),
+		cmocka_unit_test(test_frag_not_used),
+		cmocka_unit_test(test_frag_lost),
+		cmocka_unit_test(test_frag_hostile),
+		cmocka_unit_test(test_frag_forged),
 		cmocka_unit_test(test_invalid_ke),
 		cmocka_unit_test(test_multi_alg_proposal),
 		cmocka_unit_test(test_default_proposals),
