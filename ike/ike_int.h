@@ -45,6 +45,7 @@ enum req_kind {
 	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
 	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
 	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
+	REQ_DEL_DUP,		/* Delete of our redundant CHILD_SA of crossing rekeys */
 };
 
 struct conn {
@@ -115,6 +116,20 @@ struct ike_sa {
 	bool want_rekey;		/* asked for while another request was out */
 	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t child_rekeys;
+	/*
+	 * Crossing CHILD_SA rekeys (2.8.1): both are made, and the one whose
+	 * exchange has the lowest of the four nonces is redundant (dup), deleted
+	 * by the side that initiated it (dup_ours; else the peer's Delete, or
+	 * ours of the old CHILD_SA takes it along).  rk_min: the lowest nonce
+	 * of the last rekey exchange, while a crossing one may still come: ours
+	 * answered and its old CHILD_SA not yet deleted (rk_min_len != 0), or
+	 * the peer's answered while ours is in flight (cross_pending).
+	 */
+	struct child dup;
+	bool dup_ours, want_del_dup, cross_pending;
+	uint8_t rk_min[IKE_NONCE_MAX];
+	size_t rk_min_len;
+	uint64_t rekey_collisions, rekey_won, rekey_lost;
 	/*
 	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
 	 * key, until the answer; the generation for `show ike`.

@@ -82,6 +82,12 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	sa->child = old->child;
 	sa->old = old->old;
 	sa->old_del_ms = old->old_del_ms;
+	sa->dup = old->dup;
+	sa->dup_ours = old->dup_ours;
+	sa->want_del_dup = old->want_del_dup;
+	sa->rekey_collisions = old->rekey_collisions;
+	sa->rekey_won = old->rekey_won;
+	sa->rekey_lost = old->rekey_lost;
 	sa->child_rekeys = old->child_rekeys;
 	sa->rekey_retry_ms = old->rekey_retry_ms;
 	sa->ike_rekeys = old->ike_rekeys + 1;
@@ -91,6 +97,8 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	memcpy(sa->why, old->why, sizeof(sa->why));
 	memset(&old->child, 0, sizeof(old->child));
 	memset(&old->old, 0, sizeof(old->old));
+	memset(&old->dup, 0, sizeof(old->dup));
+	old->want_del_dup = false;
 	old->old_del_ms = 0;
 	old->owner_knows = false;
 	old->want_rekey = old->want_del_child = old->want_del_ike = false;

@@ -252,6 +252,8 @@ struct ike_sa_status {
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
 	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
+	/* CHILD_SA rekeys that crossed the peer's (2.8.1), and how they ended here */
+	uint64_t rekey_collisions, rekey_won, rekey_lost;
 };
 
 struct ike_ctx;
@@ -292,7 +294,10 @@ int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
  * Delete of the old one, with child_down for it on both sides.  0, -ENOENT
  * (no CHILD_SA up), -EBUSY (a rekey under way or its old CHILD_SA not yet
  * deleted).  The peer's rekey is answered the same way; one that crosses
- * ours is refused (TEMPORARY_FAILURE) and ours fails too: try again later.
+ * ours is made too (2.8.1): once both are, the one whose exchange has the
+ * lowest nonce is redundant and deleted by its initiator (child_down for it
+ * on both sides, it never carries traffic), the winner's initiator deletes
+ * the old one as above.
  */
 int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 
