@@ -745,5 +745,7 @@ ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike
 	}
 	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0 && sa->want_del_dup && sa->req_kind == REQ_NONE)
+		rc = ike_next_request(ctx, sa, now);	/* we lost a crossing: our Delete */
 	return rc;
 }
