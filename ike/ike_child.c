@@ -247,8 +247,8 @@ rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
 /* ---- crossing rekeys (2.8.1) --------------------------------------------- */
 
 /* Nonces compared as strongSwan does: bytes up to the shorter, then the length. */
-static int
-nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+int
+ike_nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
 	int c = memcmp(a, b, alen < blen ? alen : blen);
 
@@ -259,7 +259,7 @@ nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 static const uint8_t *
 lower_nonce(const struct child_new *cn, size_t *len)
 {
-	bool i_low = nonce_cmp(cn->ni, cn->ni_len, cn->nr, cn->nr_len) < 0;
+	bool i_low = ike_nonce_cmp(cn->ni, cn->ni_len, cn->nr, cn->nr_len) < 0;
 
 	*len = i_low ? cn->ni_len : cn->nr_len;
 	return i_low ? cn->ni : cn->nr;
@@ -286,7 +286,7 @@ cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, const struct child *ours,
 	      const struct child *theirs, const uint8_t *ours_min, size_t ours_min_len,
 	      const uint8_t *theirs_min, size_t theirs_min_len, uint64_t now)
 {
-	bool lost = nonce_cmp(ours_min, ours_min_len, theirs_min, theirs_min_len) < 0;
+	bool lost = ike_nonce_cmp(ours_min, ours_min_len, theirs_min, theirs_min_len) < 0;
 
 	sa->rekey_collisions++;
 	sa->child = lost ? *theirs : *ours;

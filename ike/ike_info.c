@@ -67,7 +67,7 @@ ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 
 int
 ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	     const struct view *v)
+	     const struct view *v, uint64_t now)
 {
 	bool del_ike = false, del_child = false, del_old = false, del_dup = false;
 	uint8_t inner[64], spi[12];
@@ -94,6 +94,9 @@ ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 		}
 	}
 	if (del_ike) {
+		/* The peer won crossing IKE SA rekeys before our answer came (2.8.2). */
+		if (sa->ike_cross != NULL)
+			ike_rekey_cross_take(ctx, sa, now);
 		ike_respond(ctx, sa, h, &in);
 		ike_sa_end(ctx, sa, "deleted by the peer");
 		return 0;

@@ -451,6 +451,9 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 	ike_child_gone(ctx, sa);
 	ike_child_down(ctx, sa, &sa->old);
 	ike_child_down(ctx, sa, &sa->dup);
+	for (struct ike_sa *o = ctx->sas; o != NULL; o = o->next)
+		if (o->ike_cross == sa)
+			o->ike_cross = NULL;	/* a crossing rekey's successor went first */
 	if (sa->owner_knows)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
@@ -640,7 +643,7 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 		if (h->exchange == IKE_AUTH) {
 			rc = ike_auth_request(ctx, sa, h, &v, now);
 		} else if (h->exchange == IKE_INFORMATIONAL) {
-			rc = ike_info_request(ctx, sa, h, &v);
+			rc = ike_info_request(ctx, sa, h, &v, now);
 		} else {
 			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
 		}
