@@ -150,9 +150,10 @@
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
  *                      "ike_rekeys":N,"rekey_collisions":{"total":N,"won":N,
  *                      "lost":N}}, ...],   (state also "rekeyed": replaced)
- *             rekey_collisions: CHILD_SA rekeys of ours that crossed the peer's
- *             (RFC 7296 2.8.1), both made; "won": the peer's exchange had the
- *             lowest nonce, its SA went, "lost": ours had, we deleted ours
+ *             rekey_collisions: CHILD_SA or IKE SA rekeys of ours that crossed
+ *             the peer's (RFC 7296 2.8.1, 2.8.2), both made, on this IKE SA and
+ *             those it replaced; "won": the peer's exchange had the lowest
+ *             nonce, its SA went, "lost": ours had, we deleted ours
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the
