@@ -28,7 +28,8 @@ from test_ike_swan import IKE_TUNNEL, PEER_CONF
 
 pytestmark = pytest.mark.ikepki
 
-DELAYS = (0.0, 0.004, 0.008, 0.012, 0.016, 0.024)   # dpvpnctl after swanctl, s
+DELAYS = tuple(i * 0.0015 for i in range(20))     # dpvpnctl after swanctl, s
+GRACE_MS = 300          # dpvpnd's old CHILD_SA outlives its rekey this long
 RE_IKE = re.compile(r"^dpsw: #\d+, (\S+), IKEv2, ([0-9a-f]{16})_i\*? ([0-9a-f]{16})_r", re.M)
 
 
@@ -57,7 +58,15 @@ def sl():
                            ["net_af_packet0,iface=pe-in",
                             "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
                            s.workdir, ["-l", "0-1", "--main-lcore", "0"], pe)
-        s.gw.start()
+        old = os.environ.get("DPVPND_REKEY_GRACE_MS")
+        os.environ["DPVPND_REKEY_GRACE_MS"] = str(GRACE_MS)
+        try:
+            s.gw.start()
+        finally:
+            if old is None:
+                del os.environ["DPVPND_REKEY_GRACE_MS"]
+            else:
+                os.environ["DPVPND_REKEY_GRACE_MS"] = old
         s.swan.start()
         out = s.swan.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
                              check=False)
@@ -118,14 +127,17 @@ def flood_ok(flood):
 
 def rounds(sl, swan_args, ctl_args, settled, what):
     flood = sl.bg(f"flood-{what}", sl.ns_s, "ping", "-q", "-i", "0.01", "-c", "100000",
-                  "-w", str(3 * len(DELAYS) + 4), swan.HOST_D)
+                  "-w", str(2 * len(DELAYS) + 10), swan.HOST_D)
     time.sleep(0.5)
     done = []
     for d in DELAYS:
         outs = both(sl, swan_args, ctl_args, d)
         lab.wait_for(lambda: settled(sl), 15, f"one {what} on both ends after {outs}")
-        done.append(settled(sl))
-        time.sleep(2.5)         # the old SA's grace period: the next rekey is not refused
+        time.sleep(GRACE_MS / 1000 + 0.3)   # the old SA's grace: the next is not refused
+        got = []
+        lab.wait_for(lambda: got.append(settled(sl)) or got[-1] is not None, 15,
+                     f"one {what} on both ends, still, after {outs}")
+        done.append(got[-1])
     os.kill(flood.p.pid, 2)
     sent, lost = flood_ok(flood)
     d = sl.gw.ctl("show", "counters")["drops"]
