@@ -1941,6 +1941,44 @@ test_rekey_simultaneous(void **state)
 }
 
 /*
+ * A rekey crossing a Delete is refused (the SA is going), whichever side
+ * rekeys: the CHILD_SA's, then the IKE SA's.  Nothing is left half-made:
+ * every child_up has its child_down, no SA is left, nothing leaks (ASan).
+ */
+static void
+test_rekey_crossing_delete(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct side *rk = k ? &R : &I, *del = k ? &I : &R;
+
+		start(&ci, &cr);
+		bring_up(0);
+		assert_int_equal(ike_child_rekey(rk->ctx, "t", 100), 0);
+		assert_int_equal(ike_child_close(del->ctx, "t", 100), 0);
+		pump(100);
+		assert_int_equal(rej(rk, IKE_REJ_PEER_ERROR), 1);	/* TEMPORARY_FAILURE */
+		assert_int_equal(I.ups, I.downs);
+		assert_int_equal(R.ups, R.downs);
+		assert_false(status(&I).st.child_up || status(&R).st.child_up);
+		assert_int_equal(status(&I).st.rekey_collisions, 0);
+		ike_tick(I.ctx, 20000);
+		ike_tick(R.ctx, 20000);
+		pump(20000);
+		assert_int_equal(I.ups, I.downs);
+		assert_int_equal(ike_sa_rekey(rk->ctx, "t", 30000), 0);
+		assert_int_equal(ike_terminate(del->ctx, "t", 30000), 0);
+		pump(30000);
+		assert_int_equal(status(&I).n + status(&R).n, 0);
+		assert_int_equal(I.ike_downs + R.ike_downs, 2);
+		assert_int_equal(I.ups + R.ups, I.downs + R.downs);
+		stop();
+	}
+}
+
+/*
  * A refused lifetime rekey (the responder's IKE SA rekey crossed it: both
  * refused) is tried again 10 to 15 s later, at a moment drawn each time:
  * five rounds, the retry found to 100 ms, not all at the same moment.
@@ -2738,6 +2776,7 @@ main(void)
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
 		cmocka_unit_test(test_rekey_simultaneous),
+		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),
 		cmocka_unit_test(test_ike_rekey_lifetime),
