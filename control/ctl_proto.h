@@ -148,7 +148,12 @@
  *                      "dh":N,"nat_local":BOOL,"nat_remote":BOOL,
  *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
- *                      "ike_rekeys":N}, ...],   (state also "rekeyed": replaced)
+ *                      "ike_rekeys":N,"rekey_collisions":{"total":N,"won":N,
+ *                      "lost":N}}, ...],   (state also "rekeyed": replaced)
+ *             rekey_collisions: CHILD_SA or IKE SA rekeys of ours that crossed
+ *             the peer's (RFC 7296 2.8.1, 2.8.2), both made, on this IKE SA and
+ *             those it replaced; "won": the peer's exchange had the lowest
+ *             nonce, its SA went, "lost": ours had, we deleted ours
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the

@@ -39,6 +39,9 @@ struct ikd_conn {
 	uint32_t spi_in, spi_out;	/* the CHILD_SA the outbound policy points to */
 	bool has_next;			/* a rekey's new CHILD_SA installed, not yet used */
 	uint32_t next_in, next_out;
+	/* crossing rekeys (RFC 7296 2.8.1): the other new one, until one goes */
+	bool has_next2;
+	uint32_t next2_in, next2_out;
 	uint64_t rekeys;
 	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
@@ -363,15 +366,27 @@ static void on_child_up(void *opaque, const char *conn, const struct ike_child *
 		c->rts = t.remote_ts;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
 			conn, ch->spi_in, ch->spi_out);
-	} else if (c->up && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
-		/* a rekey: the new SAs wait, the policy stays, until the old one's Delete */
-		c->has_next = true;
-		c->next_in = ch->spi_in;
-		c->next_out = ch->spi_out;
+	} else if (c->up && !c->has_next2 && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
+		/*
+		 * A rekey: the new SAs wait, the policy stays, until the old one's
+		 * Delete.  Crossing rekeys make two; the redundant one goes first.
+		 */
+		*(c->has_next ? &c->next2_in : &c->next_in) = ch->spi_in;
+		*(c->has_next ? &c->next2_out : &c->next_out) = ch->spi_out;
+		*(c->has_next ? &c->has_next2 : &c->has_next) = true;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA rekeyed, new SPIs 0x%08x in, "
 			"0x%08x out\n", conn, ch->spi_in, ch->spi_out);
 	}
 	explicit_bzero(&t, sizeof(t));
+}
+
+/* The pending pair went (used or removed): the other one of crossing rekeys, if any, is. */
+static void next2_up(struct ikd_conn *c)
+{
+	c->has_next = c->has_next2;
+	c->next_in = c->next2_in;
+	c->next_out = c->next2_out;
+	c->has_next2 = false;
 }
 
 /*
@@ -393,7 +408,7 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 	inst_sa_del(k.dp, t, old_out, DPVPN_DIR_OUT, k.verbose);
 	c->spi_in = c->next_in;
 	c->spi_out = c->next_out;
-	c->has_next = false;
+	next2_up(c);
 	c->rekeys++;
 	for (int i = 0; i < IKD_LATER_MAX; i++) {
 		if (c->later[i].spi == 0) {
@@ -421,15 +436,17 @@ static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint3
 	t.in.spi = spi_in;
 	t.out.spi = spi_out;
 	inst_tunnel_down(k.dp, &t, k.verbose);
-	if (c->has_next && spi_in == c->next_in) {
-		c->has_next = false;
+	if (c->has_next2 && spi_in == c->next2_in) {
+		c->has_next2 = false;
+	} else if (c->has_next && spi_in == c->next_in) {
+		next2_up(c);
 	} else if (c->spi_in == spi_in) {
 		c->up = false;
-		if (c->has_next) {	/* the rekey's pair goes with the tunnel */
+		for (int i = 0; i < 2 && c->has_next; i++) {	/* rekeys' pairs go too */
 			t.in.spi = c->next_in;
 			t.out.spi = c->next_out;
 			inst_tunnel_down(k.dp, &t, k.verbose);
-			c->has_next = false;
+			next2_up(c);
 		}
 	}
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA 0x%08x/0x%08x removed\n", conn, spi_in,
@@ -889,6 +906,10 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_integer(st->prf));
 	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "ike_rekeys",
 			    json_integer((json_int_t)st->ike_rekeys));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "rekey_collisions",
+			    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)st->rekey_collisions,
+				      "won", (json_int_t)st->rekey_won,
+				      "lost", (json_int_t)st->rekey_lost));
 }
 
 json_t *ikd_show(char *err, size_t err_len)

@@ -238,9 +238,73 @@ rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
 	sa->old_del_ms = ours && prev.up ? now + grace_ms(&sa->conn->cfg) : 0;
 	sa->child_rekeys++;
 	sa->want_rekey = false;
+	sa->rk_min_len = 0;
 	ike_log(ctx, sa, "CHILD_SA rekeyed (%s): SPIs %08x/%08x", ours ? "ours" : "the peer's",
 	      cn->spi_in, cn->spi_out);
 	return 0;
+}
+
+/* ---- crossing rekeys (2.8.1) --------------------------------------------- */
+
+/* Nonces compared as strongSwan does: bytes up to the shorter, then the length. */
+int
+ike_nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+/* The lower of the nonces of the exchange that made cn, and its length. */
+static const uint8_t *
+lower_nonce(const struct child_new *cn, size_t *len)
+{
+	bool i_low = ike_nonce_cmp(cn->ni, cn->ni_len, cn->nr, cn->nr_len) < 0;
+
+	*len = i_low ? cn->ni_len : cn->nr_len;
+	return i_low ? cn->ni : cn->nr;
+}
+
+/* Kept until a crossing rekey of the peer's comes, or cannot come any more. */
+static void
+keep_min(struct ike_sa *sa, const struct child_new *cn)
+{
+	const uint8_t *m = lower_nonce(cn, &sa->rk_min_len);
+
+	memcpy(sa->rk_min, m, sa->rk_min_len);
+}
+
+/*
+ * Both crossing rekeys made: ours (its exchange's lowest nonce ours_min) and
+ * the peer's.  The one whose exchange has the lower nonce is redundant and
+ * its initiator deletes it; the winner's initiator deletes the old CHILD_SA
+ * (strongSwan's child_rekey.c does the same).  Until then both new pairs are
+ * installed, neither carries traffic: the policy moves at the old one's Delete.
+ */
+static void
+cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, const struct child *ours,
+	      const struct child *theirs, const uint8_t *ours_min, size_t ours_min_len,
+	      const uint8_t *theirs_min, size_t theirs_min_len, uint64_t now)
+{
+	bool lost = ike_nonce_cmp(ours_min, ours_min_len, theirs_min, theirs_min_len) < 0;
+
+	sa->rekey_collisions++;
+	sa->child = lost ? *theirs : *ours;
+	sa->dup = lost ? *ours : *theirs;
+	sa->dup_ours = lost;
+	sa->old_del_ms = !lost && sa->old.up ? now + grace_ms(&sa->conn->cfg) : 0;
+	sa->want_del_dup = lost;
+	sa->rk_min_len = 0;
+	sa->cross_pending = false;
+	explicit_bzero(sa->rk_min, sizeof(sa->rk_min));
+	if (lost)
+		sa->rekey_lost++;
+	else
+		sa->rekey_won++;
+	ike_log(ctx, sa, "crossing CHILD_SA rekeys: %s (lowest nonce in %s exchange); "
+	      "keeping %08x/%08x, %s %08x/%08x", lost ? "lost" : "won", lost ? "our" : "the peer's",
+	      sa->child.spi_in, sa->child.spi_out, lost ? "deleting" : "the peer deletes",
+	      sa->dup.spi_in, sa->dup.spi_out);
 }
 
 /*
@@ -391,6 +455,30 @@ rekey_answer_ke(const struct ike_sa *sa, const struct view *v, struct child_new 
 	return 0;
 }
 
+/*
+ * Our rekey answered after we answered the peer's crossing one (which is
+ * sa->child now, the old CHILD_SA in sa->old): ours installed, then resolved.
+ */
+static int
+rekey_cross_ours(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
+		 uint64_t now)
+{
+	struct child theirs = sa->child, ours;
+	const uint8_t *m;
+	size_t mlen;
+	int rc = child_install(ctx, sa, cn, now);
+
+	if (rc != 0) {
+		sa->child = theirs;
+		return rc;
+	}
+	sa->child_rekeys++;
+	ours = sa->child;
+	m = lower_nonce(cn, &mlen);
+	cross_resolve(ctx, sa, &ours, &theirs, m, mlen, sa->rk_min, sa->rk_min_len, now);
+	return 0;
+}
+
 int
 ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
@@ -409,6 +497,8 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		ike_log(ctx, sa, "CHILD_SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
+		sa->cross_pending = false;	/* the peer's crossing one stands alone */
+		sa->rk_min_len = 0;
 		sa->rekey_retry_ms = ike_rekey_retry_at(now);
 		rc = 0;
 	} else {
@@ -429,7 +519,13 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 		}
 		cn.nr = no->body;
 		cn.nr_len = no->len;
-		rc = rekey_switch(ctx, sa, &cn, now, true);
+		if (sa->cross_pending) {
+			rc = rekey_cross_ours(ctx, sa, &cn, now);
+		} else {
+			rc = rekey_switch(ctx, sa, &cn, now, true);
+			if (rc == 0)
+				keep_min(sa, &cn);
+		}
 	}
 	explicit_bzero(gir, sizeof(gir));
 	rk_dh_end(sa);
@@ -437,36 +533,91 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 	return rc == 0 ? ike_next_request(ctx, sa, now) : rc;
 }
 
-/* Whether the peer's rekey names our CHILD_SA and may go ahead: 0, or the error Notify. */
+/* A rekey of the peer's that crosses ours (2.8.1): which of ours it meets. */
+enum cross { CROSS_NONE, CROSS_IN_FLIGHT, CROSS_ANSWERED };
+
+/*
+ * Whether the peer's rekey names our CHILD_SA and may go ahead: 0, or the
+ * error Notify; *cross says whether it crosses a rekey of ours, in flight
+ * (it names sa->child) or answered (it names the CHILD_SA ours replaced,
+ * which we have not deleted yet): both are made, then resolved.
+ */
 static uint16_t
-rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
+rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, enum cross *cross)
 {
 	struct ike_notify nt;
 	unsigned from = 0;
+	uint32_t spi;
 
+	*cross = CROSS_NONE;
 	if (!ike_find_notify(v, IKE_N_REKEY_SA, &from, &nt)) {
 		ike_log(ctx, sa, "CREATE_CHILD_SA for another CHILD_SA: one per IKE SA here");
 		return IKE_N_NO_ADDITIONAL_SAS;
 	}
 	/* The peer names it by its inbound SPI, our outbound one. */
-	if (nt.proto != IKE_PROTO_ESP || nt.spi_len != 4 || !sa->child.up ||
-	    get32(nt.spi) != sa->child.spi_out)
+	spi = nt.spi_len == 4 ? get32(nt.spi) : 0;
+	if (sa->old.up && sa->old_del_ms != 0 && sa->rk_min_len != 0 && !sa->dup.up &&
+	    spi == sa->old.spi_out && sa->state == IKE_ST_ESTABLISHED && sa->req_kind != REQ_DEL_OLD)
+		*cross = CROSS_ANSWERED;
+	else if (nt.proto != IKE_PROTO_ESP || nt.spi_len != 4 || !sa->child.up ||
+		 spi != sa->child.spi_out)
 		return ike_drop(ctx, sa, IKE_REJ_BAD_SPI, 0, "notify.rekey_sa.spi: no such "
 			      "CHILD_SA"), IKE_N_CHILD_SA_NOT_FOUND;
+	else if (sa->req_kind == REQ_REKEY && !sa->old.up && !sa->dup.up)
+		*cross = CROSS_IN_FLIGHT;
+	if (*cross != CROSS_NONE && nt.proto == IKE_PROTO_ESP && !sa->want_del_child &&
+	    !sa->want_del_ike)
+		return 0;
 	/*
-	 * A rekey of ours in flight, of the CHILD_SA (a simultaneous rekey,
-	 * 2.8.1, which is not resolved here: both are refused and tried again)
-	 * or of the IKE SA (it would move the CHILD_SA under us), or the previous
-	 * rekey's old CHILD_SA not deleted yet.
+	 * A rekey or Delete of ours of the IKE SA (it would move the CHILD_SA
+	 * under us) or of the CHILD_SA, or the previous rekey's old CHILD_SA
+	 * not deleted yet: refused, the peer tries again later.
 	 */
 	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind == REQ_REKEY ||
 	    sa->req_kind == REQ_IKE_REKEY || sa->req_kind == REQ_DEL_CHILD ||
 	    sa->want_del_child || sa->want_del_ike ||
-	    sa->old.up) {
+	    sa->old.up || sa->dup.up) {
 		ike_log(ctx, sa, "CHILD_SA rekey refused: %s", sa->old.up ? "the last one's "
 		      "old CHILD_SA is still there" : "a rekey or delete of ours is under way");
 		return IKE_N_TEMPORARY_FAILURE;
 	}
+	return 0;
+}
+
+/*
+ * Responder: the peer's rekey made (cn).  Alone, it replaces sa->child
+ * (make before break); crossing ours, both stay until resolved: now if ours
+ * was answered, else when it is (the peer's is sa->child meanwhile).
+ */
+static int
+rekey_peer(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, enum cross cross,
+	   uint64_t now)
+{
+	struct child ours = sa->child, theirs;
+	uint8_t mine[IKE_NONCE_MAX];
+	size_t mlen = sa->rk_min_len;
+	const uint8_t *m;
+	int rc;
+
+	if (cross == CROSS_NONE || cross == CROSS_IN_FLIGHT) {
+		rc = rekey_switch(ctx, sa, cn, now, false);
+		if (rc == 0 && cross == CROSS_IN_FLIGHT) {
+			keep_min(sa, cn);
+			sa->cross_pending = true;
+		}
+		return rc;
+	}
+	memcpy(mine, sa->rk_min, mlen);
+	rc = child_install(ctx, sa, cn, now);
+	if (rc != 0) {
+		sa->child = ours;
+		return rc;
+	}
+	sa->child_rekeys++;
+	theirs = sa->child;
+	m = lower_nonce(cn, &sa->rk_min_len);
+	memcpy(sa->rk_min, m, sa->rk_min_len);
+	cross_resolve(ctx, sa, &ours, &theirs, mine, mlen, sa->rk_min, sa->rk_min_len, now);
 	return 0;
 }
 
@@ -528,7 +679,8 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 	struct ike_ke ke;
 	char err[ERR_LEN];
 	struct child_pl cp;
-	uint16_t nerr = rekey_admit(ctx, sa, v);
+	enum cross cross;
+	uint16_t nerr = rekey_admit(ctx, sa, v, &cross);
 
 	if (nerr != 0)
 		return nerr;
@@ -553,7 +705,7 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 		cn = (struct child_new){ prop, get32(spi), cn.spi_out, cn.tl, cn.tr, false,
 					 no->body, nr, no->len, sizeof(nr),
 					 gir_len != 0 ? gir : NULL, gir_len };
-		nerr = rekey_switch(ctx, sa, &cn, now, false) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
+		nerr = rekey_peer(ctx, sa, &cn, cross, now) != 0 ? IKE_N_TEMPORARY_FAILURE : 0;
 	}
 	if (nerr == 0) {
 		ike_esp_chosen_build(&prop, num, cn.spi_in, &resp);
@@ -593,5 +745,7 @@ ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike
 	}
 	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
+	if (rc == 0 && sa->want_del_dup && sa->req_kind == REQ_NONE)
+		rc = ike_next_request(ctx, sa, now);	/* we lost a crossing: our Delete */
 	return rc;
 }

@@ -46,6 +46,7 @@ enum req_kind {
 	REQ_REKEY,		/* CREATE_CHILD_SA rekeying the CHILD_SA */
 	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
 	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
+	REQ_DEL_DUP,		/* Delete of our redundant CHILD_SA of crossing rekeys */
 };
 
 struct conn {
@@ -132,6 +133,20 @@ struct ike_sa {
 	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t child_rekeys;
 	/*
+	 * Crossing CHILD_SA rekeys (2.8.1): both are made, and the one whose
+	 * exchange has the lowest of the four nonces is redundant (dup), deleted
+	 * by the side that initiated it (dup_ours; else the peer's Delete, or
+	 * ours of the old CHILD_SA takes it along).  rk_min: the lowest nonce
+	 * of the last rekey exchange, while a crossing one may still come: ours
+	 * answered and its old CHILD_SA not yet deleted (rk_min_len != 0), or
+	 * the peer's answered while ours is in flight (cross_pending).
+	 */
+	struct child dup;
+	bool dup_ours, want_del_dup, cross_pending;
+	uint8_t rk_min[IKE_NONCE_MAX];
+	size_t rk_min_len;
+	uint64_t rekey_collisions, rekey_won, rekey_lost;
+	/*
 	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
 	 * key, until the answer; the generation for `show ike`.
 	 */
@@ -139,6 +154,16 @@ struct ike_sa {
 	uint8_t irk_nonce[NONCE_LEN];
 	struct ike_dh *irk_dh;
 	bool want_ike_rekey;		/* asked for while another request was out */
+	/*
+	 * Crossing IKE SA rekeys (2.8.2): the peer's, answered while ours is
+	 * in flight, waits here (state REKEYED) with its exchange's lowest
+	 * nonce until ours is answered; then the one whose exchange has the
+	 * lowest of the four nonces is redundant, deleted by its initiator,
+	 * and the other takes the CHILD_SAs.
+	 */
+	struct ike_sa *ike_cross;
+	uint8_t irk_min[IKE_NONCE_MAX];
+	size_t irk_min_len;
 	uint64_t ike_rekey_retry_ms;	/* lifetime rekey: not before this */
 	uint64_t ike_rekeys;
 	bool nat_local, nat_remote;
@@ -349,12 +374,14 @@ int ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view
 bool ike_is_ike_rekey(const struct view *v);
 int ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		const struct view *v, uint64_t now);
+void ike_rekey_cross_take(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /* ike_info.c */
 int ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now);
 int ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 int ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-		const struct view *v);
+		const struct view *v, uint64_t now);
 
 /* ike_timer.c */
 int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);

@@ -83,6 +83,12 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	sa->child = old->child;
 	sa->old = old->old;
 	sa->old_del_ms = old->old_del_ms;
+	sa->dup = old->dup;
+	sa->dup_ours = old->dup_ours;
+	sa->want_del_dup = old->want_del_dup;
+	sa->rekey_collisions = old->rekey_collisions;
+	sa->rekey_won = old->rekey_won;
+	sa->rekey_lost = old->rekey_lost;
 	sa->child_rekeys = old->child_rekeys;
 	sa->rekey_retry_ms = old->rekey_retry_ms;
 	sa->ike_rekeys = old->ike_rekeys + 1;
@@ -92,6 +98,8 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	memcpy(sa->why, old->why, sizeof(sa->why));
 	memset(&old->child, 0, sizeof(old->child));
 	memset(&old->old, 0, sizeof(old->old));
+	memset(&old->dup, 0, sizeof(old->dup));
+	old->want_del_dup = false;
 	old->old_del_ms = 0;
 	old->owner_knows = false;
 	old->want_rekey = old->want_del_child = old->want_del_ike = false;
@@ -188,6 +196,51 @@ ike_rekey_answer(struct ike_sa *sa, const struct view *v, struct ike_rekey *rk, 
 	return 0;
 }
 
+/* The peer's crossing rekey stands alone (ours refused, or its Delete of sa came first). */
+void
+ike_rekey_cross_take(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	struct ike_sa *nsa = sa->ike_cross;
+
+	sa->ike_cross = NULL;
+	explicit_bzero(sa->irk_min, sizeof(sa->irk_min));
+	nsa->state = IKE_ST_ESTABLISHED;
+	sa_hand_over(ctx, sa, nsa, now);
+}
+
+/*
+ * Both crossing IKE SA rekeys made (2.8.2): ours (nsa, its exchange's
+ * lowest nonce ours_min) and the peer's (sa->ike_cross).  The one with the
+ * lower nonce is redundant: if ours, we delete it and the peer deletes sa;
+ * else the peer deletes its own, and we sa, as after a lone rekey.  The
+ * other takes the CHILD_SAs.  Returns the survivor.
+ */
+static struct ike_sa *
+ike_cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_sa *nsa,
+		  const uint8_t *ours_min, size_t ours_min_len, uint64_t now)
+{
+	struct ike_sa *peers = sa->ike_cross;
+	bool lost = ike_nonce_cmp(ours_min, ours_min_len, sa->irk_min, sa->irk_min_len) < 0;
+	struct ike_sa *win = lost ? peers : nsa, *lose = lost ? nsa : peers;
+
+	sa->ike_cross = NULL;
+	explicit_bzero(sa->irk_min, sizeof(sa->irk_min));
+	win->state = IKE_ST_ESTABLISHED;
+	sa_hand_over(ctx, sa, win, now);
+	win->rekey_collisions++;
+	win->rekey_won += !lost;
+	win->rekey_lost += lost;
+	lose->state = IKE_ST_REKEYED;	/* the redundant one: only its Delete is left */
+	lose->created_ms = now;
+	ike_log(ctx, win, "crossing IKE SA rekeys: %s (lowest nonce in %s exchange)",
+	      lost ? "lost" : "won", lost ? "our" : "the peer's");
+	if (lost)
+		ike_info_send(ctx, lose, REQ_DEL_IKE, now);
+	else
+		ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	return win;
+}
+
 /*
  * Made: the new IKE SA takes over, and our Delete of the old one goes out
  * on the old one.  Refused: the old one goes on, a lifetime rekey is tried
@@ -210,6 +263,11 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		ike_log(ctx, sa, "IKE SA rekey refused: %s (%u)", ike_notify_name(nerr), nerr);
 		sa->ike_rekey_retry_ms = ike_rekey_retry_at(now);
 		irk_wipe(sa);
+		if (sa->ike_cross != NULL) {
+			nsa = sa->ike_cross;
+			ike_rekey_cross_take(ctx, sa, now);
+			return ike_next_request(ctx, nsa, now);
+		}
 		return ike_next_request(ctx, sa, now);
 	}
 	memcpy(rk.spi_i, sa->irk_spi, IKE_SPI_LEN);
@@ -218,6 +276,16 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 	else if ((nsa = sa_successor(ctx, sa, &rk, now)) == NULL)
 		rc = -ENOMEM;
+	if (rc == 0 && sa->ike_cross != NULL) {
+		bool i_low = ike_nonce_cmp(rk.ni, rk.ni_len, rk.nr, rk.nr_len) < 0;
+		struct ike_sa *win;
+
+		win = ike_cross_resolve(ctx, sa, nsa, i_low ? rk.ni : rk.nr,
+					i_low ? rk.ni_len : rk.nr_len, now);
+		explicit_bzero(&rk, sizeof(rk));
+		irk_wipe(sa);
+		return ike_next_request(ctx, win, now);
+	}
 	explicit_bzero(&rk, sizeof(rk));
 	irk_wipe(sa);
 	if (rc != 0) {
@@ -231,16 +299,21 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 
 /*
  * Whether the peer may rekey the IKE SA now: not across a request of ours
- * (a crossing IKE SA rekey, 2.8.2, which is not resolved here; a CHILD_SA
- * rekey; anything that would be left hanging on the old SA).
+ * that would be left hanging on the old SA (a CHILD_SA rekey, a Delete),
+ * nor once ours made a successor (REKEYED, our Delete out).  One that
+ * crosses our IKE SA rekey in flight is made (*cross), resolved when ours
+ * is answered (2.8.2).
  */
 static uint16_t
-ike_rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa)
+ike_rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, bool *cross)
 {
-	if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE && !sa->want_del_ike)
+	*cross = sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_IKE_REKEY &&
+		 sa->ike_cross == NULL && !sa->want_del_ike;
+	if (*cross || (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE &&
+		       !sa->want_del_ike))
 		return 0;
 	ike_log(ctx, sa, "IKE SA rekey refused: %s", sa->req_kind == REQ_IKE_REKEY ?
-	      "ours crosses it" : "a request of ours is under way");
+	      "ours crossed it and was made" : "a request of ours is under way");
 	return IKE_N_TEMPORARY_FAILURE;
 }
 
@@ -298,7 +371,8 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 	size_t publen = sizeof(pub);
 	struct ike_proposal resp;
 	struct ike_dh *dh = NULL;
-	uint16_t nerr = ike_rekey_admit(ctx, sa);
+	bool cross;
+	uint16_t nerr = ike_rekey_admit(ctx, sa, &cross);
 
 	if (nerr == 0)
 		nerr = ike_rekey_parse(ctx, sa, v, ip, &rk);
@@ -317,6 +391,13 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		rk.nr_len = sizeof(nr);
 		*out = sa_successor(ctx, sa, &rk, now);
 		nerr = *out == NULL ? IKE_N_TEMPORARY_FAILURE : 0;
+	}
+	if (nerr == 0 && cross) {
+		bool i_low = ike_nonce_cmp(rk.ni, rk.ni_len, nr, sizeof(nr)) < 0;
+
+		sa->ike_cross = *out;	/* waits for the answer to ours */
+		sa->irk_min_len = i_low ? rk.ni_len : sizeof(nr);
+		memcpy(sa->irk_min, i_low ? rk.ni : nr, sa->irk_min_len);
 	}
 	if (nerr == 0) {
 		ike_prop_chosen_build(&ip->chosen, ip->num, &resp);
@@ -369,9 +450,14 @@ ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	}
 	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
-	if (nsa != NULL && rc != 0)
+	if (nsa != NULL && rc != 0) {
 		ike_sa_end(ctx, nsa, "IKE SA rekey: cannot answer");
-	else if (nsa != NULL)
+	} else if (nsa != NULL && sa->ike_cross == nsa) {
+		nsa->state = IKE_ST_REKEYED;	/* not in use until resolved */
+		nsa->created_ms = now;
+		ike_log(ctx, sa, "IKE SA rekey crosses ours: both made, resolved at our answer");
+	} else if (nsa != NULL) {
 		sa_hand_over(ctx, sa, nsa, now);
+	}
 	return rc;
 }

@@ -503,6 +503,10 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 
 	ike_child_gone(ctx, sa);
 	ike_child_down(ctx, sa, &sa->old);
+	ike_child_down(ctx, sa, &sa->dup);
+	for (struct ike_sa *o = ctx->sas; o != NULL; o = o->next)
+		if (o->ike_cross == sa)
+			o->ike_cross = NULL;	/* a crossing rekey's successor went first */
 	if (sa->owner_knows)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
@@ -746,7 +750,7 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 		if (h->exchange == IKE_AUTH) {
 			rc = ike_auth_request(ctx, sa, h, &v, now);
 		} else if (h->exchange == IKE_INFORMATIONAL) {
-			rc = ike_info_request(ctx, sa, h, &v);
+			rc = ike_info_request(ctx, sa, h, &v, now);
 		} else {
 			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
 		}
@@ -833,7 +837,7 @@ ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
 		return -ENOENT;
-	if (sa->old.up || sa->req_kind == REQ_REKEY || sa->want_rekey ||
+	if (sa->old.up || sa->dup.up || sa->req_kind == REQ_REKEY || sa->want_rekey ||
 	    sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
 		return -EBUSY;
 	return ike_child_rekey_send(ctx, sa, now_ms);
@@ -921,6 +925,8 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
 			.retransmits = sa->retransmits, .udp_encap = sa->encap,
 			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,
+			.rekey_collisions = sa->rekey_collisions, .rekey_won = sa->rekey_won,
+			.rekey_lost = sa->rekey_lost,
 		};
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);

@@ -290,6 +290,8 @@ struct ike_sa_status {
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
 	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
+	/* CHILD_SA and IKE SA rekeys that crossed the peer's (2.8.1, 2.8.2), and how */
+	uint64_t rekey_collisions, rekey_won, rekey_lost;
 };
 
 struct ike_ctx;
@@ -330,7 +332,10 @@ int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
  * Delete of the old one, with child_down for it on both sides.  0, -ENOENT
  * (no CHILD_SA up), -EBUSY (a rekey under way or its old CHILD_SA not yet
  * deleted).  The peer's rekey is answered the same way; one that crosses
- * ours is refused (TEMPORARY_FAILURE) and ours fails too: try again later.
+ * ours is made too (2.8.1): once both are, the one whose exchange has the
+ * lowest nonce is redundant and deleted by its initiator (child_down for it
+ * on both sides, it never carries traffic), the winner's initiator deletes
+ * the old one as above.
  */
 int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 
@@ -343,9 +348,12 @@ int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
  * SA's initiator (2.18).  0 (sent, or queued behind our request in flight),
  * -ENOENT (no established IKE SA), -EBUSY (an IKE SA or CHILD_SA rekey under
  * way or queued).  One IKE SA rekey or CHILD_SA rekey at a time: while ours
- * is in flight, ike_child_rekey says -EBUSY, and the peer's CHILD_SA or IKE
- * SA rekey is refused (TEMPORARY_FAILURE), as is the peer's IKE SA rekey
- * while any request of ours is outstanding: try again later.
+ * is in flight, ike_child_rekey says -EBUSY, and the peer's CHILD_SA rekey
+ * is refused (TEMPORARY_FAILURE), as is the peer's IKE SA rekey while any
+ * other request of ours is outstanding: try again later.  The peer's IKE SA
+ * rekey crossing ours is made too (2.8.2): once ours is answered, the
+ * exchange with the lowest nonce is redundant and deleted by its initiator,
+ * the other new IKE SA takes the CHILD_SAs, the old one goes as above.
  */
 int ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 

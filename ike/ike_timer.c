@@ -23,9 +23,14 @@ ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		if (sa->child.up)
 			return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
 	}
+	if (sa->want_del_dup) {
+		sa->want_del_dup = false;
+		if (sa->dup.up)
+			return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
+	}
 	if (sa->want_rekey) {
 		sa->want_rekey = false;
-		if (sa->child.up && !sa->old.up)
+		if (sa->child.up && !sa->old.up && !sa->dup.up)
 			return ike_child_rekey_send(ctx, sa, now);
 	}
 	if (sa->want_ike_rekey) {
@@ -45,6 +50,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
 		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
 		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete", [REQ_IKE_REKEY] = "IKE SA rekey",
+		[REQ_DEL_DUP] = "redundant CHILD_SA Delete",
 	};
 	char why[WHY_LEN];
 
@@ -71,8 +77,22 @@ rekey_due(const struct ike_sa *sa, uint64_t now)
 {
 	uint32_t life = sa->conn->cfg.child_rekey_ms;
 
-	return sa->initiator && life != 0 && sa->child.up && !sa->old.up && !sa->want_rekey &&
+	return sa->initiator && life != 0 && sa->child.up && !sa->old.up && !sa->dup.up &&
+	       !sa->want_rekey &&
 	       now >= sa->child.up_ms + life && now >= sa->rekey_retry_ms;
+}
+
+/*
+ * The rekey's old CHILD_SA goes.  A redundant one of crossing rekeys whose
+ * Delete the peer has not sent by now goes first, here only (it never
+ * carried traffic), so that the policy moves to the one that stays.
+ */
+static void
+del_old(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	if (sa->dup.up && !sa->dup_ours)
+		ike_child_down(ctx, sa, &sa->dup);
+	ike_info_send(ctx, sa, REQ_DEL_OLD, now);
 }
 
 /* A new request of ours that is due, with none outstanding: 1 if one was sent. */
@@ -83,8 +103,10 @@ request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 
 	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind != REQ_NONE)
 		return false;
-	if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
-		ike_info_send(ctx, sa, REQ_DEL_OLD, now);
+	if (sa->want_del_dup)
+		ike_next_request(ctx, sa, now);
+	else if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
+		del_old(ctx, sa, now);
 	else if (ike_rekey_due(sa, now))
 		ike_rekey_send(ctx, sa, now);
 	else if (rekey_due(sa, now))

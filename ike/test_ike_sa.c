@@ -56,6 +56,8 @@ struct side {
 	struct ev { char kind; uint32_t spi_in; } ev[EVMAX];	/* 'u'p or 'd'own */
 	unsigned n_ev;
 	struct ike_child child;		/* the last child_up */
+	struct ike_child hist[4];	/* the last four, at [n_up % 4] */
+	unsigned n_up;
 	uint32_t down_in, down_out;
 	char why[128];
 };
@@ -93,6 +95,7 @@ cb_child_up(void *opaque, const char *conn, const struct ike_child *c)
 	assert_string_equal(conn, "t");
 	s->ups++;
 	s->child = *c;
+	s->hist[s->n_up++ % N_ELEMS(s->hist)] = *c;
 	if (s->n_ev < EVMAX)
 		s->ev[s->n_ev++] = (struct ev){ 'u', c->spi_in };
 }
@@ -1836,36 +1839,150 @@ test_rekey_lifetime(void **state)
 	stop();
 }
 
-/* Both ends rekey at once: both refused (TEMPORARY_FAILURE), nothing lost; then one works. */
+/* The CHILD_SA s has with inbound SPI spi, among its last four child_ups. */
+static const struct ike_child *
+up_by_spi(const struct side *s, uint32_t spi)
+{
+	for (unsigned i = 0; i < N_ELEMS(s->hist); i++)
+		if (s->hist[i].spi_in == spi && spi != 0)
+			return &s->hist[i];
+	fail_msg("no child_up with SPI %08x", spi);
+	return NULL;
+}
+
+/*
+ * One round of crossing rekeys (2.8.1), both started at now.  answered_first:
+ * I sees the answer to its rekey before R's request (it has to resolve on the
+ * request), else both see the peer's request first (pump's order).  Then the
+ * loser's Delete of its redundant CHILD_SA, the winner's of the old one after
+ * the grace period: one CHILD_SA left, the same on both, mirrored keys.
+ */
+static void
+cross_round(uint64_t now, bool answered_first)
+{
+	struct walk oi = status(&I), orr = status(&R), wi, wr;
+	unsigned di = I.downs, dr = R.downs, ui = I.ups, ur = R.ups;
+	const struct ike_child *a, *b;
+
+	assert_int_equal(ike_child_rekey(I.ctx, "t", now), 0);
+	assert_int_equal(ike_child_rekey(R.ctx, "t", now), 0);
+	if (answered_first) {
+		struct pkt ri = pop(&I), rr = pop(&R), ai;
+
+		deliver(&R, &ri, now);		/* R answers I's: R.q = [rr's copy, answer] */
+		assert_int_equal(R.n, 1);
+		ai = pop(&R);
+		deliver(&I, &ai, now);		/* I's made, its old one not yet deleted */
+		deliver(&I, &rr, now);		/* R's crosses it: I resolves here */
+	}
+	pump(now);
+	/* Both made on both sides, the redundant one deleted by its initiator. */
+	assert_int_equal(I.ups, ui + 2);
+	assert_int_equal(R.ups, ur + 2);
+	assert_int_equal(I.downs, di + 1);
+	assert_int_equal(R.downs, dr + 1);
+	assert_int_equal(I.down_in, R.down_out);
+	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR) + rej(&R, IKE_REJ_PEER_ERROR), 0);
+	wi = status(&I);
+	wr = status(&R);
+	assert_int_equal(wi.st.rekey_collisions, oi.st.rekey_collisions + 1);
+	assert_int_equal(wr.st.rekey_collisions, orr.st.rekey_collisions + 1);
+	/* One won, one lost: they agree on the lowest nonce. */
+	assert_int_equal(wi.st.rekey_won - oi.st.rekey_won, wr.st.rekey_lost - orr.st.rekey_lost);
+	assert_int_equal(wi.st.rekey_lost - oi.st.rekey_lost, wr.st.rekey_won - orr.st.rekey_won);
+	assert_int_equal(ike_child_rekey(I.ctx, "t", now), -EBUSY);
+	ike_tick(I.ctx, now + 2000);
+	ike_tick(R.ctx, now + 2000);
+	pump(now + 2000);
+	assert_int_equal(I.downs, di + 2);
+	assert_int_equal(R.downs, dr + 2);
+	assert_int_equal(I.down_in, oi.st.child_spi_in);	/* the old one, last */
+	assert_int_equal(R.down_in, orr.st.child_spi_in);
+	wi = status(&I);
+	wr = status(&R);
+	assert_established();
+	assert_int_equal(wi.st.child_spi_out, wr.st.child_spi_in);
+	assert_true(wi.st.child_spi_in != oi.st.child_spi_in);
+	a = up_by_spi(&I, wi.st.child_spi_in);
+	b = up_by_spi(&R, wr.st.child_spi_in);
+	assert_int_equal(a->spi_out, b->spi_in);
+	assert_memory_equal(a->enc_out, b->enc_in, a->enc_key_len);
+	assert_memory_equal(a->enc_in, b->enc_out, a->enc_key_len);
+	assert_int_equal(I.n + R.n, 0);
+	I.child = *a;			/* the one in use, for rekey_once */
+	R.child = *b;
+}
+
+/*
+ * Both ends rekey the CHILD_SA at once (RFC 7296 2.8.1): both rekeys are
+ * made, the lowest nonce's is deleted by its initiator, one CHILD_SA is
+ * left.  Twenty rounds in each order: each side wins some (the nonces
+ * decide, not the role), and a lone rekey works after.
+ */
 static void
 test_rekey_simultaneous(void **state)
 {
 	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
-	struct ike_child oi;
+	struct walk wi;
 
 	(void)state;
 	start(&ci, &cr);
 	bring_up(0);
-	oi = I.child;
-	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
-	assert_int_equal(ike_child_rekey(R.ctx, "t", 100), 0);
-	pump(100);
-	assert_int_equal(I.ups + R.ups, 2);
-	assert_int_equal(I.downs + R.downs, 0);
-	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 1);
-	assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 1);
-	assert_int_equal(I.child.spi_in, oi.spi_in);
-	assert_established();
-	rekey_once(&I, 200, 2000);
-	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR) + rej(&R, IKE_REJ_PEER_ERROR), 2);
+	for (unsigned k = 0; k < 40; k++)
+		cross_round(10000 * (k + 1), k % 2 == 1);
+	wi = status(&I);
+	assert_int_equal(wi.st.rekey_collisions, 40);
+	assert_int_equal(wi.st.rekey_won + wi.st.rekey_lost, 40);
+	assert_true(wi.st.rekey_won > 0 && wi.st.rekey_lost > 0);
+	assert_int_equal(status(&R).st.rekey_won, wi.st.rekey_lost);
+	rekey_once(&I, 500000, 2000);
+	assert_int_equal(status(&I).st.rekey_collisions, 40);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
 	stop();
-	assert_int_equal(I.downs + R.downs, 4);
 }
 
 /*
- * A refused lifetime rekey (the responder's own rekey crossed it) is tried
- * again 10 to 15 s later, at a moment drawn each time: five rounds, the retry
- * found to 100 ms, not all at the same moment.
+ * A rekey crossing a Delete is refused (the SA is going), whichever side
+ * rekeys: the CHILD_SA's, then the IKE SA's.  Nothing is left half-made:
+ * every child_up has its child_down, no SA is left, nothing leaks (ASan).
+ */
+static void
+test_rekey_crossing_delete(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct side *rk = k ? &R : &I, *del = k ? &I : &R;
+
+		start(&ci, &cr);
+		bring_up(0);
+		assert_int_equal(ike_child_rekey(rk->ctx, "t", 100), 0);
+		assert_int_equal(ike_child_close(del->ctx, "t", 100), 0);
+		pump(100);
+		assert_int_equal(rej(rk, IKE_REJ_PEER_ERROR), 1);	/* TEMPORARY_FAILURE */
+		assert_int_equal(I.ups, I.downs);
+		assert_int_equal(R.ups, R.downs);
+		assert_false(status(&I).st.child_up || status(&R).st.child_up);
+		assert_int_equal(status(&I).st.rekey_collisions, 0);
+		ike_tick(I.ctx, 20000);
+		ike_tick(R.ctx, 20000);
+		pump(20000);
+		assert_int_equal(I.ups, I.downs);
+		assert_int_equal(ike_sa_rekey(rk->ctx, "t", 30000), 0);
+		assert_int_equal(ike_terminate(del->ctx, "t", 30000), 0);
+		pump(30000);
+		assert_int_equal(status(&I).n + status(&R).n, 0);
+		assert_int_equal(I.ike_downs + R.ike_downs, 2);
+		assert_int_equal(I.ups + R.ups, I.downs + R.downs);
+		stop();
+	}
+}
+
+/*
+ * A refused lifetime rekey (the responder's IKE SA rekey crossed it: both
+ * refused) is tried again 10 to 15 s later, at a moment drawn each time:
+ * five rounds, the retry found to 100 ms, not all at the same moment.
  */
 static void
 test_rekey_lifetime_retry(void **state)
@@ -1886,7 +2003,7 @@ test_rekey_lifetime_retry(void **state)
 
 		ike_tick(I.ctx, due);
 		assert_int_equal(I.n, 1);
-		assert_int_equal(ike_child_rekey(R.ctx, "t", due), 0);
+		assert_int_equal(ike_sa_rekey(R.ctx, "t", due), 0);
 		pump(due);
 		assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), k + 1);
 		assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), k + 1);
@@ -2081,27 +2198,56 @@ test_ike_rekey_lifetime(void **state)
 }
 
 /*
- * Crossing IKE SA rekeys: both refused (TEMPORARY_FAILURE), nothing changes,
- * nothing leaks; so is an IKE SA rekey crossing a CHILD_SA rekey, either way.
+ * One round of crossing IKE SA rekeys (2.8.2) at now: both made, the
+ * lowest nonce's deleted by its initiator, the old one by the winner's:
+ * one IKE SA left, the same on both, the winner's exchange's initiator its
+ * initiator, the CHILD_SA on it with no callback; won and lost agree.
+ */
+static void
+ike_cross_round(uint64_t now)
+{
+	struct ike_sa_status oi = status(&I).st, orr = status(&R).st, ni, nr;
+	unsigned ups = I.ups + R.ups, downs = I.downs + R.downs;
+	uint64_t refused = rej(&I, IKE_REJ_PEER_ERROR) + rej(&R, IKE_REJ_PEER_ERROR);
+
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", now), 0);
+	assert_int_equal(ike_sa_rekey(R.ctx, "t", now), 0);
+	pump(now);
+	ni = status(&I).st;
+	nr = status(&R).st;
+	assert_ike_pair(ni.initiator ? &I : &R);
+	assert_memory_not_equal(ni.spi_i, oi.spi_i, 8);
+	assert_memory_not_equal(ni.spi_r, oi.spi_r, 8);
+	assert_int_equal(ni.ike_rekeys, oi.ike_rekeys + 1);
+	assert_int_equal(ni.child_spi_in, oi.child_spi_in);
+	assert_int_equal(nr.child_spi_in, orr.child_spi_in);
+	assert_true(ni.next_req_id == 0 && nr.next_req_id == 0);
+	assert_int_equal(I.ups + R.ups, ups);
+	assert_int_equal(I.downs + R.downs, downs);
+	assert_int_equal(I.ike_downs + R.ike_downs, 0);
+	assert_int_equal(ni.rekey_collisions, oi.rekey_collisions + 1);
+	assert_int_equal(nr.rekey_collisions, orr.rekey_collisions + 1);
+	assert_int_equal(ni.rekey_won - oi.rekey_won, nr.rekey_lost - orr.rekey_lost);
+	assert_int_equal(ni.rekey_lost - oi.rekey_lost, nr.rekey_won - orr.rekey_won);
+	/* The winner's exchange made the survivor: its initiator is the winner. */
+	assert_true(ni.initiator == (ni.rekey_won > oi.rekey_won));
+	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR) + rej(&R, IKE_REJ_PEER_ERROR), refused);
+}
+
+/*
+ * Crossing IKE SA rekeys are made and resolved (2.8.2): twenty rounds, each
+ * side wins some, nothing leaks; an IKE SA rekey crossing a CHILD_SA rekey
+ * is still refused (TEMPORARY_FAILURE), either way, and nothing changes.
  */
 static void
 test_ike_rekey_crossing(void **state)
 {
 	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
-	struct ike_sa_status o;
+	struct ike_sa_status st;
 
 	(void)state;
 	start(&ci, &cr);
 	bring_up(0);
-	o = status(&I).st;
-	assert_int_equal(ike_sa_rekey(I.ctx, "t", 100), 0);
-	assert_int_equal(ike_sa_rekey(R.ctx, "t", 100), 0);
-	pump(100);
-	assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 1);
-	assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 1);
-	assert_established();
-	assert_memory_equal(status(&I).st.spi_i, o.spi_i, 8);
-	assert_int_equal(status(&I).st.ike_rekeys, 0);
 	for (unsigned k = 0; k < 2; k++) {
 		struct side *ike = k ? &R : &I, *child = k ? &I : &R;
 
@@ -2109,14 +2255,20 @@ test_ike_rekey_crossing(void **state)
 		assert_int_equal(ike_child_rekey(child->ctx, "t", 200), 0);
 		assert_int_equal(ike_sa_rekey(child->ctx, "t", 200), -EBUSY);
 		pump(200);
-		assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 2 + k);
-		assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 2 + k);
+		assert_int_equal(rej(&I, IKE_REJ_PEER_ERROR), 1 + k);
+		assert_int_equal(rej(&R, IKE_REJ_PEER_ERROR), 1 + k);
 		assert_established();
 		assert_int_equal(status(&I).st.ike_rekeys + status(&R).st.child_rekeys, 0);
 	}
+	for (unsigned k = 0; k < 20; k++)
+		ike_cross_round(1000 * (k + 1));
+	st = status(&I).st;
+	assert_int_equal(st.ike_rekeys, 20);
+	assert_int_equal(st.rekey_won + st.rekey_lost, 20);
+	assert_true(st.rekey_won > 0 && st.rekey_lost > 0);
 	assert_int_equal(I.ups + R.ups, 2);
-	ike_rekey_once(&R, 300);
-	rekey_once(&I, 400, 2000);
+	ike_rekey_once(&R, 30000);
+	rekey_once(&I, 40000, 2000);
 	assert_ike_pair(&R);
 	stop();
 	assert_int_equal(I.ike_downs + R.ike_downs, 2);
@@ -3003,6 +3155,7 @@ main(void)
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
 		cmocka_unit_test(test_rekey_simultaneous),
+		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),
 		cmocka_unit_test(test_ike_rekey_lifetime),
