@@ -972,6 +972,18 @@ psk-file = %(psk)s
                     rts='198.18.3.0/24', alg='aes128-gcm', psk='a.key',
                     extra='auth = pubkey\nremote-id = fqdn:*.example.org\n'))
     out['ike-pubkey.conf'] = (base + pub).encode()
+    # remote = %any ([ikepki] remote access): pool and dns, good and refused
+    ra = ('[tunnel ra]\nlocal = %s\nremote = %%any\nlocal-ts = 198.18.1.0/24\n'
+          'keying = ike\nauth = pubkey\ncert = pki/gw.pem\nprivate-key = pki/gw.key\n'
+          'ca = pki/cacerts\nremote-id = fqdn:*.example.org\n'
+          'pool = 10.10.0.0/24, fd00:10::/120\ndns = 10.10.0.1, 2001:db8::53\n'
+          '[tunnel ra-bad]\nlocal = %s\nremote = %%any\nlocal-ts = 198.18.1.0/24\n'
+          'remote-ts = 10.20.0.0/24\nkeying = ike\npsk-file = a.key\nstart = yes\n'
+          'pool = 10.20.0.1/24, 10.30.0.0/24\ndns = 10.20.0.1, x, ::\n'
+          '[tunnel not-ra]\nlocal = %s\nremote = 198.19.0.9\nlocal-ts = 198.18.1.0/24\n'
+          'remote-ts = 198.18.9.0/24\nkeying = ike\npsk-file = a.key\n'
+          'pool = 10.40.0.0/24\ndns = 10.40.0.1\n') % (OUT4, OUT4, OUT4)
+    out['ike-remote-access.conf'] = (base + ra).encode()
     return out
 
 

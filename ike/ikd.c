@@ -500,6 +500,11 @@ static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char 
 {
 	int rc;
 
+	if (t->ra.any) {
+		/* ike/RA-STATUS.md: the config is read, the responder is not built */
+		snprintf(err, elen, "remote = %%any: remote access is not implemented yet");
+		return -1;
+	}
 	if (conn_cfg(cc, t) != 0) {
 		snprintf(err, elen, "cipher: no ESP proposal for it, or psk-file too long");
 		rc = -1;
