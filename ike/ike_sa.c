@@ -454,6 +454,7 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
+	ike_cp_release(sa);		/* remote access: the lease goes offline */
 	for (pp = &ctx->sas; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == sa) {
 			*pp = sa->next;
@@ -791,6 +792,7 @@ ike_free(struct ike_ctx *ctx)
 		struct conn *c = ctx->conns;
 
 		ctx->conns = c->next;
+		ike_cp_conn_free(c);
 		explicit_bzero(c, sizeof(*c));	/* the PSK */
 		free(c);
 	}

@@ -110,6 +110,8 @@ struct ike_prop_esp {
 	uint16_t dh;		/* the PFS group of the exchange that made it; 0: none */
 };
 
+#define IKE_DNS_MAX		4
+
 struct ike_conn_cfg {
 	char name[IKE_CONN_NAME_MAX];
 	struct ike_addr local, remote;	/* the responder matches on the IPs, then the IDi */
@@ -149,6 +151,19 @@ struct ike_conn_cfg {
 	uint32_t child_rekey_ms;	/* initiator rekeys a CHILD_SA this old; 0: never */
 	uint32_t rekey_grace_ms;	/* old CHILD_SA kept after a rekey; 0: 2000 */
 	uint32_t ike_rekey_ms;		/* initiator rekeys the IKE SA this old; 0: never */
+	/*
+	 * Remote access (ike_cp.c, RFC 7296 3.15): a responder for peers at any
+	 * address (remote is not used), certificates only; each client leases
+	 * an address from the pool of ts_local's family (one IPv4, one IPv6)
+	 * through the CP payload and its CHILD_SA is narrowed to it; dns goes
+	 * to clients that ask.  Such a connection never initiates.
+	 */
+	bool remote_any;
+	struct ike_prefix pool[2];
+	unsigned n_pool;
+	struct ike_addr dns[IKE_DNS_MAX];	/* family and ip */
+	unsigned n_dns;
+	bool want_vip;			/* initiator: ask for an address (CFG_REQUEST) */
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
@@ -223,6 +238,8 @@ struct ike_stats {
 	uint64_t half_open_expired;
 	uint64_t reject[IKE_REJ_COUNT];
 	uint64_t pki_fail[IKE_PKI_FAIL_N];	/* why auth-fail, with certificates */
+	uint64_t pool_exhausted;	/* remote access: INTERNAL_ADDRESS_FAILURE sent */
+	uint64_t cp_missing;		/* remote access: FAILED_CP_REQUIRED sent */
 };
 
 enum ike_state {
