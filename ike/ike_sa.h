@@ -269,6 +269,8 @@ struct ike_sa_status {
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
 	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
+	bool has_vip;			/* remote access: the client's leased address */
+	struct ike_prefix vip;		/* /32 or /128 */
 };
 
 struct ike_ctx;

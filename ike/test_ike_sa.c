@@ -643,6 +643,7 @@ test_remote_access(void **state)
 	struct pki_files f = pki_load();
 	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
 	struct side first;
+	struct walk w;
 	char err[128];
 
 	(void)state;
@@ -659,6 +660,17 @@ test_remote_access(void **state)
 	assert_memory_equal(R.child.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
 	assert_int_equal(I.child.ts_local.plen, 32);		/* narrowed for the client too */
 	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 0);
+	w = status(&R);
+	assert_true(w.st.has_vip);
+	assert_memory_equal(&w.st.vip, &R.child.ts_remote, sizeof(struct ike_prefix));
+	assert_false(status(&I).st.has_vip);
+	/* An IKE SA rekey hands the lease to the new SA: the old one's end keeps it
+	 * (the exhaustion below shows it still online). */
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", 100), 0);
+	pump(100);
+	assert_int_equal(status(&R).n, 1);
+	assert_int_equal(status(&R).st.ike_rekeys, 1);
+	assert_true(status(&R).st.has_vip);
 	/*
 	 * A second client with the same identity from another address: the one
 	 * address is online, so INTERNAL_ADDRESS_FAILURE, counted, no CHILD_SA.
