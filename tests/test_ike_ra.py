@@ -14,6 +14,7 @@ outer address, remote-ts = the lease) and removes it when the IKE SA ends.
 (tests/swan.py builds the namespaces; host S and charon #2 are not used.)
 """
 import os
+import re
 
 import pytest
 
@@ -36,6 +37,11 @@ address = {gw_in}/24
 id = 1
 role = outside
 address = {out}/24
+
+[route rw2]
+dst = 198.19.1.0/24
+port = outside
+via = 198.19.0.1
 
 [tunnel rw]
 local = {out}
@@ -69,7 +75,7 @@ connections {{
         local {{
             auth = pubkey
             certs = swan.pem
-            id = swan.example.org
+            id = {cn}
         }}
         remote {{
             auth = pubkey
@@ -92,6 +98,27 @@ connections {{
 """
 
 
+def client_files(ch, pki, cn):
+    """charon ch as a road warrior with a certificate for cn."""
+    scert, skey = pki.leaf(cn, "ecdsa")
+    d = os.path.join(ch.dir, "swanctl")
+    for sub in ("x509", "x509ca", "pkcs8"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    write(os.path.join(d, "x509", "swan.pem"), pem(scert))
+    write(os.path.join(d, "x509ca", "root.pem"), pem(pki.root))
+    write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
+    write(os.path.join(d, "pkcs8", "swan.key"), pem(skey), 0o600)
+    write(os.path.join(d, "swanctl.conf"), SWANCTL_RW.format(
+        remote=swan.PEER_OUT, ike=swan.IKE_PROPOSAL, remote_ts=swan.PEER_NET,
+        cn=cn).encode(), 0o600)
+    with open(ch.conf) as f:
+        conf = f.read()
+    with open(ch.conf, "w") as f:
+        f.write(conf.replace("load = random nonce openssl pem pkcs1 x509 pubkey",
+                             "load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey")
+                .replace("install_virtual_ip = no", "install_virtual_ip = yes"))
+
+
 def setup_lab(sl, pki):
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
@@ -105,22 +132,7 @@ def setup_lab(sl, pki):
     path = os.path.join(w, "peer.conf")
     write(path, PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT,
                                  peer_net=swan.PEER_NET, pool=POOL, dir=w).encode(), 0o600)
-    scert, skey = pki.leaf("swan.example.org", "ecdsa")
-    d = os.path.join(sl.swan.dir, "swanctl")
-    for sub in ("x509", "x509ca", "pkcs8"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    write(os.path.join(d, "x509", "swan.pem"), pem(scert))
-    write(os.path.join(d, "x509ca", "root.pem"), pem(pki.root))
-    write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
-    write(os.path.join(d, "pkcs8", "swan.key"), pem(skey), 0o600)
-    write(os.path.join(d, "swanctl.conf"), SWANCTL_RW.format(
-        remote=swan.PEER_OUT, ike=swan.IKE_PROPOSAL, remote_ts=swan.PEER_NET).encode(), 0o600)
-    with open(sl.swan.conf) as f:
-        conf = f.read()
-    with open(sl.swan.conf, "w") as f:
-        f.write(conf.replace("load = random nonce openssl pem pkcs1 x509 pubkey",
-                             "load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey")
-                .replace("install_virtual_ip = no", "install_virtual_ip = yes"))
+    client_files(sl.swan, pki, "swan.example.org")
     sl.gw = lab.Gateway("gw-peer", path,
                         ["net_af_packet0,iface=pe-in",
                          "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
@@ -169,3 +181,66 @@ def test_road_warrior_gets_address_and_pings():
         names = {s["name"] for s in sl.gw.ctl("show", "sa")["sas"]}
         assert not any(n.startswith("rw/") for n in names), names
         print(f"test_ike_ra: road warrior got 10.77.0.1, pinged D, removed at its end: {c}")
+
+
+def ping_from(sl, ns, vip):
+    r = None
+    for _ in range(2):      # the first may wait for ARP on dpvpn's ports
+        r = sl.ns(ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", "-I", vip, swan.HOST_D,
+                  check=False, timeout=20)
+    return r
+
+
+def test_two_road_warriors_then_reload():
+    """Two charons (two namespaces, two identities) at once get distinct
+    addresses and both ping D; a reload that changes the section takes both
+    clients' tunnels out of the dataplane."""
+    need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki)
+        # client 2: its own netns behind the road warrior's, routed by it
+        c2 = f"{swan.NS_PREFIX}{sl.tag}-c2"
+        lab.sh("ip", "netns", "add", c2)
+        sl.namespaces.append(c2)
+        sl.ip(c2, "link", "set", "lo", "up")
+        sl.ip(sl.ns_sw, "link", "add", "sw-c2", "type", "veth", "peer", "name", "eth0",
+              "netns", c2)
+        sl.ip(sl.ns_sw, "addr", "add", "198.19.1.1/24", "dev", "sw-c2")
+        sl.ip(sl.ns_sw, "link", "set", "sw-c2", "up")
+        sl.ip(c2, "addr", "add", "198.19.1.2/24", "dev", "eth0")
+        sl.ip(c2, "link", "set", "eth0", "up")
+        sl.ip(c2, "route", "add", "default", "via", "198.19.1.1")
+        sl.peer = swan.Charon("charon-c2", c2, sl.workdir, "198.19.1.2", swan.PEER_OUT,
+                              swan.SWAN_NET, swan.PEER_NET, "aes128gcm16")
+        client_files(sl.peer, pki, "c2.example.org")
+        sl.gw.start()
+        got = {}
+        for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
+            ch.start()
+            out = ch.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                             check=False)
+            assert "initiate completed successfully" in out, \
+                out + ch.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+            vips = re.findall(r"installing new virtual IP (\S+)", ch.log_text())
+            assert vips, ch.log_text()[-3000:]
+            got[ns] = vips[-1]
+        assert sorted(got.values()) == ["10.77.0.1", "10.77.0.2"], got
+        for ns, vip in got.items():
+            r = ping_from(sl, ns, vip)
+            assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        clients = sl.gw.ctl("show", "ike")["clients"]
+        assert sorted(c["vip"] for c in clients) == ["10.77.0.1/32", "10.77.0.2/32"], clients
+        assert sorted(c["outer"].split(":")[0] for c in clients) == \
+            ["198.19.0.1", "198.19.1.2"], clients
+        # a reload that changes the section: both clients' tunnels go
+        with open(sl.gw.config) as f:
+            conf = f.read()
+        with open(sl.gw.config, "w") as f:
+            f.write(conf.replace("pool = 10.77.0.0/24", "pool = 10.78.0.0/24"))
+        sl.gw.ctl("reload")
+        lab.wait_for(lambda: not sl.gw.ctl("show", "ike")["clients"], 15,
+                     "clients gone after reload")
+        names = {s["name"] for s in sl.gw.ctl("show", "sa")["sas"]}
+        assert not any(n.startswith("rw/") for n in names), names
+        print(f"test_ike_ra: two road warriors got {got}, pinged D; gone at reload")
