@@ -149,13 +149,15 @@
  *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
  *                      "ike_rekeys":N}, ...],   (state also "rekeyed": replaced)
- *              "clients":[{"name":"CONN/VIP","conn":CONN,"outer":"IP:PORT",
+ *              "clients":[{"name":"CONN/VIP","conn":CONN,"identity":ID|null,"outer":"IP:PORT",
  *                          "vip":PREFIX,"spi_in":"0x..","spi_out":"0x..","rekeys":N,
  *                          "bytes_in":N,"bytes_out":N}, ...]
  *                         remote = %any: one per client CHILD_SA installed, a
  *                         dataplane tunnel of its own named CONN/VIP (its SAs
  *                         carry that name in show sa); outer: the client's
  *                         address and IKE port; vip: its lease (/32, /128);
+ *                         identity: its IDi ("fqdn:NAME", "email:ADDR", an IP,
+ *                         a DN as "/C=../CN=..", else "keyid:HEX"/"id:HEX");
  *                         bytes: the dataplane's counters of its current SAs
  *                         (inner bytes since their install, not cleared)
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/x509.h>
+
 #include "config.h"
 #include "ctl_show.h"
 #include "dpvpn_alg.h"
@@ -58,6 +60,7 @@ struct ikd_client {
 	char conn[DPVPN_NAME_LEN];	/* the config's tunnel */
 	struct ike_prefix vip;
 	struct ike_addr remote;		/* the client's outer address and IKE port */
+	struct ike_ident id;		/* its identity, at show ike */
 	struct ikd_conn c;		/* tpl: the tunnel's, with the name and remote above */
 };
 
@@ -1021,6 +1024,52 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_integer((json_int_t)st->ike_rekeys));
 }
 
+/* An IKE identity as text: "fqdn:NAME", "email:ADDR", an address, a DN, "keyid:HEX". */
+static json_t *ident_json(const struct ike_ident *id)
+{
+	char s[512];
+
+	if (id->type == IKE_ID_FQDN || id->type == IKE_ID_RFC822_ADDR) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < id->len && n + 1 < 256; i++)	/* printable only */
+			s[n++] = id->data[i] >= 0x20 && id->data[i] < 0x7f ? (char)id->data[i] : '?';
+		s[n] = 0;
+		return json_sprintf("%s:%s", id->type == IKE_ID_FQDN ? "fqdn" : "email", s);
+	}
+	if ((id->type == IKE_ID_IPV4_ADDR && id->len == 4) ||
+	    (id->type == IKE_ID_IPV6_ADDR && id->len == 16)) {
+		inet_ntop(id->len == 4 ? AF_INET : AF_INET6, id->data, s, sizeof(s));
+		return json_string(s);
+	}
+	if (id->type == IKE_ID_DER_ASN1_DN) {
+		const unsigned char *p = id->data;
+		X509_NAME *dn = d2i_X509_NAME(NULL, &p, id->len);
+
+		if (dn != NULL && X509_NAME_oneline(dn, s, sizeof(s)) != NULL) {
+			X509_NAME_free(dn);
+			return json_string(s);
+		}
+		X509_NAME_free(dn);
+	}
+	size_t n = (size_t)snprintf(s, sizeof(s), "%s:", id->type == IKE_ID_KEY_ID ? "keyid" :
+				    "id");
+	for (size_t i = 0; i < id->len && n + 3 < sizeof(s); i++)
+		n += (size_t)snprintf(s + n, sizeof(s) - n, "%02x", id->data[i]);
+	return json_string(s);
+}
+
+/* show ike's client of an IKE SA: its identity, by the lease. */
+static void ident_one(void *arg, const struct ike_sa_status *st)
+{
+	struct ikd_client *cl = arg;
+
+	if (st->has_vip && !strcmp(st->conn, cl->conn) &&
+	    !memcmp(st->vip.addr, cl->vip.addr, sizeof(cl->vip.addr)) &&
+	    st->state != IKE_ST_REKEYED)
+		cl->id = st->peer_id;
+}
+
 /* remote = %any: the clients' tunnels (ctl_proto.h show ike "clients"). */
 static json_t *clients_json(void)
 {
@@ -1033,9 +1082,13 @@ static json_t *clients_json(void)
 				       &n_sas) != 0)
 		n_sas = 0;
 	for (size_t i = 0; i < k.n_clients; i++) {
-		const struct ikd_client *cl = &k.clients[i];
+		struct ikd_client *cl = &k.clients[i];
 		char vip[INET6_ADDRSTRLEN];
 		uint64_t bytes[2] = { 0, 0 };	/* in, out */
+		json_t *o;
+
+		memset(&cl->id, 0, sizeof(cl->id));
+		ike_sa_walk(k.ctx, ident_one, cl);
 
 		for (uint32_t j = 0; j < n_sas; j++) {
 			if (sas[j].dir == DPVPN_DIR_IN && ntohl(sas[j].spi) == cl->c.spi_in)
@@ -1046,14 +1099,16 @@ static json_t *clients_json(void)
 
 		inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip,
 			  sizeof(vip));
-		json_array_append_new(a, json_pack(
+		o = json_pack(
 			"{s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:I}", "name", cl->c.tpl.name,
 			"conn", cl->conn, "outer", addr_json(&cl->remote), "vip", json_sprintf("%s/%u", vip,
 									       cl->vip.plen),
 			"spi_in", json_sprintf("0x%08x", cl->c.spi_in),
 			"spi_out", json_sprintf("0x%08x", cl->c.spi_out),
 			"rekeys", (json_int_t)cl->c.rekeys, "bytes_in", (json_int_t)bytes[0],
-			"bytes_out", (json_int_t)bytes[1]));
+			"bytes_out", (json_int_t)bytes[1]);
+		json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
+		json_array_append_new(a, o);
 	}
 	free(sas);
 	return a;

@@ -94,7 +94,7 @@ asked(const struct ike_cp *cp)
 
 /* The lease's identity: IDi's type and data, as the client proved it. */
 static int
-lease(struct ike_pool *pool, const struct view *v, uint8_t *addr)
+lease(struct ike_pool *pool, const struct view *v, uint8_t *addr, struct ike_ident *who)
 {
 	const struct ike_pl *idp = ike_find_pl(v, IKE_PL_IDI);
 	uint8_t key[1 + IKE_POOL_ID_MAX];
@@ -105,6 +105,9 @@ lease(struct ike_pool *pool, const struct view *v, uint8_t *addr)
 	    id.len > IKE_POOL_ID_MAX)
 		return -EINVAL;
 	key[0] = id.type;
+	who->type = id.type;
+	who->len = (uint8_t)(id.len < IKE_IDENT_MAX ? id.len : IKE_IDENT_MAX);
+	memcpy(who->data, id.data, who->len);
 	memcpy(key + 1, id.data, id.len);
 	return ike_pool_lease(pool, key, 1 + id.len, addr);
 }
@@ -165,7 +168,7 @@ ike_cp_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, str
 	}
 	want = asked(&cp);
 	memset(&sa->vip, 0, sizeof(sa->vip));
-	rc = lease(pool, v, sa->vip.addr);
+	rc = lease(pool, v, sa->vip.addr, &sa->peer_id);
 	if (rc != 0) {
 		if (rc == -ENOSPC)
 			ctx->stats.pool_exhausted++;

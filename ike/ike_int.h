@@ -68,6 +68,8 @@ struct ike_sa {
 	struct conn *conn;
 	bool has_vip;			/* remote access: vip leased from conn's pool */
 	struct ike_prefix vip;		/* /32 or /128: the client's CHILD_SA selector */
+	struct ike_ident peer_id;	/* remote access: the lease's IDi (show ike); data
+					 * cut at IKE_IDENT_MAX */
 	enum ike_state state;
 	bool initiator;
 	bool owner_knows;		/* ike_down is due when it ends */

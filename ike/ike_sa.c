@@ -817,7 +817,7 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
 			.retransmits = sa->retransmits, .udp_encap = sa->encap,
 			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,
-			.has_vip = sa->has_vip, .vip = sa->vip,
+			.has_vip = sa->has_vip, .vip = sa->vip, .peer_id = sa->peer_id,
 		};
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);

@@ -271,6 +271,7 @@ struct ike_sa_status {
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
 	bool has_vip;			/* remote access: the client's leased address */
 	struct ike_prefix vip;		/* /32 or /128 */
+	struct ike_ident peer_id;	/* with has_vip: the client's IDi (cut at IKE_IDENT_MAX) */
 };
 
 struct ike_ctx;

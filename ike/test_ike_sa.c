@@ -663,6 +663,9 @@ test_remote_access(void **state)
 	w = status(&R);
 	assert_true(w.st.has_vip);
 	assert_memory_equal(&w.st.vip, &R.child.ts_remote, sizeof(struct ike_prefix));
+	assert_int_equal(w.st.peer_id.type, ci.local_id.type);	/* IDi, for show ike */
+	assert_int_equal(w.st.peer_id.len, ci.local_id.len);
+	assert_memory_equal(w.st.peer_id.data, ci.local_id.data, ci.local_id.len);
 	assert_false(status(&I).st.has_vip);
 	/* An IKE SA rekey hands the lease to the new SA: the old one's end keeps it
 	 * (the exhaustion below shows it still online). */
@@ -671,6 +674,7 @@ test_remote_access(void **state)
 	assert_int_equal(status(&R).n, 1);
 	assert_int_equal(status(&R).st.ike_rekeys, 1);
 	assert_true(status(&R).st.has_vip);
+	assert_int_equal(status(&R).st.peer_id.len, ci.local_id.len);	/* moved too */
 	/*
 	 * A second client with the same identity from another address: the one
 	 * address is online, so INTERNAL_ADDRESS_FAILURE, counted, no CHILD_SA.

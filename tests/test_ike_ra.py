@@ -160,6 +160,7 @@ def test_road_warrior_gets_address_and_pings():
         assert len(clients) == 1, show
         c = clients[0]
         assert c["name"] == "rw/10.77.0.1" and c["conn"] == "rw", c
+        assert c["identity"] == "fqdn:swan.example.org", c
         assert c["vip"] == "10.77.0.1/32" and c["outer"].startswith(swan.SWAN_OUT + ":"), c
         names = {s["name"] for s in sl.gw.ctl("show", "sa")["sas"]}
         assert "rw/10.77.0.1" in names, names
@@ -231,6 +232,8 @@ def test_two_road_warriors_then_reload():
             assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
         clients = sl.gw.ctl("show", "ike")["clients"]
         assert sorted(c["vip"] for c in clients) == ["10.77.0.1/32", "10.77.0.2/32"], clients
+        assert sorted(c["identity"] for c in clients) == \
+            ["fqdn:c2.example.org", "fqdn:swan.example.org"], clients
         assert sorted(c["outer"].split(":")[0] for c in clients) == \
             ["198.19.0.1", "198.19.1.2"], clients
         # a reload that changes the section: both clients' tunnels go
