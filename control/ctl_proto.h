@@ -164,7 +164,10 @@
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the
  *                       first answer; ignored, no error)
- *                       "half_open_expired":N,"rejected":{"malformed":N, ...}},
+ *                       "half_open_expired":N,"rejected":{"malformed":N, ...},
+ *                       "pool_exhausted":N,"cp_missing":N},  (remote = %any:
+ *                       clients answered INTERNAL_ADDRESS_FAILURE, the pool
+ *                       being used up, or FAILED_CP_REQUIRED, no address asked)
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,

@@ -1117,7 +1117,7 @@ static json_t *clients_json(void)
 json_t *ikd_show(char *err, size_t err_len)
 {
 	const struct ike_stats *s;
-	json_t *sas, *rej, *pki;
+	json_t *sas, *rej, *pki, *res;
 
 	if (k.ctx == NULL) {
 		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
@@ -1135,7 +1135,7 @@ json_t *ikd_show(char *err, size_t err_len)
 	for (int f = IKE_PKI_NONE + 1; f < IKE_PKI_FAIL_N; f++)
 		json_object_set_new(pki, ike_pki_fail_name((enum ike_pki_fail)f),
 				    json_integer((json_int_t)s->pki_fail[f]));
-	return json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o},s:{s:b,s:I,s:I,s:I}}",
+	res = json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o},s:{s:b,s:I,s:I,s:I}}",
 			 "sas", sas, "clients", clients_json(),
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
@@ -1145,6 +1145,12 @@ json_t *ikd_show(char *err, size_t err_len)
 			 "auth_fail_cert", pki,
 			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
 			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);
+	/* remote access: clients refused an address (pool exhausted, no CP request) */
+	json_object_set_new(json_object_get(res, "stats"), "pool_exhausted",
+			    json_integer((json_int_t)s->pool_exhausted));
+	json_object_set_new(json_object_get(res, "stats"), "cp_missing",
+			    json_integer((json_int_t)s->cp_missing));
+	return res;
 }
 
 int ikd_command(const char *name, int op, char *msg, size_t len)

@@ -119,7 +119,7 @@ def client_files(ch, pki, cn):
                 .replace("install_virtual_ip = no", "install_virtual_ip = yes"))
 
 
-def setup_lab(sl, pki):
+def setup_lab(sl, pki, pool=POOL):
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
         sl.ip(pe, "addr", "flush", "dev", dev)
@@ -131,7 +131,7 @@ def setup_lab(sl, pki):
     write(os.path.join(w, "ca.pem"), pem(pki.root))
     path = os.path.join(w, "peer.conf")
     write(path, PEER_CONF.format(gw_in=swan.PEER_GW_IN, out=swan.PEER_OUT,
-                                 peer_net=swan.PEER_NET, pool=POOL, dir=w).encode(), 0o600)
+                                 peer_net=swan.PEER_NET, pool=pool, dir=w).encode(), 0o600)
     client_files(sl.swan, pki, "swan.example.org")
     sl.gw = lab.Gateway("gw-peer", path,
                         ["net_af_packet0,iface=pe-in",
@@ -184,6 +184,26 @@ def test_road_warrior_gets_address_and_pings():
         print(f"test_ike_ra: road warrior got 10.77.0.1, pinged D, removed at its end: {c}")
 
 
+def second_client(sl, pki):
+    """charon-c2 (identity c2.example.org) in a netns of its own behind the
+    road warrior's, routed by it; returns the netns (sl cleans up both)."""
+    c2 = f"{swan.NS_PREFIX}{sl.tag}-c2"
+    lab.sh("ip", "netns", "add", c2)
+    sl.namespaces.append(c2)
+    sl.ip(c2, "link", "set", "lo", "up")
+    sl.ip(sl.ns_sw, "link", "add", "sw-c2", "type", "veth", "peer", "name", "eth0",
+          "netns", c2)
+    sl.ip(sl.ns_sw, "addr", "add", "198.19.1.1/24", "dev", "sw-c2")
+    sl.ip(sl.ns_sw, "link", "set", "sw-c2", "up")
+    sl.ip(c2, "addr", "add", "198.19.1.2/24", "dev", "eth0")
+    sl.ip(c2, "link", "set", "eth0", "up")
+    sl.ip(c2, "route", "add", "default", "via", "198.19.1.1")
+    sl.peer = swan.Charon("charon-c2", c2, sl.workdir, "198.19.1.2", swan.PEER_OUT,
+                          swan.SWAN_NET, swan.PEER_NET, "aes128gcm16")
+    client_files(sl.peer, pki, "c2.example.org")
+    return c2
+
+
 def ping_from(sl, ns, vip):
     r = None
     for _ in range(2):      # the first may wait for ARP on dpvpn's ports
@@ -200,21 +220,7 @@ def test_two_road_warriors_then_reload():
     pki = Pki()
     with swan.SwanLab("aes128gcm16") as sl:
         setup_lab(sl, pki)
-        # client 2: its own netns behind the road warrior's, routed by it
-        c2 = f"{swan.NS_PREFIX}{sl.tag}-c2"
-        lab.sh("ip", "netns", "add", c2)
-        sl.namespaces.append(c2)
-        sl.ip(c2, "link", "set", "lo", "up")
-        sl.ip(sl.ns_sw, "link", "add", "sw-c2", "type", "veth", "peer", "name", "eth0",
-              "netns", c2)
-        sl.ip(sl.ns_sw, "addr", "add", "198.19.1.1/24", "dev", "sw-c2")
-        sl.ip(sl.ns_sw, "link", "set", "sw-c2", "up")
-        sl.ip(c2, "addr", "add", "198.19.1.2/24", "dev", "eth0")
-        sl.ip(c2, "link", "set", "eth0", "up")
-        sl.ip(c2, "route", "add", "default", "via", "198.19.1.1")
-        sl.peer = swan.Charon("charon-c2", c2, sl.workdir, "198.19.1.2", swan.PEER_OUT,
-                              swan.SWAN_NET, swan.PEER_NET, "aes128gcm16")
-        client_files(sl.peer, pki, "c2.example.org")
+        c2 = second_client(sl, pki)
         sl.gw.start()
         got = {}
         for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
@@ -247,3 +253,35 @@ def test_two_road_warriors_then_reload():
         names = {s["name"] for s in sl.gw.ctl("show", "sa")["sas"]}
         assert not any(n.startswith("rw/") for n in names), names
         print(f"test_ike_ra: two road warriors got {got}, pinged D; gone at reload")
+
+
+def test_pool_exhausted():
+    """A /32 pool: the first client gets its address, the second (another
+    identity) is refused with INTERNAL_ADDRESS_FAILURE, counted in show ike,
+    and nothing of it reaches the dataplane."""
+    need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki, pool="10.77.0.9/32")
+        c2 = second_client(sl, pki)
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                              check=False)
+        assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
+        sl.peer.start()
+        out = sl.peer.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                              check=False)
+        assert "initiate completed successfully" not in out, out
+        log = sl.peer.log_text()
+        assert "INTERNAL_ADDRESS_FAILURE" in log, log[-3000:]
+        show = sl.gw.ctl("show", "ike")
+        assert show["stats"]["pool_exhausted"] == 1, show["stats"]
+        assert [c["vip"] for c in show["clients"]] == ["10.77.0.9/32"], show["clients"]
+        r = ping_from(sl, sl.ns_sw, "10.77.0.9")
+        assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        bad = []
+        test_json_shape.walk({k: show["stats"][k] for k in ("pool_exhausted", "cp_missing")},
+                             "show ike.stats", bad)
+        assert not bad, bad
+        print(f"test_ike_ra: /32 pool: second client refused ({c2}), counted")
