@@ -174,6 +174,19 @@ def test_road_warrior_gets_address_and_pings():
         bad = []
         test_json_shape.walk(c, "show ike.clients[0]", bad)
         assert not bad, bad
+        # charon rekeys its CHILD_SA: the client's tunnel moves to the new pair
+        old_in = c["spi_in"]
+        sl.swan.swanctl("--rekey", "--child", "net", timeout=20, check=False)
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["clients"][0]["rekeys"] == 1, 15,
+                     "the client's CHILD_SA rekeyed")
+        c = sl.gw.ctl("show", "ike")["clients"][0]
+        assert c["spi_in"] != old_in and c["name"] == "rw/10.77.0.1", c
+        r = ping_from(sl, sl.ns_sw, "10.77.0.1")
+        assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        # the old pair goes (its inbound SA after dpvpnd's 2 s grace period)
+        lab.wait_for(lambda: sum(s["name"] == "rw/10.77.0.1"
+                                 for s in sl.gw.ctl("show", "sa")["sas"]) == 2, 8,
+                     "the replaced client SAs removed")
         # the IKE SA ends: the client's SAs and its entry go
         sl.swan.swanctl("--terminate", "--ike", "rw", "--timeout", "10", timeout=20,
                         check=False)
