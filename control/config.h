@@ -173,6 +173,21 @@ struct cfg_ike {
 	uint16_t frag_size;	/* fragment-size: IP datagram bytes of an IKE fragment */
 };
 
+/*
+ * remote = %any (config_ra.c): a remote-access responder; each client gets
+ * an address from pools (the one of local-ts's family is also the tunnel's
+ * remote_ts) and the dns servers, through the CP payload (RFC 7296 3.15).
+ */
+#define CFG_RA_DNS_MAX		4
+
+struct cfg_ra {
+	uint8_t any;		/* remote = %any */
+	uint8_t n_pools, n_dns;
+	int pool_line, dns_line;
+	struct cfg_prefix pools[2];	/* one IPv4, one IPv6 at most */
+	struct cfg_addr dns[CFG_RA_DNS_MAX];
+};
+
 struct cfg_tunnel {
 	char name[DPVPN_NAME_LEN];
 	int line;
@@ -197,6 +212,7 @@ struct cfg_tunnel {
 	int seq_line;
 	struct cfg_sa_key out, in;	/* keying = ike: unused (zero) */
 	struct cfg_ike ike;
+	struct cfg_ra ra;
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 

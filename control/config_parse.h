@@ -171,6 +171,12 @@ int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);
 
+/* config_ra.c: remote = %any (1: not %any, an address), pool, dns, checks. */
+int cfg_tun_remote_any(struct parser *p, const char *val);
+int cfg_key_tun_pool(struct parser *p, const char *val);
+int cfg_key_tun_dns(struct parser *p, const char *val);
+void cfg_finish_ra(struct parser *p, struct cfg_tunnel *t);
+
 /* config_pki.c: auth = pubkey */
 int cfg_key_tun_auth(struct parser *p, const char *val);
 int cfg_key_tun_cert(struct parser *p, const char *val);

@@ -43,6 +43,8 @@ bool cfg_key_required(struct parser *p, const struct key_def *d)
 	if (p->type == SECT_TUNNEL && !p->keying_bad && CUR_TUN(p)->ike.on &&
 	    !strcmp(d->name, "cipher"))
 		return false;
+	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ra.any && !strcmp(d->name, "remote-ts"))
+		return false;		/* the pool is (config_ra.c) */
 	return d->keying == KEYING_ANY || (!p->keying_bad && cfg_key_belongs(p, d));
 }
 
@@ -64,6 +66,10 @@ static int key_tun_local(struct parser *p, const char *val)
 
 static int key_tun_remote(struct parser *p, const char *val)
 {
+	int rc = cfg_tun_remote_any(p, val);
+
+	if (rc <= 0)
+		return rc;
 	return tun_addr(p, val, &CUR_TUN(p)->remote, &CUR_TUN(p)->remote_line);
 }
 
@@ -609,6 +615,7 @@ static void finish_tunnel(struct parser *p)
 	struct cfg_tunnel *t = CUR_TUN(p);
 
 	cfg_check_keying(p, t);
+	cfg_finish_ra(p, t);
 	if (t->ike.on) {
 		cfg_finish_ike(p, t);
 	} else {
@@ -678,6 +685,8 @@ static const struct key_def tunnel_keys[] = {
 	{ "fragmentation", cfg_key_tun_frag, false, KEYING_IKE },
 	{ "fragment-size", cfg_key_tun_frag_size, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
+	{ "pool", cfg_key_tun_pool, false, KEYING_IKE },
+	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
 };
 
 const struct sect_def cfg_sect_tunnel = {

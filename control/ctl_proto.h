@@ -154,6 +154,17 @@
  *             the peer's (RFC 7296 2.8.1, 2.8.2), both made, on this IKE SA and
  *             those it replaced; "won": the peer's exchange had the lowest
  *             nonce, its SA went, "lost": ours had, we deleted ours
+ *              "clients":[{"name":"CONN/VIP","conn":CONN,"identity":ID|null,"outer":"IP:PORT",
+ *                          "vip":PREFIX,"spi_in":"0x..","spi_out":"0x..","rekeys":N,
+ *                          "bytes_in":N,"bytes_out":N}, ...]
+ *                         remote = %any: one per client CHILD_SA installed, a
+ *                         dataplane tunnel of its own named CONN/VIP (its SAs
+ *                         carry that name in show sa); outer: the client's
+ *                         address and IKE port; vip: its lease (/32, /128);
+ *                         identity: its IDi ("fqdn:NAME", "email:ADDR", an IP,
+ *                         a DN as "/C=../CN=..", else "keyid:HEX"/"id:HEX");
+ *                         bytes: the dataplane's counters of its current SAs
+ *                         (inner bytes since their install, not cleared)
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the
@@ -162,7 +173,7 @@
  *                       "fragments":{"tx":N,"rx":N,"reassembled":N,
  *                         "dropped":{"not-negotiated":N,"malformed":N,"icv-fail":N,
  *                         "total-changed":N,"duplicate":N,"too-big":N,
- *                         "superseded":N,"timeout":N,"late":N}}},
+ *                         "superseded":N,"timeout":N,"late":N}},
  *                       fragments: IKE fragmentation (RFC 7383): fragments sent,
  *                       fragments received that authenticated, messages put
  *                       together from them, and fragments dropped by reason
@@ -170,6 +181,9 @@
  *                       newer message's came; timeout: incomplete after 10 s;
  *                       late: of a request answered already, other than the
  *                       first, which has the response sent again)
+ *                       "pool_exhausted":N,"cp_missing":N},  (remote = %any:
+ *                       clients answered INTERNAL_ADDRESS_FAILURE, the pool
+ *                       being used up, or FAILED_CP_REQUIRED, no address asked)
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)
  *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,

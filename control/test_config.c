@@ -6,6 +6,7 @@
  * config with the mode and owner the case asks for.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1025,15 +1026,15 @@ static void pki_fixture(const char *name, mode_t mode)
 #define PUBKEY(cert, key, ca) "keying = ike\nauth = pubkey\ncert = " cert \
 	"\nprivate-key = " key "\nca = " ca "\n"
 
-/* Load PORTS TUN_HEAD text: no error (want NULL), or want as the first. */
-static void pubkey_case(const char *text, const char *want, struct cfg *keep)
+/* Load PORTS head text: no error (want NULL), or want as the first. */
+static void pki_case(const char *head, const char *text, const char *want, struct cfg *keep)
 {
 	char path[128], conf[2048], msg[1024], full[2048];
 	struct cfg cfg;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/pki.conf", tmpdir);
-	snprintf(conf, sizeof(conf), "%s%s%s", PORTS, TUN_HEAD, text);
+	snprintf(conf, sizeof(conf), "%s%s%s", PORTS, head, text);
 	write_file(path, conf, 0600);
 	rc = cfg_load(&cfg, path);
 	cfg_print_errors(&cfg, stderr);
@@ -1052,6 +1053,11 @@ static void pubkey_case(const char *text, const char *want, struct cfg *keep)
 	else
 		cfg_free(&cfg);
 	unlink(path);
+}
+
+static void pubkey_case(const char *text, const char *want, struct cfg *keep)
+{
+	pki_case(TUN_HEAD, text, want, keep);
 }
 
 static void test_pubkey(void **state)
@@ -1126,9 +1132,97 @@ static void test_pubkey(void **state)
 	}
 }
 
+/*
+ * remote = %any (config_ra.c): a remote-access responder.  Lines 10-18 are
+ * RA_HEAD; 19 on: more.
+ */
+#define RA_TUN "[tunnel ra]\nlocal = 198.19.0.1\nremote = %any\nlocal-ts = 198.18.1.0/24\n"
+#define RA_HEAD RA_TUN PUBKEY("gw.pem", "gw.key", "ca.pem")
+
+static const char *ra_fmt(const struct cfg_addr *a, char *buf)
+{
+	uint32_t v4 = htonl(a->v4);
+
+	return inet_ntop(a->family == DPVPN_AF_INET ? AF_INET : AF_INET6,
+			 a->family == DPVPN_AF_INET ? (const void *)&v4 : (const void *)a->v6,
+			 buf, 64);
+}
+
+static void ra_case(const char *text, const char *want, struct cfg *keep)
+{
+	pki_case(RA_HEAD, text, want, keep);
+}
+
+static void test_remote_access(void **state)
+{
+	const struct cfg_tunnel *t;
+	char path[128];
+	struct cfg cfg;
+	char buf[64];
+
+	(void)state;
+	pki_fixture("gw.pem", 0644);
+	pki_fixture("ca.pem", 0644);
+	pki_fixture("gw.key", 0600);
+	ra_case("pool = 10.10.0.0/24, fd00:10::/120\ndns = 10.10.0.1, 2001:db8::53\n", NULL,
+		&cfg);
+	t = cfg.tunnels[0];
+	assert_int_equal(t->ra.any, 1);
+	assert_int_equal(t->remote.family, 0);
+	assert_int_equal(t->remote_line, 12);
+	assert_int_equal(t->ike.start, 0);		/* forced: it waits for clients */
+	assert_int_equal(t->ra.n_pools, 2);
+	assert_int_equal(t->ra.pool_line, 19);
+	assert_string_equal(ra_fmt(&t->ra.pools[1].addr, buf), "fd00:10::");
+	assert_int_equal(t->ra.pools[1].len, 120);
+	assert_int_equal(t->ra.n_dns, 2);
+	assert_string_equal(ra_fmt(&t->ra.dns[1], buf), "2001:db8::53");
+	/* remote-ts implied: the pool of local-ts's family */
+	assert_string_equal(ra_fmt(&t->remote_ts.addr, buf), "10.10.0.0");
+	assert_int_equal(t->remote_ts.len, 24);
+	cfg_free(&cfg);
+	ra_case("pool = 10.10.0.0/24\nstart = no\nremote-id = fqdn:*.example.org\n", NULL,
+		NULL);
+	/* the combinations refused, each at its line */
+	ra_case("", "10: [tunnel ra] missing required key 'pool' (remote = %any)", NULL);
+	ra_case("pool = 10.10.0.0/24\nstart = yes\n",
+		"20: [tunnel ra] start: not with remote = %any (it waits for clients)", NULL);
+	ra_case("pool = 10.10.0.0/24\nremote-ts = 10.10.0.0/24\n",
+		"20: [tunnel ra] remote-ts: not with remote = %any (each client's is its address "
+		"from pool)", NULL);
+	ra_case("pool = fd00:10::/120\n",
+		"19: [tunnel ra] pool: no IPv4 prefix, as local-ts is (a client's CHILD_SA is of "
+		"local-ts's family)", NULL);
+	ra_case("pool = 10.10.0.0/24, 10.20.0.0/24\n",
+		"19: [tunnel ra] pool: two IPv4 prefixes; one of each family at most", NULL);
+	ra_case("pool = 10.10.0.1/24\n",
+		"19: [tunnel ra] pool: 10.10.0.1/24 has host bits set (did you mean "
+		"10.10.0.0/24?)", NULL);
+	ra_case("pool = 10.10.0.0/24\ndns = 10.10.0.1, nameserver\n",
+		"20: [tunnel ra] dns: expected IPv4 or IPv6 addresses, got 'nameserver'", NULL);
+	ra_case("pool = 10.10.0.0/24\ndns = 1.1.1.1, 1.0.0.1, 8.8.8.8, 8.8.4.4, 9.9.9.9\n",
+		"20: [tunnel ra] dns: more than 4 addresses", NULL);
+	pki_case(RA_TUN "keying = ike\npsk-file = a.psk\npool = 10.10.0.0/24\n",
+		 "", "12: [tunnel ra] remote: %any needs auth = pubkey (one PSK cannot tell "
+		 "clients apart)", NULL);
+	pki_case(RA_TUN "remote-ts = 10.10.0.0/24\ncipher = aes128-gcm\n" SPIS KEYS, "",
+		 "12: [tunnel ra] remote: %any only with keying = ike (a remote-access responder)",
+		 NULL);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "pool = 10.10.0.0/24\n"
+		    "dns = 10.10.0.1\n", "21: [tunnel t] pool: only with remote = %any (a "
+		    "remote-access responder)", NULL);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "dns = 10.10.0.1\n",
+		    "21: [tunnel t] dns: only with remote = %any (a remote-access responder)", NULL);
+	static const char *const made[] = { "gw.pem", "ca.pem", "gw.key" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, made[i]);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 11];
+	struct CMUnitTest tests[N_CASES + 12];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1149,7 +1243,8 @@ int main(void)
 	tests[N_CASES + 8] = (struct CMUnitTest)cmocka_unit_test(test_ike_values);
 	tests[N_CASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_neighbour_spellings);
 	tests[N_CASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_pubkey);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 11, NULL, NULL);
+	tests[N_CASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_remote_access);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 12, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

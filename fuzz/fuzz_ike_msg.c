@@ -6,7 +6,8 @@
  * too, as if it had been decrypted; so is an SKF fragment 1's data, RFC 7383,
  * after its Fragment Number and Total Fragments are checked).  What parses is built again with the
  * builder and parsed back: the result must be what was read (a round trip,
- * so the builder and the parser cannot disagree on a field).
+ * so the builder and the parser cannot disagree on a field): SA, TS, CERT,
+ * CERTREQ and CP payloads.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -144,9 +145,43 @@ skf(const struct ike_pl *p)
 		die("SKF data not its payload's");
 }
 
+/* CP: built again from the attributes read, the same body must come out. */
+static void
+cp_round_trip(const struct ike_pl *p, const struct ike_cp *cp)
+{
+	static uint8_t mem[65536 + 8];
+	struct ike_pl pl[2];
+	struct ike_buf b;
+	unsigned k;
+	char err[256];
+
+	for (unsigned i = 0; i < cp->n; i++)
+		if (cp->attr[i].value + cp->attr[i].len > p->body + p->len)
+			die("CP attribute past its payload");
+	/* the reserved bits (CP header, attribute R bit) are not kept: compare parses */
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cp(&b, cp);
+	if (b.overflow || ike_chain_parse(IKE_PL_CP, mem, b.len, pl, 2, &k, err, sizeof(err)) != 0 ||
+	    k != 1 || pl[0].len != p->len)
+		die("CP round trip: length");
+	{
+		static struct ike_cp again;
+
+		if (ike_cp_parse(pl[0].body, pl[0].len, &again, err, sizeof(err)) != 0 ||
+		    again.cfg_type != cp->cfg_type || again.n != cp->n)
+			die("CP round trip: does not parse back");
+		for (unsigned i = 0; i < cp->n; i++)
+			if (again.attr[i].type != cp->attr[i].type ||
+			    again.attr[i].len != cp->attr[i].len ||
+			    memcmp(again.attr[i].value, cp->attr[i].value, cp->attr[i].len) != 0)
+				die("CP round trip: attribute");
+	}
+}
+
 static void
 payload(const struct ike_pl *p, uint8_t exchange)
 {
+	static struct ike_cp cp;
 	struct ike_cert c;
 	static struct ike_proposal props[MAX_PROPS];
 	struct ike_ts ts[MAX_TS];
@@ -213,6 +248,10 @@ payload(const struct ike_pl *p, uint8_t exchange)
 		break;
 	case IKE_PL_SKF:
 		skf(p);
+		break;
+	case IKE_PL_CP:
+		if (ike_cp_parse(p->body, p->len, &cp, err, sizeof(err)) == 0)
+			cp_round_trip(p, &cp);
 		break;
 	default:
 		break;

@@ -973,6 +973,18 @@ psk-file = %(psk)s
                     rts='198.18.3.0/24', alg='aes128-gcm', psk='a.key',
                     extra='auth = pubkey\nremote-id = fqdn:*.example.org\n'))
     out['ike-pubkey.conf'] = (base + pub).encode()
+    # remote = %any ([ikepki] remote access): pool and dns, good and refused
+    ra = ('[tunnel ra]\nlocal = %s\nremote = %%any\nlocal-ts = 198.18.1.0/24\n'
+          'keying = ike\nauth = pubkey\ncert = pki/gw.pem\nprivate-key = pki/gw.key\n'
+          'ca = pki/cacerts\nremote-id = fqdn:*.example.org\n'
+          'pool = 10.10.0.0/24, fd00:10::/120\ndns = 10.10.0.1, 2001:db8::53\n'
+          '[tunnel ra-bad]\nlocal = %s\nremote = %%any\nlocal-ts = 198.18.1.0/24\n'
+          'remote-ts = 10.20.0.0/24\nkeying = ike\npsk-file = a.key\nstart = yes\n'
+          'pool = 10.20.0.1/24, 10.30.0.0/24\ndns = 10.20.0.1, x, ::\n'
+          '[tunnel not-ra]\nlocal = %s\nremote = 198.19.0.9\nlocal-ts = 198.18.1.0/24\n'
+          'remote-ts = 198.18.9.0/24\nkeying = ike\npsk-file = a.key\n'
+          'pool = 10.40.0.0/24\ndns = 10.40.0.1\n') % (OUT4, OUT4, OUT4)
+    out['ike-remote-access.conf'] = (base + ra).encode()
     return out
 
 
@@ -995,6 +1007,7 @@ def ike_msg_seeds():
                             IKEv2_payload_Encrypted(next_payload=v.IDI, load=inner))
     seeds['ike-auth-cert-inner'] = ike_auth_cert_seed(v.SPI_I, v.SPI_R)
     seeds.update(ike_skf_seeds(v.SPI_I, v.SPI_R, inner))
+    seeds['ike-auth-cp-inner'] = ike_auth_cp_seed(v.SPI_I, v.SPI_R)
     return seeds
 
 
@@ -1042,6 +1055,27 @@ def ike_auth_cert_seed(spi_i, spi_r):
              pl(39, bytes([4]) + keyids) + pl(41, auth) +
              pl(0, struct.pack('!BBH', 0, 0, 16431) + hashes))
     sk = pl(35, inner)          # the SK body as the target takes it: as if decrypted
+    hdr = spi_i + spi_r + struct.pack('!BBBBII', 46, 0x20, 35, 0x08, 1, 28 + len(sk))
+    return hdr + sk
+
+
+def ike_auth_cp_seed(spi_i, spi_r):
+    """An IKE_AUTH request whose SK body (as if decrypted) is what a
+    road warrior (strongSwan, vips = 0.0.0.0,::) sends: IDi, CP(CFG_REQUEST)
+    with empty INTERNAL_IP4_ADDRESS, IP6_ADDRESS, IP4_DNS, IP6_DNS and a
+    private attribute with the reserved bit set, then TSi/TSr of anything.
+    Raw bytes: RFC 7296 3.5, 3.13, 3.15 (the [ikepki] issue's remote access)."""
+    import struct
+
+    def pl(nxt, body):
+        return struct.pack('!BBH', nxt, 0, 4 + len(body)) + body
+    attrs = b''.join(struct.pack('!HH', t, 0) for t in (1, 8, 3, 10))
+    attrs += struct.pack('!HH', 0xe000, 2) + b'\xab\xcd'
+    ts4 = struct.pack('!BBHHH', 7, 0, 16, 0, 65535) + bytes(4) + b'\xff' * 4
+    ts = struct.pack('!B3x', 1) + ts4
+    inner = (pl(47, bytes([2, 0, 0, 0]) + b'rw.example') +
+             pl(44, bytes([1, 0, 0, 0]) + attrs) + pl(45, ts) + pl(0, ts))
+    sk = pl(35, inner)
     hdr = spi_i + spi_r + struct.pack('!BBBBII', 46, 0x20, 35, 0x08, 1, 28 + len(sk))
     return hdr + sk
 

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/x509.h>
+
 #include "config.h"
 #include "ctl_show.h"
 #include "dpvpn_alg.h"
@@ -51,6 +53,20 @@ struct ikd_conn {
 	} later[IKD_LATER_MAX];
 };
 
+/*
+ * remote = %any: one per client's CHILD_SA, a tunnel of its own in the
+ * dataplane named "CONN/VIP" (its outer address the client's, remote-ts its
+ * lease), made at child_up and gone at its child_down (the IKE SA's end, the
+ * connection's removal at reload).
+ */
+struct ikd_client {
+	char conn[DPVPN_NAME_LEN];	/* the config's tunnel */
+	struct ike_prefix vip;
+	struct ike_addr remote;		/* the client's outer address and IKE port */
+	struct ike_ident id;		/* its identity, at show ike */
+	struct ikd_conn c;		/* tpl: the tunnel's, with the name and remote above */
+};
+
 static struct {
 	struct ike_ctx *ctx;
 	struct dp_client chan;		/* the IKE channel */
@@ -61,6 +77,8 @@ static struct {
 	size_t n_ports;
 	struct ikd_conn *conns;
 	size_t n_conns, cap_conns;
+	struct ikd_client *clients;	/* remote access */
+	size_t n_clients, cap_clients;
 	uint64_t tx_refused, tx_failed, rx_bad;
 	char last_tx_error[160];
 } k = { .chan = { .fd = -1 } };
@@ -204,6 +222,11 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	c->remote_any = t->ra.any;
+	for (unsigned i = 0; i < t->ra.n_pools && i < 2; i++)
+		to_ike_prefix(&c->pool[c->n_pool++], &t->ra.pools[i]);
+	for (unsigned i = 0; i < t->ra.n_dns && i < IKE_DNS_MAX; i++)
+		to_ike_addr(&c->dns[c->n_dns++], &t->ra.dns[i], 0);
 	c->retrans_ms = IKD_RETRANS_MS;
 	c->retrans_tries = IKD_RETRANS_TRIES;
 	if (getenv("DPVPND_IKE_RETRANS_MS") != NULL)	/* labs: a vanished peer found fast */
@@ -349,14 +372,88 @@ static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const str
 	}
 }
 
+static void child_up(struct ikd_conn *c, const char *conn, const struct ike_child *ch);
+
+/* A remote-access client's entry for ch (its lease), made if new; NULL: no memory. */
+static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct ike_child *ch)
+{
+	struct ikd_client *cl;
+	char vip[INET6_ADDRSTRLEN];
+
+	for (size_t i = 0; i < k.n_clients; i++)
+		if (!strcmp(k.clients[i].conn, parent->tpl.name) &&
+		    !memcmp(&k.clients[i].vip, &ch->ts_remote, sizeof(ch->ts_remote)))
+			return &k.clients[i].c;
+	if (k.n_clients == k.cap_clients) {
+		size_t cap = k.cap_clients ? 2 * k.cap_clients : 4;
+
+		cl = realloc(k.clients, cap * sizeof(*cl));
+		if (cl == NULL)
+			return NULL;
+		k.clients = cl;
+		k.cap_clients = cap;
+	}
+	cl = &k.clients[k.n_clients++];
+	memset(cl, 0, sizeof(*cl));
+	snprintf(cl->conn, sizeof(cl->conn), "%s", parent->tpl.name);
+	cl->vip = ch->ts_remote;
+	cl->remote = ch->remote;
+	cl->c.tpl = parent->tpl;
+	inet_ntop(ch->ts_remote.family == AF_INET6 ? AF_INET6 : AF_INET, ch->ts_remote.addr, vip,
+		  sizeof(vip));
+	snprintf(cl->c.tpl.name, sizeof(cl->c.tpl.name), "%.15s/%.15s", parent->tpl.name, vip);
+	memset(&cl->c.tpl.remote, 0, sizeof(cl->c.tpl.remote));
+	if (ch->remote.family == AF_INET6) {
+		cl->c.tpl.remote.family = DPVPN_AF_INET6;
+		memcpy(cl->c.tpl.remote.v6, ch->remote.ip, 16);
+	} else {
+		uint32_t v4;
+
+		memcpy(&v4, ch->remote.ip, 4);
+		cl->c.tpl.remote.family = DPVPN_AF_INET;
+		cl->c.tpl.remote.v4 = ntohl(v4);
+	}
+	return &cl->c;
+}
+
+/* Client entry c's tunnel is down: its grace-period SAs go now, the entry too. */
+static void client_gone(struct ikd_conn *c)
+{
+	size_t i = (size_t)((struct ikd_client *)((char *)c - offsetof(struct ikd_client, c)) -
+			    k.clients);
+
+	for (int l = 0; l < IKD_LATER_MAX; l++)
+		if (c->later[l].spi != 0)
+			inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN, k.verbose);
+	k.clients[i] = k.clients[--k.n_clients];
+	explicit_bzero(&k.clients[k.n_clients], sizeof(k.clients[k.n_clients]));
+}
+
 static void on_child_up(void *opaque, const char *conn, const struct ike_child *ch)
 {
 	struct ikd_conn *c = find_conn(conn);
-	struct cfg_tunnel t;
 
 	(void)opaque;
 	if (c == NULL)
 		return;
+	if (c->tpl.ra.any) {
+		c = client_for(c, ch);
+		if (c == NULL) {
+			fprintf(stderr, "dpvpnd: tunnel %s: client: out of memory\n", conn);
+			return;
+		}
+		child_up(c, c->tpl.name, ch);
+		if (!c->up)		/* not installed */
+			client_gone(c);
+		return;
+	}
+	child_up(c, conn, ch);
+}
+
+static void child_up(struct ikd_conn *c, const char *conn, const struct ike_child *ch)
+{
+	struct cfg_tunnel t;
+
 	negotiated(&t, c, ch);
 	if (!c->up && inst_tunnel_up(k.dp, &t, k.verbose, k.seq) == 0) {
 		c->up = true;
@@ -420,14 +517,36 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 	inst_sa_del(k.dp, t, old_in, DPVPN_DIR_IN, k.verbose);	/* no room: now */
 }
 
+static void child_down(struct ikd_conn *c, const char *conn, uint32_t spi_in, uint32_t spi_out);
+
 static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
 {
 	struct ikd_conn *c = find_conn(conn);
-	struct cfg_tunnel t;
 
 	(void)opaque;
 	if (c == NULL)
 		return;
+	if (!c->tpl.ra.any) {
+		child_down(c, conn, spi_in, spi_out);
+		return;
+	}
+	for (size_t i = 0; i < k.n_clients; i++) {
+		struct ikd_conn *cc = &k.clients[i].c;
+
+		if (strcmp(k.clients[i].conn, conn) ||
+		    (spi_in != cc->spi_in && !(cc->has_next && spi_in == cc->next_in)))
+			continue;
+		child_down(cc, cc->tpl.name, spi_in, spi_out);
+		if (!cc->up)
+			client_gone(cc);
+		return;
+	}
+}
+
+static void child_down(struct ikd_conn *c, const char *conn, uint32_t spi_in, uint32_t spi_out)
+{
+	struct cfg_tunnel t;
+
 	t = c->tpl;
 	if (c->up && c->has_next && spi_in == c->spi_in) {
 		replaced(c, &t);
@@ -684,6 +803,17 @@ void ikd_tick(void)
 	if (k.ctx == NULL)
 		return;
 	ike_tick(k.ctx, now);
+	for (size_t i = 0; i < k.n_clients; i++) {
+		struct ikd_conn *c = &k.clients[i].c;
+
+		for (int l = 0; l < IKD_LATER_MAX; l++) {
+			if (c->later[l].spi != 0 && now >= c->later[l].at) {
+				inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN,
+					    k.verbose);
+				c->later[l].spi = 0;
+			}
+		}
+	}
 	for (size_t i = 0; i < k.n_conns; i++) {
 		struct ikd_conn *c = &k.conns[i];
 
@@ -719,6 +849,11 @@ void ikd_close(void)
 	}
 	dp_close(&k.chan);
 	k.chan.fd = -1;
+	while (k.n_clients > 0)		/* (ike_free's child_down removed them) */
+		client_gone(&k.clients[k.n_clients - 1].c);
+	free(k.clients);
+	k.clients = NULL;
+	k.cap_clients = 0;
 	free(k.conns);
 	free(k.ports);
 	k.conns = NULL;
@@ -912,10 +1047,100 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 				      "lost", (json_int_t)st->rekey_lost));
 }
 
+/* An IKE identity as text: "fqdn:NAME", "email:ADDR", an address, a DN, "keyid:HEX". */
+static json_t *ident_json(const struct ike_ident *id)
+{
+	char s[512];
+
+	if (id->type == IKE_ID_FQDN || id->type == IKE_ID_RFC822_ADDR) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < id->len && n + 1 < 256; i++)	/* printable only */
+			s[n++] = id->data[i] >= 0x20 && id->data[i] < 0x7f ? (char)id->data[i] : '?';
+		s[n] = 0;
+		return json_sprintf("%s:%s", id->type == IKE_ID_FQDN ? "fqdn" : "email", s);
+	}
+	if ((id->type == IKE_ID_IPV4_ADDR && id->len == 4) ||
+	    (id->type == IKE_ID_IPV6_ADDR && id->len == 16)) {
+		inet_ntop(id->len == 4 ? AF_INET : AF_INET6, id->data, s, sizeof(s));
+		return json_string(s);
+	}
+	if (id->type == IKE_ID_DER_ASN1_DN) {
+		const unsigned char *p = id->data;
+		X509_NAME *dn = d2i_X509_NAME(NULL, &p, id->len);
+
+		if (dn != NULL && X509_NAME_oneline(dn, s, sizeof(s)) != NULL) {
+			X509_NAME_free(dn);
+			return json_string(s);
+		}
+		X509_NAME_free(dn);
+	}
+	size_t n = (size_t)snprintf(s, sizeof(s), "%s:", id->type == IKE_ID_KEY_ID ? "keyid" :
+				    "id");
+	for (size_t i = 0; i < id->len && n + 3 < sizeof(s); i++)
+		n += (size_t)snprintf(s + n, sizeof(s) - n, "%02x", id->data[i]);
+	return json_string(s);
+}
+
+/* show ike's client of an IKE SA: its identity, by the lease. */
+static void ident_one(void *arg, const struct ike_sa_status *st)
+{
+	struct ikd_client *cl = arg;
+
+	if (st->has_vip && !strcmp(st->conn, cl->conn) &&
+	    !memcmp(st->vip.addr, cl->vip.addr, sizeof(cl->vip.addr)) &&
+	    st->state != IKE_ST_REKEYED)
+		cl->id = st->peer_id;
+}
+
+/* remote = %any: the clients' tunnels (ctl_proto.h show ike "clients"). */
+static json_t *clients_json(void)
+{
+	struct dpvpn_sa_info *sas = NULL;
+	uint32_t n_sas = 0;
+	json_t *a = json_array();
+
+	/* bytes: the dataplane's counters (raw, as the SA's own since its install) */
+	if (k.n_clients > 0 && dp_dump(k.dp, DPVPN_MSG_SHOW_SA, sizeof(*sas), (void **)&sas,
+				       &n_sas) != 0)
+		n_sas = 0;
+	for (size_t i = 0; i < k.n_clients; i++) {
+		struct ikd_client *cl = &k.clients[i];
+		char vip[INET6_ADDRSTRLEN];
+		uint64_t bytes[2] = { 0, 0 };	/* in, out */
+		json_t *o;
+
+		memset(&cl->id, 0, sizeof(cl->id));
+		ike_sa_walk(k.ctx, ident_one, cl);
+
+		for (uint32_t j = 0; j < n_sas; j++) {
+			if (sas[j].dir == DPVPN_DIR_IN && ntohl(sas[j].spi) == cl->c.spi_in)
+				bytes[0] += sas[j].bytes;
+			else if (sas[j].dir == DPVPN_DIR_OUT && ntohl(sas[j].spi) == cl->c.spi_out)
+				bytes[1] += sas[j].bytes;
+		}
+
+		inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip,
+			  sizeof(vip));
+		o = json_pack(
+			"{s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:I}", "name", cl->c.tpl.name,
+			"conn", cl->conn, "outer", addr_json(&cl->remote), "vip", json_sprintf("%s/%u", vip,
+									       cl->vip.plen),
+			"spi_in", json_sprintf("0x%08x", cl->c.spi_in),
+			"spi_out", json_sprintf("0x%08x", cl->c.spi_out),
+			"rekeys", (json_int_t)cl->c.rekeys, "bytes_in", (json_int_t)bytes[0],
+			"bytes_out", (json_int_t)bytes[1]);
+		json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
+		json_array_append_new(a, o);
+	}
+	free(sas);
+	return a;
+}
+
 json_t *ikd_show(char *err, size_t err_len)
 {
 	const struct ike_stats *s;
-	json_t *sas, *rej, *pki, *fdrop;
+	json_t *sas, *rej, *pki, *fdrop, *res;
 
 	if (k.ctx == NULL) {
 		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
@@ -937,9 +1162,9 @@ json_t *ikd_show(char *err, size_t err_len)
 	for (int d = 0; d < IKE_FRAG_DROP_N; d++)
 		json_object_set_new(fdrop, ike_frag_drop_name((enum ike_frag_drop)d),
 				    json_integer((json_int_t)s->frag_drop[d]));
-	return json_pack("{s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:o}},"
+	res = json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:o}},"
 			 "s:{s:b,s:I,s:I,s:I}}",
-			 "sas", sas,
+			 "sas", sas, "clients", clients_json(),
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
 			 "resent_responses", (json_int_t)s->resent_responses,
@@ -950,6 +1175,12 @@ json_t *ikd_show(char *err, size_t err_len)
 			 "reassembled", (json_int_t)s->frag_reassembled, "dropped", fdrop,
 			 "channel", "open", k.chan.fd >= 0, "tx_refused", (json_int_t)k.tx_refused,
 			 "tx_failed", (json_int_t)k.tx_failed, "rx_bad", (json_int_t)k.rx_bad);
+	/* remote access: clients refused an address (pool exhausted, no CP request) */
+	json_object_set_new(json_object_get(res, "stats"), "pool_exhausted",
+			    json_integer((json_int_t)s->pool_exhausted));
+	json_object_set_new(json_object_get(res, "stats"), "cp_missing",
+			    json_integer((json_int_t)s->cp_missing));
+	return res;
 }
 
 int ikd_command(const char *name, int op, char *msg, size_t len)

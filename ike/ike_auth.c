@@ -319,7 +319,9 @@ conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 			    id.type == want->type && id.len == want->len &&
 			    memcmp(id.data, want->data, id.len) == 0;
 
-		if (ip_equal(&c->cfg.local, &sa->local) && ip_equal(&c->cfg.remote, &sa->remote) &&
+		if (ip_equal(&c->cfg.local, &sa->local) &&
+		    (c->cfg.remote_any ? c->cfg.local.family == sa->remote.family :
+		     ip_equal(&c->cfg.remote, &sa->remote)) &&
 		    same && prop_in(&c->cfg, &sa->prop)) {
 			sa->conn = c;
 			return;
@@ -408,6 +410,7 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	for (unsigned i = 0; i < cfg->n_esp; i++)
 		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, false,
 				   &props[i]);
+	ike_cp_request_put(sa, &in);		/* want_vip: a CFG_REQUEST */
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_ts_from_prefix(&cfg->ts_local, &tsi);
 	ike_ts_from_prefix(&cfg->ts_remote, &tsr);
@@ -459,7 +462,9 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 		ike_sa_end(ctx, sa, "cannot compute AUTH");
 		return rc;
 	}
-	nerr = ike_child_accept(ctx, sa, v, &in, now);
+	nerr = ike_cp_respond(ctx, sa, v, &in);	/* remote access: a lease first */
+	if (nerr == 0)
+		nerr = ike_child_accept(ctx, sa, v, &in, now);
 	if (nerr != 0)
 		ike_put_notify(&in, nerr, NULL, 0);
 	rc = ike_respond(ctx, sa, h, &in);

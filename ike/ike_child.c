@@ -144,7 +144,7 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
 	/* TSi is the initiator's side: our remote one. */
-	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &tr) ||
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, ike_cp_ts_remote(sa), &tr) ||
 	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &tl))
 		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
@@ -693,7 +693,7 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 			 &num) != 0 || cn.spi_out == 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
-	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, &cfg->ts_remote, &cn.tr) ||
+	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, ike_cp_ts_remote(sa), &cn.tr) ||
 	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
 		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;

@@ -37,7 +37,13 @@ struct conn *
 ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
 {
 	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
-		if (ip_equal(&c->cfg.local, local) && ip_equal(&c->cfg.remote, remote))
+		if (!c->cfg.remote_any && ip_equal(&c->cfg.local, local) &&
+		    ip_equal(&c->cfg.remote, remote))
+			return c;
+	/* remote access: any peer address (ike_cp.c) */
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		if (c->cfg.remote_any && ip_equal(&c->cfg.local, local) &&
+		    c->cfg.local.family == remote->family)
 			return c;
 	return NULL;
 }
@@ -153,8 +159,12 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	if (cfg->name[0] == '\0' || memchr(cfg->name, '\0', sizeof(cfg->name)) == NULL)
 		return bad_cfg(err, elen, "?", "name: empty or not terminated");
 	if ((cfg->local.family != AF_INET && cfg->local.family != AF_INET6) ||
-	    cfg->remote.family != cfg->local.family)
+	    (!cfg->remote_any && cfg->remote.family != cfg->local.family))
 		return bad_cfg(err, elen, cfg->name, "local/remote: one address family");
+	if (cfg->remote_any && (cfg->cred == NULL || cfg->n_pool == 0 || cfg->n_pool > 2 ||
+				cfg->n_dns > IKE_DNS_MAX))
+		return bad_cfg(err, elen, cfg->name, "remote_any: certificates, 1 or 2 pools, "
+			       "up to 4 DNS servers");
 	if ((cfg->cred == NULL) != (cfg->trust == NULL))
 		return bad_cfg(err, elen, cfg->name, "cred/trust: both or neither");
 	if (cfg->cred == NULL && (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX))
@@ -187,6 +197,12 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 	if (c == NULL)
 		return -ENOMEM;
 	c->cfg = *cfg;
+	rc = ike_cp_conn_init(c, err, elen);
+	if (rc != 0) {
+		ike_cp_conn_free(c);
+		free(c);
+		return rc;
+	}
 	ident_default(&c->cfg.local_id, &cfg->local);
 	/* with certificates none is any identity the peer's certificate proves
 	 * (strongSwan's remote id %any): the CAs vouch for it */
@@ -225,6 +241,7 @@ ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 			break;
 		}
 	}
+	ike_cp_conn_free(c);
 	explicit_bzero(c, sizeof(*c));	/* the PSK */
 	free(c);
 	return 0;

@@ -138,6 +138,8 @@ ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 
 	if (c == NULL)
 		return -ENOENT;
+	if (c->cfg.remote_any)
+		return -EINVAL;		/* remote access waits for its clients */
 	if (ike_sa_of_conn(ctx, c) != NULL)
 		return -EALREADY;
 	sa = ike_sa_new(ctx, c, true, now_ms);

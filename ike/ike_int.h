@@ -49,9 +49,12 @@ enum req_kind {
 	REQ_DEL_DUP,		/* Delete of our redundant CHILD_SA of crossing rekeys */
 };
 
+struct ike_pool;
+
 struct conn {
 	struct conn *next;
 	struct ike_conn_cfg cfg;
+	struct ike_pool *pool[2];	/* remote_any: [0] IPv4, [1] IPv6 (ike_cp.c) */
 };
 
 struct child {
@@ -80,6 +83,10 @@ struct frag_rx {
 struct ike_sa {
 	struct ike_sa *next;
 	struct conn *conn;
+	bool has_vip;			/* remote access: vip leased from conn's pool */
+	struct ike_prefix vip;		/* /32 or /128: the client's CHILD_SA selector */
+	struct ike_ident peer_id;	/* remote access: the lease's IDi (show ike); data
+					 * cut at IKE_IDENT_MAX */
 	enum ike_state state;
 	bool initiator;
 	bool owner_knows;		/* ike_down is due when it ends */
@@ -385,5 +392,14 @@ int ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hd
 
 /* ike_timer.c */
 int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+
+/* ike_cp.c: remote access (RFC 7296 3.15). */
+int ike_cp_conn_init(struct conn *c, char *err, size_t elen);
+void ike_cp_conn_free(struct conn *c);
+uint16_t ike_cp_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+			struct ike_buf *in);
+void ike_cp_request_put(const struct ike_sa *sa, struct ike_buf *in);
+void ike_cp_release(struct ike_sa *sa);
+const struct ike_prefix *ike_cp_ts_remote(const struct ike_sa *sa);
 
 #endif /* DPVPN_IKE_INT_H */

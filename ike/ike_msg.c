@@ -24,6 +24,9 @@
 #define TS_HDR_LEN	4	/* type, protocol, length */
 #define TS4_LEN		16
 #define TS6_LEN		40
+#define CP_HDR_LEN	4	/* CFG type, three reserved bytes */
+#define CP_ATTR_HDR_LEN	4	/* R bit and type, length */
+#define CP_ATTR_R	0x8000
 
 static uint16_t
 get16(const uint8_t *p)
@@ -538,6 +541,59 @@ ike_delete_parse(const uint8_t *body, size_t len, struct ike_delete *d, char *er
 	return 0;
 }
 
+/* The value length a known attribute must have when not empty; 0 if unknown. */
+static size_t
+cp_attr_len(uint16_t type)
+{
+	switch (type) {
+	case IKE_CP_IP4_ADDRESS:
+	case IKE_CP_IP4_NETMASK:
+	case IKE_CP_IP4_DNS:
+		return 4;
+	case IKE_CP_IP6_ADDRESS:
+		return 17;
+	case IKE_CP_IP6_DNS:
+		return 16;
+	default:
+		return 0;
+	}
+}
+
+int
+ike_cp_parse(const uint8_t *body, size_t len, struct ike_cp *cp, char *err, size_t elen)
+{
+	size_t off = CP_HDR_LEN;
+
+	cp->n = 0;
+	if (len < CP_HDR_LEN)
+		return bad(err, elen, "cp: %zu bytes, at least %d", len, CP_HDR_LEN);
+	cp->cfg_type = body[0];
+	while (off < len) {
+		struct ike_cp_attr *a;
+		size_t want;
+
+		if (len - off < CP_ATTR_HDR_LEN)
+			return bad(err, elen, "cp.attr[%u]: %zu bytes left, at least %d", cp->n,
+				   len - off, CP_ATTR_HDR_LEN);
+		if (cp->n == IKE_CP_MAX_ATTRS)
+			return bad(err, elen, "cp: more than %d attributes", IKE_CP_MAX_ATTRS);
+		a = &cp->attr[cp->n];
+		a->type = get16(body + off) & (uint16_t)~CP_ATTR_R;
+		a->len = get16(body + off + 2);
+		a->value = body + off + CP_ATTR_HDR_LEN;
+		if (a->len > len - off - CP_ATTR_HDR_LEN)
+			return bad(err, elen, "cp.attr[%u].length: %u, %zu bytes left", cp->n,
+				   a->len, len - off - CP_ATTR_HDR_LEN);
+		want = cp_attr_len(a->type);
+		if (want != 0 && a->len != 0 && a->len != want)
+			return bad(err, elen, "cp.attr[%u].length: %u, expected 0 or %zu for type %u",
+				   cp->n, a->len, want, a->type);
+		off += CP_ATTR_HDR_LEN + a->len;
+		cp->n++;
+	}
+	return 0;
+}
+
 static int
 parse_selector(const uint8_t *p, size_t slen, unsigned si, struct ike_ts *ts, char *err,
 	       size_t elen)
@@ -890,6 +946,24 @@ ike_build_delete(struct ike_buf *b, const struct ike_delete *d)
 	ike_put8(b, d->spi_len);
 	ike_put16(b, d->count);
 	ike_put_bytes(b, d->spis, (size_t)d->count * d->spi_len);
+	ike_pl_end(b, start);
+}
+
+void
+ike_build_cp(struct ike_buf *b, const struct ike_cp *cp)
+{
+	size_t start = ike_pl_begin(b, IKE_PL_CP, false);
+
+	ike_put8(b, cp->cfg_type);
+	ike_put8(b, 0);
+	ike_put16(b, 0);
+	for (unsigned i = 0; i < cp->n; i++) {
+		if (cp->attr[i].type & CP_ATTR_R)
+			b->overflow = true;	/* not a type: the reserved bit */
+		ike_put16(b, cp->attr[i].type);
+		ike_put16(b, cp->attr[i].len);
+		ike_put_bytes(b, cp->attr[i].value, cp->attr[i].len);
+	}
 	ike_pl_end(b, start);
 }
 

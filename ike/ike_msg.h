@@ -117,6 +117,8 @@ enum ike_notify_type {
 	IKE_N_NO_PROPOSAL_CHOSEN = 14,
 	IKE_N_INVALID_KE_PAYLOAD = 17,
 	IKE_N_AUTHENTICATION_FAILED = 24,
+	IKE_N_INTERNAL_ADDRESS_FAILURE = 36,	/* no address to lease (section 3.15.4) */
+	IKE_N_FAILED_CP_REQUIRED = 37,
 	IKE_N_TS_UNACCEPTABLE = 38,
 	IKE_N_TEMPORARY_FAILURE = 43,
 	IKE_N_CHILD_SA_NOT_FOUND = 44,
@@ -322,6 +324,46 @@ struct ike_ts {
 int ike_ts_parse(const uint8_t *body, size_t len, struct ike_ts *out, unsigned max,
 		 unsigned *n, char *err, size_t elen);
 
+/*
+ * Configuration payload (section 3.15): a CFG type and attributes, each a
+ * 15-bit type (the top bit is reserved: ignored on receipt, zero when sent),
+ * a length and a value.  The attributes dpvpnd knows must be empty (a
+ * request for one) or of their RFC length (IPv6 address: 16 bytes and a
+ * prefix length); others are kept with their value for the caller to skip.
+ * More than IKE_CP_MAX_ATTRS attributes is refused as malformed (a
+ * strongSwan client asks for 2 to 6).  A CFG type outside 1..4 is kept for
+ * the caller, which ignores such a payload.
+ */
+enum ike_cfg_type {
+	IKE_CFG_REQUEST = 1,
+	IKE_CFG_REPLY = 2,
+	IKE_CFG_SET = 3,
+	IKE_CFG_ACK = 4,
+};
+
+enum ike_cp_attr_type {
+	IKE_CP_IP4_ADDRESS = 1,		/* INTERNAL_IP4_ADDRESS: 0 or 4 bytes */
+	IKE_CP_IP4_NETMASK = 2,		/* 0 or 4 */
+	IKE_CP_IP4_DNS = 3,		/* 0 or 4 */
+	IKE_CP_IP6_ADDRESS = 8,		/* 0 or 17: address and prefix length */
+	IKE_CP_IP6_DNS = 10,		/* 0 or 16 */
+};
+
+#define IKE_CP_MAX_ATTRS	32
+
+struct ike_cp_attr {
+	uint16_t type;		/* without the reserved bit */
+	uint16_t len;
+	const uint8_t *value;
+};
+
+struct ike_cp {
+	uint8_t cfg_type;
+	unsigned n;
+	struct ike_cp_attr attr[IKE_CP_MAX_ATTRS];
+};
+int ike_cp_parse(const uint8_t *body, size_t len, struct ike_cp *cp, char *err, size_t elen);
+
 /* Building. */
 #define IKE_NO_NEXT	SIZE_MAX	/* ike_buf.last_next: nothing to patch yet */
 #define IKE_NO_MORE	(SIZE_MAX - 1)	/* after SK: another payload is an overflow */
@@ -384,6 +426,8 @@ struct ike_skf {
 };
 int ike_skf_parse(const struct ike_pl *pl, unsigned max, struct ike_skf *out, char *err,
 		  size_t elen);
+/* A CP payload: cp->n attributes, each with its len bytes of value. */
+void ike_build_cp(struct ike_buf *b, const struct ike_cp *cp);
 
 /* Write the total length into the header: 0, or -ENOSPC if anything overflowed. */
 int ike_finish(struct ike_buf *b);

@@ -96,6 +96,10 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	sa->want_del_child = old->want_del_child;
 	sa->want_del_ike = old->want_del_ike;
 	memcpy(sa->why, old->why, sizeof(sa->why));
+	sa->has_vip = old->has_vip;	/* remote access: the lease moves too */
+	sa->vip = old->vip;
+	sa->peer_id = old->peer_id;
+	old->has_vip = false;
 	memset(&old->child, 0, sizeof(old->child));
 	memset(&old->old, 0, sizeof(old->old));
 	memset(&old->dup, 0, sizeof(old->dup));

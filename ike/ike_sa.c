@@ -511,6 +511,7 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
+	ike_cp_release(sa);		/* remote access: the lease goes offline */
 	for (pp = &ctx->sas; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == sa) {
 			*pp = sa->next;
@@ -901,6 +902,7 @@ ike_free(struct ike_ctx *ctx)
 		struct conn *c = ctx->conns;
 
 		ctx->conns = c->next;
+		ike_cp_conn_free(c);
 		explicit_bzero(c, sizeof(*c));	/* the PSK */
 		free(c);
 	}
@@ -927,6 +929,7 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,
 			.rekey_collisions = sa->rekey_collisions, .rekey_won = sa->rekey_won,
 			.rekey_lost = sa->rekey_lost,
+			.has_vip = sa->has_vip, .vip = sa->vip, .peer_id = sa->peer_id,
 		};
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);

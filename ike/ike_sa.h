@@ -110,6 +110,8 @@ struct ike_prop_esp {
 	uint16_t dh;		/* the PFS group of the exchange that made it; 0: none */
 };
 
+#define IKE_DNS_MAX		4
+
 struct ike_conn_cfg {
 	char name[IKE_CONN_NAME_MAX];
 	struct ike_addr local, remote;	/* the responder matches on the IPs, then the IDi */
@@ -157,6 +159,18 @@ struct ike_conn_cfg {
 	 */
 	bool no_fragmentation;
 	uint16_t fragment_size;
+	 * Remote access (ike_cp.c, RFC 7296 3.15): a responder for peers at any
+	 * address (remote is not used), certificates only; each client leases
+	 * an address from the pool of ts_local's family (one IPv4, one IPv6)
+	 * through the CP payload and its CHILD_SA is narrowed to it; dns goes
+	 * to clients that ask.  Such a connection never initiates.
+	 */
+	bool remote_any;
+	struct ike_prefix pool[2];
+	unsigned n_pool;
+	struct ike_addr dns[IKE_DNS_MAX];	/* family and ip */
+	unsigned n_dns;
+	bool want_vip;			/* initiator: ask for an address (CFG_REQUEST) */
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
@@ -261,6 +275,8 @@ struct ike_stats {
 	uint64_t frag_tx, frag_rx;	/* IKE fragments (datagrams) sent, authenticated in */
 	uint64_t frag_reassembled;	/* messages put together from fragments */
 	uint64_t frag_drop[IKE_FRAG_DROP_N];
+	uint64_t pool_exhausted;	/* remote access: INTERNAL_ADDRESS_FAILURE sent */
+	uint64_t cp_missing;		/* remote access: FAILED_CP_REQUIRED sent */
 };
 
 enum ike_state {
@@ -292,6 +308,9 @@ struct ike_sa_status {
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
 	/* CHILD_SA and IKE SA rekeys that crossed the peer's (2.8.1, 2.8.2), and how */
 	uint64_t rekey_collisions, rekey_won, rekey_lost;
+	bool has_vip;			/* remote access: the client's leased address */
+	struct ike_prefix vip;		/* /32 or /128 */
+	struct ike_ident peer_id;	/* with has_vip: the client's IDi (cut at IKE_IDENT_MAX) */
 };
 
 struct ike_ctx;

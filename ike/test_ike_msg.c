@@ -1478,6 +1478,125 @@ static void test_skf(void **state)
 	assert_int_equal(ike_skf_parse(&pl[0], 32, &s, err, sizeof(err)), -EBADMSG);
 }
 
+/*
+ * CP (section 3.15): a strongSwan road warrior's CFG_REQUEST (empty
+ * INTERNAL_IP4_ADDRESS, IP6_ADDRESS, IP4_DNS, IP6_DNS and an unknown
+ * attribute with the reserved bit set), a gateway's CFG_REPLY built and
+ * parsed back byte for byte, and every malformed length.
+ */
+#define CP_MANY	(4 + 4 * (IKE_CP_MAX_ATTRS + 1))
+
+static void test_cp_payload(void **state)
+{
+	static const uint8_t req[] = {
+		1, 0, 0, 0,			/* CFG_REQUEST */
+		0x00, 0x01, 0x00, 0x00,		/* INTERNAL_IP4_ADDRESS, empty */
+		0x00, 0x08, 0x00, 0x00,		/* INTERNAL_IP6_ADDRESS, empty */
+		0x00, 0x03, 0x00, 0x00,		/* INTERNAL_IP4_DNS */
+		0x00, 0x0a, 0x00, 0x00,		/* INTERNAL_IP6_DNS */
+		0xe0, 0x00, 0x00, 0x02, 0xab, 0xcd,	/* R bit, private type 24576, 2 bytes */
+	};
+	static const uint8_t a4[] = { 10, 10, 0, 7 }, m4[] = { 255, 255, 255, 255 };
+	static const uint8_t d4[] = { 10, 10, 0, 1 };
+	static const uint8_t a6[17] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 128 };
+	static const uint8_t want[] = {
+		0, 0, 0, 32, 2, 0, 0, 0,		/* generic header, CFG_REPLY */
+		0, 1, 0, 4, 10, 10, 0, 7,
+		0, 2, 0, 4, 255, 255, 255, 255,
+		0, 3, 0, 4, 10, 10, 0, 1,
+	};
+	struct ike_cp cp, got;
+	struct ike_pl pl[2];
+	struct ike_buf b;
+	uint8_t mem[256], bad_len[sizeof(req)];
+	unsigned n;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(ike_cp_parse(req, sizeof(req), &cp, err, sizeof(err)), 0);
+	assert_int_equal(cp.cfg_type, IKE_CFG_REQUEST);
+	assert_int_equal(cp.n, 5);
+	assert_int_equal(cp.attr[0].type, IKE_CP_IP4_ADDRESS);
+	assert_int_equal(cp.attr[1].type, IKE_CP_IP6_ADDRESS);
+	assert_int_equal(cp.attr[2].type, IKE_CP_IP4_DNS);
+	assert_int_equal(cp.attr[3].type, IKE_CP_IP6_DNS);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(cp.attr[i].len, 0);
+	assert_int_equal(cp.attr[4].type, 0x6000);	/* the reserved bit dropped */
+	assert_int_equal(cp.attr[4].len, 2);
+	assert_ptr_equal(cp.attr[4].value, req + sizeof(req) - 2);
+	/* A reply: built, the exact bytes, parsed back. */
+	cp = (struct ike_cp){ .cfg_type = IKE_CFG_REPLY, .n = 3, .attr = {
+		{ IKE_CP_IP4_ADDRESS, 4, a4 }, { IKE_CP_IP4_NETMASK, 4, m4 },
+		{ IKE_CP_IP4_DNS, 4, d4 } } };
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cp(&b, &cp);
+	assert_false(b.overflow);
+	expect_bytes(mem, b.len, want, sizeof(want));
+	assert_int_equal(ike_chain_parse(IKE_PL_CP, mem, b.len, pl, 2, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ike_cp_parse(pl[0].body, pl[0].len, &got, err, sizeof(err)), 0);
+	assert_int_equal(got.cfg_type, IKE_CFG_REPLY);
+	assert_int_equal(got.n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(got.attr[i].type, cp.attr[i].type);
+		expect_bytes(got.attr[i].value, got.attr[i].len, cp.attr[i].value, cp.attr[i].len);
+	}
+	/* IPv6: 17 bytes is the only non-empty length. */
+	cp = (struct ike_cp){ .cfg_type = IKE_CFG_REPLY, .n = 1,
+			      .attr = { { IKE_CP_IP6_ADDRESS, 17, a6 } } };
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cp(&b, &cp);
+	assert_int_equal(ike_cp_parse(mem + 4, b.len - 4, &got, err, sizeof(err)), 0);
+	expect_bytes(got.attr[0].value, got.attr[0].len, a6, sizeof(a6));
+	assert_int_equal(ike_cp_parse(mem + 4, b.len - 5, &got, err, sizeof(err)), -EBADMSG);
+	mem[4 + 4 + 3] = 16;		/* the attribute says 16 bytes */
+	assert_int_equal(ike_cp_parse(mem + 4, b.len - 5, &got, err, sizeof(err)), -EBADMSG);
+	assert_string_equal(err, "cp.attr[0].length: 16, expected 0 or 17 for type 8");
+	/* Known attributes of a wrong length; a length past the payload; no room left. */
+	memcpy(bad_len, req, sizeof(req));
+	bad_len[7] = 2;			/* INTERNAL_IP4_ADDRESS of 2 bytes: eats the next header */
+	assert_int_equal(ike_cp_parse(bad_len, sizeof(bad_len), &got, err, sizeof(err)),
+			 -EBADMSG);
+	assert_string_equal(err, "cp.attr[0].length: 2, expected 0 or 4 for type 1");
+	memcpy(bad_len, req, sizeof(req));
+	bad_len[sizeof(req) - 3] = 3;	/* the last attribute one byte longer than the payload */
+	assert_int_equal(ike_cp_parse(bad_len, sizeof(bad_len), &got, err, sizeof(err)),
+			 -EBADMSG);
+	assert_string_equal(err, "cp.attr[4].length: 3, 2 bytes left");
+	assert_int_equal(ike_cp_parse(req, 3, &got, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(ike_cp_parse(req, 4, &got, err, sizeof(err)), 0);	/* no attributes */
+	assert_int_equal(got.n, 0);
+	assert_int_equal(ike_cp_parse(req, 6, &got, err, sizeof(err)), -EBADMSG);
+	/* IKE_CP_MAX_ATTRS empty attributes parse, one more does not. */
+	{
+		uint8_t many[CP_MANY];
+
+		memset(many, 0, sizeof(many));
+		for (unsigned i = 0; i <= IKE_CP_MAX_ATTRS; i++)
+			many[4 + 4 * i + 1] = IKE_CP_IP4_DNS;
+		assert_int_equal(ike_cp_parse(many, sizeof(many) - 4, &got, err, sizeof(err)), 0);
+		assert_int_equal(got.n, IKE_CP_MAX_ATTRS);
+		assert_int_equal(ike_cp_parse(many, sizeof(many), &got, err, sizeof(err)),
+				 -EBADMSG);
+	}
+	/* The builder refuses a type with the reserved bit: it is no type. */
+	cp = (struct ike_cp){ .cfg_type = IKE_CFG_REPLY, .n = 1, .attr = { { 0x8001, 0, NULL } } };
+	ike_buf_init(&b, mem, sizeof(mem));
+	ike_build_cp(&b, &cp);
+	assert_true(b.overflow);
+	/* Every truncation in a block of its exact size (ASan). */
+	for (size_t len = 0; len <= sizeof(req); len++) {
+		uint8_t *c = malloc(len ? len : 1);
+
+		memcpy(c, req, len);
+		if (ike_cp_parse(c, len, &got, err, sizeof(err)) == 0)
+			for (unsigned i = 0; i < got.n; i++)
+				assert_true(got.attr[i].value + got.attr[i].len <= c + len);
+		free(c);
+	}
+}
+
 int main(void)
 {
 	static const struct CMUnitTest loops[] = {
@@ -1493,6 +1612,7 @@ int main(void)
 		cmocka_unit_test(test_sk_flow),
 		cmocka_unit_test(test_skf),
 		cmocka_unit_test(test_cert_payloads),
+		cmocka_unit_test(test_cp_payload),
 		cmocka_unit_test(test_strongswan_sa_init),
 	};
 	struct CMUnitTest tests[N_MSGS + N_BADS + N_ELEMS(loops)];

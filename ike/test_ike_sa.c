@@ -620,6 +620,106 @@ test_pubkey_up(void **state)
 	pki_free(&f);
 }
 
+/*
+ * Remote access (ike_cp.c): the responder takes any peer address
+ * (remote_any) and leases each client an address from its pool in a
+ * CFG_REPLY; the road warrior (want_vip) proposes TSi 0.0.0.0/0 and the
+ * CHILD_SA is narrowed to its address.  pool: 10.10.0.7/32, one address.
+ */
+static struct ike_conn_cfg
+cfg_ra(const struct ike_conn_cfg *ci)
+{
+	struct ike_conn_cfg r = mirror_pki(ci);
+
+	r.remote_any = true;
+	memset(&r.remote, 0, sizeof(r.remote));
+	r.pool[0] = pfx4("10.10.0.7", 32);
+	r.n_pool = 1;
+	r.dns[0] = addr4("10.2.0.53");
+	r.n_dns = 1;
+	r.ts_remote = r.pool[0];
+	return r;
+}
+
+static void
+test_remote_access(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct side first;
+	struct walk w;
+	char err[128];
+
+	(void)state;
+	ci.want_vip = true;
+	ci.ts_local = pfx4("0.0.0.0", 0);
+	cr = cfg_ra(&ci);
+	ci.remote = addr4("198.51.100.1");
+	start(&ci, &cr);
+	assert_int_equal(ike_initiate(R.ctx, "t", 0), -EINVAL);	/* it never initiates */
+	bring_up(0);
+	assert_established();
+	assert_int_equal(R.ups, 1);
+	assert_int_equal(R.child.ts_remote.plen, 32);		/* the lease, not the pool */
+	assert_memory_equal(R.child.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
+	assert_int_equal(I.child.ts_local.plen, 32);		/* narrowed for the client too */
+	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 0);
+	w = status(&R);
+	assert_true(w.st.has_vip);
+	assert_memory_equal(&w.st.vip, &R.child.ts_remote, sizeof(struct ike_prefix));
+	assert_int_equal(w.st.peer_id.type, ci.local_id.type);	/* IDi, for show ike */
+	assert_int_equal(w.st.peer_id.len, ci.local_id.len);
+	assert_memory_equal(w.st.peer_id.data, ci.local_id.data, ci.local_id.len);
+	assert_false(status(&I).st.has_vip);
+	/* An IKE SA rekey hands the lease to the new SA: the old one's end keeps it
+	 * (the exhaustion below shows it still online). */
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", 100), 0);
+	pump(100);
+	assert_int_equal(status(&R).n, 1);
+	assert_int_equal(status(&R).st.ike_rekeys, 1);
+	assert_true(status(&R).st.has_vip);
+	assert_int_equal(status(&R).st.peer_id.len, ci.local_id.len);	/* moved too */
+	/*
+	 * A second client with the same identity from another address: the one
+	 * address is online, so INTERNAL_ADDRESS_FAILURE, counted, no CHILD_SA.
+	 * (The first client's context is kept aside; its callbacks are quiet.)
+	 */
+	first = I;
+	memset(&I, 0, sizeof(I));
+	I.ctx = ike_new(&ops, &I);
+	ci.local = addr4("192.0.2.2");
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	assert_int_equal(ike_initiate(I.ctx, "t", 0), 0);
+	pump(0);
+	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 1);
+	assert_int_equal(R.ups, 1);
+	assert_int_equal(I.ups, 0);
+	/*
+	 * The first client's IKE SA ends (its Delete): the lease is free again,
+	 * so the same identity connecting anew gets it (were it still online,
+	 * that would be a second address: exhausted).
+	 */
+	ike_free(I.ctx);
+	I = first;
+	assert_int_equal(ike_terminate(I.ctx, "t", 0), 0);
+	pump(0);
+	assert_int_equal(status(&R).n, 0);
+	bring_up(0);
+	assert_int_equal(R.ups, 2);
+	assert_memory_equal(R.child.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
+	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 1);
+	stop();
+	/* No CP request: FAILED_CP_REQUIRED, counted. */
+	ci.want_vip = false;
+	ci.local = addr4("192.0.2.1");
+	start(&ci, &cr);
+	bring_up(0);
+	assert_int_equal(ike_get_stats(R.ctx)->cp_missing, 1);
+	assert_int_equal(R.ups, 0);
+	stop();
+	pki_free(&f);
+}
+
 /* A refusal by the responder: AUTHENTICATION_FAILED, counted, the SA gone. */
 static void
 expect_pki_refused(const struct ike_conn_cfg *ci, const struct ike_conn_cfg *cr,
@@ -3116,6 +3216,7 @@ main(void)
 		cmocka_unit_test(test_wrong_psk),
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_pubkey_up),
+		cmocka_unit_test(test_remote_access),
 		cmocka_unit_test(test_pubkey_refused),
 		cmocka_unit_test(test_frag_up),
 		cmocka_unit_test(test_frag_not_used),
