@@ -159,6 +159,7 @@ struct ike_conn_cfg {
 	 */
 	bool no_fragmentation;
 	uint16_t fragment_size;
+	/*
 	 * Remote access (ike_cp.c, RFC 7296 3.15): a responder for peers at any
 	 * address (remote is not used), certificates only; each client leases
 	 * an address from the pool of ts_local's family (one IPv4, one IPv6)

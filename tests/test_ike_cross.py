@@ -26,7 +26,7 @@ import lab
 import swan
 from test_ike_swan import IKE_TUNNEL, PEER_CONF
 
-pytestmark = pytest.mark.ikepki
+pytestmark = [pytest.mark.ikepki, pytest.mark.ike, pytest.mark.strongswan]
 
 DELAYS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.03)    # dpvpnctl after swanctl, s
 GRACE_MS = 300          # dpvpnd's old CHILD_SA outlives its rekey this long

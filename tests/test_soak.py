@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The soak (tests/soak.py) for 60 s: mixed sizes, reloads, SA add/delete and
+"""The soak (tests/soak.py) for 30 s (DPVPN_SOAK_SECONDS; 60 until CI's
+default pass neared its 30-minute budget): mixed sizes, reloads, SA add/delete and
 rekeys every few seconds; at the end the packet pools are back where they
 started, RSS grew by at most 4 MiB after the warm-up round, and every
 gateway's counters balance.  The 10-minute run: `tests/soak.py`."""
@@ -12,11 +13,11 @@ import soak
 pytestmark = pytest.mark.hardening
 
 
-def test_soak_60s():
+def test_soak_30s():
     # ASan keeps freed memory in quarantine (by design, up to 256 MiB), so
     # RSS says nothing there; LeakSanitizer checks for leaks instead.
     bound = 1 << 20 if os.environ.get("DPVPN_SANITIZER_LOGS") else 4
-    seconds = int(os.environ.get("DPVPN_SOAK_SECONDS", "60"))
+    seconds = int(os.environ.get("DPVPN_SOAK_SECONDS", "30"))
     failures, figures = soak.run(seconds=seconds, rss_bound_mib=bound)
     assert not failures, failures
     assert figures["rounds"] >= seconds // 6 and figures["reloads"] >= seconds // 3, figures
