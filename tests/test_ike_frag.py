@@ -22,7 +22,8 @@ import pytest
 
 import lab
 import swan
-from test_ike_pki import Pki, established, ike_sas, issue, keygen, need_swan, setup_lab
+from test_ike_pki import (Pki, bring_up, ike_sas, issue, keygen, need_swan,
+                          setup_lab)
 
 pytestmark = [pytest.mark.ike, pytest.mark.strongswan, pytest.mark.ikepki]
 
@@ -54,25 +55,6 @@ def frag_lab(sl, initiator, dpvpnd_frag="yes", big=True):
     with open(sl.swan.conf, "w") as f:
         f.write(conf.replace("    keep_alive = 0s\n",
                              f"    keep_alive = 0s\n    fragment_size = {FRAG}\n", 1))
-
-
-def bring_up(sl, initiator):
-    if initiator == "charon":
-        sl.gw.start()
-        sl.swan.start()
-        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
-                              timeout=30, check=False)
-        assert "initiate completed successfully" in out, \
-            out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
-    else:
-        sl.swan.start()
-        sl.gw.start()
-        try:
-            lab.wait_for(lambda: established(sl), 25, "dpvpnd's IKE SA with charon")
-        except Exception:
-            print(sl.swan.log_text()[-4000:], sl.gw.dpvpnd.output()[-3000:],
-                  sl.gw.ctl("show", "ike"))
-            raise
 
 
 @pytest.mark.parametrize("initiator", ["charon", "dpvpnd"])

@@ -253,6 +253,27 @@ def need_swan():
         pytest.skip(f"strongSwan interop: {why}")
 
 
+def bring_up(sl, initiator):
+    """Both ends started, the IKE SA up: charon initiating (swanctl) or
+    dpvpnd (start = yes), failing with both ends' logs."""
+    if initiator == "charon":
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                              timeout=30, check=False)
+        assert "initiate completed successfully" in out, \
+            out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+    else:
+        sl.swan.start()
+        sl.gw.start()
+        try:
+            lab.wait_for(lambda: established(sl), 25, "dpvpnd's IKE SA with charon")
+        except Exception:
+            print(sl.swan.log_text()[-4000:], sl.gw.dpvpnd.output()[-3000:],
+                  sl.gw.ctl("show", "ike"))
+            raise
+
+
 @pytest.mark.parametrize("peer_kind,swan_kind", [("rsa", "ecdsa"), ("ecdsa", "rsa"),
                                                  ("ed25519", "ed25519")])
 @pytest.mark.parametrize("initiator", ["charon", "dpvpnd"])
@@ -265,22 +286,7 @@ def test_certificates_with_charon(initiator, peer_kind, swan_kind):
     with swan.SwanLab("aes128gcm16") as sl:
         setup_lab(sl, pki, peer_kind, scert, skey,
                   start="yes" if initiator == "dpvpnd" else "no")
-        if initiator == "charon":
-            sl.gw.start()
-            sl.swan.start()
-            out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
-                                  timeout=30, check=False)
-            assert "initiate completed successfully" in out, \
-                out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
-        else:
-            sl.swan.start()
-            sl.gw.start()
-            try:
-                lab.wait_for(lambda: established(sl), 25, "dpvpnd's IKE SA with charon")
-            except Exception:
-                print(sl.swan.log_text()[-4000:], sl.gw.dpvpnd.output()[-3000:],
-                      sl.gw.ctl("show", "ike"))
-                raise
+        bring_up(sl, initiator)
         st = ike_sas(sl)[0]
         assert st["state"] == "established", st
         for side in ("s", "d"):
