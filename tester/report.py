@@ -119,7 +119,9 @@ def esp_check(before, after):
     taken before the trial and after its drain.  Per key of both:
     {"esp_gap": the sequence numbers the far end used in the trial minus
     the packets the SA accepted (ESP packets lost on the way to the tester,
-    or refused by it), "icv_failures": ICV failures in the trial}; both None
+    or refused by it; and the previous trial's tail: packets lost after the
+    last one it accepted raise no sequence number until this trial's first
+    arrives), "icv_failures": ICV failures in the trial}; both None
     where the SA changed (another SPI: a rekey) or its counters went back."""
     out = {}
     for key in set(before) & set(after):

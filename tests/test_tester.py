@@ -592,14 +592,6 @@ def netem_available():
         lab.sh("ip", "netns", "del", ns, check=False)
 
 
-# Out of the default pass (long) until a fault is found: in two clean-clone CI
-# runs of 2026-11-26 (8a36efd under ASan, 229450d in the normal pass) tunnel 3
-# of 4 had an ESP gap 1 more than its loss (181 vs 180, 180 vs 179), which no
-# packet path explains; nothing in dataplane/ or tester/ changed since it
-# passed (d91bff4).  Suspected: a packet that took an ESP sequence number and
-# failed to leave the generator's port without being counted as sent.
-# `scripts/test -m long` runs it.
-@pytest.mark.long
 def test_loop_random_loss_is_measured():
     """Known loss: 2 % of the ESP dropped at random on the way (netem where
     the kernel has it, else nftables' numgen random mod 50); the loss the
@@ -610,6 +602,13 @@ def test_loop_random_loss_is_measured():
            dict(nft="numgen random mod 50 == 0 drop"))
     with Loop(4, **how) as lp:
         lp.warm()
+        # esp_gap is the highest sequence number accepted after the trial
+        # minus the one before it, less the packets accepted: a packet lost
+        # at the very end of the warm-up (its tail) is counted in the next
+        # trial's gap.  Carry it over (what two CI runs of 2026-11-26 saw:
+        # tunnel 3's gap 181 for a loss of 180).
+        carry = {i: max(0, t["d_sent"] - t["d_received"] - t["d_esp_gap"])
+                 for i, t in lp.tester.tunnels().items()}
         s = lp.tester.trial(0, 20000, 2.0, [64])
         x = s["dut_decap"]
         loss = x["lost"] / x["sent"]
@@ -620,8 +619,9 @@ def test_loop_random_loss_is_measured():
         # but a loss after a stream's last received packet (its tail) has no
         # later sequence number to show it: 1 trial in ~12 loses one of the 4
         # tunnels' last packets at 2 %; 3 in a row: 1 in 30 000
-        tail = {i: t["d_sent"] - t["d_received"] - per_gap[i] for i, t in per.items()}
-        assert all(0 <= n <= 2 for n in tail.values()), (tail, per_gap, x)
+        tail = {i: t["d_sent"] - t["d_received"] - (per_gap[i] - carry[i])
+                for i, t in per.items()}
+        assert all(0 <= n <= 2 for n in tail.values()), (tail, per_gap, carry, x)
         print(f"2 % random loss ({how}): sent {x['sent']}, lost {x['lost']} "
               f"({100 * loss:.2f} %)")
         assert x["sent"] > 38000 and abs(loss - 0.02) <= 0.0035, x
