@@ -298,3 +298,57 @@ def test_pool_exhausted():
                              "show ike.stats", bad)
         assert not bad, bad
         print(f"test_ike_ra: /32 pool: second client refused ({c2}), counted")
+
+
+POOL6 = "fd00:77::/112"
+D6 = "fd00:d::2"
+
+
+def test_road_warrior_ipv6_address():
+    """IPv6 too (requirement 4): a section whose local-ts is IPv6 leases
+    from its IPv6 pool; charon asks with `vips = ::`, gets fd00:77::1
+    (INTERNAL_IP6_ADDRESS), and pings host D's IPv6 address from it, over
+    an IPv4 outer path (6in4); `show ike` lists the /128."""
+    need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki, pool=POOL6)
+        # host D and dpvpnd's inside port get IPv6 (the lab turns it off)
+        sl.ns(sl.ns_d, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=0")
+        sl.ip(sl.ns_d, "addr", "add", f"{D6}/64", "dev", "eth0", "nodad")
+        sl.ip(sl.ns_d, "-6", "route", "add", "default", "via", "fd00:d::1")
+        with open(sl.gw.config) as f:
+            conf = f.read()
+        conf = conf.replace(f"address = {swan.PEER_GW_IN}/24",
+                            f"address = {swan.PEER_GW_IN}/24, fd00:d::1/64")
+        conf = conf.replace(f"local-ts = {swan.PEER_NET}", "local-ts = fd00:d::/64")
+        with open(sl.gw.config, "w") as f:
+            f.write(conf)
+        swc = os.path.join(sl.swan.dir, "swanctl", "swanctl.conf")
+        with open(swc) as f:
+            text = f.read()
+        with open(swc, "w") as f:
+            f.write(text.replace("vips = 0.0.0.0", "vips = ::")
+                    .replace(f"remote_ts = {swan.PEER_NET}", "remote_ts = fd00:d::/64"))
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                              timeout=30, check=False)
+        log = sl.swan.log_text()
+        assert "initiate completed successfully" in out, \
+            out + log[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+        assert "installing new virtual IP fd00:77::1" in log, log[-4000:]
+        clients = sl.gw.ctl("show", "ike")["clients"]
+        assert [c["vip"] for c in clients] == ["fd00:77::1/128"], clients
+        assert clients[0]["name"] == "rw/fd00:77::1", clients
+        r = None
+        for _ in range(3):      # the first may wait for neighbour discovery
+            r = sl.ns(sl.ns_sw, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2",
+                      "-I", "fd00:77::1", D6, check=False, timeout=20)
+            if " 0% packet loss" in r.stdout:
+                break
+        assert " 0% packet loss" in r.stdout, \
+            r.stdout + r.stderr + str(sl.gw.ctl("show", "counters"))
+        c = sl.gw.ctl("show", "ike")["clients"][0]
+        assert c["bytes_in"] >= 3 * 104 and c["bytes_out"] >= 3 * 104, c
+        print(f"test_ike_ra: IPv6 road warrior got fd00:77::1, pinged {D6}: {c}")
