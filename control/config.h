@@ -122,6 +122,7 @@ struct cfg_prop {
 	uint16_t encr[CFG_PROP_ALGS_MAX], encr_bits[CFG_PROP_ALGS_MAX];
 	uint16_t integ[CFG_PROP_ALGS_MAX], prf[CFG_PROP_ALGS_MAX], dh[CFG_PROP_ALGS_MAX];
 	uint8_t n_encr, n_integ, n_prf, n_dh;
+	uint8_t esn;		/* ESP: 1 noesn, 2 esn (a mask); 0: none said (noesn) */
 };
 
 /*

@@ -283,6 +283,15 @@ void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 	/* neither esp-proposals nor cipher: strongSwan's default ESP ones */
 	if (!ike->n_esp && !t->alg)
 		cfg_default_esp_props(ike->esp, &ike->n_esp);
+	/*
+	 * esn = yes: every proposal asks for ESN only (strongSwan's "-esn"); with
+	 * esp-proposals, the proposals say it (esn, noesn or both).
+	 */
+	if (t->esn && seen_line(p, "esp-proposals"))
+		cfg_err_at(p, seen_line(p, "esn"), "[tunnel %s] esn: with keying = ike and "
+			   "esp-proposals, put esn (or esn-noesn) in the proposals", t->name);
+	for (unsigned i = 0; t->esn && i < ike->n_esp; i++)
+		ike->esp[i].esn = 2;
 	cfg_finish_pki(p, t);
 	/* static keys given before "keying = ike" were parsed: not kept */
 	explicit_bzero(&t->out, sizeof(t->out));

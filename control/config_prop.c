@@ -57,7 +57,8 @@ static const struct keyword keywords[] = {
 	{ "ecp384", K_DH, DH_ECP384, 0, 3 },
 	{ "curve25519", K_DH, DH_X25519, 0, 3 },
 	{ "x25519", K_DH, DH_X25519, 0, 3 },
-	{ "noesn", K_ESN, 0, 0, 2 },
+	{ "noesn", K_ESN, 1, 0, 2 },
+	{ "esn", K_ESN, 2, 0, 2 },
 };
 
 static const struct keyword *
@@ -106,7 +107,7 @@ prop_word(struct parser *p, const char *w, bool esp, struct cfg_prop *pr)
 		return cfg_kerr(p, "'%s': not an %s algorithm dpvpn negotiates (%s)", w,
 				esp ? "ESP" : "IKE", esp ?
 				"aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, "
-				"sha1, sha256, modp2048, ecp256, ecp384, curve25519, noesn" :
+				"sha1, sha256, modp2048, ecp256, ecp384, curve25519, esn, noesn" :
 				"aes128, aes256, aes128gcm16, aes256gcm16, sha256, sha384, sha512, "
 				"prfsha256, prfsha384, prfsha512, modp2048, ecp256, ecp384, "
 				"curve25519");
@@ -115,7 +116,7 @@ prop_word(struct parser *p, const char *w, bool esp, struct cfg_prop *pr)
 	case K_INTEG: ok = list_add(pr->integ, &pr->n_integ, k->id); break;
 	case K_PRF: ok = list_add(pr->prf, &pr->n_prf, k->id); break;
 	case K_DH: ok = list_add(pr->dh, &pr->n_dh, k->id); break;
-	case K_ESN: break;
+	case K_ESN: pr->esn |= (uint8_t)k->id; break;
 	}
 	if (!ok)
 		return cfg_kerr(p, "'%s': more than %d algorithms of its kind in one proposal", w,

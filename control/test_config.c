@@ -488,15 +488,18 @@ static const struct tcase cases[] = {
 	{ "esp prfsha256", IKE_GOOD "esp-proposals = aes128gcm16-prfsha256\n",
 	  "18: [tunnel t] esp-proposals: 'prfsha256': not an ESP algorithm dpvpn negotiates "
 	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
-	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	  "ecp256, ecp384, curve25519, esn, noesn)", PSK(0600) },
 	{ "esp sha384", IKE_GOOD "esp-proposals = aes128-sha384\n",
 	  "18: [tunnel t] esp-proposals: 'sha384': not an ESP algorithm dpvpn negotiates "
 	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
-	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
-	{ "esp esn", IKE_GOOD "esp-proposals = aes128gcm16-esn\n",
-	  "18: [tunnel t] esp-proposals: 'esn': not an ESP algorithm dpvpn negotiates "
-	  "(aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, modp2048, "
-	  "ecp256, ecp384, curve25519, noesn)", PSK(0600) },
+	  "ecp256, ecp384, curve25519, esn, noesn)", PSK(0600) },
+	{ "esp esn", IKE_GOOD "esp-proposals = aes128gcm16-esn\nesn = yes\n",
+	  "19: [tunnel t] esn: with keying = ike and esp-proposals, put esn (or esn-noesn) "
+	  "in the proposals", PSK(0600) },
+	{ "esp esn in ike-proposals", IKE_GOOD "ike-proposals = aes128gcm16-prfsha256-ecp256-esn\n",
+	  "18: [tunnel t] ike-proposals: 'esn': not an IKE algorithm dpvpn negotiates "
+	  "(aes128, aes256, aes128gcm16, aes256gcm16, sha256, sha384, sha512, prfsha256, "
+	  "prfsha384, prfsha512, modp2048, ecp256, ecp384, curve25519)", PSK(0600) },
 	{ "ike without cipher", PORTS "[tunnel t]\nlocal = 198.19.0.1\nremote = 198.19.0.2\n"
 	  "local-ts = 198.18.1.0/24\nremote-ts = 198.18.2.0/24\nkeying = ike\n"
 	  "psk-file = a.psk\nesp-proposals = aes256gcm16\nike-proposals = ecp256\n",
@@ -764,8 +767,8 @@ static void test_ike_values(void **state)
 	write_file(path, IKE_GOOD "local-id = fqdn:gw-a.example\nremote-id = ip:2001:db8::2\n"
 		   "ike-proposals = " P256X ", " P128E "\nstart = no\ndpd = 0\n"
 		   "fragmentation = no\nfragment-size = 576\n"
-		   "esp-proposals = aes256gcm16-ecp384, aes128-aes256-sha1-sha256-modp2048-noesn, "
-		   "chacha20poly1305\n"
+		   "esp-proposals = aes256gcm16-ecp384-esn, aes128-aes256-sha1-sha256-modp2048-noesn, "
+		   "chacha20poly1305-esn-noesn\n"
 		   "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
 		   "local-ts = 198.18.1.0/24\nremote-ts = 198.18.3.0/24\ncipher = aes128-gcm\n"
 		   IKE "local-id = email:a@b\nremote-id = keyid:0x0102ab\n"
@@ -812,6 +815,10 @@ static void test_ike_values(void **state)
 	assert_int_equal(a->esp[1].n_prf, 0);
 	assert_int_equal(a->esp[1].dh[0], 14);
 	assert_int_equal(a->esp[2].encr[0], 28);
+	/* ESN: esn, noesn, both, in the proposals (a mask) */
+	assert_int_equal(a->esp[0].esn, 2);
+	assert_int_equal(a->esp[1].esn, 1);
+	assert_int_equal(a->esp[2].esn, 3);
 	assert_int_equal(a->start, 0);
 	assert_int_equal(a->dpd_seconds, 0);
 	assert_int_equal(a->no_frag, 1);

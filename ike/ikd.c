@@ -158,6 +158,7 @@ static void prop_from_cfg(struct ike_prop_cfg *e, const struct cfg_prop *c)
 	e->n_integ = c->n_integ;
 	e->n_prf = c->n_prf;
 	e->n_dh = c->n_dh;
+	e->esn = c->esn;
 }
 
 /* The tunnel's cipher as the one ESP proposal it makes or accepts (no esp-proposals). */
@@ -218,6 +219,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	if (c->n_esp == 0) {
 		if (esp_prop(&c->esp[0], t->alg))
 			return -1;
+		c->esp[0].esn = t->esn ? IKE_PROP_ESN_YES : IKE_PROP_ESN_NO;
 		c->n_esp = 1;
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
@@ -355,6 +357,7 @@ static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const str
 {
 	*t = c->tpl;
 	t->alg = (uint8_t)child_alg(ch);
+	t->esn = ch->esn;	/* as negotiated, whatever esn = says */
 	t->out.spi = ch->spi_out;
 	t->in.spi = ch->spi_in;
 	memcpy(t->out.keymat, ch->enc_out, ch->enc_key_len);

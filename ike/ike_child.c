@@ -59,6 +59,7 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 	c.encr_bits = p->encr_bits;
 	c.integ = p->integ;
 	c.dh = cn->gir != NULL ? p->dh : 0;
+	c.esn = p->esn;
 	ek = c.enc_key_len = esp_enc_key_len(p);
 	ik = c.integ_key_len = esp_integ_key_len(p->integ);
 	rc = ike_child_keymat(sa->prop.prf, sa->keys.sk_d, sa->keys.prf_len, cn->gir,

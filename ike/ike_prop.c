@@ -75,7 +75,10 @@ ike_esp_prop_build(const struct ike_prop_cfg *e, uint8_t num, uint32_t spi, bool
 {
 	esp_head(p, num, spi);
 	cfg_transforms(e, false, pfs, p);
-	add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
+	if (e->esn & IKE_PROP_ESN_YES)
+		add_tr(p, IKE_TR_ESN, IKE_ESN_YES, IKE_KEY_LEN_NONE);
+	if (!(e->esn & IKE_PROP_ESN_YES) || e->esn & IKE_PROP_ESN_NO)
+		add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
 }
 
 void
@@ -88,7 +91,7 @@ ike_esp_chosen_build(const struct ike_prop_esp *c, uint8_t num, uint32_t spi,
 		add_tr(p, IKE_TR_INTEG, c->integ, IKE_KEY_LEN_NONE);
 	if (c->dh != 0)
 		add_tr(p, IKE_TR_DH, c->dh, IKE_KEY_LEN_NONE);
-	add_tr(p, IKE_TR_ESN, IKE_ESN_NO, IKE_KEY_LEN_NONE);
+	add_tr(p, IKE_TR_ESN, c->esn ? IKE_ESN_YES : IKE_ESN_NO, IKE_KEY_LEN_NONE);
 }
 
 static bool
@@ -256,6 +259,30 @@ ike_prop_check_ike(const struct ike_prop_cfg *e, const struct ike_proposal *got,
 }
 
 /*
+ * The ESN transform of p that e accepts, in p's order (absent: no ESN, RFC
+ * 7296 3.3.3 wants it, charon always sends one); false if none.
+ */
+static bool
+pick_esn(const struct ike_proposal *p, uint8_t mask, uint8_t *esn)
+{
+	mask = mask ? mask : IKE_PROP_ESN_NO;
+	*esn = 0;
+	if (!tr_present(p, IKE_TR_ESN))
+		return mask & IKE_PROP_ESN_NO;
+	for (unsigned i = 0; i < p->n_tr; i++) {
+		const struct ike_transform *t = &p->tr[i];
+
+		if (t->type != IKE_TR_ESN || t->key_len != IKE_KEY_LEN_NONE)
+			continue;
+		if (t->id == IKE_ESN_NO && mask & IKE_PROP_ESN_NO)
+			return true;
+		if (t->id == IKE_ESN_YES && mask & IKE_PROP_ESN_YES)
+			return *esn = 1, true;
+	}
+	return false;
+}
+
+/*
  * One of our ESP proposal e in p.  pfs: a CREATE_CHILD_SA, where e's groups
  * (if any) must be offered, the KE payload's (ke_group) preferred; in
  * IKE_AUTH, and where e has none, p may offer no group but NONE.
@@ -267,7 +294,7 @@ esp_match(const struct ike_proposal *p, const struct ike_prop_cfg *e, bool pfs,
 	struct ike_encr enc;
 
 	if (!pick_encr(p, e, &enc) || !pick_integ(p, e, &out->integ) ||
-	    !tr_absent_or(p, IKE_TR_ESN, IKE_ESN_NO))
+	    !pick_esn(p, e->esn, &out->esn))
 		return false;
 	out->encr = enc.id;
 	out->encr_bits = enc.bits;

@@ -91,7 +91,11 @@ struct ike_prop_cfg {
 	uint16_t prf[IKE_PROP_ALGS_MAX];
 	uint16_t dh[IKE_PROP_ALGS_MAX];
 	uint8_t n_encr, n_integ, n_prf, n_dh;
+	uint8_t esn;		/* ESP: IKE_PROP_ESN_* offered/accepted; 0 = no ESN only */
 };
+
+#define IKE_PROP_ESN_NO		1
+#define IKE_PROP_ESN_YES	2
 
 /* The IKE SA's algorithms as negotiated: one of each. */
 struct ike_prop_ike {
@@ -102,12 +106,13 @@ struct ike_prop_ike {
 	uint16_t dh;		/* IKE_DH_MODP2048, _ECP256, _ECP384, _CURVE25519 */
 };
 
-/* A CHILD_SA's algorithms as negotiated (no ESN). */
+/* A CHILD_SA's algorithms as negotiated. */
 struct ike_prop_esp {
 	uint16_t encr;		/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
 	uint16_t encr_bits;	/* 128 or 256 */
 	uint16_t integ;		/* 0 with GCM; IKE_INTEG_HMAC_SHA2_256_128 with CBC */
 	uint16_t dh;		/* the PFS group of the exchange that made it; 0: none */
+	uint8_t esn;		/* 1: extended sequence numbers (RFC 4303 2.2.1) */
 };
 
 #define IKE_DNS_MAX		4
@@ -180,6 +185,7 @@ struct ike_child {
 	uint16_t encr_bits;
 	uint16_t integ;			/* IKE_INTEG_HMAC_SHA2_256_128, or 0 with GCM */
 	uint16_t dh;			/* PFS: the group of the exchange's KE; 0 none */
+	bool esn;			/* 64-bit sequence numbers negotiated */
 	size_t enc_key_len;		/* bytes of enc_*: the AES key, + 4 salt with GCM */
 	size_t integ_key_len;		/* bytes of integ_*: 32, or 0 with GCM */
 	uint32_t spi_in, spi_out;	/* host order */

@@ -907,6 +907,53 @@ test_esp_no_proposal(void **state)
 	stop();
 }
 
+/*
+ * ESN (RFC 4303 2.2.1, RFC 7296 3.3.3): offered, chosen by the responder in
+ * the initiator's order among what it accepts, refused where one side wants
+ * it and the other does not; a rekey negotiates it again.
+ */
+static void rekey_once(struct side *a, uint64_t now, uint32_t grace);
+
+static void
+test_esn(void **state)
+{
+	static const struct { uint8_t i, r; int up, esn; } cases[] = {
+		{ 0, 0, 1, 0 },
+		{ IKE_PROP_ESN_YES, IKE_PROP_ESN_YES, 1, 1 },
+		{ IKE_PROP_ESN_YES | IKE_PROP_ESN_NO, IKE_PROP_ESN_YES, 1, 1 },
+		{ IKE_PROP_ESN_YES | IKE_PROP_ESN_NO, 0, 1, 0 },
+		{ IKE_PROP_ESN_NO, IKE_PROP_ESN_YES | IKE_PROP_ESN_NO, 1, 0 },
+		{ IKE_PROP_ESN_YES, IKE_PROP_ESN_YES | IKE_PROP_ESN_NO, 1, 1 },
+		{ IKE_PROP_ESN_YES, 0, 0, 0 },
+		{ 0, IKE_PROP_ESN_YES, 0, 0 },
+	};
+
+	(void)state;
+	for (unsigned k = 0; k < N_ELEMS(cases); k++) {
+		struct ike_conn_cfg ci = cfg_i(), cr;
+
+		ci.esp[0].esn = cases[k].i;
+		cr = mirror(&ci);
+		cr.esp[0].esn = cases[k].r;
+		start(&ci, &cr);
+		bring_up(0);
+		if (!cases[k].up) {
+			assert_int_equal(I.ups + R.ups, 0);
+			assert_int_equal(rej(&R, IKE_REJ_NO_PROPOSAL), 1);
+			stop();
+			continue;
+		}
+		assert_established();
+		assert_int_equal(I.child.esn, cases[k].esn);
+		assert_int_equal(R.child.esn, cases[k].esn);
+		/* a CHILD_SA rekey (CREATE_CHILD_SA) agrees on it again */
+		rekey_once(&I, 40000, 2000);
+		assert_int_equal(I.child.esn, cases[k].esn);
+		assert_int_equal(R.child.esn, cases[k].esn);
+		stop();
+	}
+}
+
 static void
 test_ts_narrowing(void **state)
 {
@@ -3228,6 +3275,7 @@ main(void)
 		cmocka_unit_test(test_default_proposals),
 		cmocka_unit_test(test_no_proposal),
 		cmocka_unit_test(test_esp_no_proposal),
+		cmocka_unit_test(test_esn),
 		cmocka_unit_test(test_ts_narrowing),
 		cmocka_unit_test(test_ts_unacceptable),
 		cmocka_unit_test(test_conn_by_identity),

@@ -197,6 +197,54 @@ def test_defaults_meet(monkeypatch, who):
         pings_both_ways(sl)
 
 
+# charon's kernel-libipsec has no ESN ("failed to create SAD entry" where it
+# is negotiated): charon is the peer for the negotiation, not for ESN's
+# dataplane (tests/test_ike_lab.py has two dpvpnds on ESN; tests/test_esn.py
+# the dataplane against scapy).
+@pytest.mark.parametrize("swan_esp,ours,who,ok", [
+    ("aes128gcm16-noesn-esn", "aes128gcm16-esn-noesn", "charon", True),
+    ("aes128gcm16-noesn-esn", "aes128gcm16-esn-noesn", "dpvpnd", True),
+    ("aes128gcm16-noesn", "aes128gcm16-esn", "charon", False),
+])
+def test_esn_negotiated(monkeypatch, swan_esp, ours, who, ok):
+    """ESN in charon's esp_proposals and dpvpnd's esp-proposals (esn, noesn,
+    or both, strongSwan's keywords): dpvpnd as responder takes the first the
+    initiator offers that it accepts, as initiator the one charon picks
+    (its own order: prefer_configured_proposals); the dataplane's SAs carry
+    no ESN (`show sa`) and pings cross; a proposal with ESN only meets
+    NO_PROPOSAL_CHOSEN from a peer without it, counted."""
+    why = swan.ensure_installed()
+    if why:
+        pytest.skip(f"strongSwan interop: {why}")
+    with swan.SwanLab(swan_esp) as sl:
+        sl.gw = gateway(sl, f"esp-proposals = {ours}\n",
+                        start="yes" if who == "dpvpnd" else "no", cipher=False)
+        if not ok:
+            sl.gw.start()
+            sl.swan.start()
+            out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                                  timeout=30, check=False)
+            assert "initiate completed successfully" not in out, out
+            assert "NO_PROPOSAL_CHOSEN" in sl.swan.log_text(), sl.swan.log_text()[-3000:]
+            rej = sl.gw.ctl("show", "ike")["stats"]["rejected"]
+            assert rej["no-proposal"] >= 1, rej
+            assert not sl.gw.ctl("show", "sa")["sas"]
+            return
+        if who == "dpvpnd":
+            sl.swan.start()
+            sl.gw.start()
+            lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
+        else:
+            sl.gw.start()
+            sl.swan.start()
+            charon_initiates(sl)
+        sas = sl.gw.ctl("show", "sa")["sas"]
+        assert sas and all(s["esn"] == 0 for s in sas), sas
+        pings_both_ways(sl)
+        print(f"test_ike_proposals: ESN: charon {swan_esp}, dpvpnd {ours}, {who} "
+              f"initiating: no ESN, pings")
+
+
 def flood_rekeys(sl, n_each):
     """CHILD_SA rekeys from each side in turn (dpvpnd first) under a ping flood
     S -> D; returns (sent, lost) of the flood."""
