@@ -255,6 +255,45 @@ dh_wrap(const struct dh_group *g, EVP_PKEY *key, struct ike_dh **out, uint8_t *p
 	return 0;
 }
 
+/*
+ * An EC key pair from the curve's parameters made once per process:
+ * EVP_PKEY_Q_keygen by name builds the curve (EC_GROUP_new_by_curve_name,
+ * its Montgomery context) for every key, a third of a P-256 exchange's
+ * cost.  The parameters are public; the cache is not locked (dpvpnd's IKE
+ * runs on one thread) and lives until exit.  NULL: fall back to by-name.
+ */
+static EVP_PKEY *
+ec_params(const struct dh_group *g)
+{
+	static EVP_PKEY *params[sizeof(dh_groups) / sizeof(dh_groups[0])];
+	EVP_PKEY **p = &params[g - dh_groups];
+	EVP_PKEY_CTX *c;
+
+	if (*p == NULL) {
+		c = EVP_PKEY_CTX_new_from_name(NULL, g->type, NULL);
+		if (c == NULL || EVP_PKEY_paramgen_init(c) != 1 ||
+		    EVP_PKEY_CTX_set_group_name(c, g->name) != 1 || EVP_PKEY_paramgen(c, p) != 1)
+			*p = NULL;
+		EVP_PKEY_CTX_free(c);
+	}
+	return *p;
+}
+
+static EVP_PKEY *
+ec_keygen(const struct dh_group *g)
+{
+	EVP_PKEY *p = ec_params(g), *key = NULL;
+	EVP_PKEY_CTX *c;
+
+	if (p == NULL)
+		return EVP_PKEY_Q_keygen(NULL, NULL, g->type, g->name);
+	c = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
+	if (c == NULL || EVP_PKEY_keygen_init(c) != 1 || EVP_PKEY_keygen(c, &key) != 1)
+		key = NULL;
+	EVP_PKEY_CTX_free(c);
+	return key;
+}
+
 int
 ike_dh_new(uint16_t group, struct ike_dh **out, uint8_t *pub, size_t *pub_len)
 {
@@ -269,7 +308,7 @@ ike_dh_new(uint16_t group, struct ike_dh **out, uint8_t *pub, size_t *pub_len)
 		return -ENOSPC;
 	switch (g->kind) {
 	case DH_EC:
-		key = EVP_PKEY_Q_keygen(NULL, NULL, g->type, g->name);
+		key = ec_keygen(g);
 		break;
 	case DH_X25519:
 		key = EVP_PKEY_Q_keygen(NULL, NULL, g->type);
@@ -331,6 +370,27 @@ modp_peer_key(const struct dh_group *g, const uint8_t *peer)
 	return key;
 }
 
+/*
+ * The peer's EC point on the cached curve (ec_params): the same checks as
+ * key_import (EC_POINT_oct2point: coordinates below p, on the curve), the
+ * curve not built again.
+ */
+static EVP_PKEY *
+ec_peer_key(const struct dh_group *g, const uint8_t *pt, size_t pt_len)
+{
+	EVP_PKEY *p = ec_params(g), *key;
+
+	if (p == NULL)
+		return key_import(g, NULL, pt, pt_len, NULL);
+	key = EVP_PKEY_new();
+	if (key == NULL || EVP_PKEY_copy_parameters(key, p) != 1 ||
+	    EVP_PKEY_set1_encoded_public_key(key, pt, pt_len) != 1) {
+		EVP_PKEY_free(key);
+		return NULL;
+	}
+	return key;
+}
+
 /* The peer's public value as a key; NULL if OpenSSL will not have it. */
 static EVP_PKEY *
 dh_peer_key(const struct dh_group *g, const uint8_t *peer)
@@ -345,7 +405,7 @@ dh_peer_key(const struct dh_group *g, const uint8_t *peer)
 	default:
 		pt[0] = EC_POINT_UNCOMPRESSED;
 		memcpy(pt + 1, peer, g->pub_len);
-		return key_import(g, NULL, pt, 1 + g->pub_len, NULL);
+		return ec_peer_key(g, pt, 1 + g->pub_len);
 	}
 }
 
