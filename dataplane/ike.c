@@ -163,6 +163,151 @@ unicast6(const uint8_t *a)
 	return a[0] != 0xff && memcmp(a, zero, 16) != 0;
 }
 
+/*
+ * IKE_TX's UDP datagram, whole: header, the non-ESP marker if any, the
+ * message; checksummed (the pseudo-header of the addresses it goes between).
+ * Built once, then sent as one packet or as IP fragments of it.
+ */
+static uint8_t dgram[sizeof(struct rte_udp_hdr) + IKE_MARKER_LEN + DPVPN_IKE_MAX];
+static uint32_t frag_id6;
+
+static uint32_t
+udp_build(const struct dpvpn_ike_pkt *p, bool v6, bool marker, const uint8_t *data)
+{
+	struct rte_udp_hdr *u = (struct rte_udp_hdr *)dgram;
+	uint32_t len = (uint32_t)sizeof(*u) + (marker ? IKE_MARKER_LEN : 0) + p->len;
+	uint32_t sum;
+
+	u->src_port = rte_cpu_to_be_16(p->local_port);
+	u->dst_port = rte_cpu_to_be_16(p->remote_port);
+	u->dgram_len = rte_cpu_to_be_16((uint16_t)len);
+	u->dgram_cksum = 0;
+	if (marker)
+		memset(u + 1, 0, IKE_MARKER_LEN);
+	memcpy((uint8_t *)(u + 1) + (marker ? IKE_MARKER_LEN : 0), data, p->len);
+	if (v6) {
+		struct rte_ipv6_hdr ip = { .payload_len = rte_cpu_to_be_16((uint16_t)len),
+					   .proto = IPPROTO_UDP };
+
+		memcpy(ip.src_addr, p->local.v6, 16);
+		memcpy(ip.dst_addr, p->remote.v6, 16);
+		sum = rte_ipv6_phdr_cksum(&ip, 0);
+	} else {
+		struct rte_ipv4_hdr ip = { .version_ihl = RTE_IPV4_VHL_DEF,
+					   .total_length = rte_cpu_to_be_16((uint16_t)(len + 20)),
+					   .next_proto_id = IPPROTO_UDP,
+					   .src_addr = p->local.v4, .dst_addr = p->remote.v4 };
+
+		sum = rte_ipv4_phdr_cksum(&ip, 0);
+	}
+	sum += rte_raw_cksum(dgram, len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	u->dgram_cksum = (uint16_t)~sum ? (uint16_t)~sum : 0xffff;
+	return len;
+}
+
+/* RFC 8200 4.5's Fragment header. */
+struct frag6 {
+	uint8_t next;
+	uint8_t reserved;
+	rte_be16_t off_m;	/* offset in 8-byte units << 3 | M */
+	rte_be32_t id;
+} __rte_packed;
+
+/*
+ * One packet of dgram[off, off + n) to worker 0's TX ring: the whole
+ * datagram, or (frag) a fragment of it, more after it if more.
+ */
+static int
+ike_emit(const struct dpvpn_ike_pkt *p, bool v6, uint32_t off, uint32_t n, bool frag,
+	 bool more, uint32_t id, char *err, size_t elen)
+{
+	uint32_t iph = v6 ? (uint32_t)(sizeof(struct rte_ipv6_hdr) +
+				       (frag ? sizeof(struct frag6) : 0)) :
+			    (uint32_t)sizeof(struct rte_ipv4_hdr);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
+	uint8_t *pkt;
+
+	if (m == NULL) {
+		main_stats()->drops[DPVPN_DROP_NO_MBUF]++;
+		snprintf(err, elen, "IKE_TX: no packet buffer");
+		return -ENOBUFS;
+	}
+	pkt = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(iph + n));
+	if (pkt == NULL) {	/* over the mbuf's room: the port MTU bounds n */
+		dp_drop(main_stats(), m, DPVPN_DROP_TOO_BIG);
+		snprintf(err, elen, "ike.len: %u bytes do not fit a packet buffer", p->len);
+		return -EMSGSIZE;
+	}
+	if (v6) {
+		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)pkt;
+
+		memset(ip, 0, sizeof(*ip));
+		ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+		ip->payload_len = rte_cpu_to_be_16((uint16_t)(iph + n - sizeof(*ip)));
+		ip->proto = frag ? IPPROTO_FRAGMENT : IPPROTO_UDP;
+		ip->hop_limits = 64;
+		memcpy(ip->src_addr, p->local.v6, 16);
+		memcpy(ip->dst_addr, p->remote.v6, 16);
+		if (frag)
+			*(struct frag6 *)(ip + 1) = (struct frag6){
+				.next = IPPROTO_UDP, .id = rte_cpu_to_be_32(id),
+				.off_m = rte_cpu_to_be_16((uint16_t)(off | more)) };
+	} else {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
+
+		memset(ip, 0, sizeof(*ip));
+		ip->version_ihl = RTE_IPV4_VHL_DEF;
+		ip->total_length = rte_cpu_to_be_16((uint16_t)(iph + n));
+		ip->packet_id = rte_cpu_to_be_16((uint16_t)id);
+		ip->fragment_offset = rte_cpu_to_be_16((uint16_t)(off >> 3 |
+					(more ? RTE_IPV4_HDR_MF_FLAG : 0)));
+		ip->time_to_live = 64;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->src_addr = p->local.v4;
+		ip->dst_addr = p->remote.v4;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	memcpy(pkt + iph, dgram + off, n);
+	m->packet_type = DP_PTYPE_LOCAL_IP;
+	m->port = p->port;
+	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
+		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
+		snprintf(err, elen, "IKE_TX: worker 0's TX ring is full");
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+/*
+ * The datagram as one packet, or, over the port's MTU, as IP fragments
+ * (RFC 791, RFC 8200 4.5): a peer without IKE fragmentation (RFC 7383)
+ * still gets an IKE_AUTH with a certificate chain across a small MTU, as a
+ * kernel's UDP socket would send it.  Counted as the ESP path's are:
+ * fragments made, packets split.
+ */
+static int
+ike_send(const struct dpvpn_ike_pkt *p, bool v6, uint32_t len, uint32_t mtu, char *err,
+	 size_t elen)
+{
+	uint32_t iph = v6 ? (uint32_t)sizeof(struct rte_ipv6_hdr) :
+			    (uint32_t)sizeof(struct rte_ipv4_hdr);
+	uint32_t chunk, id, n = 0;
+	int rc = 0;
+
+	if (iph + len <= mtu)
+		return ike_emit(p, v6, 0, len, false, false, ip_id++, err, elen);
+	chunk = (mtu - iph - (v6 ? (uint32_t)sizeof(struct frag6) : 0)) & ~7u;
+	id = v6 ? frag_id6++ : ip_id++;
+	for (uint32_t off = 0; off < len && rc == 0; off += chunk, n++)
+		rc = ike_emit(p, v6, off, RTE_MIN(chunk, len - off), true, off + chunk < len, id,
+			      err, elen);
+	main_stats()->fragments += n;
+	main_stats()->fragmented++;
+	return rc;
+}
+
 int
 ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 {
@@ -170,10 +315,7 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 	const uint8_t *data = (const uint8_t *)(p + 1);
 	const struct dp_port *port;
 	bool v6, marker, own_port;
-	uint32_t hlen, total;
-	struct rte_mbuf *m;
-	struct rte_udp_hdr *u;
-	uint8_t *pkt;
+	uint32_t udp_len;
 
 	if (p->len == 0 || p->len > DPVPN_IKE_MAX || p->len != len - sizeof(*p)) {
 		snprintf(err, elen, "ike.len: %u, not 1..%u or not the %zu bytes that follow",
@@ -222,80 +364,13 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 	}
 	/* from a NAT-T port, or to 4500: behind the non-ESP marker (RFC 3948 2.2) */
 	marker = p->local_port != DPVPN_IKE_PORT || p->remote_port == DPVPN_IKE_NATT_PORT;
-	hlen = (v6 ? (uint32_t)sizeof(struct rte_ipv6_hdr) : (uint32_t)sizeof(struct rte_ipv4_hdr)) +
-	       (uint32_t)sizeof(*u) + (marker ? IKE_MARKER_LEN : 0);
-	total = hlen + p->len;
-	if (total > port->mtu) {
-		snprintf(err, elen, "ike.len: a %u-byte packet is over port %u's MTU %u (IKE "
-			 "fragmentation, RFC 7383, is the sender's)", total, p->port, port->mtu);
-		return -EMSGSIZE;
-	}
 	if (!dp.started) {
 		snprintf(err, elen, "IKE_TX: not forwarding yet (START)");
 		return -EAGAIN;
 	}
 	if (own_port)
 		sa_natt_listen(p->local_port);
-	m = rte_pktmbuf_alloc(dp.pool);
-	if (m == NULL) {
-		main_stats()->ike_out++;
-		main_stats()->drops[DPVPN_DROP_NO_MBUF]++;
-		snprintf(err, elen, "IKE_TX: no packet buffer");
-		return -ENOBUFS;
-	}
-	pkt = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
-	if (pkt == NULL) {	/* over the mbuf's room: the port MTU check should prevent it */
-		main_stats()->ike_out++;
-		dp_drop(main_stats(), m, DPVPN_DROP_TOO_BIG);
-		snprintf(err, elen, "ike.len: %u bytes do not fit a packet buffer", p->len);
-		return -EMSGSIZE;
-	}
-	if (v6) {
-		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)pkt;
-
-		memset(ip, 0, sizeof(*ip));
-		ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
-		ip->payload_len = rte_cpu_to_be_16((uint16_t)(total - sizeof(*ip)));
-		ip->proto = IPPROTO_UDP;
-		ip->hop_limits = 64;
-		memcpy(ip->src_addr, p->local.v6, 16);
-		memcpy(ip->dst_addr, p->remote.v6, 16);
-		u = (struct rte_udp_hdr *)(ip + 1);
-	} else {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
-
-		memset(ip, 0, sizeof(*ip));
-		ip->version_ihl = RTE_IPV4_VHL_DEF;
-		ip->total_length = rte_cpu_to_be_16((uint16_t)total);
-		ip->packet_id = rte_cpu_to_be_16(ip_id++);
-		ip->time_to_live = 64;
-		ip->next_proto_id = IPPROTO_UDP;
-		ip->src_addr = p->local.v4;
-		ip->dst_addr = p->remote.v4;
-		u = (struct rte_udp_hdr *)(ip + 1);
-	}
-	u->src_port = rte_cpu_to_be_16(p->local_port);
-	u->dst_port = rte_cpu_to_be_16(p->remote_port);
-	u->dgram_len = rte_cpu_to_be_16((uint16_t)(total - ((uint8_t *)u - pkt)));
-	u->dgram_cksum = 0;
-	if (marker)
-		memset(u + 1, 0, IKE_MARKER_LEN);
-	memcpy((uint8_t *)(u + 1) + (marker ? IKE_MARKER_LEN : 0), data, p->len);
-	if (v6) {
-		u->dgram_cksum = rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)pkt, u);
-	} else {
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)pkt;
-
-		u->dgram_cksum = rte_ipv4_udptcp_cksum(ip, u);
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-	}
-	m->packet_type = DP_PTYPE_LOCAL_IP;
-	m->port = p->port;
+	udp_len = udp_build(p, v6, marker, data);
 	main_stats()->ike_out++;
-	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
-		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
-		snprintf(err, elen, "IKE_TX: worker 0's TX ring is full");
-		return -ENOBUFS;
-	}
-	return 0;
+	return ike_send(p, v6, udp_len, port->mtu, err, elen);
 }

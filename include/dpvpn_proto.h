@@ -66,7 +66,8 @@
  *                                                   no channel is open
  *   IKE_TX         struct dpvpn_ike_pkt + data -> - send an IKE message from an
  *                                                   outside port's address (the
- *                                                   non-ESP marker added on 4500)
+ *                                                   non-ESP marker added on 4500;
+ *                                                   IP fragments over the MTU)
  *   IKE_RX         (pushed, never requested: flags DPVPN_F_PUSH, seq counting
  *                  pushes) struct dpvpn_ike_pkt + data: an IKE message that
  *                  reached an outside port's address on UDP 500, or on 4500

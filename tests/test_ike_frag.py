@@ -93,21 +93,28 @@ def test_fragmented_ike_auth(initiator):
 
 
 def test_fragmentation_off():
-    """fragmentation = no on dpvpnd: it does not offer it, so charon sends its
-    IKE_AUTH response whole (the outer IP layer fragments it), and the SA
-    still comes up.  dpvpnd's own IKE_AUTH is kept under the outside MTU
-    (an ECDSA intermediate): whole, a bigger one would not leave (the
-    dataplane refuses an IKE datagram over the MTU: channel.tx_refused)."""
+    """fragmentation = no on dpvpnd: it does not offer it, so both send
+    IKE_AUTH whole.  dpvpnd's (an RSA leaf and an RSA intermediate, over
+    1500 bytes) leaves as IP fragments (the dataplane fragments an IKE
+    datagram over the port's MTU, as a kernel's UDP socket would, for peers
+    without RFC 7383), which charon's kernel reassembles; charon's comes
+    back the same way; the SA comes up and carries pings."""
     need_swan()
     with swan.SwanLab("aes128gcm16") as sl:
-        frag_lab(sl, "dpvpnd", dpvpnd_frag="no", big=False)
+        frag_lab(sl, "dpvpnd", dpvpnd_frag="no", big=True)
         bring_up(sl, "dpvpnd")
         log = sl.swan.log_text()
         assert "splitting IKE message" not in log, log[-4000:]
         assert "fragment" not in " ".join(re.findall(r"IKE_AUTH \w+ 1 \[[^]]*\]", log))
         assert not re.search(r"EF\(\d+/\d+\)", log), log[-4000:]
+        sizes = [int(n) for n in re.findall(r"received packet: from \S+ to \S+ \((\d+) "
+                                            r"bytes\)", log)]
+        assert max(sizes) > 1500, sizes        # dpvpnd's IKE_AUTH, IP-fragmented
         frags = sl.gw.ctl("show", "ike")["stats"]["fragments"]
         assert frags["tx"] == 0 and frags["rx"] == 0, frags
+        c = sl.gw.ctl("show", "counters")
+        assert c["fragmented"] >= 1 and c["fragments"] >= 2, c
         r = sl.ping("s", count=3)
         assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
-        print("test_ike_frag: fragmentation = no: charon sent IKE_AUTH whole, SA up")
+        print(f"test_ike_frag: fragmentation = no: IKE_AUTH whole both ways, dpvpnd's "
+              f"{max(sizes)} bytes in {c['fragments']} IP fragments; SA up")
