@@ -102,7 +102,7 @@ struct cfg_sa_key {
  */
 #define CFG_PSK_MIN		16
 #define CFG_PSK_MAX		128
-#define CFG_IKE_ID_MAX		128
+#define CFG_IKE_ID_MAX		255
 #define CFG_IKE_PROPS_MAX	4	/* ike-proposals, esp-proposals: proposals each */
 #define CFG_PROP_ALGS_MAX	4	/* of one kind in one proposal: as many as dpvpn has */
 #define CFG_DPD_DEFAULT		30	/* seconds */

@@ -57,7 +57,7 @@
 #define IKE_GOOD PORTS TUN_HEAD IKE
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
 #define ID_ERR_HEAD "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
-	"dn:DN (\"CN=gw, O=Example\", up to 128 bytes as DER), keyid:HEX (1..64 bytes) or " \
+	"dn:DN (\"CN=gw, O=Example\", up to 255 bytes as DER), keyid:HEX (1..64 bytes) or " \
 	"ip:ADDRESS"
 #define ID_ERR ID_ERR_HEAD ", got "
 #define RID_ERR ID_ERR_HEAD "; remote-id patterns: fqdn:*.NAME, email:*@HOST, " \
@@ -513,6 +513,10 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] remote-id: " RID_ERR "'x500:CN=gw-b'", PSK(0600) },
 	{ "id dn", IKE_GOOD "remote-id = dn:CN=gw-b, O=Example\nlocal-id = dn:C=CH/CN=gw-a\n",
 	  NULL, PSK(0600) },
+	/* 186 bytes as DER (over the old cap of 128); 25 RDNs C=CH: 25 x 13, over 255 */
+	{ "id dn of 186 bytes", IKE_GOOD "local-id = dn:C=CH, ST=Canton of Zurich, L=Zurich, O=Example, OU=Network Operations and Engineering, OU=Site-to-site VPN gateways, CN=peer.example.org\n", NULL, PSK(0600) },
+	{ "id dn over 255 bytes", IKE_GOOD "local-id = dn:C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH\n",
+	  "18: [tunnel t] local-id: " ID_ERR "'dn:C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH, C=CH'", PSK(0600) },
 	{ "id dn bad attribute", IKE_GOOD "remote-id = dn:XY=gw-b\n",
 	  "18: [tunnel t] remote-id: " RID_ERR "'dn:XY=gw-b'", PSK(0600) },
 	{ "id local pattern", IKE_GOOD "local-id = fqdn:*.example.org\n",

@@ -169,11 +169,10 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 		return bad_cfg(err, elen, cfg->name, "cred/trust: both or neither");
 	if (cfg->cred == NULL && (cfg->psk_len == 0 || cfg->psk_len > IKE_PSK_MAX))
 		return bad_cfg(err, elen, cfg->name, "psk: 1 to 128 bytes");
-	if ((cfg->local_id.type != 0 && (cfg->local_id.len == 0 ||
-					 cfg->local_id.len > IKE_IDENT_MAX)) ||
-	    (cfg->remote_id.type != 0 && (cfg->remote_id.len == 0 ||
-					  cfg->remote_id.len > IKE_IDENT_MAX)))
-		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 128 bytes");
+	_Static_assert(IKE_IDENT_MAX == UINT8_MAX, "ike_ident.len holds any length");
+	if ((cfg->local_id.type != 0 && cfg->local_id.len == 0) ||
+	    (cfg->remote_id.type != 0 && cfg->remote_id.len == 0))
+		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 255 bytes");
 	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote))
 		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
 	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)

@@ -43,7 +43,7 @@
 
 #define IKE_CONN_NAME_MAX	32	/* with the NUL */
 #define IKE_PSK_MAX		128
-#define IKE_IDENT_MAX		128
+#define IKE_IDENT_MAX		255	/* ike_ident.len is a uint8_t */
 #define IKE_CONN_PROPS_MAX	4	/* IKE and ESP proposals per connection */
 #define IKE_PROP_ALGS_MAX	4	/* algorithms of one kind in a configured proposal */
 #define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */

@@ -123,12 +123,15 @@ def name(cn):
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Example")])
 
 
-def issue(cn, key, issuer=None, ca=False, san=None, serial=None, days=(-1, 365)):
-    """A certificate for CN=cn, O=Example; issuer (cert, key) or self-signed."""
-    x509, hashes, _, _, ed25519, _, _ = _x509()
+def issue(cn, key, issuer=None, ca=False, san=None, serial=None, days=(-1, 365), subject=None):
+    """A certificate for CN=cn, O=Example (or subject: [(NameOID name, value)]);
+    issuer (cert, key) or self-signed."""
+    x509, hashes, _, _, ed25519, _, NameOID = _x509()
     now = datetime.datetime.utcnow()
     icert, ikey = issuer if issuer else (None, key)
-    b = (x509.CertificateBuilder().subject_name(name(cn))
+    subj = name(cn) if subject is None else x509.Name(
+        [x509.NameAttribute(getattr(NameOID, k), v) for k, v in subject])
+    b = (x509.CertificateBuilder().subject_name(subj)
          .issuer_name(icert.subject if icert else name(cn))
          .public_key(key.public_key())
          .serial_number(serial or x509.random_serial_number())
@@ -192,14 +195,15 @@ class Pki:
 
 def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
               remote_id="fqdn:*.example.org", swan_id="swan.example.org", swan_mid=True,
-              peer_days=(-1, 365)):
+              peer_days=(-1, 365), peer_subject=None):
     """charon with swan_cert; dpvpnd (not started) with a peer_kind key."""
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
         sl.ip(pe, "addr", "flush", "dev", dev)
     sl.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
     # dpvpnd's files
-    pcert, pkey = pki.leaf("peer.example.org", peer_kind, days=peer_days)
+    pcert, pkey = pki.leaf("peer.example.org", peer_kind, days=peer_days,
+                           subject=peer_subject)
     w = sl.workdir
     write(os.path.join(w, "peer.pem"), pem(pcert) + pem(pki.mid))
     write(os.path.join(w, "peer.key"), pem(pkey), 0o600)
@@ -300,6 +304,48 @@ def test_certificates_with_charon(initiator, peer_kind, swan_kind):
         how = re.findall(r"authentication of '[^']*' with (\S+) successful", log)
         print(f"test_ike_pki: {initiator} initiated, dpvpnd {peer_kind}, charon {swan_kind}: "
               f"up, pings both ways; charon's view: {how}")
+
+
+# 7 RDNs, 186 bytes as DER: over the 128 that identities were capped at
+LONG_DN = [("COUNTRY_NAME", "CH"), ("STATE_OR_PROVINCE_NAME", "Canton of Zurich"),
+           ("LOCALITY_NAME", "Zurich"), ("ORGANIZATION_NAME", "Example"),
+           ("ORGANIZATIONAL_UNIT_NAME", "Network Operations and Engineering"),
+           ("ORGANIZATIONAL_UNIT_NAME", "Site-to-site VPN gateways"),
+           ("COMMON_NAME", "peer.example.org")]
+
+
+def test_long_subject_dn_is_the_identity():
+    """dpvpnd's certificate has an enterprise-style subject of 186 bytes; with
+    no local-id, the subject is its identity (ID_DER_ASN1_DN), which used to
+    be refused over 128 bytes ('give a local-id').  charon, told that DN as
+    the peer's id, authenticates it and the tunnel carries pings."""
+    need_swan()
+    pki = Pki()
+    scert, skey = pki.leaf("swan.example.org", "ecdsa")
+    with swan.SwanLab("aes128gcm16") as sl:
+        pcert = setup_lab(sl, pki, "ecdsa", scert, skey, peer_subject=LONG_DN)
+        assert len(pcert.subject.public_bytes()) == 186
+        with open(sl.gw.config) as f:
+            conf = f.read()
+        with open(sl.gw.config, "w") as f:
+            f.write(conf.replace("local-id = fqdn:peer.example.org\n", ""))
+        dn = ", ".join(f"{k}={v}" for k, v in (
+            ("C", "CH"), ("ST", "Canton of Zurich"), ("L", "Zurich"), ("O", "Example"),
+            ("OU", "Network Operations and Engineering"), ("OU", "Site-to-site VPN gateways"),
+            ("CN", "peer.example.org")))
+        swc = os.path.join(sl.swan.dir, "swanctl", "swanctl.conf")
+        with open(swc) as f:
+            text = f.read()
+        assert "id = peer.example.org" in text
+        with open(swc, "w") as f:
+            f.write(text.replace("id = peer.example.org", f'id = "{dn}"'))
+        bring_up(sl, "charon")
+        log = sl.swan.log_text()
+        assert f"authentication of '{dn}' with" in log, log[-3000:]
+        r = sl.ping("s", count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        print(f"test_ike_pki: a 186-byte subject DN as dpvpnd's identity: charon "
+              f"authenticated '{dn}'")
 
 
 def test_intermediate_sent_to_charon():
