@@ -73,16 +73,74 @@ static int key_tun_remote(struct parser *p, const char *val)
 	return tun_addr(p, val, &CUR_TUN(p)->remote, &CUR_TUN(p)->remote_line);
 }
 
+/* Do two prefixes (host bits zero, one family) share an address? */
+static bool ts_overlap(const struct cfg_prefix *a, const struct cfg_prefix *b)
+{
+	struct cfg_prefix x = *a, y = *b, xn, yn;
+
+	x.len = y.len = a->len < b->len ? a->len : b->len;
+	cfg_host_bits(&x, &xn);
+	cfg_host_bits(&y, &yn);
+	if (a->addr.family == DPVPN_AF_INET)
+		return xn.addr.v4 == yn.addr.v4;
+	return memcmp(xn.addr.v6, yn.addr.v6, sizeof(xn.addr.v6)) == 0;
+}
+
+/*
+ * local-ts / remote-ts: one prefix or a comma list of up to CFG_TS_MAX,
+ * of one family and none overlapping another (a packet must select one
+ * tunnel's policy, and two overlapping entries would be one policy twice).
+ */
+static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *first,
+			 struct cfg_prefix *more, uint8_t *n_more)
+{
+	struct cfg_prefix list[CFG_TS_MAX];
+	char buf[512], *rest = buf, *tok;
+	unsigned n = 0;
+
+	if (strlen(val) >= sizeof(buf))
+		return cfg_kerr(p, "list too long (%zu characters)", strlen(val));
+	memcpy(buf, val, strlen(val) + 1);
+	while ((tok = strsep(&rest, ",")) != NULL) {	/* an empty entry is an error */
+		char *end;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (n == CFG_TS_MAX)
+			return cfg_kerr(p, "at most %d prefixes in a list", CFG_TS_MAX);
+		if (cfg_parse_net(p, tok, &list[n]))
+			return -1;
+		if (list[n].addr.family != list[0].addr.family)
+			return cfg_kerr(p, "'%s' is not of the first prefix's family (%s): one "
+					"family per list", tok, cfg_family_name(list[0].addr.family));
+		for (unsigned i = 0; i < n; i++)
+			if (ts_overlap(&list[i], &list[n]))
+				return cfg_kerr(p, "'%s' overlaps entry %u of the list", tok, i + 1);
+		n++;
+	}
+	*first = list[0];
+	memcpy(more, list + 1, (n - 1) * sizeof(*more));
+	*n_more = (uint8_t)(n - 1);
+	return 0;
+}
+
 static int key_tun_lts(struct parser *p, const char *val)
 {
-	CUR_TUN(p)->lts_line = p->line;
-	return cfg_parse_net(p, val, &CUR_TUN(p)->local_ts);
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	t->lts_line = p->line;
+	return parse_ts_list(p, val, &t->local_ts, t->more_lts, &t->n_more_lts);
 }
 
 static int key_tun_rts(struct parser *p, const char *val)
 {
-	CUR_TUN(p)->rts_line = p->line;
-	return cfg_parse_net(p, val, &CUR_TUN(p)->remote_ts);
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	t->rts_line = p->line;
+	return parse_ts_list(p, val, &t->remote_ts, t->more_rts, &t->n_more_rts);
 }
 
 static int key_tun_cipher(struct parser *p, const char *val)
@@ -616,6 +674,13 @@ static void finish_tunnel(struct parser *p)
 
 	cfg_check_keying(p, t);
 	cfg_finish_ra(p, t);
+	/* IKE proposes and narrows one prefix per side so far (ike_child.c) */
+	if (t->ike.on && t->n_more_lts)
+		cfg_err_at(p, t->lts_line, "[tunnel %s] local-ts: a list needs keying = static "
+			   "(IKE negotiates one prefix per side)", t->name);
+	if (t->ike.on && t->n_more_rts)
+		cfg_err_at(p, t->rts_line, "[tunnel %s] remote-ts: a list needs keying = static "
+			   "(IKE negotiates one prefix per side)", t->name);
 	if (t->ike.on) {
 		cfg_finish_ike(p, t);
 	} else {

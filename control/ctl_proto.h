@@ -73,6 +73,10 @@
  *                          "keying":"static"|"ike"|null,
  *                          "local":IP|null,"remote":IP|null (outer: the peer is remote),
  *                          "cipher":NAME|null,"local_ts":PREFIX|null,"remote_ts":PREFIX|null,
+ *                          "local_ts_list":[PREFIX, ...]|null,
+ *                          "remote_ts_list":[PREFIX, ...]|null (all of local-ts /
+ *                                remote-ts, a list in the config; local_ts and
+ *                                remote_ts are their first),
  *                          "ike_state":null (static)|"none"|an ike "state" below,
  *                          "config_error":null|"FILE:LINE: ..." (the config file's
  *                                version of this running tunnel was refused),

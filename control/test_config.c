@@ -392,6 +392,33 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "tunnel unspecified v6 remote", PORTS46 TUN_TS4("2001:db8::1", "::") SPIS KEYS,
 	  "12: [tunnel t] remote: expected an IPv4 or IPv6 address, got '::'", { 0 } },
+	/* selector lists */
+	{ "ts lists", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24, 10.1.0.0/16",
+	  "198.18.2.0/24,10.2.0.0/16 , 10.3.0.0/16") SPIS KEYS, NULL, { 0 } },
+	{ "ts list of 9", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "10.1.0.0/24, 10.2.0.0/24, 10.3.0.0/24, 10.4.0.0/24, 10.5.0.0/24, 10.6.0.0/24, "
+	  "10.7.0.0/24, 10.8.0.0/24, 10.9.0.0/24") SPIS KEYS,
+	  "14: [tunnel t] remote-ts: at most 8 prefixes in a list", { 0 } },
+	{ "ts list two families", PORTS46 TUNA("198.19.0.1", "198.19.0.2",
+	  "198.18.1.0/24, 2001:db8:1::/64", "198.18.2.0/24") SPIS KEYS,
+	  "13: [tunnel t] local-ts: '2001:db8:1::/64' is not of the first prefix's family "
+	  "(IPv4): one family per list", { 0 } },
+	{ "ts list overlap", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "10.0.0.0/8, 198.18.2.0/24, 10.9.0.0/16") SPIS KEYS,
+	  "14: [tunnel t] remote-ts: '10.9.0.0/16' overlaps entry 1 of the list", { 0 } },
+	{ "ts list v6 overlap", PORTS46 TUNA("198.19.0.1", "198.19.0.2",
+	  "2001:db8:1::/64, 2001:db8:1:0:8000::/65", "2001:db8:2::/64") SPIS KEYS,
+	  "13: [tunnel t] local-ts: '2001:db8:1:0:8000::/65' overlaps entry 1 of the list",
+	  { 0 } },
+	{ "ts list empty entry", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24, ",
+	  "198.18.2.0/24") SPIS KEYS, "13: [tunnel t] local-ts: expected an IPv4 or IPv6 "
+	  "prefix (a.b.c.d/len, x:x::/len), got ''", { 0 } },
+	{ "ts list host bits", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "198.18.2.0/24, 10.1.1.1/16") SPIS KEYS, "14: [tunnel t] remote-ts: 10.1.1.1/16 "
+	  "has host bits set (did you mean 10.1.0.0/16?)", { 0 } },
+	{ "ts list with ike", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "198.18.2.0/24, 10.1.0.0/16") IKE, "14: [tunnel t] remote-ts: a list needs "
+	  "keying = static (IKE negotiates one prefix per side)", PSK(0600) },
 	/* keying = ike */
 	{ "ike minimal", IKE_GOOD, NULL, PSK(0600) },
 	{ "ike all keys", IKE_GOOD "local-id = fqdn:gw-a.example\n"
@@ -880,6 +907,31 @@ static void test_many_errors(void **state)
 	unlink(path);
 }
 
+/* Selector lists: the order kept, the first entry where a single prefix was. */
+static void test_ts_lists(void **state)
+{
+	const struct cfg_tunnel *t;
+	char path[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/lists.conf", tmpdir);
+	write_file(path, PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+				    "10.2.0.0/16, 10.3.0.0/24,10.4.0.0/30") SPIS KEYS, 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	t = cfg.tunnels[0];
+	assert_int_equal(cfg_tunnel_n_ts(t, true), 1);
+	assert_int_equal(cfg_tunnel_n_ts(t, false), 3);
+	assert_int_equal(t->remote_ts.addr.v4, 0x0a020000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 1)->addr.v4, 0x0a030000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 1)->len, 24);
+	assert_int_equal(cfg_tunnel_ts(t, false, 2)->addr.v4, 0x0a040000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 2)->len, 30);
+	assert_int_equal(cfg_tunnel_ts(t, true, 0)->addr.v4, 0xc6120100);
+	cfg_free(&cfg);
+	unlink(path);
+}
+
 /* What the parser stores for IPv6: families, bytes, lengths. */
 static void test_ipv6_values(void **state)
 {
@@ -915,6 +967,8 @@ static void test_ipv6_values(void **state)
 	assert_int_equal(t->local_ts.addr.family, DPVPN_AF_INET);
 	assert_int_equal(t->local_ts.addr.v4, 0xc6120100);	/* 198.18.1.0 */
 	assert_int_equal(t->remote_ts.len, 24);
+	assert_int_equal(t->n_more_lts + t->n_more_rts, 0);
+	assert_int_equal(cfg_tunnel_n_ts(t, true), 1);
 	assert_int_equal(cfg.routes[0].dst.addr.family, DPVPN_AF_INET6);
 	assert_memory_equal(cfg.routes[0].dst.addr.v6, net6, 16);
 	assert_int_equal(cfg.routes[0].dst.len, 48);
@@ -1222,7 +1276,7 @@ static void test_remote_access(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 12];
+	struct CMUnitTest tests[N_CASES + 13];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1244,7 +1298,8 @@ int main(void)
 	tests[N_CASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_neighbour_spellings);
 	tests[N_CASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_pubkey);
 	tests[N_CASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_remote_access);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 12, NULL, NULL);
+	tests[N_CASES + 12] = (struct CMUnitTest)cmocka_unit_test(test_ts_lists);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 13, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }
