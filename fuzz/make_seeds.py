@@ -858,6 +858,17 @@ in-spi = %(in_)d
     for k in range(0, len(tunnels), 2):	# two tunnels a file: inputs stay small
         out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 2])).encode()
     out['one-tunnel.conf'] = (base + tunnels[0]).encode()
+    # selector lists: good ones, then too many, two families, overlap, empty entry
+    lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
+                               'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')
+    lists = lists.replace('remote-ts = 198.18.2.0/24', 'remote-ts = 198.18.2.0/24 ,10.3.0.0/24')
+    out['ts-lists.conf'] = (base + lists).encode()
+    bad = [', '.join('10.%d.0.0/16' % i for i in range(9)), '10.1.0.0/16, 2001:db8::/64',
+           '10.0.0.0/8, 10.1.0.0/16', '10.1.0.0/16,', ',', '10.1.0.0/16,,10.2.0.0/16']
+    out['ts-lists-bad.conf'] = (base + ''.join(
+        tunnels[0].replace('[tunnel t0]', '[tunnel l%d]' % i)
+        .replace('remote-ts = 198.18.2.0/24', 'remote-ts = ' + b)
+        for i, b in enumerate(bad))).encode()
     def key_file(i, name, auth=False):
         """Tunnel i with its inbound (auth) key read from a file of fuzz_config.c's."""
         lines = tunnels[i].split('\n')
