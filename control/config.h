@@ -171,7 +171,14 @@ struct cfg_ike {
 	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */
 	uint8_t no_frag;	/* fragmentation = no: IKE fragmentation (RFC 7383) off */
 	uint16_t frag_size;	/* fragment-size: IP datagram bytes of an IKE fragment */
+	/* ike-sa = Y: this tunnel's CHILD_SA rides tunnel Y's IKE SA; everything
+	 * of the IKE SA (addresses, auth, ids, ike-proposals, dpd, encap, ...)
+	 * is copied from Y once the file is read (cfg_check_ike_sa) */
+	char parent[DPVPN_NAME_LEN];
+	int parent_line;
 };
+
+#define CFG_IKE_CHILDREN_MAX	16	/* CHILD_SAs per IKE SA: Y and its ike-sa tunnels */
 
 /*
  * remote = %any (config_ra.c): a remote-access responder; each client gets

@@ -45,6 +45,9 @@ bool cfg_key_required(struct parser *p, const struct key_def *d)
 		return false;
 	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ra.any && !strcmp(d->name, "remote-ts"))
 		return false;		/* the pool is (config_ra.c) */
+	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ike.parent[0] &&
+	    (!strcmp(d->name, "local") || !strcmp(d->name, "remote")))
+		return false;		/* ike-sa: the parent's (cfg_check_ike_sa) */
 	return d->keying == KEYING_ANY || (!p->keying_bad && cfg_key_belongs(p, d));
 }
 
@@ -750,6 +753,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "fragmentation", cfg_key_tun_frag, false, KEYING_IKE },
 	{ "fragment-size", cfg_key_tun_frag_size, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
+	{ "ike-sa", cfg_key_tun_ike_sa, false, KEYING_IKE },
 	{ "pool", cfg_key_tun_pool, false, KEYING_IKE },
 	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
 };

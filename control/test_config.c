@@ -55,6 +55,8 @@
 #define PSK_TEXT "lab psk: not a secret\n"
 #define PSK(mode) { "a.psk", PSK_TEXT, mode, 0 }
 #define IKE_GOOD PORTS TUN_HEAD IKE
+#define KID(y) "[tunnel k]\nkeying = ike\nlocal-ts = 10.1.0.0/24\nike-sa = " y \
+	"\nremote-ts = 10.2.0.0/24\n"
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
 #define ID_ERR_HEAD "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
 	"dn:DN (\"CN=gw, O=Example\", up to 128 bytes as DER), keyid:HEX (1..64 bytes) or " \
@@ -421,6 +423,25 @@ static const struct tcase cases[] = {
 	  "keying = static (IKE negotiates one prefix per side)", PSK(0600) },
 	/* keying = ike */
 	{ "ike minimal", IKE_GOOD, NULL, PSK(0600) },
+	/* ike-sa: a CHILD_SA on another tunnel's IKE SA (lines 18-22) */
+	{ "ike-sa", IKE_GOOD KID("t"), NULL, PSK(0600) },
+	{ "ike-sa before its parent", PORTS "[tunnel k]\nkeying = ike\nike-sa = t\n"
+	  "local-ts = 10.1.0.0/24\nremote-ts = 10.2.0.0/24\n" TUN_HEAD IKE, NULL, PSK(0600) },
+	{ "ike-sa unknown", IKE_GOOD KID("nope"), "21: [tunnel k] ike-sa: nope is no [tunnel] "
+	  "of this file", PSK(0600) },
+	{ "ike-sa itself", IKE_GOOD KID("k"), "21: [tunnel k] ike-sa: names this tunnel itself",
+	  PSK(0600) },
+	{ "ike-sa of a static", PORTS TUN_HEAD SPIS KEYS KID("t"), "23: [tunnel k] ike-sa: t is "
+	  "not keying = ike", PSK(0600) },
+	{ "ike-sa chain", IKE_GOOD KID("t") "[tunnel k2]\nkeying = ike\nike-sa = k\n"
+	  "local-ts = 10.3.0.0/24\nremote-ts = 10.4.0.0/24\n", "25: [tunnel k2] ike-sa: k is "
+	  "itself an ike-sa tunnel (one level only)", PSK(0600) },
+	{ "ike-sa inherited keys", IKE_GOOD KID("t") "remote = 198.19.0.3\ndpd = 10\n"
+	  "psk-file = a.psk\n", "23: [tunnel k] remote: inherited from tunnel t (ike-sa)",
+	  PSK(0600), 3 },
+	{ "ike-sa static keying", IKE_GOOD "[tunnel k]\nike-sa = t\nlocal-ts = 10.1.0.0/24\n"
+	  "remote-ts = 10.2.0.0/24\ncipher = aes128-gcm\n" SPIS KEYS,
+	  "19: [tunnel k] ike-sa: only with keying = ike", PSK(0600) },
 	{ "ike all keys", IKE_GOOD "local-id = fqdn:gw-a.example\n"
 	  "remote-id = fqdn:gw-b.example\nike-proposals = " P128E ", " P256X "\n"
 	  "start = no\ndpd = 0\nencap = udp\nreplay-window = 4096\nmtu = 1400\n"
@@ -932,6 +953,39 @@ static void test_ts_lists(void **state)
 	unlink(path);
 }
 
+/* ike-sa: the child takes the parent's IKE settings, keeps its own CHILD_SA ones. */
+static void test_ike_sa_inherits(void **state)
+{
+	const struct cfg_tunnel *t, *k;
+	char path[256], psk[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/kid.conf", tmpdir);
+	snprintf(psk, sizeof(psk), "%s/a.psk", tmpdir);
+	write_file(psk, PSK_TEXT, 0600);
+	write_file(path, IKE_GOOD "dpd = 7\nencap = udp\n" KID("t")
+		   "esp-proposals = aes256gcm16-ecp256\nstart = no\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	t = cfg.tunnels[0];
+	k = cfg.tunnels[1];
+	assert_string_equal(k->ike.parent, "t");
+	assert_memory_equal(&k->local, &t->local, sizeof(t->local));
+	assert_memory_equal(&k->remote, &t->remote, sizeof(t->remote));
+	assert_int_equal(k->udp, 1);
+	assert_int_equal(k->ike.dpd_seconds, 7);
+	assert_int_equal(k->ike.psk_len, t->ike.psk_len);
+	assert_int_equal(k->ike.n_props, t->ike.n_props);
+	assert_int_equal(k->ike.n_esp, 1);
+	assert_int_equal(k->ike.esp[0].dh[0], 19);
+	assert_int_equal(k->ike.start, 0);
+	assert_int_equal(t->ike.start, 1);
+	assert_int_equal(k->local_ts.addr.v4, 0x0a010000);
+	cfg_free(&cfg);
+	unlink(path);
+	unlink(psk);
+}
+
 /* What the parser stores for IPv6: families, bytes, lengths. */
 static void test_ipv6_values(void **state)
 {
@@ -1276,7 +1330,7 @@ static void test_remote_access(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 13];
+	struct CMUnitTest tests[N_CASES + 14];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1299,7 +1353,8 @@ int main(void)
 	tests[N_CASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_pubkey);
 	tests[N_CASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_remote_access);
 	tests[N_CASES + 12] = (struct CMUnitTest)cmocka_unit_test(test_ts_lists);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 13, NULL, NULL);
+	tests[N_CASES + 13] = (struct CMUnitTest)cmocka_unit_test(test_ike_sa_inherits);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 14, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

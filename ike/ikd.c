@@ -664,6 +664,11 @@ static int add_conns(const struct cfg *cfg)
 
 		if (!t->ike.on)
 			continue;
+		if (t->ike.parent[0]) {
+			fprintf(stderr, "dpvpnd: tunnel %s: ike-sa: several CHILD_SAs per IKE SA "
+				"are not built in dpvpnd yet\n", t->name);
+			return -1;
+		}
 		if (check_conn(&cc, t, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name, err);
 			return -1;
