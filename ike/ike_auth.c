@@ -507,7 +507,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
-	if (!sa->child.up)
+	if (!KID(sa)->child.up)
 		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	ike_log(ctx, sa, "IKE SA established (initiator)");
 	return ike_next_request(ctx, sa, now);

@@ -132,6 +132,14 @@ struct ike_conn_cfg {
 	struct ike_prop_cfg esp[IKE_CONN_PROPS_MAX];
 	unsigned n_esp;
 	struct ike_prefix ts_local, ts_remote;
+	/*
+	 * Not "": this connection is a CHILD_SA of connection ike_sa's IKE SA
+	 * (added after it): its own ts_*, esp, child_rekey_ms; the rest of its
+	 * configuration is not used.  The initiator makes it with
+	 * CREATE_CHILD_SA (ike_initiate on its name); a responder picks it for
+	 * a peer's CHILD_SA by the traffic selectors.
+	 */
+	char ike_sa[IKE_CONN_NAME_MAX];
 	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
 	unsigned retrans_tries;		/* transmissions of a request before giving up */
 	uint32_t dpd_ms;		/* liveness check after this long unheard; 0: off */
@@ -290,6 +298,19 @@ enum ike_state {
 };
 
 /* What `show ike` prints about one IKE SA. */
+#define IKE_CHILDREN_MAX	16	/* CHILD_SAs per IKE SA */
+
+/* One CHILD_SA of an IKE SA (ike_sa_status.children). */
+struct ike_child_status {
+	const char *conn;		/* the connection it is of (a child's or the IKE SA's) */
+	bool up;			/* false: being made */
+	uint32_t spi_in, spi_out;
+	uint16_t dh;			/* the PFS group of the exchange that made it */
+	struct ike_prefix ts_local, ts_remote;	/* narrowed */
+	uint64_t rekeys;
+	uint64_t up_ms;			/* when made (or last rekeyed) */
+};
+
 struct ike_sa_status {
 	const char *conn;
 	enum ike_state state;
@@ -305,13 +326,17 @@ struct ike_sa_status {
 	uint32_t peer_next_id;		/* the peer's next request expected */
 	uint64_t rx, tx, retransmits;
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
-	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
+	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's, all */
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
 	/* CHILD_SA and IKE SA rekeys that crossed the peer's (2.8.1, 2.8.2), and how */
 	uint64_t rekey_collisions, rekey_won, rekey_lost;
 	bool has_vip;			/* remote access: the client's leased address */
 	struct ike_prefix vip;		/* /32 or /128 */
 	struct ike_ident peer_id;	/* with has_vip: the client's IDi (cut at IKE_IDENT_MAX) */
+	/* every CHILD_SA (the child_* above are the first one's); child_rekeys:
+	 * theirs added up */
+	struct ike_child_status children[IKE_CHILDREN_MAX];
+	unsigned n_children;
 };
 
 struct ike_ctx;
