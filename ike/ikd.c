@@ -222,6 +222,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	snprintf(c->ike_sa, sizeof(c->ike_sa), "%s", t->ike.parent);	/* ike-sa = Y */
 	c->remote_any = t->ra.any;
 	for (unsigned i = 0; i < t->ra.n_pools && i < 2; i++)
 		to_ike_prefix(&c->pool[c->n_pool++], &t->ra.pools[i]);
@@ -578,10 +579,14 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 
 	(void)opaque;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
-	if (c != NULL)
+	for (size_t i = 0; i < k.n_conns; i++) {	/* it and its ike-sa tunnels */
+		c = &k.conns[i];
+		if (strcmp(c->tpl.name, conn) && strcmp(c->tpl.ike.parent, conn))
+			continue;
 		snprintf(c->last_end, sizeof(c->last_end), "%s", why);
-	if (c != NULL && c->tpl.ike.start && !c->held)
-		c->retry_at = mono_ms() + IKD_RETRY_MS;
+		if (c->tpl.ike.start && !c->held)
+			c->retry_at = mono_ms() + IKD_RETRY_MS;
+	}
 }
 
 static void on_log(void *opaque, const char *conn, const char *msg)
@@ -653,22 +658,18 @@ static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char 
 	return rc != 0 ? -1 : 0;
 }
 
+/* Tunnels that own an IKE SA first (pass 0), then the ike-sa ones (pass 1). */
 static int add_conns(const struct cfg *cfg)
 {
 	char err[256];
 
-	for (size_t i = 0; i < cfg->n_tunnels; i++) {
-		const struct cfg_tunnel *t = cfg->tunnels[i];
+	for (size_t j = 0; j < 2 * cfg->n_tunnels; j++) {
+		const struct cfg_tunnel *t = cfg->tunnels[j % cfg->n_tunnels];
 		struct ike_conn_cfg cc;
 		int rc;
 
-		if (!t->ike.on)
+		if (!t->ike.on || (t->ike.parent[0] != 0) != (j >= cfg->n_tunnels))
 			continue;
-		if (t->ike.parent[0]) {
-			fprintf(stderr, "dpvpnd: tunnel %s: ike-sa: several CHILD_SAs per IKE SA "
-				"are not built in dpvpnd yet\n", t->name);
-			return -1;
-		}
 		if (check_conn(&cc, t, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name, err);
 			return -1;
@@ -906,6 +907,19 @@ void ikd_reload_cancel(void)
 	memset(&pending, 0, sizeof(pending));
 }
 
+/*
+ * An ike-sa tunnel goes with its IKE SA: when the tunnel it names is
+ * removed or changed (its connection removed takes the children's along),
+ * it is dropped and added again after it, changed or not.
+ */
+static bool parent_changes(const struct cfg *next, const char *parent)
+{
+	const struct ikd_conn *p = parent[0] ? find_conn(parent) : NULL;
+	const struct cfg_tunnel *t = parent[0] ? inst_find_tunnel(next, parent) : NULL;
+
+	return parent[0] && (p == NULL || t == NULL || !inst_tunnel_same(&p->tpl, t));
+}
+
 int ikd_reload_check(struct cfg *next, char *msg, size_t len)
 {
 	size_t n = next->n_tunnels ? next->n_tunnels : 1;
@@ -924,7 +938,8 @@ int ikd_reload_check(struct cfg *next, char *msg, size_t len)
 		const struct cfg_tunnel *t = next->tunnels[i];
 		struct ikd_conn *c = t->ike.on && k.ctx != NULL ? find_conn(t->name) : NULL;
 
-		if (!t->ike.on || (c != NULL && inst_tunnel_same(&c->tpl, t)))
+		if (!t->ike.on || (c != NULL && inst_tunnel_same(&c->tpl, t) &&
+				   !parent_changes(next, t->ike.parent)))
 			continue;
 		if (check_conn(&pending.cc[pending.n], t, err, sizeof(err)) != 0) {
 			snprintf(msg, len, "refused, running config kept: tunnel %s: IKE: %s",
@@ -959,7 +974,8 @@ void ikd_reload_drop(const struct cfg *next)
 		struct ikd_conn *c = &k.conns[i];
 		const struct cfg_tunnel *t = inst_find_tunnel(next, c->tpl.name);
 
-		if (t != NULL && inst_tunnel_same(&c->tpl, t)) {
+		if (t != NULL && inst_tunnel_same(&c->tpl, t) &&
+		    !parent_changes(next, c->tpl.ike.parent)) {
 			i++;
 			continue;
 		}
@@ -986,7 +1002,11 @@ int ikd_reload_add(const struct cfg *next, char *msg, size_t len)
 	}
 	if (k.n_ports == next->n_ports)		/* addresses may have moved */
 		memcpy(k.ports, next->ports, next->n_ports * sizeof(*k.ports));
-	for (size_t j = 0; j < pending.n; j++) {
+	for (size_t i = 0; i < 2 * pending.n; i++) {	/* IKE SA owners first, as at start */
+		size_t j = i % pending.n;
+
+		if ((pending.t[j]->ike.parent[0] != 0) != (i >= pending.n))
+			continue;
 		if (add_conn(pending.t[j], &pending.cc[j]) != 0) {
 			failed++;
 			continue;
@@ -1015,6 +1035,36 @@ static json_t *spi_json(const uint8_t *spi)
 {
 	return json_sprintf("%02x%02x%02x%02x%02x%02x%02x%02x", spi[0], spi[1], spi[2], spi[3],
 			    spi[4], spi[5], spi[6], spi[7]);
+}
+
+static json_t *ike_prefix_json(const struct ike_prefix *p)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(p->family == AF_INET6 ? AF_INET6 : AF_INET, p->addr, s, sizeof(s));
+	return json_sprintf("%s/%u", s, p->plen);
+}
+
+/* Every CHILD_SA of an IKE SA (ctl_proto.h show ike "children"). */
+static json_t *children_json(const struct ike_sa_status *st)
+{
+	uint64_t now = mono_ms();
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < st->n_children; i++) {
+		const struct ike_child_status *c = &st->children[i];
+
+		json_array_append_new(a, c->up ? json_pack(
+			"{s:s,s:b,s:o,s:o,s:i,s:o,s:o,s:I,s:I}", "name", c->conn, "up", 1,
+			"spi_in", json_sprintf("0x%08x", c->spi_in),
+			"spi_out", json_sprintf("0x%08x", c->spi_out), "dh", c->dh,
+			"local_ts", ike_prefix_json(&c->ts_local),
+			"remote_ts", ike_prefix_json(&c->ts_remote),
+			"rekeys", (json_int_t)c->rekeys,
+			"age_s", (json_int_t)(now > c->up_ms ? (now - c->up_ms) / 1000 : 0)) :
+			json_pack("{s:s,s:b}", "name", c->conn, "up", 0));
+	}
+	return a;
 }
 
 static void walk_one(void *arg, const struct ike_sa_status *st)
@@ -1050,6 +1100,8 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)st->rekey_collisions,
 				      "won", (json_int_t)st->rekey_won,
 				      "lost", (json_int_t)st->rekey_lost));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "children",
+			    children_json(st));
 }
 
 /* An IKE identity as text: "fqdn:NAME", "email:ADDR", an address, a DN, "keyid:HEX". */
@@ -1293,6 +1345,8 @@ int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 
 	if (c == NULL)
 		return CTL_IKE_UNKNOWN;
+	if (c->tpl.ike.parent[0])
+		n.conn = c->tpl.ike.parent;	/* ike-sa: it rides that one's IKE SA */
 	ike_sa_walk(k.ctx, newest_one, &n);
 	snprintf(state, state_len, "%s", n.found ? ike_state_name(n.st.state) : "none");
 	if (c->up)
