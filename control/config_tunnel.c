@@ -117,11 +117,13 @@ static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *f
 		if (cfg_parse_net(p, tok, &list[n]))
 			return -1;
 		if (list[n].addr.family != list[0].addr.family)
-			return cfg_kerr(p, "'%s' is not of the first prefix's family (%s): one "
-					"family per list", tok, cfg_family_name(list[0].addr.family));
+			return cfg_kerr(p, "'%s' is not of the first prefix's family (%s): "
+					"one family per list", tok,
+					cfg_family_name(list[0].addr.family));
 		for (unsigned i = 0; i < n; i++)
 			if (ts_overlap(&list[i], &list[n]))
-				return cfg_kerr(p, "'%s' overlaps entry %u of the list", tok, i + 1);
+				return cfg_kerr(p, "'%s' overlaps entry %u of the list", tok,
+						i + 1);
 		n++;
 	}
 	*first = list[0];

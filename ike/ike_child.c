@@ -334,7 +334,8 @@ rekey_switch(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn,
 
 	if (rc != 0)
 		return rc;
-	ike_child_down(ctx, sa, &KID(sa)->old);	/* none: rekeys wait for the last one's Delete */
+	/* none: rekeys wait for the last one's Delete */
+	ike_child_down(ctx, sa, &KID(sa)->old);
 	KID(sa)->old = prev;
 	KID(sa)->old_del_ms = ours && prev.up ? now + grace_ms(KCFG(sa)) : 0;
 	KID(sa)->child_rekeys++;
@@ -419,7 +420,8 @@ rekey_group(const struct ike_sa *sa)
 
 	if (KID(sa)->rk_group != 0)
 		return KID(sa)->rk_group;
-	if (KID(sa)->child.prop.dh != 0 && ike_cfg_has_group(cfg->esp, cfg->n_esp, KID(sa)->child.prop.dh))
+	if (KID(sa)->child.prop.dh != 0 &&
+	    ike_cfg_has_group(cfg->esp, cfg->n_esp, KID(sa)->child.prop.dh))
 		return KID(sa)->child.prop.dh;
 	for (unsigned i = 0; i < cfg->n_esp; i++)
 		if (cfg->esp[i].n_dh != 0)
@@ -485,7 +487,8 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_buf_init(&in, inner, sizeof(inner));
 	ike_build_notify(&in, &nt);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
-		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), KID(sa)->rk_spi, true, &props[i]);
+		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), KID(sa)->rk_spi, true,
+				   &props[i]);
 	ike_build_sa(&in, props, cfg->n_esp);
 	ike_build_nonce(&in, KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
 	if (publen != 0)
@@ -609,7 +612,8 @@ ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 			k->create_retry_ms = ike_rekey_retry_at(now);
-			k->child = (struct child){ .spi_in = k->rk_spi };	/* the peer's goes */
+			/* the peer's CHILD_SA goes: our Delete names it by our SPI */
+			k->child = (struct child){ .spi_in = k->rk_spi };
 			del = true;
 		} else {
 			ike_log(ctx, sa, "CHILD_SA %s made: SPIs %08x/%08x", KCFG(sa)->name,
@@ -705,8 +709,8 @@ rekey_cross_ours(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new 
 int
 ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
 {
-	struct child_new cn = { .spi_in = KID(sa)->rk_spi, .initiator = true, .ni = KID(sa)->rk_nonce,
-				.ni_len = sizeof(KID(sa)->rk_nonce) };
+	struct child_new cn = { .spi_in = KID(sa)->rk_spi, .initiator = true,
+				.ni = KID(sa)->rk_nonce, .ni_len = sizeof(KID(sa)->rk_nonce) };
 	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	uint16_t nerr = ike_error_notify(v);
 	uint8_t gir[IKE_DH_MAX_SECRET];
@@ -782,10 +786,12 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, enum c
 	for (unsigned i = 0; i < sa->n_kids && spi != 0; i++) {
 		const struct child_sa *k = ike_kid(sa, i);
 
-		if ((k->child.up && k->child.spi_out == spi) || (k->old.up && k->old.spi_out == spi))
+		if ((k->child.up && k->child.spi_out == spi) ||
+		    (k->old.up && k->old.spi_out == spi))
 			sa->ck = i;
 	}
-	if (KID(sa)->old.up && KID(sa)->old_del_ms != 0 && KID(sa)->rk_min_len != 0 && !KID(sa)->dup.up &&
+	if (KID(sa)->old.up && KID(sa)->old_del_ms != 0 && KID(sa)->rk_min_len != 0 &&
+	    !KID(sa)->dup.up &&
 	    spi == KID(sa)->old.spi_out && sa->state == IKE_ST_ESTABLISHED &&
 	    !(sa->req_kind == REQ_DEL_OLD && sa->req_kid == sa->ck))
 		*cross = CROSS_ANSWERED;
@@ -804,7 +810,7 @@ rekey_admit(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, enum c
 	 * under us) or of the CHILD_SA, or the previous rekey's old CHILD_SA
 	 * not deleted yet: refused, the peer tries again later.
 	 */
-	mine = sa->req_kid == sa->ck;	/* another CHILD_SA's rekey or Delete: not this one's */
+	mine = sa->req_kid == sa->ck;	/* another CHILD_SA's rekey or Delete: not this */
 
 	if (sa->state != IKE_ST_ESTABLISHED || (sa->req_kind == REQ_REKEY && mine) ||
 	    sa->req_kind == REQ_IKE_REKEY || (sa->req_kind == REQ_DEL_CHILD && mine) ||
@@ -850,7 +856,8 @@ rekey_peer(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, e
 	theirs = KID(sa)->child;
 	m = lower_nonce(cn, &KID(sa)->rk_min_len);
 	memcpy(KID(sa)->rk_min, m, KID(sa)->rk_min_len);
-	cross_resolve(ctx, sa, &ours, &theirs, mine, mlen, KID(sa)->rk_min, KID(sa)->rk_min_len, now);
+	cross_resolve(ctx, sa, &ours, &theirs, mine, mlen, KID(sa)->rk_min, KID(sa)->rk_min_len,
+		      now);
 	return 0;
 }
 

@@ -877,8 +877,8 @@ ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	sa->ck = (unsigned)kid;
 	if (sa->state != IKE_ST_ESTABLISHED || !KID(sa)->child.up)
 		return -ENOENT;
-	if (KID(sa)->old.up || KID(sa)->dup.up || sa->req_kind == REQ_REKEY || KID(sa)->want_rekey ||
-	    sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
+	if (KID(sa)->old.up || KID(sa)->dup.up || sa->req_kind == REQ_REKEY ||
+	    KID(sa)->want_rekey || sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
 		return -EBUSY;
 	return ike_child_rekey_send(ctx, sa, now_ms);
 }

@@ -86,8 +86,8 @@ rekey_due(const struct ike_sa *sa, uint64_t now)
 {
 	uint32_t life = KCFG(sa)->child_rekey_ms;
 
-	return sa->initiator && life != 0 && KID(sa)->child.up && !KID(sa)->old.up && !KID(sa)->dup.up &&
-	       !KID(sa)->want_rekey &&
+	return sa->initiator && life != 0 && KID(sa)->child.up && !KID(sa)->old.up &&
+	       !KID(sa)->dup.up && !KID(sa)->want_rekey &&
 	       now >= KID(sa)->child.up_ms + life && now >= KID(sa)->rekey_retry_ms;
 }
 
