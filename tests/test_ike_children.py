@@ -19,6 +19,8 @@ initiates both (start = yes): IKE_AUTH carries to-swan's, then
 CREATE_CHILD_SA kid-b's.  Then, in order, on the one IKE SA:
 - pings S -> D through each CHILD_SA; both ends hold the same two pairs;
 - `dpvpnctl rekey kid-b`: kid-b's SPIs change, to-swan's stay, both carry;
+- kid-b's section changed and reloaded: its CHILD_SA made again, the IKE SA
+  and to-swan's kept;
 - `swanctl --terminate --child b`: kid-b's CHILD_SA goes in dpvpnd too,
   the IKE SA and to-swan stay and carry;
 - `swanctl --initiate --child b`: charon's CREATE_CHILD_SA, dpvpnd the
@@ -179,6 +181,22 @@ def test_one_child_rekeys_alone(sl):
     assert after["to-swan"] == before["to-swan"], (before, after)
     kids = {c["name"]: c for c in ike_sas(sl)[0]["children"]}
     assert kids["kid-b"]["rekeys"] == 1 and kids["to-swan"]["rekeys"] == 0, kids
+    carries(sl)
+
+
+def test_reload_changes_one_child_keeps_the_ike_sa(sl):
+    """kid-b's section changed (mtu): a reload deletes and makes again that
+    CHILD_SA only; the IKE SA and to-swan's CHILD_SA stay as they are."""
+    before, spi_i = both_up(sl), ike_sas(sl)[0]["spi_i"]
+    with open(sl.gw.config, "a") as f:
+        f.write("mtu = 1400\n")
+    r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "reload", check=False)
+    assert r.returncode == 0 and "1 changed" in r.stdout, r.stdout + r.stderr
+    lab.wait_for(lambda: (both_up(sl) or before)["kid-b"] != before["kid-b"], 15,
+                 "kid-b made again on both ends")
+    after = both_up(sl)
+    assert after["to-swan"] == before["to-swan"], (before, after)
+    assert [a["spi_i"] for a in ike_sas(sl)] == [spi_i]
     carries(sl)
 
 
