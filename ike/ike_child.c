@@ -588,6 +588,8 @@ ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 	int rc = 0;
 
 	ike_request_done(sa);
+	if (!k->creating)	/* its connection went meanwhile (a reload): nothing to make */
+		return ike_next_request(ctx, sa, now);
 	k->creating = false;
 	if (nerr == IKE_N_INVALID_KE_PAYLOAD && rekey_ke_retry(ctx, sa, v, now))
 		return 0;
@@ -670,6 +672,8 @@ rekey_answer_ke(const struct ike_sa *sa, const struct view *v, struct child_new 
 
 	if (cn->prop.dh == 0)
 		return 0;	/* a proposal without PFS taken: no KEr (our KEi ignored) */
+	if (KID(sa)->rk_dh == NULL)
+		return snprintf(err, elen, "sa: a PFS group we sent no KE of"), -EBADMSG;
 	if (kp == NULL || ike_ke_parse(kp->body, kp->len, &ke, err, elen) != 0 ||
 	    ke.group != cn->prop.dh || ke.group != KID(sa)->rk_group)
 		return snprintf(err, elen, "ke: missing, or not of group %u", KID(sa)->rk_group),
@@ -719,6 +723,8 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 	int rc;
 
 	ike_request_done(sa);
+	if (KID(sa)->rk_spi == 0)	/* its connection went meanwhile: slot zeroed */
+		return ike_next_request(ctx, sa, now);
 	if (nerr == IKE_N_INVALID_KE_PAYLOAD && rekey_ke_retry(ctx, sa, v, now))
 		return 0;
 	if (nerr != 0) {

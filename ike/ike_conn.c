@@ -267,10 +267,21 @@ kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
 	int i = sa ? ike_kid_find(sa, k) : -1;
 
 	if (i >= 0) {
+		struct child_sa *kd = ike_kid(sa, (unsigned)i);
+		const struct child *ch[3] = { &kd->child, &kd->old, &kd->dup };
+
 		sa->ck = (unsigned)i;
-		if (KID(sa)->child.up && sa->state == IKE_ST_ESTABLISHED &&
-		    sa->req_kind == REQ_NONE)
-			(void)ike_info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
+		/* its CHILD_SAs are deleted at the peer, now or after our request out */
+		for (unsigned n = 0; n < 3; n++)
+			if (ch[n]->up && sa->n_del_spis < IKE_KIDS_MAX * 3)
+				sa->del_spis[sa->n_del_spis++] = ch[n]->spi_in;
+		if (sa->req_kid == (unsigned)i &&
+		    (sa->req_kind == REQ_CREATE || sa->req_kind == REQ_REKEY)) {
+			sa->req_orphan = true;		/* its answer's new one, too */
+			sa->orphan_spi = kd->rk_spi;
+		}
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_SPIS, now_ms);
 		ike_child_gone(ctx, sa);
 		ike_child_down(ctx, sa, &KID(sa)->old);
 		ike_child_down(ctx, sa, &KID(sa)->dup);

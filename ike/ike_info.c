@@ -10,7 +10,7 @@
 int
 ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now)
 {
-	uint8_t inner[64], out[MSG_MAX], spi[4];
+	uint8_t inner[64 + 12 * IKE_KIDS_MAX], out[MSG_MAX], spi[12 * IKE_KIDS_MAX];
 	struct ike_delete d = { 0 };
 	struct ike_buf in;
 	struct ike_hdr h;
@@ -34,6 +34,14 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 		put32(spi, kind == REQ_DEL_OLD ? KID(sa)->old.spi_in :
 			   kind == REQ_DEL_DUP ? KID(sa)->dup.spi_in : KID(sa)->child.spi_in);
 		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
+		ike_build_delete(&in, &d);
+	} else if (kind == REQ_DEL_SPIS) {
+		if (sa->n_del_spis == 0)
+			return 0;
+		for (unsigned i = 0; i < sa->n_del_spis; i++)
+			put32(spi + 4 * i, sa->del_spis[i]);
+		d = (struct ike_delete){ IKE_PROTO_ESP, 4, (uint16_t)sa->n_del_spis, spi };
+		sa->n_del_spis = 0;
 		ike_build_delete(&in, &d);
 	}
 	ike_hdr_for(sa, &h, IKE_INFORMATIONAL, false, sa->next_req_id);

@@ -48,6 +48,7 @@ enum req_kind {
 	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
 	REQ_DEL_DUP,		/* Delete of our redundant CHILD_SA of crossing rekeys */
 	REQ_CREATE,		/* CREATE_CHILD_SA for another CHILD_SA */
+	REQ_DEL_SPIS,		/* Delete of CHILD_SAs whose connection went (del_spis) */
 };
 
 struct ike_pool;
@@ -175,6 +176,14 @@ struct ike_sa {
 	struct child_sa kid0;
 	struct child_sa *more[IKE_KIDS_MAX - 1];
 	unsigned n_kids, ck, req_kid;
+	/* A child connection removed (reload) while its CHILD_SAs were up or
+	 * being made: our inbound SPIs of them, deleted at the next chance;
+	 * req_orphan: our request out was about it (its answer's CHILD_SA,
+	 * our SPI orphan_spi, goes too). */
+	uint32_t del_spis[3 * IKE_KIDS_MAX];
+	unsigned n_del_spis;
+	bool req_orphan;
+	uint32_t orphan_spi;
 	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
 	uint32_t peer_hashes;		/* its SIGNATURE_HASH_ALGORITHMS (IKE_HASH_BIT) */
 	/* the CAs its CERTREQs name (key ids): intermediates it has are not sent */

@@ -88,6 +88,9 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	memset(&old->kid0, 0, sizeof(old->kid0));
 	memset(old->more, 0, sizeof(old->more));
 	old->n_kids = 1;
+	memcpy(sa->del_spis, old->del_spis, sizeof(sa->del_spis));
+	sa->n_del_spis = old->n_del_spis;
+	old->n_del_spis = 0;
 	old->ck = sa->ck = 0;
 	sa->rekey_collisions = old->rekey_collisions;
 	sa->rekey_won = old->rekey_won;

@@ -642,6 +642,20 @@ req_exchange(enum req_kind k)
 	       IKE_INFORMATIONAL;
 }
 
+/*
+ * The answer to our CREATE_CHILD_SA of a child connection removed while it
+ * was out (ike_conn.c kid_remove): a CHILD_SA it made goes at once.
+ */
+static int
+orphan_answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	sa->req_orphan = false;
+	ike_request_done(sa);
+	if (ike_error_notify(v) == 0 && sa->n_del_spis < 3 * IKE_KIDS_MAX)
+		sa->del_spis[sa->n_del_spis++] = sa->orphan_spi;
+	return ike_next_request(ctx, sa, now);
+}
+
 static int
 on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	    const uint8_t *msg, size_t len, uint64_t now)
@@ -675,7 +689,9 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (rc == 0) {
 		sa->last_rx_ms = now;
 		sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
-		if (sa->req_kind == REQ_AUTH)
+		if (sa->req_orphan)
+			rc = orphan_answer(ctx, sa, &v, now);
+		else if (sa->req_kind == REQ_AUTH)
 			rc = ike_auth_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_REKEY)
 			rc = ike_child_rekey_response(ctx, sa, &v, now);
@@ -895,8 +911,8 @@ kids_want_rekey(const struct ike_sa *sa)
 int
 ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	int kid;
+	struct ike_sa *sa = sa_of_name(ctx, name, &kid);	/* a child's: its parent's */
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || sa->want_del_ike)
 		return -ENOENT;

@@ -18,6 +18,8 @@ ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		sa->want_del_ike = false;
 		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
+	if (sa->n_del_spis != 0)	/* of child connections gone */
+		return ike_info_send(ctx, sa, REQ_DEL_SPIS, now);
 	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {	/* each CHILD_SA in turn */
 		struct child_sa *k = KID(sa);
 
@@ -60,6 +62,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
 		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete", [REQ_IKE_REKEY] = "IKE SA rekey",
 		[REQ_DEL_DUP] = "redundant CHILD_SA Delete", [REQ_CREATE] = "CREATE_CHILD_SA",
+		[REQ_DEL_SPIS] = "CHILD_SA Delete",
 	};
 	char why[WHY_LEN];
 

@@ -2301,6 +2301,49 @@ test_children_rekey_delete(void **state)
 	stop();
 }
 
+/*
+ * A child connection removed (a reload) while its CREATE_CHILD_SA, then its
+ * rekey, is out: the CHILD_SAs the answers make at the peer, and the one it
+ * had, are deleted there too; nothing is left of it on either side.
+ */
+static void
+test_child_removed_midway(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24,
+					 (struct ike_prop_cfg)ESP_PFS(128, IKE_DH_ECP256));
+	struct ike_conn_cfg kr = mirror(&ki);
+
+	(void)state;
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), 0);	/* out, not answered */
+	assert_int_equal(ike_conn_remove(I.ctx, "k", 10), 0);
+	pump(10);
+	assert_int_equal(R.ups, 2);			/* R made it ... */
+	assert_int_equal(R.downs, 1);			/* ... and deleted it at our Delete */
+	assert_string_equal(R.conn_down, "k");
+	assert_int_equal(I.ups, 1);
+	assert_int_equal(status(&R).st.n_children, 1);
+	/* again, up this time, and a rekey of it out when it goes */
+	add_conn(&I, &ki);
+	assert_int_equal(ike_initiate(I.ctx, "k", 20), 0);
+	pump(20);
+	assert_int_equal(status(&R).st.n_children, 2);
+	assert_int_equal(ike_child_rekey(I.ctx, "k", 30), 0);
+	assert_int_equal(ike_conn_remove(I.ctx, "k", 30), 0);
+	assert_string_equal(I.conn_down, "k");
+	pump(30);
+	assert_int_equal(status(&R).st.n_children, 1);
+	assert_int_equal(R.ups, R.downs + 1);		/* only "t" up at R */
+	assert_int_equal(I.ups, I.downs + 1);
+	assert_int_equal(status(&I).st.state, IKE_ST_ESTABLISHED);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
 /* At most IKE_CHILDREN_MAX CHILD_SAs per IKE SA: the next is NO_ADDITIONAL_SAS. */
 static void
 test_children_max(void **state)
@@ -3560,6 +3603,7 @@ main(void)
 		cmocka_unit_test(test_child_pfs_invalid_ke),
 		cmocka_unit_test(test_children_rekey_delete),
 		cmocka_unit_test(test_children_max),
+		cmocka_unit_test(test_child_removed_midway),
 		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),
