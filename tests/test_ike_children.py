@@ -24,7 +24,10 @@ CREATE_CHILD_SA kid-b's.  Then, in order, on the one IKE SA:
 - `swanctl --terminate --child b`: kid-b's CHILD_SA goes in dpvpnd too,
   the IKE SA and to-swan stay and carry;
 - `swanctl --initiate --child b`: charon's CREATE_CHILD_SA, dpvpnd the
-  responder picks kid-b by the selectors; it carries again.
+  responder picks kid-b by the selectors; it carries again;
+- both dpvpnd tunnels terminated (held), charon initiates the IKE SA with
+  child b in IKE_AUTH (dpvpnd gives it to kid-b), then net by
+  CREATE_CHILD_SA (to-swan): both carry, dpvpnd the responder.
 """
 import os
 import re
@@ -215,4 +218,23 @@ def test_charon_creates_the_child_dpvpnd_picks_it(sl):
     assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
     lab.wait_for(lambda: both_up(sl) is not None, 15, "kid-b again on both ends")
     assert len(ike_sas(sl)) == 1
+    carries(sl)
+
+
+def test_charon_initiates_kid_b_first(sl):
+    """charon makes the IKE SA (dpvpnd's ends held) with child b in its
+    IKE_AUTH: dpvpnd, the responder, gives it to kid-b by the selectors;
+    then net by CREATE_CHILD_SA, given to to-swan."""
+    for name in ("kid-b", "to-swan"):
+        r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "terminate", name, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+    lab.wait_for(lambda: not ike_sas(sl), 10, "dpvpnd's IKE SA gone")
+    for child in ("b", "net"):
+        out = sl.swan.swanctl("--initiate", "--child", child, "--timeout", "15", timeout=25,
+                              check=False)
+        assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
+    lab.wait_for(lambda: both_up(sl) is not None, 15, "both again, charon the initiator")
+    sas = ike_sas(sl)
+    assert len(sas) == 1 and sas[0]["role"] == "responder", sas
+    assert sas[0]["children"][0]["name"] == "kid-b", sas    # IKE_AUTH's
     carries(sl)
