@@ -103,8 +103,11 @@ static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *f
 
 	if (strlen(val) >= sizeof(buf))
 		return cfg_kerr(p, "list too long (%zu characters)", strlen(val));
+	/* padding too: a reload compares tunnels byte for byte (inst_tunnel_same) */
+	memset(list, 0, sizeof(list));
 	memcpy(buf, val, strlen(val) + 1);
 	while ((tok = strsep(&rest, ",")) != NULL) {	/* an empty entry is an error */
+		struct cfg_prefix x;
 		char *end;
 
 		while (*tok == ' ' || *tok == '\t')
@@ -114,8 +117,15 @@ static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *f
 			*--end = '\0';
 		if (n == CFG_TS_MAX)
 			return cfg_kerr(p, "at most %d prefixes in a list", CFG_TS_MAX);
-		if (cfg_parse_net(p, tok, &list[n]))
+		if (cfg_parse_net(p, tok, &x))
 			return -1;
+		/* field by field: x's padding and unused bytes are the stack's */
+		list[n].addr.family = x.addr.family;
+		if (x.addr.family == DPVPN_AF_INET)
+			list[n].addr.v4 = x.addr.v4;
+		else
+			memcpy(list[n].addr.v6, x.addr.v6, sizeof(x.addr.v6));
+		list[n].len = x.len;
 		if (list[n].addr.family != list[0].addr.family)
 			return cfg_kerr(p, "'%s' is not of the first prefix's family (%s): "
 					"one family per list", tok,
@@ -126,7 +136,7 @@ static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *f
 						i + 1);
 		n++;
 	}
-	*first = list[0];
+	memcpy(first, &list[0], sizeof(*first));
 	memcpy(more, list + 1, (n - 1) * sizeof(*more));
 	*n_more = (uint8_t)(n - 1);
 	return 0;

@@ -953,6 +953,45 @@ static void test_ts_lists(void **state)
 	unlink(path);
 }
 
+/* Leave byte b in the stack below the caller (what a parser's locals start as). */
+static __attribute__((noinline)) void dirty_stack(uint8_t b)
+{
+	volatile uint8_t junk[65536];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = b;
+}
+
+/*
+ * A tunnel parsed twice is the same bytes (a reload compares them whole,
+ * inst_tunnel_same): no stack garbage in the selectors' padding, whatever
+ * the stack held (parse_ts_list once copied its uninitialised list[] and a
+ * reload saw every keying = ike tunnel changed).
+ */
+static void test_ts_same_bytes(void **state)
+{
+	struct cfg a, b;
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/twice.conf", tmpdir);
+	write_file(path, PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+				    "10.2.0.0/16, 10.3.0.0/24") SPIS KEYS, 0600);
+	dirty_stack(0x5a);
+	assert_int_equal(cfg_load(&a, path), 0);
+	dirty_stack(0xa5);
+	assert_int_equal(cfg_load(&b, path), 0);
+	assert_memory_equal(&a.tunnels[0]->local_ts, &b.tunnels[0]->local_ts,
+			    sizeof(a.tunnels[0]->local_ts));
+	assert_memory_equal(&a.tunnels[0]->remote_ts, &b.tunnels[0]->remote_ts,
+			    sizeof(a.tunnels[0]->remote_ts));
+	assert_memory_equal(a.tunnels[0]->more_rts, b.tunnels[0]->more_rts,
+			    sizeof(a.tunnels[0]->more_rts));
+	cfg_free(&a);
+	cfg_free(&b);
+	unlink(path);
+}
+
 /* ike-sa: the child takes the parent's IKE settings, keeps its own CHILD_SA ones. */
 static void test_ike_sa_inherits(void **state)
 {
@@ -1330,7 +1369,7 @@ static void test_remote_access(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 14];
+	struct CMUnitTest tests[N_CASES + 15];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1354,7 +1393,8 @@ int main(void)
 	tests[N_CASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_remote_access);
 	tests[N_CASES + 12] = (struct CMUnitTest)cmocka_unit_test(test_ts_lists);
 	tests[N_CASES + 13] = (struct CMUnitTest)cmocka_unit_test(test_ike_sa_inherits);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 14, NULL, NULL);
+	tests[N_CASES + 14] = (struct CMUnitTest)cmocka_unit_test(test_ts_same_bytes);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 15, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }
