@@ -689,13 +689,6 @@ static void finish_tunnel(struct parser *p)
 
 	cfg_check_keying(p, t);
 	cfg_finish_ra(p, t);
-	/* IKE proposes and narrows one prefix per side so far (ike_child.c) */
-	if (t->ike.on && t->n_more_lts)
-		cfg_err_at(p, t->lts_line, "[tunnel %s] local-ts: a list needs keying = static "
-			   "(IKE negotiates one prefix per side)", t->name);
-	if (t->ike.on && t->n_more_rts)
-		cfg_err_at(p, t->rts_line, "[tunnel %s] remote-ts: a list needs keying = static "
-			   "(IKE negotiates one prefix per side)", t->name);
 	if (t->ike.on) {
 		cfg_finish_ike(p, t);
 	} else {

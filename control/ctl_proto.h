@@ -156,13 +156,14 @@
  *                      "lost":N},"children":[CHILD, ...]}, ...],
  *                      (state also "rekeyed": replaced)
  *             CHILD = {"name":TUNNEL,"up":true,"spi_in":"0x..","spi_out":"0x..",
- *                      "dh":N,"local_ts":PREFIX,"remote_ts":PREFIX,"rekeys":N,
+ *                      "dh":N,"local_ts":[PREFIX, ...],"remote_ts":[PREFIX, ...],
+ *                      "rekeys":N,
  *                      "age_s":N} | {"name":TUNNEL,"up":false}: every CHILD_SA
  *             of the IKE SA, the IKE_AUTH one first, then those of ike-sa
  *             tunnels (made by CREATE_CHILD_SA; up false: being made, or
  *             refused and asked again later); name: the [tunnel] it is of;
  *             dh: the PFS group of the exchange that made it (0: none);
- *             local_ts/remote_ts: as narrowed; age_s: since made or last
+ *             local_ts/remote_ts: as narrowed, every prefix; age_s: since made or last
  *             rekeyed; "child" and "child_rekeys" above: the first one's and
  *             all of theirs
  *             rekey_collisions: CHILD_SA or IKE SA rekeys of ours that crossed

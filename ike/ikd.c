@@ -47,6 +47,8 @@ struct ikd_conn {
 	uint64_t rekeys;
 	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
+	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
+	uint8_t n_more_lts, n_more_rts;
 	struct {			/* replaced inbound SAs, removed after a grace period */
 		uint32_t spi;
 		uint64_t at;
@@ -222,6 +224,13 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	_Static_assert(CFG_TS_MAX == IKE_TS_MAX, "one limit for both");
+	for (unsigned i = 0; i < t->n_more_lts; i++)
+		to_ike_prefix(&c->ts_local_more[i], &t->more_lts[i]);
+	for (unsigned i = 0; i < t->n_more_rts; i++)
+		to_ike_prefix(&c->ts_remote_more[i], &t->more_rts[i]);
+	c->n_ts_local_more = t->n_more_lts;
+	c->n_ts_remote_more = t->n_more_rts;
 	snprintf(c->ike_sa, sizeof(c->ike_sa), "%s", t->ike.parent);	/* ike-sa = Y */
 	c->remote_any = t->ra.any;
 	for (unsigned i = 0; i < t->ra.n_pools && i < 2; i++)
@@ -366,6 +375,12 @@ static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const str
 	t->out.authmat_len = t->in.authmat_len = ch->integ_key_len;
 	from_ike_prefix(&t->local_ts, &ch->ts_local);
 	from_ike_prefix(&t->remote_ts, &ch->ts_remote);
+	t->n_more_lts = (uint8_t)(ch->n_ts_local_more < CFG_TS_MAX ? ch->n_ts_local_more : 0);
+	t->n_more_rts = (uint8_t)(ch->n_ts_remote_more < CFG_TS_MAX ? ch->n_ts_remote_more : 0);
+	for (unsigned i = 0; i < t->n_more_lts; i++)
+		from_ike_prefix(&t->more_lts[i], &ch->ts_local_more[i]);
+	for (unsigned i = 0; i < t->n_more_rts; i++)
+		from_ike_prefix(&t->more_rts[i], &ch->ts_remote_more[i]);
 	t->udp = ch->udp_encap;
 	if (ch->udp_encap) {
 		t->udp_local = ch->udp_local;
@@ -462,6 +477,10 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 		c->spi_out = ch->spi_out;
 		c->lts = t.local_ts;
 		c->rts = t.remote_ts;
+		memcpy(c->more_lts, t.more_lts, sizeof(c->more_lts));
+		memcpy(c->more_rts, t.more_rts, sizeof(c->more_rts));
+		c->n_more_lts = t.n_more_lts;
+		c->n_more_rts = t.n_more_rts;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
 			conn, ch->spi_in, ch->spi_out);
 	} else if (c->up && !c->has_next2 && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
@@ -500,6 +519,10 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 
 	t->local_ts = c->lts;
 	t->remote_ts = c->rts;
+	memcpy(t->more_lts, c->more_lts, sizeof(c->more_lts));
+	memcpy(t->more_rts, c->more_rts, sizeof(c->more_rts));
+	t->n_more_lts = c->n_more_lts;
+	t->n_more_rts = c->n_more_rts;
 	t->out.spi = c->next_out;
 	if (inst_policy_switch(k.dp, t, k.verbose) != 0)
 		fprintf(stderr, "dpvpnd: tunnel %s: rekey: policy not moved\n", t->name);
@@ -1045,6 +1068,15 @@ static json_t *ike_prefix_json(const struct ike_prefix *p)
 	return json_sprintf("%s/%u", s, p->plen);
 }
 
+static json_t *prefixes_json(const struct ike_prefix *p, unsigned n)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(a, ike_prefix_json(&p[i]));
+	return a;
+}
+
 /* Every CHILD_SA of an IKE SA (ctl_proto.h show ike "children"). */
 static json_t *children_json(const struct ike_sa_status *st)
 {
@@ -1058,8 +1090,8 @@ static json_t *children_json(const struct ike_sa_status *st)
 			"{s:s,s:b,s:o,s:o,s:i,s:o,s:o,s:I,s:I}", "name", c->conn, "up", 1,
 			"spi_in", json_sprintf("0x%08x", c->spi_in),
 			"spi_out", json_sprintf("0x%08x", c->spi_out), "dh", c->dh,
-			"local_ts", ike_prefix_json(&c->ts_local),
-			"remote_ts", ike_prefix_json(&c->ts_remote),
+			"local_ts", prefixes_json(c->ts_local, c->n_ts_local),
+			"remote_ts", prefixes_json(c->ts_remote, c->n_ts_remote),
 			"rekeys", (json_int_t)c->rekeys,
 			"age_s", (json_int_t)(now > c->up_ms ? (now - c->up_ms) / 1000 : 0)) :
 			json_pack("{s:s,s:b}", "name", c->conn, "up", 0));

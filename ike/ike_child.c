@@ -20,7 +20,7 @@
 struct child_new {
 	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
-	struct ike_prefix tl, tr;
+	struct ts_set tl, tr;
 	/* The exchange that made it: its initiator's keys come first (2.17). */
 	bool initiator;
 	const uint8_t *ni, *nr;
@@ -75,8 +75,12 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 		memcpy(c.integ_in, cn->initiator ? ar : ai, ik);
 		c.spi_in = cn->spi_in;
 		c.spi_out = cn->spi_out;
-		c.ts_local = cn->tl;
-		c.ts_remote = cn->tr;
+		c.ts_local = cn->tl.p[0];
+		c.ts_remote = cn->tr.p[0];
+		c.n_ts_local_more = cn->tl.n - 1;
+		c.n_ts_remote_more = cn->tr.n - 1;
+		memcpy(c.ts_local_more, cn->tl.p + 1, (cn->tl.n - 1) * sizeof(cn->tl.p[0]));
+		memcpy(c.ts_remote_more, cn->tr.p + 1, (cn->tr.n - 1) * sizeof(cn->tr.p[0]));
 		c.local = sa->local;
 		c.remote = sa->remote;
 		c.udp_encap = sa->encap;
@@ -187,27 +191,52 @@ ike_kid_add(struct ike_sa *sa, struct conn *c)
  * all, in config order, as strongSwan's select_child_cfg ranks by match.
  * skip_up: not one that has a CHILD_SA in sa already (a new one, not IKE_AUTH's).
  */
+/* Connection c's remote prefixes in sa: a remote-access client's lease, else c's. */
+static void
+remote_set(const struct ike_sa *sa, const struct conn *c, struct ts_set *out)
+{
+	if (c == sa->conn && sa->has_vip) {
+		out->p[0] = sa->vip;
+		out->n = 1;
+	} else {
+		ike_cfg_ts(&c->cfg, false, out);
+	}
+}
+
+/* Is the first proposed selector of ts (n of them) one of set, whole? */
+static bool
+first_in(const struct ike_ts *ts, unsigned n, const struct ts_set *set)
+{
+	struct ike_prefix p;
+
+	if (n == 0 || !ike_ts_to_prefix(&ts[0], &p))
+		return false;
+	for (unsigned i = 0; i < set->n; i++)
+		if (!memcmp(&set->p[i], &p, sizeof(p)))
+			return true;
+	return false;
+}
+
 static struct conn *
 select_conn(const struct ike_sa *sa, const struct child_pl *cp, bool skip_up,
-	    struct ike_prefix *tl, struct ike_prefix *tr)
+	    struct ts_set *tl, struct ts_set *tr)
 {
 	struct conn *best = NULL;
 	bool best_whole = false;
 
 	for (struct conn *c = sa->conn; c != NULL; c = c == sa->conn ? sa->conn->kids : c->sib) {
-		const struct ike_prefix *rem = c == sa->conn ? ike_cp_ts_remote(sa) :
-					       &c->cfg.ts_remote;
-		struct ike_prefix l, r, pl, pr;
+		struct ts_set ol, orm, l, r;
 		bool whole;
 		int i = ike_kid_find(sa, c);
 
 		if (skip_up && i >= 0 && ike_kid(sa, (unsigned)i)->child.up)
 			continue;
-		if (!ike_ts_narrow(cp->tsi, cp->n_tsi, rem, &r) ||
-		    !ike_ts_narrow(cp->tsr, cp->n_tsr, &c->cfg.ts_local, &l))
+		remote_set(sa, c, &orm);
+		ike_cfg_ts(&c->cfg, true, &ol);
+		if (!ike_ts_narrow_set(cp->tsi, cp->n_tsi, &orm, &r) ||
+		    !ike_ts_narrow_set(cp->tsr, cp->n_tsr, &ol, &l))
 			continue;
-		whole = ike_ts_to_prefix(&cp->tsi[0], &pr) && ike_ts_to_prefix(&cp->tsr[0], &pl) &&
-			!memcmp(&pr, &r, sizeof(r)) && !memcmp(&pl, &l, sizeof(l));
+		whole = first_in(cp->tsi, cp->n_tsi, &r) && first_in(cp->tsr, cp->n_tsr, &l);
 		if (best == NULL || (whole && !best_whole)) {
 			best = c;
 			best_whole = whole;
@@ -226,10 +255,10 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 	     uint64_t now)
 {
 	const struct ike_conn_cfg *cfg;
-	struct ike_prefix tl, tr;
+	struct ts_set tl, tr;
 	struct ike_proposal resp;
 	struct ike_prop_esp prop;
-	struct ike_ts tsi, tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
 	uint32_t spi_in, spi_out;
 	char err[ERR_LEN];
 	struct child_pl cp;
@@ -256,11 +285,9 @@ ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, s
 			  sa->ni, sa->nr, sa->ni_len, sa->nr_len }, now) != 0)
 		return IKE_N_NO_PROPOSAL_CHOSEN;
 	ike_esp_chosen_build(&prop, num, spi_in, &resp);
-	ike_ts_from_prefix(&tr, &tsi);
-	ike_ts_from_prefix(&tl, &tsr);
 	ike_build_sa(in, &resp, 1);
-	ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
-	ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	ike_build_ts(in, IKE_PL_TSI, tsi, ike_ts_from_set(&tr, tsi));
+	ike_build_ts(in, IKE_PL_TSR, tsr, ike_ts_from_set(&tl, tsr));
 	return 0;
 }
 
@@ -273,6 +300,7 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	     struct child_new *cn, char *err, size_t elen)
 {
 	const struct ike_conn_cfg *cfg = KCFG(sa);
+	struct ts_set ours_l, ours_r;
 	struct child_pl cp;
 	unsigned num;
 	int rc;
@@ -290,11 +318,17 @@ child_answer(const struct ike_sa *sa, const struct view *v, uint8_t exchange,
 	    cn->spi_out == 0)
 		return snprintf(err, elen, "sa.proposal[1]: not one of each kind from our ESP "
 				"proposal %u, or SPI 0", num), -EBADMSG;
-	if (cp.n_tsi != 1 || cp.n_tsr != 1 || !ike_ts_to_prefix(&cp.tsi[0], &cn->tl) ||
-	    !ike_ts_to_prefix(&cp.tsr[0], &cn->tr) || !ike_prefix_within(&cn->tl, &cfg->ts_local) ||
-	    !ike_prefix_within(&cn->tr, &cfg->ts_remote))
-		return snprintf(err, elen, "tsi/tsr: not one prefix each within ours"),
-		       -EBADMSG;
+	cn->tl.n = cp.n_tsi;
+	cn->tr.n = cp.n_tsr;
+	for (unsigned i = 0; i < cp.n_tsi + cp.n_tsr; i++)
+		if (!ike_ts_to_prefix(i < cp.n_tsi ? &cp.tsi[i] : &cp.tsr[i - cp.n_tsi],
+				      i < cp.n_tsi ? &cn->tl.p[i] : &cn->tr.p[i - cp.n_tsi]))
+			cn->tl.n = 0;
+	ike_cfg_ts(cfg, true, &ours_l);
+	ike_cfg_ts(cfg, false, &ours_r);
+	/* narrowed by the responder, never widened (RFC 7296 2.9) */
+	if (!ike_set_within(&cn->tl, &ours_l) || !ike_set_within(&cn->tr, &ours_r))
+		return snprintf(err, elen, "tsi/tsr: not prefixes each within ours"), -EBADMSG;
 	return 0;
 }
 
@@ -465,7 +499,7 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	size_t publen = sizeof(pub);
 	struct ike_notify nt = { .proto = IKE_PROTO_ESP, .spi_len = 4,
 				 .type = IKE_N_REKEY_SA, .spi = old };
-	struct ike_ts tsi, tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
 	struct ike_buf in;
 	struct ike_hdr h;
 	size_t len;
@@ -493,10 +527,8 @@ ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_build_nonce(&in, KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
 	if (publen != 0)
 		ike_build_ke(&in, KID(sa)->rk_group, pub, publen);
-	ike_ts_from_prefix(&KID(sa)->child.tl, &tsi);
-	ike_ts_from_prefix(&KID(sa)->child.tr, &tsr);
-	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
-	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	ike_build_ts(&in, IKE_PL_TSI, tsi, ike_ts_from_set(&KID(sa)->child.tl, tsi));
+	ike_build_ts(&in, IKE_PL_TSR, tsr, ike_ts_from_set(&KID(sa)->child.tr, tsr));
 	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
 	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
@@ -525,7 +557,8 @@ ike_child_create_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4], pub[IKE_DH_MAX_PUB];
 	struct child_sa *k = KID(sa);
 	size_t publen = sizeof(pub), len;
-	struct ike_ts tsi, tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
+	struct ts_set l, r;
 	struct ike_buf in;
 	struct ike_hdr h;
 	int rc;
@@ -552,10 +585,10 @@ ike_child_create_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	ike_build_nonce(&in, k->rk_nonce, sizeof(k->rk_nonce));
 	if (publen != 0)
 		ike_build_ke(&in, k->rk_group, pub, publen);
-	ike_ts_from_prefix(&cfg->ts_local, &tsi);
-	ike_ts_from_prefix(&cfg->ts_remote, &tsr);
-	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
-	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	ike_cfg_ts(cfg, true, &l);
+	ike_cfg_ts(cfg, false, &r);
+	ike_build_ts(&in, IKE_PL_TSI, tsi, ike_ts_from_set(&l, tsi));
+	ike_build_ts(&in, IKE_PL_TSR, tsr, ike_ts_from_set(&r, tsr));
 	ike_hdr_for(sa, &h, IKE_CREATE_CHILD_SA, false, sa->next_req_id);
 	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
@@ -915,17 +948,15 @@ answer_build(struct ike_buf *in, const struct child_new *cn, uint8_t num, const 
 	     size_t nr_len, const uint8_t *pub, size_t publen)
 {
 	struct ike_proposal resp;
-	struct ike_ts tsi, tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
 
 	ike_esp_chosen_build(&cn->prop, num, cn->spi_in, &resp);
-	ike_ts_from_prefix(&cn->tr, &tsi);
-	ike_ts_from_prefix(&cn->tl, &tsr);
 	ike_build_sa(in, &resp, 1);
 	ike_build_nonce(in, nr, nr_len);
 	if (publen != 0)
 		ike_build_ke(in, cn->prop.dh, pub, publen);
-	ike_build_ts(in, IKE_PL_TSI, &tsi, 1);
-	ike_build_ts(in, IKE_PL_TSR, &tsr, 1);
+	ike_build_ts(in, IKE_PL_TSI, tsi, ike_ts_from_set(&cn->tr, tsi));
+	ike_build_ts(in, IKE_PL_TSR, tsr, ike_ts_from_set(&cn->tl, tsr));
 }
 
 /* Responder of a rekey: the new CHILD_SA up and its payloads into in; 0, or the error. */
@@ -935,6 +966,7 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 {
 	const struct ike_pl *no = ike_find_pl(v, IKE_PL_NONCE);
 	const struct ike_conn_cfg *cfg;
+	struct ts_set ours_l, ours_r;
 	struct child_new cn = { .initiator = false };
 	uint8_t num, spi[4], nr[NONCE_LEN], pub[IKE_DH_MAX_PUB], gir[IKE_DH_MAX_SECRET];
 	size_t publen, gir_len;
@@ -957,9 +989,10 @@ rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, struc
 			 &num) != 0 || cn.spi_out == 0)
 		return ike_drop(ctx, sa, IKE_REJ_NO_PROPOSAL, 0, "sa: no ESP proposal acceptable"),
 		       IKE_N_NO_PROPOSAL_CHOSEN;
-	if (!ike_ts_narrow(cp.tsi, cp.n_tsi, KID(sa)->conn ? &cfg->ts_remote :
-			   ike_cp_ts_remote(sa), &cn.tr) ||
-	    !ike_ts_narrow(cp.tsr, cp.n_tsr, &cfg->ts_local, &cn.tl))
+	remote_set(sa, kid_conn(sa, KID(sa)), &ours_r);
+	ike_cfg_ts(cfg, true, &ours_l);
+	if (!ike_ts_narrow_set(cp.tsi, cp.n_tsi, &ours_r, &cn.tr) ||
+	    !ike_ts_narrow_set(cp.tsr, cp.n_tsr, &ours_l, &cn.tl))
 		return ike_drop(ctx, sa, IKE_REJ_TS_UNACCEPTABLE, 0, "tsi/tsr: nothing within "
 			      "the configured selectors"), IKE_N_TS_UNACCEPTABLE;
 	nerr = rekey_pfs(ctx, sa, &ke, prop.dh, want, pub, &publen, gir, &gir_len);

@@ -184,8 +184,18 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	    (cfg->remote_id.type != 0 && (cfg->remote_id.len == 0 ||
 					  cfg->remote_id.len > IKE_IDENT_MAX)))
 		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 128 bytes");
-	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote))
+	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote) ||
+	    cfg->n_ts_local_more >= IKE_TS_MAX || cfg->n_ts_remote_more >= IKE_TS_MAX)
 		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
+	for (unsigned i = 0; i < cfg->n_ts_local_more + cfg->n_ts_remote_more; i++) {
+		const struct ike_prefix *p = i < cfg->n_ts_local_more ? &cfg->ts_local_more[i] :
+					     &cfg->ts_remote_more[i - cfg->n_ts_local_more];
+
+		if (!prefix_ok(p) || p->family != (i < cfg->n_ts_local_more ?
+						   cfg->ts_local.family : cfg->ts_remote.family))
+			return bad_cfg(err, elen, cfg->name, "ts_local_more/ts_remote_more: a bad "
+				       "prefix, or of another family than the first");
+	}
 	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
 		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");
 	if (cfg->fragment_size != 0 && cfg->fragment_size < IKE_FRAG_SIZE_MIN)

@@ -67,11 +67,17 @@ struct conn {
 	struct conn *sib;
 };
 
+/* Prefixes of one side of a CHILD_SA, one family (ike_prop.c). */
+struct ts_set {
+	struct ike_prefix p[IKE_TS_MAX];
+	unsigned n;
+};
+
 struct child {
 	bool up;
 	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
-	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
+	struct ts_set tl, tr;		/* narrowed: what a rekey proposes again */
 	uint64_t up_ms;			/* for the lifetime rekey */
 };
 
@@ -397,6 +403,15 @@ bool ike_prop_check_esp(const struct ike_prop_cfg *e, const struct ike_proposal 
 void ike_ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts);
 bool ike_ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out);
 bool ike_prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer);
+/* A connection's prefixes of one side (ts_local and the rest). */
+void ike_cfg_ts(const struct ike_conn_cfg *c, bool local, struct ts_set *out);
+/* The responder's narrowing of a TS payload to every prefix of ours (2.9):
+ * all of each proposed selector within ours, de-duplicated; false if none. */
+bool ike_ts_narrow_set(const struct ike_ts *ts, unsigned n, const struct ts_set *ours,
+		       struct ts_set *out);
+/* set as TS payload entries; every prefix of a within one of b. */
+unsigned ike_ts_from_set(const struct ts_set *set, struct ike_ts *ts);
+bool ike_set_within(const struct ts_set *a, const struct ts_set *b);
 bool ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
 		struct ike_prefix *out);
 

@@ -1011,8 +1011,10 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			cs->spi_in = k->child.spi_in;
 			cs->spi_out = k->child.spi_out;
 			cs->dh = k->child.prop.dh;
-			cs->ts_local = k->child.tl;
-			cs->ts_remote = k->child.tr;
+			memcpy(cs->ts_local, k->child.tl.p, sizeof(cs->ts_local));
+			memcpy(cs->ts_remote, k->child.tr.p, sizeof(cs->ts_remote));
+			cs->n_ts_local = k->child.tl.n;
+			cs->n_ts_remote = k->child.tr.n;
 			cs->rekeys = k->child_rekeys;
 			cs->up_ms = k->child.up_ms;
 			st.n_children++;

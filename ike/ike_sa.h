@@ -48,6 +48,7 @@
 #define IKE_PROP_ALGS_MAX	4	/* algorithms of one kind in a configured proposal */
 #define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */
 #define IKE_CHILD_INTEG_MAX	32	/* HMAC-SHA2-256 key */
+#define IKE_TS_MAX		8	/* prefixes per side of a connection or CHILD_SA */
 
 /* An address and UDP port; family is AF_INET (ip[0..3]) or AF_INET6. */
 struct ike_addr {
@@ -140,6 +141,10 @@ struct ike_conn_cfg {
 	 * a peer's CHILD_SA by the traffic selectors.
 	 */
 	char ike_sa[IKE_CONN_NAME_MAX];
+	/* More prefixes on either side after ts_local / ts_remote (lists of
+	 * subnets, one family): proposed as several TS each, narrowed each */
+	struct ike_prefix ts_local_more[IKE_TS_MAX - 1], ts_remote_more[IKE_TS_MAX - 1];
+	uint8_t n_ts_local_more, n_ts_remote_more;
 	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
 	unsigned retrans_tries;		/* transmissions of a request before giving up */
 	uint32_t dpd_ms;		/* liveness check after this long unheard; 0: off */
@@ -193,7 +198,9 @@ struct ike_child {
 	uint32_t spi_in, spi_out;	/* host order */
 	uint8_t enc_in[IKE_CHILD_ENC_MAX], enc_out[IKE_CHILD_ENC_MAX];
 	uint8_t integ_in[IKE_CHILD_INTEG_MAX], integ_out[IKE_CHILD_INTEG_MAX];
-	struct ike_prefix ts_local, ts_remote;	/* narrowed */
+	struct ike_prefix ts_local, ts_remote;	/* narrowed; the first of each side */
+	struct ike_prefix ts_local_more[IKE_TS_MAX - 1], ts_remote_more[IKE_TS_MAX - 1];
+	unsigned n_ts_local_more, n_ts_remote_more;	/* the rest, if any */
 	struct ike_addr local, remote;		/* the tunnel's outer addresses */
 	/*
 	 * ESP in UDP (RFC 3948), when a NAT was detected or force_encap asked
@@ -306,7 +313,8 @@ struct ike_child_status {
 	bool up;			/* false: being made */
 	uint32_t spi_in, spi_out;
 	uint16_t dh;			/* the PFS group of the exchange that made it */
-	struct ike_prefix ts_local, ts_remote;	/* narrowed */
+	struct ike_prefix ts_local[IKE_TS_MAX], ts_remote[IKE_TS_MAX];	/* narrowed */
+	unsigned n_ts_local, n_ts_remote;
 	uint64_t rekeys;
 	uint64_t up_ms;			/* when made (or last rekeyed) */
 };

@@ -2344,6 +2344,53 @@ test_child_removed_midway(void **state)
 	stop();
 }
 
+/*
+ * Lists of subnets: the child proposes two prefixes a side (TSi, TSr of two
+ * each); the responder has a narrower second remote one and narrows each:
+ * both ends get 2 x 2, the second narrowed to /24; a rekey proposes the
+ * narrowed lists again and keeps them.
+ */
+static void
+test_child_ts_lists(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24, ESP_PROPS[0]);
+	struct ike_conn_cfg kr;
+	const struct ike_prefix want = pfx4("10.14.5.0", 24);
+
+	(void)state;
+	ki.ts_local_more[0] = pfx4("10.13.0.0", 24);
+	ki.ts_remote_more[0] = pfx4("10.14.0.0", 16);
+	ki.n_ts_local_more = ki.n_ts_remote_more = 1;
+	kr = mirror(&ki);
+	kr.ts_local_more[0] = want;		/* narrower than the proposed /16 */
+	kr.ts_remote_more[0] = ki.ts_local_more[0];
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), 0);
+	pump(10);
+	assert_string_equal(R.conn_up, "k");
+	for (unsigned round = 0; round < 2; round++) {
+		assert_int_equal(I.child.n_ts_local_more, 1);
+		assert_int_equal(I.child.n_ts_remote_more, 1);
+		assert_memory_equal(&I.child.ts_local_more[0], &ki.ts_local_more[0], sizeof(want));
+		assert_memory_equal(&I.child.ts_remote_more[0], &want, sizeof(want));
+		assert_int_equal(R.child.n_ts_local_more, 1);
+		assert_memory_equal(&R.child.ts_local_more[0], &want, sizeof(want));
+		assert_memory_equal(&R.child.ts_remote_more[0], &ki.ts_local_more[0],
+				    sizeof(want));
+		assert_int_equal(ike_child_rekey(I.ctx, "k", 1000 + 10000 * round), 0);
+		pump(1000 + 10000 * round);
+		ike_tick(I.ctx, 6000 + 10000 * round);	/* the old one's Delete */
+		pump(6000 + 10000 * round);
+	}
+	assert_int_equal(status(&I).st.child_rekeys, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
 /* At most IKE_CHILDREN_MAX CHILD_SAs per IKE SA: the next is NO_ADDITIONAL_SAS. */
 static void
 test_children_max(void **state)
@@ -3604,6 +3651,7 @@ main(void)
 		cmocka_unit_test(test_children_rekey_delete),
 		cmocka_unit_test(test_children_max),
 		cmocka_unit_test(test_child_removed_midway),
+		cmocka_unit_test(test_child_ts_lists),
 		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),

@@ -8,11 +8,13 @@ aes256gcm16-ecp256): a KE payload in its CREATE_CHILD_SA both ways.
     host S     strongSwan gw (netns)          dpvpn gw (netns)          host D
     198.18.1.2 charon #1                      dpvpn-dataplane + dpvpnd  198.18.2.2
     10.61.0.2  10.61.0.1 (sw-in)                                        10.71.0.2 (alias)
+    10.62.0.2  10.62.0.1 (sw-in)
     eth0 ==veth== sw-in      sw-out ==veth== pe-out        pe-in ==veth== eth0
                              198.19.0.1      198.19.0.2
 
     to-swan: 198.18.2.0/24 <-> 198.18.1.0/24, aes128gcm16 (charon's child "net")
-    kid-b:   10.71.0.0/24  <-> 10.61.0.0/24,  aes256gcm16-ecp256 (charon's child "b")
+    kid-b:   10.71.0.0/24  <-> 10.61.0.0/24 and 10.62.0.0/24 (a list: two TS in
+             TSr), aes256gcm16-ecp256 (charon's child "b")
 
 (tests/swan.py builds the namespaces; charon #2 is never started.)  dpvpnd
 initiates both (start = yes): IKE_AUTH carries to-swan's, then
@@ -40,7 +42,7 @@ from test_ike_swan import IKE_TUNNEL, PEER_CONF
 
 pytestmark = [pytest.mark.ikepki, pytest.mark.strongswan]
 
-S_B, D_B = "10.61.0.2", "10.71.0.2"        # host S's and host D's kid-b addresses
+S_B, S_B2, D_B = "10.61.0.2", "10.62.0.2", "10.71.0.2"  # host S's two and D's, of kid-b
 
 KID_B = """
 [route to-d-b]
@@ -52,7 +54,7 @@ via = {host_d}
 keying = ike
 ike-sa = to-swan
 local-ts = 10.71.0.0/24
-remote-ts = 10.61.0.0/24
+remote-ts = 10.61.0.0/24, 10.62.0.0/24
 esp-proposals = aes256gcm16-ecp256
 start = yes
 """
@@ -60,7 +62,7 @@ start = yes
 CHILD_B = """\
             b {
                 mode = tunnel
-                local_ts = 10.61.0.0/24
+                local_ts = 10.61.0.0/24,10.62.0.0/24
                 remote_ts = 10.71.0.0/24
                 esp_proposals = aes256gcm16-ecp256
                 rekey_time = 0s
@@ -89,8 +91,9 @@ def sl():
         s.ns(pe, "sysctl", "-qw", "net.ipv4.ip_forward=0")
         # charon's kernel-libipsec routes a CHILD_SA only with an address of its
         # own in the local selector: 10.61.0.1 on sw-in, host S on that link
-        s.ip(s.ns_sw, "addr", "add", "10.61.0.1/24", "dev", "sw-in")
-        s.ip(s.ns_s, "addr", "add", f"{S_B}/24", "dev", "eth0")
+        for net in (61, 62):
+            s.ip(s.ns_sw, "addr", "add", f"10.{net}.0.1/24", "dev", "sw-in")
+            s.ip(s.ns_s, "addr", "add", f"10.{net}.0.2/24", "dev", "eth0")
         s.ip(s.ns_d, "addr", "add", f"{D_B}/32", "dev", "eth0")
         psk = os.path.join(s.workdir, "swan.psk")
         fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -156,10 +159,11 @@ def ping(sl, src, dst, count=3):
 
 
 def carries(sl, names=("to-swan", "kid-b")):
-    pairs = {"to-swan": (swan.HOST_S, swan.HOST_D), "kid-b": (S_B, D_B)}
+    pairs = {"to-swan": [(swan.HOST_S, swan.HOST_D)], "kid-b": [(S_B, D_B), (S_B2, D_B)]}
     for n in names:
-        ok, out = ping(sl, *pairs[n])
-        assert ok, (n, out, sl.gw.ctl("show", "ike")["sas"])
+        for src, dst in pairs[n]:
+            ok, out = ping(sl, src, dst)
+            assert ok, (n, src, out, sl.gw.ctl("show", "ike")["sas"])
 
 
 def test_two_children_of_one_ike_sa_carry(sl):
@@ -168,7 +172,7 @@ def test_two_children_of_one_ike_sa_carry(sl):
     kids = {c["name"]: c for c in sas[0]["children"]}
     assert kids["kid-b"]["dh"] == 19 and kids["to-swan"]["dh"] == 0, kids   # PFS: ECP-256
     assert (kids["kid-b"]["local_ts"], kids["kid-b"]["remote_ts"]) == \
-        ("10.71.0.0/24", "10.61.0.0/24"), kids
+        (["10.71.0.0/24"], ["10.61.0.0/24", "10.62.0.0/24"]), kids      # a list: TSr of two
     carries(sl)
     t = {x["name"]: x for x in sl.gw.ctl("show", "tunnels")["tunnels"]}
     assert t["kid-b"]["state"] == "up" and t["to-swan"]["state"] == "up", t
