@@ -172,7 +172,14 @@ struct cfg_ike {
 	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */
 	uint8_t no_frag;	/* fragmentation = no: IKE fragmentation (RFC 7383) off */
 	uint16_t frag_size;	/* fragment-size: IP datagram bytes of an IKE fragment */
+	/* ike-sa = Y: this tunnel's CHILD_SA rides tunnel Y's IKE SA; everything
+	 * of the IKE SA (addresses, auth, ids, ike-proposals, dpd, encap, ...)
+	 * is copied from Y once the file is read (cfg_check_ike_sa) */
+	char parent[DPVPN_NAME_LEN];
+	int parent_line;
 };
+
+#define CFG_IKE_CHILDREN_MAX	16	/* CHILD_SAs per IKE SA: Y and its ike-sa tunnels */
 
 /*
  * remote = %any (config_ra.c): a remote-access responder; each client gets
@@ -189,12 +196,19 @@ struct cfg_ra {
 	struct cfg_addr dns[CFG_RA_DNS_MAX];
 };
 
+#define CFG_TS_MAX	8	/* prefixes in local-ts, in remote-ts (DPVPN_SEL_MAX) */
+
 struct cfg_tunnel {
 	char name[DPVPN_NAME_LEN];
 	int line;
 	int local_line, remote_line, lts_line, rts_line;
 	struct cfg_addr local, remote;	/* outer: one family */
 	struct cfg_prefix local_ts, remote_ts;	/* inner: one family, either one */
+	/* local-ts = P1, P2, ...: the prefixes after the first (CFG_TS_MAX in
+	 * all per side, one family, none overlapping another of its side);
+	 * traffic between any local and any remote prefix is the tunnel's */
+	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];
+	uint8_t n_more_lts, n_more_rts;
 	uint8_t alg;		/* enum dpvpn_alg */
 	uint8_t df;		/* enum dpvpn_df, default copy */
 	uint8_t udp;		/* encap = udp (RFC 3948) */
@@ -237,6 +251,21 @@ struct cfg {
 	char **errors;		/* "FILE:LINE: message", sorted by line */
 	size_t n_errors;
 };
+
+/* The tunnel's i-th local (or remote) prefix, i < cfg_tunnel_n_ts(). */
+static inline const struct cfg_prefix *
+cfg_tunnel_ts(const struct cfg_tunnel *t, bool local, unsigned i)
+{
+	if (i == 0)
+		return local ? &t->local_ts : &t->remote_ts;
+	return local ? &t->more_lts[i - 1] : &t->more_rts[i - 1];
+}
+
+static inline unsigned
+cfg_tunnel_n_ts(const struct cfg_tunnel *t, bool local)
+{
+	return 1u + (local ? t->n_more_lts : t->n_more_rts);
+}
 
 /* Parse PATH into *cfg (zeroed first).  Returns 0, or -1 with cfg->errors set
  * (or errno-style failure to open, also reported as an error string). */

@@ -229,5 +229,6 @@ void cfg_check_all(struct parser *p)
 	check_port_ids(p);
 	check_extra(p);
 	resolve_ports(p);
+	cfg_check_ike_sa(p);	/* first: children get their parent's addresses */
 	check_tunnels(p);
 }

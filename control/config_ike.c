@@ -268,6 +268,107 @@ static bool ike_can_negotiate(uint8_t alg)
 	       alg == DPVPN_ALG_AES128_CBC_SHA256 || alg == DPVPN_ALG_AES256_CBC_SHA256;
 }
 
+/* The keys of the IKE SA: a tunnel with ike-sa takes its parent's. */
+static const char *const inherited[] = {
+	"local", "remote", "psk-file", "auth", "cert", "private-key", "ca", "crl", "local-id",
+	"remote-id", "ike-proposals", "dpd", "fragmentation", "fragment-size", "ike-lifetime",
+	"encap", "local-port", "local-ports", "remote-port", "pool", "dns",
+};
+
+int cfg_key_tun_ike_sa(struct parser *p, const char *val)
+{
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	if (!val[0] || strlen(val) >= DPVPN_NAME_LEN)
+		return cfg_kerr(p, "expected the name of a [tunnel] (1 to %d characters)",
+				DPVPN_NAME_LEN - 1);
+	memcpy(t->ike.parent, val, strlen(val) + 1);
+	t->ike.parent_line = p->line;
+	return 0;
+}
+
+/* ike-sa: the IKE SA's keys are not this tunnel's to give. */
+static void finish_child(struct parser *p, struct cfg_tunnel *t)
+{
+	for (size_t i = 0; i < sizeof(inherited) / sizeof(inherited[0]); i++) {
+		int line = seen_line(p, inherited[i]);
+
+		if (line)
+			cfg_err_at(p, line, "[tunnel %s] %s: inherited from tunnel %s (ike-sa)",
+				   t->name, inherited[i], t->ike.parent);
+	}
+	if (t->ra.any)
+		cfg_err_at(p, t->ike.parent_line, "[tunnel %s] ike-sa: not with remote = %%any",
+			   t->name);
+}
+
+/* The parent's IKE settings into child t (its own: selectors, esp, life, start, mtu...). */
+static void inherit(struct cfg_tunnel *t, const struct cfg_tunnel *y)
+{
+	struct cfg_ike own = t->ike;
+
+	t->local = y->local;
+	t->remote = y->remote;
+	t->udp = y->udp;
+	t->udp_local = y->udp_local;
+	t->udp_remote = y->udp_remote;
+	t->udp_spread_log2 = y->udp_spread_log2;
+	t->ike = y->ike;
+	t->ike.line = own.line;
+	t->ike.psk_line = 0;
+	memcpy(t->ike.esp, own.esp, sizeof(own.esp));
+	t->ike.n_esp = own.n_esp;
+	t->ike.start = own.start;
+	memcpy(t->ike.parent, own.parent, sizeof(own.parent));
+	t->ike.parent_line = own.parent_line;
+	explicit_bzero(&own, sizeof(own));
+}
+
+static const struct cfg_tunnel *tunnel_named(const struct cfg *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_tunnels; i++)
+		if (!strcmp(c->tunnels[i]->name, name))
+			return c->tunnels[i];
+	return NULL;
+}
+
+void cfg_check_ike_sa(struct parser *p)
+{
+	const struct cfg *c = p->cfg;
+
+	for (size_t i = 0; i < c->n_tunnels; i++) {
+		struct cfg_tunnel *t = c->tunnels[i];
+		const struct cfg_tunnel *y;
+		unsigned kids = 1;
+
+		if (!t->ike.on || !t->ike.parent[0])
+			continue;
+		y = tunnel_named(c, t->ike.parent);
+		if (y == t) {
+			cfg_err_at(p, t->ike.parent_line, "[tunnel %s] ike-sa: names this tunnel "
+				   "itself", t->name);
+			continue;
+		}
+		if (y == NULL || !y->ike.on || y->ike.parent[0] || y->ra.any) {
+			cfg_err_at(p, t->ike.parent_line, "[tunnel %s] ike-sa: %s is %s", t->name,
+				   t->ike.parent, y == NULL ? "no [tunnel] of this file" :
+				   !y->ike.on ? "not keying = ike" : y->ra.any ?
+				   "remote = %any (remote access: children later)" :
+				   "itself an ike-sa tunnel (one level only)");
+			continue;
+		}
+		for (size_t j = 0; j < i; j++)
+			kids += c->tunnels[j]->ike.on &&
+				!strcmp(c->tunnels[j]->ike.parent, t->ike.parent);
+		if (kids >= CFG_IKE_CHILDREN_MAX)
+			cfg_err_at(p, t->ike.parent_line, "[tunnel %s] ike-sa: tunnel %s has "
+				   "%d CHILD_SAs already (itself and %d ike-sa tunnels), the most",
+				   t->name, t->ike.parent, CFG_IKE_CHILDREN_MAX,
+				   CFG_IKE_CHILDREN_MAX - 1);
+		inherit(t, y);
+	}
+}
+
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 {
 	struct cfg_ike *ike = &t->ike;
@@ -292,7 +393,10 @@ void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t)
 			   "esp-proposals, put esn (or esn-noesn) in the proposals", t->name);
 	for (unsigned i = 0; t->esn && i < ike->n_esp; i++)
 		ike->esp[i].esn = 2;
-	cfg_finish_pki(p, t);
+	if (ike->parent[0])
+		finish_child(p, t);	/* no auth of its own: the parent's */
+	else
+		cfg_finish_pki(p, t);
 	/* static keys given before "keying = ike" were parsed: not kept */
 	explicit_bzero(&t->out, sizeof(t->out));
 	explicit_bzero(&t->in, sizeof(t->in));

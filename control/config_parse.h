@@ -170,6 +170,10 @@ int cfg_key_tun_frag_size(struct parser *p, const char *val);
 int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);
 void cfg_finish_ike(struct parser *p, struct cfg_tunnel *t);
+int cfg_key_tun_ike_sa(struct parser *p, const char *val);
+/* After the whole file: each ike-sa names a tunnel that owns an IKE SA, and
+ * takes that tunnel's IKE settings. */
+void cfg_check_ike_sa(struct parser *p);
 
 /* config_ra.c: remote = %any (1: not %any, an address), pool, dns, checks. */
 int cfg_tun_remote_any(struct parser *p, const char *val);

@@ -45,6 +45,9 @@ bool cfg_key_required(struct parser *p, const struct key_def *d)
 		return false;
 	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ra.any && !strcmp(d->name, "remote-ts"))
 		return false;		/* the pool is (config_ra.c) */
+	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ike.parent[0] &&
+	    (!strcmp(d->name, "local") || !strcmp(d->name, "remote")))
+		return false;		/* ike-sa: the parent's (cfg_check_ike_sa) */
 	return d->keying == KEYING_ANY || (!p->keying_bad && cfg_key_belongs(p, d));
 }
 
@@ -73,16 +76,86 @@ static int key_tun_remote(struct parser *p, const char *val)
 	return tun_addr(p, val, &CUR_TUN(p)->remote, &CUR_TUN(p)->remote_line);
 }
 
+/* Do two prefixes (host bits zero, one family) share an address? */
+static bool ts_overlap(const struct cfg_prefix *a, const struct cfg_prefix *b)
+{
+	struct cfg_prefix x = *a, y = *b, xn, yn;
+
+	x.len = y.len = a->len < b->len ? a->len : b->len;
+	cfg_host_bits(&x, &xn);
+	cfg_host_bits(&y, &yn);
+	if (a->addr.family == DPVPN_AF_INET)
+		return xn.addr.v4 == yn.addr.v4;
+	return memcmp(xn.addr.v6, yn.addr.v6, sizeof(xn.addr.v6)) == 0;
+}
+
+/*
+ * local-ts / remote-ts: one prefix or a comma list of up to CFG_TS_MAX,
+ * of one family and none overlapping another (a packet must select one
+ * tunnel's policy, and two overlapping entries would be one policy twice).
+ */
+static int parse_ts_list(struct parser *p, const char *val, struct cfg_prefix *first,
+			 struct cfg_prefix *more, uint8_t *n_more)
+{
+	struct cfg_prefix list[CFG_TS_MAX];
+	char buf[512], *rest = buf, *tok;
+	unsigned n = 0;
+
+	if (strlen(val) >= sizeof(buf))
+		return cfg_kerr(p, "list too long (%zu characters)", strlen(val));
+	/* padding too: a reload compares tunnels byte for byte (inst_tunnel_same) */
+	memset(list, 0, sizeof(list));
+	memcpy(buf, val, strlen(val) + 1);
+	while ((tok = strsep(&rest, ",")) != NULL) {	/* an empty entry is an error */
+		struct cfg_prefix x;
+		char *end;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (n == CFG_TS_MAX)
+			return cfg_kerr(p, "at most %d prefixes in a list", CFG_TS_MAX);
+		if (cfg_parse_net(p, tok, &x))
+			return -1;
+		/* field by field: x's padding and unused bytes are the stack's */
+		list[n].addr.family = x.addr.family;
+		if (x.addr.family == DPVPN_AF_INET)
+			list[n].addr.v4 = x.addr.v4;
+		else
+			memcpy(list[n].addr.v6, x.addr.v6, sizeof(x.addr.v6));
+		list[n].len = x.len;
+		if (list[n].addr.family != list[0].addr.family)
+			return cfg_kerr(p, "'%s' is not of the first prefix's family (%s): "
+					"one family per list", tok,
+					cfg_family_name(list[0].addr.family));
+		for (unsigned i = 0; i < n; i++)
+			if (ts_overlap(&list[i], &list[n]))
+				return cfg_kerr(p, "'%s' overlaps entry %u of the list", tok,
+						i + 1);
+		n++;
+	}
+	memcpy(first, &list[0], sizeof(*first));
+	memcpy(more, list + 1, (n - 1) * sizeof(*more));
+	*n_more = (uint8_t)(n - 1);
+	return 0;
+}
+
 static int key_tun_lts(struct parser *p, const char *val)
 {
-	CUR_TUN(p)->lts_line = p->line;
-	return cfg_parse_net(p, val, &CUR_TUN(p)->local_ts);
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	t->lts_line = p->line;
+	return parse_ts_list(p, val, &t->local_ts, t->more_lts, &t->n_more_lts);
 }
 
 static int key_tun_rts(struct parser *p, const char *val)
 {
-	CUR_TUN(p)->rts_line = p->line;
-	return cfg_parse_net(p, val, &CUR_TUN(p)->remote_ts);
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	t->rts_line = p->line;
+	return parse_ts_list(p, val, &t->remote_ts, t->more_rts, &t->n_more_rts);
 }
 
 static int key_tun_cipher(struct parser *p, const char *val)
@@ -685,6 +758,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "fragmentation", cfg_key_tun_frag, false, KEYING_IKE },
 	{ "fragment-size", cfg_key_tun_frag_size, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
+	{ "ike-sa", cfg_key_tun_ike_sa, false, KEYING_IKE },
 	{ "pool", cfg_key_tun_pool, false, KEYING_IKE },
 	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
 };

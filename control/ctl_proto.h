@@ -73,6 +73,10 @@
  *                          "keying":"static"|"ike"|null,
  *                          "local":IP|null,"remote":IP|null (outer: the peer is remote),
  *                          "cipher":NAME|null,"local_ts":PREFIX|null,"remote_ts":PREFIX|null,
+ *                          "local_ts_list":[PREFIX, ...]|null,
+ *                          "remote_ts_list":[PREFIX, ...]|null (all of local-ts /
+ *                                remote-ts, a list in the config; local_ts and
+ *                                remote_ts are their first),
  *                          "ike_state":null (static)|"none"|an ike "state" below,
  *                          "config_error":null|"FILE:LINE: ..." (the config file's
  *                                version of this running tunnel was refused),
@@ -149,7 +153,19 @@
  *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
  *                      "ike_rekeys":N,"rekey_collisions":{"total":N,"won":N,
- *                      "lost":N}}, ...],   (state also "rekeyed": replaced)
+ *                      "lost":N},"children":[CHILD, ...]}, ...],
+ *                      (state also "rekeyed": replaced)
+ *             CHILD = {"name":TUNNEL,"up":true,"spi_in":"0x..","spi_out":"0x..",
+ *                      "dh":N,"local_ts":[PREFIX, ...],"remote_ts":[PREFIX, ...],
+ *                      "rekeys":N,
+ *                      "age_s":N} | {"name":TUNNEL,"up":false}: every CHILD_SA
+ *             of the IKE SA, the IKE_AUTH one first, then those of ike-sa
+ *             tunnels (made by CREATE_CHILD_SA; up false: being made, or
+ *             refused and asked again later); name: the [tunnel] it is of;
+ *             dh: the PFS group of the exchange that made it (0: none);
+ *             local_ts/remote_ts: as narrowed, every prefix; age_s: since made or last
+ *             rekeyed; "child" and "child_rekeys" above: the first one's and
+ *             all of theirs
  *             rekey_collisions: CHILD_SA or IKE SA rekeys of ours that crossed
  *             the peer's (RFC 7296 2.8.1, 2.8.2), both made, on this IKE SA and
  *             those it replaced; "won": the peer's exchange had the lowest

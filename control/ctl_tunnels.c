@@ -299,6 +299,16 @@ static json_t *cfg_prefix_json(const struct cfg_prefix *p)
 	return j;
 }
 
+/* All of a tunnel's local (or remote) prefixes, the first one first. */
+static json_t *cfg_ts_list_json(const struct cfg_tunnel *t, bool local)
+{
+	json_t *l = json_array();
+
+	for (unsigned i = 0; i < cfg_tunnel_n_ts(t, local); i++)
+		json_array_append_new(l, cfg_prefix_json(cfg_tunnel_ts(t, local, i)));
+	return l;
+}
+
 /* What one direction carried since the clear, and its newest packet. */
 static json_t *way_json(const struct dpvpn_sa_info *const *sas, size_t n, uint8_t dir)
 {
@@ -340,7 +350,7 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 
 	sas = sorted + named(sorted, n_sorted, e->t.name, &n);
 	judge(ctx, e, sas, n, &v);
-	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"name", text_json(e->t.name),
 		"state", v.reason ? "down" : "up",
 		"reason", v.reason ? json_string(v.reason) : json_null(),
@@ -353,6 +363,8 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 			  c ? json_string("negotiated") : json_null(),
 		"local_ts", c ? cfg_prefix_json(&c->local_ts) : json_null(),
 		"remote_ts", c ? cfg_prefix_json(&c->remote_ts) : json_null(),
+		"local_ts_list", c ? cfg_ts_list_json(c, true) : json_null(),
+		"remote_ts_list", c ? cfg_ts_list_json(c, false) : json_null(),
 		"ike_state", v.ike_state[0] ? text_json(v.ike_state) : json_null(),
 		"config_error", r && r->error[0] && !e->refused ? text_json(r->error) : json_null(),
 		"sas", sas_json(sas, n),

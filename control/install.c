@@ -176,6 +176,12 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	char what[80];
 	int rc;
 
+	m.n_more_lts = t->n_more_lts;
+	m.n_more_rts = t->n_more_rts;
+	for (unsigned i = 0; i < t->n_more_lts; i++)
+		m.more_lts[i] = net_prefix(&t->more_lts[i]);
+	for (unsigned i = 0; i < t->n_more_rts; i++)
+		m.more_rts[i] = net_prefix(&t->more_rts[i]);
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
 	if (dir == DPVPN_DIR_OUT && seq != NULL && reserve(seq, t, k->spi, &m))
 		return -1;
@@ -189,12 +195,23 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	return rc;
 }
 
-/* The tunnel's outbound policy: its selectors to its outbound SA. */
-static struct dpvpn_policy tunnel_policy(const struct cfg_tunnel *t)
+/*
+ * The tunnel's outbound policies: one per pair of its local and remote
+ * prefixes (n_local x n_remote, at most CFG_TS_MAX^2), pair k = local
+ * k / n_remote with remote k % n_remote, all to its outbound SA.
+ */
+static unsigned n_policies(const struct cfg_tunnel *t)
 {
+	return cfg_tunnel_n_ts(t, true) * cfg_tunnel_n_ts(t, false);
+}
+
+static struct dpvpn_policy tunnel_policy(const struct cfg_tunnel *t, unsigned k)
+{
+	unsigned nr = cfg_tunnel_n_ts(t, false);
+
 	return (struct dpvpn_policy){
-		.src = net_prefix(&t->local_ts),
-		.dst = net_prefix(&t->remote_ts),
+		.src = net_prefix(cfg_tunnel_ts(t, true, k / nr)),
+		.dst = net_prefix(cfg_tunnel_ts(t, false, k % nr)),
 		.spi = htonl(t->out.spi),
 		.priority = INST_POLICY_PRIORITY,
 	};
@@ -333,10 +350,10 @@ enum { GAP_IN = 1, GAP_OUT = 2, GAP_POLICY = 4, GAP_ALL = 7 };
 static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
 		  bool verbose);
 
-/* A policy in the tunnel's place that is not its own goes (by its selectors). */
-static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
+/* A policy in the tunnel's place (pair k) that is not its own goes (by its selectors). */
+static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, unsigned k, bool verbose)
 {
-	struct dpvpn_policy pol = tunnel_policy(t);
+	struct dpvpn_policy pol = tunnel_policy(t, k);
 
 	if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) == 0 ||
 	    dp->status == -ENOENT) {
@@ -348,11 +365,11 @@ static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, bool ver
 	return -1;
 }
 
-/* The tunnel's policy among h's: 1 its own (SPI and priority too), -1 another
+/* The tunnel's policy k among h's: 1 its own (SPI and priority too), -1 another
  * one on its selectors, 0 none. */
-static int policy_state(const struct held *h, const struct cfg_tunnel *t)
+static int policy_state(const struct held *h, const struct cfg_tunnel *t, unsigned k)
 {
-	struct dpvpn_policy want = tunnel_policy(t);
+	struct dpvpn_policy want = tunnel_policy(t, k);
 	const struct dpvpn_policy *p;
 	int own = 0;
 
@@ -381,8 +398,13 @@ static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct 
 		       bool verbose, unsigned *gaps)
 {
 	long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT), in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
-	int pol = policy_state(h, t);
+	unsigned n_pol = n_policies(t);
+	int pol = 1, st[CFG_TS_MAX * CFG_TS_MAX];
 
+	for (unsigned k = 0; k < n_pol; k++) {
+		st[k] = policy_state(h, t, k);
+		pol = st[k] < 0 ? -1 : pol == 1 ? st[k] : pol;
+	}
 	*gaps = 0;
 	if (out < 0 || !sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
 		*gaps |= GAP_OUT | GAP_POLICY;	/* a new outbound SA: a new policy */
@@ -400,7 +422,14 @@ static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct 
 			return -1;
 		h->gone[in] = 1;
 	}
-	return pol < 0 ? del_policy(dp, t, verbose) : 0;
+	/* Foreign ones go; with lists, own ones too when some pair lacks its
+	 * policy and the outbound SA (which takes them along) stays: fill_gaps
+	 * adds them all again. */
+	for (unsigned k = 0; k < n_pol; k++)
+		if ((st[k] < 0 || (st[k] > 0 && (*gaps & GAP_POLICY) && !(*gaps & GAP_OUT))) &&
+		    del_policy(dp, t, k, verbose))
+			return -1;
+	return 0;
 }
 
 /* Install what tunnel t lacks (GAP_*), inbound SA first: nothing is sent
@@ -408,7 +437,6 @@ static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct 
 static int fill_gaps(struct dp_client *dp, const struct cfg_tunnel *t, unsigned gaps,
 		     bool verbose, struct seqstate *seq)
 {
-	struct dpvpn_policy pol = tunnel_policy(t);
 	char what[80];
 
 	if ((gaps & GAP_IN) && install_sa(dp, t, &t->in, DPVPN_DIR_IN, verbose, seq))
@@ -418,7 +446,13 @@ static int fill_gaps(struct dp_client *dp, const struct cfg_tunnel *t, unsigned 
 	if (!(gaps & GAP_POLICY))
 		return 0;
 	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
-	return call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
+	for (unsigned k = 0; k < n_policies(t); k++) {
+		struct dpvpn_policy pol = tunnel_policy(t, k);
+
+		if (call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol)))
+			return -1;
+	}
+	return 0;
 }
 
 /* What a tunnel the config did not change had lost in the dataplane. */
@@ -491,18 +525,21 @@ int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbos
  */
 int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose)
 {
-	struct dpvpn_policy pol = tunnel_policy(t);
 	char what[80];
 
 	snprintf(what, sizeof(what), "tunnel %s policy switch", t->name);
 	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		return -1;
-	if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) != 0 &&
-	    dp->status != -ENOENT)
-		fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
-	if (call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol))) {
-		call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
-		return -1;
+	for (unsigned k = 0; k < n_policies(t); k++) {
+		struct dpvpn_policy pol = tunnel_policy(t, k);
+
+		if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) != 0 &&
+		    dp->status != -ENOENT)
+			fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
+		if (call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol))) {
+			call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
+			return -1;
+		}
 	}
 	return call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
 }

@@ -55,6 +55,8 @@
 #define PSK_TEXT "lab psk: not a secret\n"
 #define PSK(mode) { "a.psk", PSK_TEXT, mode, 0 }
 #define IKE_GOOD PORTS TUN_HEAD IKE
+#define KID(y) "[tunnel k]\nkeying = ike\nlocal-ts = 10.1.0.0/24\nike-sa = " y \
+	"\nremote-ts = 10.2.0.0/24\n"
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
 #define ID_ERR_HEAD "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
 	"dn:DN (\"CN=gw, O=Example\", up to 255 bytes as DER), keyid:HEX (1..64 bytes) or " \
@@ -392,8 +394,53 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "tunnel unspecified v6 remote", PORTS46 TUN_TS4("2001:db8::1", "::") SPIS KEYS,
 	  "12: [tunnel t] remote: expected an IPv4 or IPv6 address, got '::'", { 0 } },
+	/* selector lists */
+	{ "ts lists", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24, 10.1.0.0/16",
+	  "198.18.2.0/24,10.2.0.0/16 , 10.3.0.0/16") SPIS KEYS, NULL, { 0 } },
+	{ "ts list of 9", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "10.1.0.0/24, 10.2.0.0/24, 10.3.0.0/24, 10.4.0.0/24, 10.5.0.0/24, 10.6.0.0/24, "
+	  "10.7.0.0/24, 10.8.0.0/24, 10.9.0.0/24") SPIS KEYS,
+	  "14: [tunnel t] remote-ts: at most 8 prefixes in a list", { 0 } },
+	{ "ts list two families", PORTS46 TUNA("198.19.0.1", "198.19.0.2",
+	  "198.18.1.0/24, 2001:db8:1::/64", "198.18.2.0/24") SPIS KEYS,
+	  "13: [tunnel t] local-ts: '2001:db8:1::/64' is not of the first prefix's family "
+	  "(IPv4): one family per list", { 0 } },
+	{ "ts list overlap", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "10.0.0.0/8, 198.18.2.0/24, 10.9.0.0/16") SPIS KEYS,
+	  "14: [tunnel t] remote-ts: '10.9.0.0/16' overlaps entry 1 of the list", { 0 } },
+	{ "ts list v6 overlap", PORTS46 TUNA("198.19.0.1", "198.19.0.2",
+	  "2001:db8:1::/64, 2001:db8:1:0:8000::/65", "2001:db8:2::/64") SPIS KEYS,
+	  "13: [tunnel t] local-ts: '2001:db8:1:0:8000::/65' overlaps entry 1 of the list",
+	  { 0 } },
+	{ "ts list empty entry", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24, ",
+	  "198.18.2.0/24") SPIS KEYS, "13: [tunnel t] local-ts: expected an IPv4 or IPv6 "
+	  "prefix (a.b.c.d/len, x:x::/len), got ''", { 0 } },
+	{ "ts list host bits", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "198.18.2.0/24, 10.1.1.1/16") SPIS KEYS, "14: [tunnel t] remote-ts: 10.1.1.1/16 "
+	  "has host bits set (did you mean 10.1.0.0/16?)", { 0 } },
+	{ "ts list with ike", PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+	  "198.18.2.0/24, 10.1.0.0/16") IKE, NULL, PSK(0600) },
 	/* keying = ike */
 	{ "ike minimal", IKE_GOOD, NULL, PSK(0600) },
+	/* ike-sa: a CHILD_SA on another tunnel's IKE SA (lines 18-22) */
+	{ "ike-sa", IKE_GOOD KID("t"), NULL, PSK(0600) },
+	{ "ike-sa before its parent", PORTS "[tunnel k]\nkeying = ike\nike-sa = t\n"
+	  "local-ts = 10.1.0.0/24\nremote-ts = 10.2.0.0/24\n" TUN_HEAD IKE, NULL, PSK(0600) },
+	{ "ike-sa unknown", IKE_GOOD KID("nope"), "21: [tunnel k] ike-sa: nope is no [tunnel] "
+	  "of this file", PSK(0600) },
+	{ "ike-sa itself", IKE_GOOD KID("k"), "21: [tunnel k] ike-sa: names this tunnel itself",
+	  PSK(0600) },
+	{ "ike-sa of a static", PORTS TUN_HEAD SPIS KEYS KID("t"), "23: [tunnel k] ike-sa: t is "
+	  "not keying = ike", PSK(0600) },
+	{ "ike-sa chain", IKE_GOOD KID("t") "[tunnel k2]\nkeying = ike\nike-sa = k\n"
+	  "local-ts = 10.3.0.0/24\nremote-ts = 10.4.0.0/24\n", "25: [tunnel k2] ike-sa: k is "
+	  "itself an ike-sa tunnel (one level only)", PSK(0600) },
+	{ "ike-sa inherited keys", IKE_GOOD KID("t") "remote = 198.19.0.3\ndpd = 10\n"
+	  "psk-file = a.psk\n", "23: [tunnel k] remote: inherited from tunnel t (ike-sa)",
+	  PSK(0600), 3 },
+	{ "ike-sa static keying", IKE_GOOD "[tunnel k]\nike-sa = t\nlocal-ts = 10.1.0.0/24\n"
+	  "remote-ts = 10.2.0.0/24\ncipher = aes128-gcm\n" SPIS KEYS,
+	  "19: [tunnel k] ike-sa: only with keying = ike", PSK(0600) },
 	{ "ike all keys", IKE_GOOD "local-id = fqdn:gw-a.example\n"
 	  "remote-id = fqdn:gw-b.example\nike-proposals = " P128E ", " P256X "\n"
 	  "start = no\ndpd = 0\nencap = udp\nreplay-window = 4096\nmtu = 1400\n"
@@ -891,6 +938,103 @@ static void test_many_errors(void **state)
 	unlink(path);
 }
 
+/* Selector lists: the order kept, the first entry where a single prefix was. */
+static void test_ts_lists(void **state)
+{
+	const struct cfg_tunnel *t;
+	char path[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/lists.conf", tmpdir);
+	write_file(path, PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+				    "10.2.0.0/16, 10.3.0.0/24,10.4.0.0/30") SPIS KEYS, 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	t = cfg.tunnels[0];
+	assert_int_equal(cfg_tunnel_n_ts(t, true), 1);
+	assert_int_equal(cfg_tunnel_n_ts(t, false), 3);
+	assert_int_equal(t->remote_ts.addr.v4, 0x0a020000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 1)->addr.v4, 0x0a030000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 1)->len, 24);
+	assert_int_equal(cfg_tunnel_ts(t, false, 2)->addr.v4, 0x0a040000);
+	assert_int_equal(cfg_tunnel_ts(t, false, 2)->len, 30);
+	assert_int_equal(cfg_tunnel_ts(t, true, 0)->addr.v4, 0xc6120100);
+	cfg_free(&cfg);
+	unlink(path);
+}
+
+/* Leave byte b in the stack below the caller (what a parser's locals start as). */
+static __attribute__((noinline)) void dirty_stack(uint8_t b)
+{
+	volatile uint8_t junk[65536];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = b;
+}
+
+/*
+ * A tunnel parsed twice is the same bytes (a reload compares them whole,
+ * inst_tunnel_same): no stack garbage in the selectors' padding, whatever
+ * the stack held (parse_ts_list once copied its uninitialised list[] and a
+ * reload saw every keying = ike tunnel changed).
+ */
+static void test_ts_same_bytes(void **state)
+{
+	struct cfg a, b;
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/twice.conf", tmpdir);
+	write_file(path, PORTS TUNA("198.19.0.1", "198.19.0.2", "198.18.1.0/24",
+				    "10.2.0.0/16, 10.3.0.0/24") SPIS KEYS, 0600);
+	dirty_stack(0x5a);
+	assert_int_equal(cfg_load(&a, path), 0);
+	dirty_stack(0xa5);
+	assert_int_equal(cfg_load(&b, path), 0);
+	assert_memory_equal(&a.tunnels[0]->local_ts, &b.tunnels[0]->local_ts,
+			    sizeof(a.tunnels[0]->local_ts));
+	assert_memory_equal(&a.tunnels[0]->remote_ts, &b.tunnels[0]->remote_ts,
+			    sizeof(a.tunnels[0]->remote_ts));
+	assert_memory_equal(a.tunnels[0]->more_rts, b.tunnels[0]->more_rts,
+			    sizeof(a.tunnels[0]->more_rts));
+	cfg_free(&a);
+	cfg_free(&b);
+	unlink(path);
+}
+
+/* ike-sa: the child takes the parent's IKE settings, keeps its own CHILD_SA ones. */
+static void test_ike_sa_inherits(void **state)
+{
+	const struct cfg_tunnel *t, *k;
+	char path[256], psk[256];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/kid.conf", tmpdir);
+	snprintf(psk, sizeof(psk), "%s/a.psk", tmpdir);
+	write_file(psk, PSK_TEXT, 0600);
+	write_file(path, IKE_GOOD "dpd = 7\nencap = udp\n" KID("t")
+		   "esp-proposals = aes256gcm16-ecp256\nstart = no\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	t = cfg.tunnels[0];
+	k = cfg.tunnels[1];
+	assert_string_equal(k->ike.parent, "t");
+	assert_memory_equal(&k->local, &t->local, sizeof(t->local));
+	assert_memory_equal(&k->remote, &t->remote, sizeof(t->remote));
+	assert_int_equal(k->udp, 1);
+	assert_int_equal(k->ike.dpd_seconds, 7);
+	assert_int_equal(k->ike.psk_len, t->ike.psk_len);
+	assert_int_equal(k->ike.n_props, t->ike.n_props);
+	assert_int_equal(k->ike.n_esp, 1);
+	assert_int_equal(k->ike.esp[0].dh[0], 19);
+	assert_int_equal(k->ike.start, 0);
+	assert_int_equal(t->ike.start, 1);
+	assert_int_equal(k->local_ts.addr.v4, 0x0a010000);
+	cfg_free(&cfg);
+	unlink(path);
+	unlink(psk);
+}
+
 /* What the parser stores for IPv6: families, bytes, lengths. */
 static void test_ipv6_values(void **state)
 {
@@ -926,6 +1070,8 @@ static void test_ipv6_values(void **state)
 	assert_int_equal(t->local_ts.addr.family, DPVPN_AF_INET);
 	assert_int_equal(t->local_ts.addr.v4, 0xc6120100);	/* 198.18.1.0 */
 	assert_int_equal(t->remote_ts.len, 24);
+	assert_int_equal(t->n_more_lts + t->n_more_rts, 0);
+	assert_int_equal(cfg_tunnel_n_ts(t, true), 1);
 	assert_int_equal(cfg.routes[0].dst.addr.family, DPVPN_AF_INET6);
 	assert_memory_equal(cfg.routes[0].dst.addr.v6, net6, 16);
 	assert_int_equal(cfg.routes[0].dst.len, 48);
@@ -1233,7 +1379,7 @@ static void test_remote_access(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 12];
+	struct CMUnitTest tests[N_CASES + 15];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1255,7 +1401,10 @@ int main(void)
 	tests[N_CASES + 9] = (struct CMUnitTest)cmocka_unit_test(test_neighbour_spellings);
 	tests[N_CASES + 10] = (struct CMUnitTest)cmocka_unit_test(test_pubkey);
 	tests[N_CASES + 11] = (struct CMUnitTest)cmocka_unit_test(test_remote_access);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 12, NULL, NULL);
+	tests[N_CASES + 12] = (struct CMUnitTest)cmocka_unit_test(test_ts_lists);
+	tests[N_CASES + 13] = (struct CMUnitTest)cmocka_unit_test(test_ike_sa_inherits);
+	tests[N_CASES + 14] = (struct CMUnitTest)cmocka_unit_test(test_ts_same_bytes);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 15, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -228,8 +228,9 @@ inner_check6(const struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
 	if (len > inner_len)
 		return DPVPN_DROP_BAD_INNER;
 	rte_pktmbuf_trim(m, (uint16_t)(inner_len - len));	/* RFC 4303 2.7 TFC padding */
-	if (!dp_in_prefix6(in->src_addr, sa->rts6, sa->rts6_len) ||
-	    !dp_in_prefix6(in->dst_addr, sa->lts6, sa->lts6_len))
+	if ((!dp_in_prefix6(in->src_addr, sa->rts6, sa->rts6_len) ||
+	     !dp_in_prefix6(in->dst_addr, sa->lts6, sa->lts6_len)) &&
+	    (!sa->more_sel || !sa_sel_more6(sa, in->src_addr, in->dst_addr)))
 		return DPVPN_DROP_POLICY_MISMATCH;
 	return DPVPN_DROP_MAX;
 }
@@ -301,8 +302,9 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 
 	struct rte_ipv4_hdr *in = rte_pktmbuf_mtod(m, struct rte_ipv4_hdr *);
 
-	if (!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
-	    !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask))
+	if ((!dp_in_prefix(in->src_addr, sa->remote_net, sa->remote_mask) ||
+	     !dp_in_prefix(in->dst_addr, sa->local_net, sa->local_mask)) &&
+	    (!sa->more_sel || !sa_sel_more4(sa, in->src_addr, in->dst_addr)))
 		return DPVPN_DROP_POLICY_MISMATCH;
 	if (sa->limited && !sa_account(sa, rte_pktmbuf_data_len(m)))
 		return DPVPN_DROP_SA_EXPIRED;

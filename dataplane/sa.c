@@ -145,6 +145,19 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.local_ts/remote_ts: prefix length %u is too "
 			    "long for IPv%u", RTE_MAX(c->local_ts.len, c->remote_ts.len),
 			    c->local_ts.family);
+	if (c->n_more_lts >= DPVPN_SEL_MAX || c->n_more_rts >= DPVPN_SEL_MAX)
+		return fail(eb, len, -EINVAL, "sa.n_more_lts/n_more_rts: %u and %u, at most %u",
+			    c->n_more_lts, c->n_more_rts, DPVPN_SEL_MAX - 1);
+	for (unsigned i = 0; i < c->n_more_lts + c->n_more_rts; i++) {
+		const struct dpvpn_prefix *x = i < c->n_more_lts ? &c->more_lts[i] :
+					       &c->more_rts[i - c->n_more_lts];
+
+		if (x->family != c->local_ts.family ||
+		    x->len > (x->family == DPVPN_AF_INET ? 32 : 128))
+			return fail(eb, len, -EINVAL, "sa.more_lts/more_rts: entry %u is not of "
+				    "local_ts's family (%u) or its length %u is too long", i,
+				    c->local_ts.family, x->len);
+	}
 	if (c->local.family == DPVPN_AF_INET ? (c->local.v4 == 0 || c->remote.v4 == 0) :
 	    (addr6_zero(c->local.v6) || addr6_zero(c->remote.v6)))
 		return fail(eb, len, -EINVAL, "sa.local/remote: address is unset");
@@ -236,6 +249,7 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 		sa->remote_mask = dp_mask(c->remote_ts.len);
 		sa->remote_net = c->remote_ts.v4 & sa->remote_mask;
 	}
+	sa->more_sel = c->n_more_lts || c->n_more_rts;
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window, n_workers > 1);
 	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
@@ -625,4 +639,52 @@ sa_flush(void)
 {
 	while (n_sa > 0)
 		sa_del(installed[n_sa - 1]->spi, installed[n_sa - 1]->dir, NULL, 0);
+}
+
+/* ---- selector lists (cold: SAs with lists, packets outside the first pair) ---- */
+
+static bool
+in_list4(uint32_t a, const struct dpvpn_prefix *first, const struct dpvpn_prefix *more,
+	 unsigned n_more)
+{
+	uint32_t m = dp_mask(first->len);
+
+	if (dp_in_prefix(a, first->v4 & m, m))
+		return true;
+	for (unsigned i = 0; i < n_more; i++) {
+		m = dp_mask(more[i].len);
+		if (dp_in_prefix(a, more[i].v4 & m, m))
+			return true;
+	}
+	return false;
+}
+
+static bool
+in_list6(const uint8_t *a, const struct dpvpn_prefix *first, const struct dpvpn_prefix *more,
+	 unsigned n_more)
+{
+	if (dp_in_prefix6(a, first->v6, first->len))
+		return true;
+	for (unsigned i = 0; i < n_more; i++)
+		if (dp_in_prefix6(a, more[i].v6, more[i].len))
+			return true;
+	return false;
+}
+
+bool
+sa_sel_more4(const struct sa *sa, uint32_t src, uint32_t dst)
+{
+	const struct dpvpn_sa_cfg *c = &sa->cfg;
+
+	return in_list4(src, &c->remote_ts, c->more_rts, c->n_more_rts) &&
+	       in_list4(dst, &c->local_ts, c->more_lts, c->n_more_lts);
+}
+
+bool
+sa_sel_more6(const struct sa *sa, const uint8_t *src, const uint8_t *dst)
+{
+	const struct dpvpn_sa_cfg *c = &sa->cfg;
+
+	return in_list6(src, &c->remote_ts, c->more_rts, c->n_more_rts) &&
+	       in_list6(dst, &c->local_ts, c->more_lts, c->n_more_lts);
 }

@@ -88,6 +88,8 @@ struct sa {
 	uint8_t local6[16], remote6[16];	/* outer IPv6 addresses */
 	uint8_t lts6[16], rts6[16];		/* inner IPv6 selectors, host bits zero */
 	uint8_t lts6_len, rts6_len;
+	uint8_t more_sel;	/* cfg.more_lts/more_rts: a packet outside the first
+				 * pair is checked against the lists (sa_sel_more) */
 	/* written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	uint64_t used_packets, used_bytes;	/* only when limited (atomic) */
@@ -105,6 +107,14 @@ struct sa {
 
 _Static_assert(offsetof(struct sa, mss) + sizeof(uint16_t) <= RTE_CACHE_LINE_SIZE,
 	       "what every packet of an SA reads fits its first cache line");
+
+/*
+ * An inner packet that is not within the SA's first selector pair: is its
+ * source in any remote prefix and its destination in any local one (the
+ * lists of SA_ADD)?  Read only for SAs with lists, only on such packets.
+ */
+bool sa_sel_more4(const struct sa *sa, uint32_t src, uint32_t dst);
+bool sa_sel_more6(const struct sa *sa, const uint8_t *src, const uint8_t *dst);
 
 /*
  * With many tunnels a burst's SAs are seldom in the cache: their lines are

@@ -326,6 +326,72 @@ test_policy_mismatch(void **state)
 	assert_int_equal(drops(DPVPN_DROP_NO_POLICY), 1);
 }
 
+/*
+ * An SA with selector lists (SA_ADD's more_lts/more_rts): inbound, a packet
+ * from any of the peer's prefixes to any of ours is taken, the first pair's
+ * or not; one outside all of one side is policy-mismatch.
+ */
+static void
+test_selector_lists(void **state)
+{
+	static const struct {
+		uint32_t src, dst;
+		bool ok;
+	} cases[] = {
+		{ IP4(10, 1, 0, 5), IP4(10, 2, 0, 7), true },		/* second x second */
+		{ IP4(198, 18, 1, 2), IP4(10, 3, 9, 9), true },		/* first x third */
+		{ IP4(10, 1, 0, 5), IP4(198, 18, 2, 2), true },		/* second x first */
+		{ IP4(198, 18, 1, 2), IP4(198, 18, 2, 2), true },	/* first x first */
+		{ IP4(203, 0, 113, 9), IP4(10, 2, 0, 7), false },	/* src outside all */
+		{ IP4(10, 1, 0, 5), IP4(192, 0, 2, 1), false },		/* dst outside all */
+	};
+	const uint32_t spi = RTE_BE32(0x1002);
+	struct dpvpn_sa_cfg c;
+	char err[256];
+
+	(void)state;
+	for (int dir = DPVPN_DIR_IN; dir <= DPVPN_DIR_OUT; dir++) {
+		bool o = dir == DPVPN_DIR_OUT;
+
+		sa_cfg(&c, (uint8_t)dir);
+		c.spi = spi;
+		c.n_more_lts = o ? 1 : 2;
+		c.n_more_rts = o ? 2 : 1;
+		c.more_lts[0] = V4PFX(o ? IP4(10, 1, 0, 0) : IP4(10, 2, 0, 0), 16);
+		c.more_rts[0] = V4PFX(o ? IP4(10, 2, 0, 0) : IP4(10, 1, 0, 0), 16);
+		c.more_lts[1] = c.more_rts[1] = V4PFX(IP4(10, 3, 0, 0), 16);
+		assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	}
+	for (size_t i = 0; i < RTE_DIM(cases); i++) {
+		/* gateway A's policy sends it by the list SA whatever its addresses */
+		struct dpvpn_policy p = { .src = V4PFX(cases[i].src, 32),
+					  .dst = V4PFX(cases[i].dst, 32), .spi = spi };
+		struct rte_mbuf *m = inner_packet(60, RTE_BE32(cases[i].src),
+						  RTE_BE32(cases[i].dst));
+
+		assert_int_equal(spd_add(&p, err, sizeof(err)), 0);
+		assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
+		if (cases[i].ok) {
+			assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(),
+							 self()), 1);
+			rte_pktmbuf_free(m);
+		} else {
+			expect_drop(m, DPVPN_DROP_POLICY_MISMATCH);
+		}
+		assert_int_equal(spd_del(&p, err, sizeof(err)), 0);
+	}
+	/* more than DPVPN_SEL_MAX per side, or another family: refused */
+	sa_cfg(&c, DPVPN_DIR_IN);
+	c.spi = RTE_BE32(0x1003);
+	c.n_more_rts = DPVPN_SEL_MAX;
+	assert_int_not_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	c.n_more_rts = 1;
+	c.more_rts[0] = (struct dpvpn_prefix){ .family = DPVPN_AF_INET6, .len = 64 };
+	assert_int_not_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	assert_int_equal(sa_del(spi, DPVPN_DIR_OUT, err, sizeof(err)), 0);
+	assert_int_equal(sa_del(spi, DPVPN_DIR_IN, err, sizeof(err)), 0);
+}
+
 static void
 test_known_answers(void **state)
 {
@@ -705,6 +771,7 @@ main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_replay_in_one_burst),
 		cmocka_unit_test(test_policy_mismatch),
+		cmocka_unit_test(test_selector_lists),
 		cmocka_unit_test(test_known_answers),
 		cmocka_unit_test(test_known_answer_packets),
 		cmocka_unit_test(test_spd_order),

@@ -23,6 +23,11 @@
  *   op & 3 == 3: the initiator's last datagram sent is given to the responder
  *                (a real request, then whatever the fuzzer did before it)
  *
+ * Each context also has "fuzz-k", a second CHILD_SA of "fuzz"'s IKE SA
+ * (ike_sa = fuzz, other selectors, ESP with PFS): the initiator asks for it
+ * with the IKE SA (CREATE_CHILD_SA once established), the responder picks
+ * it for a peer's CREATE_CHILD_SA whose selectors fit; a reload re-adds it.
+ *
  * Every context is freed at the end of an input: LeakSanitizer sees anything
  * it did not free, ASan any read outside a datagram (each is an exact-size
  * heap copy).
@@ -124,20 +129,47 @@ conn(struct ike_conn_cfg *c, bool initiator)
 	c->dpd_ms = 2000;
 }
 
-static struct ike_ctx *
-context(bool initiator)
+/* "fuzz-k": a child connection of "fuzz" (ike_sa), 10.1/16 <-> 10.2/16, PFS. */
+static void
+kid(struct ike_conn_cfg *c, bool initiator)
 {
-	struct ike_ctx *ctx = ike_new(&ops, initiator ? (void *)1 : NULL);
+	conn(c, initiator);
+	snprintf(c->name, sizeof(c->name), "fuzz-k");
+	snprintf(c->ike_sa, sizeof(c->ike_sa), "fuzz");
+	c->esp[0].dh[0] = IKE_DH_CURVE25519;
+	c->esp[0].n_dh = 1;
+	c->ts_local = (struct ike_prefix){ .family = AF_INET, .plen = 16,
+					   .addr = { 10, initiator ? 1 : 2, 0, 0 } };
+	c->ts_remote = (struct ike_prefix){ .family = AF_INET, .plen = 16,
+					    .addr = { 10, initiator ? 2 : 1, 0, 0 } };
+}
+
+static void
+add(struct ike_ctx *ctx, bool initiator)
+{
 	struct ike_conn_cfg c;
 	char err[128];
 
-	if (ctx == NULL)
-		abort();
 	conn(&c, initiator);
 	if (ike_conn_add(ctx, &c, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fuzz_ike_sa: %s\n", err);
 		abort();
 	}
+	kid(&c, initiator);
+	if (ike_conn_add(ctx, &c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fuzz_ike_sa: %s\n", err);
+		abort();
+	}
+}
+
+static struct ike_ctx *
+context(bool initiator)
+{
+	struct ike_ctx *ctx = ike_new(&ops, initiator ? (void *)1 : NULL);
+
+	if (ctx == NULL)
+		abort();
+	add(ctx, initiator);
 	ike_set_cookie_threshold(ctx, 4);
 	return ctx;
 }
@@ -146,14 +178,9 @@ context(bool initiator)
 static void
 readd(struct ike_ctx *ctx, bool initiator, uint64_t now)
 {
-	struct ike_conn_cfg c;
-	char err[128];
-
-	if (ike_conn_remove(ctx, "fuzz", now) != 0)
+	if (ike_conn_remove(ctx, "fuzz", now) != 0)	/* "fuzz-k" goes with it */
 		abort();
-	conn(&c, initiator);
-	if (ike_conn_add(ctx, &c, err, sizeof(err)) != 0)
-		abort();
+	add(ctx, initiator);
 }
 
 static void
@@ -181,6 +208,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	last_len = 0;
 	ike_initiate(init, "fuzz", now);
+	ike_initiate(init, "fuzz-k", now);	/* waits for the IKE SA */
 	while (size - at >= 3) {
 		uint8_t op = data[at];
 		size_t len = (size_t)data[at + 1] << 8 | data[at + 2];
@@ -196,6 +224,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (op & 32) {
 				readd(init, true, now);
 				ike_initiate(init, "fuzz", now);
+				ike_initiate(init, "fuzz-k", now);
 			}
 			continue;
 		}

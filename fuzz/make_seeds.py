@@ -467,7 +467,9 @@ class SaCfg(ctypes.Structure):
                 ('seq_start', ctypes.c_uint64), ('seq_limit', ctypes.c_uint64),
                 ('mtu', ctypes.c_uint16), ('mss', ctypes.c_uint16),
                 ('frag_outer', ctypes.c_uint8), ('udp_spread_log2', ctypes.c_uint8),
-                ('reserved3', ctypes.c_uint8 * 2), ('local_ts', Prefix), ('remote_ts', Prefix),
+                ('n_more_lts', ctypes.c_uint8), ('n_more_rts', ctypes.c_uint8),
+                ('local_ts', Prefix), ('remote_ts', Prefix),
+                ('more_lts', Prefix * 7), ('more_rts', Prefix * 7),
                 ('name', ctypes.c_char * 32), ('key', ctypes.c_uint8 * 32),
                 ('salt', ctypes.c_uint8 * 4), ('auth_key', ctypes.c_uint8 * 32)]
 
@@ -492,7 +494,7 @@ class TraceReq(ctypes.Structure):
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
-SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 44, SaCfg: 272, SaId: 8,
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 44, SaCfg: 552, SaId: 8,
          Policy: 48, SeqGrant: 16, TraceReq: 264}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
@@ -667,6 +669,19 @@ def ctl_dp_seeds():
     m.add(SA_ADD, c).add(SA_ADD, c)
     c = sa_cfg(0, False, frag_outer=1, mtu=2000, udp_spread_log2=0)
     c.spi = be32(0x3333)
+    m.add(SA_ADD, c)
+    # selector lists: too many, another family, then a good one
+    m.add(SA_ADD, sa_cfg(0, True, n_more_lts=8))
+    c = sa_cfg(0, True, n_more_rts=1)
+    set_prefix(c.more_rts[0], '2001:db8:9::/64')
+    m.add(SA_ADD, c)
+    c = sa_cfg(0, True, n_more_lts=1, n_more_rts=2)
+    c.spi = be32(0x3334)
+    set_prefix(c.more_lts[0], '10.1.0.0/16')
+    set_prefix(c.more_rts[0], '10.2.0.0/16')
+    set_prefix(c.more_rts[1], '10.3.0.0/33')
+    m.add(SA_ADD, c)
+    set_prefix(c.more_rts[1], '10.3.0.0/16')
     m.add(SA_ADD, c)
     m.add(POLICY_ADD, policy(1)).add(POLICY_ADD, policy(0, prio=0xffffffff))
     p = policy(0)
@@ -843,6 +858,17 @@ in-spi = %(in_)d
     for k in range(0, len(tunnels), 2):	# two tunnels a file: inputs stay small
         out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 2])).encode()
     out['one-tunnel.conf'] = (base + tunnels[0]).encode()
+    # selector lists: good ones, then too many, two families, overlap, empty entry
+    lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
+                               'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')
+    lists = lists.replace('remote-ts = 198.18.2.0/24', 'remote-ts = 198.18.2.0/24 ,10.3.0.0/24')
+    out['ts-lists.conf'] = (base + lists).encode()
+    bad = [', '.join('10.%d.0.0/16' % i for i in range(9)), '10.1.0.0/16, 2001:db8::/64',
+           '10.0.0.0/8, 10.1.0.0/16', '10.1.0.0/16,', ',', '10.1.0.0/16,,10.2.0.0/16']
+    out['ts-lists-bad.conf'] = (base + ''.join(
+        tunnels[0].replace('[tunnel t0]', '[tunnel l%d]' % i)
+        .replace('remote-ts = 198.18.2.0/24', 'remote-ts = ' + b)
+        for i, b in enumerate(bad))).encode()
     def key_file(i, name, auth=False):
         """Tunnel i with its inbound (auth) key read from a file of fuzz_config.c's."""
         lines = tunnels[i].split('\n')

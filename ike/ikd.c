@@ -47,6 +47,8 @@ struct ikd_conn {
 	uint64_t rekeys;
 	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
+	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
+	uint8_t n_more_lts, n_more_rts;
 	struct {			/* replaced inbound SAs, removed after a grace period */
 		uint32_t spi;
 		uint64_t at;
@@ -224,6 +226,14 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	_Static_assert(CFG_TS_MAX == IKE_TS_MAX, "one limit for both");
+	for (unsigned i = 0; i < t->n_more_lts; i++)
+		to_ike_prefix(&c->ts_local_more[i], &t->more_lts[i]);
+	for (unsigned i = 0; i < t->n_more_rts; i++)
+		to_ike_prefix(&c->ts_remote_more[i], &t->more_rts[i]);
+	c->n_ts_local_more = t->n_more_lts;
+	c->n_ts_remote_more = t->n_more_rts;
+	snprintf(c->ike_sa, sizeof(c->ike_sa), "%s", t->ike.parent);	/* ike-sa = Y */
 	c->remote_any = t->ra.any;
 	for (unsigned i = 0; i < t->ra.n_pools && i < 2; i++)
 		to_ike_prefix(&c->pool[c->n_pool++], &t->ra.pools[i]);
@@ -368,6 +378,12 @@ static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const str
 	t->out.authmat_len = t->in.authmat_len = ch->integ_key_len;
 	from_ike_prefix(&t->local_ts, &ch->ts_local);
 	from_ike_prefix(&t->remote_ts, &ch->ts_remote);
+	t->n_more_lts = (uint8_t)(ch->n_ts_local_more < CFG_TS_MAX ? ch->n_ts_local_more : 0);
+	t->n_more_rts = (uint8_t)(ch->n_ts_remote_more < CFG_TS_MAX ? ch->n_ts_remote_more : 0);
+	for (unsigned i = 0; i < t->n_more_lts; i++)
+		from_ike_prefix(&t->more_lts[i], &ch->ts_local_more[i]);
+	for (unsigned i = 0; i < t->n_more_rts; i++)
+		from_ike_prefix(&t->more_rts[i], &ch->ts_remote_more[i]);
 	t->udp = ch->udp_encap;
 	if (ch->udp_encap) {
 		t->udp_local = ch->udp_local;
@@ -464,6 +480,10 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 		c->spi_out = ch->spi_out;
 		c->lts = t.local_ts;
 		c->rts = t.remote_ts;
+		memcpy(c->more_lts, t.more_lts, sizeof(c->more_lts));
+		memcpy(c->more_rts, t.more_rts, sizeof(c->more_rts));
+		c->n_more_lts = t.n_more_lts;
+		c->n_more_rts = t.n_more_rts;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
 			conn, ch->spi_in, ch->spi_out);
 	} else if (c->up && !c->has_next2 && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
@@ -502,6 +522,10 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 
 	t->local_ts = c->lts;
 	t->remote_ts = c->rts;
+	memcpy(t->more_lts, c->more_lts, sizeof(c->more_lts));
+	memcpy(t->more_rts, c->more_rts, sizeof(c->more_rts));
+	t->n_more_lts = c->n_more_lts;
+	t->n_more_rts = c->n_more_rts;
 	t->out.spi = c->next_out;
 	if (inst_policy_switch(k.dp, t, k.verbose) != 0)
 		fprintf(stderr, "dpvpnd: tunnel %s: rekey: policy not moved\n", t->name);
@@ -581,10 +605,14 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 
 	(void)opaque;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
-	if (c != NULL)
+	for (size_t i = 0; i < k.n_conns; i++) {	/* it and its ike-sa tunnels */
+		c = &k.conns[i];
+		if (strcmp(c->tpl.name, conn) && strcmp(c->tpl.ike.parent, conn))
+			continue;
 		snprintf(c->last_end, sizeof(c->last_end), "%s", why);
-	if (c != NULL && c->tpl.ike.start && !c->held)
-		c->retry_at = mono_ms() + IKD_RETRY_MS;
+		if (c->tpl.ike.start && !c->held)
+			c->retry_at = mono_ms() + IKD_RETRY_MS;
+	}
 }
 
 static void on_log(void *opaque, const char *conn, const char *msg)
@@ -656,16 +684,17 @@ static int check_conn(struct ike_conn_cfg *cc, const struct cfg_tunnel *t, char 
 	return rc != 0 ? -1 : 0;
 }
 
+/* Tunnels that own an IKE SA first (pass 0), then the ike-sa ones (pass 1). */
 static int add_conns(const struct cfg *cfg)
 {
 	char err[256];
 
-	for (size_t i = 0; i < cfg->n_tunnels; i++) {
-		const struct cfg_tunnel *t = cfg->tunnels[i];
+	for (size_t j = 0; j < 2 * cfg->n_tunnels; j++) {
+		const struct cfg_tunnel *t = cfg->tunnels[j % cfg->n_tunnels];
 		struct ike_conn_cfg cc;
 		int rc;
 
-		if (!t->ike.on)
+		if (!t->ike.on || (t->ike.parent[0] != 0) != (j >= cfg->n_tunnels))
 			continue;
 		if (check_conn(&cc, t, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dpvpnd: tunnel %s: IKE: %s\n", t->name, err);
@@ -904,6 +933,19 @@ void ikd_reload_cancel(void)
 	memset(&pending, 0, sizeof(pending));
 }
 
+/*
+ * An ike-sa tunnel goes with its IKE SA: when the tunnel it names is
+ * removed or changed (its connection removed takes the children's along),
+ * it is dropped and added again after it, changed or not.
+ */
+static bool parent_changes(const struct cfg *next, const char *parent)
+{
+	const struct ikd_conn *p = parent[0] ? find_conn(parent) : NULL;
+	const struct cfg_tunnel *t = parent[0] ? inst_find_tunnel(next, parent) : NULL;
+
+	return parent[0] && (p == NULL || t == NULL || !inst_tunnel_same(&p->tpl, t));
+}
+
 int ikd_reload_check(struct cfg *next, char *msg, size_t len)
 {
 	size_t n = next->n_tunnels ? next->n_tunnels : 1;
@@ -922,7 +964,8 @@ int ikd_reload_check(struct cfg *next, char *msg, size_t len)
 		const struct cfg_tunnel *t = next->tunnels[i];
 		struct ikd_conn *c = t->ike.on && k.ctx != NULL ? find_conn(t->name) : NULL;
 
-		if (!t->ike.on || (c != NULL && inst_tunnel_same(&c->tpl, t)))
+		if (!t->ike.on || (c != NULL && inst_tunnel_same(&c->tpl, t) &&
+				   !parent_changes(next, t->ike.parent)))
 			continue;
 		if (check_conn(&pending.cc[pending.n], t, err, sizeof(err)) != 0) {
 			snprintf(msg, len, "refused, running config kept: tunnel %s: IKE: %s",
@@ -957,7 +1000,8 @@ void ikd_reload_drop(const struct cfg *next)
 		struct ikd_conn *c = &k.conns[i];
 		const struct cfg_tunnel *t = inst_find_tunnel(next, c->tpl.name);
 
-		if (t != NULL && inst_tunnel_same(&c->tpl, t)) {
+		if (t != NULL && inst_tunnel_same(&c->tpl, t) &&
+		    !parent_changes(next, c->tpl.ike.parent)) {
 			i++;
 			continue;
 		}
@@ -984,7 +1028,11 @@ int ikd_reload_add(const struct cfg *next, char *msg, size_t len)
 	}
 	if (k.n_ports == next->n_ports)		/* addresses may have moved */
 		memcpy(k.ports, next->ports, next->n_ports * sizeof(*k.ports));
-	for (size_t j = 0; j < pending.n; j++) {
+	for (size_t i = 0; i < 2 * pending.n; i++) {	/* IKE SA owners first, as at start */
+		size_t j = i % pending.n;
+
+		if ((pending.t[j]->ike.parent[0] != 0) != (i >= pending.n))
+			continue;
 		if (add_conn(pending.t[j], &pending.cc[j]) != 0) {
 			failed++;
 			continue;
@@ -1013,6 +1061,45 @@ static json_t *spi_json(const uint8_t *spi)
 {
 	return json_sprintf("%02x%02x%02x%02x%02x%02x%02x%02x", spi[0], spi[1], spi[2], spi[3],
 			    spi[4], spi[5], spi[6], spi[7]);
+}
+
+static json_t *ike_prefix_json(const struct ike_prefix *p)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(p->family == AF_INET6 ? AF_INET6 : AF_INET, p->addr, s, sizeof(s));
+	return json_sprintf("%s/%u", s, p->plen);
+}
+
+static json_t *prefixes_json(const struct ike_prefix *p, unsigned n)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(a, ike_prefix_json(&p[i]));
+	return a;
+}
+
+/* Every CHILD_SA of an IKE SA (ctl_proto.h show ike "children"). */
+static json_t *children_json(const struct ike_sa_status *st)
+{
+	uint64_t now = mono_ms();
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < st->n_children; i++) {
+		const struct ike_child_status *c = &st->children[i];
+
+		json_array_append_new(a, c->up ? json_pack(
+			"{s:s,s:b,s:o,s:o,s:i,s:o,s:o,s:I,s:I}", "name", c->conn, "up", 1,
+			"spi_in", json_sprintf("0x%08x", c->spi_in),
+			"spi_out", json_sprintf("0x%08x", c->spi_out), "dh", c->dh,
+			"local_ts", prefixes_json(c->ts_local, c->n_ts_local),
+			"remote_ts", prefixes_json(c->ts_remote, c->n_ts_remote),
+			"rekeys", (json_int_t)c->rekeys,
+			"age_s", (json_int_t)(now > c->up_ms ? (now - c->up_ms) / 1000 : 0)) :
+			json_pack("{s:s,s:b}", "name", c->conn, "up", 0));
+	}
+	return a;
 }
 
 static void walk_one(void *arg, const struct ike_sa_status *st)
@@ -1048,6 +1135,8 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 			    json_pack("{s:I,s:I,s:I}", "total", (json_int_t)st->rekey_collisions,
 				      "won", (json_int_t)st->rekey_won,
 				      "lost", (json_int_t)st->rekey_lost));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "children",
+			    children_json(st));
 }
 
 /* An IKE identity as text: "fqdn:NAME", "email:ADDR", an address, a DN, "keyid:HEX". */
@@ -1291,6 +1380,8 @@ int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 
 	if (c == NULL)
 		return CTL_IKE_UNKNOWN;
+	if (c->tpl.ike.parent[0])
+		n.conn = c->tpl.ike.parent;	/* ike-sa: it rides that one's IKE SA */
 	ike_sa_walk(k.ctx, newest_one, &n);
 	snprintf(state, state_len, "%s", n.found ? ike_state_name(n.st.state) : "none");
 	if (c->up)

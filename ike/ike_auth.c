@@ -394,7 +394,8 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_proposal props[IKE_CONN_PROPS_MAX];
 	uint8_t inner[MSG_MAX], out[MSG_MAX], spi[4];
-	struct ike_ts tsi, tsr;
+	struct ike_ts tsi[MAX_TS], tsr[MAX_TS];
+	struct ts_set l, r;
 	struct ike_buf in;
 	struct ike_hdr h;
 	size_t len;
@@ -412,10 +413,10 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 				   &props[i]);
 	ike_cp_request_put(sa, &in);		/* want_vip: a CFG_REQUEST */
 	ike_build_sa(&in, props, cfg->n_esp);
-	ike_ts_from_prefix(&cfg->ts_local, &tsi);
-	ike_ts_from_prefix(&cfg->ts_remote, &tsr);
-	ike_build_ts(&in, IKE_PL_TSI, &tsi, 1);
-	ike_build_ts(&in, IKE_PL_TSR, &tsr, 1);
+	ike_cfg_ts(cfg, true, &l);
+	ike_cfg_ts(cfg, false, &r);
+	ike_build_ts(&in, IKE_PL_TSI, tsi, ike_ts_from_set(&l, tsi));
+	ike_build_ts(&in, IKE_PL_TSR, tsr, ike_ts_from_set(&r, tsr));
 	ike_hdr_for(sa, &h, IKE_AUTH, false, 1);
 	rc = ike_seal_msg(sa, &h, &in, out, sizeof(out), &len);
 	explicit_bzero(inner, sizeof(inner));
@@ -507,7 +508,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
-	if (!sa->child.up)
+	if (!KID(sa)->child.up)
 		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	ike_log(ctx, sa, "IKE SA established (initiator)");
 	return ike_next_request(ctx, sa, now);

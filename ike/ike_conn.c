@@ -23,6 +23,16 @@ ike_conn_by_name(struct ike_ctx *ctx, const char *name)
 	return NULL;
 }
 
+struct conn *
+ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name)
+{
+	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+		for (struct conn *k = c->kids; k != NULL; k = k->sib)
+			if (strcmp(k->cfg.name, name) == 0)
+				return k;
+	return NULL;
+}
+
 struct ike_sa *
 ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 {
@@ -173,13 +183,50 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	if ((cfg->local_id.type != 0 && cfg->local_id.len == 0) ||
 	    (cfg->remote_id.type != 0 && cfg->remote_id.len == 0))
 		return bad_cfg(err, elen, cfg->name, "local_id/remote_id: 1 to 255 bytes");
-	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote))
+	if (!prefix_ok(&cfg->ts_local) || !prefix_ok(&cfg->ts_remote) ||
+	    cfg->n_ts_local_more >= IKE_TS_MAX || cfg->n_ts_remote_more >= IKE_TS_MAX)
 		return bad_cfg(err, elen, cfg->name, "ts_local/ts_remote: bad prefix");
+	for (unsigned i = 0; i < cfg->n_ts_local_more + cfg->n_ts_remote_more; i++) {
+		const struct ike_prefix *p = i < cfg->n_ts_local_more ? &cfg->ts_local_more[i] :
+					     &cfg->ts_remote_more[i - cfg->n_ts_local_more];
+
+		if (!prefix_ok(p) || p->family != (i < cfg->n_ts_local_more ?
+						   cfg->ts_local.family : cfg->ts_remote.family))
+			return bad_cfg(err, elen, cfg->name, "ts_local_more/ts_remote_more: a bad "
+				       "prefix, or of another family than the first");
+	}
 	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
 		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");
 	if (cfg->fragment_size != 0 && cfg->fragment_size < IKE_FRAG_SIZE_MIN)
 		return bad_cfg(err, elen, cfg->name, "fragment_size: 0 (1280) or 256 and more");
 	return check_props(cfg, err, elen);
+}
+
+/* A child connection: onto its parent's list, in order. */
+static int
+kid_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, size_t elen)
+{
+	struct conn *p = ike_conn_by_name(ctx, cfg->ike_sa), **pp, *c;
+	unsigned n = 1;
+
+	if (p == NULL || p->cfg.remote_any || memchr(cfg->ike_sa, '\0', sizeof(cfg->ike_sa)) ==
+	    NULL)
+		return bad_cfg(err, elen, cfg->name, "ike_sa: no such connection (added first), "
+			       "or a remote-access one");
+	for (pp = &p->kids; *pp != NULL; pp = &(*pp)->sib)
+		n++;
+	if (n >= IKE_CHILDREN_MAX)
+		return bad_cfg(err, elen, cfg->name, "ike_sa: 16 CHILD_SAs per IKE SA at most");
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	explicit_bzero(c->cfg.psk, sizeof(c->cfg.psk));	/* the parent's is used */
+	c->cfg.cred = NULL;
+	c->cfg.trust = NULL;
+	c->parent = p;
+	*pp = c;
+	return 0;
 }
 
 int
@@ -190,8 +237,10 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 
 	if (rc != 0)
 		return rc;
-	if (ike_conn_by_name(ctx, cfg->name) != NULL)
+	if (ike_conn_by_name(ctx, cfg->name) != NULL || ike_kid_conn_by_name(ctx, cfg->name))
 		return bad_cfg(err, elen, cfg->name, "name: in use"), -EEXIST;
+	if (cfg->ike_sa[0])
+		return kid_add(ctx, cfg, err, elen);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
@@ -218,12 +267,55 @@ ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	return check_cfg(cfg, err, elen);
 }
 
+/* A child connection goes: its CHILD_SA deleted (best effort), its slot freed. */
+static int
+kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+{
+	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
+	struct conn **pp;
+	int i = sa ? ike_kid_find(sa, k) : -1;
+
+	if (i >= 0) {
+		struct child_sa *kd = ike_kid(sa, (unsigned)i);
+		const struct child *ch[3] = { &kd->child, &kd->old, &kd->dup };
+
+		sa->ck = (unsigned)i;
+		/* its CHILD_SAs are deleted at the peer, now or after our request out */
+		for (unsigned n = 0; n < 3; n++)
+			if (ch[n]->up && sa->n_del_spis < IKE_KIDS_MAX * 3)
+				sa->del_spis[sa->n_del_spis++] = ch[n]->spi_in;
+		if (sa->req_kid == (unsigned)i &&
+		    (sa->req_kind == REQ_CREATE || sa->req_kind == REQ_REKEY)) {
+			sa->req_orphan = true;		/* its answer's new one, too */
+			sa->orphan_spi = kd->rk_spi;
+		}
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_SPIS, now_ms);
+		ike_child_gone(ctx, sa);
+		ike_child_down(ctx, sa, &KID(sa)->old);
+		ike_child_down(ctx, sa, &KID(sa)->dup);
+		ike_dh_free(KID(sa)->rk_dh);
+		*KID(sa) = (struct child_sa){ 0 };	/* a free slot */
+		sa->ck = 0;
+	}
+	for (pp = &k->parent->kids; *pp != NULL; pp = &(*pp)->sib)
+		if (*pp == k) {
+			*pp = k->sib;
+			break;
+		}
+	explicit_bzero(k, sizeof(*k));
+	free(k);
+	return 0;
+}
+
 int
 ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
 	struct conn **pp, *c = ike_conn_by_name(ctx, name);
 	struct ike_sa *sa, *next;
 
+	if (c == NULL && ike_kid_conn_by_name(ctx, name) != NULL)
+		return kid_remove(ctx, ike_kid_conn_by_name(ctx, name), now_ms);
 	if (c == NULL)
 		return -ENOENT;
 	for (sa = ctx->sas; sa != NULL; sa = next) {
@@ -239,6 +331,13 @@ ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 			*pp = c->next;
 			break;
 		}
+	}
+	while (c->kids != NULL) {	/* its SAs are gone: no CHILD_SA points at them */
+		struct conn *k = c->kids;
+
+		c->kids = k->sib;
+		explicit_bzero(k, sizeof(*k));
+		free(k);
 	}
 	ike_cp_conn_free(c);
 	explicit_bzero(c, sizeof(*c));	/* the PSK */

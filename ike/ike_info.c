@@ -10,7 +10,7 @@
 int
 ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now)
 {
-	uint8_t inner[64], out[MSG_MAX], spi[4];
+	uint8_t inner[64 + 12 * IKE_KIDS_MAX], out[MSG_MAX], spi[12 * IKE_KIDS_MAX];
 	struct ike_delete d = { 0 };
 	struct ike_buf in;
 	struct ike_hdr h;
@@ -20,8 +20,8 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 	if (sa->req_kind != REQ_NONE) {
 		/* Window of one: after the exchange in progress. */
 		sa->want_del_ike |= kind == REQ_DEL_IKE;
-		sa->want_del_child |= kind == REQ_DEL_CHILD;
-		sa->want_del_dup |= kind == REQ_DEL_DUP;
+		KID(sa)->want_del_child |= kind == REQ_DEL_CHILD;
+		KID(sa)->want_del_dup |= kind == REQ_DEL_DUP;
 		return 0;
 	}
 	ike_buf_init(&in, inner, sizeof(inner));
@@ -31,9 +31,17 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 		if (sa->state != IKE_ST_REKEYED)	/* that says more */
 			sa->state = IKE_ST_DELETING;
 	} else if (kind == REQ_DEL_CHILD || kind == REQ_DEL_OLD || kind == REQ_DEL_DUP) {
-		put32(spi, kind == REQ_DEL_OLD ? sa->old.spi_in :
-			   kind == REQ_DEL_DUP ? sa->dup.spi_in : sa->child.spi_in);
+		put32(spi, kind == REQ_DEL_OLD ? KID(sa)->old.spi_in :
+			   kind == REQ_DEL_DUP ? KID(sa)->dup.spi_in : KID(sa)->child.spi_in);
 		d = (struct ike_delete){ IKE_PROTO_ESP, 4, 1, spi };
+		ike_build_delete(&in, &d);
+	} else if (kind == REQ_DEL_SPIS) {
+		if (sa->n_del_spis == 0)
+			return 0;
+		for (unsigned i = 0; i < sa->n_del_spis; i++)
+			put32(spi + 4 * i, sa->del_spis[i]);
+		d = (struct ike_delete){ IKE_PROTO_ESP, 4, (uint16_t)sa->n_del_spis, spi };
+		sa->n_del_spis = 0;
 		ike_build_delete(&in, &d);
 	}
 	ike_hdr_for(sa, &h, IKE_INFORMATIONAL, false, sa->next_req_id);
@@ -42,11 +50,11 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 		rc = ike_request_start(ctx, sa, kind, h.msg_id, out, len, now);
 	if (rc == 0 && kind == REQ_DEL_OLD) {
 		/* The rekey's break: out with the Delete, whatever the answer. */
-		sa->old_del_ms = 0;
-		ike_child_down(ctx, sa, &sa->old);
+		KID(sa)->old_del_ms = 0;
+		ike_child_down(ctx, sa, &KID(sa)->old);
 	}
 	if (rc == 0 && kind == REQ_DEL_DUP)
-		ike_child_down(ctx, sa, &sa->dup);	/* never carried traffic */
+		ike_child_down(ctx, sa, &KID(sa)->dup);	/* never carried traffic */
 	return rc;
 }
 
@@ -69,8 +77,9 @@ int
 ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	     const struct view *v, uint64_t now)
 {
-	bool del_ike = false, del_child = false, del_old = false, del_dup = false;
-	uint8_t inner[64], spi[12];
+	/* per CHILD_SA: its current, rekeyed (old) and redundant (dup) pairs */
+	bool del_ike = false, any = false, del[IKE_KIDS_MAX][3] = { { false } };
+	uint8_t inner[64 + 12 * IKE_KIDS_MAX], spi[12 * IKE_KIDS_MAX];
 	char err[ERR_LEN];
 	struct ike_buf in;
 	int rc;
@@ -88,9 +97,16 @@ ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 		}
 		del_ike |= d.proto == IKE_PROTO_IKE;
 		for (unsigned j = 0; d.proto == IKE_PROTO_ESP && j < d.count; j++) {
-			del_child |= sa->child.up && ike_delete_spi(&d, j) == sa->child.spi_out;
-			del_old |= sa->old.up && ike_delete_spi(&d, j) == sa->old.spi_out;
-			del_dup |= sa->dup.up && ike_delete_spi(&d, j) == sa->dup.spi_out;
+			uint32_t x = ike_delete_spi(&d, j);
+
+			for (unsigned n = 0; n < sa->n_kids; n++) {
+				const struct child_sa *k = ike_kid(sa, n);
+
+				del[n][0] |= k->child.up && x == k->child.spi_out;
+				del[n][1] |= k->old.up && x == k->old.spi_out;
+				del[n][2] |= k->dup.up && x == k->dup.spi_out;
+				any |= del[n][0] || del[n][1] || del[n][2];
+			}
 		}
 	}
 	if (del_ike) {
@@ -101,24 +117,31 @@ ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 		ike_sa_end(ctx, sa, "deleted by the peer");
 		return 0;
 	}
-	if (del_child || del_old || del_dup) {
+	if (any) {
 		/* Ours of the same pairs (1.4.1): current, rekeyed, redundant (2.8.1). */
 		struct ike_delete d = { IKE_PROTO_ESP, 4, 0, spi };
 
-		if (del_child)
-			put32(spi + 4 * d.count++, sa->child.spi_in);
-		if (del_old)
-			put32(spi + 4 * d.count++, sa->old.spi_in);
-		if (del_dup)
-			put32(spi + 4 * d.count++, sa->dup.spi_in);
+		for (unsigned n = 0; n < sa->n_kids; n++) {
+			const struct child_sa *k = ike_kid(sa, n);
+
+			if (del[n][0])
+				put32(spi + 4 * d.count++, k->child.spi_in);
+			if (del[n][1])
+				put32(spi + 4 * d.count++, k->old.spi_in);
+			if (del[n][2])
+				put32(spi + 4 * d.count++, k->dup.spi_in);
+		}
 		ike_build_delete(&in, &d);
 	}
 	rc = ike_respond(ctx, sa, h, &in);
-	if (del_child)
-		ike_child_gone(ctx, sa);
-	if (del_dup)
-		ike_child_down(ctx, sa, &sa->dup);
-	if (del_old)
-		ike_child_down(ctx, sa, &sa->old);
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {
+		if (del[sa->ck][0])
+			ike_child_gone(ctx, sa);
+		if (del[sa->ck][2])
+			ike_child_down(ctx, sa, &KID(sa)->dup);
+		if (del[sa->ck][1])
+			ike_child_down(ctx, sa, &KID(sa)->old);
+	}
+	sa->ck = 0;
 	return rc;
 }

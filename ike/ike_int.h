@@ -47,6 +47,8 @@ enum req_kind {
 	REQ_DEL_OLD,		/* Delete of the CHILD_SA a rekey replaced */
 	REQ_IKE_REKEY,		/* CREATE_CHILD_SA rekeying the IKE SA */
 	REQ_DEL_DUP,		/* Delete of our redundant CHILD_SA of crossing rekeys */
+	REQ_CREATE,		/* CREATE_CHILD_SA for another CHILD_SA */
+	REQ_DEL_SPIS,		/* Delete of CHILD_SAs whose connection went (del_spis) */
 };
 
 struct ike_pool;
@@ -55,14 +57,72 @@ struct conn {
 	struct conn *next;
 	struct ike_conn_cfg cfg;
 	struct ike_pool *pool[2];	/* remote_any: [0] IPv4, [1] IPv6 (ike_cp.c) */
+	/*
+	 * Several CHILD_SAs per IKE SA: a connection with cfg.ike_sa set is a
+	 * child of parent, never in ctx->conns (no lookup by address or ID
+	 * finds it) but on parent's kids list, in the order added.
+	 */
+	struct conn *parent;
+	struct conn *kids;		/* a parent's children; sib links them */
+	struct conn *sib;
+};
+
+/* Prefixes of one side of a CHILD_SA, one family (ike_prop.c). */
+struct ts_set {
+	struct ike_prefix p[IKE_TS_MAX];
+	unsigned n;
 };
 
 struct child {
 	bool up;
 	struct ike_prop_esp prop;
 	uint32_t spi_in, spi_out;
-	struct ike_prefix tl, tr;	/* narrowed: what a rekey proposes again */
+	struct ts_set tl, tr;		/* narrowed: what a rekey proposes again */
 	uint64_t up_ms;			/* for the lifetime rekey */
+};
+
+/*
+ * One CHILD_SA of an IKE SA with its rekey state (ike_child.c).  conn: the
+ * connection whose selectors and ESP proposals it has (NULL: the IKE SA's).
+ */
+#define IKE_KIDS_MAX	IKE_CHILDREN_MAX
+
+struct child_sa {
+	struct conn *conn;
+	bool want_create;		/* initiator: CREATE_CHILD_SA asked for */
+	bool creating;			/* ... and sent, not answered yet */
+	uint64_t create_retry_ms;	/* refused: asked again then; 0: not */
+	struct child child;
+	bool want_del_child;
+	/*
+	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
+	 * installed until deleted, by us at old_del_ms if we started the
+	 * rekey (0: not ours to delete), else when the peer's Delete comes.
+	 */
+	struct child old;
+	uint64_t old_del_ms;
+	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
+	uint32_t rk_spi;
+	/* PFS (esp-proposals with a group): our rekey request's KE, until the answer */
+	struct ike_dh *rk_dh;
+	uint16_t rk_group;
+	unsigned rk_ke_tries;		/* INVALID_KE_PAYLOAD retries of this rekey */
+	bool want_rekey;		/* asked for while another request was out */
+	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
+	uint64_t child_rekeys;
+	/*
+	 * Crossing CHILD_SA rekeys (2.8.1): both are made, and the one whose
+	 * exchange has the lowest of the four nonces is redundant (dup), deleted
+	 * by the side that initiated it (dup_ours; else the peer's Delete, or
+	 * ours of the old CHILD_SA takes it along).  rk_min: the lowest nonce
+	 * of the last rekey exchange, while a crossing one may still come: ours
+	 * answered and its old CHILD_SA not yet deleted (rk_min_len != 0), or
+	 * the peer's answered while ours is in flight (cross_pending).
+	 */
+	struct child dup;
+	bool dup_ours, want_del_dup, cross_pending;
+	uint8_t rk_min[IKE_NONCE_MAX];
+	size_t rk_min_len;
 };
 
 /*
@@ -112,46 +172,29 @@ struct ike_sa {
 	uint32_t req_id, next_req_id;
 	unsigned tries;
 	uint64_t timeout_ms, next_tx_ms;
-	bool want_del_child, want_del_ike;
+	bool want_del_ike;
 	/* The peer's last request and our response. */
 	uint32_t peer_next_id;
 	uint8_t *last_req, *last_resp;
 	size_t last_req_len, last_resp_len;
-	struct child child;
+	/* CHILD_SAs: kid0 first (IKE_AUTH's), more[] allocated as made;
+	 * ck: the one being worked on (KID()), req_kid: our request's. */
+	struct child_sa kid0;
+	struct child_sa *more[IKE_KIDS_MAX - 1];
+	unsigned n_kids, ck, req_kid;
+	/* A child connection removed (reload) while its CHILD_SAs were up or
+	 * being made: our inbound SPIs of them, deleted at the next chance;
+	 * req_orphan: our request out was about it (its answer's CHILD_SA,
+	 * our SPI orphan_spi, goes too). */
+	uint32_t del_spis[3 * IKE_KIDS_MAX];
+	unsigned n_del_spis;
+	bool req_orphan;
+	uint32_t orphan_spi;
 	uint32_t offered_spi;		/* initiator: the SPI in its ESP proposals */
 	uint32_t peer_hashes;		/* its SIGNATURE_HASH_ALGORITHMS (IKE_HASH_BIT) */
 	/* the CAs its CERTREQs name (key ids): intermediates it has are not sent */
 	uint8_t peer_cas[PEER_CAS_MAX][IKE_PKI_KEYID_LEN];
 	unsigned n_peer_cas;
-	/*
-	 * Rekeying (make before break): the CHILD_SA a rekey replaced stays
-	 * installed until deleted, by us at old_del_ms if we started the
-	 * rekey (0: not ours to delete), else when the peer's Delete comes.
-	 */
-	struct child old;
-	uint64_t old_del_ms;
-	uint8_t rk_nonce[NONCE_LEN];	/* our rekey request's nonce and SPI */
-	uint32_t rk_spi;
-	/* PFS (esp-proposals with a group): our rekey request's KE, until the answer */
-	struct ike_dh *rk_dh;
-	uint16_t rk_group;
-	unsigned rk_ke_tries;		/* INVALID_KE_PAYLOAD retries of this rekey */
-	bool want_rekey;		/* asked for while another request was out */
-	uint64_t rekey_retry_ms;	/* lifetime rekey: not before this */
-	uint64_t child_rekeys;
-	/*
-	 * Crossing CHILD_SA rekeys (2.8.1): both are made, and the one whose
-	 * exchange has the lowest of the four nonces is redundant (dup), deleted
-	 * by the side that initiated it (dup_ours; else the peer's Delete, or
-	 * ours of the old CHILD_SA takes it along).  rk_min: the lowest nonce
-	 * of the last rekey exchange, while a crossing one may still come: ours
-	 * answered and its old CHILD_SA not yet deleted (rk_min_len != 0), or
-	 * the peer's answered while ours is in flight (cross_pending).
-	 */
-	struct child dup;
-	bool dup_ours, want_del_dup, cross_pending;
-	uint8_t rk_min[IKE_NONCE_MAX];
-	size_t rk_min_len;
 	uint64_t rekey_collisions, rekey_won, rekey_lost;
 	/*
 	 * Rekeying the IKE SA (2.18): our request's new SPIi, nonce and DH
@@ -184,6 +227,17 @@ struct ike_sa {
 	bool req_frag, resp_frag;	/* req, last_resp hold fragments (ike_frag_send) */
 	struct frag_rx frx[2];		/* [0] the peer's request, [1] the answer to ours */
 };
+
+/* CHILD_SA i of sa (i < n_kids, or 0). */
+static inline struct child_sa *
+ike_kid(const struct ike_sa *sa, unsigned i)
+{
+	return i == 0 ? (struct child_sa *)&sa->kid0 : sa->more[i - 1];
+}
+
+#define KID(sa)		ike_kid((sa), (sa)->ck)
+/* The configuration of the CHILD_SA being worked on. */
+#define KCFG(sa)	(KID(sa)->conn ? &KID(sa)->conn->cfg : &(sa)->conn->cfg)
 
 struct ike_ctx {
 	struct ike_ops ops;
@@ -321,6 +375,8 @@ void ike_frag_expire(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 
 /* ike_conn.c */
 struct conn *ike_conn_by_name(struct ike_ctx *ctx, const char *name);
+/* A child connection (ike_sa set) by name, or NULL. */
+struct conn *ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name);
 struct ike_sa *ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c);
 struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
@@ -347,6 +403,15 @@ bool ike_prop_check_esp(const struct ike_prop_cfg *e, const struct ike_proposal 
 void ike_ts_from_prefix(const struct ike_prefix *p, struct ike_ts *ts);
 bool ike_ts_to_prefix(const struct ike_ts *ts, struct ike_prefix *out);
 bool ike_prefix_within(const struct ike_prefix *inner, const struct ike_prefix *outer);
+/* A connection's prefixes of one side (ts_local and the rest). */
+void ike_cfg_ts(const struct ike_conn_cfg *c, bool local, struct ts_set *out);
+/* The responder's narrowing of a TS payload to every prefix of ours (2.9):
+ * all of each proposed selector within ours, de-duplicated; false if none. */
+bool ike_ts_narrow_set(const struct ike_ts *ts, unsigned n, const struct ts_set *ours,
+		       struct ts_set *out);
+/* set as TS payload entries; every prefix of a within one of b. */
+unsigned ike_ts_from_set(const struct ts_set *set, struct ike_ts *ts);
+bool ike_set_within(const struct ts_set *a, const struct ts_set *b);
 bool ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours,
 		struct ike_prefix *out);
 
@@ -369,6 +434,14 @@ uint16_t ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 int ike_child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,
 		size_t elen, uint64_t now);
 int ike_child_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+/* Several CHILD_SAs: c's index in sa (NULL c or sa->conn: 0), or -1; a slot
+ * for c (a free one again, or a new one), or -1 when all are taken. */
+int ike_kid_find(const struct ike_sa *sa, const struct conn *c);
+int ike_kid_add(struct ike_sa *sa, struct conn *c);
+/* Initiator: CREATE_CHILD_SA for KID(sa) (queued behind a request out). */
+int ike_child_create_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
+			      uint64_t now);
 int ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		uint64_t now);
 int ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,

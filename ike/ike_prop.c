@@ -465,3 +465,59 @@ ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix *ours
 	}
 	return false;
 }
+
+/* ---- selector sets (several prefixes per side) --------------------------- */
+
+void
+ike_cfg_ts(const struct ike_conn_cfg *c, bool local, struct ts_set *out)
+{
+	unsigned more = local ? c->n_ts_local_more : c->n_ts_remote_more;
+
+	out->n = 0;
+	out->p[out->n++] = local ? c->ts_local : c->ts_remote;
+	for (unsigned i = 0; i < more && out->n < IKE_TS_MAX; i++)
+		out->p[out->n++] = local ? c->ts_local_more[i] : c->ts_remote_more[i];
+}
+
+bool
+ike_ts_narrow_set(const struct ike_ts *ts, unsigned n, const struct ts_set *ours,
+		  struct ts_set *out)
+{
+	out->n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned j = 0; j < ours->n && out->n < IKE_TS_MAX; j++) {
+			struct ike_prefix x;
+			bool dup = false;
+
+			if (!ike_ts_narrow(&ts[i], 1, &ours->p[j], &x))
+				continue;
+			for (unsigned k = 0; k < out->n; k++)
+				dup |= memcmp(&out->p[k], &x, sizeof(x)) == 0;
+			if (!dup)
+				out->p[out->n++] = x;
+		}
+	}
+	return out->n != 0;
+}
+
+unsigned
+ike_ts_from_set(const struct ts_set *set, struct ike_ts *ts)
+{
+	for (unsigned i = 0; i < set->n; i++)
+		ike_ts_from_prefix(&set->p[i], &ts[i]);
+	return set->n;
+}
+
+bool
+ike_set_within(const struct ts_set *a, const struct ts_set *b)
+{
+	for (unsigned i = 0; i < a->n; i++) {
+		bool in = false;
+
+		for (unsigned j = 0; j < b->n && !in; j++)
+			in = ike_prefix_within(&a->p[i], &b->p[j]);
+		if (!in)
+			return false;
+	}
+	return a->n != 0;
+}

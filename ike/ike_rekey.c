@@ -80,33 +80,30 @@ static void
 sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_t now)
 {
 	sa->owner_knows = old->owner_knows;
-	sa->child = old->child;
-	sa->old = old->old;
-	sa->old_del_ms = old->old_del_ms;
-	sa->dup = old->dup;
-	sa->dup_ours = old->dup_ours;
-	sa->want_del_dup = old->want_del_dup;
+	/* every CHILD_SA with its rekey state; old keeps none */
+	ike_dh_free(sa->kid0.rk_dh);
+	sa->kid0 = old->kid0;
+	memcpy(sa->more, old->more, sizeof(sa->more));
+	sa->n_kids = old->n_kids;
+	memset(&old->kid0, 0, sizeof(old->kid0));
+	memset(old->more, 0, sizeof(old->more));
+	old->n_kids = 1;
+	memcpy(sa->del_spis, old->del_spis, sizeof(sa->del_spis));
+	sa->n_del_spis = old->n_del_spis;
+	old->n_del_spis = 0;
+	old->ck = sa->ck = 0;
 	sa->rekey_collisions = old->rekey_collisions;
 	sa->rekey_won = old->rekey_won;
 	sa->rekey_lost = old->rekey_lost;
-	sa->child_rekeys = old->child_rekeys;
-	sa->rekey_retry_ms = old->rekey_retry_ms;
 	sa->ike_rekeys = old->ike_rekeys + 1;
-	sa->want_rekey = old->want_rekey;
-	sa->want_del_child = old->want_del_child;
 	sa->want_del_ike = old->want_del_ike;
 	memcpy(sa->why, old->why, sizeof(sa->why));
 	sa->has_vip = old->has_vip;	/* remote access: the lease moves too */
 	sa->vip = old->vip;
 	sa->peer_id = old->peer_id;
 	old->has_vip = false;
-	memset(&old->child, 0, sizeof(old->child));
-	memset(&old->old, 0, sizeof(old->old));
-	memset(&old->dup, 0, sizeof(old->dup));
-	old->want_del_dup = false;
-	old->old_del_ms = 0;
 	old->owner_knows = false;
-	old->want_rekey = old->want_del_child = old->want_del_ike = false;
+	old->want_del_ike = false;
 	old->state = IKE_ST_REKEYED;
 	old->created_ms = now;		/* REKEYED_MS: the wait for the peer's Delete */
 	snprintf(old->why, sizeof(old->why), "rekeyed");

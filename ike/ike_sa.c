@@ -387,6 +387,7 @@ ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, ui
 	if (rc != 0)
 		return rc;
 	sa->req_kind = kind;
+	sa->req_kid = sa->ck;		/* the CHILD_SA its answer is about */
 	sa->req_id = id;
 	sa->next_req_id = id + 1;
 	sa->tries = 1;
@@ -447,6 +448,7 @@ ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
 	if (sa == NULL)
 		return NULL;
 	sa->conn = c;
+	sa->n_kids = 1;			/* kid0: IKE_AUTH's CHILD_SA */
 	sa->initiator = initiator;
 	sa->created_ms = now;
 	sa->last_rx_ms = now;
@@ -461,7 +463,14 @@ sa_free(struct ike_sa *sa)
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
 	ike_dh_free(sa->irk_dh);
-	ike_dh_free(sa->rk_dh);
+	for (unsigned i = 0; i < sa->n_kids; i++) {
+		struct child_sa *k = ike_kid(sa, i);
+
+		ike_dh_free(k->rk_dh);
+		explicit_bzero(k, sizeof(*k));
+		if (i > 0)
+			free(k);
+	}
 	free(sa->init_req);
 	free(sa->init_resp);
 	free(sa->req);
@@ -486,13 +495,13 @@ ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
 	if (!c->up)
 		return;
 	c->up = false;
-	ctx->ops.child_down(ctx->opaque, sa->conn->cfg.name, c->spi_in, c->spi_out);
+	ctx->ops.child_down(ctx->opaque, KCFG(sa)->name, c->spi_in, c->spi_out);
 }
 
 void
 ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
 {
-	ike_child_down(ctx, sa, &sa->child);
+	ike_child_down(ctx, sa, &KID(sa)->child);
 }
 
 /* Tell the owner (child first), unlink and free. */
@@ -501,9 +510,12 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 {
 	struct ike_sa **pp;
 
-	ike_child_gone(ctx, sa);
-	ike_child_down(ctx, sa, &sa->old);
-	ike_child_down(ctx, sa, &sa->dup);
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {
+		ike_child_gone(ctx, sa);
+		ike_child_down(ctx, sa, &KID(sa)->old);
+		ike_child_down(ctx, sa, &KID(sa)->dup);
+	}
+	sa->ck = 0;
 	for (struct ike_sa *o = ctx->sas; o != NULL; o = o->next)
 		if (o->ike_cross == sa)
 			o->ike_cross = NULL;	/* a crossing rekey's successor went first */
@@ -626,7 +638,22 @@ static uint8_t
 req_exchange(enum req_kind k)
 {
 	return k == REQ_INIT ? IKE_SA_INIT : k == REQ_AUTH ? IKE_AUTH :
-	       k == REQ_REKEY || k == REQ_IKE_REKEY ? IKE_CREATE_CHILD_SA : IKE_INFORMATIONAL;
+	       k == REQ_REKEY || k == REQ_IKE_REKEY || k == REQ_CREATE ? IKE_CREATE_CHILD_SA :
+	       IKE_INFORMATIONAL;
+}
+
+/*
+ * The answer to our CREATE_CHILD_SA of a child connection removed while it
+ * was out (ike_conn.c kid_remove): a CHILD_SA it made goes at once.
+ */
+static int
+orphan_answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+{
+	sa->req_orphan = false;
+	ike_request_done(sa);
+	if (ike_error_notify(v) == 0 && sa->n_del_spis < 3 * IKE_KIDS_MAX)
+		sa->del_spis[sa->n_del_spis++] = sa->orphan_spi;
+	return ike_next_request(ctx, sa, now);
 }
 
 static int
@@ -661,10 +688,15 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0) {
 		sa->last_rx_ms = now;
-		if (sa->req_kind == REQ_AUTH)
+		sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
+		if (sa->req_orphan)
+			rc = orphan_answer(ctx, sa, &v, now);
+		else if (sa->req_kind == REQ_AUTH)
 			rc = ike_auth_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_REKEY)
 			rc = ike_child_rekey_response(ctx, sa, &v, now);
+		else if (sa->req_kind == REQ_CREATE)
+			rc = ike_child_create_response(ctx, sa, &v, now);
 		else if (sa->req_kind == REQ_IKE_REKEY)
 			rc = ike_rekey_response(ctx, sa, &v, now);
 		else
@@ -811,12 +843,32 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 
 /* ---- the owner's calls -------------------------------------------------- */
 
+/*
+ * The IKE SA of connection name and, in *kid, the index of name's CHILD_SA
+ * in it (a child connection's, ike_sa set); NULL if none (or -1 in *kid:
+ * the child connection has none in it).
+ */
+static struct ike_sa *
+sa_of_name(struct ike_ctx *ctx, const char *name, int *kid)
+{
+	struct conn *c = ike_conn_by_name(ctx, name), *k = NULL;
+	struct ike_sa *sa;
+
+	if (c == NULL && (k = ike_kid_conn_by_name(ctx, name)) != NULL)
+		c = k->parent;
+	sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	*kid = sa == NULL ? -1 : k == NULL ? 0 : ike_kid_find(sa, k);
+	return sa;
+}
+
 int
 ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	int kid;
+	struct ike_sa *sa = sa_of_name(ctx, name, &kid);
 
+	if (sa != NULL && ike_kid_conn_by_name(ctx, name) != NULL)
+		return ike_child_close(ctx, name, now_ms);	/* a child: its CHILD_SA only */
 	if (sa == NULL)
 		return -ENOENT;
 	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
@@ -833,27 +885,39 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 int
 ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	int kid;
+	struct ike_sa *sa = sa_of_name(ctx, name, &kid);
 
-	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
+	if (sa == NULL || kid < 0)
 		return -ENOENT;
-	if (sa->old.up || sa->dup.up || sa->req_kind == REQ_REKEY || sa->want_rekey ||
-	    sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
+	sa->ck = (unsigned)kid;
+	if (sa->state != IKE_ST_ESTABLISHED || !KID(sa)->child.up)
+		return -ENOENT;
+	if (KID(sa)->old.up || KID(sa)->dup.up || sa->req_kind == REQ_REKEY ||
+	    KID(sa)->want_rekey || sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey)
 		return -EBUSY;
 	return ike_child_rekey_send(ctx, sa, now_ms);
+}
+
+static bool
+kids_want_rekey(const struct ike_sa *sa)
+{
+	for (unsigned i = 0; i < sa->n_kids; i++)
+		if (ike_kid(sa, i)->want_rekey)
+			return true;
+	return false;
 }
 
 int
 ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	int kid;
+	struct ike_sa *sa = sa_of_name(ctx, name, &kid);	/* a child's: its parent's */
 
 	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || sa->want_del_ike)
 		return -ENOENT;
 	if (sa->req_kind == REQ_IKE_REKEY || sa->want_ike_rekey ||
-	    sa->req_kind == REQ_REKEY || sa->want_rekey)
+	    sa->req_kind == REQ_REKEY || kids_want_rekey(sa))
 		return -EBUSY;
 	return ike_rekey_send(ctx, sa, now_ms);
 }
@@ -861,10 +925,15 @@ ike_sa_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 int
 ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa = c ? ike_sa_of_conn(ctx, c) : NULL;
+	int kid;
+	struct ike_sa *sa = sa_of_name(ctx, name, &kid);
 
-	if (sa == NULL || sa->state != IKE_ST_ESTABLISHED || !sa->child.up)
+	if (sa == NULL || kid < 0)
+		return -ENOENT;
+	sa->ck = (unsigned)kid;
+	KID(sa)->want_create = false;
+	KID(sa)->create_retry_ms = 0;
+	if (sa->state != IKE_ST_ESTABLISHED || !KID(sa)->child.up)
 		return -ENOENT;
 	return ike_info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
 }
@@ -898,14 +967,8 @@ ike_free(struct ike_ctx *ctx)
 		return;
 	while (ctx->sas != NULL)
 		ike_sa_end(ctx, ctx->sas, "shut down");
-	while (ctx->conns != NULL) {
-		struct conn *c = ctx->conns;
-
-		ctx->conns = c->next;
-		ike_cp_conn_free(c);
-		explicit_bzero(c, sizeof(*c));	/* the PSK */
-		free(c);
-	}
+	while (ctx->conns != NULL)	/* no SA left: nothing to send, children freed too */
+		(void)ike_conn_remove(ctx, ctx->conns->cfg.name, 0);
 	explicit_bzero(ctx, sizeof(*ctx));
 	free(ctx);
 }
@@ -921,12 +984,12 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			.encr = sa->prop.encr, .encr_bits = sa->prop.encr_bits,
 			.integ = sa->prop.integ, .prf = sa->prop.prf, .dh = sa->prop.dh,
 			.nat_local = sa->nat_local, .nat_remote = sa->nat_remote,
-			.child_up = sa->child.up, .child_spi_in = sa->child.spi_in,
-			.child_spi_out = sa->child.spi_out, .child_dh = sa->child.prop.dh,
+			.child_up = sa->kid0.child.up, .child_spi_in = sa->kid0.child.spi_in,
+			.child_spi_out = sa->kid0.child.spi_out, .child_dh = sa->kid0.child.prop.dh,
 			.next_req_id = sa->next_req_id,
 			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
 			.retransmits = sa->retransmits, .udp_encap = sa->encap,
-			.child_rekeys = sa->child_rekeys, .ike_rekeys = sa->ike_rekeys,
+.ike_rekeys = sa->ike_rekeys,
 			.rekey_collisions = sa->rekey_collisions, .rekey_won = sa->rekey_won,
 			.rekey_lost = sa->rekey_lost,
 			.has_vip = sa->has_vip, .vip = sa->vip, .peer_id = sa->peer_id,
@@ -934,6 +997,28 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 
 		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);
 		memcpy(st.spi_r, sa->spi_r, IKE_SPI_LEN);
+		st.child_rekeys = 0;
+		for (unsigned i = 0; i < sa->n_kids; i++) {
+			const struct child_sa *k = ike_kid(sa, i);
+			struct ike_child_status *cs = &st.children[st.n_children];
+
+			st.child_rekeys += k->child_rekeys;
+			if (!k->child.up && !k->want_create && !k->creating &&
+			    k->create_retry_ms == 0)
+				continue;	/* a free slot */
+			cs->conn = k->conn ? k->conn->cfg.name : sa->conn->cfg.name;
+			cs->up = k->child.up;
+			cs->spi_in = k->child.spi_in;
+			cs->spi_out = k->child.spi_out;
+			cs->dh = k->child.prop.dh;
+			memcpy(cs->ts_local, k->child.tl.p, sizeof(cs->ts_local));
+			memcpy(cs->ts_remote, k->child.tr.p, sizeof(cs->ts_remote));
+			cs->n_ts_local = k->child.tl.n;
+			cs->n_ts_remote = k->child.tr.n;
+			cs->rekeys = k->child_rekeys;
+			cs->up_ms = k->child.up_ms;
+			st.n_children++;
+		}
 		fn(arg, &st);
 	}
 }

@@ -48,6 +48,7 @@
 #define IKE_PROP_ALGS_MAX	4	/* algorithms of one kind in a configured proposal */
 #define IKE_CHILD_ENC_MAX	36	/* AES-256 key + GCM salt */
 #define IKE_CHILD_INTEG_MAX	32	/* HMAC-SHA2-256 key */
+#define IKE_TS_MAX		8	/* prefixes per side of a connection or CHILD_SA */
 
 /* An address and UDP port; family is AF_INET (ip[0..3]) or AF_INET6. */
 struct ike_addr {
@@ -137,6 +138,18 @@ struct ike_conn_cfg {
 	struct ike_prop_cfg esp[IKE_CONN_PROPS_MAX];
 	unsigned n_esp;
 	struct ike_prefix ts_local, ts_remote;
+	/*
+	 * Not "": this connection is a CHILD_SA of connection ike_sa's IKE SA
+	 * (added after it): its own ts_*, esp, child_rekey_ms; the rest of its
+	 * configuration is not used.  The initiator makes it with
+	 * CREATE_CHILD_SA (ike_initiate on its name); a responder picks it for
+	 * a peer's CHILD_SA by the traffic selectors.
+	 */
+	char ike_sa[IKE_CONN_NAME_MAX];
+	/* More prefixes on either side after ts_local / ts_remote (lists of
+	 * subnets, one family): proposed as several TS each, narrowed each */
+	struct ike_prefix ts_local_more[IKE_TS_MAX - 1], ts_remote_more[IKE_TS_MAX - 1];
+	uint8_t n_ts_local_more, n_ts_remote_more;
 	uint32_t retrans_ms;		/* first retransmission timeout, doubled each time */
 	unsigned retrans_tries;		/* transmissions of a request before giving up */
 	uint32_t dpd_ms;		/* liveness check after this long unheard; 0: off */
@@ -191,7 +204,9 @@ struct ike_child {
 	uint32_t spi_in, spi_out;	/* host order */
 	uint8_t enc_in[IKE_CHILD_ENC_MAX], enc_out[IKE_CHILD_ENC_MAX];
 	uint8_t integ_in[IKE_CHILD_INTEG_MAX], integ_out[IKE_CHILD_INTEG_MAX];
-	struct ike_prefix ts_local, ts_remote;	/* narrowed */
+	struct ike_prefix ts_local, ts_remote;	/* narrowed; the first of each side */
+	struct ike_prefix ts_local_more[IKE_TS_MAX - 1], ts_remote_more[IKE_TS_MAX - 1];
+	unsigned n_ts_local_more, n_ts_remote_more;	/* the rest, if any */
 	struct ike_addr local, remote;		/* the tunnel's outer addresses */
 	/*
 	 * ESP in UDP (RFC 3948), when a NAT was detected or force_encap asked
@@ -296,6 +311,20 @@ enum ike_state {
 };
 
 /* What `show ike` prints about one IKE SA. */
+#define IKE_CHILDREN_MAX	16	/* CHILD_SAs per IKE SA */
+
+/* One CHILD_SA of an IKE SA (ike_sa_status.children). */
+struct ike_child_status {
+	const char *conn;		/* the connection it is of (a child's or the IKE SA's) */
+	bool up;			/* false: being made */
+	uint32_t spi_in, spi_out;
+	uint16_t dh;			/* the PFS group of the exchange that made it */
+	struct ike_prefix ts_local[IKE_TS_MAX], ts_remote[IKE_TS_MAX];	/* narrowed */
+	unsigned n_ts_local, n_ts_remote;
+	uint64_t rekeys;
+	uint64_t up_ms;			/* when made (or last rekeyed) */
+};
+
 struct ike_sa_status {
 	const char *conn;
 	enum ike_state state;
@@ -311,13 +340,17 @@ struct ike_sa_status {
 	uint32_t peer_next_id;		/* the peer's next request expected */
 	uint64_t rx, tx, retransmits;
 	bool udp_encap;			/* IKE on port 4500, ESP in UDP */
-	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's */
+	uint64_t child_rekeys;		/* CHILD_SA rekeys completed, either side's, all */
 	uint64_t ike_rekeys;		/* IKE SA rekeys before this one: its generation */
 	/* CHILD_SA and IKE SA rekeys that crossed the peer's (2.8.1, 2.8.2), and how */
 	uint64_t rekey_collisions, rekey_won, rekey_lost;
 	bool has_vip;			/* remote access: the client's leased address */
 	struct ike_prefix vip;		/* /32 or /128 */
 	struct ike_ident peer_id;	/* with has_vip: the client's IDi (cut at IKE_IDENT_MAX) */
+	/* every CHILD_SA (the child_* above are the first one's); child_rekeys:
+	 * theirs added up */
+	struct ike_child_status children[IKE_CHILDREN_MAX];
+	unsigned n_children;
 };
 
 struct ike_ctx;

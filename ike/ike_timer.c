@@ -18,25 +18,36 @@ ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		sa->want_del_ike = false;
 		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
-	if (sa->want_del_child) {
-		sa->want_del_child = false;
-		if (sa->child.up)
-			return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
+	if (sa->n_del_spis != 0)	/* of child connections gone */
+		return ike_info_send(ctx, sa, REQ_DEL_SPIS, now);
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {	/* each CHILD_SA in turn */
+		struct child_sa *k = KID(sa);
+
+		if (k->want_del_child) {
+			k->want_del_child = false;
+			if (k->child.up)
+				return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
+		}
+		if (k->want_del_dup) {
+			k->want_del_dup = false;
+			if (k->dup.up)
+				return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
+		}
+		if (k->want_rekey) {
+			k->want_rekey = false;
+			if (k->child.up && !k->old.up && !k->dup.up)
+				return ike_child_rekey_send(ctx, sa, now);
+		}
 	}
-	if (sa->want_del_dup) {
-		sa->want_del_dup = false;
-		if (sa->dup.up)
-			return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
-	}
-	if (sa->want_rekey) {
-		sa->want_rekey = false;
-		if (sa->child.up && !sa->old.up && !sa->dup.up)
-			return ike_child_rekey_send(ctx, sa, now);
-	}
+	sa->ck = 0;
 	if (sa->want_ike_rekey) {
 		sa->want_ike_rekey = false;
 		return ike_rekey_send(ctx, sa, now);
 	}
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++)
+		if (KID(sa)->want_create && sa->state == IKE_ST_ESTABLISHED)
+			return ike_child_create_send(ctx, sa, now);
+	sa->ck = 0;
 	return 0;
 }
 
@@ -50,7 +61,8 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		[REQ_DPD] = "liveness check", [REQ_DEL_CHILD] = "CHILD_SA Delete",
 		[REQ_DEL_IKE] = "IKE SA Delete", [REQ_REKEY] = "CHILD_SA rekey",
 		[REQ_DEL_OLD] = "rekeyed CHILD_SA Delete", [REQ_IKE_REKEY] = "IKE SA rekey",
-		[REQ_DEL_DUP] = "redundant CHILD_SA Delete",
+		[REQ_DEL_DUP] = "redundant CHILD_SA Delete", [REQ_CREATE] = "CREATE_CHILD_SA",
+		[REQ_DEL_SPIS] = "CHILD_SA Delete",
 	};
 	char why[WHY_LEN];
 
@@ -75,11 +87,11 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 static bool
 rekey_due(const struct ike_sa *sa, uint64_t now)
 {
-	uint32_t life = sa->conn->cfg.child_rekey_ms;
+	uint32_t life = KCFG(sa)->child_rekey_ms;
 
-	return sa->initiator && life != 0 && sa->child.up && !sa->old.up && !sa->dup.up &&
-	       !sa->want_rekey &&
-	       now >= sa->child.up_ms + life && now >= sa->rekey_retry_ms;
+	return sa->initiator && life != 0 && KID(sa)->child.up && !KID(sa)->old.up &&
+	       !KID(sa)->dup.up && !KID(sa)->want_rekey &&
+	       now >= KID(sa)->child.up_ms + life && now >= KID(sa)->rekey_retry_ms;
 }
 
 /*
@@ -90,9 +102,30 @@ rekey_due(const struct ike_sa *sa, uint64_t now)
 static void
 del_old(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
-	if (sa->dup.up && !sa->dup_ours)
-		ike_child_down(ctx, sa, &sa->dup);
+	if (KID(sa)->dup.up && !KID(sa)->dup_ours)
+		ike_child_down(ctx, sa, &KID(sa)->dup);
 	ike_info_send(ctx, sa, REQ_DEL_OLD, now);
+}
+
+enum kid_due { KID_DUE_DUP, KID_DUE_OLD, KID_DUE_REKEY, KID_DUE_CREATE };
+
+/* Is work of this kind due on a CHILD_SA?  Then it is KID(sa) (sa->ck). */
+static bool
+kid_due(struct ike_sa *sa, uint64_t now, enum kid_due what)
+{
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {
+		const struct child_sa *k = KID(sa);
+
+		if ((what == KID_DUE_DUP && k->want_del_dup) ||
+		    (what == KID_DUE_OLD && k->old.up && k->old_del_ms != 0 &&
+		     now >= k->old_del_ms) ||
+		    (what == KID_DUE_REKEY && rekey_due(sa, now)) ||
+		    (what == KID_DUE_CREATE && !k->child.up && k->create_retry_ms != 0 &&
+		     now >= k->create_retry_ms))
+			return true;
+	}
+	sa->ck = 0;
+	return false;
 }
 
 /* A new request of ours that is due, with none outstanding: 1 if one was sent. */
@@ -103,14 +136,16 @@ request_due(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 
 	if (sa->state != IKE_ST_ESTABLISHED || sa->req_kind != REQ_NONE)
 		return false;
-	if (sa->want_del_dup)
+	if (kid_due(sa, now, KID_DUE_DUP))
 		ike_next_request(ctx, sa, now);
-	else if (sa->old.up && sa->old_del_ms != 0 && now >= sa->old_del_ms)
+	else if (kid_due(sa, now, KID_DUE_OLD))
 		del_old(ctx, sa, now);
 	else if (ike_rekey_due(sa, now))
 		ike_rekey_send(ctx, sa, now);
-	else if (rekey_due(sa, now))
+	else if (kid_due(sa, now, KID_DUE_REKEY))
 		ike_child_rekey_send(ctx, sa, now);
+	else if (kid_due(sa, now, KID_DUE_CREATE))
+		ike_child_create_send(ctx, sa, now);
 	else if (dpd != 0 && now >= sa->last_rx_ms + dpd)
 		/* An empty INFORMATIONAL: its answer, or its retransmissions' end. */
 		ike_info_send(ctx, sa, REQ_DPD, now);

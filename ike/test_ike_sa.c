@@ -56,6 +56,7 @@ struct side {
 	struct ev { char kind; uint32_t spi_in; } ev[EVMAX];	/* 'u'p or 'd'own */
 	unsigned n_ev;
 	struct ike_child child;		/* the last child_up */
+	char conn_up[32], conn_down[32];	/* the connections of the last up, down */
 	struct ike_child hist[4];	/* the last four, at [n_up % 4] */
 	unsigned n_up;
 	uint32_t down_in, down_out;
@@ -92,7 +93,8 @@ cb_child_up(void *opaque, const char *conn, const struct ike_child *c)
 {
 	struct side *s = opaque;
 
-	assert_string_equal(conn, "t");
+	assert_true(strcmp(conn, "t") == 0 || conn[0] == 'k');	/* "t" or a child "k*" */
+	snprintf(s->conn_up, sizeof(s->conn_up), "%s", conn);
 	s->ups++;
 	s->child = *c;
 	s->hist[s->n_up++ % N_ELEMS(s->hist)] = *c;
@@ -105,7 +107,8 @@ cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
 {
 	struct side *s = opaque;
 
-	assert_string_equal(conn, "t");
+	assert_true(strcmp(conn, "t") == 0 || conn[0] == 'k');
+	snprintf(s->conn_down, sizeof(s->conn_down), "%s", conn);
 	s->downs++;
 	if (s->n_ev < EVMAX)
 		s->ev[s->n_ev++] = (struct ev){ 'd', spi_in };
@@ -2088,6 +2091,392 @@ test_rekey_simultaneous(void **state)
 	stop();
 }
 
+/* ---- several CHILD_SAs per IKE SA ---------------------------------------- */
+
+/* A child connection "name" of "t": selectors lts <-> rts, ESP proposal esp. */
+static struct ike_conn_cfg
+cfg_kid(const char *name, const char *lts, uint8_t llen, const char *rts, uint8_t rlen,
+	struct ike_prop_cfg esp)
+{
+	struct ike_conn_cfg c = cfg_i();
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	snprintf(c.ike_sa, sizeof(c.ike_sa), "t");
+	c.ts_local = pfx4(lts, llen);
+	c.ts_remote = pfx4(rts, rlen);
+	c.esp[0] = esp;
+	return c;
+}
+
+static void
+add_conn(struct side *s, const struct ike_conn_cfg *c)
+{
+	char err[128];
+
+	assert_int_equal(ike_conn_add(s->ctx, c, err, sizeof(err)), 0);
+}
+
+/* Side s's CHILD_SA of connection name in its (only) IKE SA, or NULL. */
+static const struct ike_child_status *
+kid_of(const struct walk *w, const char *name)
+{
+	for (unsigned i = 0; i < w->st.n_children; i++)
+		if (strcmp(w->st.children[i].conn, name) == 0)
+			return &w->st.children[i];
+	return NULL;
+}
+
+#define ESP_PFS(bits, g)	{ .encr = { { IKE_ENCR_AES_GCM_16, bits } }, .n_encr = 1, \
+				  .dh = { g }, .n_dh = 1 }
+
+/*
+ * Two CHILD_SAs on one IKE SA: "t"'s in IKE_AUTH, then child "k" (another
+ * pair of prefixes, AES-256-GCM with PFS over ECP-256) by CREATE_CHILD_SA,
+ * asked for before the IKE SA was up.  Each side installs both with
+ * mirrored SPIs; the responder picked "k" by its selectors.
+ */
+static void
+test_children_up(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24,
+					 (struct ike_prop_cfg)ESP_PFS(256, IKE_DH_ECP256));
+	struct ike_conn_cfg kr = mirror(&ki);
+	const struct ike_child_status *a, *b;
+	struct walk wi, wr;
+
+	(void)state;
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	assert_int_equal(ike_initiate(I.ctx, "k", 0), 0);	/* starts "t" first */
+	pump(0);
+	assert_int_equal(I.ups, 2);
+	assert_int_equal(R.ups, 2);
+	assert_string_equal(R.conn_up, "k");
+	assert_int_equal(R.child.dh, IKE_DH_ECP256);
+	assert_int_equal(I.child.encr_bits, 256);
+	assert_memory_equal(I.child.enc_out, R.child.enc_in, I.child.enc_key_len);
+	assert_memory_equal(&I.child.ts_local, &R.child.ts_remote, sizeof(I.child.ts_local));
+	wi = status(&I);
+	wr = status(&R);
+	assert_int_equal(wi.n, 1);
+	assert_int_equal(wi.st.n_children, 2);
+	assert_int_equal(wr.st.n_children, 2);
+	a = kid_of(&wi, "k");
+	b = kid_of(&wr, "k");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a->up && b->up);
+	assert_int_equal(a->spi_in, b->spi_out);
+	assert_int_equal(a->spi_out, b->spi_in);
+	assert_int_equal(a->dh, IKE_DH_ECP256);
+	assert_int_not_equal(a->spi_in, wi.st.child_spi_in);	/* "t"'s is another */
+	assert_int_equal(kid_of(&wi, "t")->spi_in, wr.st.child_spi_out);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), -EALREADY);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/*
+ * The responder picks the child connection by the proposed selectors (two
+ * children, the second proposed), and narrows a wider proposal to its own
+ * /24; the initiator takes the narrowed answer (within its /16).  One that
+ * fits none is refused with TS_UNACCEPTABLE and tried again later.
+ */
+static void
+test_children_pick_and_narrow(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_prop_cfg gcm = ESP_PROPS[0];
+	struct ike_conn_cfg k1 = cfg_kid("k1", "10.21.0.0", 24, "10.22.0.0", 24, gcm);
+	struct ike_conn_cfg k2 = cfg_kid("k2", "10.31.0.0", 24, "10.32.0.0", 24, gcm);
+	struct ike_conn_cfg wide = cfg_kid("k2", "10.31.0.0", 16, "10.32.0.0", 16, gcm);
+	struct ike_conn_cfg none = cfg_kid("k3", "10.41.0.0", 24, "10.42.0.0", 24, gcm);
+	struct ike_conn_cfg r1 = mirror(&k1), r2 = mirror(&k2);
+	const struct ike_child_status *a;
+	struct walk wi;
+
+	(void)state;
+	start(&ci, &cr);
+	add_conn(&R, &r1);
+	add_conn(&R, &r2);
+	add_conn(&I, &wide);
+	add_conn(&I, &none);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k2", 10), 0);
+	pump(10);
+	assert_string_equal(R.conn_up, "k2");
+	assert_string_equal(I.conn_up, "k2");
+	assert_memory_equal(&I.child.ts_local, &k2.ts_local, sizeof(k2.ts_local));	/* /24 */
+	assert_memory_equal(&I.child.ts_remote, &k2.ts_remote, sizeof(k2.ts_remote));
+	assert_int_equal(ike_initiate(I.ctx, "k3", 20), 0);
+	pump(20);
+	assert_int_equal(rej(&R, IKE_REJ_TS_UNACCEPTABLE), 1);
+	assert_int_equal(I.ups, 2);
+	wi = status(&I);
+	a = kid_of(&wi, "k3");
+	assert_non_null(a);		/* waiting for its retry */
+	assert_false(a->up);
+	ike_tick(I.ctx, 20000);		/* 10 to 15 s later: asked again, refused again */
+	pump(20000);
+	assert_int_equal(rej(&R, IKE_REJ_TS_UNACCEPTABLE), 2);
+	assert_int_equal(ike_child_close(I.ctx, "k3", 20001), -ENOENT);	/* not up: stops */
+	ike_tick(I.ctx, 40000);
+	pump(40000);
+	assert_int_equal(rej(&R, IKE_REJ_TS_UNACCEPTABLE), 2);
+	assert_int_equal(status(&I).st.state, IKE_ST_ESTABLISHED);
+	stop();
+}
+
+/*
+ * PFS for a new CHILD_SA: the initiator proposes Curve25519 first, the
+ * responder takes ECP-256 only: INVALID_KE_PAYLOAD naming 19, the same
+ * CREATE_CHILD_SA again with a KE of it, made with g^ir of group 19.
+ */
+static void
+test_child_pfs_invalid_ke(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_prop_cfg two = ESP_PFS(128, IKE_DH_CURVE25519), one;
+	struct ike_conn_cfg ki, kr;
+
+	(void)state;
+	two.dh[1] = IKE_DH_ECP256;
+	two.n_dh = 2;
+	one = (struct ike_prop_cfg)ESP_PFS(128, IKE_DH_ECP256);
+	ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24, two);
+	kr = mirror(&ki);
+	kr.esp[0] = one;
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), 0);
+	pump(10);
+	assert_int_equal(rej(&R, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(rej(&I, IKE_REJ_INVALID_KE), 1);
+	assert_int_equal(I.ups, 2);
+	assert_int_equal(I.child.dh, IKE_DH_ECP256);
+	assert_int_equal(R.child.dh, IKE_DH_ECP256);
+	assert_memory_equal(I.child.enc_in, R.child.enc_out, I.child.enc_key_len);
+	stop();
+}
+
+/*
+ * One CHILD_SA rekeyed, deleted, and the IKE SA rekeyed under both: the
+ * other's SPIs stay each time; a Delete of one leaves the IKE SA and the
+ * other; the IKE SA rekey carries both CHILD_SAs over unchanged.
+ */
+static void
+test_children_rekey_delete(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24,
+					 (struct ike_prop_cfg)ESP_PFS(128, IKE_DH_ECP256));
+	struct ike_conn_cfg kr;
+	struct ike_child_status t0, k0;
+	struct walk wi, wr;
+
+	(void)state;
+	ci.rekey_grace_ms = cr.rekey_grace_ms = ki.rekey_grace_ms = 1000;
+	kr = mirror(&ki);
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 0), 0);
+	pump(0);
+	wi = status(&I);
+	t0 = *kid_of(&wi, "t");
+	k0 = *kid_of(&wi, "k");
+	/* "k" rekeyed by the responder (REKEY_SA names it), with PFS */
+	assert_int_equal(ike_child_rekey(R.ctx, "k", 100), 0);
+	pump(100);
+	ike_tick(R.ctx, 2000);		/* the old one's Delete after the grace */
+	pump(2000);
+	wi = status(&I);
+	wr = status(&R);
+	assert_int_equal(kid_of(&wi, "t")->spi_in, t0.spi_in);
+	assert_int_equal(kid_of(&wi, "t")->spi_out, t0.spi_out);
+	assert_int_not_equal(kid_of(&wi, "k")->spi_in, k0.spi_in);
+	assert_int_equal(kid_of(&wi, "k")->spi_in, kid_of(&wr, "k")->spi_out);
+	assert_int_equal(kid_of(&wi, "k")->rekeys, 1);
+	assert_int_equal(kid_of(&wi, "t")->rekeys, 0);
+	assert_int_equal(kid_of(&wi, "k")->dh, IKE_DH_ECP256);
+	assert_string_equal(I.conn_down, "k");
+	/* "t" rekeyed: "k" stays */
+	k0 = *kid_of(&wi, "k");
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 3000), 0);
+	pump(3000);
+	ike_tick(I.ctx, 5000);
+	pump(5000);
+	wi = status(&I);
+	assert_int_not_equal(kid_of(&wi, "t")->spi_in, t0.spi_in);
+	assert_int_equal(kid_of(&wi, "k")->spi_in, k0.spi_in);
+	/* the IKE SA rekeyed: both carried over as they are */
+	t0 = *kid_of(&wi, "t");
+	assert_int_equal(ike_sa_rekey(I.ctx, "t", 6000), 0);
+	pump(6000);
+	wi = status(&I);
+	assert_int_equal(wi.n, 1);
+	assert_int_equal(wi.st.ike_rekeys, 1);
+	assert_int_equal(wi.st.n_children, 2);
+	assert_int_equal(kid_of(&wi, "t")->spi_in, t0.spi_in);
+	assert_int_equal(kid_of(&wi, "k")->spi_in, k0.spi_in);
+	/* "k" deleted by the responder: the IKE SA and "t" stay */
+	assert_int_equal(ike_child_close(R.ctx, "k", 7000), 0);
+	pump(7000);
+	wi = status(&I);
+	wr = status(&R);
+	assert_string_equal(I.conn_down, "k");
+	assert_int_equal(wi.st.state, IKE_ST_ESTABLISHED);
+	assert_int_equal(wi.st.n_children, 1);
+	assert_int_equal(wr.st.n_children, 1);
+	assert_int_equal(kid_of(&wi, "t")->spi_in, t0.spi_in);
+	assert_null(kid_of(&wi, "k"));
+	assert_int_equal(I.ike_downs + R.ike_downs, 0);
+	/* made again on the same IKE SA; then all goes with it */
+	assert_int_equal(ike_initiate(I.ctx, "k", 8000), 0);
+	pump(8000);
+	assert_int_equal(status(&R).st.n_children, 2);
+	assert_int_equal(ike_terminate(I.ctx, "t", 9000), 0);
+	pump(9000);
+	assert_int_equal(I.ups, I.downs);
+	assert_int_equal(R.ups, R.downs);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/*
+ * A child connection removed (a reload) while its CREATE_CHILD_SA, then its
+ * rekey, is out: the CHILD_SAs the answers make at the peer, and the one it
+ * had, are deleted there too; nothing is left of it on either side.
+ */
+static void
+test_child_removed_midway(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24,
+					 (struct ike_prop_cfg)ESP_PFS(128, IKE_DH_ECP256));
+	struct ike_conn_cfg kr = mirror(&ki);
+
+	(void)state;
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), 0);	/* out, not answered */
+	assert_int_equal(ike_conn_remove(I.ctx, "k", 10), 0);
+	pump(10);
+	assert_int_equal(R.ups, 2);			/* R made it ... */
+	assert_int_equal(R.downs, 1);			/* ... and deleted it at our Delete */
+	assert_string_equal(R.conn_down, "k");
+	assert_int_equal(I.ups, 1);
+	assert_int_equal(status(&R).st.n_children, 1);
+	/* again, up this time, and a rekey of it out when it goes */
+	add_conn(&I, &ki);
+	assert_int_equal(ike_initiate(I.ctx, "k", 20), 0);
+	pump(20);
+	assert_int_equal(status(&R).st.n_children, 2);
+	assert_int_equal(ike_child_rekey(I.ctx, "k", 30), 0);
+	assert_int_equal(ike_conn_remove(I.ctx, "k", 30), 0);
+	assert_string_equal(I.conn_down, "k");
+	pump(30);
+	assert_int_equal(status(&R).st.n_children, 1);
+	assert_int_equal(R.ups, R.downs + 1);		/* only "t" up at R */
+	assert_int_equal(I.ups, I.downs + 1);
+	assert_int_equal(status(&I).st.state, IKE_ST_ESTABLISHED);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/*
+ * Lists of subnets: the child proposes two prefixes a side (TSi, TSr of two
+ * each); the responder has a narrower second remote one and narrows each:
+ * both ends get 2 x 2, the second narrowed to /24; a rekey proposes the
+ * narrowed lists again and keeps them.
+ */
+static void
+test_child_ts_lists(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("k", "10.11.0.0", 24, "10.12.0.0", 24, ESP_PROPS[0]);
+	struct ike_conn_cfg kr;
+	const struct ike_prefix want = pfx4("10.14.5.0", 24);
+
+	(void)state;
+	ki.ts_local_more[0] = pfx4("10.13.0.0", 24);
+	ki.ts_remote_more[0] = pfx4("10.14.0.0", 16);
+	ki.n_ts_local_more = ki.n_ts_remote_more = 1;
+	kr = mirror(&ki);
+	kr.ts_local_more[0] = want;		/* narrower than the proposed /16 */
+	kr.ts_remote_more[0] = ki.ts_local_more[0];
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "k", 10), 0);
+	pump(10);
+	assert_string_equal(R.conn_up, "k");
+	for (unsigned round = 0; round < 2; round++) {
+		assert_int_equal(I.child.n_ts_local_more, 1);
+		assert_int_equal(I.child.n_ts_remote_more, 1);
+		assert_memory_equal(&I.child.ts_local_more[0], &ki.ts_local_more[0], sizeof(want));
+		assert_memory_equal(&I.child.ts_remote_more[0], &want, sizeof(want));
+		assert_int_equal(R.child.n_ts_local_more, 1);
+		assert_memory_equal(&R.child.ts_local_more[0], &want, sizeof(want));
+		assert_memory_equal(&R.child.ts_remote_more[0], &ki.ts_local_more[0],
+				    sizeof(want));
+		assert_int_equal(ike_child_rekey(I.ctx, "k", 1000 + 10000 * round), 0);
+		pump(1000 + 10000 * round);
+		ike_tick(I.ctx, 6000 + 10000 * round);	/* the old one's Delete */
+		pump(6000 + 10000 * round);
+	}
+	assert_int_equal(status(&I).st.child_rekeys, 2);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+}
+
+/* At most IKE_CHILDREN_MAX CHILD_SAs per IKE SA: the next is NO_ADDITIONAL_SAS. */
+static void
+test_children_max(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	char name[8], err[128];
+
+	(void)state;
+	start(&ci, &cr);
+	for (unsigned n = 1; n <= IKE_CHILDREN_MAX; n++) {
+		char net[32];
+		struct ike_conn_cfg k;
+
+		snprintf(name, sizeof(name), "k%u", n);
+		snprintf(net, sizeof(net), "10.%u.0.0", 100 + n);
+		k = cfg_kid(name, net, 16, "10.99.0.0", 24, ESP_PROPS[0]);
+		k.ts_remote.plen = 24;
+		k.ts_remote.addr[2] = (uint8_t)n;
+		/* the initiator has them all; the responder can hold 15 beside "t" */
+		assert_int_equal(ike_conn_add(I.ctx, &k, err, sizeof(err)),
+				 n < IKE_CHILDREN_MAX ? 0 : -EINVAL);
+		if (n < IKE_CHILDREN_MAX) {
+			struct ike_conn_cfg m = mirror(&k);
+
+			add_conn(&R, &m);
+		}
+	}
+	bring_up(0);
+	for (unsigned n = 1; n < IKE_CHILDREN_MAX; n++) {
+		snprintf(name, sizeof(name), "k%u", n);
+		assert_int_equal(ike_initiate(I.ctx, name, 10), 0);
+	}
+	pump(10);
+	assert_int_equal(status(&I).st.n_children, IKE_CHILDREN_MAX);
+	assert_int_equal(status(&R).st.n_children, IKE_CHILDREN_MAX);
+	assert_int_equal(I.ups, IKE_CHILDREN_MAX);
+	stop();
+}
+
 /*
  * A rekey crossing a Delete is refused (the SA is going), whichever side
  * rekeys: the CHILD_SA's, then the IKE SA's.  Nothing is left half-made:
@@ -3304,6 +3693,13 @@ main(void)
 		cmocka_unit_test(test_rekey_lost_response),
 		cmocka_unit_test(test_rekey_lifetime),
 		cmocka_unit_test(test_rekey_simultaneous),
+		cmocka_unit_test(test_children_up),
+		cmocka_unit_test(test_children_pick_and_narrow),
+		cmocka_unit_test(test_child_pfs_invalid_ke),
+		cmocka_unit_test(test_children_rekey_delete),
+		cmocka_unit_test(test_children_max),
+		cmocka_unit_test(test_child_removed_midway),
+		cmocka_unit_test(test_child_ts_lists),
 		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),

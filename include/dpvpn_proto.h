@@ -81,9 +81,10 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	20
+#define DPVPN_PROTO_VERSION	21
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
+#define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
 #define DPVPN_KEY_MAX		32	/* AES-256 */
 #define DPVPN_SALT_LEN		4	/* RFC 4106 / RFC 7634 salt */
 #define DPVPN_AUTH_KEY_MAX	32	/* HMAC-SHA-256 */
@@ -307,10 +308,19 @@ struct dpvpn_sa_cfg {
 	uint8_t udp_spread_log2;	/* UDP encapsulation, outbound: source ports
 				 * udp_local .. udp_local + 2^this - 1, picked by inner
 				 * flow, so a receiver's RSS spreads one tunnel (0..8) */
-	uint8_t reserved3[2];
+	uint8_t n_more_lts;	/* entries of more_lts (0..DPVPN_SEL_MAX - 1) */
+	uint8_t n_more_rts;	/* entries of more_rts */
 	struct dpvpn_prefix local_ts;	/* inner prefix behind this gateway; */
 	struct dpvpn_prefix remote_ts;	/* inner prefix behind the peer: same family,
 					 * either family whatever the outer one is */
+	/*
+	 * Selector lists: more prefixes of local_ts's family on either side.
+	 * Inbound, a packet is the SA's if its source is in remote_ts or one
+	 * of more_rts and its destination in local_ts or one of more_lts
+	 * (else policy-mismatch); outbound selection is by policies, one per
+	 * (local, remote) pair, added by the control plane.
+	 */
+	struct dpvpn_prefix more_lts[DPVPN_SEL_MAX - 1], more_rts[DPVPN_SEL_MAX - 1];
 	char name[DPVPN_NAME_LEN];
 	uint8_t key[DPVPN_KEY_MAX];	/* secret: wiped after use */
 	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use (AEAD only) */

@@ -199,7 +199,8 @@ class Lab:
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
-                 seq_block=None, replace_a=(), dp_args_a=(), ike=None, vdev_args_b_out=""):
+                 seq_block=None, replace_a=(), dp_args_a=(), ike=None, vdev_args_b_out="",
+                 replace_b=()):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -227,6 +228,7 @@ class Lab:
                              ("role = outside\n", f"role = outside\nmtu = {mtu}\n"))
         self.extra_a = extra_a
         self.replace_a = replace_a     # (old, new) edits of gateway A's config only
+        self.replace_b = replace_b     # and of gateway B's
         self.dp_args_a = tuple(dp_args_a)
         self.ipv6 = ipv6
         self.vdev_args_b_out = vdev_args_b_out
@@ -324,7 +326,8 @@ class Lab:
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
                      f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}{self.vdev_args_b_out}"],
-                    self.workdir, lc_b, self.ns_gw, replace=self.replace + ike_b,
+                    self.workdir, lc_b, self.ns_gw,
+                    replace=self.replace + tuple(self.replace_b) + ike_b,
                     dp_args=dp_args)
         self.gws.append(b)
         for gw in self.gws:     # one after the other: see Gateway.start

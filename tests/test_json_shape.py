@@ -15,7 +15,7 @@ pytestmark = pytest.mark.control
 
 DOC = open(os.path.join(lab.ROOT, "control", "ctl_proto.h")).read()
 ADDR_KEYS = {"local", "remote", "via", "address"}
-PREFIX_KEYS = {"local_ts", "remote_ts", "src", "dst", "address", "address6", "extra_addresses"}
+PREFIX_KEYS = {"local_ts", "remote_ts", "local_ts_list", "remote_ts_list", "src", "dst", "address", "address6", "extra_addresses"}
 
 
 @pytest.fixture(scope="module")
