@@ -139,12 +139,17 @@ def flood_ok(flood):
     return int(m.group(1)), int(m.group(1)) - int(m.group(2))
 
 
-def rounds(sl, swan_args, ctl_args, settled, what):
+def rounds(sl, swan_args, ctl_args, settled, what, crossed):
+    """len(DELAYS) rounds, and more (the delays again, at most as many) until
+    crossed() says half of len(DELAYS) crossed: on a loaded machine the two
+    requests overlap less often (seen: 1 or 2 of 6)."""
     flood = sl.bg(f"flood-{what}", sl.ns_s, "ping", "-q", "-i", "0.01", "-c", "100000",
-                  "-w", str(2 * len(DELAYS) + 10), swan.HOST_D)
+                  "-w", str(4 * len(DELAYS) + 20), swan.HOST_D)
     time.sleep(0.5)
     done = []
-    for d in DELAYS:
+    for i, d in enumerate(DELAYS + DELAYS):
+        if i >= len(DELAYS) and crossed() >= len(DELAYS) // 2:
+            break
         outs = both(sl, swan_args, ctl_args, d)
         try:
             lab.wait_for(lambda: settled(sl), 15, f"one {what} on both ends after {outs}")
@@ -167,13 +172,15 @@ def rounds(sl, swan_args, ctl_args, settled, what):
 def test_crossing_child_sa_rekeys(sl):
     before = ike(sl)[0]
     done, sent, lost = rounds(sl, ("--rekey", "--child", "net"), ("rekey", "to-swan"),
-                              one_child, "CHILD_SA")
+                              one_child, "CHILD_SA",
+                              lambda: ike(sl)[0]["rekey_collisions"]["total"] -
+                              before["rekey_collisions"]["total"])
     after = ike(sl)[0]
     n = after["rekey_collisions"]["total"] - before["rekey_collisions"]["total"]
-    print(f"test_ike_cross: {len(DELAYS)} rounds of CHILD_SA rekeys by charon and dpvpnd "
+    print(f"test_ike_cross: {len(done)} rounds of CHILD_SA rekeys by charon and dpvpnd "
           f"at once: {after['child_rekeys'] - before['child_rekeys']} rekeys, {n} crossed "
           f"({after['rekey_collisions']}); ping flood {sent} sent, {lost} lost")
-    assert len({c["spi_in"] for c in done}) == len(DELAYS)     # each round a new one
+    assert len({c["spi_in"] for c in done}) == len(done)     # each round a new one
     assert lost == 0, sl.gw.dpvpnd.output()[-3000:]
     assert n >= len(DELAYS) // 2, "few rounds crossed: " + sl.gw.dpvpnd.output()[-3000:]
 
@@ -181,13 +188,15 @@ def test_crossing_child_sa_rekeys(sl):
 def test_crossing_ike_sa_rekeys(sl):
     before = one_ike(sl)
     done, sent, lost = rounds(sl, ("--rekey", "--ike", "dpsw"), ("rekey-ike", "to-swan"),
-                              one_ike, "IKE SA")
+                              one_ike, "IKE SA",
+                              lambda: (one_ike(sl) or before)["rekey_collisions"]["total"] -
+                              before["rekey_collisions"]["total"])
     after = one_ike(sl)
     n = after["rekey_collisions"]["total"] - before["rekey_collisions"]["total"]
-    print(f"test_ike_cross: {len(DELAYS)} rounds of IKE SA rekeys by charon and dpvpnd at "
+    print(f"test_ike_cross: {len(done)} rounds of IKE SA rekeys by charon and dpvpnd at "
           f"once: generation {after['ike_rekeys']}, {n} crossed "
           f"({after['rekey_collisions']}); ping flood {sent} sent, {lost} lost")
     assert after["child"] == before["child"]       # the CHILD_SA carried on
-    assert len({s["spi_i"] for s in done}) == len(DELAYS)
+    assert len({s["spi_i"] for s in done}) == len(done)
     assert lost == 0, sl.gw.dpvpnd.output()[-3000:]
     assert n >= len(DELAYS) // 2, "few rounds crossed: " + sl.gw.dpvpnd.output()[-3000:]
