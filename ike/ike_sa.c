@@ -882,12 +882,67 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	return ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);
 }
 
+/*
+ * The established IKE SA whose CHILD_SA kid has spi as its inbound or
+ * outbound SPI: remote-access clients share their section's name, their
+ * CHILD_SAs are known by SPI.  A scan: per operator command or lifetime event.
+ */
+static struct ike_sa *
+sa_of_spi(struct ike_ctx *ctx, uint32_t spi, int *kid)
+{
+	for (struct ike_sa *sa = ctx->sas; spi != 0 && sa != NULL; sa = sa->next) {
+		if (sa->state != IKE_ST_ESTABLISHED)
+			continue;
+		for (unsigned i = 0; i < sa->n_kids; i++) {
+			const struct child *c = &ike_kid(sa, i)->child;
+
+			if (c->up && (c->spi_in == spi || c->spi_out == spi)) {
+				*kid = (int)i;
+				return sa;
+			}
+		}
+	}
+	*kid = -1;
+	return NULL;
+}
+
+int
+ike_terminate_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms)
+{
+	int kid;
+	struct ike_sa *sa = sa_of_spi(ctx, spi, &kid);
+
+	if (sa == NULL)
+		return -ENOENT;
+	if (sa->want_del_ike)
+		return -EALREADY;
+	snprintf(sa->why, sizeof(sa->why), "deleted");
+	return ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);
+}
+
+static int kid_rekey(struct ike_ctx *ctx, struct ike_sa *sa, int kid, uint64_t now_ms);
+
+int
+ike_child_rekey_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms)
+{
+	int kid;
+	struct ike_sa *sa = sa_of_spi(ctx, spi, &kid);
+
+	return kid_rekey(ctx, sa, kid, now_ms);
+}
+
 int
 ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
 	int kid;
 	struct ike_sa *sa = sa_of_name(ctx, name, &kid);
 
+	return kid_rekey(ctx, sa, kid, now_ms);
+}
+
+static int
+kid_rekey(struct ike_ctx *ctx, struct ike_sa *sa, int kid, uint64_t now_ms)
+{
 	if (sa == NULL || kid < 0)
 		return -ENOENT;
 	sa->ck = (unsigned)kid;

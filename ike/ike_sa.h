@@ -397,6 +397,13 @@ int ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
  * the old one as above.
  */
 int ike_child_rekey(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
+/*
+ * The same for the CHILD_SA with inbound or outbound SPI spi (a remote-access
+ * client's: its section's name is every client's); and the IKE SA that
+ * carries it ended (Delete).  -ENOENT if no established IKE SA has it.
+ */
+int ike_child_rekey_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms);
+int ike_terminate_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms);
 
 /*
  * Rekey the IKE SA of name (CREATE_CHILD_SA with a new DH of the same group,

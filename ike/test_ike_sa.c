@@ -1378,6 +1378,43 @@ test_delete(void **state)
 }
 
 /*
+ * A CHILD_SA named by its SPI (a remote-access client's: clients share their
+ * section's name): rekeyed by either of its SPIs, from either side, and its
+ * IKE SA ended; an SPI no CHILD_SA has is -ENOENT.
+ */
+static void
+test_by_spi(void **state)
+{
+	(void)state;
+	for (unsigned who = 0; who < 2; who++) {
+		struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+		struct side *a = who ? &R : &I, *b = who ? &I : &R;
+		uint32_t old_in;
+
+		start(&ci, &cr);
+		bring_up(0);
+		assert_int_equal(ike_child_rekey_spi(a->ctx, 0x12345678, 10), -ENOENT);
+		assert_int_equal(ike_terminate_spi(a->ctx, 0x12345678, 10), -ENOENT);
+		old_in = a->child.spi_in;
+		assert_int_equal(ike_child_rekey_spi(a->ctx, who ? a->child.spi_out : old_in, 10),
+				 0);
+		pump(10);
+		assert_int_equal(a->ups, 2);
+		assert_int_equal(b->ups, 2);
+		assert_int_not_equal(a->child.spi_in, old_in);
+		assert_int_equal(ike_child_rekey_spi(a->ctx, a->child.spi_in, 10), -EBUSY);
+		assert_int_equal(ike_terminate_spi(a->ctx, a->child.spi_out, 20), 0);
+		pump(20);
+		assert_int_equal(a->ike_downs, 1);
+		assert_int_equal(b->ike_downs, 1);
+		assert_string_equal(b->why, "deleted by the peer");
+		assert_int_equal(status(&I).n + status(&R).n, 0);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		stop();
+	}
+}
+
+/*
  * A connection removed (a reload), from each side: its SAs end at once with
  * their callbacks, the peer hears one Delete and ends its SA too (the answer
  * finds no SA: bad-spi), the name is gone; added again, it comes up again.
@@ -3665,6 +3702,7 @@ main(void)
 		cmocka_unit_test(test_no_proposal),
 		cmocka_unit_test(test_esp_no_proposal),
 		cmocka_unit_test(test_esn),
+		cmocka_unit_test(test_by_spi),
 		cmocka_unit_test(test_ts_narrowing),
 		cmocka_unit_test(test_ts_unacceptable),
 		cmocka_unit_test(test_conn_by_identity),
