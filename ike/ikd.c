@@ -26,6 +26,7 @@
 #define IKD_RETRANS_TRIES	6
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
+#define IKD_TICK_MS		10	/* timers walked at most this often (ikd_tick) */
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
@@ -100,6 +101,7 @@ static struct {
 	char last_tx_error[160];
 	struct idx conn_idx, client_idx;
 	bool batch;			/* inst_batch_begin'ed in this ikd_input pass */
+	uint64_t next_tick;		/* ikd_tick's next walk (mono_ms) */
 } k = { .chan = { .fd = -1 } };
 
 /* FNV-1a: names and leases are ours (config, pool), not a peer's choice */
@@ -916,8 +918,15 @@ void ikd_tick(void)
 {
 	uint64_t now = mono_ms();
 
-	if (k.ctx == NULL)
+	/*
+	 * dpvpnd's loop calls this after every wake (each pass over IKE
+	 * messages, each operator request); a tick walks every SA, client and
+	 * connection: with 10 000 of them, at most every IKD_TICK_MS, or each
+	 * message would cost a walk of them all.
+	 */
+	if (k.ctx == NULL || now < k.next_tick)
 		return;
+	k.next_tick = now + IKD_TICK_MS;
 	ike_tick(k.ctx, now);
 	for (size_t i = 0; i < k.n_clients; i++) {
 		struct ikd_conn *c = &k.clients[i].c;
@@ -975,6 +984,7 @@ void ikd_close(void)
 	k.conns = NULL;
 	k.ports = NULL;
 	k.n_conns = k.cap_conns = k.n_ports = 0;
+	k.next_tick = 0;
 	memset(&k.conn_idx, 0, sizeof(k.conn_idx));
 	memset(&k.client_idx, 0, sizeof(k.client_idx));
 	ikd_reload_cancel();
