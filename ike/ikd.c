@@ -333,6 +333,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->no_fragmentation = t->ike.no_frag;
+	c->want_vip = t->ra.want_vip;
 	c->fragment_size = t->ike.frag_size;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->natt_port = t->udp ? t->udp_local : 0;	/* local-port: IKE and ESP from it */
