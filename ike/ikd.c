@@ -26,7 +26,7 @@
 #define IKD_RETRANS_TRIES	6
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
-#define IKD_TICK_MS		10	/* timers walked at most this often (ikd_tick) */
+#define IKD_TICK_MS		100	/* timers walked at most this often: dpvpnd's IKE_TICK_MS */
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
