@@ -391,7 +391,8 @@ def run(a):
                         "deadline_s": a.deadline, "ike_rate": a.ike_rate,
                         "cookie_threshold": a.cookie_threshold, "max_sa": a.max_sa,
                         "dh": "x25519", "cert_key": "ECDSA P-256" if a.auth == "cert" else None,
-                        "idle_sleep_us": a.idle_sleep_us, "unix_qlen": a.unix_qlen, "dut_core": a.dut_core, "generator_core": a.gen_core},
+                        "idle_sleep_us": a.idle_sleep_us, "unix_qlen": a.unix_qlen,
+                        "dut_core": a.dut_core, "generator_core": a.gen_core},
            "command": " ".join(["perf/ikebench.py", *sys.argv[1:]])}
     t0 = time.time()
     with Bench(a) as b:
@@ -407,7 +408,8 @@ def run(a):
         f["held_after_hold"] = b.dut_held()
         f["dut_rss_mb"] = rss_mb(b.dut_pid)
         row["fill"] = f
-        if a.clients <= SHOW_MAX and b.plan.ike_ra and b.dut is not None:  # a smoke: who got which address
+        # a smoke (few clients): who got which address
+        if a.clients <= SHOW_MAX and b.plan.ike_ra and b.dut is not None:
             row["leases"] = sorted(c["vip"] for c in b.dut.ctl("show", "ike")["clients"])
             row["client_sources"] = sorted(p["src"] for p in
                                            b.gen.ctl("show", "policies")["policies"])

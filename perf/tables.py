@@ -174,9 +174,11 @@ def ike_setup(rows):
               f"{f['held_after_hold']} ({f['hold_s']:g} s) | {f['rate']} | "
               f"{f['sas_per_cpu_s']} | {p['p50']} / {p['p99']} s | {f['dut_rss_mb']} MB | "
               f"{f['generator_cpu_pct']} %{' (bound)' if r.get('generator_bound') else ''} |")
-    for m in {(r["machine"]["cpu"], r["machine"]["cpus"], r["machine"]["kernel"])
-              for r in rows}:
-        print(f"\nMachine: {m[0]}, {m[1]} CPUs, Linux {m[2]}.")
+    for m in dict.fromkeys((r["machine"]["cpu"], r["machine"]["cpus"], r["machine"]["kernel"])
+                           for r in rows):
+        when = sorted(r["machine"]["time"] for r in rows)
+        print(f"\nMachine: {m[0]}, {m[1]} CPUs, Linux {m[2]}; {when[0]} .. {when[-1]}; "
+              f"commit {', '.join(dict.fromkeys(r['commit'] for r in rows))}. Commands:\n")
     for c in dict.fromkeys(r["command"] for r in rows):
         print(f"`{c}`  ")
 
