@@ -192,6 +192,8 @@ struct cfg_ra {
 	uint8_t any;		/* remote = %any */
 	uint8_t n_pools, n_dns;
 	int pool_line, dns_line;
+	uint8_t want_vip;	/* virtual-ip = request: a client (initiator) asks for one */
+	int vip_line;
 	struct cfg_prefix pools[2];	/* one IPv4, one IPv6 at most */
 	struct cfg_addr dns[CFG_RA_DNS_MAX];
 };

@@ -164,6 +164,7 @@ int cfg_parse_props(struct parser *p, const char *val, bool esp, struct cfg_prop
 void cfg_default_ike_props(struct cfg_prop *out, unsigned *n);
 void cfg_default_esp_props(struct cfg_prop *out, unsigned *n);
 int cfg_key_tun_start(struct parser *p, const char *val);
+int cfg_key_tun_virtual_ip(struct parser *p, const char *val);
 int cfg_key_tun_dpd(struct parser *p, const char *val);
 int cfg_key_tun_frag(struct parser *p, const char *val);
 int cfg_key_tun_frag_size(struct parser *p, const char *val);

@@ -4,7 +4,8 @@
  * auth = pubkey and remote = %any accepts clients it does not know by
  * address, each leased a virtual IP from pool (RFC 7296 3.15, the CP
  * payload) and told the dns servers.  Its keys (pool, dns), remote = %any,
- * and the checks of the combination at the section's end.
+ * the client's side (virtual-ip = request), and the checks of the
+ * combination at the section's end.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -88,6 +89,24 @@ int cfg_key_tun_dns(struct parser *p, const char *val)
 	return 0;
 }
 
+/*
+ * virtual-ip = request: this tunnel is a remote-access client; its IKE_AUTH
+ * asks for an address (CFG_REQUEST, RFC 7296 3.15) of local-ts's family, and
+ * its CHILD_SA's local selector is what the gateway leases (local-ts, e.g.
+ * 0.0.0.0/0, is only what it proposes).  strongSwan's vips = 0.0.0.0.
+ */
+int cfg_key_tun_virtual_ip(struct parser *p, const char *val)
+{
+	struct cfg_ra *ra = &CUR_TUN(p)->ra;
+
+	if (strcmp(val, "request") != 0)
+		return cfg_kerr(p, "expected request (ask the gateway for an address), got '%s'",
+				val);
+	ra->want_vip = 1;
+	ra->vip_line = p->line;
+	return 0;
+}
+
 static int seen_at(const struct parser *p, const char *name)
 {
 	for (size_t i = 0; i < p->def->n_keys; i++)
@@ -144,6 +163,10 @@ void cfg_finish_ra(struct parser *p, struct cfg_tunnel *t)
 		return;
 	}
 	if (ra->any) {
+		if (ra->want_vip)
+			cfg_err_at(p, ra->vip_line, "[tunnel %s] virtual-ip: not with remote = "
+				   "%%any (a client asks for one, the gateway leases from pool)",
+				   t->name);
 		finish_any(p, t);
 		return;
 	}

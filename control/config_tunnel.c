@@ -761,6 +761,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "ike-sa", cfg_key_tun_ike_sa, false, KEYING_IKE },
 	{ "pool", cfg_key_tun_pool, false, KEYING_IKE },
 	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
+	{ "virtual-ip", cfg_key_tun_virtual_ip, false, KEYING_IKE },
 };
 
 const struct sect_def cfg_sect_tunnel = {

@@ -519,6 +519,37 @@ int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbos
 }
 
 /*
+ * IKE's installs of one pass over its messages (ikd.c) in one batch: the
+ * dataplane builds its policy classifier once for them all, not once per
+ * client (an rte_acl build is O(rules): 10 000 clients one by one were
+ * quadratic).  New tunnels only: ikd commits before any removal or rekey,
+ * whose SA removals publish the classifier at once (spd_del_slot), so that
+ * no policy goes live before its SA's sequence reservation is on disk.
+ */
+static bool in_outer_batch;
+
+int inst_batch_begin(struct dp_client *dp, struct seqstate *seq, bool verbose)
+{
+	if (in_outer_batch)
+		return 0;
+	if (begin_batch(dp, seq, verbose) != 0) {
+		if (seq != NULL)
+			seq_batch_end(seq);
+		return -1;
+	}
+	in_outer_batch = true;
+	return 0;
+}
+
+int inst_batch_commit(struct dp_client *dp, struct seqstate *seq, bool verbose)
+{
+	if (!in_outer_batch)
+		return 0;
+	in_outer_batch = false;
+	return commit_batch(dp, seq, verbose, true);
+}
+
+/*
  * The tunnel's outbound policy to t->out.spi in one published change: the
  * old policy's removal and the new one's addition in a batch, so no packet
  * finds no policy in between (make-before-break rekeys).

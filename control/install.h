@@ -41,6 +41,9 @@ int inst_tunnel_down(struct dp_client *dp, const struct cfg_tunnel *t, bool verb
 /* For rekeys: the SA pair alone; the policy moved to t->out.spi atomically; one SA. */
 int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose,
 		    struct seqstate *seq);
+/* IKE's installs of one pass in one dataplane batch (nothing done: no call) */
+int inst_batch_begin(struct dp_client *dp, struct seqstate *seq, bool verbose);
+int inst_batch_commit(struct dp_client *dp, struct seqstate *seq, bool verbose);
 int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose);
 int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
 		bool verbose);

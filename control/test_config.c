@@ -1370,6 +1370,17 @@ static void test_remote_access(void **state)
 		    "remote-access responder)", NULL);
 	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "dns = 10.10.0.1\n",
 		    "21: [tunnel t] dns: only with remote = %any (a remote-access responder)", NULL);
+	/* the client's side: virtual-ip = request */
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "virtual-ip = request\n", NULL, &cfg);
+	assert_int_equal(cfg.tunnels[0]->ra.want_vip, 1);
+	assert_int_equal(cfg.tunnels[0]->ra.any, 0);
+	cfg_free(&cfg);
+	pubkey_case(PUBKEY("gw.pem", "gw.key", "ca.pem") "virtual-ip = 10.0.0.1\n",
+		    "21: [tunnel t] virtual-ip: expected request (ask the gateway for an address), "
+		    "got '10.0.0.1'", NULL);
+	ra_case("pool = 10.10.0.0/24\nvirtual-ip = request\n",
+		"20: [tunnel ra] virtual-ip: not with remote = %any (a client asks for one, the "
+		"gateway leases from pool)", NULL);
 	static const char *const made[] = { "gw.pem", "ca.pem", "gw.key" };
 	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", tmpdir, made[i]);

@@ -37,7 +37,8 @@ struct rte_ip_frag_death_row;
 #define DP_TXQ_RING		1024	/* main -> worker: frames to send */
 #define DP_WORK_RING		2048	/* worker -> worker: outside frames to decap */
 #define DP_IKE_RING		256	/* worker -> main: IKE messages for the IKE channel */
-#define DP_IKE_BURST		16	/* IKE token bucket depth, per worker */
+#define DP_IKE_BURST		16	/* IKE token bucket depth, per worker, at least */
+#define DP_IKE_BURST_MS		1	/* and as deep as this much of --ike-rate */
 #define DP_IDLE_POLLS		1024	/* empty polls before an idle sleep */
 #define DP_FLUSH_MAX		8192	/* frames discarded per queue at START, at most */
 

@@ -1009,7 +1009,13 @@ psk-file = %(psk)s
           'pool = 10.20.0.1/24, 10.30.0.0/24\ndns = 10.20.0.1, x, ::\n'
           '[tunnel not-ra]\nlocal = %s\nremote = 198.19.0.9\nlocal-ts = 198.18.1.0/24\n'
           'remote-ts = 198.18.9.0/24\nkeying = ike\npsk-file = a.key\n'
-          'pool = 10.40.0.0/24\ndns = 10.40.0.1\n') % (OUT4, OUT4, OUT4)
+          'pool = 10.40.0.0/24\ndns = 10.40.0.1\n'
+          '[tunnel client]\nlocal = %s\nremote = 198.19.0.10\nlocal-ts = 0.0.0.0/0\n'
+          'remote-ts = 198.18.10.0/24\nkeying = ike\npsk-file = a.key\n'
+          'virtual-ip = request\n'
+          '[tunnel client-bad]\nlocal = %s\nremote = %%any\nlocal-ts = 198.18.1.0/24\n'
+          'keying = ike\npsk-file = a.key\nvirtual-ip = 10.0.0.1\nvirtual-ip = request\n'
+          'pool = 10.50.0.0/24\n') % (OUT4, OUT4, OUT4, OUT4, OUT4)
     out['ike-remote-access.conf'] = (base + ra).encode()
     return out
 

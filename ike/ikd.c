@@ -26,6 +26,7 @@
 #define IKD_RETRANS_TRIES	6
 #define IKD_OLD_IN_GRACE_MS	2000	/* a replaced inbound SA lives on this long */
 #define IKD_LATER_MAX		16
+#define IKD_TICK_MS		100	/* timers walked at most this often: dpvpnd's IKE_TICK_MS */
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
@@ -45,6 +46,7 @@ struct ikd_conn {
 	bool has_next2;
 	uint32_t next2_in, next2_out;
 	uint64_t rekeys;
+	uint32_t by_name;		/* k.conns' index (idx): the next of its bucket */
 	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
 	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
@@ -66,8 +68,24 @@ struct ikd_client {
 	struct ike_prefix vip;
 	struct ike_addr remote;		/* the client's outer address and IKE port */
 	struct ike_ident id;		/* its identity, at show ike */
+	uint32_t by_lease;		/* k.clients' index: the next of its bucket */
 	struct ikd_conn c;		/* tpl: the tunnel's, with the name and remote above */
 };
+
+/*
+ * k.conns by name and k.clients by (connection, lease): at 10 000 of them a
+ * scan per IKE callback was what set-up cost (perf/ikebench.py).  Chained
+ * through the entries' by_name / by_lease; an entry is its array index + 1
+ * (0: none), and an entry moved by a swap-remove is relinked (idx_move).
+ */
+#define IKD_BUCKETS		16384
+
+struct idx {
+	uint32_t head[IKD_BUCKETS];
+};
+
+static uint32_t *conn_next(size_t i);
+static uint32_t *client_next(size_t i);
 
 static struct {
 	struct ike_ctx *ctx;
@@ -83,14 +101,94 @@ static struct {
 	size_t n_clients, cap_clients;
 	uint64_t tx_refused, tx_failed, rx_bad;
 	char last_tx_error[160];
+	struct idx conn_idx, client_idx;
+	bool batch;			/* inst_batch_begin'ed in this ikd_input pass */
+	uint64_t next_tick;		/* ikd_tick's next walk (mono_ms) */
 } k = { .chan = { .fd = -1 } };
+
+/* FNV-1a: names and leases are ours (config, pool), not a peer's choice */
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static uint32_t name_hash(const char *name)
+{
+	return fnv(2166136261u, name, strlen(name)) % IKD_BUCKETS;
+}
+
+static uint32_t lease_hash(const char *conn, const struct ike_prefix *vip)
+{
+	return fnv(fnv(2166136261u, conn, strlen(conn)), vip, sizeof(*vip)) % IKD_BUCKETS;
+}
+
+static void idx_add(struct idx *x, uint32_t h, size_t i, uint32_t *(*next)(size_t))
+{
+	*next(i) = x->head[h];
+	x->head[h] = (uint32_t)i + 1;
+}
+
+/* The link to entry i (in bucket h) now says to; to 0: i unlinked. */
+static void idx_relink(struct idx *x, uint32_t h, size_t i, uint32_t to,
+		       uint32_t *(*next)(size_t))
+{
+	uint32_t *pp = &x->head[h];
+
+	while (*pp != 0 && *pp != i + 1)
+		pp = next(*pp - 1);
+	if (*pp != 0)
+		*pp = to != 0 ? to : *next(i);
+}
+
+static uint32_t *conn_next(size_t i)
+{
+	return &k.conns[i].by_name;
+}
+
+static uint32_t *client_next(size_t i)
+{
+	return &k.clients[i].by_lease;
+}
 
 static struct ikd_conn *find_conn(const char *name)
 {
-	for (size_t i = 0; i < k.n_conns; i++)
-		if (!strcmp(k.conns[i].tpl.name, name))
-			return &k.conns[i];
+	for (uint32_t e = k.conn_idx.head[name_hash(name)]; e != 0; e = k.conns[e - 1].by_name)
+		if (!strcmp(k.conns[e - 1].tpl.name, name))
+			return &k.conns[e - 1];
 	return NULL;
+}
+
+/* k.conns[i] goes: the last takes its place (and its links). */
+static void conn_remove(size_t i)
+{
+	size_t last = k.n_conns - 1;
+
+	idx_relink(&k.conn_idx, name_hash(k.conns[i].tpl.name), i, 0, conn_next);
+	if (i != last) {
+		idx_relink(&k.conn_idx, name_hash(k.conns[last].tpl.name), last,
+			   (uint32_t)i + 1, conn_next);
+		k.conns[i] = k.conns[last];
+	}
+	k.n_conns--;
+	explicit_bzero(&k.conns[last], sizeof(k.conns[last]));
+}
+
+/* IKE's dataplane installs of this ikd_input pass: one batch (install.c) */
+static void batch_open(void)
+{
+	if (!k.batch && inst_batch_begin(k.dp, k.seq, k.verbose) == 0)
+		k.batch = true;
+}
+
+static void batch_close(void)
+{
+	if (k.batch && inst_batch_commit(k.dp, k.seq, k.verbose) != 0)
+		fprintf(stderr, "dpvpnd: IKE: the batch of CHILD_SA installs: %s\n", k.dp->err);
+	k.batch = false;
 }
 
 /* ---- between the config's forms and IKE's ---- */
@@ -247,6 +345,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->no_fragmentation = t->ike.no_frag;
+	c->want_vip = t->ra.want_vip;
 	c->fragment_size = t->ike.frag_size;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */
 	c->natt_port = t->udp ? t->udp_local : 0;	/* local-port: IKE and ESP from it */
@@ -399,10 +498,12 @@ static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct i
 	struct ikd_client *cl;
 	char vip[INET6_ADDRSTRLEN];
 
-	for (size_t i = 0; i < k.n_clients; i++)
-		if (!strcmp(k.clients[i].conn, parent->tpl.name) &&
-		    !memcmp(&k.clients[i].vip, &ch->ts_remote, sizeof(ch->ts_remote)))
-			return &k.clients[i].c;
+	uint32_t h = lease_hash(parent->tpl.name, &ch->ts_remote);
+
+	for (uint32_t e = k.client_idx.head[h]; e != 0; e = k.clients[e - 1].by_lease)
+		if (!strcmp(k.clients[e - 1].conn, parent->tpl.name) &&
+		    !memcmp(&k.clients[e - 1].vip, &ch->ts_remote, sizeof(ch->ts_remote)))
+			return &k.clients[e - 1].c;
 	if (k.n_clients == k.cap_clients) {
 		size_t cap = k.cap_clients ? 2 * k.cap_clients : 4;
 
@@ -416,6 +517,7 @@ static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct i
 	memset(cl, 0, sizeof(*cl));
 	snprintf(cl->conn, sizeof(cl->conn), "%s", parent->tpl.name);
 	cl->vip = ch->ts_remote;
+	idx_add(&k.client_idx, h, k.n_clients - 1, client_next);
 	cl->remote = ch->remote;
 	cl->c.tpl = parent->tpl;
 	inet_ntop(ch->ts_remote.family == AF_INET6 ? AF_INET6 : AF_INET, ch->ts_remote.addr, vip,
@@ -441,11 +543,20 @@ static void client_gone(struct ikd_conn *c)
 	size_t i = (size_t)((struct ikd_client *)((char *)c - offsetof(struct ikd_client, c)) -
 			    k.clients);
 
+	size_t last = k.n_clients - 1;
+
 	for (int l = 0; l < IKD_LATER_MAX; l++)
 		if (c->later[l].spi != 0)
 			inst_sa_del(k.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN, k.verbose);
-	k.clients[i] = k.clients[--k.n_clients];
-	explicit_bzero(&k.clients[k.n_clients], sizeof(k.clients[k.n_clients]));
+	idx_relink(&k.client_idx, lease_hash(k.clients[i].conn, &k.clients[i].vip), i, 0,
+		   client_next);
+	if (i != last) {
+		idx_relink(&k.client_idx, lease_hash(k.clients[last].conn, &k.clients[last].vip),
+			   last, (uint32_t)i + 1, client_next);
+		k.clients[i] = k.clients[last];
+	}
+	k.n_clients--;
+	explicit_bzero(&k.clients[last], sizeof(k.clients[last]));
 }
 
 static void on_child_up(void *opaque, const char *conn, const struct ike_child *ch)
@@ -474,6 +585,10 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 	struct cfg_tunnel t;
 
 	negotiated(&t, c, ch);
+	if (!c->up)
+		batch_open();	/* a new tunnel: committed at the pass's end */
+	else
+		batch_close();	/* a rekey: as before, on its own */
 	if (!c->up && inst_tunnel_up(k.dp, &t, k.verbose, k.seq) == 0) {
 		c->up = true;
 		c->spi_in = ch->spi_in;
@@ -551,6 +666,7 @@ static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint3
 	struct ikd_conn *c = find_conn(conn);
 
 	(void)opaque;
+	batch_close();		/* removals publish at once: what was added first */
 	if (c == NULL)
 		return;
 	if (!c->tpl.ra.any) {
@@ -560,8 +676,9 @@ static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint3
 	for (size_t i = 0; i < k.n_clients; i++) {
 		struct ikd_conn *cc = &k.clients[i].c;
 
-		if (strcmp(k.clients[i].conn, conn) ||
-		    (spi_in != cc->spi_in && !(cc->has_next && spi_in == cc->next_in)))
+		/* (a scan: the callback has no lease; SPIs first, they rarely match) */
+		if ((spi_in != cc->spi_in && !(cc->has_next && spi_in == cc->next_in)) ||
+		    strcmp(k.clients[i].conn, conn))
 			continue;
 		child_down(cc, cc->tpl.name, spi_in, spi_out);
 		if (!cc->up)
@@ -655,6 +772,7 @@ static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
 	}
 	c = &k.conns[k.n_conns++];
 	memset(c, 0, sizeof(*c));
+	idx_add(&k.conn_idx, name_hash(t->name), k.n_conns - 1, conn_next);
 	c->cred = (struct ike_pki_cred *)cc->cred;	/* the connection's now */
 	c->trust = (struct ike_pki_trust *)cc->trust;
 	c->tpl = *t;
@@ -825,6 +943,7 @@ int ikd_input(void)
 			break;
 		take(buf, n > (ssize_t)sizeof(buf) ? -1 : n);
 	}
+	batch_close();
 	return 0;
 }
 
@@ -832,8 +951,15 @@ void ikd_tick(void)
 {
 	uint64_t now = mono_ms();
 
-	if (k.ctx == NULL)
+	/*
+	 * dpvpnd's loop calls this after every wake (each pass over IKE
+	 * messages, each operator request); a tick walks every SA, client and
+	 * connection: with 10 000 of them, at most every IKD_TICK_MS, or each
+	 * message would cost a walk of them all.
+	 */
+	if (k.ctx == NULL || now < k.next_tick)
 		return;
+	k.next_tick = now + IKD_TICK_MS;
 	ike_tick(k.ctx, now);
 	for (size_t i = 0; i < k.n_clients; i++) {
 		struct ikd_conn *c = &k.clients[i].c;
@@ -891,6 +1017,9 @@ void ikd_close(void)
 	k.conns = NULL;
 	k.ports = NULL;
 	k.n_conns = k.cap_conns = k.n_ports = 0;
+	k.next_tick = 0;
+	memset(&k.conn_idx, 0, sizeof(k.conn_idx));
+	memset(&k.client_idx, 0, sizeof(k.client_idx));
 	ikd_reload_cancel();
 }
 
@@ -1007,8 +1136,7 @@ void ikd_reload_drop(const struct cfg *next)
 		}
 		drop_conn(c, now);
 		t != NULL && t->ike.on ? pending.changed++ : pending.removed++;
-		k.conns[i] = k.conns[--k.n_conns];
-		explicit_bzero(&k.conns[k.n_conns], sizeof(k.conns[k.n_conns]));
+		conn_remove(i);
 	}
 }
 
@@ -1174,21 +1302,70 @@ static json_t *ident_json(const struct ike_ident *id)
 	return json_string(s);
 }
 
-/* show ike's client of an IKE SA: its identity, by the lease. */
+/* show ike's clients: the identities of the IKE SAs with a lease, sorted to be found. */
+struct lease_id {
+	const char *conn;
+	struct ike_prefix vip;
+	struct ike_ident id;
+};
+
+struct lease_ids {
+	struct lease_id *v;
+	size_t n, cap;
+};
+
 static void ident_one(void *arg, const struct ike_sa_status *st)
 {
-	struct ikd_client *cl = arg;
+	struct lease_ids *l = arg;
 
-	if (st->has_vip && !strcmp(st->conn, cl->conn) &&
-	    !memcmp(st->vip.addr, cl->vip.addr, sizeof(cl->vip.addr)) &&
-	    st->state != IKE_ST_REKEYED)
-		cl->id = st->peer_id;
+	if (!st->has_vip || st->state == IKE_ST_REKEYED)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct lease_id *v = realloc(l->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return;		/* shown without an identity */
+		l->v = v;
+		l->cap = cap;
+	}
+	/* st->conn lives as long as its connection: through this show */
+	l->v[l->n++] = (struct lease_id){ .conn = st->conn, .vip = st->vip, .id = st->peer_id };
+}
+
+static int lease_cmp(const void *a, const void *b)
+{
+	const struct lease_id *x = a, *y = b;
+	int c = strcmp(x->conn, y->conn);
+
+	return c != 0 ? c : memcmp(x->vip.addr, y->vip.addr, sizeof(x->vip.addr));
+}
+
+static int sa_info_cmp(const void *a, const void *b)
+{
+	const struct dpvpn_sa_info *x = a, *y = b;
+	uint32_t sx = ntohl(x->spi), sy = ntohl(y->spi);
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return sx < sy ? -1 : sx > sy;
+}
+
+/* The bytes of the dataplane's SAs (sorted) with this direction and SPI. */
+static uint64_t sa_bytes(const struct dpvpn_sa_info *sas, uint32_t n, uint8_t dir, uint32_t spi)
+{
+	struct dpvpn_sa_info key = { .dir = dir, .spi = htonl(spi) };
+	const struct dpvpn_sa_info *at = n ? bsearch(&key, sas, n, sizeof(*sas), sa_info_cmp) :
+				       NULL;
+
+	return at != NULL ? at->bytes : 0;
 }
 
 /* remote = %any: the clients' tunnels (ctl_proto.h show ike "clients"). */
 static json_t *clients_json(void)
 {
 	struct dpvpn_sa_info *sas = NULL;
+	struct lease_ids ids = { 0 };
 	uint32_t n_sas = 0;
 	json_t *a = json_array();
 
@@ -1196,22 +1373,23 @@ static json_t *clients_json(void)
 	if (k.n_clients > 0 && dp_dump(k.dp, DPVPN_MSG_SHOW_SA, sizeof(*sas), (void **)&sas,
 				       &n_sas) != 0)
 		n_sas = 0;
+	if (n_sas > 0)
+		qsort(sas, n_sas, sizeof(*sas), sa_info_cmp);
+	if (k.n_clients > 0)
+		ike_sa_walk(k.ctx, ident_one, &ids);
+	if (ids.n > 0)
+		qsort(ids.v, ids.n, sizeof(*ids.v), lease_cmp);
 	for (size_t i = 0; i < k.n_clients; i++) {
 		struct ikd_client *cl = &k.clients[i];
+		struct lease_id key = { .conn = cl->conn, .vip = cl->vip };
+		const struct lease_id *li = ids.n ? bsearch(&key, ids.v, ids.n, sizeof(*ids.v),
+							    lease_cmp) : NULL;
 		char vip[INET6_ADDRSTRLEN];
-		uint64_t bytes[2] = { 0, 0 };	/* in, out */
 		json_t *o;
 
 		memset(&cl->id, 0, sizeof(cl->id));
-		ike_sa_walk(k.ctx, ident_one, cl);
-
-		for (uint32_t j = 0; j < n_sas; j++) {
-			if (sas[j].dir == DPVPN_DIR_IN && ntohl(sas[j].spi) == cl->c.spi_in)
-				bytes[0] += sas[j].bytes;
-			else if (sas[j].dir == DPVPN_DIR_OUT && ntohl(sas[j].spi) == cl->c.spi_out)
-				bytes[1] += sas[j].bytes;
-		}
-
+		if (li != NULL)
+			cl->id = li->id;
 		inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip,
 			  sizeof(vip));
 		o = json_pack(
@@ -1220,11 +1398,13 @@ static json_t *clients_json(void)
 									       cl->vip.plen),
 			"spi_in", json_sprintf("0x%08x", cl->c.spi_in),
 			"spi_out", json_sprintf("0x%08x", cl->c.spi_out),
-			"rekeys", (json_int_t)cl->c.rekeys, "bytes_in", (json_int_t)bytes[0],
-			"bytes_out", (json_int_t)bytes[1]);
+			"rekeys", (json_int_t)cl->c.rekeys,
+			"bytes_in", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_IN, cl->c.spi_in),
+			"bytes_out", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_OUT, cl->c.spi_out));
 		json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
 		json_array_append_new(a, o);
 	}
+	free(ids.v);
 	free(sas);
 	return a;
 }

@@ -302,27 +302,39 @@ prop_in(const struct ike_conn_cfg *cfg, const struct ike_prop_ike *p)
  * whose remote identity it is, if the IKE proposal taken suits it too.
  * Otherwise the first stays, and auth_verify refuses the identity.
  */
+static bool
+conn_fits(const struct conn *c, const struct ike_sa *sa, const struct ike_id *id)
+{
+	const struct ike_ident *want = &c->cfg.remote_id;
+	bool same = c->cfg.cred != NULL ? id_allowed(&c->cfg, id) :
+		    id->type == want->type && id->len == want->len &&
+		    memcmp(id->data, want->data, id->len) == 0;
+
+	return ip_equal(&c->cfg.local, &sa->local) &&
+	       (c->cfg.remote_any ? c->cfg.local.family == sa->remote.family :
+		ip_equal(&c->cfg.remote, &sa->remote)) &&
+	       same && prop_in(&c->cfg, &sa->prop);
+}
+
 static void
 conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 {
 	const struct ike_pl *idp = ike_find_pl(v, IKE_PL_IDI);
 	char err[ERR_LEN];
 	struct ike_id id;
+	struct conn *c;
 
 	if (sa->initiator || idp == NULL ||
 	    ike_id_parse(idp->body, idp->len, &id, err, sizeof(err)) != 0)
 		return;
-	for (struct conn *c = ctx->conns; c != NULL; c = c->next) {
-		const struct ike_ident *want = &c->cfg.remote_id;
-
-		bool same = c->cfg.cred != NULL ? id_allowed(&c->cfg, &id) :
-			    id.type == want->type && id.len == want->len &&
-			    memcmp(id.data, want->data, id.len) == 0;
-
-		if (ip_equal(&c->cfg.local, &sa->local) &&
-		    (c->cfg.remote_any ? c->cfg.local.family == sa->remote.family :
-		     ip_equal(&c->cfg.remote, &sa->remote)) &&
-		    same && prop_in(&c->cfg, &sa->prop)) {
+	/*
+	 * Without certificates a connection takes exactly its remote-id: its
+	 * bucket holds every candidate (newest first, as ctx->conns).  With
+	 * some, patterns: the list, in order.
+	 */
+	c = ctx->n_cred == 0 ? *ike_conn_id_bucket(ctx, id.type, id.data, id.len) : ctx->conns;
+	for (; c != NULL; c = ctx->n_cred == 0 ? c->by_id : c->next) {
+		if (conn_fits(c, sa, &id)) {
 			sa->conn = c;
 			return;
 		}

@@ -14,10 +14,87 @@
 
 /* ---- connections -------------------------------------------------------- */
 
+/*
+ * Three indexes besides ctx->conns (ike_int.h): by name (the owner's calls),
+ * by remote address (IKE_SA_INIT) and by remote identity (IKE_AUTH's IDi).
+ * Each chain is newest first, as ctx->conns is, so the first match in a
+ * chain is the first in the list: what the scans found before.
+ */
+static struct conn **
+name_bucket(const struct ike_ctx *ctx, const char *name)
+{
+	return &ctx->conn_name[ike_hash(ctx->hash_key, name, strlen(name)) % IKE_CONN_BUCKETS];
+}
+
+static struct conn **
+addr_bucket(const struct ike_ctx *ctx, const struct ike_addr *a)
+{
+	return &ctx->conn_addr[ike_hash(ctx->hash_key, a->ip, addr_len(a->family)) %
+			       IKE_CONN_BUCKETS];
+}
+
+struct conn **
+ike_conn_id_bucket(const struct ike_ctx *ctx, uint8_t type, const uint8_t *data, size_t len)
+{
+	uint32_t h = ike_hash(ctx->hash_key ^ type, data, len);
+
+	return &ctx->conn_id[h % IKE_CONN_BUCKETS];
+}
+
+static void
+conn_index(struct ike_ctx *ctx, struct conn *c)
+{
+	struct conn **b = name_bucket(ctx, c->cfg.name);
+
+	c->seq = ++ctx->conn_seq;
+	c->by_name = *b;
+	*b = c;
+	if (c->cfg.remote_any) {
+		ctx->n_any++;
+	} else {
+		b = addr_bucket(ctx, &c->cfg.remote);
+		c->by_addr = *b;
+		*b = c;
+	}
+	if (c->cfg.cred != NULL) {
+		ctx->n_cred++;
+	} else {
+		b = ike_conn_id_bucket(ctx, c->cfg.remote_id.type, c->cfg.remote_id.data,
+				       c->cfg.remote_id.len);
+		c->by_id = *b;
+		*b = c;
+	}
+}
+
+static void
+conn_unindex(struct ike_ctx *ctx, struct conn *c)
+{
+	struct conn **pp;
+
+	for (pp = name_bucket(ctx, c->cfg.name); *pp != c; pp = &(*pp)->by_name)
+		;
+	*pp = c->by_name;
+	if (c->cfg.remote_any) {
+		ctx->n_any--;
+	} else {
+		for (pp = addr_bucket(ctx, &c->cfg.remote); *pp != c; pp = &(*pp)->by_addr)
+			;
+		*pp = c->by_addr;
+	}
+	if (c->cfg.cred != NULL) {
+		ctx->n_cred--;
+	} else {
+		for (pp = ike_conn_id_bucket(ctx, c->cfg.remote_id.type, c->cfg.remote_id.data,
+					     c->cfg.remote_id.len); *pp != c; pp = &(*pp)->by_id)
+			;
+		*pp = c->by_id;
+	}
+}
+
 struct conn *
 ike_conn_by_name(struct ike_ctx *ctx, const char *name)
 {
-	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+	for (struct conn *c = *name_bucket(ctx, name); c != NULL; c = c->by_name)
 		if (strcmp(c->cfg.name, name) == 0)
 			return c;
 	return NULL;
@@ -46,12 +123,12 @@ ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 struct conn *
 ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_addr *remote)
 {
-	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+	for (struct conn *c = *addr_bucket(ctx, remote); c != NULL; c = c->by_addr)
 		if (!c->cfg.remote_any && ip_equal(&c->cfg.local, local) &&
 		    ip_equal(&c->cfg.remote, remote))
 			return c;
 	/* remote access: any peer address (ike_cp.c) */
-	for (struct conn *c = ctx->conns; c != NULL; c = c->next)
+	for (struct conn *c = ctx->n_any ? ctx->conns : NULL; c != NULL; c = c->next)
 		if (c->cfg.remote_any && ip_equal(&c->cfg.local, local) &&
 		    c->cfg.local.family == remote->family)
 			return c;
@@ -258,6 +335,7 @@ ike_conn_add(struct ike_ctx *ctx, const struct ike_conn_cfg *cfg, char *err, siz
 		ident_default(&c->cfg.remote_id, &cfg->remote);
 	c->next = ctx->conns;
 	ctx->conns = c;
+	conn_index(ctx, c);
 	return 0;
 }
 
@@ -339,6 +417,7 @@ ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 		explicit_bzero(k, sizeof(*k));
 		free(k);
 	}
+	conn_unindex(ctx, c);
 	ike_cp_conn_free(c);
 	explicit_bzero(c, sizeof(*c));	/* the PSK */
 	free(c);

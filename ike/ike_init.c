@@ -184,6 +184,8 @@ ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	sa->ni_len = NONCE_LEN;
 	rc = ike_random_nonzero(sa->spi_i, IKE_SPI_LEN);
 	if (rc == 0)
+		ike_sa_hash(ctx, sa);
+	if (rc == 0)
 		rc = ike_random(sa->ni, sa->ni_len);
 	if (rc == 0)
 		rc = init_send(ctx, sa, now_ms);
@@ -465,6 +467,7 @@ init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
 	sa->remote = *remote;
 	sa->prop = ip->chosen;
 	memcpy(sa->spi_i, h->spi_i, IKE_SPI_LEN);
+	ike_sa_hash(ctx, sa);
 	memcpy(sa->ni, ip->nonce, ip->nonce_len);
 	sa->ni_len = ip->nonce_len;
 	sa->nr_len = NONCE_LEN;
@@ -490,10 +493,12 @@ init_accept(struct ike_ctx *ctx, struct conn *c, const struct ike_addr *local,
 static struct ike_sa *
 half_open_find(struct ike_ctx *ctx, const uint8_t *spi_i, const struct ike_addr *remote)
 {
-	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
+	for (struct ike_sa *sa = ike_sa_bucket(ctx, spi_i); sa != NULL; sa = sa->by_spi) {
+		ctx->probes++;
 		if (!sa->initiator && memcmp(sa->spi_i, spi_i, IKE_SPI_LEN) == 0 &&
 		    ip_equal(&sa->remote, remote))
 			return sa;
+	}
 	return NULL;
 }
 

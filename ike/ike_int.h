@@ -55,6 +55,9 @@ struct ike_pool;
 
 struct conn {
 	struct conn *next;
+	/* ike_conn.c's indexes: same name, same remote address, same remote identity */
+	struct conn *by_name, *by_addr, *by_id;
+	uint64_t seq;			/* when added: the newest comes first (ctx->conns) */
 	struct ike_conn_cfg cfg;
 	struct ike_pool *pool[2];	/* remote_any: [0] IPv4, [1] IPv6 (ike_cp.c) */
 	/*
@@ -141,7 +144,11 @@ struct frag_rx {
 };
 
 struct ike_sa {
-	struct ike_sa *next;
+	struct ike_sa *next, *prev;	/* ctx->sas, newest first */
+	struct ike_sa *by_spi;		/* its bucket of ctx->by_spi, once spi_i is known */
+	bool hashed;
+	bool cross_target;		/* a crossing rekey's successor: some ike_cross may
+					 * point to it (ike_sa_end looks only then) */
 	struct conn *conn;
 	bool has_vip;			/* remote access: vip leased from conn's pool */
 	struct ike_prefix vip;		/* /32 or /128: the client's CHILD_SA selector */
@@ -244,10 +251,23 @@ struct ike_ctx {
 	void *opaque;
 	struct conn *conns;
 	struct ike_sa *sas;
+	/*
+	 * Hashes (ike_conn.c, ike_sa.c): at 10 000 SAs and connections a scan of
+	 * the lists per message was the cost of a message.  Chained, fixed
+	 * sizes, keyed with a random hash_key (a peer picks its SPIi).
+	 */
+	struct ike_sa **by_spi;		/* IKE_SA_BUCKETS */
+	struct conn **conn_name, **conn_addr, **conn_id;	/* IKE_CONN_BUCKETS */
+	uint64_t hash_key, conn_seq;
+	unsigned n_any, n_cred;		/* connections with remote_any, with certificates */
+	uint64_t probes;		/* SAs compared by sa_lookup, half_open_find (tests) */
 	unsigned cookie_threshold, half_open;
 	uint8_t cookie_secret[32];
 	struct ike_stats stats;
 };
+
+#define IKE_SA_BUCKETS		16384	/* SAs by SPIi: <= 1 a bucket at 10 000 */
+#define IKE_CONN_BUCKETS	4096
 
 /* A parsed payload chain. */
 struct view {
@@ -272,6 +292,21 @@ static inline size_t
 addr_len(uint8_t family)
 {
 	return family == AF_INET ? 4 : 16;
+}
+
+/* A keyed hash of n bytes (FNV-1a, then a 64-bit mixer): the tables' buckets. */
+static inline uint32_t
+ike_hash(uint64_t key, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL ^ key;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (uint32_t)h;
 }
 
 static inline bool
@@ -340,6 +375,8 @@ void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
 void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
 void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
 void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
+void ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa);
+struct ike_sa *ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i);
 int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);
 
 /* ike_sa.c: the SK payload's cipher, shared with ike_frag.c */
@@ -380,6 +417,8 @@ struct conn *ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name);
 struct ike_sa *ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c);
 struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
+struct conn **ike_conn_id_bucket(const struct ike_ctx *ctx, uint8_t type, const uint8_t *data,
+		size_t len);
 
 /* ike_prop.c */
 void ike_prop_build(const struct ike_prop_cfg *e, uint8_t num, struct ike_proposal *p);

@@ -55,6 +55,7 @@ sa_successor(struct ike_ctx *ctx, const struct ike_sa *old, const struct ike_rek
 	sa->prop = rk->prop;
 	memcpy(sa->spi_i, rk->spi_i, IKE_SPI_LEN);
 	memcpy(sa->spi_r, rk->spi_r, IKE_SPI_LEN);
+	ike_sa_hash(ctx, sa);
 	sa->local = old->local;
 	sa->remote = old->remote;
 	sa->nat_local = old->nat_local;
@@ -397,6 +398,7 @@ ike_rekey_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		bool i_low = ike_nonce_cmp(rk.ni, rk.ni_len, nr, sizeof(nr)) < 0;
 
 		sa->ike_cross = *out;	/* waits for the answer to ours */
+		(*out)->cross_target = true;
 		sa->irk_min_len = i_low ? rk.ni_len : sizeof(nr);
 		memcpy(sa->irk_min, i_low ? rk.ni : nr, sa->irk_min_len);
 	}

@@ -453,8 +453,48 @@ ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
 	sa->created_ms = now;
 	sa->last_rx_ms = now;
 	sa->next = ctx->sas;
+	if (ctx->sas != NULL)
+		ctx->sas->prev = sa;
 	ctx->sas = sa;
 	return sa;
+}
+
+/* The chain of SAs whose SPIi may be spi_i (ike_int.h's ctx->by_spi). */
+struct ike_sa *
+ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i)
+{
+	return ctx->by_spi[ike_hash(ctx->hash_key, spi_i, IKE_SPI_LEN) % IKE_SA_BUCKETS];
+}
+
+/* sa's spi_i is set (once: ours drawn, or the peer's taken): messages find it by that. */
+void
+ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	struct ike_sa **b = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i, IKE_SPI_LEN) %
+					 IKE_SA_BUCKETS];
+
+	sa->by_spi = *b;
+	*b = sa;
+	sa->hashed = true;
+}
+
+static void
+sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (sa->hashed) {
+		struct ike_sa **pp = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i,
+							  IKE_SPI_LEN) % IKE_SA_BUCKETS];
+
+		while (*pp != sa)
+			pp = &(*pp)->by_spi;
+		*pp = sa->by_spi;
+	}
+	if (sa->prev != NULL)
+		sa->prev->next = sa->next;
+	else
+		ctx->sas = sa->next;
+	if (sa->next != NULL)
+		sa->next->prev = sa->prev;
 }
 
 static void
@@ -508,15 +548,13 @@ ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
 void
 ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 {
-	struct ike_sa **pp;
-
 	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {
 		ike_child_gone(ctx, sa);
 		ike_child_down(ctx, sa, &KID(sa)->old);
 		ike_child_down(ctx, sa, &KID(sa)->dup);
 	}
 	sa->ck = 0;
-	for (struct ike_sa *o = ctx->sas; o != NULL; o = o->next)
+	for (struct ike_sa *o = sa->cross_target ? ctx->sas : NULL; o != NULL; o = o->next)
 		if (o->ike_cross == sa)
 			o->ike_cross = NULL;	/* a crossing rekey's successor went first */
 	if (sa->owner_knows)
@@ -524,12 +562,7 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
 	ike_cp_release(sa);		/* remote access: the lease goes offline */
-	for (pp = &ctx->sas; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == sa) {
-			*pp = sa->next;
-			break;
-		}
-	}
+	sa_unlink(ctx, sa);
 	sa_free(sa);
 }
 
@@ -799,7 +832,8 @@ sa_lookup(struct ike_ctx *ctx, const struct ike_hdr *h, enum ike_reject *why)
 	bool from_initiator = h->flags & IKE_F_INITIATOR;
 
 	*why = IKE_REJ_BAD_SPI;
-	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next) {
+	for (struct ike_sa *sa = ike_sa_bucket(ctx, h->spi_i); sa != NULL; sa = sa->by_spi) {
+		ctx->probes++;
 		if (memcmp(sa->spi_i, h->spi_i, IKE_SPI_LEN) != 0)
 			continue;
 		/* Our IKE_SA_INIT's answer brings the responder's SPI, or none (errors). */
@@ -999,6 +1033,15 @@ ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max)
 	ctx->cookie_threshold = max;
 }
 
+static void
+ctx_free_tables(struct ike_ctx *ctx)
+{
+	free(ctx->by_spi);
+	free(ctx->conn_name);
+	free(ctx->conn_addr);
+	free(ctx->conn_id);
+}
+
 struct ike_ctx *
 ike_new(const struct ike_ops *ops, void *opaque)
 {
@@ -1008,7 +1051,15 @@ ike_new(const struct ike_ops *ops, void *opaque)
 		return NULL;
 	ctx->ops = *ops;
 	ctx->opaque = opaque;
-	if (ike_random(ctx->cookie_secret, sizeof(ctx->cookie_secret)) != 0) {
+	ctx->by_spi = calloc(IKE_SA_BUCKETS, sizeof(*ctx->by_spi));
+	ctx->conn_name = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_name));
+	ctx->conn_addr = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_addr));
+	ctx->conn_id = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_id));
+	if (ctx->by_spi == NULL || ctx->conn_name == NULL || ctx->conn_addr == NULL ||
+	    ctx->conn_id == NULL ||
+	    ike_random(ctx->cookie_secret, sizeof(ctx->cookie_secret)) != 0 ||
+	    ike_random((uint8_t *)&ctx->hash_key, sizeof(ctx->hash_key)) != 0) {
+		ctx_free_tables(ctx);
 		free(ctx);
 		return NULL;
 	}
@@ -1024,6 +1075,7 @@ ike_free(struct ike_ctx *ctx)
 		ike_sa_end(ctx, ctx->sas, "shut down");
 	while (ctx->conns != NULL)	/* no SA left: nothing to send, children freed too */
 		(void)ike_conn_remove(ctx, ctx->conns->cfg.name, 0);
+	ctx_free_tables(ctx);
 	explicit_bzero(ctx, sizeof(*ctx));
 	free(ctx);
 }

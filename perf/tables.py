@@ -10,6 +10,7 @@
                             per GHz" table (8 bits / cycles-per-byte)
   tables.py compare.json    dpvpn next to OpenVPN and ipsec-secgw, incl. the
                             seeds' OpenVPN MTU sweep
+  tables.py ike-setup.json  IKE set-up, one core: perf/ikebench.py's rows (a list)
 """
 import json
 import sys
@@ -161,9 +162,33 @@ def secgw(doc):
               f" | {r['ratio']:.2f} × ({r['against']}) |")
 
 
+def ike_setup(rows):
+    """perf/ikebench.py's rows: the README's "IKE set-up, one core"."""
+    print("| DUT | auth | clients up / offered | held after hold | set-up rate /s | "
+          "SAs per DUT CPU-second | p50 / p99 set-up | DUT RSS | generator CPU |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        f = r["fill"]
+        p = f["setup_s"]
+        print(f"| {r['dut']} | {r['auth']} | {f['up']} / {f['offered']} | "
+              f"{f['held_after_hold']} ({f['hold_s']:g} s) | {f['rate']} | "
+              f"{f['sas_per_cpu_s']} | {p['p50']} / {p['p99']} s | {f['dut_rss_mb']} MB | "
+              f"{f['generator_cpu_pct']} %{' (bound)' if r.get('generator_bound') else ''} |")
+    for m in dict.fromkeys((r["machine"]["cpu"], r["machine"]["cpus"], r["machine"]["kernel"])
+                           for r in rows):
+        when = sorted(r["machine"]["time"] for r in rows)
+        print(f"\nMachine: {m[0]}, {m[1]} CPUs, Linux {m[2]}; {when[0]} .. {when[-1]}; "
+              f"commit {', '.join(dict.fromkeys(r['commit'] for r in rows))}. Commands:\n")
+    for c in dict.fromkeys(r["command"] for r in rows):
+        print(f"`{c}`  ")
+
+
 def main():
     with open(sys.argv[1]) as f:
         doc = json.load(f)
+    if isinstance(doc, list) and doc and "fill" in doc[0]:     # perf/ikebench.py's
+        ike_setup(doc)
+        return
     if doc.get("note"):
         print(f"**{doc['note']}**\n")
     if "vpn" in (doc.get("rows") or [{}])[0]:      # perf/compare's rows have a "vpn" key

@@ -85,6 +85,11 @@ class Plan:
         self.ike_start = True       # False: the tester initiates on command (paced set-up)
         self.encap_udp = False      # IKE tunnels: force UDP encapsulation (kernel-libipsec)
         self.ike_proposal = "aes128gcm16-prfsha256-x25519"
+        self.ike_auth = "psk"       # "cert": use_pki()'s certificate per tunnel
+        self.pki_dir = None
+        # remote access (use_ra): each tunnel asks for its address (virtual-ip
+        # = request); the DUT answers them all from one connection with a pool
+        self.ike_ra = False
 
     def _outer_pool(self, prefix):
         if prefix is None:
@@ -183,7 +188,8 @@ class Plan:
         mine = side == "tester"
         out_spi, out_key, in_spi, in_key = ((to_dut, k_dut, to_tester, k_tester) if mine else
                                             (to_tester, k_tester, to_dut, k_dut))
-        host = f"{self.host(i)}/32"
+        ra = self.ike_ra and self.psk_file and not static   # narrowed to the lease
+        host = "0.0.0.0/0" if ra and mine else f"{self.host(i)}/32"
         lts, rts = (host, self.clear_net) if mine else (self.clear_net, host)
         keying = (self.ike_lines(i, side) if self.psk_file and not static else
                   f"out-spi = {out_spi:#x}\nout-key = 0x{out_key}\n"
@@ -210,17 +216,46 @@ class Plan:
             private_file(psk_file, secrets.token_hex(32) + "\n")
         self.psk_file = psk_file
 
+    def use_pki(self, workdir):
+        """Certificates instead of the PSK (auth = pubkey): one CA, the DUT's
+        certificate (dut.dpvpn.test) and one per tunnel (t{i}.tester.dpvpn.test),
+        ECDSA P-256 (an IKE_AUTH with its chain stays under 1280 bytes: no
+        fragments).  Made once per tunnel count under workdir (make_pki)."""
+        self.pki_dir = make_pki(workdir, self.tunnels)
+        self.ike_auth = "cert"
+
+    def use_ra(self):
+        """Remote access: every tunnel of the tester is a client that asks
+        for its address (virtual-ip = request, local-ts 0.0.0.0/0, narrowed
+        to the lease); the DUT has one connection (remote = %any) with a pool
+        (ra_pool) for them all.  IKE only (use_ike first)."""
+        self.ike_ra = True
+
+    def ra_pool(self):
+        """The DUT's pool: 10.64.0.0 with room for every tunnel."""
+        bits = max(8, (self.tunnels + 2).bit_length())
+        return ipaddress.ip_network(f"10.64.0.0/{32 - bits}")
+
     def psk_text(self):
         with open(self.psk_file) as f:
             return f.read().strip()
 
     def ike_lines(self, i, side):
         other = "dut" if side == "tester" else "tester"
-        return (f"keying = ike\npsk-file = {self.psk_file}\n"
+        if self.ike_auth == "cert":
+            d = self.pki_dir
+            me = f"t{i}" if side == "tester" else "dut"
+            auth = (f"auth = pubkey\ncert = {d}/{me}.pem\nprivate-key = {d}/{me}.key\n"
+                    f"ca = {d}/ca.pem\n")
+        else:
+            auth = f"psk-file = {self.psk_file}\n"
+        ra = self.ike_ra and side == "tester"
+        ids = (f"local-id = fqdn:t{i}.{side}.dpvpn.test\n"
+               f"remote-id = fqdn:{'dut' if ra else f't{i}.{other}'}.dpvpn.test\n")
+        return (f"keying = ike\n{auth}"
                 f"ike-proposals = {self.ike_proposal}\n"
-                + ("encap = udp\n" if self.encap_udp else "") +
-                f"local-id = fqdn:t{i}.{side}.dpvpn.test\n"
-                f"remote-id = fqdn:t{i}.{other}.dpvpn.test\n"
+                + ("encap = udp\n" if self.encap_udp else "") + ids +
+                ("virtual-ip = request\n" if ra else "") +
                 f"start = {'yes' if side == 'tester' and self.ike_start else 'no'}\n")
 
     def loop_config(self, loop_net="198.19.1.0/24"):
@@ -270,9 +305,28 @@ class Plan:
         if self.outer_addresses:    # one route for them all: one neighbour, not one each
             parts.append(f"[route tester-outer]\ndst = {self.outer_addresses}\nport = outside\n"
                          f"via = {self.tester_outer}\n\n")
-        parts += [self.tunnel(f"t{i}", i, "dut", self.dut_outer, self.tester_outer_of(i))
-                  for i in range(self.tunnels)]
+        if self.ike_ra:
+            parts.append(self.dut_ra_tunnel())
+        else:
+            parts += [self.tunnel(f"t{i}", i, "dut", self.dut_outer, self.tester_outer_of(i))
+                      for i in range(self.tunnels)]
         return "".join(parts)
+
+    def dut_ra_tunnel(self):
+        """use_ra: the DUT's one remote-access connection (certificates: a
+        PSK cannot tell clients apart, config_ra.c)."""
+        if self.ike_auth != "cert":
+            raise ValueError("remote access on a dpvpn DUT: certificates only (--ike-auth "
+                             "cert); with a PSK it has a [tunnel] per client (no --ike-ra)")
+        d = self.pki_dir
+        return (f"[tunnel rw]\nlocal = {self.dut_outer}\nremote = %any\n"
+                f"local-ts = {self.clear_net}\npool = {self.ra_pool()}\n"
+                f"cipher = {self.cipher}\nkeying = ike\nauth = pubkey\n"
+                f"cert = {d}/dut.pem\nprivate-key = {d}/dut.key\nca = {d}/ca.pem\n"
+                f"local-id = fqdn:dut.dpvpn.test\nremote-id = fqdn:*.tester.dpvpn.test\n"
+                f"ike-proposals = {self.ike_proposal}\n"
+                + ("encap = udp\n" if self.encap_udp else "") +
+                f"replay-window = {self.window}\n\n")
 
     def dut_config_xfrm(self, dev_clear="eth0", dev_outer="eth1"):
         """The DUT's side as `ip xfrm` commands (a Linux gateway, static SAs)."""
@@ -340,6 +394,52 @@ class Plan:
                 f"        secret = \"{psk or 'CHANGE-ME: the tester PSK file'}\"",
                 "    }", "}"]
         return "\n".join(out) + "\n"
+
+
+def make_pki(workdir, count):
+    """workdir/pki-COUNT: ca.pem, dut.pem/.key and t{i}.pem/.key for i <
+    count (ECDSA P-256, SHA-256, SAN the FQDN, two years), made once: a
+    directory with its 'complete' marker is used again.  Returns its path."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    d = os.path.join(workdir, f"pki-{count}")
+    if os.path.exists(os.path.join(d, "complete")):
+        return d
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(cn, key, issuer, ca=False):
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        b = (x509.CertificateBuilder().subject_name(name)
+             .issuer_name(issuer[0].subject if issuer else name)
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(days=1))
+             .not_valid_after(now + datetime.timedelta(days=730))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]),
+                                critical=False)
+        return b.sign(issuer[1] if issuer else key, hashes.SHA256())
+
+    def save(stem, c, key):
+        with open(os.path.join(d, stem + ".pem"), "wb") as f:
+            f.write(c.public_bytes(serialization.Encoding.PEM))
+        if key is not None:
+            private_file(os.path.join(d, stem + ".key"), key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption()).decode())
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = cert("dpvpn tester CA", ca_key, None, ca=True)
+    save("ca", ca, None)
+    for stem, cn in [("dut", "dut.dpvpn.test")] + [(f"t{i}", f"t{i}.tester.dpvpn.test")
+                                                   for i in range(count)]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        save(stem, cert(cn, key, (ca, ca_key)), key)
+    private_file(os.path.join(d, "complete"), "")
+    return d
 
 
 def private_file(path, text):
@@ -1005,6 +1105,15 @@ def main(argv=None):
     ike = ap.add_argument_group("IKEv2 (--ike: every tunnel keyed by IKEv2 with a PSK, "
                                 "WORKDIR/ike.psk, the tester initiating)")
     ike.add_argument("--ike", action="store_true")
+    ike.add_argument("--ike-auth", choices=("psk", "cert"), default="psk",
+                     help="cert: an ECDSA P-256 certificate per tunnel and one for the DUT, "
+                          "one CA, made once in WORKDIR/pki-N (auth = pubkey)")
+    ike.add_argument("--ike-ra", action="store_true",
+                     help="remote access: each tunnel asks for its address (virtual-ip = "
+                          "request); the DUT's config is one connection with a pool "
+                          "(dpvpn: --ike-auth cert). For set-up measurements "
+                          "(perf/ikebench.py): the traffic trials send from 100.64.0.0 + i, "
+                          "not the leases")
     ike.add_argument("--setup-rate", action="store_true",
                      help="search the highest tunnel set-up rate with at most 0.1 %% failed")
     ike.add_argument("--setup-min", type=float, default=10.0, help="tunnels/s")
@@ -1052,6 +1161,12 @@ def main(argv=None):
     if a.ike:                  # the PSK of an earlier --emit-peer-config --ike, if any
         plan.use_ike(os.path.join(a.workdir, "ike.psk"), reuse=True)
         plan.ike_start = False  # initiated by the run: paced, timed
+        if a.ike_auth == "cert":
+            plan.use_pki(a.workdir)
+        if a.ike_ra:
+            plan.use_ra()
+    elif a.ike_ra or a.ike_auth != "psk":
+        ap.error("--ike-ra and --ike-auth need --ike")
     if a.emit_peer_config:     # the keys are kept for the run that follows
         plan.save(saved)
         if a.ike and a.emit_peer_config == "xfrm":
