@@ -1028,14 +1028,26 @@ void ikd_close(void)
  * packets or seconds): for a keying = ike tunnel's current CHILD_SA, a
  * rekey.  1 if it was one of ours (rekeying, or already), 0 if not IKE's.
  */
+/* A remote-access client's tunnel by its name (CONN/VIP); a scan, per command or event. */
+static struct ikd_conn *client_by_name(const char *name)
+{
+	for (size_t i = 0; k.ctx != NULL && i < k.n_clients; i++)
+		if (!strcmp(k.clients[i].c.tpl.name, name))
+			return &k.clients[i].c;
+	return NULL;
+}
+
 int ikd_soft_lifetime(const char *name, uint32_t spi)
 {
-	struct ikd_conn *c = k.ctx ? find_conn(name) : NULL;
+	struct ikd_conn *c = k.ctx ? find_conn(name) : NULL, *cl = NULL;
 	int rc;
 
+	if (c == NULL)
+		c = cl = client_by_name(name);	/* its section's name is every client's */
 	if (c == NULL || !c->up || (spi != c->spi_in && spi != c->spi_out))
 		return c != NULL;
-	rc = ike_child_rekey(k.ctx, name, mono_ms());
+	rc = cl ? ike_child_rekey_spi(k.ctx, c->spi_in, mono_ms()) :
+		  ike_child_rekey(k.ctx, name, mono_ms());
 	fprintf(stderr, "dpvpnd: tunnel %s: SA 0x%08x soft lifetime: %s\n", name, spi,
 		rc == 0 ? "rekeying" : rc == -EBUSY ? "a rekey is under way" : strerror(-rc));
 	return 1;
@@ -1455,6 +1467,29 @@ json_t *ikd_show(char *err, size_t err_len)
 	return res;
 }
 
+/*
+ * rekey / terminate of a remote-access client's tunnel (CONN/VIP): its
+ * CHILD_SA rekeyed, or its IKE SA ended, found by SPI; the client initiates
+ * and rekeys its IKE SA itself.
+ */
+static int client_command(const struct ikd_conn *c, int op, char *msg, size_t len)
+{
+	int rc = op == IKD_REKEY ? ike_child_rekey_spi(k.ctx, c->spi_in, mono_ms()) :
+		 op == IKD_TERMINATE ? ike_terminate_spi(k.ctx, c->spi_in, mono_ms()) : -EPERM;
+
+	if (rc != 0) {
+		snprintf(msg, len, "tunnel %s: %s", c->tpl.name, rc == -EPERM ?
+			 "a remote-access client's: it initiates and rekeys its IKE SA itself "
+			 "(rekey and terminate are ours)" : rc == -ENOENT ? "no IKE SA" :
+			 rc == -EBUSY ? "a rekey is under way" : rc == -EALREADY ?
+			 "being deleted" : strerror(-rc));
+		return -1;
+	}
+	snprintf(msg, len, "tunnel %s: %s", c->tpl.name, op == IKD_REKEY ? "rekeying" :
+		 "terminating");
+	return 0;
+}
+
 int ikd_command(const char *name, int op, char *msg, size_t len)
 {
 	static const char *const done[] = { "terminating", "initiating", "rekeying",
@@ -1462,6 +1497,8 @@ int ikd_command(const char *name, int op, char *msg, size_t len)
 	uint64_t now = mono_ms();
 	int rc;
 
+	if (k.ctx != NULL && find_conn(name) == NULL && client_by_name(name) != NULL)
+		return client_command(client_by_name(name), op, msg, len);
 	if (k.ctx == NULL || find_conn(name) == NULL) {
 		snprintf(msg, len, "no IKE tunnel \"%.64s\"", name);
 		return -1;

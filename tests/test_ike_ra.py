@@ -15,6 +15,7 @@ outer address, remote-ts = the lease) and removes it when the IKE SA ends.
 """
 import os
 import re
+import time
 
 import pytest
 
@@ -352,3 +353,49 @@ def test_road_warrior_ipv6_address():
         c = sl.gw.ctl("show", "ike")["clients"][0]
         assert c["bytes_in"] >= 3 * 104 and c["bytes_out"] >= 3 * 104, c
         print(f"test_ike_ra: IPv6 road warrior got fd00:77::1, pinged {D6}: {c}")
+
+
+def test_client_rekeyed_by_lifetime_and_by_name():
+    """A client's CHILD_SA is rekeyed when its dataplane SA reaches a soft
+    lifetime (soft-packets on the section), and the operator reaches a
+    client by its tunnel's name: `rekey rw/VIP` rekeys its CHILD_SA,
+    `initiate` is refused (the client initiates), `terminate rw/VIP` ends
+    its IKE SA (charon is told).  Before, only the section's name was known,
+    shared by every client: the soft lifetime passed unheard (the SA ran on
+    to its hard limit) and the commands said "no IKE tunnel"."""
+    need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        setup_lab(sl, pki)
+        with open(sl.gw.config, "a") as f:
+            f.write("soft-packets = 20\n")
+        sl.gw.start()
+        sl.swan.start()
+        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                              timeout=30, check=False)
+        assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
+        name = "rw/10.77.0.1"
+        r = None
+        for _ in range(2):      # the first may wait for ARP on dpvpn's ports
+            r = sl.ns(sl.ns_sw, "ping", "-c", "15", "-i", "0.05", "-W", "2", "-I",
+                      "10.77.0.1", swan.HOST_D, check=False, timeout=20)
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["clients"][0]["rekeys"] >= 1, 15,
+                     "the client's CHILD_SA rekeyed by its soft lifetime")
+        assert "soft lifetime: rekeying" in sl.gw.dpvpnd.output(), sl.gw.dpvpnd.output()[-2000:]
+        n = sl.gw.ctl("show", "ike")["clients"][0]["rekeys"]
+        time.sleep(2.5)     # the replaced SA's grace period: a new rekey is not refused
+        out = sl.gw.ctl_text("rekey", name)
+        assert "rekeying" in out, out
+        lab.wait_for(lambda: sl.gw.ctl("show", "ike")["clients"][0]["rekeys"] > n, 15,
+                     "the client's CHILD_SA rekeyed by dpvpnctl rekey")
+        r = lab.sh(lab.DPVPNCTL, "-s", sl.gw.ctl_sock, "initiate", name, check=False)
+        assert r.returncode != 0 and "initiates and rekeys its IKE SA itself" in r.stderr, r
+        r = ping_from(sl, sl.ns_sw, "10.77.0.1")
+        assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        assert "terminating" in sl.gw.ctl_text("terminate", name)
+        lab.wait_for(lambda: not sl.gw.ctl("show", "ike")["clients"], 15, "the client gone")
+        lab.wait_for(lambda: "deleting IKE_SA" in sl.swan.log_text() or
+                     "received DELETE for IKE_SA" in sl.swan.log_text(), 10,
+                     "charon told")
+        print(f"test_ike_ra: {name} rekeyed by soft-packets and by dpvpnctl rekey, "
+              f"terminated by name")
