@@ -102,6 +102,19 @@ def charon_initiates(sl):
         out + sl.swan.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
 
 
+def bring_up(sl, who):
+    """Both ends started, the CHILD_SA up: who ("dpvpnd": start = yes, or
+    "charon": swanctl --initiate) initiates."""
+    if who == "dpvpnd":
+        sl.swan.start()
+        sl.gw.start()
+        lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
+    else:
+        sl.gw.start()
+        sl.swan.start()
+        charon_initiates(sl)
+
+
 @pytest.mark.parametrize("ike,esp,who", [
     ("aes128-sha256-modp2048", "aes128-sha256", "charon"),
     ("aes256-sha384-ecp384", "aes256gcm16", "charon"),
@@ -124,14 +137,7 @@ def test_proposal_matrix(monkeypatch, ike, esp, who):
     with swan.SwanLab(esp) as sl:
         sl.gw = gateway(sl, f"ike-proposals = {ike}\nesp-proposals = {esp}\n",
                         start="yes" if who == "dpvpnd" else "no")
-        if who == "dpvpnd":
-            sl.swan.start()
-            sl.gw.start()
-            lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
-        else:
-            sl.gw.start()
-            sl.swan.start()
-            charon_initiates(sl)
+        bring_up(sl, who)
         st = live(sl)
         got = {k: st[k] for k in ("encr", "encr_bits", "integ", "prf", "dh")}
         assert got == expected(ike), (got, st)
@@ -176,14 +182,7 @@ def test_defaults_meet(monkeypatch, who):
     monkeypatch.setattr(swan, "IKE_PROPOSAL", "default")
     with swan.SwanLab("default") as sl:
         sl.gw = gateway(sl, "", start="yes" if who == "dpvpnd" else "no", cipher=False)
-        if who == "dpvpnd":
-            sl.swan.start()
-            sl.gw.start()
-            lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
-        else:
-            sl.gw.start()
-            sl.swan.start()
-            charon_initiates(sl)
+        bring_up(sl, who)
         ike = sl.gw.ctl("show", "ike")
         st = ike["sas"][0]
         got = {k: st[k] for k in ("encr", "encr_bits", "integ", "prf", "dh")}
@@ -230,14 +229,7 @@ def test_esn_negotiated(monkeypatch, swan_esp, ours, who, ok):
             assert rej["no-proposal"] >= 1, rej
             assert not sl.gw.ctl("show", "sa")["sas"]
             return
-        if who == "dpvpnd":
-            sl.swan.start()
-            sl.gw.start()
-            lab.wait_for(lambda: up(sl), 20, "dpvpnd's IKE SA with charon")
-        else:
-            sl.gw.start()
-            sl.swan.start()
-            charon_initiates(sl)
+        bring_up(sl, who)
         sas = sl.gw.ctl("show", "sa")["sas"]
         assert sas and all(s["esn"] == 0 for s in sas), sas
         pings_both_ways(sl)

@@ -140,6 +140,20 @@ def setup_lab(sl, pki, pool=POOL):
                         w, ["-l", "0-1", "--main-lcore", "0"], pe)
 
 
+def connect(sl, vip):
+    """dpvpnd and the road warrior started, the road warrior connected and
+    given vip; charon's log."""
+    sl.gw.start()
+    sl.swan.start()
+    out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
+                          timeout=30, check=False)
+    log = sl.swan.log_text()
+    assert "initiate completed successfully" in out, \
+        out + log[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+    assert f"installing new virtual IP {vip}" in log, log[-4000:]
+    return log
+
+
 def test_road_warrior_gets_address_and_pings():
     """charon asks for a virtual IP, gets the pool's first, pings host D
     from it through dpvpnd; `show ike` lists the client; the client's
@@ -148,14 +162,7 @@ def test_road_warrior_gets_address_and_pings():
     pki = Pki()
     with swan.SwanLab("aes128gcm16") as sl:
         setup_lab(sl, pki)
-        sl.gw.start()
-        sl.swan.start()
-        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
-                              timeout=30, check=False)
-        log = sl.swan.log_text()
-        assert "initiate completed successfully" in out, \
-            out + log[-4000:] + sl.gw.dpvpnd.output()[-3000:]
-        assert "installing new virtual IP 10.77.0.1" in log, log[-4000:]
+        connect(sl, "10.77.0.1")
         show = sl.gw.ctl("show", "ike")
         clients = show["clients"]
         assert len(clients) == 1, show
@@ -331,14 +338,7 @@ def test_road_warrior_ipv6_address():
         with open(swc, "w") as f:
             f.write(text.replace("vips = 0.0.0.0", "vips = ::")
                     .replace(f"remote_ts = {swan.PEER_NET}", "remote_ts = fd00:d::/64"))
-        sl.gw.start()
-        sl.swan.start()
-        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
-                              timeout=30, check=False)
-        log = sl.swan.log_text()
-        assert "initiate completed successfully" in out, \
-            out + log[-4000:] + sl.gw.dpvpnd.output()[-3000:]
-        assert "installing new virtual IP fd00:77::1" in log, log[-4000:]
+        connect(sl, "fd00:77::1")
         clients = sl.gw.ctl("show", "ike")["clients"]
         assert [c["vip"] for c in clients] == ["fd00:77::1/128"], clients
         assert clients[0]["name"] == "rw/fd00:77::1", clients
@@ -369,11 +369,7 @@ def test_client_rekeyed_by_lifetime_and_by_name():
         setup_lab(sl, pki)
         with open(sl.gw.config, "a") as f:
             f.write("soft-packets = 20\n")
-        sl.gw.start()
-        sl.swan.start()
-        out = sl.swan.swanctl("--initiate", "--child", "net", "--timeout", "20",
-                              timeout=30, check=False)
-        assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
+        connect(sl, "10.77.0.1")
         name = "rw/10.77.0.1"
         r = None
         for _ in range(2):      # the first may wait for ARP on dpvpn's ports
