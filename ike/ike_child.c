@@ -601,6 +601,29 @@ ike_child_create_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 }
 
 /*
+ * A CREATE_CHILD_SA answer of ours (a new CHILD_SA or a rekey) read into cn:
+ * its Nonce (cn->nr), SA and TS, and with PFS its KE into gir; 0 or an error
+ * in err (ERR_LEN bytes).
+ */
+static int
+create_answer(struct ike_sa *sa, const struct view *v, const struct ike_pl *no,
+	      struct child_new *cn, uint8_t *gir, size_t *gir_len, char *err)
+{
+	int rc = no == NULL ? (snprintf(err, ERR_LEN, "create_child_sa: no Nonce payload"),
+			       -EBADMSG) : ike_nonce_parse(no->body, no->len, err, ERR_LEN);
+
+	if (rc == 0)
+		rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, cn, err, ERR_LEN);
+	if (rc == 0)
+		rc = rekey_answer_ke(sa, v, cn, gir, gir_len, err, ERR_LEN);
+	if (rc == 0) {
+		cn->nr = no->body;
+		cn->nr_len = no->len;
+	}
+	return rc;
+}
+
+/*
  * The answer to our CREATE_CHILD_SA.  Refused: asked again later (a wrong
  * PFS group at once, with the one the peer names).  An answer we cannot use
  * (selectors not within ours, RFC 7296 2.9; not a proposal of ours): the
@@ -633,18 +656,9 @@ ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 			ike_notify_name(nerr), nerr);
 		k->create_retry_ms = ike_rekey_retry_at(now);
 	} else {
-		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "
-					    "payload"), -EBADMSG) :
-		     ike_nonce_parse(no->body, no->len, err, sizeof(err));
+		rc = create_answer(sa, v, no, &cn, gir, &gir_len, err);
 		if (rc == 0)
-			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
-		if (rc == 0)
-			rc = rekey_answer_ke(sa, v, &cn, gir, &gir_len, err, sizeof(err));
-		if (rc == 0) {
-			cn.nr = no->body;
-			cn.nr_len = no->len;
 			rc = child_install(ctx, sa, &cn, now);
-		}
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 			k->create_retry_ms = ike_rekey_retry_at(now);
@@ -769,13 +783,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 		KID(sa)->rekey_retry_ms = ike_rekey_retry_at(now);
 		rc = 0;
 	} else {
-		rc = no == NULL ? (snprintf(err, sizeof(err), "create_child_sa: no Nonce "
-					    "payload"), -EBADMSG) :
-		     ike_nonce_parse(no->body, no->len, err, sizeof(err));
-		if (rc == 0)
-			rc = child_answer(sa, v, IKE_CREATE_CHILD_SA, &cn, err, sizeof(err));
-		if (rc == 0)
-			rc = rekey_answer_ke(sa, v, &cn, gir, &gir_len, err, sizeof(err));
+		rc = create_answer(sa, v, no, &cn, gir, &gir_len, err);
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
 			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
@@ -784,8 +792,6 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 			rk_dh_end(sa);
 			return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 		}
-		cn.nr = no->body;
-		cn.nr_len = no->len;
 		if (KID(sa)->cross_pending) {
 			rc = rekey_cross_ours(ctx, sa, &cn, now);
 		} else {
