@@ -19,6 +19,10 @@ MARKERS = {
     "fastpath": "the [fastpath] issue (14): per-core speed",
     "tester": "the [tester] issue (15): dpvpn as the tester of another gateway",
     "ikepki": "the [ikepki] issue (16): certificates, proposals, PFS, CHILD_SAs, remote access",
+    "deploy": "the [deploy] issue (17): host path, route-based tunnels, package, docs",
+    "frr": "BGP with FRR over route-based tunnels: not in the default pass (`scripts/test -m frr`)",
+    "package": "builds the .deb and installs it into a clean Debian 12 root: not in the "
+               "default pass (`scripts/test -m package`)",
     "slow": "long (tens of seconds): left out of the sanitizer pass",
     "long": "a minute or more of trials (a search, a second variant of a 1 000-tunnel "
             "case): not in the default pass; run them with `scripts/test -m long` "
@@ -31,12 +35,18 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {text}")
 
 
+# Markers whose tests run only when a -m expression names them (or, for
+# `long`, DPVPN_LONG=1): CI's default pass stays under its time budget.
+ON_REQUEST = ("long", "frr", "package")
+
+
 def pytest_collection_modifyitems(config, items):
-    """`long` tests run only when asked for: a -m expression naming them,
-    or DPVPN_LONG=1 (CI's default pass stays under its time budget)."""
-    if "long" in (config.option.markexpr or "") or os.environ.get("DPVPN_LONG"):
-        return
-    keep = [i for i in items if i.get_closest_marker("long") is None]
+    """`long`, `frr` and `package` tests run only when asked for."""
+    expr = config.option.markexpr or ""
+    skip = {m for m in ON_REQUEST if m not in expr}
+    if os.environ.get("DPVPN_LONG"):
+        skip.discard("long")
+    keep = [i for i in items if not any(i.get_closest_marker(m) for m in skip)]
     if len(keep) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
