@@ -709,6 +709,16 @@ static void finish_tunnel(struct parser *p)
 			 "prefix", "local-ts and remote-ts must be of one family");
 }
 
+/* Not a key that does something: strongSwan's compress, refused saying why
+ * (doc/security.md "Non-goals"), where any other unknown key is just unknown. */
+static int key_tun_compress(struct parser *p, const char *val)
+{
+	(void)val;
+	return cfg_kerr(p, "not supported: dpvpn never compresses before encrypting (IPComp, "
+			"LZO, LZ4): the packet length would tell an attacker about the "
+			"plaintext (VORACLE); remove the key (doc/security.md \"Non-goals\")");
+}
+
 static const struct key_def tunnel_keys[] = {
 	{ "local", key_tun_local, true },
 	{ "remote", key_tun_remote, true },
@@ -762,6 +772,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "pool", cfg_key_tun_pool, false, KEYING_IKE },
 	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
 	{ "virtual-ip", cfg_key_tun_virtual_ip, false, KEYING_IKE },
+	{ "compress", key_tun_compress, false },	/* refused, see key_tun_compress */
 };
 
 const struct sect_def cfg_sect_tunnel = {

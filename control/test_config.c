@@ -57,6 +57,9 @@
 #define IKE_GOOD PORTS TUN_HEAD IKE
 #define KID(y) "[tunnel k]\nkeying = ike\nlocal-ts = 10.1.0.0/24\nike-sa = " y \
 	"\nremote-ts = 10.2.0.0/24\n"
+#define COMPRESS_WHY "not supported: dpvpn never compresses before encrypting " \
+	"(IPComp, LZO, LZ4): the packet length would tell an attacker about the " \
+	"plaintext (VORACLE); remove the key (doc/security.md \"Non-goals\")"
 #define NOT_IKE ": not with keying = ike (IKE negotiates SPIs and keys)"
 #define ID_ERR_HEAD "expected fqdn:NAME (letters, digits, '-', '.'), email:USER@HOST, " \
 	"dn:DN (\"CN=gw, O=Example\", up to 255 bytes as DER), keyid:HEX (1..64 bytes) or " \
@@ -98,6 +101,11 @@ struct tcase {
 static const struct tcase cases[] = {
 	{ "good", GOOD, NULL, { 0 } },
 	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key", { 0 } },
+	/* dpvpn does not compress, on purpose (doc/security.md "Non-goals"): the key
+	 * strongSwan has is refused, saying why, not as just "unknown key". */
+	{ "compress", GOOD "compress = yes\n", "20: [tunnel t] compress: " COMPRESS_WHY, { 0 } },
+	{ "compress ike", IKE_GOOD "compress = no\n", "18: [tunnel t] compress: " COMPRESS_WHY,
+	  PSK(0600) },
 	{ "port mtu", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\nmtu = 9000\n",
 	  NULL, { 0 } },
 	{ "port mtu too big", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\n"

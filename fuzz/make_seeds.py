@@ -920,6 +920,7 @@ esn = maybe
 df = sometimes
 encap = tcp
 local-ports = 3
+compress = lzo
 hard-packets = 5
 soft-packets = 10
 [tunnel t]

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""tables.py: Markdown tables from perf/results/*.json, for the READMEs.
+"""tables.py: Markdown tables from perf/results/*.json, for doc/performance.md
+(and README.md's one table); they are printed, to paste in.
 
   tables.py quick.json      the headline rows and the targets
   tables.py headline.json   per core: dpvpn next to OpenVPN, cores for 10 GbE (the
-                            README's first table), then the rows
+                            first table of doc/performance.md and README.md's), then the rows
   tables.py full.json       (or ciphers.json) crypto ceiling per cipher/size/engine, and the
                             FreeS/WAN-style "cycles per byte -> link capacity
                             per GHz" table (8 bits / cycles-per-byte)
@@ -53,7 +54,7 @@ def headline(doc, machine=True):
 
 
 def per_core(doc):
-    """perf/run headline: the README's first table."""
+    """perf/run headline: doc/performance.md's first table, and README.md's."""
     h, o = doc["headline"], doc.get("openvpn") or {}
     sizes = list(h)
     print(f"Machine: {doc['machine']}; command: `{doc['command']}`\n")
@@ -163,7 +164,7 @@ def secgw(doc):
 
 
 def ike_setup(rows):
-    """perf/ikebench.py's rows: the README's "IKE set-up, one core"."""
+    """perf/ikebench.py's rows: doc/performance.md's "IKE set-up, one core"."""
     print("| DUT | auth | clients up / offered | held after hold | set-up rate /s | "
           "SAs per DUT CPU-second | p50 / p99 set-up | DUT RSS | generator CPU |")
     print("|---|---|---|---|---|---|---|---|---|")

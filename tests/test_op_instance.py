@@ -246,8 +246,8 @@ def test_stale_socket_replaced(tmp_path):
 
 
 def test_socket_directory_made(tmp_path):
-    """A socket in a directory that does not exist yet (README's "Running it
-    by hand": /run/dpvpn/lab-a/): the dataplane makes it, 0700, and starts.
+    """A socket in a directory that does not exist yet (doc/first-tunnel.md's
+    "Running it by hand": /run/dpvpn/lab-a/): the dataplane makes it, 0700, and starts.
     The in-use check must not take the missing directory for an error."""
     sock = str(tmp_path / "run" / "lab-a" / "dp.sock")
     dp = lab.Proc("mkdir-dataplane", dataplane_argv("mkdir", sock, "net_null0"), str(tmp_path))
