@@ -39,6 +39,7 @@
 #define NL_BUF		32768	/* a recv: events or a dump's batch */
 #define KVAR_MAX	4	/* kernel routes of one prefix (distinct metrics) */
 #define DUMP_TRIES	3
+#define DRAIN_MAX	1024	/* recvs of stale events before a dump, at most */
 #define COMPAT_SYSCTL	"/proc/sys/net/ipv4/nexthop_compat_mode"
 #define LINK_FLAGS	(IFF_UP | IFF_RUNNING | IFF_LOWER_UP)
 
@@ -92,7 +93,7 @@ struct nl {
 	size_t n, cap;
 	bool dumping;		/* route messages update, update_ent waits */
 	bool resync_due;
-	char buf[NL_BUF];
+	_Alignas(8) char buf[NL_BUF];	/* netlink headers are read in place */
 };
 
 /* ---- prefixes ---- */
@@ -793,7 +794,7 @@ static int req_run(struct nl *nl, struct nlmsghdr *h, mnl_cb_t cb)
 
 static int dump(struct nl *nl, uint16_t type, uint8_t family)
 {
-	char req[MNL_SOCKET_BUFFER_SIZE];
+	_Alignas(8) char req[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *h = mnl_nlmsg_put_header(req);
 
 	h->nlmsg_type = type;
@@ -810,11 +811,16 @@ static int dump(struct nl *nl, uint16_t type, uint8_t family)
 	return req_run(nl, h, msg_cb);
 }
 
-/* Events already queued are in the coming dump: drop them. */
+/*
+ * Events already queued are in the coming dump: drop them.  Bounded: under a
+ * storm the rest is read after the dump, and applying it in order still ends
+ * in the kernel's state (only lost events need the dump).
+ */
 static void ev_drain(struct nl *nl)
 {
-	while (mnl_socket_recvfrom(nl->ev, nl->buf, sizeof(nl->buf)) > 0 || errno == ENOBUFS)
-		;
+	for (int i = 0; i < DRAIN_MAX; i++)
+		if (mnl_socket_recvfrom(nl->ev, nl->buf, sizeof(nl->buf)) < 0 && errno != ENOBUFS)
+			break;
 }
 
 static int dump_all(struct nl *nl)
@@ -916,7 +922,8 @@ static int ack_report(struct nl *nl, struct nlmsghdr *h, const char *what, const
 
 static int link_set(struct nl *nl, uint32_t ifindex, const char *ifname, int up, uint32_t mtu)
 {
-	char req[MNL_SOCKET_BUFFER_SIZE], obj[48];
+	_Alignas(8) char req[MNL_SOCKET_BUFFER_SIZE];
+	char obj[48];
 	struct nlmsghdr *h = mnl_nlmsg_put_header(req);
 	struct ifinfomsg *ifi;
 
@@ -956,7 +963,8 @@ int nl_link_set_name(struct nl *nl, const char *ifname, int up, uint32_t mtu)
 
 static int addr_req(struct nl *nl, uint16_t type, uint32_t ifindex, const struct nl_prefix *a)
 {
-	char req[MNL_SOCKET_BUFFER_SIZE], obj[80], ps[64];
+	_Alignas(8) char req[MNL_SOCKET_BUFFER_SIZE];
+	char obj[80], ps[64];
 	struct nlmsghdr *h = mnl_nlmsg_put_header(req);
 	struct ifaddrmsg *ifa;
 	unsigned alen = addr_len(a->family);

@@ -343,6 +343,22 @@ static void test_link_down(void **state)
 	expect("10.3.0.0/24", "tA,tB");
 }
 
+static void test_twin_del(void **state)
+{
+	(void)state;
+	sh("ip route add 10.12.0.0/24 dev d2");
+	expect("10.12.0.0/24", "tB");
+	/* no longer a twin: its routes go, a multipath one with it turns mixed */
+	assert_int_equal(nl_twin_del(nl, if_d2), 0);
+	expect("10.3.0.0/24", NULL);
+	expect("10.12.0.0/24", NULL);
+	assert_string_equal(rec_get("2001:db8:a::/64"), "tA");
+	assert_int_equal(nl_twin_add(nl, if_d2, "tB"), 0);
+	expect("10.3.0.0/24", "tA,tB");
+	expect("10.12.0.0/24", "tB");
+	assert_int_equal(nl_twin_del(nl, 12345), -1);
+}
+
 static void test_enobufs_resync(void **state)
 {
 	char path[] = "/tmp/test_nl.XXXXXX";
@@ -440,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_admin_distance),
 		cmocka_unit_test(test_resync_after_change),
 		cmocka_unit_test(test_link_down),
+		cmocka_unit_test(test_twin_del),
 		cmocka_unit_test(test_enobufs_resync),
 		cmocka_unit_test(test_twin_setup),
 	};
