@@ -98,6 +98,8 @@ def bgp(tmp_path_factory):
             w.stop()
         for ns in made:
             sh("ip", "netns", "del", ns, check=False)
+    for w in watches:   # an ASan build (DPVPN_BUILD) reports at exit
+        assert "Sanitizer" not in w.output() and "runtime error" not in w.output(), w.output()
 
 
 def kernel_route(ns, prefix):
