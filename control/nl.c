@@ -453,8 +453,12 @@ static int rt_attr_cb(const struct nlattr *a, void *data)
 	return MNL_CB_OK;
 }
 
+/* Next hops count per interface: two gateways on one twin are one tunnel. */
 static void rt_add_oif(struct route *r, uint32_t oif)
 {
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->oif[i] == oif)
+			return;
 	if (r->n == NL_MAX_NH)
 		r->too_many = true;
 	else

@@ -280,6 +280,46 @@ static void test_nexthop_objects(void **state)
 	expect("10.11.0.0/24", NULL);
 }
 
+static void set_compat(const char *v)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/nexthop_compat_mode", "w");
+
+	assert_non_null(f);
+	fputs(v, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_compat_mode_off(void **state)
+{
+	struct nl_ops ops = { .install = cb_install, .remove = cb_remove };
+	char path[] = "/tmp/test_nl.XXXXXX", text[512] = "";
+	int fd = mkstemp(path), saved = dup(2);
+	struct nl *other;
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0 && saved >= 0);
+	set_compat("0");
+	dup2(fd, 2);		/* what nl_open says on stderr */
+	other = nl_open(NL_TABLE_MAIN, &ops);
+	dup2(saved, 2);
+	close(saved);
+	assert_non_null(other);
+	nl_close(other);
+	f = fdopen(fd, "r");
+	rewind(f);
+	assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+	fclose(f);
+	unlink(path);
+	assert_non_null(strstr(text, "nexthop_compat_mode is 0"));
+	/* what it warns about: a nexthop object's route carries no next hop */
+	sh("ip route add 10.14.0.0/24 nhid 1");
+	sentinel();
+	assert_null(rec_get("10.14.0.0/24"));
+	sh("ip route del 10.14.0.0/24");
+	set_compat("1");
+}
+
 static void test_admin_distance(void **state)
 {
 	struct nl_prefix p;
@@ -357,6 +397,40 @@ static void test_twin_del(void **state)
 	expect("10.3.0.0/24", "tA,tB");
 	expect("10.12.0.0/24", "tB");
 	assert_int_equal(nl_twin_del(nl, 12345), -1);
+}
+
+static void test_ecmp_limit(void **state)
+{
+	char hops[256] = "", name[8];
+	size_t len;
+
+	(void)state;
+	for (int i = 1; i <= NL_MAX_NH + 1; i++) {
+		sh("ip link add e%d type veth peer name f%d && ip link set f%d up && "
+		   "ip link set e%d up", i, i, i, i);
+		snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(nl_twin_add(nl, if_nametoindex(name), name), 0);
+		if (i <= NL_MAX_NH) {
+			len = strlen(hops);
+			snprintf(hops + len, sizeof(hops) - len, " nexthop dev e%d", i);
+		}
+	}
+	sh("ip route add 10.13.0.0/24%s", hops);	/* the dataplane's widest ECMP */
+	expect("10.13.0.0/24", "e1,e2,e3,e4,e5,e6,e7,e8");
+	sh("ip route replace 10.13.0.0/24%s nexthop dev e9", hops);
+	expect("10.13.0.0/24", NULL);			/* 9: logged, not mirrored */
+	/* two next hops on one twin are one tunnel */
+	sh("ip route replace 10.13.0.0/24 nexthop via 10.0.9.1 dev e9 onlink "
+	   "nexthop via 10.0.9.2 dev e9 onlink");
+	expect("10.13.0.0/24", "e9");
+	sh("ip route del 10.13.0.0/24");
+	expect("10.13.0.0/24", NULL);
+	for (int i = 1; i <= NL_MAX_NH + 1; i++) {
+		snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(nl_twin_del(nl, if_nametoindex(name)), 0);
+		sh("ip link del e%d", i);
+	}
+	assert_int_equal(nl_read(nl), 0);
 }
 
 static void test_enobufs_resync(void **state)
@@ -453,10 +527,12 @@ int main(void)
 		cmocka_unit_test(test_other_table),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_nexthop_objects),
+		cmocka_unit_test(test_compat_mode_off),
 		cmocka_unit_test(test_admin_distance),
 		cmocka_unit_test(test_resync_after_change),
 		cmocka_unit_test(test_link_down),
 		cmocka_unit_test(test_twin_del),
+		cmocka_unit_test(test_ecmp_limit),
 		cmocka_unit_test(test_enobufs_resync),
 		cmocka_unit_test(test_twin_setup),
 	};
