@@ -28,7 +28,8 @@
  * start, after the dataplane reconnects, after ENOBUFS, after a twin's link
  * goes up or down or away, after nl_twin_add/del) and calls only for what
  * differs from what is installed.  An install that fails (< 0) is tried again
- * at the next resync.
+ * at the next resync.  The callbacks must not call nl_* functions (they run
+ * while the RIB is being walked).
  *
  * Also the twins' own set-up: addresses (IPv6 with IFA_F_NODAD: the twin is
  * a point-to-point tunnel, nothing to detect), MTU, link up or down.
