@@ -16,6 +16,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 n=0
 for f in "$configs"/*.conf; do
 	c=$(basename "$f")
+	# the package's annotated example needs its group (dpvpn) and new keys:
+	# tests/test_debian_files.py and tests/test_package.py check it
+	[ "$c" = example.conf ] && continue
 	cmd=$(sed -n 's/^;   \(install .*\)$/\1/p' "$f")
 	[ "$(printf '%s\n' "$cmd" | grep -c .)" -eq 1 ] ||
 		fail "$c: no (or more than one) ';   install ...' line"
