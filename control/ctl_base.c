@@ -136,6 +136,9 @@ void base_counters(struct dpvpn_counters *c)
 		       c->icmp_echo - base.counters.icmp_echo : 0;
 	c->neigh_queued = c->neigh_queued > base.counters.neigh_queued ?
 			  c->neigh_queued - base.counters.neigh_queued : 0;
+	c->host_in = c->host_in > base.counters.host_in ? c->host_in - base.counters.host_in : 0;
+	c->host_out = c->host_out > base.counters.host_out ?
+		      c->host_out - base.counters.host_out : 0;
 }
 
 void base_sa(struct dpvpn_sa_info *s)

@@ -128,6 +128,7 @@
  *              "reassembled":N,"reass_dropped":N,"ike_in":N,"ike_out":N,
  *              "mbufs_in_use":N,"mbufs_total":N,
  *              "icmp_echo":N,"neigh_queued":N,"neigh_held":N,
+ *              "host_in":N,"host_out":N,
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
  *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
  *              newer than dpvpnd are named "reason-INDEX".
@@ -137,7 +138,11 @@
  *              Neighbour Discovery resolved their next hop (then sent, or
  *              dropped as neigh-timeout / no-neighbour); neigh_held: how many
  *              are held now (a gauge, not reset by clear): received + made =
- *              sent + drops + consumed + neigh_held
+ *              sent + drops + consumed + neigh_held.
+ *              host_in: frames written to the ports' host interfaces
+ *              (host-interface; the ARP / ND replies they get a copy of are
+ *              not counted here); host_out: frames the host sent through
+ *              them, sent out of the port or dropped under a reason
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}

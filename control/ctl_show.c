@@ -343,7 +343,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "counters");
 	base_counters(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o,s:o,s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -364,6 +364,8 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"icmp_echo", u64(c.icmp_echo),
 		"neigh_queued", u64(c.neigh_queued),
 		"neigh_held", u64(c.neigh_held),
+		"host_in", u64(c.host_in),
+		"host_out", u64(c.host_out),
 		"mbufs_in_use", u64(c.mbufs_in_use),
 		"mbufs_total", u64(c.mbufs_total),
 		"drops", drops_json(&c));

@@ -24,6 +24,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "host.h"
 #include "ike.h"
 #include "ip.h"
 #include "port.h"
@@ -125,6 +126,11 @@ do_port_set(const void *req, struct reply *r)
 			 "address", c->extra4.family, c->extra4.len);
 		return -EINVAL;
 	}
+	if (!host_name_ok(c->host_iface, sizeof(c->host_iface))) {
+		snprintf(r->err, sizeof(r->err), "port.host_iface: not a Linux interface name "
+			 "(1..15 bytes, NUL-terminated, none of / : , = or blanks)");
+		return -EINVAL;
+	}
 	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
 		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
 			 DPVPN_MTU_MIN, dp.max_mtu,
@@ -196,7 +202,7 @@ do_port_set(const void *req, struct reply *r)
 		dp_mask6(cr.dst.v6, p->prefix6_len);
 		remember_route(&cr);
 	}
-	return 0;
+	return host_twin_set(c->port_id, c->host_iface, r->err, sizeof(r->err));
 }
 
 static int
@@ -643,6 +649,8 @@ do_show_counters(const void *req, struct reply *r)
 		c->ike_out += s->ike_out;
 		c->icmp_echo += s->icmp_echo;
 		c->neigh_queued += s->neigh_queued;
+		c->host_in += s->host_in;
+		c->host_out += s->host_out;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nl.h - dpvpnd's netlink (rtnetlink, libmnl): what the host side of a
+ * port's twin gets (doc/host-path.md).
+ */
+#ifndef DPVPN_NL_H
+#define DPVPN_NL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/*
+ * The twin iface (the dataplane made it) gets the port's addresses (IPv6
+ * without duplicate address detection: the dataplane answers for it), MTU
+ * (0: left) and link up.  0, or -1 with err saying which step failed.
+ */
+int nl_twin_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_prefix *a6,
+		  uint16_t mtu, char *err, size_t elen);
+
+#endif /* DPVPN_NL_H */
