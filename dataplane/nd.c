@@ -15,6 +15,7 @@
 #include <rte_ip.h>
 
 #include "dp.h"
+#include "host.h"
 #include "ip.h"
 #include "route.h"
 
@@ -200,7 +201,7 @@ nd_input(struct rte_mbuf *m)
 		/* 7.2.5: an advertisement updates the target's entry */
 		if (has_lla && dp_in_prefix6(nd->target, p->addr6, p->prefix6_len))
 			neigh_set(p->id, DPVPN_AF_INET6, nd->target, &lla, false);
-		rte_pktmbuf_free(m);
+		host_copy(m);	/* the host's ND asked for it too (or freed: no twin) */
 		return;
 	}
 	/* A solicitation: for one of our addresses, or not ours to answer. */

@@ -123,3 +123,115 @@ def test_twins_exist(net):
     assert [a["local"] for a in info["addr_info"] if a["family"] == "inet"] == [OUT_A]
     link_b = json.loads(net.ns(net.ns_gwb, "ip", "-j", "addr", "show", "dpvpn-out").stdout)[0]
     assert [a["local"] for a in link_b["addr_info"] if a["family"] == "inet"] == [OUT_B]
+
+
+def test_tcp_to_gateway_while_esp_flows(net):
+    before_a, before_b = counters(net.a), counters(net.b)
+    srv = server(net, "echo-a", net.ns_gw, ECHO, OUT_A, ECHO_PORT)
+    pings = net.bg("ping-tunnel", net.ns_a, "ping", "-c", "15", "-i", "0.1", "198.18.2.2")
+    r = net.ns(net.ns_gwb, sys.executable, "-c", CLIENT, OUT_A, str(ECHO_PORT), "200", timeout=30)
+    lab.wait_for(lambda: not pings.alive(), 10, "pings through the tunnel")
+    srv.stop()
+    assert r.stdout.split() == ["200"], r.stdout + r.stderr
+    assert " 0% packet loss" in pings.output(), pings.output()
+    a, b = counters(net.a), counters(net.b)
+    assert a["encrypted"] - before_a["encrypted"] >= 15     # ESP flowed meanwhile
+    assert b["decrypted"] - before_b["decrypted"] >= 15
+    # 200 lines each way plus the handshake: through both twins, both ways
+    for now, was in ((a, before_a), (b, before_b)):
+        assert now["host_in"] - was["host_in"] >= 200
+        assert now["host_out"] - was["host_out"] >= 200
+    for reason in ("host-limit", "host-full", "host-down"):
+        assert a["drops"][reason] == before_a["drops"][reason]
+
+
+def test_host_ping(net):
+    """The kernel behind the twin answers: the dataplane's echo replies stay put."""
+    before = counters(net.a)
+    r = net.ns(net.ns_gwb, "ping", "-c", "3", "-i", "0.2", "-W", "2", OUT_A, check=False)
+    assert "3 received" in r.stdout, r.stdout
+    r = net.ns(net.ns_a, "ping", "-c", "3", "-i", "0.2", "-W", "2", IN_A, check=False)
+    assert "3 received" in r.stdout, r.stdout
+    # and A's host pings out through its twin
+    r = net.ns(net.ns_gw, "ping", "-c", "2", "-i", "0.2", "-W", "2", OUT_B, check=False)
+    assert "2 received" in r.stdout, r.stdout
+    after = counters(net.a)
+    assert after["icmp_echo"] == before["icmp_echo"]
+    assert after["host_in"] - before["host_in"] >= 8
+
+
+def test_no_cleartext_from_tunnel_to_host(net):
+    """UDP from host B through the tunnel to A's inside address: to-self, not the twin."""
+    srv = server(net, "udp-a", net.ns_gw, UDP_COUNT, "0.0.0.0", 9999, 1.5)
+    before = counters(net.a)
+    for _ in range(5):
+        net.ns(net.ns_b, sys.executable, "-c",
+               "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+               f".sendto(b'x', ('{IN_A}', 9999))")
+    lab.wait_for(lambda: counters(net.a)["drops"]["to-self"] - before["drops"]["to-self"] >= 5,
+                 5, "to-self drops")
+    lab.wait_for(lambda: not srv.alive(), 10, "the UDP counter")
+    assert "got 0" in srv.output(), srv.output()
+    assert counters(net.a)["decrypted"] - before["decrypted"] >= 5
+
+
+def test_host_traffic_for_a_tunnel_is_encrypted(net):
+    """A's host routes host B's subnet out of its twin, from A's inside address:
+    the policy selects it, so it is encrypted (as XFRM encrypts a host's own
+    packets), never sent in clear; host B's replies come back decrypted and
+    stop at A as to-self (no cleartext from a tunnel reaches a twin)."""
+    # ARP from the twin's own address (the dataplane answers and learns only
+    # ARP for its port's addresses; doc/host-path.md)
+    net.ns(net.ns_gw, "sysctl", "-qw", "net.ipv4.conf.dpvpn-out.arp_announce=2")
+    net.ns(net.ns_gw, "ip", "route", "replace", "198.18.2.0/24", "via", OUT_B,
+           "dev", "dpvpn-out", "src", IN_A)
+    cap, pcap = net.capture("gwa-out", name="host-esp")
+    before_a, before_b = counters(net.a), counters(net.b)
+    r = net.ns(net.ns_gw, "ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.2.2", check=False)
+    lab.wait_for(lambda: counters(net.a)["drops"]["to-self"] - before_a["drops"]["to-self"]
+                 >= 3, 5, "host B's replies, dropped to-self at A")
+    net.stop_capture(cap)
+    net.ns(net.ns_gw, "ip", "route", "del", "198.18.2.0/24")
+    assert " 0 received" in r.stdout, r.stdout
+    a, b = counters(net.a), counters(net.b)
+    for gw, now, was in (("A", a, before_a), ("B", b, before_b)):   # requests, replies
+        assert now["encrypted"] - was["encrypted"] >= 3, gw
+        assert now["decrypted"] - was["decrypted"] >= 3, gw
+    clear = [p for p in rdpcap(pcap) if ICMP in p]
+    assert clear == [], clear
+
+
+@pytest.mark.slow
+def test_host_flood_limited(net):
+    """A UDP flood at A's outside address from the wire: the twin gets at most
+    --host-rate a second (plus the bucket), the rest is host-limit; a TCP
+    exchange on port 179 (control class, a bucket of its own) all arrives."""
+    mac_a = {p["id"]: p for p in net.a.ctl("show", "ports")["ports"]}[1]["mac"]
+    mac_b = {p["id"]: p for p in net.b.ctl("show", "ports")["ports"]}[1]["mac"]
+    frame = bytes(Ether(dst=mac_a, src=mac_b) / IP(src=OUT_B, dst=OUT_A) /
+                  UDP(sport=40000, dport=9) / (b"f" * 64))
+    frames = os.path.join(net.workdir, "flood.json")
+    with open(frames, "w") as f:
+        json.dump({"udp": [frame.hex()]}, f)
+    seconds = 4
+    udp = server(net, "udp-flood", net.ns_gw, UDP_COUNT, OUT_A, 9, seconds + 2)
+    bgp = server(net, "echo-179", net.ns_gw, ECHO, OUT_A, 179)
+    before = counters(net.a)
+    t0 = time.monotonic()
+    flood = net.bg("flood", net.ns_gwb, sys.executable,
+                   os.path.join(os.path.dirname(__file__), "flood.py"), frames, "gwb-out",
+                   str(seconds), "100000000")
+    r = net.ns(net.ns_gwb, sys.executable, "-c", CLIENT, OUT_A, "179", "50", timeout=30)
+    lab.wait_for(lambda: not flood.alive(), seconds + 10, "the flood")
+    elapsed = time.monotonic() - t0
+    lab.wait_for(lambda: not udp.alive(), seconds + 10, "the UDP counter")
+    bgp.stop()
+    sent = json.loads(flood.output())["udp"]
+    got = int(udp.output().split("got")[1])
+    after = counters(net.a)
+    limited = after["drops"]["host-limit"] - before["drops"]["host-limit"]
+    print(f"flood: {sent} sent in {elapsed:.1f} s, {got} reached the host, {limited} host-limit")
+    assert r.stdout.split() == ["50"], r.stdout + r.stderr
+    assert sent > 3 * HOST_RATE * seconds        # a flood, well over the rate
+    assert got <= HOST_RATE * (elapsed + 1) + HOST_DEPTH
+    assert limited > sent / 3
