@@ -19,12 +19,15 @@ its twin; what the host sends through the twin leaves by the port.
   address: the kernel answers (the dataplane's icmp_echo stays put).
 - cleartext from the tunnel for A's inside address never reaches dpvpn-in:
   counted to-self, nothing at a socket on A's host.
+- A's host routes host B's subnet out of its twin: the policy selects it,
+  so it leaves encrypted, never in clear.
 - (slow) a UDP flood at 198.19.0.1 stays within --host-rate, the rest
   host-limit, and a trickle to TCP 179 (control class) all arrives.
+- (slow) kill -9 of A's dataplane: the twin keeps its address (persist), the
+  new dataplane re-attaches, a TCP connection opened before carries on.
 """
 import json
 import os
-import socket
 import sys
 import time
 
@@ -235,3 +238,50 @@ def test_host_flood_limited(net):
     assert sent > 3 * HOST_RATE * seconds        # a flood, well over the rate
     assert got <= HOST_RATE * (elapsed + 1) + HOST_DEPTH
     assert limited > sent / 3
+
+
+# Connect, echo one line, wait for GO (a file) to exist, echo another: prints
+# "first second" with 1 for each line that came back.
+CLIENT_HOLD = """
+import os, socket, sys, time
+addr, port, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.create_connection((addr, port), timeout=20)
+f = s.makefile("rwb")
+res = []
+for i in range(2):
+    if i == 1:
+        print("waiting", flush=True)
+        while not os.path.exists(go):
+            time.sleep(0.05)
+    line = b"line %d\\n" % i
+    f.write(line)
+    f.flush()
+    res.append(int(f.readline() == line))
+print("result", *res, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_twin_survives_dataplane_restart(net):
+    """kill -9 of A's dataplane: the twin (persist) keeps its address and the
+    host its sockets; the new dataplane re-attaches to it by name, and a TCP
+    connection opened before carries on."""
+    srv = server(net, "echo-restart", net.ns_gw, ECHO, OUT_A, ECHO_PORT + 1)
+    go = os.path.join(net.workdir, "go")
+    cli = net.bg("client-restart", net.ns_gwb, sys.executable, "-c", CLIENT_HOLD, OUT_A,
+                 str(ECHO_PORT + 1), go)
+    lab.wait_for(lambda: "waiting" in cli.output() or not cli.alive(), 10, "first line")
+    net.a.dataplane.kill9()
+    link = json.loads(net.ns(net.ns_gw, "ip", "-j", "addr", "show", "dpvpn-out").stdout)[0]
+    assert [a["local"] for a in link["addr_info"] if a["family"] == "inet"] == [OUT_A]
+    if os.path.exists(net.a.dp_sock):
+        os.unlink(net.a.dp_sock)
+    backs = net.a.dpvpnd.output().count("dataplane back")
+    net.a.start_dataplane(log_suffix="-restart")
+    lab.wait_for(lambda: net.a.dpvpnd.output().count("dataplane back") > backs, 30,
+                 "dpvpnd to reinstall")
+    open(go, "w").close()
+    lab.wait_for(lambda: not cli.alive(), 20, "the second line")
+    srv.stop()
+    assert "result 1 1" in cli.output(), cli.output()
+    assert "host interface dpvpn-out" in net.a.dataplane.output()
