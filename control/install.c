@@ -60,10 +60,15 @@ static struct dpvpn_prefix net_prefix(const struct cfg_prefix *p)
 
 /*
  * PORT_SET; then, for a port with a host-interface, the twin the dataplane
- * made gets the port's addresses, MTU and link up (nl.c).
+ * made gets the port's addresses, MTU and link up (nl.c).  o: the port as it
+ * was (a reload; NULL: none): a twin it named and p does not is deleted
+ * (the dataplane closed it, persist kept the interface), and on the same
+ * twin its addresses that p no longer has are taken off.
  */
-static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose)
+static int port_set(struct dp_client *dp, const struct cfg_port *p, const struct cfg_port *o,
+		    bool verbose)
 {
+	bool same = o != NULL && strcmp(o->host_iface, p->host_iface) == 0;
 	struct dpvpn_port_cfg m = {
 		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
 		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu, .extra4 = net_prefix(&p->extra4),
@@ -74,9 +79,14 @@ static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose
 	snprintf(what, sizeof(what), "port %s", p->name);
 	if (call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m)))
 		return -1;
+	if (o != NULL && o->host_iface[0] && !same && nl_link_del(o->host_iface, err, sizeof(err))) {
+		fprintf(stderr, "dpvpnd: port %s: %s\n", p->name, err);
+		return -1;
+	}
 	if (p->host_iface[0] == '\0')
 		return 0;
-	if (nl_twin_setup(p->host_iface, &p->addr4, &p->addr6, p->mtu, err, sizeof(err))) {
+	if (nl_twin_setup(p->host_iface, &p->addr4, &p->addr6, same ? &o->addr4 : NULL,
+			  same ? &o->addr6 : NULL, p->mtu, err, sizeof(err))) {
 		fprintf(stderr, "dpvpnd: port %s: %s\n", p->name, err);
 		return -1;
 	}
@@ -88,7 +98,7 @@ static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose
 static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 {
 	for (size_t i = 0; i < cfg->n_ports; i++)
-		if (port_set(dp, &cfg->ports[i], verbose))
+		if (port_set(dp, &cfg->ports[i], NULL, verbose))
 			return -1;
 	return 0;
 }
@@ -804,7 +814,7 @@ static int reload_tables(struct dp_client *dp, const struct cfg *cur, const stru
 		if (SAME_ITEM(struct cfg_port, o, p, port_lines))
 			continue;
 		if (del_connected(dp, &o->addr4, &p->addr4, v) ||
-		    del_connected(dp, &o->addr6, &p->addr6, v) || port_set(dp, p, v))
+		    del_connected(dp, &o->addr6, &p->addr6, v) || port_set(dp, p, o, v))
 			return -1;
 		(*changes)++;
 	}

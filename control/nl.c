@@ -58,14 +58,16 @@ static int link_up(struct mnl_socket *nl, unsigned int index, uint16_t mtu)
 	return nl_request(nl, nlh);
 }
 
-static int addr_add(struct mnl_socket *nl, unsigned int index, const struct cfg_prefix *p)
+/* RTM_NEWADDR (add: true) or RTM_DELADDR of p on the interface. */
+static int addr_set(struct mnl_socket *nl, unsigned int index, const struct cfg_prefix *p,
+		    bool add)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
 
-	nlh->nlmsg_type = RTM_NEWADDR;
-	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE;
+	nlh->nlmsg_type = add ? RTM_NEWADDR : RTM_DELADDR;
+	nlh->nlmsg_flags = add ? NLM_F_CREATE | NLM_F_REPLACE : 0;
 	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_prefixlen = p->len;
 	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
@@ -89,8 +91,40 @@ static int addr_add(struct mnl_socket *nl, unsigned int index, const struct cfg_
 	return nl_request(nl, nlh);
 }
 
+static struct mnl_socket *nl_open(const char *iface, char *err, size_t elen)
+{
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+
+	if (nl != NULL && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
+		return nl;
+	snprintf(err, elen, "host-interface %s: netlink socket: %s", iface, strerror(errno));
+	if (nl != NULL)
+		mnl_socket_close(nl);
+	return NULL;
+}
+
+static bool same_prefix(const struct cfg_prefix *a, const struct cfg_prefix *b)
+{
+	return a->addr.family == b->addr.family && a->len == b->len &&
+	       (a->addr.family == DPVPN_AF_INET ? a->addr.v4 == b->addr.v4 :
+		memcmp(a->addr.v6, b->addr.v6, sizeof(a->addr.v6)) == 0);
+}
+
+/* An old address the port no longer has, taken off (gone already: fine). */
+static int addr_drop(struct mnl_socket *nl, unsigned int index, const struct cfg_prefix *old,
+		     const struct cfg_prefix *now)
+{
+	int rc;
+
+	if (old == NULL || !old->addr.family || same_prefix(old, now))
+		return 0;
+	rc = addr_set(nl, index, old, false);
+	return rc == -EADDRNOTAVAIL || rc == -ENOENT ? 0 : rc;
+}
+
 int nl_twin_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_prefix *a6,
-		  uint16_t mtu, char *err, size_t elen)
+		  const struct cfg_prefix *old4, const struct cfg_prefix *old6, uint16_t mtu,
+		  char *err, size_t elen)
 {
 	unsigned int index = if_nametoindex(iface);
 	struct mnl_socket *nl;
@@ -101,23 +135,48 @@ int nl_twin_setup(const char *iface, const struct cfg_prefix *a4, const struct c
 		snprintf(err, elen, "host-interface %s: %s", iface, strerror(errno));
 		return -1;
 	}
-	nl = mnl_socket_open(NETLINK_ROUTE);
-	if (nl == NULL || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		snprintf(err, elen, "host-interface %s: netlink socket: %s", iface,
-			 strerror(errno));
-		if (nl != NULL)
-			mnl_socket_close(nl);
+	if ((nl = nl_open(iface, err, elen)) == NULL)
 		return -1;
-	}
+	step = "old address";
+	rc = addr_drop(nl, index, old4, a4);
+	if (rc == 0)
+		rc = addr_drop(nl, index, old6, a6);
 	/* addresses first: the link comes up with them (no window without) */
-	rc = a4->addr.family ? (step = "IPv4 address", addr_add(nl, index, a4)) : 0;
+	if (rc == 0 && a4->addr.family)
+		rc = (step = "IPv4 address", addr_set(nl, index, a4, true));
 	if (rc == 0 && a6->addr.family)
-		rc = (step = "IPv6 address", addr_add(nl, index, a6));
+		rc = (step = "IPv6 address", addr_set(nl, index, a6, true));
 	if (rc == 0)
 		rc = (step = "MTU and link up", link_up(nl, index, mtu));
 	mnl_socket_close(nl);
 	if (rc != 0) {
 		snprintf(err, elen, "host-interface %s: %s: %s", iface, step, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+int nl_link_del(const char *iface, char *err, size_t elen)
+{
+	unsigned int index = if_nametoindex(iface);
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifi;
+	struct mnl_socket *nl;
+	int rc;
+
+	if (index == 0)		/* gone already */
+		return 0;
+	if ((nl = nl_open(iface, err, elen)) == NULL)
+		return -1;
+	nlh->nlmsg_type = RTM_DELLINK;
+	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = (int)index;
+	rc = nl_request(nl, nlh);
+	mnl_socket_close(nl);
+	if (rc != 0 && rc != -ENODEV) {
+		snprintf(err, elen, "host-interface %s: delete: %s", iface, strerror(-rc));
 		return -1;
 	}
 	return 0;

@@ -14,9 +14,13 @@
 /*
  * The twin iface (the dataplane made it) gets the port's addresses (IPv6
  * without duplicate address detection: the dataplane answers for it), MTU
- * (0: left) and link up.  0, or -1 with err saying which step failed.
+ * (0: left) and link up; old4 / old6 (a reload; NULL: none), where they
+ * differ, are taken off first.  0, or -1 with err saying which step failed.
  */
 int nl_twin_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_prefix *a6,
-		  uint16_t mtu, char *err, size_t elen);
+		  const struct cfg_prefix *old4, const struct cfg_prefix *old6, uint16_t mtu,
+		  char *err, size_t elen);
+/* Delete the interface (a twin the config no longer names: persist kept it). */
+int nl_link_del(const char *iface, char *err, size_t elen);
 
 #endif /* DPVPN_NL_H */

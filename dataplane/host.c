@@ -19,7 +19,7 @@
 #include "ip.h"
 #include "spd.h"
 
-#define LINK_POLL_HZ	10	/* twins' link states read this often */
+#define LINK_POLL_HZ	50	/* twins' link states read this often (host-down until then) */
 
 struct dp_twin dp_twins[DP_MAX_PORTS];
 unsigned int host_mbufs = HOST_MBUFS_DEFAULT;
@@ -286,7 +286,7 @@ host_poll(void)
 
 		if (!dp_twins[p].created)
 			continue;
-		rte_eth_link_get_nowait(dp_twins[p].eth, &link);	/* an ioctl: 10 a second */
+		rte_eth_link_get_nowait(dp_twins[p].eth, &link);	/* an ioctl */
 		__atomic_store_n(&dp_twins[p].up, link.link_status == RTE_ETH_LINK_UP,
 				 __ATOMIC_RELAXED);
 	}

@@ -204,6 +204,48 @@ def test_host_traffic_for_a_tunnel_is_encrypted(net):
     assert clear == [], clear
 
 
+def reload(gw, text):
+    with open(gw.config, "w") as f:
+        f.write(text)
+    r = lab.sh(lab.DPVPNCTL, "-s", gw.ctl_sock, "reload", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr + gw.dpvpnd.output()[-2000:]
+    time.sleep(0.1)     # a new twin's link state, read 50 times a second (host.c)
+
+
+def twin_addrs(net, ns, dev):
+    r = net.ns(ns, "ip", "-j", "addr", "show", dev, check=False)
+    if r.returncode != 0:
+        return None
+    return [f"{a['local']}/{a['prefixlen']}" for a in json.loads(r.stdout)[0]["addr_info"]
+            if a["family"] == "inet"]
+
+
+def test_reload_twin(net):
+    """Reload: a changed address replaces the old one on the twin; a port that
+    no longer names its twin gets it deleted (persist kept it) and the
+    dataplane answers its ping again; named again, the twin comes back."""
+    original = open(net.a.config).read()
+    inside = "address = 198.18.1.1/24\nhost-interface = dpvpn-in\n"
+    assert inside in original
+    try:
+        reload(net.a, original.replace(inside, "address = 198.18.1.1/25\n"
+                                       "host-interface = dpvpn-in\n"))
+        assert twin_addrs(net, net.ns_gw, "dpvpn-in") == ["198.18.1.1/25"]
+        reload(net.a, original.replace(inside, "address = 198.18.1.1/24\n"))
+        assert twin_addrs(net, net.ns_gw, "dpvpn-in") is None
+        before = counters(net.a)["icmp_echo"]
+        r = net.ns(net.ns_a, "ping", "-c", "2", "-i", "0.2", "-W", "2", IN_A, check=False)
+        assert "2 received" in r.stdout, r.stdout
+        assert counters(net.a)["icmp_echo"] - before == 2
+    finally:
+        reload(net.a, original)
+    assert twin_addrs(net, net.ns_gw, "dpvpn-in") == ["198.18.1.1/24"]
+    before = counters(net.a)["icmp_echo"]
+    r = net.ns(net.ns_a, "ping", "-c", "2", "-i", "0.2", "-W", "2", IN_A, check=False)
+    assert "2 received" in r.stdout, r.stdout
+    assert counters(net.a)["icmp_echo"] == before
+
+
 @pytest.mark.slow
 def test_host_flood_limited(net):
     """A UDP flood at A's outside address from the wire: the twin gets at most
