@@ -45,6 +45,7 @@ static const size_t port_fields[] = {
 	F(dpvpn_port_info, tx_packets), F(dpvpn_port_info, tx_bytes),
 	F(dpvpn_port_info, rx_missed), F(dpvpn_port_info, rx_errors),
 	F(dpvpn_port_info, tx_errors), F(dpvpn_port_info, csum_completed),
+	F(dpvpn_port_info, host_in), F(dpvpn_port_info, host_out),
 };
 static const size_t lcore_fields[] = {
 	F(dpvpn_lcore_info, rx_packets), F(dpvpn_lcore_info, tx_packets),

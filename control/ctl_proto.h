@@ -108,7 +108,13 @@
  *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
  *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
  *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,
- *                        "tx_errors":N,"csum_completed":N}, ...]}
+ *                        "tx_errors":N,"csum_completed":N,
+ *                        "host_interface":NAME|null (the port's host twin,
+ *                                host-interface; null: none),
+ *                        "host_link":"up"|"down"|null (the twin's Linux link;
+ *                                down: what is for the host is host-down),
+ *                        "host_in":N,"host_out":N (frames written into the twin,
+ *                                read from it)}, ...]}
  *             rx_missed: frames the port received that never reached the
  *             dataplane: the device's own count (imissed) where it keeps one;
  *             for net_af_packet (DPDK 22.11 keeps none) what the Linux

@@ -207,7 +207,8 @@ static json_t *port_json(const struct dpvpn_port_info *raw)
 	const uint8_t *m = p->mac;
 
 	base_port(&c);
-	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+			 "s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
 		"iface", p->iface[0] ? name(p->iface, sizeof(p->iface)) : json_null(),
@@ -225,7 +226,13 @@ static json_t *port_json(const struct dpvpn_port_info *raw)
 		"rx_missed", u64(p->rx_missed),
 		"rx_errors", u64(p->rx_errors),
 		"tx_errors", u64(p->tx_errors),
-		"csum_completed", u64(p->csum_completed));
+		"csum_completed", u64(p->csum_completed),
+		"host_interface", p->host_iface[0] ? name(p->host_iface, sizeof(p->host_iface)) :
+			json_null(),
+		"host_link", p->host_iface[0] ? json_string(p->host_link_up ? "up" : "down") :
+			json_null(),
+		"host_in", u64(p->host_in),
+		"host_out", u64(p->host_out));
 }
 
 static json_t *policy_json(const struct dpvpn_policy *p)

@@ -559,6 +559,12 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 	memcpy(o->iface, p->iface, sizeof(o->iface));
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
 		o->csum_completed += dp_lstats[l].csum_completed[id];
+	if (dp_twins[id].created) {
+		memcpy(o->host_iface, dp_twins[id].iface, sizeof(o->host_iface));
+		o->host_link_up = dp_twins[id].up;
+		o->host_in = dp_twins[id].in;
+		o->host_out = dp_twins[id].out;
+	}
 }
 
 /* Paged dump: fill as many entries from req->start as fit in one reply. */

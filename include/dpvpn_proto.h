@@ -376,6 +376,10 @@ struct dpvpn_port_info {
 	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
 					 * partial (offload), finished by the dataplane */
 	struct dpvpn_prefix extra4;	/* extra-addresses (PORT_SET); family 0: none */
+	char host_iface[16];	/* the port's host twin (PORT_SET), "" none */
+	uint8_t host_link_up;	/* the twin's Linux link is up (what it gets: host-down else) */
+	uint8_t reserved3[7];
+	uint64_t host_in, host_out;	/* frames written into the twin, read from it */
 };
 
 struct dpvpn_sa_info {

@@ -124,6 +124,9 @@ def test_twins_exist(net):
     assert info["address"] == ports[1]["mac"].lower()
     assert "UP" in info["flags"]
     assert [a["local"] for a in info["addr_info"] if a["family"] == "inet"] == [OUT_A]
+    assert (ports[1]["host_interface"], ports[1]["host_link"]) == ("dpvpn-out", "up")
+    assert (ports[0]["host_interface"], ports[0]["host_link"]) == ("dpvpn-in", "up")
+    assert "dpvpn-out" in net.a.ctl_text("-w", "show", "ports")
     link_b = json.loads(net.ns(net.ns_gwb, "ip", "-j", "addr", "show", "dpvpn-out").stdout)[0]
     assert [a["local"] for a in link_b["addr_info"] if a["family"] == "inet"] == [OUT_B]
 
@@ -141,6 +144,8 @@ def test_tcp_to_gateway_while_esp_flows(net):
     assert a["encrypted"] - before_a["encrypted"] >= 15     # ESP flowed meanwhile
     assert b["decrypted"] - before_b["decrypted"] >= 15
     # 200 lines each way plus the handshake: through both twins, both ways
+    port_a = {p["id"]: p for p in net.a.ctl("show", "ports")["ports"]}[1]
+    assert port_a["host_in"] >= 200 and port_a["host_out"] >= 200
     for now, was in ((a, before_a), (b, before_b)):
         assert now["host_in"] - was["host_in"] >= 200
         assert now["host_out"] - was["host_out"] >= 200
