@@ -195,7 +195,7 @@ void
 host_copy(struct rte_mbuf *m)
 {
 	if (m->port >= DP_MAX_PORTS || !dp_twins[m->port].up) {
-		rte_pktmbuf_free(m);	/* learnt from: consumed, as without a twin */
+		rte_pktmbuf_free(m);	/* consumed (arp_in), as without a twin */
 		return;
 	}
 	to_twin(main_stats(), m, true);

@@ -72,7 +72,12 @@ host_link_dst(const struct dp_port *port, const struct rte_mbuf *m)
 /* Worker: m (IP header first) to port's twin, or dropped under a reason. */
 void host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	       struct rte_mbuf *m);
-/* Main lcore: an ARP / ND frame the dataplane learnt from, to the twin (or freed). */
+/*
+ * Main lcore: an ARP / ND frame (m->port's, Ethernet header on) that the
+ * dataplane took (arp_in: a reply it learnt from, a solicitation for another
+ * address of the link) to the twin; freed if the port has no twin up.  Not
+ * counted in host_in (arp_in did); a twin that refuses it: host-full.
+ */
 void host_copy(struct rte_mbuf *m);
 /*
  * The host's IP frames (from a twin) ride worker 0's TX ring marked so: that

@@ -46,7 +46,7 @@ ECHO_PORT = 7777
 
 # A line-echo server (stdlib): python3 -c ECHO ADDR PORT; prints "ready".
 ECHO = """
-import socketserver, sys
+import socket, socketserver, sys
 class H(socketserver.StreamRequestHandler):
     def handle(self):
         for line in self.rfile:
@@ -54,6 +54,7 @@ class H(socketserver.StreamRequestHandler):
 class S(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
+    address_family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
 s = S((sys.argv[1], int(sys.argv[2])), H)
 print("ready", flush=True)
 s.serve_forever()
