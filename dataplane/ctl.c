@@ -131,6 +131,11 @@ do_port_set(const void *req, struct reply *r)
 			 "(1..15 bytes, NUL-terminated, none of / : , = or blanks)");
 		return -EINVAL;
 	}
+	if (c->host_iface[0] != '\0' && !host_twins_enabled) {	/* before any change */
+		snprintf(r->err, sizeof(r->err), "port.host_iface: this process makes no twins "
+			 "(not the dataplane: a fuzz target or a test)");
+		return -ENOTSUP;
+	}
 	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
 		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
 			 DPVPN_MTU_MIN, dp.max_mtu,
