@@ -58,6 +58,8 @@ struct cfg_port {
 	uint16_t mtu;		/* 0: the device's own */
 	struct cfg_prefix extra4;	/* extra-addresses = (outside, IPv4); family 0: none */
 	int extra_line;
+	char host_iface[16];	/* host-interface = : the Linux twin; "" none */
+	int host_line;
 };
 
 struct cfg_neigh {

@@ -104,6 +104,30 @@ static void check_extra(struct parser *p)
 	}
 }
 
+/* host-interface: one port's each, and not beside extra-addresses (yet). */
+static void check_host(struct parser *p)
+{
+	const struct cfg *c = p->cfg;
+
+	for (size_t i = 0; i < c->n_ports; i++) {
+		const struct cfg_port *port = &c->ports[i];
+
+		if (!port->host_iface[0])
+			continue;
+		if (port->extra4.addr.family)
+			cfg_err_at(p, port->host_line, "[port %s] host-interface: not with "
+				   "extra-addresses (the twin would need every address of the "
+				   "block)", port->name);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(port->host_iface, c->ports[j].host_iface)) {
+				cfg_err_at(p, port->host_line, "[port %s] host-interface: %s is "
+					   "already the host interface of [port %s]", port->name,
+					   port->host_iface, c->ports[j].name);
+				break;
+			}
+	}
+}
+
 /* Is a within p (IPv4, host order)? */
 static bool in_prefix4(const struct cfg_prefix *p, const struct cfg_addr *a)
 {
@@ -228,6 +252,7 @@ void cfg_check_all(struct parser *p)
 			   "needed");
 	check_port_ids(p);
 	check_extra(p);
+	check_host(p);
 	resolve_ports(p);
 	cfg_check_ike_sa(p);	/* first: children get their parent's addresses */
 	check_tunnels(p);

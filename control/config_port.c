@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_port.c - the [port NAME] sections: a DPDK port's id, its role
- * (inside or outside), addresses, MTU and an outside port's extra addresses.
+ * (inside or outside), addresses, MTU, an outside port's extra addresses
+ * and the port's Linux twin (host-interface).
  * Ids and extra addresses are checked across sections at the end
  * (config_check.c).
  */
@@ -106,6 +107,28 @@ static int key_port_extra(struct parser *p, const char *val)
 	return 0;
 }
 
+/*
+ * The port's Linux twin (doc/host-path.md): a Linux interface name as
+ * dev_valid_name() takes it, without ',' or '=' (DPDK's device arguments
+ * carry it).  Unique across ports: checked at the end (check_host).
+ */
+static int key_port_host(struct parser *p, const char *val)
+{
+	struct cfg_port *port = CUR(p, ports);
+	size_t len = strlen(val);
+	bool ok = len > 0 && len < sizeof(port->host_iface) && strcmp(val, ".") != 0 &&
+		  strcmp(val, "..") != 0;
+
+	for (size_t i = 0; ok && i < len; i++)
+		ok = val[i] > ' ' && val[i] < 0x7f && strchr("/:,=", val[i]) == NULL;
+	if (!ok)
+		return cfg_kerr(p, "expected a Linux interface name (1..15 bytes, not '.' or "
+				"'..', none of / : , = or blanks), got '%s'", val);
+	strcpy(port->host_iface, val);
+	port->host_line = p->line;
+	return 0;
+}
+
 int cfg_open_array(struct parser *p, void **arr, size_t *n, size_t size)
 {
 	char *a = realloc(*arr, (*n + 1) * size);
@@ -135,6 +158,7 @@ static const struct key_def port_keys[] = {
 	{ "address", key_port_address, true },
 	{ "mtu", key_port_mtu, false },
 	{ "extra-addresses", key_port_extra, false },
+	{ "host-interface", key_port_host, false },
 };
 
 const struct sect_def cfg_sect_port = {

@@ -45,6 +45,7 @@ static const size_t port_fields[] = {
 	F(dpvpn_port_info, tx_packets), F(dpvpn_port_info, tx_bytes),
 	F(dpvpn_port_info, rx_missed), F(dpvpn_port_info, rx_errors),
 	F(dpvpn_port_info, tx_errors), F(dpvpn_port_info, csum_completed),
+	F(dpvpn_port_info, host_in), F(dpvpn_port_info, host_out),
 };
 static const size_t lcore_fields[] = {
 	F(dpvpn_lcore_info, rx_packets), F(dpvpn_lcore_info, tx_packets),
@@ -136,6 +137,9 @@ void base_counters(struct dpvpn_counters *c)
 		       c->icmp_echo - base.counters.icmp_echo : 0;
 	c->neigh_queued = c->neigh_queued > base.counters.neigh_queued ?
 			  c->neigh_queued - base.counters.neigh_queued : 0;
+	c->host_in = c->host_in > base.counters.host_in ? c->host_in - base.counters.host_in : 0;
+	c->host_out = c->host_out > base.counters.host_out ?
+		      c->host_out - base.counters.host_out : 0;
 }
 
 void base_sa(struct dpvpn_sa_info *s)

@@ -108,7 +108,13 @@
  *                        "mac":"02:00:00:00:00:01","link":"up"|"down",
  *                        "rx_packets":N,"rx_bytes":N,"tx_packets":N,
  *                        "tx_bytes":N,"rx_missed":N,"rx_errors":N,
- *                        "tx_errors":N,"csum_completed":N}, ...]}
+ *                        "tx_errors":N,"csum_completed":N,
+ *                        "host_interface":NAME|null (the port's host twin,
+ *                                host-interface; null: none),
+ *                        "host_link":"up"|"down"|null (the twin's Linux link;
+ *                                down: what is for the host is host-down),
+ *                        "host_in":N,"host_out":N (frames written into the twin,
+ *                                read from it)}, ...]}
  *             rx_missed: frames the port received that never reached the
  *             dataplane: the device's own count (imissed) where it keeps one;
  *             for net_af_packet (DPDK 22.11 keeps none) what the Linux
@@ -128,6 +134,7 @@
  *              "reassembled":N,"reass_dropped":N,"ike_in":N,"ike_out":N,
  *              "mbufs_in_use":N,"mbufs_total":N,
  *              "icmp_echo":N,"neigh_queued":N,"neigh_held":N,
+ *              "host_in":N,"host_out":N,
  *              "drops":{"no-role":N, ...}}   every reason the dataplane counts,
  *              in DPVPN_DROP_REASONS order (include/dpvpn_proto.h); reasons
  *              newer than dpvpnd are named "reason-INDEX".
@@ -137,7 +144,11 @@
  *              Neighbour Discovery resolved their next hop (then sent, or
  *              dropped as neigh-timeout / no-neighbour); neigh_held: how many
  *              are held now (a gauge, not reset by clear): received + made =
- *              sent + drops + consumed + neigh_held
+ *              sent + drops + consumed + neigh_held.
+ *              host_in: frames written to the ports' host interfaces
+ *              (host-interface; the ARP / ND replies they get a copy of are
+ *              not counted here); host_out: frames the host sent through
+ *              them, sent out of the port or dropped under a reason
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
  *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}

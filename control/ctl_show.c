@@ -207,7 +207,8 @@ static json_t *port_json(const struct dpvpn_port_info *raw)
 	const uint8_t *m = p->mac;
 
 	base_port(&c);
-	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:I,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+			 "s:o,s:o,s:o,s:o}",
 		"id", (json_int_t)p->port_id,
 		"name", name(p->name, sizeof(p->name)),
 		"iface", p->iface[0] ? name(p->iface, sizeof(p->iface)) : json_null(),
@@ -225,7 +226,13 @@ static json_t *port_json(const struct dpvpn_port_info *raw)
 		"rx_missed", u64(p->rx_missed),
 		"rx_errors", u64(p->rx_errors),
 		"tx_errors", u64(p->tx_errors),
-		"csum_completed", u64(p->csum_completed));
+		"csum_completed", u64(p->csum_completed),
+		"host_interface", p->host_iface[0] ? name(p->host_iface, sizeof(p->host_iface)) :
+			json_null(),
+		"host_link", p->host_iface[0] ? json_string(p->host_link_up ? "up" : "down") :
+			json_null(),
+		"host_in", u64(p->host_in),
+		"host_out", u64(p->host_out));
 }
 
 static json_t *policy_json(const struct dpvpn_policy *p)
@@ -343,7 +350,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "counters");
 	base_counters(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o,s:o,s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -364,6 +371,8 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"icmp_echo", u64(c.icmp_echo),
 		"neigh_queued", u64(c.neigh_queued),
 		"neigh_held", u64(c.neigh_held),
+		"host_in", u64(c.host_in),
+		"host_out", u64(c.host_out),
 		"mbufs_in_use", u64(c.mbufs_in_use),
 		"mbufs_total", u64(c.mbufs_total),
 		"drops", drops_json(&c));

@@ -424,6 +424,10 @@ static void print_ports(json_t *r)
 		{ "RX-ERR", "rx_errors", U_COUNT, COL_WIDE },
 		{ "TX-ERR", "tx_errors", U_COUNT, COL_WIDE },
 		{ "CSUM-DONE", "csum_completed", U_COUNT, COL_WIDE },
+		{ "HOST", "host_interface", U_TEXT, COL_WIDE },
+		{ "HOST-LINK", "host_link", U_TEXT, COL_WIDE },
+		{ "HOST-IN", "host_in", U_COUNT, COL_WIDE },
+		{ "HOST-OUT", "host_out", U_COUNT, COL_WIDE },
 	};
 
 	print_table(json_object_get(r, "ports"), COLS(cols));

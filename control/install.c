@@ -19,6 +19,7 @@
 
 #include "dpvpn_alg.h"
 #include "install.h"
+#include "twin.h"
 #include "seqstate.h"
 
 #define INST_POLICY_PRIORITY	100	/* one policy per tunnel; room for others */
@@ -57,25 +58,48 @@ static struct dpvpn_prefix net_prefix(const struct cfg_prefix *p)
 	return n;
 }
 
+/*
+ * PORT_SET; then, for a port with a host-interface, the twin the dataplane
+ * made gets the port's addresses, MTU and link up (twin.c).  o: the port as it
+ * was (a reload; NULL: none): a twin it named and p does not is deleted
+ * (the dataplane closed it, persist kept the interface), and on the same
+ * twin its addresses that p no longer has are taken off.
+ */
+static int port_set(struct dp_client *dp, const struct cfg_port *p, const struct cfg_port *o,
+		    bool verbose)
+{
+	bool same = o != NULL && strcmp(o->host_iface, p->host_iface) == 0;
+	struct dpvpn_port_cfg m = {
+		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
+		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu, .extra4 = net_prefix(&p->extra4),
+	};
+	char what[64], err[160];
+
+	snprintf(m.host_iface, sizeof(m.host_iface), "%s", p->host_iface);
+	snprintf(what, sizeof(what), "port %s", p->name);
+	if (call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m)))
+		return -1;
+	if (o != NULL && o->host_iface[0] && !same && twin_del(o->host_iface, err, sizeof(err))) {
+		fprintf(stderr, "dpvpnd: port %s: %s\n", p->name, err);
+		return -1;
+	}
+	if (p->host_iface[0] == '\0')
+		return 0;
+	if (twin_setup(p->host_iface, &p->addr4, &p->addr6, same ? &o->addr4 : NULL,
+			  same ? &o->addr6 : NULL, p->mtu, err, sizeof(err))) {
+		fprintf(stderr, "dpvpnd: port %s: %s\n", p->name, err);
+		return -1;
+	}
+	if (verbose)
+		fprintf(stderr, "dpvpnd: port %s: host-interface %s up\n", p->name, p->host_iface);
+	return 0;
+}
+
 static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 {
-	char what[64];
-
-	for (size_t i = 0; i < cfg->n_ports; i++) {
-		const struct cfg_port *p = &cfg->ports[i];
-		struct dpvpn_port_cfg m = {
-			.port_id = p->id,
-			.role = p->role,
-			.addr4 = net_prefix(&p->addr4),
-			.addr6 = net_prefix(&p->addr6),
-			.mtu = p->mtu,
-			.extra4 = net_prefix(&p->extra4),
-		};
-
-		snprintf(what, sizeof(what), "port %s", p->name);
-		if (call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m)))
+	for (size_t i = 0; i < cfg->n_ports; i++)
+		if (port_set(dp, &cfg->ports[i], NULL, verbose))
 			return -1;
-	}
 	return 0;
 }
 
@@ -686,7 +710,10 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 	return same;
 }
 
-static void port_lines(struct cfg_port *p) { p->line = p->id_line = p->extra_line = 0; }
+static void port_lines(struct cfg_port *p)
+{
+	p->line = p->id_line = p->extra_line = p->host_line = 0;
+}
 static void neigh_lines(struct cfg_neigh *n)
 {
 	n->line = n->port_line = 0;
@@ -741,17 +768,6 @@ int inst_tunnel_down(struct dp_client *dp, const struct cfg_tunnel *t, bool verb
 			in_ = SAME_ITEM(type, item, &(arr)[j_], zero); \
 		in_; })
 
-static int port_set(struct dp_client *dp, const struct cfg_port *p, bool verbose)
-{
-	struct dpvpn_port_cfg m = {
-		.port_id = p->id, .role = p->role, .addr4 = net_prefix(&p->addr4),
-		.addr6 = net_prefix(&p->addr6), .mtu = p->mtu, .extra4 = net_prefix(&p->extra4),
-	};
-	char what[64];
-
-	snprintf(what, sizeof(what), "port %s", p->name);
-	return call(dp, verbose, what, DPVPN_MSG_PORT_SET, &m, sizeof(m));
-}
 
 /* The connected route of an address that goes away. */
 static int del_connected(struct dp_client *dp, const struct cfg_prefix *old,
@@ -798,7 +814,7 @@ static int reload_tables(struct dp_client *dp, const struct cfg *cur, const stru
 		if (SAME_ITEM(struct cfg_port, o, p, port_lines))
 			continue;
 		if (del_connected(dp, &o->addr4, &p->addr4, v) ||
-		    del_connected(dp, &o->addr6, &p->addr6, v) || port_set(dp, p, v))
+		    del_connected(dp, &o->addr6, &p->addr6, v) || port_set(dp, p, o, v))
 			return -1;
 		(*changes)++;
 	}

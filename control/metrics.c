@@ -133,6 +133,8 @@ static void counters(struct out *o, struct dp_client *dp)
 		T(reassembled, "Packets reassembled from outer fragments."),
 		T(icmp_echo, "ICMP and ICMPv6 echo replies sent (ping to the gateway)."),
 		T(neigh_queued, "Packets held while their next hop was resolved."),
+		T(host_in, "Frames handed to the ports' host interfaces."),
+		T(host_out, "Frames the host sent through its host interfaces."),
 #undef T
 	};
 

@@ -263,6 +263,26 @@ static const struct tcase cases[] = {
 	  "address = 2001:db8::1/64\nextra-addresses = 198.19.128.0/17\n",
 	  "5: [port o] extra-addresses: 198.19.128.0/17 needs the port's own IPv4 address "
 	  "(address =) too", { 0 } },
+	/* host-interface: line 10 (outside), or 5 (inside, before the blank line) */
+	{ "host-interface", PORTS "host-interface = dpvpn-out\n" TUN("t", "198.19.0.1") SPIS KEYS,
+	  NULL, { 0 } },
+	{ "host-interface slash", PORTS "host-interface = a/b\n",
+	  "10: [port outside] host-interface: expected a Linux interface name (1..15 bytes, "
+	  "not '.' or '..', none of / : , = or blanks), got 'a/b'", { 0 } },
+	{ "host-interface too long", PORTS "host-interface = abcdefghijklmnop\n",
+	  "10: [port outside] host-interface: expected a Linux interface name (1..15 bytes, "
+	  "not '.' or '..', none of / : , = or blanks), got 'abcdefghijklmnop'", { 0 } },
+	{ "host-interface dotdot", PORTS "host-interface = ..\n",
+	  "10: [port outside] host-interface: expected a Linux interface name (1..15 bytes, "
+	  "not '.' or '..', none of / : , = or blanks), got '..'", { 0 } },
+	{ "host-interface twice", "[port inside]\nid = 0\nrole = inside\naddress = 198.18.1.1/24\n"
+	  "host-interface = tw0\n[port outside]\nid = 1\nrole = outside\n"
+	  "address = 198.19.0.1/24\nhost-interface = tw0\n",
+	  "10: [port outside] host-interface: tw0 is already the host interface of "
+	  "[port inside]", { 0 } },
+	{ "host-interface extra", PORTS "extra-addresses = 198.19.128.0/17\n"
+	  "host-interface = tw0\n", "11: [port outside] host-interface: not with "
+	  "extra-addresses (the twin would need every address of the block)", { 0 } },
 	{ "host bits in ts", PORTS "[route r]\ndst = 10.1.2.3/16\nport = inside\n",
 	  "11: [route r] dst: 10.1.2.3/16 has host bits set (did you mean 10.1.0.0/16?)",
 	  { 0 } },

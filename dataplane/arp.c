@@ -13,6 +13,7 @@
 #include <rte_ethdev.h>
 
 #include "dp.h"
+#include "host.h"
 #include "route.h"
 
 
@@ -81,7 +82,7 @@ arp_input(struct rte_mbuf *m)
 	if (sip != 0 && dp_in_prefix(sip, p->addr & p->mask, p->mask))
 		neigh_set(p->id, DPVPN_AF_INET, &sip, &a->arp_data.arp_sha, false);
 	if (a->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)) {
-		rte_pktmbuf_free(m);
+		host_copy(m);	/* the host's ARP asked for it too (or freed: no twin) */
 		return;
 	}
 	/* Answer in place. */

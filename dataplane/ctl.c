@@ -24,6 +24,7 @@
 #include "crypto.h"
 #include "ctl.h"
 #include "dp.h"
+#include "host.h"
 #include "ike.h"
 #include "ip.h"
 #include "port.h"
@@ -125,6 +126,16 @@ do_port_set(const void *req, struct reply *r)
 			 "address", c->extra4.family, c->extra4.len);
 		return -EINVAL;
 	}
+	if (!host_name_ok(c->host_iface, sizeof(c->host_iface))) {
+		snprintf(r->err, sizeof(r->err), "port.host_iface: not a Linux interface name "
+			 "(1..15 bytes, NUL-terminated, none of / : , = or blanks)");
+		return -EINVAL;
+	}
+	if (c->host_iface[0] != '\0' && !host_twins_enabled) {	/* before any change */
+		snprintf(r->err, sizeof(r->err), "port.host_iface: this process makes no twins "
+			 "(not the dataplane: a fuzz target or a test)");
+		return -ENOTSUP;
+	}
 	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
 		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
 			 DPVPN_MTU_MIN, dp.max_mtu,
@@ -196,7 +207,7 @@ do_port_set(const void *req, struct reply *r)
 		dp_mask6(cr.dst.v6, p->prefix6_len);
 		remember_route(&cr);
 	}
-	return 0;
+	return host_twin_set(c->port_id, c->host_iface, r->err, sizeof(r->err));
 }
 
 static int
@@ -553,6 +564,12 @@ port_info(uint16_t id, struct dpvpn_port_info *o)
 	memcpy(o->iface, p->iface, sizeof(o->iface));
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
 		o->csum_completed += dp_lstats[l].csum_completed[id];
+	if (dp_twins[id].created) {
+		memcpy(o->host_iface, dp_twins[id].iface, sizeof(o->host_iface));
+		o->host_link_up = dp_twins[id].up;
+		o->host_in = dp_twins[id].in;
+		o->host_out = dp_twins[id].out;
+	}
 }
 
 /* Paged dump: fill as many entries from req->start as fit in one reply. */
@@ -643,6 +660,8 @@ do_show_counters(const void *req, struct reply *r)
 		c->ike_out += s->ike_out;
 		c->icmp_echo += s->icmp_echo;
 		c->neigh_queued += s->neigh_queued;
+		c->host_in += s->host_in;
+		c->host_out += s->host_out;
 		for (unsigned int d = 0; d < DPVPN_DROP_MAX; d++)
 			c->drops[d] += s->drops[d];
 	}

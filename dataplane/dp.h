@@ -70,6 +70,7 @@ struct dp_port {
 	unsigned int if_index;
 	uint64_t base_link_rx, base_ipackets;
 	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
+	uint8_t twin;		/* has a host twin (host.h): what is ours goes there */
 };
 
 /*
@@ -146,6 +147,7 @@ struct dp_lstats {
 	uint64_t icmp_echo, neigh_queued;	/* echo replies sent; packets held (neighq) */
 	uint64_t frag_in, reassembled, reass_dropped, fragmented;
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
+	uint64_t host_in, host_out;		/* to the host twins, and from them (host.c) */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */
@@ -178,6 +180,9 @@ struct dp_worker {
 	uint64_t echo_tsc;		/* echo reply rate limit (echo.c): last refill */
 	uint32_t echo_tokens;
 	struct neighq nq;		/* packets waiting for their next hop's MAC */
+	struct rte_ring *host;		/* frames for the host twins (host.c) */
+	uint64_t host_tsc, hostc_tsc;	/* their rate limits, other and control class */
+	uint32_t host_tokens, hostc_tokens;
 } __rte_cache_aligned;
 
 struct dp_state {
@@ -195,6 +200,8 @@ struct dp_state {
 	volatile int started;		/* ports up, workers forwarding */
 	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */
 	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
+	uint32_t host_rate, host_rate_control;	/* to the host twins, each worker (host.h) */
+	struct rte_mempool *host_pool;	/* the twins' RX mbufs: a host flood stays there */
 	uint32_t neigh_gen;		/* moves when a neighbour is deleted or a port set:
 					 * workers drop what they hold (neighq.h) */
 	volatile int quit;

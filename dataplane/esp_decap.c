@@ -8,6 +8,7 @@
 
 #include "crypto.h"
 #include "esp.h"
+#include "host.h"
 #include "ike.h"
 #include "ip.h"
 #include "pmtu.h"
@@ -372,6 +373,11 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 
 		if (why == DPVPN_DROP_IKE) {	/* to the IKE channel, if one is open */
 			ike_punt(w, st, pkts[i]);
+			continue;
+		}
+		if (unlikely(port->twin) && (why == DPVPN_DROP_NOT_ESP ||	/* host.h */
+		    (why == DPVPN_DROP_NOT_LOCAL && host_link_dst(port, pkts[i])))) {
+			host_punt(w, st, port, pkts[i]);
 			continue;
 		}
 		if (why != DPVPN_DROP_MAX) {

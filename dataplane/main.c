@@ -7,7 +7,8 @@
  *
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
  *                                  [--no-spread] [--jumbo] [--mbufs N] [--desc N]
- *                                  [--ike-rate N]
+ *                                  [--ike-rate N] [--host-rate N] [--host-rate-control N]
+ *                                  [--host-mbufs N]
  *   dpvpn-dataplane --version | --help      (answered before EAL starts)
  */
 #include <arpa/inet.h>
@@ -31,6 +32,7 @@
 #include "ctl.h"
 #include "dpvpn_git.h"
 #include "dp.h"
+#include "host.h"
 #include "ike.h"
 #include "pmtu.h"
 #include "port.h"
@@ -84,7 +86,9 @@ usage(FILE *out, const char *prog)
 	fprintf(out,
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
-		"                        [--ike-rate N] [--tester N [--tester-inner ADDR] [--tester-loop]]\n"
+		"                        [--ike-rate N] [--host-rate N] [--host-rate-control N]\n"
+		"                        [--host-mbufs N]\n"
+		"                        [--tester N [--tester-inner ADDR] [--tester-loop]]\n"
 		"       %s --version | --help\n"
 		"EAL options: DPDK's; '%s -h' lists them\n"
 		"  --socket PATH        control socket for dpvpnd (created 0600)\n"
@@ -105,6 +109,12 @@ usage(FILE *out, const char *prog)
 		"                       channel (default %u, 1..%u), in bursts of 16 or\n"
 		"                       N/1000 if more; more are dropped and counted\n"
 		"                       (ike-limit)\n"
+		"  --host-rate N        packets a second each worker passes to a port's host\n"
+		"                       interface (default %u, 1..%u); more: host-limit\n"
+		"  --host-rate-control N  the same for the control class (BGP, OSPF, BFD,\n"
+		"                       VRRP, DHCP, RA/RS), a bucket of its own (default %u)\n"
+		"  --host-mbufs N       packet buffers of the host interfaces' own pool\n"
+		"                       (default %u, at least %u)\n"
 		"  --tester N           tester mode: generate and count traffic through a device\n"
 		"                       under test over N tunnels (doc/tester.md), 1..%u\n"
 		"  --tester-inner ADDR  tunnel 0's tester-side host (default 100.64.0.0);\n"
@@ -112,7 +122,33 @@ usage(FILE *out, const char *prog)
 		"  --tester-loop        two more ports, made of crossed rings, for the tester's\n"
 		"                       back-to-back calibration (no device under test)\n",
 		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
-		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX, TESTER_MAX_TUNNELS);
+		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX, HOST_RATE_DEFAULT, HOST_RATE_MAX,
+		HOST_RATE_CONTROL_DEFAULT, HOST_MBUFS_DEFAULT, HOST_MBUFS_MIN, TESTER_MAX_TUNNELS);
+}
+
+/* --host-rate, --host-rate-control, --host-mbufs */
+static int
+host_arg(int c, const char *arg)
+{
+	const char *name = c == 'r' ? "--host-rate" : c == 'R' ? "--host-rate-control" :
+				      "--host-mbufs";
+	unsigned long min = c == 'B' ? HOST_MBUFS_MIN : 1;
+	unsigned long max = c == 'B' ? MBUFS_LIMIT : HOST_RATE_MAX, v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno != 0 || *end != '\0' || *arg == '\0' || v < min || v > max) {
+		fprintf(stderr, "%s: '%s' is not %lu..%lu\n", name, arg, min, max);
+		return -1;
+	}
+	if (c == 'r')
+		dp.host_rate = (uint32_t)v;
+	else if (c == 'R')
+		dp.host_rate_control = (uint32_t)v;
+	else
+		host_mbufs = (unsigned int)v;
+	return 0;
 }
 
 static int
@@ -127,6 +163,9 @@ parse_args(int argc, char **argv)
 		{ "mbufs", required_argument, NULL, 'b' },
 		{ "desc", required_argument, NULL, 'd' },
 		{ "ike-rate", required_argument, NULL, 'k' },
+		{ "host-rate", required_argument, NULL, 'r' },
+		{ "host-rate-control", required_argument, NULL, 'R' },
+		{ "host-mbufs", required_argument, NULL, 'B' },
 		{ "tester", required_argument, NULL, 't' },
 		{ "tester-inner", required_argument, NULL, 'T' },
 		{ "tester-loop", no_argument, NULL, 'L' },
@@ -139,6 +178,9 @@ parse_args(int argc, char **argv)
 
 	dp.idle_sleep_us = IDLE_SLEEP_US;
 	dp.ike_rate = IKE_RATE_DEFAULT;
+	dp.host_rate = HOST_RATE_DEFAULT;
+	host_twins_enabled = true;
+	dp.host_rate_control = HOST_RATE_CONTROL_DEFAULT;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -195,6 +237,12 @@ parse_args(int argc, char **argv)
 				return -1;
 			}
 			dp.ike_rate = (uint32_t)v;
+			break;
+		case 'r':
+		case 'R':
+		case 'B':
+			if (host_arg(c, optarg) != 0)
+				return -1;
 			break;
 		case 't':
 			errno = 0;
@@ -334,7 +382,7 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 					  sock);
 	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
 	    w->ike == NULL || w->spd_cache == NULL ||
-	    w->mb == NULL || reass_init(w) != 0)
+	    w->mb == NULL || reass_init(w) != 0 || host_ring_init(w, sock) != 0)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
@@ -469,6 +517,7 @@ teardown(struct crypto_mgr *mb)
 	rte_eal_mp_wait_lcore();
 	trace_stop();
 	sa_flush();	/* wipes every SA's keys */
+	host_teardown();	/* before the ports: twins' frames come from their pool */
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		if (dp.started)
 			rte_eth_dev_stop(p);
@@ -625,6 +674,7 @@ main(int argc, char **argv)
 	while (!dp.quit) {
 		ctl_poll(1);
 		arp_poll();
+		host_poll();
 		ike_poll();
 		trace_poll();
 		if (rte_get_timer_cycles() >= next_tick) {	/* lifetimes, 10 times a second */

@@ -15,6 +15,7 @@
 #include <rte_ip.h>
 
 #include "dp.h"
+#include "host.h"
 #include "ip.h"
 #include "route.h"
 
@@ -200,12 +201,19 @@ nd_input(struct rte_mbuf *m)
 		/* 7.2.5: an advertisement updates the target's entry */
 		if (has_lla && dp_in_prefix6(nd->target, p->addr6, p->prefix6_len))
 			neigh_set(p->id, DPVPN_AF_INET6, nd->target, &lla, false);
-		rte_pktmbuf_free(m);
+		/* the host's ND asked for it too (or freed: no twin); as it came */
+		rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+		host_copy(m);
 		return;
 	}
 	/* A solicitation: for one of our addresses, or not ours to answer. */
 	if (memcmp(nd->target, p->addr6, 16) != 0) {
-		dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
+		if (p->twin) {	/* the host's, maybe (its link-local address) */
+			rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+			host_copy(m);
+		} else {
+			dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
+		}
 		return;
 	}
 	if (is_unspecified(src)) {

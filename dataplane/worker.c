@@ -15,6 +15,7 @@
 
 #include "echo.h"
 #include "esp.h"
+#include "host.h"
 #include "ip.h"
 #include "pmtu.h"
 #include "reass.h"
@@ -127,7 +128,10 @@ classify6(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		}
 	}
 	if (ip6_is_multicast(ip->dst_addr)) {
-		dp_drop(st, m, DPVPN_DROP_TO_SELF);	/* MLD, router solicitations, ... */
+		if (port->twin)		/* MLD, router solicitations, ...: the host's */
+			host_punt(w, st, port, m);
+		else
+			dp_drop(st, m, DPVPN_DROP_TO_SELF);
 		return false;
 	}
 	inside_csum(st, port, m, true);
@@ -185,7 +189,8 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			}
 			inside_csum(st, port, m, false);
 		}
-		if (inside && unlikely(dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL) >= 0))
+		if (inside && unlikely(dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL) >= 0 ||
+				       (port->twin && host_link_dst(port, m))))
 			self[(*nself)++] = m;
 		else
 			pkts[k++] = m;
@@ -497,13 +502,17 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		trace_tap(DPVPN_TRACE_INSIDE_RX, pkts, n, port->id, true, false);
 	n = classify(w, st, port, pkts, n, self.pkts, &self.n);
 	if (port->role == DPVPN_ROLE_INSIDE) {
-		if (unlikely(self.n > 0))
+		if (unlikely(self.n > 0) && port->twin)
+			for (uint16_t i = 0; i < self.n; i++)	/* the host's to answer */
+				host_punt(w, st, port, self.pkts[i]);
+		else if (unlikely(self.n > 0))
 			answer_inside(w, st, pkts, &n, self.pkts, self.n, &out);
 		STAGE(st, t, CLASSIFY);
 		trace_tap(DPVPN_TRACE_PRE_ENCRYPT, pkts, n, port->id, false, false);
 		n = esp_encap_burst(w, st, port, pkts, n, &out);
 	} else if (port->role == DPVPN_ROLE_OUTSIDE) {
-		n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
+		if (!port->twin)	/* else the host answers (host_punt) */
+			n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
 		STAGE(st, t, CLASSIFY);
 		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
 		if (unlikely(dp.tester)) {	/* back to back: to our address */
@@ -553,6 +562,32 @@ tester_poll(struct dp_worker *w, struct dp_lstats *st)
 	return n;
 }
 
+/*
+ * A frame the host sent through a twin (host.h): into its tunnel if a
+ * policy selects it (true: taken), else it leaves as the kernel built it.
+ */
+static bool
+host_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
+{
+	enum dpvpn_drop_reason why;
+	struct dp_out out;
+	uint16_t k;
+
+	m->packet_type = 0;
+	if (!host_protected(m, &why)) {
+		if (why == DPVPN_DROP_MAX)
+			return false;
+		dp_drop(st, m, why);
+		return true;
+	}
+	out.n = 0;
+	k = esp_encap_burst(w, st, &dp.ports[m->port], &m, 1, &out);
+	worker_tx(w, st, &m, k);
+	if (out.n > 0)
+		worker_tx(w, st, out.pkts, out.n);
+	return true;
+}
+
 /* Frames the main lcore built (ARP) go out on this worker's queues. */
 static unsigned int
 drain_main(struct dp_worker *w, struct dp_lstats *st)
@@ -566,6 +601,8 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 			worker_tx(w, st, &pkts[i], 1);
 			continue;
 		}
+		if (pkts[i]->packet_type == DP_PTYPE_HOST && host_frame(w, st, pkts[i]))
+			continue;
 		st->tx++;
 		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->txb[pkts[i]->port], pkts[i]);
 	}

@@ -444,7 +444,7 @@ class PortCfg(ctypes.Structure):
     _fields_ = [('port_id', ctypes.c_uint16), ('role', ctypes.c_uint8),
                 ('reserved', ctypes.c_uint8), ('addr4', Prefix), ('addr6', Prefix),
                 ('mtu', ctypes.c_uint16), ('reserved2', ctypes.c_uint8 * 2),
-                ('extra4', Prefix)]
+                ('extra4', Prefix), ('host_iface', ctypes.c_char * 16)]
 
 
 class Neigh(ctypes.Structure):
@@ -494,7 +494,7 @@ class TraceReq(ctypes.Structure):
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
-SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 44, SaCfg: 552, SaId: 8,
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 84, Neigh: 28, Route: 44, SaCfg: 552, SaId: 8,
          Policy: 48, SeqGrant: 16, TraceReq: 264}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
@@ -543,8 +543,8 @@ class Msgs:
         return b''.join(self.parts)
 
 
-def port_cfg(pid, role, a4=None, a6=None, mtu=0, extra4=None):
-    c = PortCfg(port_id=pid, role=role, mtu=mtu)
+def port_cfg(pid, role, a4=None, a6=None, mtu=0, extra4=None, host=b''):
+    c = PortCfg(port_id=pid, role=role, mtu=mtu, host_iface=host)
     if a4:
         set_prefix(c.addr4, a4)
     if a6:
@@ -697,6 +697,8 @@ def ctl_dp_seeds():
     m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', mtu=1400))
     m.add(PORT_SET, port_cfg(1, 2, '198.19.0.1/24', extra4='198.19.128.1/17'))  # host bits
     m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', extra4='198.18.2.0/24'))   # inside
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', host=b'a,b=c'))     # not a name
+    m.add(PORT_SET, port_cfg(0, 1, '198.18.1.1/24', host=b'dpvpn-in'))  # no twins here
     m.add(PORT_SET, port_cfg(2, 0))
     n = Neigh(port_id=0, mac=(ctypes.c_uint8 * 6)(1, 0, 0, 0, 0, 1))
     set_addr(n.addr, '198.18.1.9')
@@ -944,6 +946,11 @@ just a line
     out['long-line.conf'] = ('[port p]\nid = 0\nrole = inside\naddress = ' + '1' * 300 +
                              '\n').encode()
     out['empty.conf'] = b''
+    out['host-interface.conf'] = (base.replace('role = outside\n', 'role = outside\n'
+                                               'host-interface = dpvpn-out\n') +
+                                  '[port third]\nid = 2\nrole = inside\n'
+                                  'address = 10.1.0.1/24\nhost-interface = dpvpn-out\n' +
+                                  tunnels[0]).encode()
     # keying = ike: fuzz_config.c's key files serve as PSK files (the whole
     # file is the key: a.key and b.key are good ones, open.key is 0644,
     # big.key too long)

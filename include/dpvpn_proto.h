@@ -81,7 +81,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	21
+#define DPVPN_PROTO_VERSION	22
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -247,6 +247,15 @@ struct dpvpn_port_cfg {
 	 * SAs and IKE may use them as their local address.  Needs addr4.
 	 */
 	struct dpvpn_prefix extra4;
+	/*
+	 * The port's Linux twin (a TAP with the port's MAC), NUL-terminated; ""
+	 * none.  What is addressed to the port and not the dataplane's to
+	 * consume goes to it, what the host sends through it leaves by the
+	 * port (doc/host-path.md).  -EINVAL if the name is not a Linux
+	 * interface name (or has ',' or '='); an error if net_tap can neither
+	 * create it nor attach to it (a name taken by another kind of link).
+	 */
+	char host_iface[16];
 };
 
 struct dpvpn_neigh {
@@ -367,6 +376,10 @@ struct dpvpn_port_info {
 	uint64_t csum_completed;	/* inside port: TCP/UDP checksums the host left
 					 * partial (offload), finished by the dataplane */
 	struct dpvpn_prefix extra4;	/* extra-addresses (PORT_SET); family 0: none */
+	char host_iface[16];	/* the port's host twin (PORT_SET), "" none */
+	uint8_t host_link_up;	/* the twin's Linux link is up (what it gets: host-down else) */
+	uint8_t reserved3[7];
+	uint64_t host_in, host_out;	/* frames written into the twin, read from it */
 };
 
 struct dpvpn_sa_info {
@@ -450,7 +463,10 @@ struct dpvpn_sa_info {
 	X(ESP_DUMMY,	"esp-dummy",	"ESP dummy packet (next header 59, RFC 4303 2.6), counted and discarded") \
 	X(NEIGH_TIMEOUT, "neigh-timeout", "held for a next hop that did not answer ARP / ND in 3 s") \
 	X(ECHO_LIMIT,	"echo-limit",	"ICMP / ICMPv6 echo request to the gateway over the reply rate limit") \
-	X(ANSWER_OUTSIDE, "answer-outside", "gateway's answer to an inside host whose source routes out an outside port")
+	X(ANSWER_OUTSIDE, "answer-outside", "gateway's answer to an inside host whose source routes out an outside port") \
+	X(HOST_LIMIT,	"host-limit",	"for the host twin, over --host-rate or --host-rate-control") \
+	X(HOST_FULL,	"host-full",	"for the host twin, and its ring or the twin is full") \
+	X(HOST_DOWN,	"host-down",	"for the host twin, and its link is down")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,
@@ -524,6 +540,8 @@ struct dpvpn_counters {
 	uint64_t icmp_echo;	/* ICMP / ICMPv6 echo replies the gateway sent (ping) */
 	uint64_t neigh_queued;	/* packets held while their next hop was resolved */
 	uint64_t neigh_held;	/* ... held now (a gauge): sent or dropped later */
+	uint64_t host_in;	/* frames handed to the ports' host twins */
+	uint64_t host_out;	/* frames the host sent through them */
 };
 
 #define DPVPN_IKE_PORT		500

@@ -124,6 +124,7 @@ class Gateway:
             eal += ["--vdev", v]
         self.argv = [DATAPLANE, *eal, "--", "--socket", self.dp_sock, *dp_args]
         self.netns = netns
+        self.dpvpnd_netns = None    # Lab(split=True): dpvpnd beside its dataplane
         self.dataplane = self.dpvpnd = None
 
     def start(self, timeout=30):
@@ -136,7 +137,7 @@ class Gateway:
         from the first packet on); wait_dpvpnd() then checks it came up."""
         self.dpvpnd = Proc(self.name + "-dpvpnd",
                            [DPVPND, "-c", self.config, "-D", self.dp_sock,
-                            "-s", self.ctl_sock], self.dir)
+                            "-s", self.ctl_sock], self.dir, self.dpvpnd_netns)
         if wait:
             self.wait_dpvpnd(timeout)
 
@@ -200,7 +201,7 @@ class Lab:
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
                  seq_block=None, replace_a=(), dp_args_a=(), ike=None, vdev_args_b_out="",
-                 replace_b=()):
+                 replace_b=(), split=False, dp_args_b=()):
         """extra_a: lines appended to gateway A's config, i.e. to its last
         section, [tunnel to-b] (e.g. lifetimes).  ipv6: the dual-stack lab
         (configs/lab6-*.conf): hosts get 2001:db8:18:N::2/64 as well, and
@@ -216,7 +217,11 @@ class Lab:
         (a file, 0600) or "psk_a"/"psk_b", and optional "a" / "b": more lines
         for that gateway's tunnel (e.g. "start = no").  vdev_args_b_out: more
         net_af_packet arguments for gateway B's outside port (",framecnt=64":
-        a small socket ring, that overflows sooner)."""
+        a small socket ring, that overflows sooner).  split: each gateway in a
+        namespace of its own (A in ns_gw, B in ns_gwb), the gateway link a veth
+        between them, and each dpvpnd beside its dataplane: each gateway
+        namespace is that box's Linux host, for host-interface twins
+        (tests/test_host.py); IPv6 off there unless ipv6."""
         self.ike = ike
         self.mtu = mtu
         self.replace = (() if replay_window is None else
@@ -230,11 +235,14 @@ class Lab:
         self.replace_a = replace_a     # (old, new) edits of gateway A's config only
         self.replace_b = replace_b     # and of gateway B's
         self.dp_args_a = tuple(dp_args_a)
+        self.dp_args_b = tuple(dp_args_b)
         self.ipv6 = ipv6
         self.vdev_args_b_out = vdev_args_b_out
         self.workers = workers
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
+        self.split = split
+        self.ns_gwb = f"dpvpn-{self.tag}-gwb" if split else self.ns_gw
         # logs, sockets, captures; kept after close() if DPVPN_KEEP_LAB is set
         self.workdir = tempfile.mkdtemp(prefix="dpvpn-lab-")
         self.gws = []
@@ -262,29 +270,45 @@ class Lab:
         """No offloads (DPDK sees full frames with real checksums), no IPv6 chatter."""
         self.ns(ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
                 "gro", "off", check=False)
-        off = "0" if self.ipv6 and ns != self.ns_gw else "1"
+        off = "0" if self.ipv6 and ns not in (self.ns_gw, self.ns_gwb) else "1"
         self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6={off}", check=False)
         if off == "0":      # no DAD delay, no router solicitations
             self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.accept_dad=0", check=False)
             self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.router_solicitations=0",
                     check=False)
 
+    def _deaf(self, ns, dev):
+        """Split lab: the namespace's kernel takes nothing from a port's veth
+        (nftables ingress, after the dataplane's packet sockets got their copy),
+        as a kernel takes nothing from a NIC that DPDK owns: what it gets, it
+        gets through the port's twin."""
+        chain = dev.replace("-", "_")
+        self.ns(ns, "nft", "add table netdev dpvpn_lab", check=False)
+        self.ns(ns, "nft", f"add chain netdev dpvpn_lab {chain} {{ type filter hook ingress "
+                f"device \"{dev}\" priority 0; policy drop; }}")
+
     def _net(self):
-        for n in (self.ns_a, self.ns_b, self.ns_gw):
+        g, gb = self.ns_gw, self.ns_gwb
+        for n in dict.fromkeys((self.ns_a, self.ns_b, g, gb)):
             sh("ip", "netns", "add", n)
             self.ip(n, "link", "set", "lo", "up")
-        g = self.ns_gw
+            if self.split and n in (g, gb) and not self.ipv6:   # twins made later: quiet
+                self.ns(n, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
         self.ip(g, "link", "add", "gwa-in", "type", "veth", "peer", "name", "eth0",
                 "netns", self.ns_a)
-        self.ip(g, "link", "add", "gwb-in", "type", "veth", "peer", "name", "eth0",
+        self.ip(gb, "link", "add", "gwb-in", "type", "veth", "peer", "name", "eth0",
                 "netns", self.ns_b)
-        self.ip(g, "link", "add", "gwa-out", "type", "veth", "peer", "name", "gwb-out")
+        self.ip(g, "link", "add", "gwa-out", "type", "veth", "peer", "name", "gwb-out",
+                "netns", gb)
         host_mtu = self.mtu or HOST_MTU
         for dev in ("gwa-in", "gwb-in", "gwa-out", "gwb-out"):
-            self._quiet(g, dev)
+            ns = gb if dev.startswith("gwb") else g
+            self._quiet(ns, dev)
             if dev.endswith("-in") or self.mtu:
-                self.ip(g, "link", "set", dev, "mtu", str(host_mtu))
-            self.ip(g, "link", "set", dev, "up")
+                self.ip(ns, "link", "set", dev, "mtu", str(host_mtu))
+            self.ip(ns, "link", "set", dev, "up")
+            if self.split:
+                self._deaf(ns, dev)
         for ns, net in ((self.ns_a, 1), (self.ns_b, 2)):
             self._quiet(ns, "eth0")
             self.ip(ns, "link", "set", "eth0", "mtu", str(host_mtu), "up")
@@ -326,10 +350,12 @@ class Lab:
         b = Gateway("gw-b", os.path.join(CONFIGS, conf.format("b")),
                     [f"net_af_packet0,iface=gwb-in{q}",
                      f"net_af_packet1,iface=gwb-out,qdisc_bypass=0{q}{self.vdev_args_b_out}"],
-                    self.workdir, lc_b, self.ns_gw,
+                    self.workdir, lc_b, self.ns_gwb,
                     replace=self.replace + tuple(self.replace_b) + ike_b,
-                    dp_args=dp_args)
+                    dp_args=dp_args + self.dp_args_b)
         self.gws.append(b)
+        if self.split:
+            a.dpvpnd_netns, b.dpvpnd_netns = self.ns_gw, self.ns_gwb
         for gw in self.gws:     # one after the other: see Gateway.start
             gw.start()
         self.a, self.b = a, b
@@ -394,7 +420,7 @@ class Lab:
             p.stop()
         for gw in self.gws:
             gw.stop()
-        for n in (self.ns_a, self.ns_b, self.ns_gw):
+        for n in dict.fromkeys((self.ns_a, self.ns_b, self.ns_gw, self.ns_gwb)):
             sh("ip", "netns", "del", n, check=False)
         if os.environ.get("DPVPN_KEEP_LAB"):
             print(f"lab: kept {self.workdir}")
@@ -542,9 +568,11 @@ def counters_balance(c):
     given up are counted as reass_dropped among them).  IKE: messages built
     for IKE_TX are made, those pushed to the IKE channel consumed.  Packets
     held for a next hop being resolved (neigh_held) are sent or dropped
-    within 3 s; until then they count as gone."""
+    within 3 s; until then they count as gone.  Host twins: frames the host
+    sent through one are made (host_out), those written to one consumed
+    (host_in; the ARP / ND replies a twin gets a copy of are arp_in)."""
     made = (c["arp_out"] + c["icmp_out"] + c["fragments"] - c["fragmented"] + c["reassembled"] +
-            c.get("ike_out", 0))
+            c.get("ike_out", 0) + c.get("host_out", 0))
     gone = (c["tx_packets"] + sum(c["drops"].values()) + c["arp_in"] + c["frag_in"] +
-            c.get("ike_in", 0) + c.get("neigh_held", 0))
+            c.get("ike_in", 0) + c.get("neigh_held", 0) + c.get("host_in", 0))
     return c["rx_packets"] + made, gone

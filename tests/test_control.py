@@ -19,11 +19,11 @@ pytestmark = pytest.mark.tunnel
 HDR = struct.Struct("=HHIIi")       # struct dpvpn_msg_hdr
 
 
-def port_cfg(port, role, len4=24, addr6=bytes(20), mtu=0):
-    """struct dpvpn_port_cfg (68 bytes): id, role, IPv4 prefix 10.0.0.1/len4, addr6, mtu,
-    extra4 (none)."""
+def port_cfg(port, role, len4=24, addr6=bytes(20), mtu=0, host=b""):
+    """struct dpvpn_port_cfg (84 bytes): id, role, IPv4 prefix 10.0.0.1/len4, addr6, mtu,
+    extra4 (none), host_iface."""
     return struct.pack("=HBBBBH4s12x", port, role, 0, 4, len4, 0, bytes([10, 0, 0, 1])) + \
-        addr6 + struct.pack("=HH", mtu, 0) + bytes(20)
+        addr6 + struct.pack("=HH", mtu, 0) + bytes(20) + struct.pack("16s", host)
 MSG_HELLO, MSG_PORT_SET, MSG_SHOW_SA = 1, 2, 10
 KEYS = ["0123456789abcdef0123456789abcdef01020304",
         "fedcba9876543210fedcba987654321005060708"]
@@ -67,12 +67,16 @@ def test_sockets_are_private(gw):
     (HDR.pack(0, 0, 1, 0, 0), b"hdr.type"),
     (HDR.pack(MSG_HELLO, 1, 1, 0, 0), b"hdr.flags"),
     (HDR.pack(MSG_PORT_SET, 0, 1, 3, 0) + b"abc", b"hdr.len"),  # wrong size for the type
-    (HDR.pack(MSG_PORT_SET, 0, 1, 68, 0) + port_cfg(7, 1), b"port.port_id"),
-    (HDR.pack(MSG_PORT_SET, 0, 1, 68, 0) + port_cfg(0, 9), b"port.role"),
-    (HDR.pack(MSG_PORT_SET, 0, 1, 68, 0) + port_cfg(0, 1, len4=33), b"port.addr4"),
-    (HDR.pack(MSG_PORT_SET, 0, 1, 68, 0) + port_cfg(0, 1, mtu=9000), b"port.mtu"),
-    (HDR.pack(MSG_PORT_SET, 0, 1, 68, 0) +
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(7, 1), b"port.port_id"),
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(0, 9), b"port.role"),
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(0, 1, len4=33), b"port.addr4"),
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(0, 1, mtu=9000), b"port.mtu"),
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) +
      port_cfg(0, 1, addr6=bytes([6, 64, 0, 0, 0xff]) + bytes(15)), b"port.addr6"),
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(0, 1, host=b"a,iface=b"),
+     b"port.host_iface"),                                       # devargs in a name
+    (HDR.pack(MSG_PORT_SET, 0, 1, 84, 0) + port_cfg(0, 1, host=b"x" * 16),
+     b"port.host_iface"),                                       # not NUL-terminated
     (HDR.pack(MSG_HELLO, 0, 1, 70000 - HDR.size, 0) + bytes(70000 - HDR.size), b"message:"),
 ])
 def test_dataplane_rejects_bad_messages(gw, raw, field):
