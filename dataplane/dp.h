@@ -195,6 +195,8 @@ struct dp_state {
 	volatile int started;		/* ports up, workers forwarding */
 	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */
 	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
+	uint32_t n_tunifs;		/* tunnel interfaces (tunif.h): 0, and inner
+					 * packets no policy takes are not routed */
 	uint32_t neigh_gen;		/* moves when a neighbour is deleted or a port set:
 					 * workers drop what they hold (neighq.h) */
 	volatile int quit;

@@ -90,6 +90,8 @@ struct sa {
 	uint8_t lts6_len, rts6_len;
 	uint8_t more_sel;	/* cfg.more_lts/more_rts: a packet outside the first
 				 * pair is checked against the lists (sa_sel_more) */
+	uint8_t route;		/* DPVPN_SA_F_ROUTE: a route-based tunnel's (tunif.h) */
+	uint8_t tunif;		/* route: its tunnel interface */
 	/* written per packet */
 	uint64_t seq __rte_cache_aligned;	/* out: last used; in: unused */
 	uint64_t used_packets, used_bytes;	/* only when limited (atomic) */

@@ -453,7 +453,13 @@ class Neigh(ctypes.Structure):
 
 class Route(ctypes.Structure):
     _fields_ = [('dst', Prefix), ('port_id', ctypes.c_uint16),
-                ('reserved', ctypes.c_uint8 * 2), ('gateway', Addr)]
+                ('kind', ctypes.c_uint8), ('n_tunif', ctypes.c_uint8), ('gateway', Addr),
+                ('tunif', ctypes.c_uint16 * 8)]
+
+
+class Tunif(ctypes.Structure):
+    _fields_ = [('id', ctypes.c_uint16), ('rpf', ctypes.c_uint8), ('up', ctypes.c_uint8),
+                ('out_spi', ctypes.c_uint8 * 4), ('name', ctypes.c_char * 32)]
 
 
 class SaCfg(ctypes.Structure):
@@ -462,7 +468,8 @@ class SaCfg(ctypes.Structure):
                 ('replay_window', ctypes.c_uint32), ('local', Addr), ('remote', Addr),
                 ('udp_local', ctypes.c_uint16), ('udp_remote', ctypes.c_uint16),
                 ('esn', ctypes.c_uint8), ('auth_key_len', ctypes.c_uint8),
-                ('reserved2', ctypes.c_uint8 * 2), ('life_bytes', ctypes.c_uint64 * 2),
+                ('flags', ctypes.c_uint8), ('tunif', ctypes.c_uint8),
+                ('life_bytes', ctypes.c_uint64 * 2),
                 ('life_packets', ctypes.c_uint64 * 2), ('life_seconds', ctypes.c_uint32 * 2),
                 ('seq_start', ctypes.c_uint64), ('seq_limit', ctypes.c_uint64),
                 ('mtu', ctypes.c_uint16), ('mss', ctypes.c_uint16),
@@ -494,8 +501,8 @@ class TraceReq(ctypes.Structure):
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
-SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 44, SaCfg: 552, SaId: 8,
-         Policy: 48, SeqGrant: 16, TraceReq: 264}
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 68, Neigh: 28, Route: 60, SaCfg: 552, SaId: 8,
+         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 40}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
 
@@ -503,6 +510,7 @@ for cls, size in SIZES.items():
  SHOW_SA, SHOW_POLICIES, SHOW_COUNTERS, BATCH_BEGIN, BATCH_COMMIT, EVENTS, SEQ_GRANT,
  SHOW_LCORES, TRACE_START, TRACE_STATUS, ROUTE_DEL, NEIGH_DEL, SHOW_ROUTES, SHOW_NEIGHS,
  POLICY_DEL) = range(1, 25)
+TUNIF_SET, TUNIF_DEL, SHOW_TUNIFS = range(28, 31)
 
 
 def set_addr(a, s):
@@ -723,7 +731,57 @@ def ctl_dp_seeds():
     m.raw(struct.pack('<HHIIi', SHOW_SA, 0, 77, 65536 - 16 + 5, 0), flags=2)
     out['transport'] = m.bytes()
     out['empty-datagram'] = Msgs().add(HELLO).raw(b'', flags=4).add(HELLO).bytes()
+    out['route-tunnel'] = route_tunnel_seed()
     return out
+
+
+def tunnel_route(dst, *ids):
+    r = Route(kind=1, n_tunif=len(ids))
+    set_prefix(r.dst, dst)
+    for k, i in enumerate(ids):
+        r.tunif[k] = i
+    return r
+
+
+def route_tunnel_seed():
+    """Route-based tunnels: route-mode SAs, tunnel interfaces, routes into them
+    (one, an ECMP pair, either family), dumps, then the refusals."""
+    m = install(Msgs(), [])
+    m.add(BATCH_BEGIN)
+    for i in (0, 2):
+        for inbound in (True, False):
+            c = sa_cfg(i, inbound, flags=1, tunif=i // 2)
+            set_prefix(c.local_ts, '0.0.0.0/0')
+            set_prefix(c.remote_ts, '0.0.0.0/0')
+            m.add(SA_ADD, c)
+        m.add(TUNIF_SET, Tunif(id=i // 2, rpf=1, up=1, out_spi=be32(0x1001 + i),
+                               name=b'rt%d' % i))
+    m.add(BATCH_COMMIT)
+    m.add(ROUTE_ADD, tunnel_route('10.9.0.0/16', 0))
+    m.add(ROUTE_ADD, tunnel_route('10.8.0.0/16', 0, 1))
+    m.add(ROUTE_ADD, tunnel_route('2001:db8:9::/48', 1, 0))
+    m.add(SHOW_TUNIFS, dump()).add(SHOW_ROUTES, dump()).add(SHOW_SA, dump())
+    m.add(TUNIF_SET, Tunif(id=0, rpf=2, up=0, name=b'rt0'))
+    m.add(TUNIF_DEL, Tunif(id=1))                       # busy: routes lead into it
+    m.add(SA_DEL, SaId(spi=be32(0x1003), dir=2))        # takes tunif 1 down
+    m.add(SHOW_TUNIFS, dump())
+    m.add(TUNIF_SET, Tunif(id=2, up=1, out_spi=be32(0x1005), name=b'x'))   # no such SA
+    m.add(TUNIF_SET, Tunif(id=300, name=b'x')).add(TUNIF_SET, Tunif(id=3, rpf=7, name=b'x'))
+    m.add(TUNIF_SET, Tunif(id=3, up=0, out_spi=be32(5), name=b'x'))
+    m.add(TUNIF_SET, Tunif(id=3, name=b'y' * 32))
+    m.add(ROUTE_ADD, tunnel_route('10.7.0.0/16', 9))                        # no tunif 9
+    r = tunnel_route('10.7.0.0/16', *range(8))
+    r.n_tunif = 9
+    m.add(ROUTE_ADD, r)
+    m.add(ROUTE_ADD, Route(kind=2))
+    r = tunnel_route('10.7.0.0/16', 0)
+    r.port_id = 1
+    m.add(ROUTE_ADD, r)
+    m.add(SA_ADD, sa_cfg(1, True, flags=2)).add(SA_ADD, sa_cfg(1, True, tunif=3))
+    for dst in ('10.9.0.0/16', '10.8.0.0/16', '2001:db8:9::/48'):
+        m.add(ROUTE_DEL, tunnel_route(dst))
+    m.add(TUNIF_DEL, Tunif(id=1)).add(TUNIF_DEL, Tunif(id=1)).add(SHOW_TUNIFS, dump())
+    return m.bytes()
 
 
 # ---- fuzz_ctl_d: the operator protocol (control/ctl_proto.h) ----
