@@ -801,6 +801,10 @@ def ctl_d_seeds():
         'route-del': '{"cmd":"route","op":"del","dst":"203.0.113.0/24"}',
         'route-bad': '{"cmd":"route","op":"add","dst":"203.0.113.0/33","port":-1,'
                      '"via":"::1"}',
+        'route-tunnels': '{"cmd":"route","op":"add","dst":"10.9.0.0/16",'
+                         '"tunnels":["to-b","to-c"]}',
+        'route-tunnels-bad': '{"cmd":"route","op":"add","dst":"10.9.0.0/16","port":1,'
+                             '"tunnels":[1,"a","b","c","d","e","f","g","h"]}',
         'neighbour-add': '{"cmd":"neighbour","op":"add","port":0,"address":"198.18.1.9",'
                          '"mac":"02:00:00:00:0a:09"}',
         'neighbour-add6': '{"cmd":"neighbour","op":"add","port":0,"address":"2001:db8:1::9",'
@@ -916,6 +920,19 @@ in-spi = %(in_)d
     for k in range(0, len(tunnels), 2):	# two tunnels a file: inputs stay small
         out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 2])).encode()
     out['one-tunnel.conf'] = (base + tunnels[0]).encode()
+    rt = ('[tunnel r%d]\nmode = route\nrpf = %s\nlocal = 198.19.0.1\nremote = 198.19.0.%d\n'
+          'cipher = aes128-gcm\nout-spi = 0x%x\nin-spi = 0x%x\n'
+          'out-key = 0x0123456789abcdef0123456789abcdef01020304\n'
+          'in-key = 0xfedcba9876543210fedcba987654321005060708\n')
+    routed = (rt % (1, 'loose', 2, 0x3001, 0x4001) + rt % (2, 'strict', 3, 0x3002, 0x4002) +
+              '[routes]\nroute = 10.9.0.0/16 via tunnel r1\nroute = 10.9.0.0/16 via tunnel r2\n'
+              'route = 2001:db8:9::/48 via tunnel r2\n'
+              'route = 192.0.2.0/24 via 198.19.0.254 port outside\n'
+              '[route more]\ndst = 10.8.0.0/16\ntunnel = r1, r2\n')
+    out['route-tunnels.conf'] = (base + routed).encode()
+    out['route-tunnels-bad.conf'] = (base + routed.replace('rpf = strict', 'local-ts = 10.0.0.0/8')
+                                     .replace('via tunnel r2\nroute = 2001', 'via tunnel r9\n'
+                                              'route = 2001') + '[routes]\nroute = x y\n').encode()
     # selector lists: good ones, then too many, two families, overlap, empty entry
     lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
                                'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')
