@@ -115,21 +115,39 @@ static int ensure_tunifs(struct dp_client *dp, const struct cfg *cfg, bool verbo
 	return 0;
 }
 
-/* The interfaces of tunnels that are no longer route-based tunnels of cfg go. */
+/* Does a route of cfg lead into tunnel name (one taken down keeps its routes)? */
+static bool routed_into(const struct cfg *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_routes; i++)
+		for (unsigned k = 0; k < cfg->routes[i].n_tunnels; k++)
+			if (!strncmp(cfg->routes[i].tunnels[k], name, DPVPN_NAME_LEN))
+				return true;
+	return false;
+}
+
+/*
+ * The interfaces of tunnels that are no longer route-based tunnels of cfg, and
+ * that none of its routes names, go.  One a dpvpnctl route still leads into
+ * stays (-EBUSY) until that route is deleted and the next reload.
+ */
 static void drop_tunifs(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 {
 	for (uint16_t id = 0; id < DPVPN_TUNIF_MAX; id++) {
 		const struct cfg_tunnel *t = tunif_names[id][0] ?
 					     inst_find_tunnel(cfg, tunif_names[id]) : NULL;
 		struct dpvpn_tunif m = { .id = id };
-		char what[80];
 
-		if (!tunif_names[id][0] || (t != NULL && t->route))
+		if (!tunif_names[id][0] || (t != NULL && t->route) ||
+		    routed_into(cfg, tunif_names[id]))
 			continue;
-		snprintf(what, sizeof(what), "tunnel %.32s interface removal", tunif_names[id]);
-		if (call(dp, verbose, what, DPVPN_MSG_TUNIF_DEL, &m, sizeof(m)) == 0 ||
+		if (dp_call(dp, DPVPN_MSG_TUNIF_DEL, &m, sizeof(m), NULL, 0) == 0 ||
 		    dp->status == -ENOENT)
-			tunif_names[id][0] = '\0';	/* (-EBUSY: a dpvpnctl route names it) */
+			tunif_names[id][0] = '\0';
+		else if (dp->status != -EBUSY)
+			fprintf(stderr, "dpvpnd: tunnel %.32s interface removal: %s\n",
+				tunif_names[id], dp->err);
+		if (verbose && tunif_names[id][0] == '\0')
+			fprintf(stderr, "dpvpnd: tunnel interface %u removal: done\n", id);
 	}
 }
 

@@ -166,3 +166,47 @@ def test_ecmp_two_tunnels(rlab):
     d1, d2 = send_flows(rlab)
     assert d1 > 0 and d2 > 0, (d1, d2)
     assert drops(a, "tunnel-down") == down
+
+
+def test_reload_and_dpvpnd_restart(rlab):
+    """A reload turns the config's route into ECMP and changes t2's rpf (t2
+    reinstalled, t1 untouched); a dpvpnd killed and started again keeps the
+    dataplane's interfaces and routes (read back by id), and takes a tunnel
+    down and up on the right interface."""
+    a = rlab.a
+    with open(a.config) as f:
+        text = f.read()
+    text = text.replace("route = 198.18.2.0/24 via tunnel t1\n",
+                        "route = 198.18.2.0/24 via tunnel t1\n"
+                        "route = 198.18.2.0/24 via tunnel t2\n")
+    text = text.replace("remote = 198.19.0.130\n", "remote = 198.19.0.130\nrpf = off\n")
+    with open(a.config, "w") as f:
+        f.write(text)
+    r = lab.sh(lab.DPVPNCTL, "-s", a.ctl_sock, "reload", check=False)
+    assert r.returncode == 0 and "1 changed, 1 unchanged" in r.stdout, r.stdout + r.stderr
+    t = {x["name"]: x for x in a.ctl("show", "tunnels")["tunnels"]}
+    assert (t["t1"]["rpf"], t["t2"]["rpf"]) == ("loose", "off"), t
+    routes = {x["dst"]: x for x in a.ctl("show", "routes")["routes"]}
+    assert routes["198.18.2.0/24"]["tunnels"] == ["t1", "t2"], routes
+    d1, d2 = send_flows(rlab)
+    assert d1 > 0 and d2 > 0, (d1, d2)
+    # dpvpnd restarted against the forwarding dataplane
+    a.dpvpnd.kill9()
+    a.dpvpnd = lab.Proc("gw-a-dpvpnd-2", [lab.DPVPND, "-c", a.config, "-D", a.dp_sock,
+                                          "-s", a.ctl_sock], a.dir)
+    lab.wait_for(lambda: "already forwarding" in a.dpvpnd.output(), 15, "dpvpnd back")
+    assert "2 tunnels kept, 0 installed, 0 stale SAs removed" in a.dpvpnd.output()
+    assert "repaired" not in a.dpvpnd.output()
+    d1, d2 = send_flows(rlab)                   # both interfaces untouched
+    assert d1 > 0 and d2 > 0, (d1, d2)
+    a.ctl("tunnel", "t1", "down")
+    d1, d2 = send_flows(rlab)
+    assert (d1, d2) == (0, 64)
+    a.ctl("tunnel", "t1", "up")
+    routes = {x["dst"]: x for x in a.ctl("show", "routes")["routes"]}
+    assert routes["198.18.2.0/24"]["tunnels"] == ["t1", "t2"], routes
+    assert "interface removal" not in a.dpvpnd.output()    # its routes keep it
+    d1, d2 = send_flows(rlab)
+    assert d1 > 0 and d2 > 0, (d1, d2)
+    ok, out = pings_pass(rlab, count=3)
+    assert ok, out
