@@ -647,9 +647,9 @@ static void finish_route_mode(struct parser *p, const struct cfg_tunnel *t)
 		cfg_err_at(p, t->rts_line, "[tunnel %s] remote-ts: not with mode = route "
 			   "(its selectors are 0.0.0.0/0 and ::/0; [routes] choose its traffic)",
 			   t->name);
-	if (t->ike.on || t->ike.parent[0] || t->ra.any)
-		cfg_err_at(p, t->mode_line, "[tunnel %s] mode: route takes static keys only "
-			   "for now (keying = ike, ike-sa and remote = %%any: mode = policy)",
+	if (t->ike.parent[0] || t->ra.any)
+		cfg_err_at(p, t->mode_line, "[tunnel %s] mode: route is not for ike-sa or "
+			   "remote = %%any tunnels (their CHILD_SAs are chosen by selectors)",
 			   t->name);
 }
 

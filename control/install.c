@@ -323,11 +323,12 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		m.flags = DPVPN_SA_F_ROUTE;
 		m.tunif = (uint8_t)id;
 	}
-	m.n_more_lts = t->n_more_lts;
-	m.n_more_rts = t->n_more_rts;
-	for (unsigned i = 0; i < t->n_more_lts; i++)
+	/* a route tunnel's lists (IKE's 0.0.0.0/0 + ::/0) are its 0/0 already */
+	m.n_more_lts = t->route ? 0 : t->n_more_lts;
+	m.n_more_rts = t->route ? 0 : t->n_more_rts;
+	for (unsigned i = 0; i < m.n_more_lts; i++)
 		m.more_lts[i] = net_prefix(&t->more_lts[i]);
-	for (unsigned i = 0; i < t->n_more_rts; i++)
+	for (unsigned i = 0; i < m.n_more_rts; i++)
 		m.more_rts[i] = net_prefix(&t->more_rts[i]);
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
 	if (dir == DPVPN_DIR_OUT && seq != NULL && reserve(seq, t, k->spi, &m))
@@ -728,6 +729,8 @@ int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool ve
 {
 	char what[80];
 
+	if (t->route)		/* a route tunnel's rekey: one store, no ACL rebuild */
+		return tunif_msg(dp, t, true, verbose);
 	snprintf(what, sizeof(what), "tunnel %s policy switch", t->name);
 	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		return -1;

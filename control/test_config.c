@@ -118,8 +118,10 @@ static const struct tcase cases[] = {
 	{ "mode word", GOOD "mode = bridge\n",
 	  "20: [tunnel t] mode: expected policy or route, got 'bridge'", { 0 } },
 	{ "route mode with ike", PORTS "[tunnel r]\nmode = route\nlocal = 198.19.0.1\n"
-	  "remote = 198.19.0.2\n" IKE, "11: [tunnel r] mode: route takes static keys only for "
-	  "now (keying = ike, ike-sa and remote = %any: mode = policy)", PSK(0600) },
+	  "remote = 198.19.0.2\n" IKE, NULL, PSK(0600) },
+	{ "route mode with ike-sa", IKE_GOOD "[tunnel k]\nkeying = ike\nike-sa = t\n"
+	  "mode = route\n", "21: [tunnel k] mode: route is not for ike-sa or remote = %any "
+	  "tunnels (their CHILD_SAs are chosen by selectors)", PSK(0600) },
 	{ "route to a policy tunnel", GOOD "[routes]\nroute = 10.9.0.0/16 via tunnel t\n",
 	  "21: [routes] route: tunnel t is not a route-based tunnel (mode = route): a policy "
 	  "tunnel's traffic is chosen by its local-ts and remote-ts", { 0 } },

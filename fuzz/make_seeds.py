@@ -928,7 +928,10 @@ in-spi = %(in_)d
               '[routes]\nroute = 10.9.0.0/16 via tunnel r1\nroute = 10.9.0.0/16 via tunnel r2\n'
               'route = 2001:db8:9::/48 via tunnel r2\n'
               'route = 192.0.2.0/24 via 198.19.0.254 port outside\n'
-              '[route more]\ndst = 10.8.0.0/16\ntunnel = r1, r2\n')
+              '[route more]\ndst = 10.8.0.0/16\ntunnel = r1, r2\n'
+              '[tunnel r3]\nmode = route\nkeying = ike\npsk-file = a.key\n'
+              'local = 198.19.0.1\nremote = 198.19.0.4\ncipher = aes128-gcm\n'
+              '[route to-r3]\ndst = 10.7.0.0/16\ntunnel = r3\n')
     out['route-tunnels.conf'] = (base + routed).encode()
     out['route-tunnels-bad.conf'] = (base + routed.replace('rpf = strict', 'local-ts = 10.0.0.0/8')
                                      .replace('via tunnel r2\nroute = 2001', 'via tunnel r9\n'
