@@ -1116,9 +1116,14 @@ int main(int argc, char **argv)
 		int n = argc - optind;
 		json_t *req;
 
-		if (route && add && n >= 5 && !strcmp(argv[optind + 3], "tunnel") && n <= 4 + 8) {
-			json_t *names = json_array();
+		if (route && add && n >= 4 && !strcmp(argv[optind + 3], "tunnel")) {
+			json_t *names;
 
+			if (n == 4 || n > 4 + 8) {	/* not port "tunnel" (atoi: 0) */
+				usage(stderr);
+				return 2;
+			}
+			names = json_array();
 			for (int k = optind + 4; k < argc; k++)
 				json_array_append_new(names, json_string(argv[k]));
 			return send_change(path, json_pack("{s:s,s:s,s:s,s:o}", "cmd", "route",

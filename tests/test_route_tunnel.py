@@ -118,7 +118,7 @@ def test_static_route_over_tunnel(rlab):
     before = sa_packets(a, "0x00001001")
     ok, out = pings_pass(rlab)
     assert ok, out
-    rep = rlab.iperf(seconds=2)
+    rep = rlab.iperf(seconds=1)
     assert rep["end"]["sum_received"]["bytes"] > 0, rep["end"]
     assert sa_packets(a, "0x00001001") >= before + 5 + 100
     assert sa_packets(a, "0x00001002") == 0     # not routed there
@@ -135,8 +135,16 @@ def test_ctl_route_del_add(rlab):
     a = rlab.a
     a.ctl("route", "del", "198.18.2.0/24")
     before = drops(a, "no-route")
-    rlab.ping(count=3)
+    rlab.ns(rlab.ns_a, "ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.2.2", check=False,
+            timeout=10)                         # unanswered: the last waits 1 s
     assert drops(a, "no-route") >= before + 3
+    r = lab.sh(lab.DPVPNCTL, "-s", a.ctl_sock, "route", "add", "198.18.2.0/24", "tunnel",
+               check=False)
+    assert r.returncode == 2, r.stdout + r.stderr      # no names: not port "tunnel"
+    r = lab.sh(lab.DPVPNCTL, "-s", a.ctl_sock, "route", "add", "198.18.2.0/24", "tunnel",
+               "t1", "nosuch", check=False)
+    assert r.returncode != 0 and "nosuch is not a route-based tunnel" in r.stderr, r.stderr
+    assert all(x["dst"] != "198.18.2.0/24" for x in a.ctl("show", "routes")["routes"])
     a.ctl("route", "add", "198.18.2.0/24", "tunnel", "t1")
     before = drops(a, "no-route")
     ok, out = pings_pass(rlab, count=3)
