@@ -193,7 +193,8 @@ static int key_routes_route(struct parser *p, const char *val)
 	r = routes_entry(p->cfg, &dst);
 	if (r != NULL && (n == 5 || r->port_line))
 		return cfg_kerr(p, "%s: already routed at line %d (only tunnels can share a "
-				"prefix, ECMP)", w[0], r->tunnel_line ? r->tunnel_line : r->port_line);
+				"prefix, ECMP)", w[0],
+				r->tunnel_line ? r->tunnel_line : r->port_line);
 	if (r == NULL) {
 		if (cfg_open_array(p, (void **)&p->cfg->routes, &p->cfg->n_routes,
 				   sizeof(*p->cfg->routes)))
@@ -244,10 +245,10 @@ void cfg_check_route_tunnels(struct parser *p)
 				cfg_err_at(p, r->tunnel_lines[k], "%s: no [tunnel %s]", where,
 					   r->tunnels[k]);
 			else if (!t->route)
-				cfg_err_at(p, r->tunnel_lines[k], "%s: tunnel %s is not a route-based "
-					   "tunnel (mode = route): a policy tunnel's traffic is "
-					   "chosen by its local-ts and remote-ts", where,
-					   r->tunnels[k]);
+				cfg_err_at(p, r->tunnel_lines[k], "%s: tunnel %s is not a "
+					   "route-based tunnel (mode = route): a policy tunnel's "
+					   "traffic is chosen by its local-ts and remote-ts",
+					   where, r->tunnels[k]);
 		}
 	}
 }

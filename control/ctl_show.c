@@ -458,9 +458,10 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
 	for (uint32_t i = 0; a && i < n; i++) {
 		bool port = r[i].kind != DPVPN_ROUTE_TUNNEL;
 
+		json_t *p = port ? json_integer(r[i].port_id) : json_null();
+
 		json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o}", "dst",
-						   prefix_json(&r[i].dst),
-						   "port", port ? json_integer(r[i].port_id) : json_null(),
+						   prefix_json(&r[i].dst), "port", p,
 						   "via", r[i].gateway.family ?
 						   addr_json(&r[i].gateway) : json_null(),
 						   "tunnels", route_tunnels_json(&r[i], t, nt)));
@@ -498,7 +499,8 @@ static int tunnel_ids(struct ctl_ctx *ctx, json_t *names, struct dpvpn_route *r,
 			;
 		if (name == NULL || i == nt) {
 			snprintf(err, err_len, "\"tunnels\": %.64s is not a route-based tunnel "
-				 "(mode = route) of the running config", name ? name : "(not a string)");
+				 "(mode = route) of the running config",
+				 name ? name : "(not a string)");
 			free(t);
 			return -1;
 		}
