@@ -277,9 +277,27 @@ static int reserve(struct seqstate *seq, const struct cfg_tunnel *t, uint32_t sp
  * (the dataplane takes the other family's as ::/0). */
 static struct dpvpn_prefix sa_ts(const struct cfg_tunnel *t, bool local)
 {
-	if (t->route)
+	if (t->route && !t->local_ts.addr.family)	/* static keys: no selectors */
 		return (struct dpvpn_prefix){ .family = DPVPN_AF_INET };
 	return net_prefix(local ? &t->local_ts : &t->remote_ts);
+}
+
+/*
+ * An SA's selector lists: the tunnel's; for a route tunnel keyed by IKE the
+ * negotiated ones of the first pair's family (the dataplane takes one family
+ * per list and leaves the other 0/0: IKE's 0.0.0.0/0 + ::/0 is 0.0.0.0/0,
+ * a peer that narrowed the IPv4 side is held to it).
+ */
+static unsigned sa_more(const struct cfg_tunnel *t, bool local, struct dpvpn_prefix *out)
+{
+	const struct cfg_prefix *first = local ? &t->local_ts : &t->remote_ts;
+	const struct cfg_prefix *more = local ? t->more_lts : t->more_rts;
+	unsigned n = local ? t->n_more_lts : t->n_more_rts, k = 0;
+
+	for (unsigned i = 0; i < n && i < CFG_TS_MAX - 1; i++)
+		if (!t->route || more[i].addr.family == first->addr.family)
+			out[k++] = net_prefix(&more[i]);
+	return k;
 }
 
 static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
@@ -323,13 +341,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		m.flags = DPVPN_SA_F_ROUTE;
 		m.tunif = (uint8_t)id;
 	}
-	/* a route tunnel's lists (IKE's 0.0.0.0/0 + ::/0) are its 0/0 already */
-	m.n_more_lts = t->route ? 0 : t->n_more_lts;
-	m.n_more_rts = t->route ? 0 : t->n_more_rts;
-	for (unsigned i = 0; i < m.n_more_lts; i++)
-		m.more_lts[i] = net_prefix(&t->more_lts[i]);
-	for (unsigned i = 0; i < m.n_more_rts; i++)
-		m.more_rts[i] = net_prefix(&t->more_rts[i]);
+	m.n_more_lts = (uint8_t)sa_more(t, true, m.more_lts);
+	m.n_more_rts = (uint8_t)sa_more(t, false, m.more_rts);
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
 	if (dir == DPVPN_DIR_OUT && seq != NULL && reserve(seq, t, k->spi, &m))
 		return -1;

@@ -109,3 +109,34 @@ def test_rekey_moves_the_tunnel_interface(ilab):
     after = {k: a.ctl("show", "counters")["drops"][k] for k in ("tunnel-down", "sa-gone")}
     assert after == before, (before, after)
     assert b.ctl("show", "counters")["drops"]["rpf"] == 0
+
+
+def test_route_tunnel_to_a_policy_peer():
+    """gw A route-based, gw B an ordinary policy tunnel (198.18.2.0/24 <->
+    198.18.1.0/24), B responding: B narrows A's {0.0.0.0/0, ::/0} to its
+    selectors, A installs the CHILD_SA as a route tunnel's held to them
+    (show sa: remote_ts 198.18.2.0/24), pings pass; A's route sends there."""
+    d = tempfile.mkdtemp(prefix="dpvpn-ike-")
+    os.chmod(d, 0o700)
+    psk = os.path.join(d, "lab.psk")
+    fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(24) + "\n")
+    a = tunnel("198.19.0.1", "198.19.0.2", psk, "start = yes\n", ("198.18.2.0/24",))
+    b = ("[tunnel t1]\nkeying = ike\npsk-file = " + psk + "\nlocal = 198.19.0.2\n"
+         "remote = 198.19.0.1\nlocal-ts = 198.18.2.0/24\nremote-ts = 198.18.1.0/24\n"
+         "cipher = aes128-gcm\nstart = no\n")
+    try:
+        with lab.Lab(replace_a=((policy_tunnels("lab-a.conf"), a),),
+                     replace_b=((policy_tunnels("lab-b.conf"), b),)) as lb:
+            lab.wait_for(lambda: child(lb.a) and child(lb.b), 20, "the CHILD_SA up")
+            sas = [s for s in lb.a.ctl("show", "sa")["sas"] if s["name"] == "t1"]
+            assert len(sas) == 2, sas
+            out = next(s for s in sas if s["dir"] == "out")
+            assert (out["local_ts"], out["remote_ts"]) == \
+                ("198.18.1.0/24", "198.18.2.0/24"), out
+            lb.ping(count=1)
+            ok, text = pings(lb, "198.18.2.2")
+            assert ok, text
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
