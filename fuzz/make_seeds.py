@@ -65,6 +65,9 @@ TUNNELS = [
     dict(alg='null-sha256', peer='198.19.0.2', rts='198.18.5.0'),
     dict(alg='aes128-cbc-sha256', esn=True, peer='198.19.0.2', rts='198.18.6.0'),
     dict(alg='aes128-gcm', peer='198.19.0.2', rts='198.18.7.0'),
+    # route-based (tunnel interface 0, rpf loose): IPv4 selectors narrowed to
+    # rts, IPv6 0/0; routes 198.18.9.0/24 and 2001:db8:9::/48 lead into it
+    dict(alg='aes128-gcm', peer='198.19.0.4', rts='198.18.9.0', route=True),
 ]
 
 
@@ -314,6 +317,18 @@ def esp_in_seeds():
     # a long input: 40 frames, two bursts
     out['many'] = b''.join(sealed(i % 8, inner_packet(i % 8), seq=1 + i // 8)
                            for i in range(40))
+    # the route tunnel (8): IPv6 through its IPv4-selector SA (next header 41);
+    # a source with no route (rpf); an IPv4 source outside its selectors
+    r = len(TUNNELS) - 1
+    six = bytes(IPv6(src='2001:db8:9::9', dst=HOST6) / UDP(sport=1, dport=2) / Raw(b'six'))
+    norpf = bytes(IPv6(src='2001:db8:77::9', dst=HOST6) / UDP(sport=1, dport=2) / Raw(b'x'))
+    outside = bytes(IP(src='10.9.9.9', dst=HOST4) / UDP(sport=1, dport=2) / Raw(b'x'))
+    out['route-families'] = b''.join([
+        rec(0, outer(r, esp_seal(r, 11, six, nh=41))),
+        rec(0, outer(r, esp_seal(r, 12, norpf, nh=41))),
+        rec(0, outer(r, esp_seal(r, 13, outside))),
+        rec(0, outer(r, esp_seal(r, 14, inner_packet(r), nh=41))),   # wrong next header
+    ])
     return out
 
 
@@ -891,7 +906,7 @@ in-spi = %(in_)d
 %(keys)s%(extra)s
 """
     tunnels = []
-    for i, t in enumerate(TUNNELS):
+    for i, t in enumerate(TUNNELS[:8]):      # (the route tunnel: seed-route-tunnels)
         six_out, six_in = v6(t['peer']), v6(t['rts'])
         key_len, auth_len = ALGS[t['alg']][:2]
         salt = 4 if ALGS[t['alg']][5] else 0
