@@ -124,7 +124,7 @@ static void move_errors(struct parser *p)
 
 static const struct sect_def *const sections[] = {
 	&cfg_sect_dataplane, &cfg_sect_control, &cfg_sect_port, &cfg_sect_neighbor,
-	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel,
+	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel, &cfg_sect_routes,
 };
 
 #define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
@@ -190,7 +190,7 @@ static int open_section(struct parser *p, char *type, char *name)
 
 	if (!d) {
 		cfg_err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, "
-			   "port, neighbor (or neighbour), route or tunnel)", type);
+			   "port, neighbor (or neighbour), route, routes or tunnel)", type);
 		return -1;
 	}
 	if (d->named && !*name) {
@@ -207,7 +207,7 @@ static int open_section(struct parser *p, char *type, char *name)
 		return -1;
 	}
 	if (name_taken(p, d->id, name)) {
-		cfg_err_at(p, p->line, "duplicate section [%s %s]", type, name);
+		cfg_err_at(p, p->line, "duplicate section [%s%s%s]", type, *name ? " " : "", name);
 		return -1;
 	}
 	strcpy(p->sect_name, name);
@@ -283,7 +283,7 @@ static int handle_kv(struct parser *p, const char *name, const char *value)
 			break;
 	if (i == d->n_keys) {
 		cfg_kerr(p, "unknown key");
-	} else if (p->seen & KEY_BIT(i)) {
+	} else if ((p->seen & KEY_BIT(i)) && !d->keys[i].repeat) {
 		cfg_kerr(p, "duplicate key");
 	} else {
 		p->seen |= KEY_BIT(i);

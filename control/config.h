@@ -82,6 +82,14 @@ struct cfg_route {
 	struct cfg_prefix dst;
 	struct cfg_addr via;	/* family 0: on-link; else dst's family */
 	int via_line;
+	/* a route into route-based tunnels ([route NAME] tunnel =, or [routes]
+	 * route = ... via tunnel NAME, the same prefix again for ECMP); port
+	 * and via then unused */
+	uint8_t n_tunnels;
+	uint8_t in_routes;	/* from [routes] (name "" then) */
+	int tunnel_line;	/* the first tunnel's line */
+	int tunnel_lines[DPVPN_ECMP_MAX];
+	char tunnels[DPVPN_ECMP_MAX][DPVPN_NAME_LEN];
 };
 
 /* One direction of a tunnel: SPI and key + salt. */
@@ -232,6 +240,9 @@ struct cfg_tunnel {
 	struct cfg_sa_key out, in;	/* keying = ike: unused (zero) */
 	struct cfg_ike ike;
 	struct cfg_ra ra;
+	uint8_t route;		/* mode = route: a route-based tunnel (selectors 0/0, ::/0) */
+	uint8_t rpf;		/* rpf = off|loose|strict (enum dpvpn_rpf), default loose */
+	int mode_line, rpf_line;
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 

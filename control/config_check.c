@@ -61,11 +61,16 @@ static void resolve_ports(struct parser *p)
 	for (size_t n = 0; n < c->n_routes; n++) {
 		struct cfg_route *e = &c->routes[n];
 
-		if (e->port_line && (i = find_port(c, e->port_ref)) < 0)
+		if (!e->port_line)
+			continue;
+		if ((i = find_port(c, e->port_ref)) >= 0)
+			e->port_id = c->ports[i].id;
+		else if (e->in_routes)
+			cfg_err_at(p, e->port_line, "[routes] route: no [port] named or "
+				   "numbered '%s'", e->port_ref);
+		else
 			cfg_err_at(p, e->port_line, "[route %s] port: no [port] named or "
 				   "numbered '%s'", e->name, e->port_ref);
-		else if (e->port_line)
-			e->port_id = c->ports[i].id;
 	}
 }
 
@@ -256,4 +261,5 @@ void cfg_check_all(struct parser *p)
 	resolve_ports(p);
 	cfg_check_ike_sa(p);	/* first: children get their parent's addresses */
 	check_tunnels(p);
+	cfg_check_route_tunnels(p);
 }

@@ -11,7 +11,8 @@
  *   config_value.c   value parsers: numbers, addresses, prefixes, MACs, hex
  *   config_dp.c      [dataplane] and [control]
  *   config_port.c    [port NAME]
- *   config_route.c   [neighbor NAME] (or [neighbour NAME]) and [route NAME]
+ *   config_route.c   [neighbor NAME] (or [neighbour NAME]), [route NAME] and
+ *                    [routes] (route = PREFIX via tunnel NAME | via GW port NAME)
  *   config_tunnel.c  [tunnel NAME], its static keys and key files
  *   config_ike.c     [tunnel NAME]'s keying = ike keys and checks
  *   config_check.c   checks across sections, once the whole file is read
@@ -36,6 +37,7 @@ enum sect_type {
 	SECT_NEIGH,
 	SECT_ROUTE,
 	SECT_TUNNEL,
+	SECT_ROUTES,
 };
 
 /* The parser's state while it reads one file. */
@@ -58,7 +60,7 @@ struct parser {
 	int keying_line;	/* the tunnel's keying, 0 if not given (yet) */
 	bool keying_bad;	/* the tunnel's keying value was refused */
 	const char *key;	/* key being handled, for messages */
-	int seen_dataplane, seen_control;
+	int seen_dataplane, seen_control, seen_routes;
 	struct perror_ent *errs;
 	size_t n_errs;
 	/* Section names seen, "TYPE:NAME": a hash so that 100k tunnels parse
@@ -85,6 +87,7 @@ struct key_def {
 	key_fn fn;
 	bool required;		/* by the tunnels of its keying (KEYING_ANY: all) */
 	enum keying keying;
+	bool repeat;		/* may be given more than once ([routes] route) */
 };
 
 struct sect_def {
@@ -104,6 +107,7 @@ struct sect_def {
 extern const struct sect_def cfg_sect_dataplane, cfg_sect_control;
 extern const struct sect_def cfg_sect_port;
 extern const struct sect_def cfg_sect_neighbor, cfg_sect_neighbour, cfg_sect_route;
+extern const struct sect_def cfg_sect_routes;
 extern const struct sect_def cfg_sect_tunnel;
 
 /* The entry of the current section: in array ARR of struct cfg, or the tunnel. */
@@ -193,6 +197,8 @@ void cfg_finish_pki(struct parser *p, struct cfg_tunnel *t);
 /* config_check.c: checks that need the whole file, after its last section;
  * and the one-family check of a section's addresses, at the section's end. */
 void cfg_check_all(struct parser *p);
+/* config_route.c: every route's tunnels exist and are mode = route. */
+void cfg_check_route_tunnels(struct parser *p);
 /* An error when two addresses (or prefixes) of a section are of two families. */
 void cfg_check_family(struct parser *p, const char *sect, const char *name, int line,
 		      const char *key_b, const struct cfg_addr *b, int len_b,

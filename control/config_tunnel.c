@@ -45,6 +45,9 @@ bool cfg_key_required(struct parser *p, const struct key_def *d)
 		return false;
 	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ra.any && !strcmp(d->name, "remote-ts"))
 		return false;		/* the pool is (config_ra.c) */
+	if (p->type == SECT_TUNNEL && CUR_TUN(p)->route &&
+	    (!strcmp(d->name, "local-ts") || !strcmp(d->name, "remote-ts")))
+		return false;		/* mode = route: 0/0 and ::/0 */
 	if (p->type == SECT_TUNNEL && CUR_TUN(p)->ike.parent[0] &&
 	    (!strcmp(d->name, "local") || !strcmp(d->name, "remote")))
 		return false;		/* ike-sa: the parent's (cfg_check_ike_sa) */
@@ -602,6 +605,54 @@ static int key_tun_remote_port(struct parser *p, const char *val)
 	return tun_port(p, val, &CUR_TUN(p)->udp_remote);
 }
 
+/* mode = policy (default) | route: a route-based tunnel (doc/route-based.md). */
+static int key_tun_mode(struct parser *p, const char *val)
+{
+	CUR_TUN(p)->mode_line = p->line;
+	if (!strcmp(val, "policy") || !strcmp(val, "route")) {
+		CUR_TUN(p)->route = !strcmp(val, "route");
+		return 0;
+	}
+	return cfg_kerr(p, "expected policy or route, got '%s'", val);
+}
+
+/* rpf = off | loose (default) | strict: what a route-based tunnel decrypts. */
+static int key_tun_rpf(struct parser *p, const char *val)
+{
+	static const char *const names[] = { "off", "loose", "strict" };
+
+	CUR_TUN(p)->rpf_line = p->line;
+	for (uint8_t i = 0; i < 3; i++)
+		if (!strcmp(val, names[i])) {
+			CUR_TUN(p)->rpf = i;
+			return 0;
+		}
+	return cfg_kerr(p, "expected off, loose or strict, got '%s'", val);
+}
+
+/* mode = route: no selectors of its own, static keys (IKE's comes later). */
+static void finish_route_mode(struct parser *p, const struct cfg_tunnel *t)
+{
+	if (!t->route) {
+		if (t->rpf_line)
+			cfg_err_at(p, t->rpf_line, "[tunnel %s] rpf: only for mode = route (a "
+				   "policy tunnel checks its remote-ts)", t->name);
+		return;
+	}
+	if (t->lts_line)
+		cfg_err_at(p, t->lts_line, "[tunnel %s] local-ts: not with mode = route "
+			   "(its selectors are 0.0.0.0/0 and ::/0; [routes] choose its traffic)",
+			   t->name);
+	if (t->rts_line)
+		cfg_err_at(p, t->rts_line, "[tunnel %s] remote-ts: not with mode = route "
+			   "(its selectors are 0.0.0.0/0 and ::/0; [routes] choose its traffic)",
+			   t->name);
+	if (t->ike.parent[0] || t->ra.any)
+		cfg_err_at(p, t->mode_line, "[tunnel %s] mode: route is not for ike-sa or "
+			   "remote = %%any tunnels (their CHILD_SAs are chosen by selectors)",
+			   t->name);
+}
+
 static int open_tunnel(struct parser *p)
 {
 	struct cfg *c = p->cfg;
@@ -620,6 +671,7 @@ static int open_tunnel(struct parser *p)
 	tun->line = p->sect_line;
 	tun->replay_window = DPVPN_REPLAY_WIN_DEFAULT;
 	tun->udp_local = tun->udp_remote = 4500;	/* RFC 3948 */
+	tun->rpf = DPVPN_RPF_LOOSE;
 	tun->ike.start = 1;
 	tun->ike.frag_size = CFG_IKE_FRAG_SIZE;
 	tun->ike.dpd_seconds = CFG_DPD_DEFAULT;
@@ -689,6 +741,7 @@ static void finish_tunnel(struct parser *p)
 
 	cfg_check_keying(p, t);
 	cfg_finish_ra(p, t);
+	finish_route_mode(p, t);
 	if (t->ike.on) {
 		cfg_finish_ike(p, t);
 	} else {
@@ -773,6 +826,8 @@ static const struct key_def tunnel_keys[] = {
 	{ "dns", cfg_key_tun_dns, false, KEYING_IKE },
 	{ "virtual-ip", cfg_key_tun_virtual_ip, false, KEYING_IKE },
 	{ "compress", key_tun_compress, false },	/* refused, see key_tun_compress */
+	{ "mode", key_tun_mode, false },
+	{ "rpf", key_tun_rpf, false },
 };
 
 const struct sect_def cfg_sect_tunnel = {

@@ -24,6 +24,9 @@
  *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies","first":N}   one page of a
  *                                        table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
+ *   {"cmd":"route","op":"add","dst":PREFIX,"tunnels":[NAME, ...]}   into route-based
+ *                                        tunnels (mode = route), 1..8: ECMP over
+ *                                        them; replaces dst's route if it has one
  *   {"cmd":"neighbour","op":"add"|"del","port":N,"address":IP,"mac":MAC}
  *   {"cmd":"policy","op":"add"|"del","src":PREFIX,"dst":PREFIX,"spi":"0x..","priority":N}
  *   {"cmd":"sa","op":"del","spi":"0x..","dir":"in"|"out"}   (SAs are added from
@@ -71,6 +74,11 @@
  *                          "reason":null (up)|"operator"|"refused"|"ike"|"no-sa"|"expired",
  *                          "detail":null (up)|"why, in words",
  *                          "keying":"static"|"ike"|null,
+ *                          "mode":"policy"|"route"|null (route: a route-based
+ *                                tunnel, routes choose its traffic; its selectors
+ *                                are 0.0.0.0/0 and ::/0, local_ts null),
+ *                          "rpf":"off"|"loose"|"strict"|null (route-based: the
+ *                                reverse path check of what it decrypts),
  *                          "local":IP|null,"remote":IP|null (outer: the peer is remote),
  *                          "cipher":NAME|null,"local_ts":PREFIX|null,"remote_ts":PREFIX|null,
  *                          "local_ts_list":[PREFIX, ...]|null,
@@ -151,7 +159,13 @@
  *              them, sent out of the port or dropped under a reason
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
- *   routes:   {"routes":[{"dst":PREFIX,"port":N,"via":IP|null}, ...]}
+ *   routes:   {"routes":[{"dst":PREFIX,"port":N|null,"via":IP|null,
+ *                         "tunnels":[NAME, ...]|null}, ...]}
+ *             a route out a port: port (and via, null: on-link), tunnels null;
+ *             into route-based tunnels: tunnels (several: ECMP, each flow on
+ *             one, the flows of one that is down on the next one up), port
+ *             and via null.  A name "#N": tunnel interface N, which the
+ *             dataplane no longer has
  *   lcores:   {"lcores":[{"lcore":N,"role":"main"|"worker","rx_packets":N,"tx_packets":N,
  *                         "encrypted":N,"decrypted":N,"drops":N,"busy":0..1}, ...]}
  *             busy: the share of poll cycles that found work (a JSON real),

@@ -450,7 +450,8 @@ static json_t *do_trace(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_
 /* {"cmd":"route"|"neighbour","op":"add"|"del", ...}: root only. */
 static json_t *do_table(struct ctl_ctx *ctx, json_t *req, int route, char *err, size_t err_len)
 {
-	static const char *const rmembers[] = { "cmd", "op", "dst", "port", "via", NULL };
+	static const char *const rmembers[] = { "cmd", "op", "dst", "port", "via", "tunnels",
+						NULL };
 	static const char *const nmembers[] = { "cmd", "op", "port", "address", "mac", NULL };
 	const char *op = json_string_value(json_object_get(req, "op"));
 	json_int_t port = json_is_integer(json_object_get(req, "port")) ?
@@ -470,7 +471,8 @@ static json_t *do_table(struct ctl_ctx *ctx, json_t *req, int route, char *err, 
 	add = !strcmp(op, "add");
 	if (route)
 		return ctl_route(ctx, add, json_string_value(json_object_get(req, "dst")), port,
-				 json_string_value(json_object_get(req, "via")), err, err_len);
+				 json_string_value(json_object_get(req, "via")),
+				 json_object_get(req, "tunnels"), err, err_len);
 	return ctl_neigh(ctx, add, port, json_string_value(json_object_get(req, "address")),
 			 json_string_value(json_object_get(req, "mac")), err, err_len);
 }

@@ -424,22 +424,99 @@ json_t *ctl_trace(struct ctl_ctx *ctx, const char *point, json_int_t count, cons
 
 /* ---- routes and neighbours: show, add, delete ---- */
 
+/* The dataplane's tunnel interfaces (their names are the tunnels'). */
+static int tunifs(struct ctl_ctx *ctx, struct dpvpn_tunif_info **t, uint32_t *n)
+{
+	return dp_dump(ctx->dp, DPVPN_MSG_SHOW_TUNIFS, sizeof(**t), (void **)t, n);
+}
+
+/* A route's tunnels by name ("#ID" for an interface the dataplane lacks). */
+static json_t *route_tunnels_json(const struct dpvpn_route *r,
+				  const struct dpvpn_tunif_info *t, uint32_t nt)
+{
+	json_t *a;
+
+	if (r->kind != DPVPN_ROUTE_TUNNEL)
+		return json_null();
+	a = json_array();
+	for (unsigned k = 0; a && k < r->n_tunif && k < DPVPN_ECMP_MAX; k++) {
+		json_t *name = NULL;
+
+		for (uint32_t i = 0; i < nt && name == NULL; i++)
+			if (t[i].id == r->tunif[k])
+				name = json_sprintf("%.*s", DPVPN_NAME_LEN, t[i].name);
+		json_array_append_new(a, name ? name : json_sprintf("#%u", r->tunif[k]));
+	}
+	return a;
+}
+
 json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
+	struct dpvpn_tunif_info *t = NULL;
 	struct dpvpn_route *r;
-	uint32_t n;
+	uint32_t n, nt = 0;
 	json_t *a;
 
 	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_ROUTES, sizeof(*r), (void **)&r, &n))
 		return dp_failed(ctx, err, err_len, "routes");
+	if (tunifs(ctx, &t, &nt)) {
+		free(r);
+		return dp_failed(ctx, err, err_len, "tunnel interfaces");
+	}
 	a = json_array();
-	for (uint32_t i = 0; a && i < n; i++)
-		json_array_append_new(a, json_pack("{s:o,s:I,s:o}", "dst", prefix_json(&r[i].dst),
-						   "port", (json_int_t)r[i].port_id,
+	for (uint32_t i = 0; a && i < n; i++) {
+		bool port = r[i].kind != DPVPN_ROUTE_TUNNEL;
+
+		json_t *p = port ? json_integer(r[i].port_id) : json_null();
+
+		json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:o}", "dst",
+						   prefix_json(&r[i].dst), "port", p,
 						   "via", r[i].gateway.family ?
-						   addr_json(&r[i].gateway) : json_null()));
+						   addr_json(&r[i].gateway) : json_null(),
+						   "tunnels", route_tunnels_json(&r[i], t, nt)));
+	}
 	free(r);
+	free(t);
 	return json_pack("{s:o}", "routes", a);
+}
+
+/* "tunnels": [NAME, ...] of route add: the interfaces' ids, by name. */
+static int tunnel_ids(struct ctl_ctx *ctx, json_t *names, struct dpvpn_route *r, char *err,
+		      size_t err_len)
+{
+	struct dpvpn_tunif_info *t = NULL;
+	uint32_t nt = 0;
+	size_t k;
+	json_t *v;
+
+	if (!json_is_array(names) || json_array_size(names) == 0 ||
+	    json_array_size(names) > DPVPN_ECMP_MAX) {
+		snprintf(err, err_len, "\"tunnels\": expected 1..%d tunnel names", DPVPN_ECMP_MAX);
+		return -1;
+	}
+	if (tunifs(ctx, &t, &nt)) {
+		dp_failed(ctx, err, err_len, "tunnel interfaces");
+		return -1;
+	}
+	r->kind = DPVPN_ROUTE_TUNNEL;
+	r->n_tunif = (uint8_t)json_array_size(names);
+	json_array_foreach(names, k, v) {
+		const char *name = json_string_value(v);
+		uint32_t i;
+
+		for (i = 0; name && i < nt && strncmp(t[i].name, name, DPVPN_NAME_LEN); i++)
+			;
+		if (name == NULL || i == nt) {
+			snprintf(err, err_len, "\"tunnels\": %.64s is not a route-based tunnel "
+				 "(mode = route) of the running config",
+				 name ? name : "(not a string)");
+			free(t);
+			return -1;
+		}
+		r->tunif[k] = t[i].id;
+	}
+	free(t);
+	return 0;
 }
 
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len)
@@ -480,7 +557,7 @@ static int parse_ip(const char *s, struct dpvpn_addr *a)
 }
 
 json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,
-		  const char *via, char *err, size_t err_len)
+		  const char *via, json_t *tunnels, char *err, size_t err_len)
 {
 	struct dpvpn_route r = { .port_id = (uint16_t)port };
 	char buf[64];
@@ -504,7 +581,16 @@ json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port
 	r.dst.family = a.family;
 	r.dst.len = (uint8_t)len;
 	memcpy(r.dst.v6, a.v6, 16);
-	if (add && (port < 0 || port > 1023)) {
+	if (add && tunnels != NULL) {
+		if (port >= 0 || via != NULL) {
+			snprintf(err, err_len, "\"tunnels\": a route goes into tunnels or out a "
+				 "port (port, via), not both");
+			return NULL;
+		}
+		r.port_id = 0;
+		if (tunnel_ids(ctx, tunnels, &r, err, err_len))
+			return NULL;
+	} else if (add && (port < 0 || port > 1023)) {
 		snprintf(err, err_len, "\"port\": expected a DPDK port id");
 		return NULL;
 	}

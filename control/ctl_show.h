@@ -84,7 +84,7 @@ void ctl_tunnel_copy(struct cfg_tunnel *dst, const struct cfg_tunnel *src);
 /* Runtime changes (not written back to the config: a reload or restart
  * installs the config's routes and neighbours again). */
 json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port,
-		  const char *via, char *err, size_t err_len);
+		  const char *via, json_t *tunnels, char *err, size_t err_len);
 json_t *ctl_neigh(struct ctl_ctx *ctx, int add, json_int_t port, const char *addr,
 		  const char *mac, char *err, size_t err_len);
 json_t *ctl_policy(struct ctl_ctx *ctx, int add, const char *src, const char *dst,

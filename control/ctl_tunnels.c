@@ -350,12 +350,17 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 
 	sas = sorted + named(sorted, n_sorted, e->t.name, &n);
 	judge(ctx, e, sas, n, &v);
-	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	static const char *const rpf[] = { "off", "loose", "strict" };
+
+	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+			 "s:o,s:o}",
 		"name", text_json(e->t.name),
 		"state", v.reason ? "down" : "up",
 		"reason", v.reason ? json_string(v.reason) : json_null(),
 		"detail", v.reason ? text_json(v.detail) : json_null(),
 		"keying", c ? json_string(c->ike.on ? "ike" : "static") : json_null(),
+		"mode", c ? json_string(c->route ? "route" : "policy") : json_null(),
+		"rpf", c && c->route && c->rpf < 3 ? json_string(rpf[c->rpf]) : json_null(),
 		"local", c ? cfg_addr_json(&c->local) : json_null(),
 		"remote", c ? cfg_addr_json(&c->remote) : json_null(),
 		/* keying = ike without cipher: esp-proposals decide */

@@ -501,10 +501,25 @@ static void print_routes(json_t *r)
 {
 	static const struct column cols[] = {
 		{ "DST", "dst", U_TEXT, 0 }, { "PORT", "port", U_INT, 0 },
-		{ "VIA", "via", U_TEXT, 0 },
+		{ "VIA", "via", U_TEXT, 0 }, { "TUNNELS", "tunnels_text", U_TEXT, 0 },
 	};
+	json_t *rt, *t, *routes = json_object_get(r, "routes");
+	size_t i, k;
 
-	print_table(json_object_get(r, "routes"), COLS(cols));
+	/* a route into tunnels: their names, "t1,t2" (ECMP) */
+	json_array_foreach(routes, i, rt) {
+		char list[8 * 40] = "";
+		size_t n = 0;
+
+		json_array_foreach(json_object_get(rt, "tunnels"), k, t)
+			if (n + 40 < sizeof(list))
+				n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%.32s",
+						      k ? "," : "", json_string_value(t) ?
+						      json_string_value(t) : "?");
+		if (n > 0)
+			json_object_set_new(rt, "tunnels_text", json_string(list));
+	}
+	print_table(routes, COLS(cols));
 }
 
 static void print_neighs(json_t *r)
@@ -616,6 +631,9 @@ static void print_tunnel(json_t *t)
 		field("cipher", "%s, %s keys", str_of(t, "cipher"), str_of(t, "keying"));
 	if (json_is_string(json_object_get(t, "local_ts")))
 		field("traffic", "%s <-> %s", str_of(t, "local_ts"), str_of(t, "remote_ts"));
+	else if (json_is_string(json_object_get(t, "mode")) &&
+		 !strcmp(str_of(t, "mode"), "route"))
+		field("traffic", "routed (mode = route, rpf %s): show routes", str_of(t, "rpf"));
 	if (json_is_string(json_object_get(t, "config_error")))
 		field("config", "refused at the last reload, the running one is kept: %s",
 		      str_of(t, "config_error"));
@@ -772,7 +790,8 @@ static void usage(FILE *out)
 		"       | lcores | trace | ike\n"
 		"  initiate NAME | terminate NAME | rekey NAME | rekey-ike NAME   a keying = ike\n"
 		"              tunnel's IKE SA: start it, end it, rekey its CHILD_SA or itself (root)\n"
-		"  route add DST PORT [VIA] | route del DST          (root)\n"
+		"  route add DST PORT [VIA] | route add DST tunnel NAME [NAME...]\n"
+		"              | route del DST   (root; several tunnels: ECMP, at most 8)\n"
 		"  neighbour add PORT ADDRESS MAC | neighbour del PORT ADDRESS   (root)\n"
 		"  policy add SRC DST SPI [PRIORITY] | policy del SRC DST      (root)\n"
 		"  sa del SPI in|out   (root; SAs are added from the config: tunnel up, reload)\n"
@@ -1101,6 +1120,20 @@ int main(int argc, char **argv)
 		int n = argc - optind;
 		json_t *req;
 
+		if (route && add && n >= 4 && !strcmp(argv[optind + 3], "tunnel")) {
+			json_t *names;
+
+			if (n == 4 || n > 4 + 8) {	/* not port "tunnel" (atoi: 0) */
+				usage(stderr);
+				return 2;
+			}
+			names = json_array();
+			for (int k = optind + 4; k < argc; k++)
+				json_array_append_new(names, json_string(argv[k]));
+			return send_change(path, json_pack("{s:s,s:s,s:s,s:o}", "cmd", "route",
+							   "op", "add", "dst", argv[optind + 2],
+							   "tunnels", names));
+		}
 		if ((!add && strcmp(argv[optind + 1], "del")) ||
 		    (route && (add ? n < 4 || n > 5 : n != 3)) ||
 		    (!route && (add ? n != 5 : n != 4))) {

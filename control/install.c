@@ -95,6 +95,137 @@ static int port_set(struct dp_client *dp, const struct cfg_port *p, const struct
 	return 0;
 }
 
+/* ---- tunnel interfaces (route-based tunnels) ---- */
+
+/*
+ * The dataplane's tunnel interface ids, by tunnel name: given out here, the
+ * lowest free one to a route-based tunnel first installed, taken back when
+ * it leaves the config.  A dpvpnd started against a forwarding dataplane
+ * reads them back (SHOW_TUNIFS, inst_reconcile), so routes keep theirs.
+ */
+static char tunif_names[DPVPN_TUNIF_MAX][DPVPN_NAME_LEN];
+
+int inst_tunif_id(const char *name, bool create)
+{
+	int free_id = -1;
+
+	for (int i = 0; i < DPVPN_TUNIF_MAX; i++) {
+		if (!strncmp(tunif_names[i], name, DPVPN_NAME_LEN) && tunif_names[i][0])
+			return i;
+		if (free_id < 0 && !tunif_names[i][0])
+			free_id = i;
+	}
+	if (create && free_id >= 0)
+		snprintf(tunif_names[free_id], DPVPN_NAME_LEN, "%s", name);
+	return create ? free_id : -1;
+}
+
+const char *inst_tunif_name(uint16_t id)
+{
+	return id < DPVPN_TUNIF_MAX && tunif_names[id][0] ? tunif_names[id] : NULL;
+}
+
+/* TUNIF_SET: tunnel t's interface up on its outbound SA, or down. */
+static int tunif_msg(struct dp_client *dp, const struct cfg_tunnel *t, bool up, bool verbose)
+{
+	int id = inst_tunif_id(t->name, true);
+	struct dpvpn_tunif m = { .rpf = t->rpf, .up = up, .out_spi = up ? htonl(t->out.spi) : 0 };
+	char what[80];
+
+	if (id < 0) {
+		fprintf(stderr, "dpvpnd: tunnel %s: no tunnel interface left (%d)\n", t->name,
+			DPVPN_TUNIF_MAX);
+		return -1;
+	}
+	m.id = (uint16_t)id;
+	snprintf(m.name, sizeof(m.name), "%s", t->name);
+	snprintf(what, sizeof(what), "tunnel %s interface %d %s", t->name, id, up ? "up" : "down");
+	return call(dp, verbose, what, DPVPN_MSG_TUNIF_SET, &m, sizeof(m));
+}
+
+/* Every route-based tunnel of cfg has its interface before routes name it. */
+static int ensure_tunifs(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		if (cfg->tunnels[i]->route && inst_tunif_id(cfg->tunnels[i]->name, false) < 0 &&
+		    tunif_msg(dp, cfg->tunnels[i], false, verbose))
+			return -1;
+	return 0;
+}
+
+/* Does a route of cfg lead into tunnel name (one taken down keeps its routes)? */
+static bool routed_into(const struct cfg *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_routes; i++)
+		for (unsigned k = 0; k < cfg->routes[i].n_tunnels; k++)
+			if (!strncmp(cfg->routes[i].tunnels[k], name, DPVPN_NAME_LEN))
+				return true;
+	return false;
+}
+
+/*
+ * The interfaces of tunnels that are no longer route-based tunnels of cfg, and
+ * that none of its routes names, go.  One a dpvpnctl route still leads into
+ * stays (-EBUSY) until that route is deleted and the next reload.
+ */
+static void drop_tunifs(struct dp_client *dp, const struct cfg *cfg, bool verbose)
+{
+	for (uint16_t id = 0; id < DPVPN_TUNIF_MAX; id++) {
+		const struct cfg_tunnel *t = tunif_names[id][0] ?
+					     inst_find_tunnel(cfg, tunif_names[id]) : NULL;
+		struct dpvpn_tunif m = { .id = id };
+
+		if (!tunif_names[id][0] || (t != NULL && t->route) ||
+		    routed_into(cfg, tunif_names[id]))
+			continue;
+		if (dp_call(dp, DPVPN_MSG_TUNIF_DEL, &m, sizeof(m), NULL, 0) == 0 ||
+		    dp->status == -ENOENT)
+			tunif_names[id][0] = '\0';
+		else if (dp->status != -EBUSY)
+			fprintf(stderr, "dpvpnd: tunnel %.32s interface removal: %s\n",
+				tunif_names[id], dp->err);
+		if (verbose && tunif_names[id][0] == '\0')
+			fprintf(stderr, "dpvpnd: tunnel interface %u removal: done\n", id);
+	}
+}
+
+/* A route as the dataplane takes it: out a port, or into tunnels by id. */
+static int route_to_msg(const struct cfg_route *r, struct dpvpn_route *m)
+{
+	*m = (struct dpvpn_route){ .dst = net_prefix(&r->dst) };
+	if (r->n_tunnels == 0) {
+		m->port_id = r->port_id;
+		m->gateway = net_addr(&r->via);	/* family 0: on-link */
+		return 0;
+	}
+	m->kind = DPVPN_ROUTE_TUNNEL;
+	m->n_tunif = r->n_tunnels;
+	for (unsigned k = 0; k < r->n_tunnels; k++) {
+		int id = inst_tunif_id(r->tunnels[k], false);
+
+		if (id < 0) {
+			fprintf(stderr, "dpvpnd: route to tunnel %s: it has no interface\n",
+				r->tunnels[k]);
+			return -1;
+		}
+		m->tunif[k] = (uint16_t)id;
+	}
+	return 0;
+}
+
+static void route_what(const struct cfg_route *r, char *what, size_t len, const char *tail)
+{
+	struct dpvpn_prefix d = net_prefix(&r->dst);
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (r->in_routes) {
+		inet_ntop(d.family == DPVPN_AF_INET6 ? AF_INET6 : AF_INET, d.v6, a, sizeof(a));
+		snprintf(what, len, "route %s/%u%s", a, d.len, tail);
+	} else {
+		snprintf(what, len, "route %s%s", r->name, tail);
+	}
+}
+
 static int install_ports(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 {
 	for (size_t i = 0; i < cfg->n_ports; i++)
@@ -121,18 +252,17 @@ static int install_neighs(struct dp_client *dp, const struct cfg *cfg, bool verb
 
 static int install_routes(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 {
-	char what[64];
+	char what[96];
 
+	if (ensure_tunifs(dp, cfg, verbose))
+		return -1;
 	for (size_t i = 0; i < cfg->n_routes; i++) {
 		const struct cfg_route *r = &cfg->routes[i];
-		struct dpvpn_route m = {
-			.dst = net_prefix(&r->dst),
-			.port_id = r->port_id,
-			.gateway = net_addr(&r->via),	/* family 0: on-link */
-		};
+		struct dpvpn_route m;
 
-		snprintf(what, sizeof(what), "route %s", r->name);
-		if (call(dp, verbose, what, DPVPN_MSG_ROUTE_ADD, &m, sizeof(m)))
+		route_what(r, what, sizeof(what), "");
+		if (route_to_msg(r, &m) || call(dp, verbose, what, DPVPN_MSG_ROUTE_ADD, &m,
+						sizeof(m)))
 			return -1;
 	}
 	return 0;
@@ -167,6 +297,33 @@ static int reserve(struct seqstate *seq, const struct cfg_tunnel *t, uint32_t sp
 	return 0;
 }
 
+/* An SA's selectors: the tunnel's first pair; a route-based tunnel's 0.0.0.0/0
+ * (the dataplane takes the other family's as ::/0). */
+static struct dpvpn_prefix sa_ts(const struct cfg_tunnel *t, bool local)
+{
+	if (t->route && !t->local_ts.addr.family)	/* static keys: no selectors */
+		return (struct dpvpn_prefix){ .family = DPVPN_AF_INET };
+	return net_prefix(local ? &t->local_ts : &t->remote_ts);
+}
+
+/*
+ * An SA's selector lists: the tunnel's; for a route tunnel keyed by IKE the
+ * negotiated ones of the first pair's family (the dataplane takes one family
+ * per list and leaves the other 0/0: IKE's 0.0.0.0/0 + ::/0 is 0.0.0.0/0,
+ * a peer that narrowed the IPv4 side is held to it).
+ */
+static unsigned sa_more(const struct cfg_tunnel *t, bool local, struct dpvpn_prefix *out)
+{
+	const struct cfg_prefix *first = local ? &t->local_ts : &t->remote_ts;
+	const struct cfg_prefix *more = local ? t->more_lts : t->more_rts;
+	unsigned n = local ? t->n_more_lts : t->n_more_rts, k = 0;
+
+	for (unsigned i = 0; i < n && i < CFG_TS_MAX - 1; i++)
+		if (!t->route || more[i].addr.family == first->addr.family)
+			out[k++] = net_prefix(&more[i]);
+	return k;
+}
+
 static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		      const struct cfg_sa_key *k, uint8_t dir, bool verbose,
 		      struct seqstate *seq)
@@ -194,18 +351,22 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		.replay_window = t->replay_window,
 		.local = net_addr(&t->local),
 		.remote = net_addr(&t->remote),
-		.local_ts = net_prefix(&t->local_ts),
-		.remote_ts = net_prefix(&t->remote_ts),
+		.local_ts = sa_ts(t, true),
+		.remote_ts = sa_ts(t, false),
 	};
 	char what[80];
 	int rc;
 
-	m.n_more_lts = t->n_more_lts;
-	m.n_more_rts = t->n_more_rts;
-	for (unsigned i = 0; i < t->n_more_lts; i++)
-		m.more_lts[i] = net_prefix(&t->more_lts[i]);
-	for (unsigned i = 0; i < t->n_more_rts; i++)
-		m.more_rts[i] = net_prefix(&t->more_rts[i]);
+	if (t->route) {
+		int id = inst_tunif_id(t->name, true);
+
+		if (id < 0)
+			return -1;
+		m.flags = DPVPN_SA_F_ROUTE;
+		m.tunif = (uint8_t)id;
+	}
+	m.n_more_lts = (uint8_t)sa_more(t, true, m.more_lts);
+	m.n_more_rts = (uint8_t)sa_more(t, false, m.more_rts);
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
 	if (dir == DPVPN_DIR_OUT && seq != NULL && reserve(seq, t, k->spi, &m))
 		return -1;
@@ -226,6 +387,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
  */
 static unsigned n_policies(const struct cfg_tunnel *t)
 {
+	if (t->route)		/* its traffic is routed: TUNIF_SET instead */
+		return 0;
 	return cfg_tunnel_n_ts(t, true) * cfg_tunnel_n_ts(t, false);
 }
 
@@ -261,6 +424,8 @@ struct held {
 	uint32_t n_sa;
 	struct dpvpn_policy *pol;	/* host bits cleared; by selectors */
 	uint32_t n_pol;
+	struct dpvpn_tunif_info *tunif;	/* tunnel interfaces, by index */
+	uint32_t n_tunif;
 };
 
 static void held_free(struct held *h)
@@ -268,6 +433,7 @@ static void held_free(struct held *h)
 	free(h->sa);
 	free(h->gone);
 	free(h->pol);
+	free(h->tunif);
 	*h = (struct held){ 0 };
 }
 
@@ -304,7 +470,9 @@ static int held_load(struct dp_client *dp, struct held *h)
 	*h = (struct held){ 0 };
 	if (dp_dump(dp, DPVPN_MSG_SHOW_SA, sizeof(*h->sa), (void **)&h->sa, &h->n_sa) != 0 ||
 	    dp_dump(dp, DPVPN_MSG_SHOW_POLICIES, sizeof(*h->pol), (void **)&h->pol,
-		    &h->n_pol) != 0) {
+		    &h->n_pol) != 0 ||
+	    dp_dump(dp, DPVPN_MSG_SHOW_TUNIFS, sizeof(*h->tunif), (void **)&h->tunif,
+		    &h->n_tunif) != 0) {
 		held_free(h);
 		return -1;
 	}
@@ -353,9 +521,10 @@ static bool sa_as_configured(const struct dpvpn_sa_info *s, const struct cfg_tun
 			     uint8_t dir)
 {
 	struct dpvpn_addr local = net_addr(&t->local), remote = net_addr(&t->remote);
-	struct dpvpn_prefix lts = net_prefix(&t->local_ts), rts = net_prefix(&t->remote_ts);
+	struct dpvpn_prefix lts = sa_ts(t, true), rts = sa_ts(t, false);
 
 	return strncmp(s->name, t->name, DPVPN_NAME_LEN) == 0 && s->alg == t->alg &&
+	       s->flags == (t->route ? DPVPN_SA_F_ROUTE : 0) &&
 	       s->dir == dir && ntohl(s->spi) == (dir == DPVPN_DIR_OUT ? t->out.spi : t->in.spi) &&
 	       memcmp(&s->local, &local, sizeof(local)) == 0 &&
 	       memcmp(&s->remote, &remote, sizeof(remote)) == 0 &&
@@ -370,6 +539,19 @@ static bool sa_as_configured(const struct dpvpn_sa_info *s, const struct cfg_tun
 }
 
 enum { GAP_IN = 1, GAP_OUT = 2, GAP_POLICY = 4, GAP_ALL = 7 };
+
+/* Route-based tunnel t's interface is up on its outbound SA with its rpf. */
+static bool tunif_as_configured(const struct held *h, const struct cfg_tunnel *t)
+{
+	int id = inst_tunif_id(t->name, false);
+
+	for (uint32_t k = 0; id >= 0 && k < h->n_tunif; k++)
+		if (h->tunif[k].id == id)
+			return h->tunif[k].up && h->tunif[k].rpf == t->rpf &&
+			       ntohl(h->tunif[k].out_spi) == t->out.spi &&
+			       !strncmp(h->tunif[k].name, t->name, DPVPN_NAME_LEN);
+	return false;
+}
 
 static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
 		  bool verbose);
@@ -434,8 +616,8 @@ static int tunnel_gaps(struct dp_client *dp, const struct cfg_tunnel *t, struct 
 		*gaps |= GAP_OUT | GAP_POLICY;	/* a new outbound SA: a new policy */
 	if (in < 0 || !sa_as_configured(&h->sa[in], t, DPVPN_DIR_IN))
 		*gaps |= GAP_IN;
-	if (pol != 1)
-		*gaps |= GAP_POLICY;
+	if (pol != 1 || (t->route && !tunif_as_configured(h, t)))
+		*gaps |= GAP_POLICY;	/* route-based: its interface (TUNIF_SET) */
 	if ((*gaps & GAP_OUT) && out >= 0) {
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose))
 			return -1;
@@ -469,6 +651,8 @@ static int fill_gaps(struct dp_client *dp, const struct cfg_tunnel *t, unsigned 
 		return -1;
 	if (!(gaps & GAP_POLICY))
 		return 0;
+	if (t->route)		/* its interface on the new SA: one store */
+		return tunif_msg(dp, t, true, verbose);
 	snprintf(what, sizeof(what), "tunnel %s policy", t->name);
 	for (unsigned k = 0; k < n_policies(t); k++) {
 		struct dpvpn_policy pol = tunnel_policy(t, k);
@@ -582,6 +766,8 @@ int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool ve
 {
 	char what[80];
 
+	if (t->route)		/* a route tunnel's rekey: one store, no ACL rebuild */
+		return tunif_msg(dp, t, true, verbose);
 	snprintf(what, sizeof(what), "tunnel %s policy switch", t->name);
 	if (call(dp, verbose, "batch", DPVPN_MSG_BATCH_BEGIN, NULL, 0))
 		return -1;
@@ -719,7 +905,11 @@ static void neigh_lines(struct cfg_neigh *n)
 	n->line = n->port_line = 0;
 	n->section = NULL;	/* [neighbor x] respelled [neighbour x]: the same entry */
 }
-static void route_lines(struct cfg_route *r) { r->line = r->port_line = r->via_line = 0; }
+static void route_lines(struct cfg_route *r)
+{
+	r->line = r->port_line = r->via_line = r->tunnel_line = 0;
+	memset(r->tunnel_lines, 0, sizeof(r->tunnel_lines));
+}
 
 struct cfg_tunnel *inst_find_tunnel(const struct cfg *c, const char *name)
 {
@@ -795,12 +985,12 @@ static int neigh_msg(struct dp_client *dp, const struct cfg_neigh *n, uint16_t t
 static int route_msg(struct dp_client *dp, const struct cfg_route *r, uint16_t type,
 		     bool verbose)
 {
-	struct dpvpn_route m = { .dst = net_prefix(&r->dst), .port_id = r->port_id,
-				 .gateway = net_addr(&r->via) };
-	char what[64];
+	struct dpvpn_route m = { .dst = net_prefix(&r->dst) };	/* ROUTE_DEL: by dst */
+	char what[96];
 
-	snprintf(what, sizeof(what), "route %s%s", r->name,
-		 type == DPVPN_MSG_ROUTE_DEL ? " removal" : "");
+	route_what(r, what, sizeof(what), type == DPVPN_MSG_ROUTE_DEL ? " removal" : "");
+	if (type == DPVPN_MSG_ROUTE_ADD && route_to_msg(r, &m))
+		return -1;
 	return call(dp, verbose, what, type, &m, sizeof(m));
 }
 
@@ -965,10 +1155,12 @@ int inst_reload(struct dp_client *dp, struct cfg *cur, struct cfg *next, struct 
 		goto refused;
 	}
 	if (reload_remove(dp, cur, next, &h, gaps, verbose, rep) ||
+	    ensure_tunifs(dp, next, verbose) ||	/* before routes name them */
 	    reload_tables(dp, cur, next, &tables, verbose) ||
 	    commit_batch(dp, seq, verbose, !begin_batch(dp, seq, verbose) &&
 				 !reload_install(dp, cur, next, gaps, verbose, seq, rep)))
 		goto failed;
+	drop_tunifs(dp, next, verbose);		/* after the routes into them */
 	snprintf(msg, len, "reloaded: %zu tunnels added, %zu removed, %zu changed, %zu unchanged, "
 		 "%zu repaired; %zu port, neighbour and route changes", c[INST_ADDED],
 		 c[INST_REMOVED], c[INST_CHANGED], c[INST_UNCHANGED], c[INST_REPAIRED], tables);
@@ -1024,6 +1216,11 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		cfg_wipe_keys(cfg);
 		return -1;
 	}
+	/* the interfaces an earlier dpvpnd gave out keep their ids */
+	for (uint32_t k = 0; k < h.n_tunif; k++)
+		if (h.tunif[k].id < DPVPN_TUNIF_MAX)
+			snprintf(tunif_names[h.tunif[k].id], DPVPN_NAME_LEN, "%.*s",
+				 DPVPN_NAME_LEN - 1, h.tunif[k].name);
 	keep = calloc(h.n_sa + 1, sizeof(*keep));
 	if (keep == NULL) {
 		snprintf(dp->err, sizeof(dp->err), "out of memory");
@@ -1041,6 +1238,8 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		h.gone[k] = 1;
 		removed++;
 	}
+	if (ensure_tunifs(dp, cfg, verbose))
+		goto failed;
 	for (size_t i = 0; i < cfg->n_tunnels; i++)
 		if (!cfg->tunnels[i]->ike.on &&	/* IKE's: negotiated anew */
 		    tunnel_gaps(dp, cfg->tunnels[i], &h, verbose, &gaps[i]))

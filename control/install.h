@@ -49,6 +49,10 @@ int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, 
 		bool verbose);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */
 void inst_fingerprint(struct cfg *cfg);
+/* Route-based tunnel NAME's tunnel interface id (created: the lowest free
+ * one), or -1; and the name of interface id, or NULL. */
+int inst_tunif_id(const char *name, bool create);
+const char *inst_tunif_name(uint16_t id);
 /* cfg's tunnel called name, or NULL. */
 struct cfg_tunnel *inst_find_tunnel(const struct cfg *cfg, const char *name);
 /* a and b the same tunnel but for line numbers (keys and PSK by their digests). */

@@ -82,6 +82,13 @@
 #define PORT_ERR "expected an IPv4 address with prefix length 1..32 (198.18.1.1/24) or " \
 	"an IPv6 address with prefix length 1..128 (2001:db8:1::1/64)"
 
+/* Lines 10-18 (after PORTS): a route-based tunnel with static keys. */
+#define RTUN(name, o, i) "[tunnel " name "]\nmode = route\nlocal = 198.19.0.1\n" \
+	"remote = 198.19.0.2\ncipher = aes128-gcm\nout-spi = " o "\nin-spi = " i "\n" KEYS
+#define RGOOD PORTS RTUN("r1", "0x1001", "0x2001")
+#define ROUTE_ONLY ": not with mode = route (its selectors are 0.0.0.0/0 and ::/0; [routes] " \
+	"choose its traffic)"
+
 struct keyfile {
 	const char *name;
 	const char *text;
@@ -100,6 +107,50 @@ struct tcase {
 
 static const struct tcase cases[] = {
 	{ "good", GOOD, NULL, { 0 } },
+	{ "route tunnel", RGOOD "rpf = strict\n[routes]\nroute = 10.9.0.0/16 via tunnel r1\n",
+	  NULL, { 0 } },
+	{ "route tunnel local-ts", RGOOD "local-ts = 10.0.0.0/8\n",
+	  "19: [tunnel r1] local-ts" ROUTE_ONLY, { 0 } },
+	{ "route tunnel remote-ts", RGOOD "remote-ts = 10.0.0.0/8\n",
+	  "19: [tunnel r1] remote-ts" ROUTE_ONLY, { 0 } },
+	{ "route tunnel rpf word", RGOOD "rpf = sideways\n",
+	  "19: [tunnel r1] rpf: expected off, loose or strict, got 'sideways'", { 0 } },
+	{ "rpf of a policy tunnel", GOOD "rpf = strict\n",
+	  "20: [tunnel t] rpf: only for mode = route (a policy tunnel checks its remote-ts)",
+	  { 0 } },
+	{ "mode word", GOOD "mode = bridge\n",
+	  "20: [tunnel t] mode: expected policy or route, got 'bridge'", { 0 } },
+	{ "route mode with ike", PORTS "[tunnel r]\nmode = route\nlocal = 198.19.0.1\n"
+	  "remote = 198.19.0.2\n" IKE, NULL, PSK(0600) },
+	{ "route mode with ike-sa", IKE_GOOD "[tunnel k]\nkeying = ike\nike-sa = t\n"
+	  "mode = route\n", "21: [tunnel k] mode: route is not for ike-sa or remote = %any "
+	  "tunnels (their CHILD_SAs are chosen by selectors)", PSK(0600) },
+	{ "route to a policy tunnel", GOOD "[routes]\nroute = 10.9.0.0/16 via tunnel t\n",
+	  "21: [routes] route: tunnel t is not a route-based tunnel (mode = route): a policy "
+	  "tunnel's traffic is chosen by its local-ts and remote-ts", { 0 } },
+	{ "route to no tunnel", RGOOD "[routes]\nroute = 10.9.0.0/16 via tunnel nope\n",
+	  "20: [routes] route: no [tunnel nope]", { 0 } },
+	{ "routes syntax", RGOOD "[routes]\nroute = 10.9.0.0/16 to r1\n",
+	  "20: [routes] route: expected 'PREFIX via tunnel NAME' or 'PREFIX via GATEWAY port "
+	  "NAME', got '10.9.0.0/16 to r1'", { 0 } },
+	{ "routes port twice", RGOOD "[routes]\nroute = 10.9.0.0/16 via 198.19.0.9 port outside\n"
+	  "route = 10.9.0.0/16 via tunnel r1\n", "21: [routes] route: 10.9.0.0/16: already "
+	  "routed at line 20 (only tunnels can share a prefix, ECMP)", { 0 } },
+	{ "routes tunnel twice", RGOOD "[routes]\nroute = 10.9.0.0/16 via tunnel r1\n"
+	  "route = 10.9.0.0/16 via tunnel r1\n",
+	  "21: [routes] route: tunnel r1 named twice for one prefix", { 0 } },
+	{ "routes gateway family", RGOOD "[routes]\nroute = 10.9.0.0/16 via 2001:db8::9 port "
+	  "outside\n", "20: [routes] route: gateway 2001:db8::9 is not of 10.9.0.0/16's family",
+	  { 0 } },
+	{ "routes no port", RGOOD "[routes]\nroute = 10.9.0.0/16 via 198.19.0.9 port nope\n",
+	  "20: [routes] route: no [port] named or numbered 'nope'", { 0 } },
+	{ "routes twice", RGOOD "[routes]\n[routes]\n", "20: duplicate section [routes]",
+	  { 0 } },
+	{ "route section tunnel and port", RGOOD "[route x]\ndst = 10.9.0.0/16\nport = 1\n"
+	  "tunnel = r1\n", "22: [route x] tunnel: a route goes into tunnels or out a port "
+	  "(port, via), not both", { 0 } },
+	{ "route section neither", RGOOD "[route x]\ndst = 10.9.0.0/16\n",
+	  "19: [route x] missing required key 'port' (or tunnel)", { 0 } },
 	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key", { 0 } },
 	/* dpvpn does not compress, on purpose (doc/security.md "Non-goals"): the key
 	 * strongSwan has is refused, saying why, not as just "unknown key". */
@@ -121,7 +172,7 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] fragment: expected inner (before encryption, RFC 4459) or outer, "
 	  "got 'both'", { 0 } },
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
-	  "(expected dataplane, control, port, neighbor (or neighbour), route or tunnel)",
+	  "(expected dataplane, control, port, neighbor (or neighbour), route, routes or tunnel)",
 	  { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
@@ -966,6 +1017,52 @@ static void test_many_errors(void **state)
 	unlink(path);
 }
 
+/* [routes]: ECMP by repeating a prefix (at most 8), port routes, [route NAME] tunnel =. */
+static void test_routes(void **state)
+{
+	char path[256], text[4096];
+	const struct cfg_route *r;
+	struct cfg cfg;
+	int n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/routes.conf", tmpdir);
+	write_file(path, PORTS RTUN("r1", "0x1001", "0x2001") RTUN("r2", "0x1002", "0x2002")
+		   "rpf = off\n[routes]\nroute = 10.9.0.0/16 via tunnel r1\n"
+		   "route = 2001:db8:9::/48 via tunnel r2\n"
+		   "route = 10.9.0.0/16 via tunnel r2\n"
+		   "route = 192.0.2.0/24 via 198.19.0.254 port outside\n"
+		   "[route six]\ndst = 2001:db8:8::/48\ntunnel = r2, r1\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_true(cfg.tunnels[0]->route && cfg.tunnels[1]->route);
+	assert_int_equal(cfg.tunnels[0]->rpf, DPVPN_RPF_LOOSE);	/* the default */
+	assert_int_equal(cfg.tunnels[1]->rpf, DPVPN_RPF_OFF);
+	assert_int_equal(cfg.tunnels[0]->local_ts.addr.family, 0);
+	assert_int_equal(cfg.n_routes, 4);
+	r = &cfg.routes[0];
+	assert_int_equal(r->n_tunnels, 2);			/* ECMP, in order */
+	assert_string_equal(r->tunnels[0], "r1");
+	assert_string_equal(r->tunnels[1], "r2");
+	assert_int_equal(cfg.routes[1].n_tunnels, 1);
+	assert_int_equal(cfg.routes[1].dst.addr.family, DPVPN_AF_INET6);
+	assert_int_equal(cfg.routes[2].n_tunnels, 0);		/* out a port */
+	assert_int_equal(cfg.routes[2].port_id, 1);
+	assert_int_equal(cfg.routes[3].n_tunnels, 2);
+	assert_string_equal(cfg.routes[3].tunnels[0], "r2");
+	cfg_free(&cfg);
+	/* nine tunnels for one prefix: the ninth refused */
+	n = snprintf(text, sizeof(text), "%s[routes]\n", RGOOD);
+	for (int i = 0; i < 9; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n,
+			      "route = 10.9.0.0/16 via tunnel r1x%d\n", i);
+	write_file(path, text, 0600);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	assert_non_null(strstr(cfg.errors[cfg.n_errors - 1],
+			       ":28: [routes] route: more than 8 tunnels for one prefix (ECMP)"));
+	cfg_free(&cfg);
+	unlink(path);
+}
+
 /* Selector lists: the order kept, the first entry where a single prefix was. */
 static void test_ts_lists(void **state)
 {
@@ -1418,7 +1515,7 @@ static void test_remote_access(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 15];
+	struct CMUnitTest tests[N_CASES + 16];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1443,7 +1540,8 @@ int main(void)
 	tests[N_CASES + 12] = (struct CMUnitTest)cmocka_unit_test(test_ts_lists);
 	tests[N_CASES + 13] = (struct CMUnitTest)cmocka_unit_test(test_ike_sa_inherits);
 	tests[N_CASES + 14] = (struct CMUnitTest)cmocka_unit_test(test_ts_same_bytes);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 15, NULL, NULL);
+	tests[N_CASES + 15] = (struct CMUnitTest)cmocka_unit_test(test_routes);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 16, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -32,6 +32,7 @@
 #include "sa.h"
 #include "spd.h"
 #include "trace.h"
+#include "tunif.h"
 #include "dpvpn_alg.h"
 
 #define CTL_MAX_CLIENTS	8
@@ -324,9 +325,44 @@ do_route_add(const void *req, struct reply *r)
 	return rc;
 }
 
+/* kind TUNNEL: into tunnel interfaces; port_id and gateway must be zero. */
+static int
+route_add_tunnel_msg(const struct dpvpn_route *c, struct reply *r)
+{
+	if (c->port_id != 0 || c->gateway.family != 0) {
+		snprintf(r->err, sizeof(r->err), "route.port_id/gateway: must be 0 for kind "
+			 "TUNNEL");
+		return -EINVAL;
+	}
+	if (c->dst.family != DPVPN_AF_INET && c->dst.family != DPVPN_AF_INET6) {
+		snprintf(r->err, sizeof(r->err), "route.dst: family %u is not 4 or 6",
+			 c->dst.family);
+		return -EINVAL;
+	}
+	for (unsigned int i = c->n_tunif; i < DPVPN_ECMP_MAX; i++)
+		if (c->tunif[i] != 0) {
+			snprintf(r->err, sizeof(r->err), "route.tunif[%u]: past n_tunif (%u), "
+				 "must be 0", i, c->n_tunif);
+			return -EINVAL;
+		}
+	return route_add_tunnel(&c->dst, c->tunif, c->n_tunif, r->err, sizeof(r->err));
+}
+
 static int
 route_add_msg(const struct dpvpn_route *c, struct reply *r)
 {
+	if (c->kind > DPVPN_ROUTE_TUNNEL) {
+		snprintf(r->err, sizeof(r->err), "route.kind: %u is not port (0) or tunnel (1)",
+			 c->kind);
+		return -EINVAL;
+	}
+	if (c->kind == DPVPN_ROUTE_TUNNEL)
+		return route_add_tunnel_msg(c, r);
+	if (c->n_tunif != 0 || memcmp(c->tunif, (uint16_t[DPVPN_ECMP_MAX]){ 0 },
+				      sizeof(c->tunif)) != 0) {
+		snprintf(r->err, sizeof(r->err), "route.n_tunif/tunif: must be 0 for kind PORT");
+		return -EINVAL;
+	}
 	if (c->gateway.family != 0 && c->gateway.family != c->dst.family) {
 		snprintf(r->err, sizeof(r->err), "route.gateway: family %u, not the family of "
 			 "route.dst (%u)", c->gateway.family, c->dst.family);
@@ -399,6 +435,45 @@ get_neigh(unsigned int idx, void *out)
 	memcpy(o->addr.v6, n.addr, n.family == DPVPN_AF_INET6 ? 16 : 4);
 	o->is_static = n.is_static;
 	return true;
+}
+
+static int
+do_tunif_set(const void *req, struct reply *r)
+{
+	return tunif_set(req, r->err, sizeof(r->err));
+}
+
+static int
+do_tunif_del(const void *req, struct reply *r)
+{
+	const struct dpvpn_tunif *c = req;
+
+	for (unsigned int i = 0; i < n_routes; i++)
+		for (unsigned int k = 0; routes[i].kind == DPVPN_ROUTE_TUNNEL &&
+					 k < routes[i].n_tunif; k++)
+			if (routes[i].tunif[k] == c->id) {
+				snprintf(r->err, sizeof(r->err), "tunif.id: %u: routes lead into "
+					 "it (route_del them first)", c->id);
+				return -EBUSY;
+			}
+	return tunif_del(c->id, r->err, sizeof(r->err));
+}
+
+static bool
+get_tunif(unsigned int idx, void *out)
+{
+	return tunif_info(idx, out);
+}
+
+static int
+do_show_tunifs(const void *req, struct reply *r)
+{
+	unsigned int n = 0;
+	struct dpvpn_tunif_info scratch;
+
+	while (tunif_info(n, &scratch))
+		n++;
+	return dump(req, r, sizeof(struct dpvpn_tunif_info), n, get_tunif);
 }
 
 static int
@@ -706,6 +781,10 @@ static const struct {
 	[DPVPN_MSG_POLICY_DEL] = { "POLICY_DEL", sizeof(struct dpvpn_policy), do_policy_del },
 	[DPVPN_MSG_IKE_OPEN] = { "IKE_OPEN", 0, do_ike_open },
 	[DPVPN_MSG_IKE_TX] = { "IKE_TX", sizeof(struct dpvpn_ike_pkt), do_ike_tx },
+	[DPVPN_MSG_TUNIF_SET] = { "TUNIF_SET", sizeof(struct dpvpn_tunif), do_tunif_set },
+	[DPVPN_MSG_TUNIF_DEL] = { "TUNIF_DEL", sizeof(struct dpvpn_tunif), do_tunif_del },
+	[DPVPN_MSG_SHOW_TUNIFS] = { "SHOW_TUNIFS", sizeof(struct dpvpn_dump_req),
+				    do_show_tunifs },
 };
 
 /* ---- transport ---- */

@@ -202,6 +202,8 @@ struct dp_state {
 	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
 	uint32_t host_rate, host_rate_control;	/* to the host twins, each worker (host.h) */
 	struct rte_mempool *host_pool;	/* the twins' RX mbufs: a host flood stays there */
+	uint32_t n_tunifs;		/* tunnel interfaces (tunif.h): 0, and inner
+					 * packets no policy takes are not routed */
 	uint32_t neigh_gen;		/* moves when a neighbour is deleted or a port set:
 					 * workers drop what they hold (neighq.h) */
 	volatile int quit;

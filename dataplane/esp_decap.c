@@ -14,6 +14,7 @@
 #include "pmtu.h"
 #include "route.h"
 #include "sa.h"
+#include "tunif.h"
 
 
 /* Header checks and crypto setup for one packet; DPVPN_DROP_MAX if sound. */
@@ -266,6 +267,7 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	uint8_t pad, nh;
 	uint16_t inner_len;
 	enum dpvpn_drop_reason why;
+	bool v6;
 
 	if (!op->ok)
 		return DPVPN_DROP_CRYPTO_ERROR;
@@ -283,14 +285,16 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 	for (uint8_t i = 0; i < pad; i++)
 		if (ct[op->len - ESP_TRAILER_LEN - pad + i] != i + 1)
 			return DPVPN_DROP_BAD_PADDING;
-	if (nh != (sa->inner6 ? IPPROTO_IPV6 : IPPROTO_IPIP))
+	/* a route-based tunnel's SA carries either family */
+	v6 = unlikely(sa->route) ? nh == IPPROTO_IPV6 : sa->inner6;
+	if (nh != (v6 ? IPPROTO_IPV6 : IPPROTO_IPIP))
 		return DPVPN_DROP_BAD_NEXT_HDR;
 	inner_len = (uint16_t)(op->len - pad - ESP_TRAILER_LEN);
 	rte_pktmbuf_adj(m, (uint16_t)(op->data - rte_pktmbuf_mtod(m, uint8_t *)));
 	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - inner_len));
 	/* The inner packet may be shorter than the payload: the rest is TFC
 	 * padding (RFC 4303 2.7), trimmed by inner_check6 / ip4_check. */
-	if (sa->inner6) {
+	if (v6) {
 		why = inner_check6(sa, m, inner_len);
 		if (why != DPVPN_DROP_MAX)
 			return why;
@@ -396,6 +400,9 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
 
+		if (why == DPVPN_DROP_MAX && unlikely(sas[i]->route) &&
+		    !tunif_rx(w->index, sas[i], rte_pktmbuf_mtod(pkts[i], const uint8_t *)))
+			why = DPVPN_DROP_RPF;
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))

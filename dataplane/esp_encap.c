@@ -13,6 +13,7 @@
 #include "pmtu.h"
 #include "sa.h"
 #include "spd.h"
+#include "tunif.h"
 
 
 /* The outer DF bit: the inner one (RFC 4301 8.1 "copy"), or the SA's choice. */
@@ -72,39 +73,6 @@ build_outer6(const struct sa *sa, struct rte_ipv6_hdr *outer, uint8_t tc, uint16
  * RFC 3948 UDP header; checksum 0, as IPv4 allows (over IPv6 it is filled in
  * after encryption, natt6_checksum).  Returns where ESP starts.
  */
-/*
- * A hash of the inner flow (addresses, and TCP/UDP ports when present), to
- * pick one of the SA's source ports: one flow keeps one port.
- */
-static uint32_t
-flow_hash(const uint8_t *inner)
-{
-	uint32_t h, ports = 0;
-	uint8_t proto;
-	const uint8_t *l4;
-
-	if (inner[0] >> 4 == 6) {
-		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)inner;
-		uint64_t addrs[4];
-
-		/* rte_hash_crc loads 8 bytes at a time: from an aligned copy
-		 * (the header is only 2-byte aligned in the mbuf) */
-		memcpy(addrs, ip->src_addr, sizeof(addrs));
-		h = rte_hash_crc(addrs, sizeof(addrs), 0);
-		proto = ip->proto;
-		l4 = inner + sizeof(*ip);
-	} else {
-		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)inner;
-
-		h = rte_hash_crc_8byte((uint64_t)ip->src_addr << 32 | ip->dst_addr, 0);
-		proto = ip4_is_fragment(ip) ? 0 : ip->next_proto_id;
-		l4 = inner + (ip->version_ihl & 0x0f) * 4;
-	}
-	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
-		memcpy(&ports, l4, 4);
-	return rte_hash_crc_4byte(ports, h);
-}
-
 static uint8_t *
 natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *inner)
 {
@@ -112,7 +80,7 @@ natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *i
 
 	u->src_port = sa->udp_spread_mask == 0 ? sa->udp_local :
 		rte_cpu_to_be_16((uint16_t)(rte_be_to_cpu_16(sa->udp_local) +
-					    (flow_hash(inner) & sa->udp_spread_mask)));
+					    (ip_flow_hash(inner) & sa->udp_spread_mask)));
 	u->dst_port = sa->udp_remote;
 	u->dgram_len = rte_cpu_to_be_16(udp_len);
 	u->dgram_cksum = 0;
@@ -330,6 +298,17 @@ too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 	big[(*nbig)++] = m;
 }
 
+/* Why a packet has no SA: select_sa's negative slot codes (tunif.h). */
+static enum dpvpn_drop_reason
+no_sa_reason(int32_t slot)
+{
+	if (slot == TUNIF_NO_ROUTE)
+		return DPVPN_DROP_NO_ROUTE;
+	if (slot == TUNIF_DOWN)
+		return DPVPN_DROP_TUNNEL_DOWN;
+	return DPVPN_DROP_NO_POLICY;
+}
+
 /* Does m fit its tunnel as it is (or may its outer packet be fragmented)? */
 static inline bool
 fits(const struct sa *sa, const uint8_t *ip, uint16_t len)
@@ -358,6 +337,9 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	for (uint16_t i = 0; i < n; i++)
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 	spd_classify_flows(spd_get(), w->spd_cache, hdrs, slots, n);
+	/* what no policy took is routed, once a route-based tunnel exists */
+	if (unlikely(__atomic_load_n(&dp.n_tunifs, __ATOMIC_RELAXED) != 0))
+		tunif_route(w->index, hdrs, slots, n);
 	STAGE(st, t, SPD);
 	for (uint16_t i = 0; i < n; i++) {	/* many tunnels: fetched for the burst */
 		sas[i] = slots[i] < 0 ? NULL : sa_slot((uint32_t)slots[i]);
@@ -373,7 +355,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		uint16_t len = rte_pktmbuf_data_len(m);
 
 		if (sa == NULL) {
-			dp_drop(st, m, slot < 0 ? DPVPN_DROP_NO_POLICY : DPVPN_DROP_SA_GONE);
+			dp_drop(st, m, slot >= 0 ? DPVPN_DROP_SA_GONE : no_sa_reason(slot));
 			continue;
 		}
 		if (sa->life_state == DPVPN_LIFE_HARD || (sa->limited && !sa_account(sa, len))) {

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
@@ -174,5 +175,40 @@ ip4_ecn_decap(uint8_t inner, uint8_t outer)
 		return ECN_ECT1;
 	return inner;
 }
+
+/*
+ * A hash of the inner flow (addresses, and TCP/UDP ports when present), to
+ * pick one of an SA's UDP source ports or one of an ECMP route's tunnels:
+ * one flow keeps one of them.
+ */
+static inline uint32_t
+ip_flow_hash(const uint8_t *inner)
+{
+	uint32_t h, ports = 0;
+	uint8_t proto;
+	const uint8_t *l4;
+
+	if (inner[0] >> 4 == 6) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)inner;
+		uint64_t addrs[4];
+
+		/* rte_hash_crc loads 8 bytes at a time: from an aligned copy
+		 * (the header is only 2-byte aligned in the mbuf) */
+		memcpy(addrs, ip->src_addr, sizeof(addrs));
+		h = rte_hash_crc(addrs, sizeof(addrs), 0);
+		proto = ip->proto;
+		l4 = inner + sizeof(*ip);
+	} else {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)inner;
+
+		h = rte_hash_crc_8byte((uint64_t)ip->src_addr << 32 | ip->dst_addr, 0);
+		proto = ip4_is_fragment(ip) ? 0 : ip->next_proto_id;
+		l4 = inner + (ip->version_ihl & 0x0f) * 4;
+	}
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
+		memcpy(&ports, l4, 4);
+	return rte_hash_crc_4byte(ports, h);
+}
+
 
 #endif /* IP_H */

@@ -10,6 +10,7 @@
 
 #include "dp.h"
 #include "route.h"
+#include "tunif.h"
 
 struct rte_lpm *route_lpm;
 struct route_nh route_nhs[ROUTE_MAX_NH];
@@ -17,6 +18,8 @@ static unsigned int n_nh;
 struct rte_lpm6 *route_lpm6;
 struct route6_nh route6_nhs[ROUTE_MAX_NH];
 static unsigned int n_nh6;
+struct route_grp route_grps[ROUTE_MAX_GRP];
+static unsigned int n_grp;
 
 int
 route_init(void)
@@ -36,7 +39,8 @@ static int
 nh6_index(uint16_t port, const uint8_t *gw)
 {
 	for (unsigned int i = 0; i < n_nh6; i++)
-		if (route6_nhs[i].port == port && route6_nhs[i].on_link == (gw == NULL) &&
+		if (route6_nhs[i].kind == ROUTE_NH_PORT && route6_nhs[i].port == port &&
+		    route6_nhs[i].on_link == (gw == NULL) &&
 		    (gw == NULL || memcmp(route6_nhs[i].gw, gw, 16) == 0))
 			return (int)i;
 	if (n_nh6 == ROUTE_MAX_NH)
@@ -82,7 +86,8 @@ static int
 nh_index(uint16_t port, uint32_t gw)
 {
 	for (unsigned int i = 0; i < n_nh; i++)
-		if (route_nhs[i].port == port && route_nhs[i].gw == gw)
+		if (route_nhs[i].kind == ROUTE_NH_PORT && route_nhs[i].port == port &&
+		    route_nhs[i].gw == gw)
 			return (int)i;
 	if (n_nh == ROUTE_MAX_NH)
 		return -1;
@@ -116,6 +121,104 @@ route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw, char *eb, si
 		return rc;
 	}
 	return 0;
+}
+
+/* ---- next hops into tunnels ---- */
+
+/* The group of these members (in this order: it decides each flow's member). */
+static int
+grp_index(const uint16_t *tunif, uint8_t n)
+{
+	struct route_grp g = { .n = n };
+
+	for (uint8_t i = 0; i < n; i++)
+		g.tunif[i] = (uint8_t)tunif[i];
+	for (unsigned int i = 0; i < n_grp; i++)
+		if (memcmp(&route_grps[i], &g, sizeof(g)) == 0)
+			return (int)i;
+	if (n_grp == ROUTE_MAX_GRP)
+		return -1;
+	route_grps[n_grp] = g;
+	rte_smp_wmb();
+	return (int)n_grp++;
+}
+
+/* The next hop entry (either family's table) of kind with index idx. */
+static int
+tunnel_nh(bool v6, uint8_t kind, uint16_t idx)
+{
+	unsigned int *n = v6 ? &n_nh6 : &n_nh;
+
+	for (unsigned int i = 0; i < *n; i++)
+		if (v6 ? route6_nhs[i].kind == kind && route6_nhs[i].port == idx :
+			 route_nhs[i].kind == kind && route_nhs[i].port == idx)
+			return (int)i;
+	if (*n == ROUTE_MAX_NH)
+		return -1;
+	if (v6)
+		route6_nhs[*n] = (struct route6_nh){ .port = idx, .kind = kind };
+	else
+		route_nhs[*n] = (struct route_nh){ .port = idx, .kind = kind };
+	rte_smp_wmb();
+	return (int)(*n)++;
+}
+
+int
+route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t n,
+		 char *eb, size_t elen)
+{
+	bool v6 = dst->family == DPVPN_AF_INET6;
+	uint8_t net[16];
+	int nh, g = -1, rc;
+
+	if (n == 0 || n > DPVPN_ECMP_MAX) {
+		snprintf(eb, elen, "route.n_tunif: %u is not 1..%u", n, DPVPN_ECMP_MAX);
+		return -EINVAL;
+	}
+	if (dst->len > (v6 ? 128 : 32)) {
+		snprintf(eb, elen, "route.dst.len: %u > %u", dst->len, v6 ? 128 : 32);
+		return -EINVAL;
+	}
+	for (uint8_t i = 0; i < n; i++)
+		if (!tunif_exists(tunif[i])) {
+			snprintf(eb, elen, "route.tunif[%u]: %u: no such tunnel interface", i,
+				 tunif[i]);
+			return -ENODEV;
+		}
+	if (n > 1 && (g = grp_index(tunif, n)) < 0) {
+		snprintf(eb, elen, "route.tunif: ECMP group table full (%u)", ROUTE_MAX_GRP);
+		return -ENOSPC;
+	}
+	nh = n > 1 ? tunnel_nh(v6, ROUTE_NH_GROUP, (uint16_t)g) :
+		     tunnel_nh(v6, ROUTE_NH_TUNIF, tunif[0]);
+	if (nh < 0) {
+		snprintf(eb, elen, "route.tunif: next-hop table full (%u)", ROUTE_MAX_NH);
+		return -ENOSPC;
+	}
+	if (!v6) {
+		rc = rte_lpm_add(route_lpm, rte_be_to_cpu_32(dst->v4 & dp_mask(dst->len)),
+				 dst->len, (uint32_t)nh);
+	} else {
+		memcpy(net, dst->v6, 16);
+		dp_mask6(net, dst->len);
+		rc = rte_lpm6_add(route_lpm6, net, dst->len, (uint32_t)nh);
+	}
+	if (rc < 0)
+		snprintf(eb, elen, "route: table full (%d)", rc);
+	return rc < 0 ? rc : 0;
+}
+
+bool
+route_nh_holds(uint8_t kind, uint16_t idx, uint16_t tunif)
+{
+	if (kind == ROUTE_NH_TUNIF)
+		return idx == tunif;
+	if (kind != ROUTE_NH_GROUP)
+		return false;
+	for (uint8_t i = 0; i < route_grps[idx].n; i++)
+		if (route_grps[idx].tunif[i] == tunif)
+			return true;
+	return false;
 }
 
 /* ---- neighbours ---- */

@@ -17,18 +17,40 @@
 
 #define ROUTE_MAX	4096
 #define ROUTE_MAX_NH	1024
+#define ROUTE_MAX_GRP	256	/* ECMP groups of tunnel interfaces */
 #define NEIGH_MAX	4096
 
+#include "dpvpn_proto.h"
+
+/* What a next hop is: a port (and gateway), a tunnel interface, an ECMP group. */
+enum route_nh_kind {
+	ROUTE_NH_PORT = 0,
+	ROUTE_NH_TUNIF,
+	ROUTE_NH_GROUP,
+};
+
 struct route_nh {
-	uint16_t port;
+	uint16_t port;		/* kind PORT: port; TUNIF: tunif id; GROUP: group */
+	uint8_t kind;		/* enum route_nh_kind (in what was padding) */
 	uint32_t gw;		/* network order, 0 = on-link */
 };
 
+_Static_assert(sizeof(struct route_nh) == 8, "a next hop stays 8 bytes");
+
 struct route6_nh {
-	uint16_t port;
+	uint16_t port;		/* as route_nh's */
 	uint8_t on_link;	/* 1: the destination itself is the next hop */
+	uint8_t kind;
 	uint8_t gw[16];
 };
+
+/* An ECMP group: up to DPVPN_ECMP_MAX tunnel interfaces, found by content. */
+struct route_grp {
+	uint8_t n;
+	uint8_t tunif[DPVPN_ECMP_MAX];
+};
+
+_Static_assert(DPVPN_TUNIF_MAX <= 256, "a group member is one byte");
 
 struct neigh {
 	uint64_t mac;		/* 48-bit MAC in the low bytes; 0 = unresolved */
@@ -43,6 +65,7 @@ extern struct rte_lpm *route_lpm;
 extern struct route_nh route_nhs[ROUTE_MAX_NH];
 extern struct rte_lpm6 *route_lpm6;
 extern struct route6_nh route6_nhs[ROUTE_MAX_NH];
+extern struct route_grp route_grps[ROUTE_MAX_GRP];
 
 int route_init(void);
 int route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw,
@@ -51,26 +74,55 @@ int route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw,
 int route6_add(const uint8_t *prefix, uint8_t len, uint16_t port, const uint8_t *gw,
 	       char *errbuf, size_t elen);
 
-/* Fast path: next hop for an IPv6 dst (next points into dst or the table). */
+/*
+ * Main lcore: a route into tunnel interfaces (n = 1) or an ECMP group of them
+ * (n <= DPVPN_ECMP_MAX), either family; replaces dst's route if it has one.
+ * The interfaces must exist (tunif.h).
+ */
+int route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t n,
+		     char *errbuf, size_t elen);
+/* Does a route (or group) lead into tunnel interface id?  (TUNIF_DEL) */
+bool route_nh_holds(uint8_t kind, uint16_t idx, uint16_t tunif);
+
+/* Fast path: the next hop of any kind for dst (idx: route_nhs' / route6_nhs'). */
+static inline bool
+route_lookup_nh(uint32_t dst, uint32_t *idx)
+{
+	return rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), idx) == 0;
+}
+
+static inline bool
+route6_lookup_nh(const uint8_t *dst, uint32_t *idx)
+{
+	return rte_lpm6_lookup(route_lpm6, dst, idx) == 0;
+}
+
+/*
+ * Fast path: next hop out a port for an IPv6 dst (next points into dst or the
+ * table); false if there is no route, or it leads into a tunnel.
+ */
 static inline bool
 route6_lookup(const uint8_t *dst, uint16_t *port, const uint8_t **next)
 {
 	uint32_t idx;
 
-	if (rte_lpm6_lookup(route_lpm6, dst, &idx) != 0)
+	if (rte_lpm6_lookup(route_lpm6, dst, &idx) != 0 ||
+	    route6_nhs[idx].kind != ROUTE_NH_PORT)
 		return false;
 	*port = route6_nhs[idx].port;
 	*next = route6_nhs[idx].on_link ? dst : route6_nhs[idx].gw;
 	return true;
 }
 
-/* Fast path: next hop for dst; false if there is no route. */
+/* Fast path: next hop out a port for dst; false if there is no route, or it
+ * leads into a tunnel (no transit between tunnels: dropped no-route). */
 static inline bool
 route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
 {
 	uint32_t idx;
 
-	if (rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), &idx) != 0)
+	if (rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), &idx) != 0 ||
+	    route_nhs[idx].kind != ROUTE_NH_PORT)
 		return false;
 	*port = route_nhs[idx].port;
 	*next = route_nhs[idx].gw != 0 ? route_nhs[idx].gw : dst;

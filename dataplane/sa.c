@@ -16,6 +16,7 @@
 #include "dpvpn_alg.h"
 #include "sa.h"
 #include "spd.h"
+#include "tunif.h"
 
 struct sa_key {
 	uint32_t spi;
@@ -94,6 +95,9 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 	if (c->df > DPVPN_DF_CLEAR)
 		return fail(eb, len, -EINVAL, "sa.df: %u is not copy (0), set (1) or clear (2)",
 			    c->df);
+	if ((c->flags & ~DPVPN_SA_F_ROUTE) != 0 || (!(c->flags & DPVPN_SA_F_ROUTE) && c->tunif))
+		return fail(eb, len, -EINVAL, "sa.flags/tunif: 0x%x/%u: unknown flags, or a "
+			    "tunif without DPVPN_SA_F_ROUTE", c->flags, c->tunif);
 	a = dpvpn_alg_get(c->alg);
 	if (a == NULL)
 		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);
@@ -205,7 +209,9 @@ sa_mtu(struct sa *sa, const struct dpvpn_sa_cfg *c, const struct dpvpn_alg_info 
 	else if (c->mss != 0)
 		sa->mss = c->mss;
 	else
-		sa->mss = (uint16_t)(sa->mtu - (c->local_ts.family == DPVPN_AF_INET6 ? 60 : 40));
+		/* a route-based tunnel carries both families: IPv6's headers */
+		sa->mss = (uint16_t)(sa->mtu - (c->local_ts.family == DPVPN_AF_INET6 ||
+						(c->flags & DPVPN_SA_F_ROUTE) ? 60 : 40));
 }
 
 static struct sa *
@@ -250,6 +256,9 @@ sa_alloc(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, uint32_t slot)
 		sa->remote_net = c->remote_ts.v4 & sa->remote_mask;
 	}
 	sa->more_sel = c->n_more_lts || c->n_more_rts;
+	/* the other family's selectors stay 0/0 (zeroed): anything */
+	sa->route = (c->flags & DPVPN_SA_F_ROUTE) != 0;
+	sa->tunif = c->tunif;
 	if (c->dir == DPVPN_DIR_IN)
 		replay_init(&sa->replay, c->replay_window, n_workers > 1);
 	sa->limited = c->life_bytes[0] || c->life_bytes[1] || c->life_packets[0] ||
@@ -340,6 +349,8 @@ sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 	/* its policies go first: a reused slot must never be reached by them */
 	if (dir == DPVPN_DIR_OUT && spd_del_slot(sa->slot, eb, len) != 0)
 		return -ENOMEM;
+	if (dir == DPVPN_DIR_OUT && sa->route)
+		tunif_sa_gone(sa->slot);	/* down before the slot empties */
 	pos = rte_hash_del_key(by_spi, &k);
 	__atomic_store_n(&slots[sa->slot], NULL, __ATOMIC_RELEASE);
 	/* No worker may still hold the SA (or the hash slot) after this. */
@@ -491,6 +502,8 @@ sa_info(unsigned int idx, struct dpvpn_sa_info *info)
 	info->mtu = sa->mtu;
 	info->mss = sa->mss ? sa->mss : DPVPN_MSS_OFF;
 	info->frag_outer = sa->frag_outer;
+	info->flags = sa->cfg.flags;
+	info->tunif = sa->cfg.tunif;
 	info->local_ts = sa->cfg.local_ts;
 	info->remote_ts = sa->cfg.remote_ts;
 	memcpy(info->name, sa->cfg.name, sizeof(info->name));

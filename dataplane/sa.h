@@ -80,6 +80,9 @@ struct sa {
 	uint16_t mtu;		/* out: largest inner packet sent in one ESP packet */
 	uint16_t port_mtu;	/* out: MTU of the outside port it leaves by */
 	uint16_t mss;		/* TCP MSS clamp, 0 = off */
+	uint8_t route;		/* DPVPN_SA_F_ROUTE: a route-based tunnel's (tunif.h);
+				 * read per inbound packet: on the first line */
+	uint8_t tunif;		/* route: its tunnel interface */
 	/* second line: inbound selectors, IPv6 addresses; the control side's */
 	uint32_t slot;		/* index in the slot table; policies hold it */
 	uint32_t pos;		/* index in the dense list of installed SAs */
@@ -105,7 +108,7 @@ struct sa {
 	struct dpvpn_sa_cfg cfg;	/* key and salt zeroed */
 };
 
-_Static_assert(offsetof(struct sa, mss) + sizeof(uint16_t) <= RTE_CACHE_LINE_SIZE,
+_Static_assert(offsetof(struct sa, tunif) + sizeof(uint8_t) <= RTE_CACHE_LINE_SIZE,
 	       "what every packet of an SA reads fits its first cache line");
 
 /*

@@ -50,6 +50,7 @@
 #include "sa.h"
 #include "spd.h"
 #include "trace.h"
+#include "tunif.h"
 
 #define HDR	sizeof(struct dpvpn_msg_hdr)
 
@@ -243,6 +244,7 @@ reset(void)
 	if (routes_changed)
 		delete_routes();
 	routes_changed = false;
+	tunif_flush();	/* (after the routes that named them) */
 	trace_stop();
 	unlink(trace_path);
 	while (sa_events_take(ev, RTE_DIM(ev)) > 0)

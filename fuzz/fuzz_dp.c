@@ -39,6 +39,7 @@
 #include "route.h"
 #include "spd.h"
 #include "trace.h"
+#include "tunif.h"
 
 #define POOL_MBUFS	8191	/* reassembly can hold 2048, an input's output ~1100 */
 #define TXB_SIZE	2048	/* more than one burst can send: never flushed */
@@ -226,6 +227,7 @@ fuzz_dp_init(const char *prog)
 	neighbour(FUZZ_OUTSIDE, "2001:db8:ff::2", 5);
 	neighbour(FUZZ_OUTSIDE, "198.19.0.3", 6);
 	neighbour(FUZZ_OUTSIDE, "2001:db8:ff::3", 7);
+	neighbour(FUZZ_OUTSIDE, "198.19.0.4", 8);
 	neigh_base = neigh_count();
 	worker();
 	debug = getenv("FUZZ_DEBUG") != NULL;
@@ -239,6 +241,7 @@ fuzz_dp_init(const char *prog)
 struct tunnel_def {
 	uint8_t alg;
 	uint8_t outer6, esn, shared, df, frag_outer, spread_log2;
+	uint8_t route;		/* a route-based tunnel's SAs (tunnel interface 0) */
 	uint16_t udp;		/* our NAT-T port; 0: plain ESP */
 	uint32_t window;
 	const char *peer;	/* outer address of the peer */
@@ -252,8 +255,10 @@ struct tunnel_def {
  * Every transform; IPv4 and IPv6 outer, 4in6 and 6in4; ESP and UDP (two
  * NAT-T ports); ESN; windows off, 64..4096, shared or not; lifetimes;
  * outer fragmentation; an outbound SA about to run out of numbers and one
- * with a sequence limit (SEQ_GRANT).  (Next hops that are not resolved:
- * hosts on the inside, 198.18.1.254 and 2001:db8:1::fe.)
+ * with a sequence limit (SEQ_GRANT); a route-based tunnel (either inner
+ * family, its IPv4 selectors narrowed to 198.18.9.0/24, reached by routes
+ * to 198.18.9.0/24 and 2001:db8:9::/48, rpf loose).  (Next hops that are
+ * not resolved: hosts on the inside, 198.18.1.254 and 2001:db8:1::fe.)
  */
 static const struct tunnel_def defs[FUZZ_TUNNELS] = {
 	{ .alg = DPVPN_ALG_AES128_GCM, .window = 64, .peer = "198.19.0.2",
@@ -279,6 +284,8 @@ static const struct tunnel_def defs[FUZZ_TUNNELS] = {
 	{ .alg = DPVPN_ALG_AES128_GCM, .window = 64, .mss = DPVPN_MSS_OFF,
 	  .seq_start = 0xfffffffe, .life_bytes_hard = 3000, .peer = "198.19.0.2",
 	  .lts = "198.18.1.0", .lts_len = 24, .rts = "198.18.7.0", .rts_len = 24 },
+	{ .alg = DPVPN_ALG_AES128_GCM, .window = 64, .route = 1, .peer = "198.19.0.4",
+	  .lts = "0.0.0.0", .lts_len = 0, .rts = "198.18.9.0", .rts_len = 24 },
 };
 
 static void
@@ -350,7 +357,30 @@ sa_cfg(unsigned int i, uint8_t dir, struct dpvpn_sa_cfg *c)
 	c->udp_spread_log2 = in ? 0 : d->spread_log2;
 	fill_prefix(&c->local_ts, d->lts, d->lts_len);
 	fill_prefix(&c->remote_ts, d->rts, d->rts_len);
+	c->flags = d->route ? DPVPN_SA_F_ROUTE : 0;
 	snprintf(c->name, sizeof(c->name), "fuzz%u", i);
+}
+
+/*
+ * Tunnel interface 0 on the route tunnel's outbound SA (rpf loose), routes
+ * into it; interface 1 (rpf off, down) for fuzz_ip's mirror SAs, which
+ * decrypt what any inside host sent.
+ */
+static void
+route_tunnel(const struct fuzz_tunnel *t)
+{
+	struct dpvpn_tunif ti = { .id = 0, .rpf = DPVPN_RPF_LOOSE, .up = 1,
+				  .out_spi = t->out.spi, .name = "fuzz-route" };
+	struct dpvpn_tunif tm = { .id = 1, .rpf = DPVPN_RPF_OFF, .name = "fuzz-mirror" };
+	struct dpvpn_prefix p4, p6;
+	char err[256];
+
+	fill_prefix(&p4, "198.18.9.0", 24);
+	fill_prefix(&p6, "2001:db8:9::", 48);
+	if (tunif_set(&ti, err, sizeof(err)) != 0 || tunif_set(&tm, err, sizeof(err)) != 0 ||
+	    route_add_tunnel(&p4, (uint16_t[]){ 0 }, 1, err, sizeof(err)) != 0 ||
+	    route_add_tunnel(&p6, (uint16_t[]){ 0 }, 1, err, sizeof(err)) != 0)
+		die("route tunnel: %s", err);
 }
 
 void
@@ -368,6 +398,10 @@ fuzz_dp_install_sas(void)
 		if (sa_add(&t->in, fuzz_w->mb, err, sizeof(err)) != 0 ||
 		    sa_add(&t->out, fuzz_w->mb, err, sizeof(err)) != 0)
 			die("tunnel %u: %s", i, err);
+		if (defs[i].route) {	/* routed, not chosen by a policy */
+			route_tunnel(t);
+			continue;
+		}
 		p.src = t->out.local_ts;
 		p.dst = t->out.remote_ts;
 		p.spi = t->out.spi;

@@ -33,7 +33,7 @@ struct fuzz_tunnel {
 	bool shared;		/* inbound window updated with atomics (several workers) */
 };
 
-#define FUZZ_TUNNELS	8
+#define FUZZ_TUNNELS	9	/* the last a route-based tunnel (tunnel interface 0) */
 extern struct fuzz_tunnel fuzz_tunnels[FUZZ_TUNNELS];
 
 extern struct dp_worker *fuzz_w;

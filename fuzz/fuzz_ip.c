@@ -187,6 +187,8 @@ install_mirror(unsigned int i)
 	memset(c.life_bytes, 0, sizeof(c.life_bytes));
 	memset(c.life_packets, 0, sizeof(c.life_packets));
 	memset(c.life_seconds, 0, sizeof(c.life_seconds));
+	if (c.flags & DPVPN_SA_F_ROUTE)
+		c.tunif = 1;	/* rpf off: what any inside host sent comes out */
 	if (sa_add(&c, fuzz_w->mb, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fuzz_ip: mirror of tunnel %u: %s\n", i, err);
 		abort();

@@ -65,6 +65,9 @@ TUNNELS = [
     dict(alg='null-sha256', peer='198.19.0.2', rts='198.18.5.0'),
     dict(alg='aes128-cbc-sha256', esn=True, peer='198.19.0.2', rts='198.18.6.0'),
     dict(alg='aes128-gcm', peer='198.19.0.2', rts='198.18.7.0'),
+    # route-based (tunnel interface 0, rpf loose): IPv4 selectors narrowed to
+    # rts, IPv6 0/0; routes 198.18.9.0/24 and 2001:db8:9::/48 lead into it
+    dict(alg='aes128-gcm', peer='198.19.0.4', rts='198.18.9.0', route=True),
 ]
 
 
@@ -314,6 +317,18 @@ def esp_in_seeds():
     # a long input: 40 frames, two bursts
     out['many'] = b''.join(sealed(i % 8, inner_packet(i % 8), seq=1 + i // 8)
                            for i in range(40))
+    # the route tunnel (8): IPv6 through its IPv4-selector SA (next header 41);
+    # a source with no route (rpf); an IPv4 source outside its selectors
+    r = len(TUNNELS) - 1
+    six = bytes(IPv6(src='2001:db8:9::9', dst=HOST6) / UDP(sport=1, dport=2) / Raw(b'six'))
+    norpf = bytes(IPv6(src='2001:db8:77::9', dst=HOST6) / UDP(sport=1, dport=2) / Raw(b'x'))
+    outside = bytes(IP(src='10.9.9.9', dst=HOST4) / UDP(sport=1, dport=2) / Raw(b'x'))
+    out['route-families'] = b''.join([
+        rec(0, outer(r, esp_seal(r, 11, six, nh=41))),
+        rec(0, outer(r, esp_seal(r, 12, norpf, nh=41))),
+        rec(0, outer(r, esp_seal(r, 13, outside))),
+        rec(0, outer(r, esp_seal(r, 14, inner_packet(r), nh=41))),   # wrong next header
+    ])
     return out
 
 
@@ -453,7 +468,13 @@ class Neigh(ctypes.Structure):
 
 class Route(ctypes.Structure):
     _fields_ = [('dst', Prefix), ('port_id', ctypes.c_uint16),
-                ('reserved', ctypes.c_uint8 * 2), ('gateway', Addr)]
+                ('kind', ctypes.c_uint8), ('n_tunif', ctypes.c_uint8), ('gateway', Addr),
+                ('tunif', ctypes.c_uint16 * 8)]
+
+
+class Tunif(ctypes.Structure):
+    _fields_ = [('id', ctypes.c_uint16), ('rpf', ctypes.c_uint8), ('up', ctypes.c_uint8),
+                ('out_spi', ctypes.c_uint8 * 4), ('name', ctypes.c_char * 32)]
 
 
 class SaCfg(ctypes.Structure):
@@ -462,7 +483,8 @@ class SaCfg(ctypes.Structure):
                 ('replay_window', ctypes.c_uint32), ('local', Addr), ('remote', Addr),
                 ('udp_local', ctypes.c_uint16), ('udp_remote', ctypes.c_uint16),
                 ('esn', ctypes.c_uint8), ('auth_key_len', ctypes.c_uint8),
-                ('reserved2', ctypes.c_uint8 * 2), ('life_bytes', ctypes.c_uint64 * 2),
+                ('flags', ctypes.c_uint8), ('tunif', ctypes.c_uint8),
+                ('life_bytes', ctypes.c_uint64 * 2),
                 ('life_packets', ctypes.c_uint64 * 2), ('life_seconds', ctypes.c_uint32 * 2),
                 ('seq_start', ctypes.c_uint64), ('seq_limit', ctypes.c_uint64),
                 ('mtu', ctypes.c_uint16), ('mss', ctypes.c_uint16),
@@ -494,8 +516,8 @@ class TraceReq(ctypes.Structure):
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
-SIZES = {Addr: 20, Prefix: 20, PortCfg: 84, Neigh: 28, Route: 44, SaCfg: 552, SaId: 8,
-         Policy: 48, SeqGrant: 16, TraceReq: 264}
+SIZES = {Addr: 20, Prefix: 20, PortCfg: 84, Neigh: 28, Route: 60, SaCfg: 552, SaId: 8,
+         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 40}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
 
@@ -503,6 +525,7 @@ for cls, size in SIZES.items():
  SHOW_SA, SHOW_POLICIES, SHOW_COUNTERS, BATCH_BEGIN, BATCH_COMMIT, EVENTS, SEQ_GRANT,
  SHOW_LCORES, TRACE_START, TRACE_STATUS, ROUTE_DEL, NEIGH_DEL, SHOW_ROUTES, SHOW_NEIGHS,
  POLICY_DEL) = range(1, 25)
+TUNIF_SET, TUNIF_DEL, SHOW_TUNIFS = range(28, 31)
 
 
 def set_addr(a, s):
@@ -725,7 +748,57 @@ def ctl_dp_seeds():
     m.raw(struct.pack('<HHIIi', SHOW_SA, 0, 77, 65536 - 16 + 5, 0), flags=2)
     out['transport'] = m.bytes()
     out['empty-datagram'] = Msgs().add(HELLO).raw(b'', flags=4).add(HELLO).bytes()
+    out['route-tunnel'] = route_tunnel_seed()
     return out
+
+
+def tunnel_route(dst, *ids):
+    r = Route(kind=1, n_tunif=len(ids))
+    set_prefix(r.dst, dst)
+    for k, i in enumerate(ids):
+        r.tunif[k] = i
+    return r
+
+
+def route_tunnel_seed():
+    """Route-based tunnels: route-mode SAs, tunnel interfaces, routes into them
+    (one, an ECMP pair, either family), dumps, then the refusals."""
+    m = install(Msgs(), [])
+    m.add(BATCH_BEGIN)
+    for i in (0, 2):
+        for inbound in (True, False):
+            c = sa_cfg(i, inbound, flags=1, tunif=i // 2)
+            set_prefix(c.local_ts, '0.0.0.0/0')
+            set_prefix(c.remote_ts, '0.0.0.0/0')
+            m.add(SA_ADD, c)
+        m.add(TUNIF_SET, Tunif(id=i // 2, rpf=1, up=1, out_spi=be32(0x1001 + i),
+                               name=b'rt%d' % i))
+    m.add(BATCH_COMMIT)
+    m.add(ROUTE_ADD, tunnel_route('10.9.0.0/16', 0))
+    m.add(ROUTE_ADD, tunnel_route('10.8.0.0/16', 0, 1))
+    m.add(ROUTE_ADD, tunnel_route('2001:db8:9::/48', 1, 0))
+    m.add(SHOW_TUNIFS, dump()).add(SHOW_ROUTES, dump()).add(SHOW_SA, dump())
+    m.add(TUNIF_SET, Tunif(id=0, rpf=2, up=0, name=b'rt0'))
+    m.add(TUNIF_DEL, Tunif(id=1))                       # busy: routes lead into it
+    m.add(SA_DEL, SaId(spi=be32(0x1003), dir=2))        # takes tunif 1 down
+    m.add(SHOW_TUNIFS, dump())
+    m.add(TUNIF_SET, Tunif(id=2, up=1, out_spi=be32(0x1005), name=b'x'))   # no such SA
+    m.add(TUNIF_SET, Tunif(id=300, name=b'x')).add(TUNIF_SET, Tunif(id=3, rpf=7, name=b'x'))
+    m.add(TUNIF_SET, Tunif(id=3, up=0, out_spi=be32(5), name=b'x'))
+    m.add(TUNIF_SET, Tunif(id=3, name=b'y' * 32))
+    m.add(ROUTE_ADD, tunnel_route('10.7.0.0/16', 9))                        # no tunif 9
+    r = tunnel_route('10.7.0.0/16', *range(8))
+    r.n_tunif = 9
+    m.add(ROUTE_ADD, r)
+    m.add(ROUTE_ADD, Route(kind=2))
+    r = tunnel_route('10.7.0.0/16', 0)
+    r.port_id = 1
+    m.add(ROUTE_ADD, r)
+    m.add(SA_ADD, sa_cfg(1, True, flags=2)).add(SA_ADD, sa_cfg(1, True, tunif=3))
+    for dst in ('10.9.0.0/16', '10.8.0.0/16', '2001:db8:9::/48'):
+        m.add(ROUTE_DEL, tunnel_route(dst))
+    m.add(TUNIF_DEL, Tunif(id=1)).add(TUNIF_DEL, Tunif(id=1)).add(SHOW_TUNIFS, dump())
+    return m.bytes()
 
 
 # ---- fuzz_ctl_d: the operator protocol (control/ctl_proto.h) ----
@@ -745,6 +818,10 @@ def ctl_d_seeds():
         'route-del': '{"cmd":"route","op":"del","dst":"203.0.113.0/24"}',
         'route-bad': '{"cmd":"route","op":"add","dst":"203.0.113.0/33","port":-1,'
                      '"via":"::1"}',
+        'route-tunnels': '{"cmd":"route","op":"add","dst":"10.9.0.0/16",'
+                         '"tunnels":["to-b","to-c"]}',
+        'route-tunnels-bad': '{"cmd":"route","op":"add","dst":"10.9.0.0/16","port":1,'
+                             '"tunnels":[1,"a","b","c","d","e","f","g","h"]}',
         'neighbour-add': '{"cmd":"neighbour","op":"add","port":0,"address":"198.18.1.9",'
                          '"mac":"02:00:00:00:0a:09"}',
         'neighbour-add6': '{"cmd":"neighbour","op":"add","port":0,"address":"2001:db8:1::9",'
@@ -831,7 +908,7 @@ in-spi = %(in_)d
 %(keys)s%(extra)s
 """
     tunnels = []
-    for i, t in enumerate(TUNNELS):
+    for i, t in enumerate(TUNNELS[:8]):      # (the route tunnel: seed-route-tunnels)
         six_out, six_in = v6(t['peer']), v6(t['rts'])
         key_len, auth_len = ALGS[t['alg']][:2]
         salt = 4 if ALGS[t['alg']][5] else 0
@@ -860,6 +937,22 @@ in-spi = %(in_)d
     for k in range(0, len(tunnels), 2):	# two tunnels a file: inputs stay small
         out['ciphers-%d.conf' % k] = (base + ''.join(tunnels[k:k + 2])).encode()
     out['one-tunnel.conf'] = (base + tunnels[0]).encode()
+    rt = ('[tunnel r%d]\nmode = route\nrpf = %s\nlocal = 198.19.0.1\nremote = 198.19.0.%d\n'
+          'cipher = aes128-gcm\nout-spi = 0x%x\nin-spi = 0x%x\n'
+          'out-key = 0x0123456789abcdef0123456789abcdef01020304\n'
+          'in-key = 0xfedcba9876543210fedcba987654321005060708\n')
+    routed = (rt % (1, 'loose', 2, 0x3001, 0x4001) + rt % (2, 'strict', 3, 0x3002, 0x4002) +
+              '[routes]\nroute = 10.9.0.0/16 via tunnel r1\nroute = 10.9.0.0/16 via tunnel r2\n'
+              'route = 2001:db8:9::/48 via tunnel r2\n'
+              'route = 192.0.2.0/24 via 198.19.0.254 port outside\n'
+              '[route more]\ndst = 10.8.0.0/16\ntunnel = r1, r2\n'
+              '[tunnel r3]\nmode = route\nkeying = ike\npsk-file = a.key\n'
+              'local = 198.19.0.1\nremote = 198.19.0.4\ncipher = aes128-gcm\n'
+              '[route to-r3]\ndst = 10.7.0.0/16\ntunnel = r3\n')
+    out['route-tunnels.conf'] = (base + routed).encode()
+    out['route-tunnels-bad.conf'] = (base + routed.replace('rpf = strict', 'local-ts = 10.0.0.0/8')
+                                     .replace('via tunnel r2\nroute = 2001', 'via tunnel r9\n'
+                                              'route = 2001') + '[routes]\nroute = x y\n').encode()
     # selector lists: good ones, then too many, two families, overlap, empty entry
     lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
                                'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')

@@ -324,6 +324,13 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 	}
 	to_ike_prefix(&c->ts_local, &t->local_ts);
 	to_ike_prefix(&c->ts_remote, &t->remote_ts);
+	if (t->route) {		/* mode = route: 0.0.0.0/0 and ::/0 on each side */
+		c->ts_local = c->ts_remote = (struct ike_prefix){ .family = AF_INET };
+		c->ts_local_more[0] = c->ts_remote_more[0] =
+			(struct ike_prefix){ .family = AF_INET6 };
+		c->n_ts_local_more = c->n_ts_remote_more = 1;
+		goto ts_done;
+	}
 	_Static_assert(CFG_TS_MAX == IKE_TS_MAX, "one limit for both");
 	for (unsigned i = 0; i < t->n_more_lts; i++)
 		to_ike_prefix(&c->ts_local_more[i], &t->more_lts[i]);
@@ -331,6 +338,7 @@ static int conn_cfg(struct ike_conn_cfg *c, const struct cfg_tunnel *t)
 		to_ike_prefix(&c->ts_remote_more[i], &t->more_rts[i]);
 	c->n_ts_local_more = t->n_more_lts;
 	c->n_ts_remote_more = t->n_more_rts;
+ts_done:
 	snprintf(c->ike_sa, sizeof(c->ike_sa), "%s", t->ike.parent);	/* ike-sa = Y */
 	c->remote_any = t->ra.any;
 	for (unsigned i = 0; i < t->ra.n_pools && i < 2; i++)

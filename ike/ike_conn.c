@@ -267,10 +267,15 @@ check_cfg(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 		const struct ike_prefix *p = i < cfg->n_ts_local_more ? &cfg->ts_local_more[i] :
 					     &cfg->ts_remote_more[i - cfg->n_ts_local_more];
 
-		if (!prefix_ok(p) || p->family != (i < cfg->n_ts_local_more ?
-						   cfg->ts_local.family : cfg->ts_remote.family))
+		const struct ike_prefix *first = i < cfg->n_ts_local_more ? &cfg->ts_local :
+						 &cfg->ts_remote;
+
+		/* one family, but for a route-based tunnel's 0.0.0.0/0 and ::/0 */
+		if (!prefix_ok(p) || (p->family != first->family &&
+				      (p->plen != 0 || first->plen != 0)))
 			return bad_cfg(err, elen, cfg->name, "ts_local_more/ts_remote_more: a bad "
-				       "prefix, or of another family than the first");
+				       "prefix, or of another family than the first (but "
+				       "for 0.0.0.0/0 with ::/0)");
 	}
 	if (cfg->retrans_ms == 0 || cfg->retrans_tries == 0 || cfg->retrans_tries > 20)
 		return bad_cfg(err, elen, cfg->name, "retrans: a timeout and 1 to 20 tries");

@@ -2475,6 +2475,80 @@ test_child_ts_lists(void **state)
 	stop();
 }
 
+/* A route-based tunnel's selectors: 0.0.0.0/0 and ::/0 on each side. */
+static void
+set_wide(struct ike_conn_cfg *c)
+{
+	c->ts_local = c->ts_remote = (struct ike_prefix){ .family = AF_INET };
+	c->ts_local_more[0] = c->ts_remote_more[0] = (struct ike_prefix){ .family = AF_INET6 };
+	c->n_ts_local_more = c->n_ts_remote_more = 1;
+}
+
+/*
+ * Route-based tunnels (dpvpnd's mode = route): both families in one CHILD_SA
+ * (TSi and TSr of two selectors, one a family), kept through a rekey; a
+ * narrow IPv4 initiator against a wide responder gets its own selectors;
+ * the two families mixed other than as 0.0.0.0/0 with ::/0 are refused.
+ */
+static void
+test_child_ts_wide(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	struct ike_conn_cfg ki = cfg_kid("kw", "10.11.0.0", 24, "10.12.0.0", 24, ESP_PROPS[0]);
+	struct ike_conn_cfg kn = cfg_kid("kn", "10.11.0.0", 24, "10.12.0.0", 24, ESP_PROPS[0]);
+	struct ike_conn_cfg kr, bad;
+	const struct ike_prefix any4 = { .family = AF_INET }, any6 = { .family = AF_INET6 };
+	char err[160];
+
+	(void)state;
+	set_wide(&ki);
+	kr = mirror(&ki);
+	start(&ci, &cr);
+	add_conn(&I, &ki);
+	add_conn(&R, &kr);
+	bring_up(0);
+	assert_int_equal(ike_initiate(I.ctx, "kw", 10), 0);
+	pump(10);
+	assert_string_equal(R.conn_up, "kw");
+	for (unsigned round = 0; round < 2; round++) {
+		const struct ike_child *c[2] = { &I.child, &R.child };
+
+		for (unsigned s = 0; s < 2; s++) {
+			assert_memory_equal(&c[s]->ts_local, &any4, sizeof(any4));
+			assert_memory_equal(&c[s]->ts_remote, &any4, sizeof(any4));
+			assert_int_equal(c[s]->n_ts_local_more, 1);
+			assert_int_equal(c[s]->n_ts_remote_more, 1);
+			assert_memory_equal(&c[s]->ts_local_more[0], &any6, sizeof(any6));
+			assert_memory_equal(&c[s]->ts_remote_more[0], &any6, sizeof(any6));
+		}
+		assert_int_equal(ike_child_rekey(I.ctx, "kw", 1000 + 10000 * round), 0);
+		pump(1000 + 10000 * round);
+		ike_tick(I.ctx, 6000 + 10000 * round);	/* the old one's Delete */
+		pump(6000 + 10000 * round);
+	}
+	assert_int_equal(status(&I).st.child_rekeys, 2);
+	/* a narrow initiator, the wide responder: narrowed to what it proposed */
+	kr = mirror(&kn);
+	set_wide(&kr);
+	snprintf(kr.name, sizeof(kr.name), "krn");
+	add_conn(&I, &kn);
+	add_conn(&R, &kr);
+	assert_int_equal(ike_initiate(I.ctx, "kn", 30000), 0);
+	pump(30000);
+	assert_string_equal(R.conn_up, "krn");
+	assert_memory_equal(&R.child.ts_remote, &kn.ts_local, sizeof(kn.ts_local));
+	assert_memory_equal(&R.child.ts_local, &kn.ts_remote, sizeof(kn.ts_remote));
+	assert_int_equal(R.child.n_ts_local_more + R.child.n_ts_remote_more, 0);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	/* IPv6 after IPv4 only as the two wildcards */
+	bad = cfg_kid("kb", "10.11.0.0", 24, "10.12.0.0", 24, ESP_PROPS[0]);
+	bad.ts_local_more[0] = any6;
+	bad.n_ts_local_more = 1;
+	assert_int_not_equal(ike_conn_add(I.ctx, &bad, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "ts_local_more"));
+	stop();
+}
+
 /* At most IKE_CHILDREN_MAX CHILD_SAs per IKE SA: the next is NO_ADDITIONAL_SAS. */
 static void
 test_children_max(void **state)
@@ -3738,6 +3812,7 @@ main(void)
 		cmocka_unit_test(test_children_max),
 		cmocka_unit_test(test_child_removed_midway),
 		cmocka_unit_test(test_child_ts_lists),
+		cmocka_unit_test(test_child_ts_wide),
 		cmocka_unit_test(test_rekey_crossing_delete),
 		cmocka_unit_test(test_ike_rekey),
 		cmocka_unit_test(test_ike_rekey_lost_response),

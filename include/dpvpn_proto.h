@@ -72,6 +72,13 @@
  *                  pushes) struct dpvpn_ike_pkt + data: an IKE message that
  *                  reached an outside port's address on UDP 500, or on 4500
  *                  behind the non-ESP marker (stripped), within --ike-rate
+ *   TUNIF_SET      struct dpvpn_tunif        -> -   create or change a tunnel
+ *                                                   interface (route-based
+ *                                                   tunnel): its outbound SA (up)
+ *                                                   or none (down); one store
+ *   TUNIF_DEL      struct dpvpn_tunif        -> -   by id (-EBUSY while a route
+ *                                                   names it)
+ *   SHOW_TUNIFS    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_tunif_info[]
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -81,7 +88,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	22
+#define DPVPN_PROTO_VERSION	23
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -93,6 +100,8 @@
 #define DPVPN_PORT_MTU_MAX	9600	/* jumbo frames (dataplane --jumbo) */
 #define DPVPN_REPLAY_WIN_DEFAULT 1024
 #define DPVPN_REPLAY_WIN_MAX	4096
+#define DPVPN_TUNIF_MAX		256	/* tunnel interfaces (route-based tunnels) */
+#define DPVPN_ECMP_MAX		8	/* tunnels one route spreads over */
 
 enum dpvpn_msg_type {
 	DPVPN_MSG_HELLO = 1,
@@ -122,6 +131,9 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_IKE_OPEN,
 	DPVPN_MSG_IKE_TX,
 	DPVPN_MSG_IKE_RX,
+	DPVPN_MSG_TUNIF_SET,
+	DPVPN_MSG_TUNIF_DEL,
+	DPVPN_MSG_SHOW_TUNIFS,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -272,12 +284,61 @@ struct dpvpn_neigh_info {
 	uint8_t reserved[7];
 };
 
+enum dpvpn_route_kind {
+	DPVPN_ROUTE_PORT = 0,	/* out port_id, to gateway or on-link */
+	DPVPN_ROUTE_TUNNEL,	/* into tunnel interfaces: tunif[0..n_tunif-1] */
+};
+
+/*
+ * A route (v2, protocol 22; 23 with the host twins).  kind TUNNEL: the inner packets no policy takes
+ * whose destination is dst are encrypted into the tunnel interface's current
+ * outbound SA; with n_tunif > 1 (ECMP, at most DPVPN_ECMP_MAX) each flow (its
+ * addresses and ports hashed) keeps one of them, and the flows of one that is
+ * down go to the next one up.  port_id and gateway are then ignored (zero).
+ * ROUTE_ADD on a dst that has a route replaces it.
+ */
 struct dpvpn_route {
 	struct dpvpn_prefix dst;
 	uint16_t port_id;
-	uint8_t reserved[2];
+	uint8_t kind;		/* enum dpvpn_route_kind */
+	uint8_t n_tunif;	/* kind TUNNEL: 1..DPVPN_ECMP_MAX; else 0 */
 	struct dpvpn_addr gateway;	/* family 0: the destination is on-link;
 					 * else the same family as dst */
+	uint16_t tunif[DPVPN_ECMP_MAX];	/* kind TUNNEL: tunnel interface ids */
+};
+
+/* Reverse path check of what a route-based tunnel's inbound SA decrypts. */
+enum dpvpn_rpf {
+	DPVPN_RPF_OFF = 0,
+	DPVPN_RPF_LOOSE,	/* the inner source has a route (any) */
+	DPVPN_RPF_STRICT,	/* the inner source's route is this tunnel interface
+				 * (or an ECMP route holding it) */
+};
+
+/*
+ * A tunnel interface (route-based tunnel, like Linux's XFRM interface): what
+ * routes of kind TUNNEL name.  up: out_spi is its outbound SA (installed
+ * first); 0: down (out_spi 0), what routes send to it is dropped
+ * "tunnel-down" (or goes to another ECMP member that is up).  Deleting the
+ * outbound SA takes the interface down.  A rekey is one TUNIF_SET.
+ */
+struct dpvpn_tunif {
+	uint16_t id;		/* 0..DPVPN_TUNIF_MAX-1, chosen by the control plane */
+	uint8_t rpf;		/* enum dpvpn_rpf */
+	uint8_t up;
+	uint32_t out_spi;	/* network order; up: an installed outbound SA */
+	char name[DPVPN_NAME_LEN];	/* the tunnel's, NUL-terminated */
+};
+
+struct dpvpn_tunif_info {
+	uint16_t id;
+	uint8_t rpf;
+	uint8_t up;
+	uint32_t out_spi;
+	char name[DPVPN_NAME_LEN];
+	uint64_t tx;		/* packets routed into it (encrypted or not) */
+	uint64_t rx;		/* packets its route-mode SAs decrypted and kept */
+	uint64_t down_drops;	/* routed to it while it (and its ECMP group) was down */
 };
 
 struct dpvpn_sa_cfg {
@@ -295,7 +356,8 @@ struct dpvpn_sa_cfg {
 	uint16_t udp_remote;	/* the peer's port.  Both 0: plain ESP */
 	uint8_t esn;		/* 1: 64-bit extended sequence numbers (RFC 4303 2.2.1) */
 	uint8_t auth_key_len;	/* HMAC key bytes, as dpvpn_alg.h gives for alg */
-	uint8_t reserved2[2];
+	uint8_t flags;		/* DPVPN_SA_F_* */
+	uint8_t tunif;		/* DPVPN_SA_F_ROUTE: its tunnel interface's id */
 	/* Lifetimes, [0] soft and [1] hard; 0 = none.  Soft raises an event,
 	 * hard stops the SA (its packets are dropped as sa-expired). */
 	uint64_t life_bytes[2];		/* inner bytes */
@@ -335,6 +397,15 @@ struct dpvpn_sa_cfg {
 	uint8_t salt[DPVPN_SALT_LEN];	/* secret: wiped after use (AEAD only) */
 	uint8_t auth_key[DPVPN_AUTH_KEY_MAX];	/* secret: wiped after use (HMAC only) */
 };
+
+/*
+ * sa.flags: DPVPN_SA_F_ROUTE: a route-based tunnel's SA.  Inbound it takes
+ * either inner family (next header 4 or 41); the selectors of local_ts's
+ * family are checked as configured (0/0: anything), the other family's are
+ * 0/0; what it decrypts is counted on tunnel interface `tunif` and checked
+ * by its rpf.  Outbound: reached through TUNIF_SET, never by a policy.
+ */
+#define DPVPN_SA_F_ROUTE	0x1
 
 struct dpvpn_sa_id {
 	uint32_t spi;		/* network order */
@@ -400,7 +471,9 @@ struct dpvpn_sa_info {
 	uint16_t mtu;		/* out: effective tunnel MTU (inner bytes) */
 	uint16_t mss;		/* effective MSS clamp, DPVPN_MSS_OFF = off */
 	uint8_t frag_outer;
-	uint8_t reserved3[3];
+	uint8_t flags;		/* DPVPN_SA_F_* as installed */
+	uint8_t tunif;		/* DPVPN_SA_F_ROUTE: its tunnel interface */
+	uint8_t reserved3;
 	struct dpvpn_prefix local_ts, remote_ts;
 	char name[DPVPN_NAME_LEN];
 	uint64_t seq;		/* out: last sequence number sent; in: highest accepted */
@@ -466,7 +539,9 @@ struct dpvpn_sa_info {
 	X(ANSWER_OUTSIDE, "answer-outside", "gateway's answer to an inside host whose source routes out an outside port") \
 	X(HOST_LIMIT,	"host-limit",	"for the host twin, over --host-rate or --host-rate-control") \
 	X(HOST_FULL,	"host-full",	"for the host twin, and its ring or the twin is full") \
-	X(HOST_DOWN,	"host-down",	"for the host twin, and its link is down")
+	X(HOST_DOWN,	"host-down",	"for the host twin, and its link is down") \
+	X(TUNNEL_DOWN,	"tunnel-down",	"routed into a tunnel interface (or ECMP group) with no outbound SA") \
+	X(RPF,		"rpf",		"decrypted by a route-based tunnel, and its source fails the reverse path check")
 
 enum dpvpn_drop_reason {
 #define DPVPN_X_ENUM(e, name, desc) DPVPN_DROP_##e,

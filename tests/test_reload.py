@@ -151,7 +151,7 @@ mac = 02:00:00:00:00:77
     assert r.returncode == 0 and "3 port, neighbour and route changes" in r.stdout, \
         r.stdout + r.stderr
     routes = net.a.ctl("show", "routes")["routes"]
-    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2"} in routes
+    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2", "tunnels": None} in routes
     assert any(x["dst"] == "2001:db8:77::/64" for x in routes)
     inside = next(p for p in net.a.ctl("show", "ports")["ports"] if p["role"] == "inside")
     assert inside["address6"] == "2001:db8:77::1/64"

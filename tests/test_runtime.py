@@ -66,9 +66,9 @@ def test_unknown_tunnel(net):
 
 def test_routes_at_runtime(net):
     routes = net.a.ctl("show", "routes")["routes"]
-    assert {"dst": "198.18.1.0/24", "port": 0, "via": None} in routes      # connected
+    assert {"dst": "198.18.1.0/24", "port": 0, "via": None, "tunnels": None} in routes  # connected
     ctl(net, "route", "add", "203.0.113.0/24", "1", "198.19.0.2")
-    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2"} in \
+    assert {"dst": "203.0.113.0/24", "port": 1, "via": "198.19.0.2", "tunnels": None} in \
         net.a.ctl("show", "routes")["routes"]
     ctl(net, "route", "del", "203.0.113.0/24")
     assert all(r["dst"] != "203.0.113.0/24" for r in net.a.ctl("show", "routes")["routes"])
