@@ -953,6 +953,14 @@ in-spi = %(in_)d
     out['route-tunnels-bad.conf'] = (base + routed.replace('rpf = strict', 'local-ts = 10.0.0.0/8')
                                      .replace('via tunnel r2\nroute = 2001', 'via tunnel r9\n'
                                               'route = 2001') + '[routes]\nroute = x y\n').encode()
+    # route tunnels' twins (checked, refused until built): names, addresses, a
+    # policy tunnel's, a duplicate, an inside-address without its twin
+    twins = (routed.replace('rpf = loose\n', 'rpf = loose\nhost-interface = vti-r1\n'
+                            'inside-address = 169.254.10.1/30, fd00:10::1/126\n')
+             .replace('rpf = strict\n', 'rpf = strict\nhost-interface = vti-r1\n'
+                      'inside-address = 169.254.10.5, 169.254.10.6/30,169.254.10.7/30\n'))
+    out['tunnel-twins.conf'] = (base + twins + tunnels[0] + 'host-interface = a,b\n'
+                                'inside-address = fd00::1/129\n').encode()
     # selector lists: good ones, then too many, two families, overlap, empty entry
     lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
                                'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')
