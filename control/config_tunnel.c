@@ -695,13 +695,6 @@ static void finish_twin(struct parser *p, const struct cfg_tunnel *t)
 		cfg_err_at(p, t->host_line, "[tunnel %s] host-interface: only for mode = route "
 			   "(a policy tunnel's traffic is chosen by its selectors, not by the "
 			   "host's routes)", t->name);
-	else if (t->host_line)
-		/* the keys are parsed and checked; the twin itself (net_tun, its
-		 * addresses, the host's packets into the tunnel) is not built yet:
-		 * refused rather than silently ignored */
-		cfg_err_at(p, t->host_line, "[tunnel %s] host-interface: not supported yet: "
-			   "tunnel twins are not built (deploy/NEXT-DESIGN.md C.1); route into the "
-			   "tunnel with [routes] or dpvpnctl route add", t->name);
 	if (t->inside_line && !t->host_line)
 		cfg_err_at(p, t->inside_line, "[tunnel %s] inside-address: needs host-interface "
 			   "(the addresses are the twin's)", t->name);
