@@ -14,8 +14,13 @@ daemon peers over.
   SAs, counted host_in / host_out; with TTL 1 too (eBGP's);
 - dpvpnctl tunnel t1 down: the twin's link goes down (its address stays),
   what the host writes into it meanwhile is not sent; up: pings again;
+- a kernel route via the twin (what FRR's zebra installs) becomes a route
+  into the tunnel in the dataplane, and goes with it; a kernel route for a
+  prefix the config routes changes nothing (the config's wins), nor one
+  for a prefix dpvpnctl routes until dpvpnctl deletes it;
 - kill -9 of A's dataplane (net_tun ignores persist: the twin dies with
-  it): dpvpnd makes and addresses it again, pings pass again.
+  it): dpvpnd makes and addresses it again, pings pass again, kernel
+  routes via the new twin are mirrored into the new dataplane.
 """
 import json
 
@@ -108,6 +113,46 @@ def test_down_takes_link_down(net):
     lab.wait_for(lambda: ping(net, net.ns_gw, IN_B, count=1)[0], 10, "pings after up")
 
 
+def routes(gw):
+    return {r["dst"]: r["tunnels"] for r in gw.ctl("show", "routes")["routes"]}
+
+
+def test_kernel_route_mirrored(net):
+    """A kernel route via the twin (what FRR's zebra installs) reaches the
+    dataplane as a route into the tunnel, and leaves with it; the kernel's
+    route for a prefix the config routes changes nothing (static wins)."""
+    a = net.a
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.2.2/32", "dev", "vti-t1")
+    lab.wait_for(lambda: routes(a).get("198.18.2.2/32") == ["t1"], 5, "route mirrored")
+    ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
+    assert ok, text
+    net.ns(net.ns_gw, "ip", "route", "del", "198.18.2.2/32", "dev", "vti-t1")
+    lab.wait_for(lambda: "198.18.2.2/32" not in routes(a), 5, "mirrored route gone")
+    # the config's own prefix: a kernel route for it comes and goes, the config's stays
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.2.0/24", "dev", "vti-t1")
+    net.ns(net.ns_gw, "ip", "route", "del", "198.18.2.0/24", "dev", "vti-t1")
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.3.0/24", "dev", "vti-t1")  # a marker
+    lab.wait_for(lambda: "198.18.3.0/24" in routes(a), 5, "marker route mirrored")
+    assert routes(a).get("198.18.2.0/24") == ["t1"]
+    ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
+    assert ok, text
+
+
+def test_ctl_route_wins(net):
+    """dpvpnctl's route for a prefix wins over the kernel's; deleted, the
+    kernel's (via the twin) is mirrored again."""
+    a = net.a
+    a.ctl("route", "add", "198.18.5.0/24", "1", "198.19.0.254")
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.5.0/24", "dev", "vti-t1")
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.6.0/24", "dev", "vti-t1")  # a marker
+    lab.wait_for(lambda: "198.18.6.0/24" in routes(a), 5, "marker route mirrored")
+    assert routes(a)["198.18.5.0/24"] is None          # still dpvpnctl's, out port 1
+    a.ctl("route", "del", "198.18.5.0/24")
+    lab.wait_for(lambda: routes(a).get("198.18.5.0/24") == ["t1"], 5, "kernel's again")
+    net.ns(net.ns_gw, "ip", "route", "del", "198.18.5.0/24", "dev", "vti-t1")
+    lab.wait_for(lambda: "198.18.5.0/24" not in routes(a), 5, "kernel's gone")
+
+
 def test_dataplane_restart_remakes_twin(net):
     """net_tun ignores persist: the twin dies with the dataplane; dpvpnd makes
     and addresses it again once the new one is up."""
@@ -118,3 +163,7 @@ def test_dataplane_restart_remakes_twin(net):
                  v4(link(net, net.ns_gw)) == [(IN_A, 30)] and
                  "UP" in link(net, net.ns_gw)["flags"], 10, "twin made again")
     lab.wait_for(lambda: ping(net, net.ns_gw, IN_B, count=1)[0], 10, "pings after restart")
+    # the kernel's routes via the new twin: dumped and mirrored into the new dataplane
+    # (198.18.3.0/24 went with the old twin; add one again)
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.4.0/24", "dev", "vti-t1")
+    lab.wait_for(lambda: routes(a).get("198.18.4.0/24") == ["t1"], 5, "mirrored after restart")
