@@ -182,16 +182,16 @@ int twin_del(const char *iface, char *err, size_t elen)
 	return 0;
 }
 
-/* IPv6 addresses stay on a link that goes down (a tunnel twin with no SA). */
-static void keep_addr_on_down(const char *iface)
+/* net.ipv6.conf.IFACE.KEY = 1 or 0; absent (no IPv6 on this host): nothing to do. */
+static void ipv6_conf(const char *iface, const char *key, int on)
 {
-	char path[96];
+	char path[112];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/keep_addr_on_down", iface);
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", iface, key);
 	if ((f = fopen(path, "w")) == NULL)
-		return;		/* no IPv6 on this host: nothing to keep */
-	fputs("1\n", f);
+		return;
+	fputs(on ? "1\n" : "0\n", f);
 	fclose(f);
 }
 
@@ -207,7 +207,12 @@ int twin_tun_setup(const char *iface, const struct cfg_prefix *a4, const struct 
 		snprintf(err, elen, "host-interface %s: %s", iface, strerror(errno));
 		return -1;
 	}
-	keep_addr_on_down(iface);
+	/* IPv6 addresses stay on a link that goes down (a tunnel with no SA);
+	 * one asked for is allowed where the host's default turns IPv6 off
+	 * (as systemd-networkd does for a link it gives an IPv6 address) */
+	ipv6_conf(iface, "keep_addr_on_down", 1);
+	if (a6->addr.family)
+		ipv6_conf(iface, "disable_ipv6", 0);
 	if ((nl = nl_open(iface, err, elen)) == NULL)
 		return -1;
 	if (a4->addr.family)

@@ -23,7 +23,8 @@ int twin_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_
 		  char *err, size_t elen);
 /*
  * A tunnel twin (the dataplane made it, net_tun): its inside addresses
- * (family 0: none), keep_addr_on_down, MTU (0: left) and link up or down
+ * (family 0: none; with an IPv6 one, disable_ipv6 = 0 on it),
+ * keep_addr_on_down, MTU (0: left) and link up or down
  * (up while the tunnel has an outbound SA).  0, or -1 with err.
  */
 int twin_tun_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_prefix *a6,
