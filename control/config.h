@@ -243,6 +243,11 @@ struct cfg_tunnel {
 	uint8_t route;		/* mode = route: a route-based tunnel (selectors 0/0, ::/0) */
 	uint8_t rpf;		/* rpf = off|loose|strict (enum dpvpn_rpf), default loose */
 	int mode_line, rpf_line;
+	/* host-interface = (mode = route): the tunnel's Linux twin (net_tun);
+	 * inside-address = its addresses, at most one per family; family 0: none */
+	char host_iface[16];
+	struct cfg_prefix inside4, inside6;
+	int host_line, inside_line;
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 

@@ -109,10 +109,32 @@ static void check_extra(struct parser *p)
 	}
 }
 
-/* host-interface: one port's each, and not beside extra-addresses (yet). */
+/* host-interface: one port's or tunnel's each, and not beside extra-addresses (yet). */
 static void check_host(struct parser *p)
 {
 	const struct cfg *c = p->cfg;
+
+	for (size_t i = 0; i < c->n_tunnels; i++) {
+		const struct cfg_tunnel *t = c->tunnels[i];
+		bool dup = false;
+
+		if (!t->host_iface[0])
+			continue;
+		for (size_t j = 0; j < c->n_ports && !dup; j++)
+			if (!strcmp(t->host_iface, c->ports[j].host_iface)) {
+				cfg_err_at(p, t->host_line, "[tunnel %s] host-interface: %s is "
+					   "already the host interface of [port %s]", t->name,
+					   t->host_iface, c->ports[j].name);
+				dup = true;
+			}
+		for (size_t j = 0; j < i && !dup; j++)
+			if (!strcmp(t->host_iface, c->tunnels[j]->host_iface)) {
+				cfg_err_at(p, t->host_line, "[tunnel %s] host-interface: %s is "
+					   "already the host interface of [tunnel %s]", t->name,
+					   t->host_iface, c->tunnels[j]->name);
+				dup = true;
+			}
+	}
 
 	for (size_t i = 0; i < c->n_ports; i++) {
 		const struct cfg_port *port = &c->ports[i];

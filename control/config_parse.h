@@ -142,6 +142,7 @@ int cfg_parse_mac(const char *s, uint8_t mac[6]);
 int cfg_decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
 		   char *why, size_t why_len);
 bool cfg_valid_name(const char *s);
+bool cfg_valid_ifname(const char *s);
 int cfg_parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx);
 
 /* config_port.c: a new entry in *arr ([port], [neighbor], [route]), made current. */

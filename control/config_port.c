@@ -115,13 +115,9 @@ static int key_port_extra(struct parser *p, const char *val)
 static int key_port_host(struct parser *p, const char *val)
 {
 	struct cfg_port *port = CUR(p, ports);
-	size_t len = strlen(val);
-	bool ok = len > 0 && len < sizeof(port->host_iface) && strcmp(val, ".") != 0 &&
-		  strcmp(val, "..") != 0;
 
-	for (size_t i = 0; ok && i < len; i++)
-		ok = val[i] > ' ' && val[i] < 0x7f && strchr("/:,=", val[i]) == NULL;
-	if (!ok)
+	_Static_assert(sizeof(port->host_iface) == 16, "cfg_valid_ifname's limit");
+	if (!cfg_valid_ifname(val))
 		return cfg_kerr(p, "expected a Linux interface name (1..15 bytes, not '.' or "
 				"'..', none of / : , = or blanks), got '%s'", val);
 	strcpy(port->host_iface, val);

@@ -630,6 +630,76 @@ static int key_tun_rpf(struct parser *p, const char *val)
 	return cfg_kerr(p, "expected off, loose or strict, got '%s'", val);
 }
 
+/*
+ * host-interface = NAME (mode = route): the tunnel's Linux twin, a TUN
+ * device whose routes a routing daemon (FRR) sets and dpvpnd mirrors
+ * (deploy/NEXT-DESIGN.md C.1).  Unique across ports and tunnels: checked at
+ * the end (check_host).
+ */
+static int key_tun_host(struct parser *p, const char *val)
+{
+	struct cfg_tunnel *t = CUR_TUN(p);
+
+	_Static_assert(sizeof(t->host_iface) == 16, "cfg_valid_ifname's limit");
+	if (!cfg_valid_ifname(val))
+		return cfg_kerr(p, "expected a Linux interface name (1..15 bytes, not '.' or "
+				"'..', none of / : , = or blanks), got '%s'", val);
+	strcpy(t->host_iface, val);
+	t->host_line = p->line;
+	return 0;
+}
+
+/*
+ * inside-address = A/len[, A6/len6]: the twin's own addresses (a BGP
+ * session's end, 169.254.10.1/30 as AWS and Azure number them), at most one
+ * a family; the host bits are the address.
+ */
+static int key_tun_inside(struct parser *p, const char *val)
+{
+	struct cfg_tunnel *t = CUR_TUN(p);
+	char *list = strdup(val), *item, *next;
+	int rc = 0;
+
+	if (!list)
+		return cfg_kerr(p, "out of memory");
+	t->inside_line = p->line;
+	for (item = list; item; item = next) {
+		struct cfg_prefix pfx, *slot;
+
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		item = cfg_trim(item);
+		if (cfg_parse_cidr(item, &pfx) || pfx.len == 0 || cfg_addr_is_zero(&pfx.addr)) {
+			rc = cfg_kerr(p, "expected an IPv4 address with prefix length 1..32 "
+				      "(169.254.10.1/30) or an IPv6 address with prefix length "
+				      "1..128 (fd00:10::1/126), got '%s'", item);
+			continue;
+		}
+		slot = pfx.addr.family == DPVPN_AF_INET ? &t->inside4 : &t->inside6;
+		if (slot->addr.family) {
+			rc = cfg_kerr(p, "two %s addresses: give at most one per family",
+				      cfg_family_name(pfx.addr.family));
+			continue;
+		}
+		*slot = pfx;
+	}
+	free(list);
+	return rc;
+}
+
+/* host-interface and inside-address: mode = route only, the second needs the first. */
+static void finish_twin(struct parser *p, const struct cfg_tunnel *t)
+{
+	if (t->host_line && !t->route)
+		cfg_err_at(p, t->host_line, "[tunnel %s] host-interface: only for mode = route "
+			   "(a policy tunnel's traffic is chosen by its selectors, not by the "
+			   "host's routes)", t->name);
+	if (t->inside_line && !t->host_line)
+		cfg_err_at(p, t->inside_line, "[tunnel %s] inside-address: needs host-interface "
+			   "(the addresses are the twin's)", t->name);
+}
+
 /* mode = route: no selectors of its own, static keys (IKE's comes later). */
 static void finish_route_mode(struct parser *p, const struct cfg_tunnel *t)
 {
@@ -742,6 +812,7 @@ static void finish_tunnel(struct parser *p)
 	cfg_check_keying(p, t);
 	cfg_finish_ra(p, t);
 	finish_route_mode(p, t);
+	finish_twin(p, t);
 	if (t->ike.on) {
 		cfg_finish_ike(p, t);
 	} else {
@@ -828,6 +899,8 @@ static const struct key_def tunnel_keys[] = {
 	{ "compress", key_tun_compress, false },	/* refused, see key_tun_compress */
 	{ "mode", key_tun_mode, false },
 	{ "rpf", key_tun_rpf, false },
+	{ "host-interface", key_tun_host, false },
+	{ "inside-address", key_tun_inside, false },
 };
 
 const struct sect_def cfg_sect_tunnel = {

@@ -187,6 +187,21 @@ int cfg_decode_hex(const char *s, uint8_t *out, size_t cap, size_t *n,
 	return 0;
 }
 
+/*
+ * A Linux interface name for a twin: dev_valid_name()'s rules (1..15 bytes,
+ * not "." or "..", no '/', ':' or blanks), and no ',' or '=' (DPDK's device
+ * arguments carry it).
+ */
+bool cfg_valid_ifname(const char *s)
+{
+	size_t len = strlen(s);
+	bool ok = len > 0 && len < 16 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+
+	for (size_t i = 0; ok && i < len; i++)
+		ok = s[i] > ' ' && s[i] < 0x7f && strchr("/:,=", s[i]) == NULL;
+	return ok;
+}
+
 bool cfg_valid_name(const char *s)
 {
 	for (; *s; s++)

@@ -601,6 +601,8 @@ json_t *ctl_route(struct ctl_ctx *ctx, int add, const char *dst, json_int_t port
 	if (dp_call(ctx->dp, add ? DPVPN_MSG_ROUTE_ADD : DPVPN_MSG_ROUTE_DEL, &r, sizeof(r),
 		    NULL, 0))
 		return dp_failed(ctx, err, err_len, "route");
+	if (ctx->route_changed != NULL)
+		ctx->route_changed(&r.dst, add);
 	return json_pack("{s:s}", "message", add ? "route added" : "route deleted");
 }
 

@@ -57,6 +57,9 @@ struct ctl_ctx {
 			  size_t detail_len);
 	/* reload, tunnel up|down: what the last one did, {"added":[NAME, ...], ...} */
 	json_t *(*changes)(void);
+	/* route add|del done: the prefix is dpvpnctl's (it wins over the kernel's
+	 * mirrored routes, mirror.h) or no longer; NULL: nothing to tell */
+	void (*route_changed)(const struct dpvpn_prefix *dst, int add);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */

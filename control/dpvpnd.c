@@ -38,6 +38,7 @@
 #include "logstamp.h"
 #include "lock.h"
 #include "metrics.h"
+#include "mirror.h"
 #include "seqstate.h"
 #include "mono.h"
 
@@ -45,7 +46,8 @@
 #define MAX_CLIENTS	16
 #define MAX_WAIT_S	3600
 
-enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_IKE, PFD_CLIENTS };
+enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_IKE, PFD_NETLINK,
+       PFD_CLIENTS };
 #define IKE_TICK_MS	100	/* IKE timers: retransmissions, liveness, restarts */
 
 struct opts {
@@ -453,6 +455,7 @@ static int reload(char *msg, size_t len)
 	if (rc == 0) {
 		cfg_free(current);
 		*current = next;
+		mirror_open(the_dp, current, opts->verbose);	/* twins may be new */
 	} else {
 		cfg_free(&next);
 	}
@@ -605,6 +608,10 @@ static int reconnect(struct loop *l)
 			l->pfd[PFD_DATAPLANE].fd = dp->fd;
 			base_forget();		/* it counts from 0: clear's baselines go */
 			fprintf(stderr, "dpvpnd: dataplane back\n");
+			/* new twins (net_tun dies with the dataplane), no mirrored routes,
+			 * none of dpvpnctl's either */
+			mirror_forget_ctl();
+			mirror_open(dp, current, opts->verbose);
 			icvw_reset(&icv);	/* its counters start from 0 */
 			ike_restart(l, dp);
 			return 0;
@@ -628,6 +635,7 @@ static int run_loop(struct loop *l)
 			next_icv = mono_ms() + ICVW_POLL_MS;
 		}
 		l->pfd[PFD_IKE].fd = ikd_fd();	/* a reload may have opened it; -1 if closed */
+		l->pfd[PFD_NETLINK].fd = mirror_fd();	/* a reload or reconnect reopens it */
 		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -639,7 +647,9 @@ static int run_loop(struct loop *l)
 		if (l->pfd[PFD_DATAPLANE].revents)
 			dp_drain(dp);
 		if (l->pfd[PFD_IKE].revents)
-			ikd_input();	/* closed: the dataplane went; restarted with it */
+			ikd_input();
+		if (l->pfd[PFD_NETLINK].revents && !dp->lost)
+			mirror_read();	/* while lost: read after the reconnect's reopen */	/* closed: the dataplane went; restarted with it */
 		if (!dp->lost)
 			ikd_tick();
 		if (!dp->lost) {
@@ -687,7 +697,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
 		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
-		.changes = changes_json,
+		.changes = changes_json, .route_changed = mirror_ctl_route,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -706,6 +716,8 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	l.pfd[PFD_LISTEN] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	l.pfd[PFD_METRICS] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	l.pfd[PFD_IKE] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	mirror_open(dp, current, opts->verbose);	/* logged; forwarding goes on without */
+	l.pfd[PFD_NETLINK] = (struct pollfd){ .fd = mirror_fd(), .events = POLLIN };
 	if (ikd_open(config_path, cfg->dp_socket, dp, seq, opts->verbose) != 0) {
 		close(lfd);
 		close(sfd);
@@ -722,6 +734,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		}
 	}
 	rc = run_loop(&l);
+	mirror_close();
 	icvw_free(&icv);
 	ikd_close();
 	metrics_close(l.metrics);

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <stdlib.h>
 
 #include <openssl/evp.h>
@@ -125,6 +126,28 @@ const char *inst_tunif_name(uint16_t id)
 	return id < DPVPN_TUNIF_MAX && tunif_names[id][0] ? tunif_names[id] : NULL;
 }
 
+/*
+ * Tunnel t's twin (host-interface; the dataplane makes it at TUNIF_SET and
+ * a new dataplane makes it again): its inside addresses, MTU, and link up
+ * while the tunnel has an outbound SA.  The MTU: the tunnel's mtu, else
+ * TUN_TWIN_MTU, which an ESP tunnel over a 1500-byte port fits in either
+ * outer family with UDP encapsulation.
+ */
+#define TUN_TWIN_MTU	1400
+static int tun_twin_link(const struct cfg_tunnel *t, bool up)
+{
+	char err[160];
+
+	if (!t->host_iface[0])
+		return 0;
+	if (twin_tun_setup(t->host_iface, &t->inside4, &t->inside6,
+			   t->mtu ? t->mtu : TUN_TWIN_MTU, up, err, sizeof(err))) {
+		fprintf(stderr, "dpvpnd: tunnel %s: %s\n", t->name, err);
+		return -1;
+	}
+	return 0;
+}
+
 /* TUNIF_SET: tunnel t's interface up on its outbound SA, or down. */
 static int tunif_msg(struct dp_client *dp, const struct cfg_tunnel *t, bool up, bool verbose)
 {
@@ -139,8 +162,15 @@ static int tunif_msg(struct dp_client *dp, const struct cfg_tunnel *t, bool up, 
 	}
 	m.id = (uint16_t)id;
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
+	snprintf(m.host_iface, sizeof(m.host_iface), "%s", t->host_iface);
+	if (t->inside4.addr.family)
+		m.inside4 = htonl(t->inside4.addr.v4);
+	if (t->inside6.addr.family)
+		memcpy(m.inside6, t->inside6.addr.v6, sizeof(m.inside6));
 	snprintf(what, sizeof(what), "tunnel %s interface %d %s", t->name, id, up ? "up" : "down");
-	return call(dp, verbose, what, DPVPN_MSG_TUNIF_SET, &m, sizeof(m));
+	if (call(dp, verbose, what, DPVPN_MSG_TUNIF_SET, &m, sizeof(m)))
+		return -1;
+	return tun_twin_link(t, up);
 }
 
 /* Every route-based tunnel of cfg has its interface before routes name it. */
@@ -820,6 +850,10 @@ int inst_all(struct dp_client *dp, struct cfg *cfg, bool verbose, struct seqstat
 {
 	int rc = -1;
 
+	/* a fresh dataplane (the first, or a new one after a crash) has no
+	 * tunnel interfaces: ids an earlier one held are given out anew, else
+	 * ensure_tunifs would skip them and routes name ids it lacks */
+	memset(tunif_names, 0, sizeof(tunif_names));
 	/* One batch: the dataplane builds its policy classifier once, at the
 	 * commit, however many tunnels there are. */
 	if (!clear_unstarted(dp, verbose) &&
@@ -930,6 +964,10 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 	if (dp_call(dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0) == 0 || dp->status == -ENOENT) {
 		if (verbose)
 			fprintf(stderr, "dpvpnd: %s: done\n", what);
+		/* the interface went down with its outbound SA (tunif_sa_gone): the twin too */
+		if (t->route && dir == DPVPN_DIR_OUT && spi == t->out.spi && t->host_iface[0] &&
+		    if_nametoindex(t->host_iface) != 0)
+			tun_twin_link(t, false);
 		return 0;	/* (one an operator deleted already is gone as wanted) */
 	}
 	fprintf(stderr, "dpvpnd: %s: %s\n", what, dp->err);
@@ -1216,7 +1254,9 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		cfg_wipe_keys(cfg);
 		return -1;
 	}
-	/* the interfaces an earlier dpvpnd gave out keep their ids */
+	/* the interfaces an earlier dpvpnd gave out keep their ids; those the
+	 * dataplane lacks (a new one) are given out anew */
+	memset(tunif_names, 0, sizeof(tunif_names));
 	for (uint32_t k = 0; k < h.n_tunif; k++)
 		if (h.tunif[k].id < DPVPN_TUNIF_MAX)
 			snprintf(tunif_names[h.tunif[k].id], DPVPN_NAME_LEN, "%.*s",

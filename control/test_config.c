@@ -314,6 +314,34 @@ static const struct tcase cases[] = {
 	  "address = 2001:db8::1/64\nextra-addresses = 198.19.128.0/17\n",
 	  "5: [port o] extra-addresses: 198.19.128.0/17 needs the port's own IPv4 address "
 	  "(address =) too", { 0 } },
+	/* a route tunnel's twin (deploy/NEXT-DESIGN.md C.1) */
+	{ "tunnel host-interface", RGOOD "host-interface = vti-r1\n"
+	  "inside-address = 169.254.10.1/30, fd00:10::1/126\n",
+	  NULL, { 0 } },
+	{ "tunnel host-interface name", RGOOD "host-interface = a,b\n",
+	  "19: [tunnel r1] host-interface: expected a Linux interface name (1..15 bytes, "
+	  "not '.' or '..', none of / : , = or blanks), got 'a,b'", { 0 } },
+	{ "tunnel host-interface policy", GOOD "host-interface = vti-t\n",
+	  "20: [tunnel t] host-interface: only for mode = route (a policy tunnel's traffic "
+	  "is chosen by its selectors, not by the host's routes)", { 0 } },
+	{ "inside-address alone", RGOOD "inside-address = 169.254.10.1/30\n",
+	  "19: [tunnel r1] inside-address: needs host-interface (the addresses are the "
+	  "twin's)", { 0 } },
+	{ "inside-address two IPv4", RGOOD "inside-address = 169.254.10.1/30, 169.254.10.5/30\n"
+	  "host-interface = vti-r1\n", "19: [tunnel r1] inside-address: two IPv4 addresses: "
+	  "give at most one per family", { 0 } },
+	{ "inside-address no length", RGOOD "inside-address = 169.254.10.1\n"
+	  "host-interface = vti-r1\n", "19: [tunnel r1] inside-address: expected an IPv4 "
+	  "address with prefix length 1..32 (169.254.10.1/30) or an IPv6 address with prefix "
+	  "length 1..128 (fd00:10::1/126), got '169.254.10.1'", { 0 } },
+	{ "tunnel host-interface of a port", PORTS "host-interface = vti-r1\n"
+	  RTUN("r1", "0x1001", "0x2001") "host-interface = vti-r1\n",
+	  "20: [tunnel r1] host-interface: vti-r1 is already the host interface of [port "
+	  "outside]", { 0 } },
+	{ "tunnel host-interface twice", RGOOD "host-interface = vti-r1\n"
+	  RTUN("r2", "0x1002", "0x2002") "host-interface = vti-r1\n",
+	  "29: [tunnel r2] host-interface: vti-r1 is already the host interface of [tunnel "
+	  "r1]", { 0 } },
 	/* host-interface: line 10 (outside), or 5 (inside, before the blank line) */
 	{ "host-interface", PORTS "host-interface = dpvpn-out\n" TUN("t", "198.19.0.1") SPIS KEYS,
 	  NULL, { 0 } },

@@ -41,7 +41,7 @@ static int nl_request(struct mnl_socket *nl, struct nlmsghdr *nlh)
 	return rc < 0 ? -errno : 0;
 }
 
-static int link_up(struct mnl_socket *nl, unsigned int index, uint16_t mtu)
+static int link_set(struct mnl_socket *nl, unsigned int index, uint16_t mtu, bool up)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -52,7 +52,7 @@ static int link_up(struct mnl_socket *nl, unsigned int index, uint16_t mtu)
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = (int)index;
 	ifi->ifi_change = IFF_UP;
-	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_flags = up ? IFF_UP : 0;
 	if (mtu != 0)
 		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
 	return nl_request(nl, nlh);
@@ -147,7 +147,7 @@ int twin_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_
 	if (rc == 0 && a6->addr.family)
 		rc = (step = "IPv6 address", addr_set(nl, index, a6, true));
 	if (rc == 0)
-		rc = (step = "MTU and link up", link_up(nl, index, mtu));
+		rc = (step = "MTU and link up", link_set(nl, index, mtu, true));
 	mnl_socket_close(nl);
 	if (rc != 0) {
 		snprintf(err, elen, "host-interface %s: %s: %s", iface, step, strerror(-rc));
@@ -177,6 +177,54 @@ int twin_del(const char *iface, char *err, size_t elen)
 	mnl_socket_close(nl);
 	if (rc != 0 && rc != -ENODEV) {
 		snprintf(err, elen, "host-interface %s: delete: %s", iface, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* net.ipv6.conf.IFACE.KEY = 1 or 0; absent (no IPv6 on this host): nothing to do. */
+static void ipv6_conf(const char *iface, const char *key, int on)
+{
+	char path[112];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s", iface, key);
+	if ((f = fopen(path, "w")) == NULL)
+		return;
+	fputs(on ? "1\n" : "0\n", f);
+	fclose(f);
+}
+
+int twin_tun_setup(const char *iface, const struct cfg_prefix *a4, const struct cfg_prefix *a6,
+		   uint16_t mtu, bool up, char *err, size_t elen)
+{
+	unsigned int index = if_nametoindex(iface);
+	struct mnl_socket *nl;
+	const char *step = "IPv4 address";
+	int rc = 0;
+
+	if (index == 0) {
+		snprintf(err, elen, "host-interface %s: %s", iface, strerror(errno));
+		return -1;
+	}
+	/* IPv6 addresses stay on a link that goes down (a tunnel with no SA);
+	 * one asked for is allowed where the host's default turns IPv6 off
+	 * (as systemd-networkd does for a link it gives an IPv6 address) */
+	ipv6_conf(iface, "keep_addr_on_down", 1);
+	if (a6->addr.family)
+		ipv6_conf(iface, "disable_ipv6", 0);
+	if ((nl = nl_open(iface, err, elen)) == NULL)
+		return -1;
+	if (a4->addr.family)
+		rc = addr_set(nl, index, a4, true);
+	if (rc == 0 && a6->addr.family)
+		rc = (step = "IPv6 address", addr_set(nl, index, a6, true));
+	if (rc == 0)
+		rc = (step = up ? "MTU and link up" : "MTU and link down",
+		      link_set(nl, index, mtu, up));
+	mnl_socket_close(nl);
+	if (rc != 0) {
+		snprintf(err, elen, "host-interface %s: %s: %s", iface, step, strerror(-rc));
 		return -1;
 	}
 	return 0;

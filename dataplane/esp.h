@@ -88,6 +88,15 @@ esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t 
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			 struct rte_mbuf **pkts, uint16_t n, struct dp_out *out);
 /*
+ * One packet the host wrote into a tunnel twin (host.h), into sa, the
+ * tunnel's outbound SA: no policy or route chooses it and its TTL is
+ * neither checked nor lowered (the host originates it: eBGP's TTL 1, GTSM's
+ * 255).  1: m is the
+ * ESP packet to send; 0: dropped, or it went to out (outer fragments).
+ */
+uint16_t esp_encap_sa(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m,
+		      struct sa *sa, struct dp_out *out);
+/*
  * port: the outside port the packets came in on (its address is checked).
  * Returns the inner packets to forward, at the front of pkts[]; packets
  * that must go back into a tunnel (ICMP Time Exceeded for an inner packet

@@ -258,6 +258,21 @@ inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
 	return ip4_dec_ttl(in) ? DPVPN_DROP_MAX : DPVPN_DROP_TTL_EXPIRED;
 }
 
+/* A packet for a tunnel twin (the host): the TTL inner_rules lowered, as it was. */
+static void
+ttl_restore(uint8_t *ip)
+{
+	if (ip[0] >> 4 == 6) {
+		((struct rte_ipv6_hdr *)ip)->hop_limits++;
+		return;
+	}
+	struct rte_ipv4_hdr *in = (struct rte_ipv4_hdr *)ip;
+
+	in->time_to_live++;
+	in->hdr_checksum = 0;
+	in->hdr_checksum = rte_ipv4_cksum(in);
+}
+
 /* After decryption: ICV, replay window, trailer, inner header, selectors. */
 static enum dpvpn_drop_reason
 decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint64_t seq)
@@ -366,7 +381,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	uint64_t seqs[DP_BURST];
 	struct spi_cache cache = { .spi = 0 };
 	struct sa *hint[DP_BURST];
-	uint16_t k = 0, good = 0;
+	uint16_t k = 0, good = 0, punted = 0;
 	STAGE_CLOCK(t);
 
 	prefetch_sas(pkts, n, hint);
@@ -399,10 +414,22 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
+		bool to_host = false, ttl_kept = false;
 
-		if (why == DPVPN_DROP_MAX && unlikely(sas[i]->route) &&
-		    !tunif_rx(w->index, sas[i], rte_pktmbuf_mtod(pkts[i], const uint8_t *)))
-			why = DPVPN_DROP_RPF;
+		if (why == DPVPN_DROP_MAX && unlikely(sas[i]->route)) {
+			const uint8_t *ip = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
+
+			to_host = tunif_to_host(w->index, sas[i], ip);	/* host.h */
+			if (!to_host && !tunif_rx(w->index, sas[i], ip))
+				why = DPVPN_DROP_RPF;
+		} else if (why == DPVPN_DROP_TTL_EXPIRED && unlikely(sas[i]->route) &&
+			   tunif_to_host(w->index, sas[i], rte_pktmbuf_mtod(pkts[i], uint8_t *))) {
+			why = DPVPN_DROP_MAX;	/* delivered, not forwarded: TTL 1 is fine */
+			to_host = true;
+			ttl_kept = true;
+		}
+		if (to_host && !ttl_kept)	/* inner_rules took one off: put it back */
+			ttl_restore(rte_pktmbuf_mtod(pkts[i], uint8_t *));
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
@@ -417,12 +444,15 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		s->packets++;
 		s->bytes += rte_pktmbuf_data_len(pkts[i]);
 		sa_stamp(s, w->now_tsc);
-		if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
+		if (unlikely(to_host)) {
+			host_punt_tun(w, st, sas[i]->tunif, pkts[i]);
+			punted++;
+		} else if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
 			dp_out_add(self, pkts[i]);	/* for the gateway itself */
 		else
 			pkts[good++] = pkts[i];
 	}
-	st->decrypted += good + self->n;
+	st->decrypted += good + self->n + punted;
 	STAGE(st, t, HDR);	/* ICV compare, replay update, trailer, inner checks, counters */
 	return good;
 }

@@ -9,6 +9,7 @@
 
 #include "crypto.h"
 #include "esp.h"
+#include "host.h"
 #include "ip.h"
 #include "pmtu.h"
 #include "sa.h"
@@ -89,16 +90,18 @@ natt_header(const struct sa *sa, uint8_t *at, uint16_t udp_len, const uint8_t *i
 
 /*
  * The inner packet, forwarded (RFC 4301 5.1.2): its TTL / hop limit one less
- * (select_sa made sure it does not expire), its TOS / traffic class and DF
+ * (select_sa made sure it does not expire) unless the host originated it
+ * (fwd false: a tunnel twin's, esp_encap_sa), its TOS / traffic class and DF
  * for the outer header.  Returns ESP's next header for it.
  */
 static inline uint8_t
-inner_hop(uint8_t *inner, uint8_t *tc, rte_be16_t *frag)
+inner_hop(uint8_t *inner, uint8_t *tc, rte_be16_t *frag, bool fwd)
 {
 	if (inner[0] >> 4 == 6) {
 		struct rte_ipv6_hdr *in6 = (struct rte_ipv6_hdr *)inner;
 
-		in6->hop_limits--;
+		if (fwd)
+			in6->hop_limits--;
 		*tc = ip6_tc(in6);
 		/* IPv6 is never fragmented on the way: "copy" means DF set */
 		*frag = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
@@ -106,7 +109,8 @@ inner_hop(uint8_t *inner, uint8_t *tc, rte_be16_t *frag)
 	}
 	struct rte_ipv4_hdr *in4 = (struct rte_ipv4_hdr *)inner;
 
-	ip4_dec_ttl(in4);
+	if (fwd)
+		ip4_dec_ttl(in4);
 	*tc = in4->type_of_service;
 	*frag = in4->fragment_offset;
 	return IPPROTO_IPIP;
@@ -157,7 +161,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE);
 	if (unlikely(seq > limit && limit != 0))
 		return DPVPN_DROP_SEQ_UNRESERVED;
-	nh = inner_hop(inner, &tc, &inner_frag);
+	nh = inner_hop(inner, &tc, &inner_frag, likely(m->packet_type != DP_PTYPE_TUN));
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
@@ -507,6 +511,33 @@ out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **
 		for (uint16_t j = 0; j < f; j++)
 			dp_out_add(out, frags[j]);
 	}
+}
+
+uint16_t
+esp_encap_sa(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, struct sa *sa,
+	     struct dp_out *out)
+{
+	uint16_t len = rte_pktmbuf_data_len(m), good;
+	bool outer = false;
+
+	if (sa->life_state == DPVPN_LIFE_HARD || (sa->limited && !sa_account(sa, len))) {
+		dp_drop(st, m, DPVPN_DROP_SA_EXPIRED);
+		return 0;
+	}
+	if (unlikely(!fits(sa, rte_pktmbuf_mtod(m, const uint8_t *), len))) {
+		/* the twin's MTU is the SA's (dpvpnd): the host sent past it */
+		sa->stats[w->index].drop_other++;
+		dp_drop(st, m, DPVPN_DROP_PMTU);
+		return 0;
+	}
+	m->packet_type = DP_PTYPE_TUN;		/* encap_one: the host's, no TTL step */
+	good = encap_core(w, st, &m, &sa, 1, &outer);
+	if (good != 0)
+		m->packet_type = 0;
+	if (likely(good == 0 || !outer))
+		return good;
+	out_with_fragments(w, st, &m, &sa, good, NULL, NULL, 0, out);
+	return 0;
 }
 
 uint16_t

@@ -22,6 +22,7 @@
 #define LINK_POLL_HZ	50	/* twins' link states read this often (host-down until then) */
 
 struct dp_twin dp_twins[DP_MAX_PORTS];
+struct dp_twin dp_tun_twins[DPVPN_TUNIF_MAX];
 unsigned int host_mbufs = HOST_MBUFS_DEFAULT;
 bool host_twins_enabled;
 
@@ -33,6 +34,7 @@ bool host_twins_enabled;
  * tunnel, the same flood at a non-local address for comparison).
  */
 static uint64_t per_other, per_control;
+static unsigned int n_tun_twins;	/* dp_tun_twins created */
 static uint32_t depth_other, depth_control;
 
 /* The bucket's depth: DP_HOST_DEPTH, or DP_HOST_BURST_MS of the rate. */
@@ -169,14 +171,41 @@ host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	/* host_in is counted when the main lcore has written it (to_twin) */
 }
 
+/* The buckets of host_punt, for a packet of either class. */
+static inline bool
+bucket_ok(struct dp_worker *w, const struct rte_mbuf *m)
+{
+	if (control_class(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m)))
+		return bucket_take(w->now_tsc, &w->hostc_tsc, &w->hostc_tokens, per_control,
+				   depth_control);
+	return bucket_take(w->now_tsc, &w->host_tsc, &w->host_tokens, per_other, depth_other);
+}
+
+void
+host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struct rte_mbuf *m)
+{
+	if (!__atomic_load_n(&dp_tun_twins[id].up, __ATOMIC_RELAXED)) {
+		dp_drop(st, m, DPVPN_DROP_HOST_DOWN);
+		return;
+	}
+	if (!bucket_ok(w, m)) {
+		dp_drop(st, m, DPVPN_DROP_HOST_LIMIT);
+		return;
+	}
+	m->port = (uint16_t)(HOST_TUN_PORT | id);	/* raw IP: no Ethernet header */
+	if (rte_ring_enqueue(w->host, m) != 0)
+		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
+}
+
 /*
- * Main lcore: one frame into its port's twin; counted in host_in unless it
- * is a copy (an ARP / ND reply, consumed already: arp_in).
+ * Main lcore: one frame into its port's (or tunnel's) twin; counted in
+ * host_in unless it is a copy (an ARP / ND reply, consumed already: arp_in).
  */
 static void
 to_twin(struct dp_lstats *st, struct rte_mbuf *m, bool copy)
 {
-	struct dp_twin *t = &dp_twins[m->port];
+	struct dp_twin *t = m->port & HOST_TUN_PORT ? &dp_tun_twins[m->port & ~HOST_TUN_PORT] :
+			    &dp_twins[m->port];
 
 	if (!t->created) {	/* closed since the worker queued it */
 		dp_drop(st, m, DPVPN_DROP_HOST_DOWN);
@@ -254,6 +283,47 @@ from_twin(struct dp_lstats *st, uint16_t p, struct dp_twin *t)
 	}
 }
 
+/* What the host wrote into tunnel twin id: into the tunnel, through worker 0. */
+static void
+from_tun_twin(struct dp_lstats *st, uint16_t id, struct dp_twin *t)
+{
+	struct rte_mbuf *pkts[DP_HOST_BURST];
+	uint16_t n = rte_eth_rx_burst(t->eth, 0, pkts, DP_HOST_BURST);
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		enum dpvpn_drop_reason why;
+
+		st->host_out++;
+		t->out++;
+		if (m->nb_segs > 1) {
+			dp_drop(st, m, DPVPN_DROP_MULTISEG);
+			continue;
+		}
+		why = rte_pktmbuf_data_len(m) > 0 &&
+		      rte_pktmbuf_mtod(m, const uint8_t *)[0] >> 4 == 6 ? ip6_check(m) :
+		      ip4_check(m);
+		if (why != DPVPN_DROP_MAX) {
+			dp_drop(st, m, why);
+			continue;
+		}
+		m->port = (uint16_t)(HOST_TUN_PORT | id);
+		m->packet_type = DP_PTYPE_TUN;
+		if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0)
+			dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+	}
+}
+
+/* Twin t's Linux link state, for the workers (an ioctl). */
+static void
+link_read(struct dp_twin *t)
+{
+	struct rte_eth_link link = { 0 };
+
+	rte_eth_link_get_nowait(t->eth, &link);
+	__atomic_store_n(&t->up, link.link_status == RTE_ETH_LINK_UP, __ATOMIC_RELAXED);
+}
+
 void
 host_poll(void)
 {
@@ -277,19 +347,20 @@ host_poll(void)
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		if (dp_twins[p].created)
 			from_twin(st, p, &dp_twins[p]);
+	if (n_tun_twins != 0)
+		for (uint16_t id = 0; id < DPVPN_TUNIF_MAX; id++)
+			if (dp_tun_twins[id].created)
+				from_tun_twin(st, id, &dp_tun_twins[id]);
 	now = rte_get_timer_cycles();
 	if (now < next_link)
 		return;
 	next_link = now + rte_get_timer_hz() / LINK_POLL_HZ;
-	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		struct rte_eth_link link = { 0 };
-
-		if (!dp_twins[p].created)
-			continue;
-		rte_eth_link_get_nowait(dp_twins[p].eth, &link);	/* an ioctl */
-		__atomic_store_n(&dp_twins[p].up, link.link_status == RTE_ETH_LINK_UP,
-				 __ATOMIC_RELAXED);
-	}
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp_twins[p].created)
+			link_read(&dp_twins[p]);
+	for (uint16_t id = 0; n_tun_twins != 0 && id < DPVPN_TUNIF_MAX; id++)
+		if (dp_tun_twins[id].created)
+			link_read(&dp_tun_twins[id]);
 }
 
 bool
@@ -393,6 +464,59 @@ host_twin_set(uint16_t port, const char *iface, char *err, size_t elen)
 	return 0;
 }
 
+static void
+tun_close(uint16_t id)
+{
+	struct dp_twin *t = &dp_tun_twins[id];
+
+	__atomic_store_n(&t->up, 0, __ATOMIC_RELAXED);
+	rte_eth_dev_stop(t->eth);
+	rte_eal_hotplug_remove("vdev", t->dev);	/* net_tun: the interface goes too */
+	memset(t, 0, sizeof(*t));
+	n_tun_twins--;
+}
+
+int
+host_tun_set(uint16_t id, const char *iface, char *err, size_t elen)
+{
+	struct dp_twin *t = &dp_tun_twins[id];
+	char args[96];
+	int rc;
+
+	if (t->created && strcmp(t->iface, iface) == 0)
+		return 0;
+	if (t->created)
+		tun_close(id);
+	if (iface[0] == '\0')
+		return 0;
+	if (!host_twins_enabled) {
+		snprintf(err, elen, "tunif.host_iface: %s: this process makes no twins (not the "
+			 "dataplane: a fuzz target or a test)", iface);
+		return -ENOTSUP;
+	}
+	if ((rc = pool_init(err, elen)) != 0)
+		return rc;
+	snprintf(t->dev, sizeof(t->dev), "net_tun_dpvpnt%u", id);
+	snprintf(args, sizeof(args), "%s,iface=%s", t->dev, iface);
+	rc = rte_dev_probe(args);
+	if (rc == 0 && (rc = rte_eth_dev_get_port_by_name(t->dev, &t->eth)) == 0 &&
+	    (rc = twin_start(t->eth)) != 0)
+		rte_eal_hotplug_remove("vdev", t->dev);
+	if (rc != 0) {
+		snprintf(err, elen, "tunif.host_iface: %s: net_tun could not create it (%s; an "
+			 "interface of that name already?)", iface,
+			 rte_strerror(rc < 0 ? -rc : rc));
+		memset(t, 0, sizeof(*t));
+		return rc < 0 ? rc : -rc;
+	}
+	snprintf(t->iface, sizeof(t->iface), "%s", iface);
+	t->created = 1;
+	n_tun_twins++;
+	fprintf(stderr, "dpvpn-dataplane: tunnel interface %u: host interface %s (DPDK port "
+		"%u)\n", id, iface, t->eth);
+	return 0;
+}
+
 int
 host_ring_init(struct dp_worker *w, int sock)
 {
@@ -419,4 +543,7 @@ host_teardown(void)
 	for (uint16_t p = 0; p < dp.n_ports; p++)
 		if (dp_twins[p].created)
 			twin_close(p);
+	for (uint16_t id = 0; n_tun_twins != 0 && id < DPVPN_TUNIF_MAX; id++)
+		if (dp_tun_twins[id].created)
+			tun_close(id);
 }

@@ -46,6 +46,18 @@ struct dp_twin {
 };
 
 extern struct dp_twin dp_twins[DP_MAX_PORTS];
+/*
+ * Tunnel twins (net_tun: raw IP, no MAC), indexed by tunnel interface id
+ * (tunif.h).  net_tun ignores persist: the interface dies with the
+ * dataplane, and dpvpnd makes and addresses it again after a reconnect.
+ * A frame on a worker's host ring bound for one has m->port
+ * HOST_TUN_PORT | id; what the host writes into one rides worker 0's TX
+ * ring as DP_PTYPE_TUN, m->port the same, to be encrypted into the
+ * tunnel's outbound SA.
+ */
+extern struct dp_twin dp_tun_twins[DPVPN_TUNIF_MAX];
+#define HOST_TUN_PORT		0x8000u
+#define DP_PTYPE_TUN		0x0ffffffcu
 
 /*
  * Is m (IP header first) for the link rather than an address: IPv4
@@ -93,6 +105,13 @@ void host_copy(struct rte_mbuf *m);
  * (a malformed IP header; DPVPN_DROP_MAX: none).
  */
 bool host_protected(struct rte_mbuf *m, enum dpvpn_drop_reason *why);
+/* Worker: m (decrypted, IP header first) to tunnel interface id's twin, or dropped. */
+void host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struct rte_mbuf *m);
+/*
+ * TUNIF_SET: tunnel interface id's twin is iface ("" none): created, left
+ * as it is, or closed.  0 or -errno (err says; err NULL when closing).
+ */
+int host_tun_set(uint16_t id, const char *iface, char *err, size_t elen);
 /* Main lcore: rings to twins, twins to the wire, link states. */
 void host_poll(void);
 /*

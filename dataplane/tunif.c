@@ -7,6 +7,7 @@
 
 #include <rte_ip.h>
 
+#include "host.h"
 #include "ip.h"
 #include "route.h"
 #include "sa.h"
@@ -67,9 +68,23 @@ tunif_set(const struct dpvpn_tunif *c, char *eb, size_t elen)
 	if (c->name[0] == '\0' || memchr(c->name, '\0', sizeof(c->name)) == NULL)
 		return fail(eb, elen, -EINVAL, "tunif.name: empty or not NUL-terminated (%u "
 			    "bytes)", DPVPN_NAME_LEN);
+	if (memchr(c->host_iface, '\0', sizeof(c->host_iface)) == NULL ||
+	    (c->host_iface[0] != '\0' && !host_name_ok(c->host_iface, sizeof(c->host_iface))))
+		return fail(eb, elen, -EINVAL, "tunif.host_iface: not a Linux interface name "
+			    "(1..15 bytes, none of / : , = or blanks)");
 	if (c->up && (rc = out_slot(c, &slot, eb, elen)) != 0)
 		return rc;
 	t = &tunifs[c->id];
+	/* the twin first: a TUNIF_SET it fails changes nothing else */
+	if ((rc = host_tun_set(c->id, c->host_iface, eb, elen)) != 0)
+		return rc;
+	t->inside4 = c->inside4;
+	memcpy(t->inside6, c->inside6, sizeof(t->inside6));
+	t->has6 = 0;
+	for (unsigned int i = 0; i < sizeof(c->inside6); i++)
+		t->has6 |= c->inside6[i];
+	t->has6 = t->has6 != 0;
+	__atomic_store_n(&t->twin, c->host_iface[0] != '\0', __ATOMIC_RELEASE);
 	memcpy(t->name, c->name, sizeof(t->name));
 	t->rpf = c->rpf;
 	t->out_spi = c->out_spi;
@@ -88,6 +103,8 @@ tunif_del(uint16_t id, char *eb, size_t elen)
 	if (!tunif_exists(id))
 		return fail(eb, elen, -ENOENT, "tunif.id: %u: no such tunnel interface", id);
 	__atomic_store_n(&tunifs[id].out_slot, TUNIF_DOWN_SLOT, __ATOMIC_RELEASE);
+	__atomic_store_n(&tunifs[id].twin, 0, __ATOMIC_RELEASE);
+	host_tun_set(id, "", NULL, 0);	/* closing cannot fail */
 	tunifs[id].used = 0;
 	tunifs[id].out_spi = 0;
 	memset(tunifs[id].stats, 0, sizeof(tunifs[id].stats));
@@ -230,4 +247,47 @@ tunif_rx(unsigned int w, const struct sa *sa, const uint8_t *ip)
 	}
 	t->stats[w].rx++;
 	return true;
+}
+
+bool
+tunif_to_host(unsigned int w, const struct sa *sa, const uint8_t *ip)
+{
+	struct tunif *t = &tunifs[sa->tunif];
+	bool mine;
+
+	if (!__atomic_load_n(&t->twin, __ATOMIC_RELAXED))
+		return false;
+	if (ip[0] >> 4 == 6) {
+		const uint8_t *d = ((const struct rte_ipv6_hdr *)ip)->dst_addr;
+
+		mine = (d[0] == 0xff && (d[1] & 0x0f) <= 2) ||	/* node / link scope */
+		       (d[0] == 0xfe && (d[1] & 0xc0) == 0x80) ||
+		       (t->has6 && memcmp(d, t->inside6, 16) == 0);
+	} else {
+		uint32_t a = ((const struct rte_ipv4_hdr *)ip)->dst_addr;
+
+		mine = (rte_be_to_cpu_32(a) & 0xffffff00u) == 0xe0000000u ||
+		       (t->inside4 != 0 && a == t->inside4);
+	}
+	if (mine)
+		t->stats[w].rx++;
+	return mine;
+}
+
+struct sa *
+tunif_out_sa(uint16_t id, enum dpvpn_drop_reason *why)
+{
+	uint32_t slot = __atomic_load_n(&tunifs[id].out_slot, __ATOMIC_ACQUIRE);
+	struct sa *sa;
+
+	if (slot == TUNIF_DOWN_SLOT) {
+		tunifs[id].stats[0].down++;
+		*why = DPVPN_DROP_TUNNEL_DOWN;
+		return NULL;
+	}
+	sa = sa_slot(slot);
+	*why = DPVPN_DROP_SA_GONE;
+	if (sa != NULL)
+		tunifs[id].stats[0].tx++;
+	return sa;
 }

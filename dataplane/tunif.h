@@ -41,6 +41,10 @@ struct tunif {
 	uint8_t used;
 	uint8_t rpf;		/* enum dpvpn_rpf */
 	uint32_t out_spi;	/* as TUNIF_SET gave it (network order), 0: down */
+	uint8_t twin;		/* a Linux twin (host.c's dp_tun_twins[id]) */
+	uint8_t has6;
+	uint32_t inside4;	/* network order; 0: none */
+	uint8_t inside6[16];
 	char name[DPVPN_NAME_LEN];
 	struct tunif_stats stats[DP_MAX_WORKERS];
 };
@@ -70,5 +74,17 @@ struct sa;
  * the source passes the interface's rpf; false: drop it (rpf).
  */
 bool tunif_rx(unsigned int worker, const struct sa *sa, const uint8_t *ip);
+/*
+ * Fast path, after a route-mode SA decrypted ip: is it for the tunnel's twin
+ * (its inside address, IPv4 224.0.0.0/24, IPv6 link-local or link-scope
+ * multicast)?  Counted on the interface (rx) when so; no rpf: the host's
+ * own rp_filter judges what its interface receives.
+ */
+bool tunif_to_host(unsigned int worker, const struct sa *sa, const uint8_t *ip);
+/*
+ * Worker 0, a packet the host wrote into tunnel interface id's twin: its
+ * outbound SA, or NULL and *why (tunnel-down, sa-gone).
+ */
+struct sa *tunif_out_sa(uint16_t id, enum dpvpn_drop_reason *why);
 
 #endif /* TUNIF_H */

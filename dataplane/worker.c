@@ -22,6 +22,7 @@
 #include "route.h"
 #include "tester.h"
 #include "trace.h"
+#include "tunif.h"
 
 /* TX buffer callback: what the queue did not take is dropped and counted. */
 void
@@ -588,6 +589,27 @@ host_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 	return true;
 }
 
+/* Worker 0: a packet the host wrote into a tunnel twin, into its tunnel (host.h). */
+static void
+tun_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
+{
+	enum dpvpn_drop_reason why;
+	struct sa *sa = tunif_out_sa((uint16_t)(m->port & ~HOST_TUN_PORT), &why);
+	struct dp_out out;
+	uint16_t k;
+
+	m->packet_type = 0;
+	if (sa == NULL) {
+		dp_drop(st, m, why);
+		return;
+	}
+	out.n = 0;
+	k = esp_encap_sa(w, st, m, sa, &out);
+	worker_tx(w, st, &m, k);
+	if (out.n > 0)
+		worker_tx(w, st, out.pkts, out.n);
+}
+
 /* Frames the main lcore built (ARP) go out on this worker's queues. */
 static unsigned int
 drain_main(struct dp_worker *w, struct dp_lstats *st)
@@ -603,6 +625,10 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 		}
 		if (pkts[i]->packet_type == DP_PTYPE_HOST && host_frame(w, st, pkts[i]))
 			continue;
+		if (pkts[i]->packet_type == DP_PTYPE_TUN) {
+			tun_frame(w, st, pkts[i]);
+			continue;
+		}
 		st->tx++;
 		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->txb[pkts[i]->port], pkts[i]);
 	}

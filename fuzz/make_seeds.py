@@ -474,7 +474,9 @@ class Route(ctypes.Structure):
 
 class Tunif(ctypes.Structure):
     _fields_ = [('id', ctypes.c_uint16), ('rpf', ctypes.c_uint8), ('up', ctypes.c_uint8),
-                ('out_spi', ctypes.c_uint8 * 4), ('name', ctypes.c_char * 32)]
+                ('out_spi', ctypes.c_uint8 * 4), ('name', ctypes.c_char * 32),
+                ('host_iface', ctypes.c_char * 16), ('inside4', ctypes.c_uint8 * 4),
+                ('inside6', ctypes.c_uint8 * 16)]
 
 
 class SaCfg(ctypes.Structure):
@@ -517,7 +519,7 @@ class TraceReq(ctypes.Structure):
 
 
 SIZES = {Addr: 20, Prefix: 20, PortCfg: 84, Neigh: 28, Route: 60, SaCfg: 552, SaId: 8,
-         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 40}
+         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 76}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
 
@@ -786,6 +788,11 @@ def route_tunnel_seed():
     m.add(TUNIF_SET, Tunif(id=300, name=b'x')).add(TUNIF_SET, Tunif(id=3, rpf=7, name=b'x'))
     m.add(TUNIF_SET, Tunif(id=3, up=0, out_spi=be32(5), name=b'x'))
     m.add(TUNIF_SET, Tunif(id=3, name=b'y' * 32))
+    # a twin (the fuzz target makes none: refused), a name DPDK's devargs would split
+    m.add(TUNIF_SET, Tunif(id=0, rpf=1, up=1, out_spi=be32(0x1001), name=b'rt0',
+                           host_iface=b'vti-rt0', inside4=(169, 254, 10, 1)))
+    m.add(TUNIF_SET, Tunif(id=0, name=b'rt0', host_iface=b'a,b=c'))
+    m.add(TUNIF_SET, Tunif(id=0, name=b'rt0', host_iface=b'z' * 16))
     m.add(ROUTE_ADD, tunnel_route('10.7.0.0/16', 9))                        # no tunif 9
     r = tunnel_route('10.7.0.0/16', *range(8))
     r.n_tunif = 9
@@ -953,6 +960,14 @@ in-spi = %(in_)d
     out['route-tunnels-bad.conf'] = (base + routed.replace('rpf = strict', 'local-ts = 10.0.0.0/8')
                                      .replace('via tunnel r2\nroute = 2001', 'via tunnel r9\n'
                                               'route = 2001') + '[routes]\nroute = x y\n').encode()
+    # route tunnels' twins: names, addresses, a
+    # policy tunnel's, a duplicate, an inside-address without its twin
+    twins = (routed.replace('rpf = loose\n', 'rpf = loose\nhost-interface = vti-r1\n'
+                            'inside-address = 169.254.10.1/30, fd00:10::1/126\n')
+             .replace('rpf = strict\n', 'rpf = strict\nhost-interface = vti-r1\n'
+                      'inside-address = 169.254.10.5, 169.254.10.6/30,169.254.10.7/30\n'))
+    out['tunnel-twins.conf'] = (base + twins + tunnels[0] + 'host-interface = a,b\n'
+                                'inside-address = fd00::1/129\n').encode()
     # selector lists: good ones, then too many, two families, overlap, empty entry
     lists = tunnels[0].replace('local-ts = 198.18.1.0/24',
                                'local-ts = 198.18.1.0/24, 10.1.0.0/16,10.2.0.0/16')

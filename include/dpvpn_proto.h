@@ -88,7 +88,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	23
+#define DPVPN_PROTO_VERSION	24
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -328,6 +328,16 @@ struct dpvpn_tunif {
 	uint8_t up;
 	uint32_t out_spi;	/* network order; up: an installed outbound SA */
 	char name[DPVPN_NAME_LEN];	/* the tunnel's, NUL-terminated */
+	/*
+	 * Version 24: the tunnel's Linux twin (net_tun, raw IP), "" none.  Its
+	 * route SA's decrypted packets to inside4 / inside6 (0 / ::: none) or
+	 * to IPv4 / IPv6 link-local multicast go to the twin; what the host
+	 * writes into it is encrypted into out_spi's SA (dropped tunnel-down
+	 * while down).  The dataplane makes it; dpvpnd addresses it.
+	 */
+	char host_iface[16];
+	uint32_t inside4;	/* network order */
+	uint8_t inside6[16];
 };
 
 struct dpvpn_tunif_info {
