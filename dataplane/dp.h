@@ -267,12 +267,16 @@ dp_owner(const uint8_t *ip, const struct dp_port *only)
  * A per-lcore token bucket: rate tokens a second, at most burst saved up;
  * true if one was taken.  *tsc is the last refill (0: never), *tokens what
  * is left (ICMP errors in pmtu.c, IKE punts in ike.c, echo replies in echo.c).
+ * dp_bucket_take_at: the same with now read and per (cycles a token) worked
+ * out by the caller (the host path's buckets in host.c, per packet).
  */
 static inline bool
-dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)
+dp_bucket_take_at(uint64_t now, uint64_t *tsc, uint32_t *tokens, uint64_t per, uint32_t burst)
 {
-	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / rate;
-
+	if (*tokens > 0 && now - *tsc < per) {	/* the common case either way */
+		(*tokens)--;
+		return true;
+	}
 	if (*tsc == 0 || now - *tsc >= per * burst) {
 		*tokens = burst;
 		*tsc = now;
@@ -286,6 +290,13 @@ dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)
 		return false;
 	(*tokens)--;
 	return true;
+}
+
+static inline bool
+dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)
+{
+	return dp_bucket_take_at(rte_get_timer_cycles(), tsc, tokens, rte_get_timer_hz() / rate,
+				 burst);
 }
 
 static inline bool

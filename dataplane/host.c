@@ -46,29 +46,6 @@ bucket_depth(uint32_t rate)
 	return ms > DP_HOST_DEPTH ? ms : DP_HOST_DEPTH;
 }
 
-/* dp_bucket_take's bucket, with now the poll's TSC and per precomputed. */
-static inline bool
-bucket_take(uint64_t now, uint64_t *tsc, uint32_t *tokens, uint64_t per, uint32_t depth)
-{
-	if (*tokens > 0 && now - *tsc < per) {	/* the common case either way */
-		(*tokens)--;
-		return true;
-	}
-	if (*tsc == 0 || now - *tsc >= per * depth) {
-		*tokens = depth;
-		*tsc = now;
-	} else if (now - *tsc >= per) {
-		uint64_t add = (now - *tsc) / per;
-
-		*tokens = (uint32_t)RTE_MIN((uint64_t)depth, *tokens + add);
-		*tsc += add * per;
-	}
-	if (*tokens == 0)
-		return false;
-	(*tokens)--;
-	return true;
-}
-
 /*
  * The control class (A.5 of deploy/NEXT-DESIGN.md): what keeps routing and
  * addressing alive: BGP (TCP 179 either side), OSPF (89), VRRP (112), BFD
@@ -145,23 +122,25 @@ put_ether(const struct dp_port *port, struct rte_mbuf *m)
 	return true;
 }
 
+/* The buckets of host_punt and host_punt_tun, for a packet of either class. */
+static inline bool
+bucket_ok(struct dp_worker *w, const struct rte_mbuf *m)
+{
+	if (control_class(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m)))
+		return dp_bucket_take_at(w->now_tsc, &w->hostc_tsc, &w->hostc_tokens, per_control,
+					 depth_control);
+	return dp_bucket_take_at(w->now_tsc, &w->host_tsc, &w->host_tokens, per_other, depth_other);
+}
+
 void
 host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf *m)
 {
-	bool ok;
-
 	if (!__atomic_load_n(&dp_twins[port->id].up, __ATOMIC_RELAXED)) {
 		dp_drop(st, m, DPVPN_DROP_HOST_DOWN);
 		return;
 	}
-	if (control_class(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m)))
-		ok = bucket_take(w->now_tsc, &w->hostc_tsc, &w->hostc_tokens, per_control,
-				 depth_control);
-	else
-		ok = bucket_take(w->now_tsc, &w->host_tsc, &w->host_tokens, per_other,
-				 depth_other);
-	if (!ok) {
+	if (!bucket_ok(w, m)) {
 		dp_drop(st, m, DPVPN_DROP_HOST_LIMIT);
 		return;
 	}
@@ -169,16 +148,6 @@ host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	if (!put_ether(port, m) || rte_ring_enqueue(w->host, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
 	/* host_in is counted when the main lcore has written it (to_twin) */
-}
-
-/* The buckets of host_punt, for a packet of either class. */
-static inline bool
-bucket_ok(struct dp_worker *w, const struct rte_mbuf *m)
-{
-	if (control_class(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m)))
-		return bucket_take(w->now_tsc, &w->hostc_tsc, &w->hostc_tokens, per_control,
-				   depth_control);
-	return bucket_take(w->now_tsc, &w->host_tsc, &w->host_tokens, per_other, depth_other);
 }
 
 void
