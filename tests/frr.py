@@ -48,6 +48,26 @@ VTYSH = "/usr/bin/vtysh"
 DAEMONS = ("zebra", "bgpd")     # started in this order, stopped in reverse
 
 
+def bgpd_conf(asn, peer_asn, router_id, peers, prefix):
+    """bgpd.conf for eBGP with timers 1/3 to each of peers, announcing
+    prefix, ECMP over two paths."""
+    nbr = "".join(f""" neighbor {p} remote-as {peer_asn}
+ neighbor {p} timers 1 3
+ neighbor {p} timers connect 1
+""" for p in peers)
+    return f"""\
+router bgp {asn}
+ bgp router-id {router_id}
+ no bgp ebgp-requires-policy
+ no bgp network import-check
+ timers bgp 1 3
+{nbr} address-family ipv4 unicast
+  network {prefix}
+  maximum-paths 2
+ exit-address-family
+"""
+
+
 def available():
     """FRR installed (the `frr` marked tests skip without it)."""
     return all(os.access(p, os.X_OK) for p in (ZEBRA, BGPD, VTYSH))

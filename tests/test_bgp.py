@@ -37,24 +37,6 @@ pytestmark = [pytest.mark.deploy, pytest.mark.frr]
 ZEBRA = "hostname {ns}\nno zebra nexthop kernel enable\n"
 
 
-def bgpd_conf(asn, peer_asn, router_id, peers, prefix):
-    nbr = "".join(f""" neighbor {p} remote-as {peer_asn}
- neighbor {p} timers 1 3
- neighbor {p} timers connect 1
-""" for p in peers)
-    return f"""\
-router bgp {asn}
- bgp router-id {router_id}
- no bgp ebgp-requires-policy
- no bgp network import-check
- timers bgp 1 3
-{nbr} address-family ipv4 unicast
-  network {prefix}
-  maximum-paths 2
- exit-address-family
-"""
-
-
 def tunnels(side):
     if side == "a":
         return (route_tunnel("t1", "198.19.0.1", "198.19.0.2", "0x1001", KEY1, "0x2001", KEY2) +
@@ -80,10 +62,10 @@ def bgp():
              "address = 198.19.0.2/24\nextra-addresses = 198.19.0.128/25\n")
     with lab.Lab(split=True, replace_a=((policy_tunnel("lab-a.conf"), tunnels("a")),),
                  replace_b=((policy_tunnel("lab-b.conf"), tunnels("b")), extra)) as n:
-        with frr.Frr(n.ns_gw, bgpd_conf(65001, 65002, "10.255.0.1", PEERS_A,
+        with frr.Frr(n.ns_gw, frr.bgpd_conf(65001, 65002, "10.255.0.1", PEERS_A,
                                         "198.18.1.0/24"),
                      zebra=ZEBRA.format(ns="gwa")) as fa, \
-             frr.Frr(n.ns_gwb, bgpd_conf(65002, 65001, "10.255.0.2", PEERS_B,
+             frr.Frr(n.ns_gwb, frr.bgpd_conf(65002, 65001, "10.255.0.2", PEERS_B,
                                          "198.18.2.0/24"),
                      zebra=ZEBRA.format(ns="gwb")) as fb:
             yield {"net": n, "fa": fa, "fb": fb}

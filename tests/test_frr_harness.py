@@ -29,24 +29,6 @@ pytestmark = [pytest.mark.deploy, pytest.mark.frr]
 NL_WATCH = os.path.join(lab.BUILD, "control", "nl_watch")
 
 
-def bgpd_conf(asn, peer_asn, router_id, peers, prefix):
-    nbr = "".join(f""" neighbor {p} remote-as {peer_asn}
- neighbor {p} timers 1 3
- neighbor {p} timers connect 1
-""" for p in peers)
-    return f"""\
-router bgp {asn}
- bgp router-id {router_id}
- no bgp ebgp-requires-policy
- no bgp network import-check
- timers bgp 1 3
-{nbr} address-family ipv4 unicast
-  network {prefix}
-  maximum-paths 2
- exit-address-family
-"""
-
-
 PEERS_A = ("169.254.10.2", "169.254.20.2")     # B's ends, seen from A
 PEERS_B = ("169.254.10.1", "169.254.20.1")
 
@@ -97,9 +79,9 @@ def bgp(tmp_path_factory):
         # listening before FRR starts: the BGP route arrives as an event
         watch = Watch("nl_watch", a, logdir, "va1=t1", "va2=t2")
         watches.append(watch)
-        with frr.Frr(a, bgpd_conf(65001, 65002, "10.0.0.1", PEERS_A,
+        with frr.Frr(a, frr.bgpd_conf(65001, 65002, "10.0.0.1", PEERS_A,
                                   "198.18.1.0/24")) as fa, \
-             frr.Frr(b, bgpd_conf(65002, 65001, "10.0.0.2", PEERS_B,
+             frr.Frr(b, frr.bgpd_conf(65002, 65001, "10.0.0.2", PEERS_B,
                                   "198.18.2.0/24")) as fb:
             yield {"a": a, "b": b, "fa": fa, "fb": fb, "watch": watch,
                    "logdir": logdir, "watches": watches}
