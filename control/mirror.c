@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "install.h"
@@ -115,6 +116,59 @@ static int on_remove(void *arg, const struct nl_prefix *p)
 	return 0;
 }
 
+/* Is tunnel interface id a route tunnel with a twin (the mirror's to fill)? */
+static bool twin_tunif(uint16_t id)
+{
+	const char *name = inst_tunif_name(id);
+
+	for (size_t i = 0; name != NULL && i < mcfg->n_tunnels; i++)
+		if (!strcmp(mcfg->tunnels[i]->name, name))
+			return mcfg->tunnels[i]->route && mcfg->tunnels[i]->host_iface[0];
+	return false;
+}
+
+/*
+ * After the dump: a route of the dataplane into twin tunnels only that neither
+ * the config, this dpvpnd's dpvpnctl nor the kernel has is one the kernel took
+ * back while dpvpnd was away (the dataplane went on forwarding on it): the
+ * kernel is the source of truth, it goes (as zebra drops its stale routes at
+ * start).  Only what a dpvpnd restart leaves: after a dataplane restart the
+ * dataplane holds no routes of ours, after a reload nothing is unknown.
+ */
+static void prune(void)
+{
+	struct dpvpn_route *r;
+	uint32_t n;
+	char buf[48];
+
+	if (dp_dump(mdp, DPVPN_MSG_SHOW_ROUTES, sizeof(*r), (void **)&r, &n)) {
+		fprintf(stderr, "dpvpnd: routes of the dataplane: %s\n", mdp->err);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct nl_prefix p = { .family = r[i].dst.family == DPVPN_AF_INET ?
+					AF_INET : AF_INET6, .len = r[i].dst.len };
+		bool twins = r[i].kind == DPVPN_ROUTE_TUNNEL && r[i].n_tunif > 0;
+		struct dpvpn_route del = { .dst = r[i].dst };
+
+		for (unsigned k = 0; twins && k < r[i].n_tunif && k < DPVPN_ECMP_MAX; k++)
+			twins = twin_tunif(r[i].tunif[k]);
+		memcpy(p.addr, r[i].dst.v6, p.family == AF_INET ? 4 : 16);
+		if (!twins || config_routes(&p) || nl_rib_installed(nl, &p, NULL) > 0)
+			continue;
+		if (dp_call(mdp, DPVPN_MSG_ROUTE_DEL, &del, sizeof(del), NULL, 0) &&
+		    mdp->status != -ENOENT) {
+			fprintf(stderr, "dpvpnd: stale route %s removal: %s\n",
+				nl_prefix_str(&p, buf, sizeof(buf)), mdp->err);
+			break;
+		}
+		fprintf(stderr, "dpvpnd: route %s via tunnel %s: not in the kernel's table "
+			"(removed while dpvpnd was away): removed\n",
+			nl_prefix_str(&p, buf, sizeof(buf)), inst_tunif_name(r[i].tunif[0]));
+	}
+	free(r);
+}
+
 void mirror_close(void)
 {
 	if (nl != NULL)
@@ -149,7 +203,10 @@ int mirror_open(struct dp_client *dp, const struct cfg *cfg, bool verbose)
 			continue;
 		}
 	}
-	return nl_resync(nl);
+	if (nl_resync(nl))
+		return -1;
+	prune();
+	return 0;
 }
 
 int mirror_fd(void)

@@ -10,7 +10,9 @@
  * next hop is a twin become ROUTE_ADD kind TUNNEL into those tunnels;
  * ROUTE_DEL when they go.  A prefix the config routes itself ([routes],
  * [route NAME], either kind) or dpvpnctl route added is theirs: the
- * kernel's route for it is not mirrored (static before BGP).
+ * kernel's route for it is not mirrored (static before BGP).  After the
+ * dump, a route of the dataplane into twin tunnels only that none of them
+ * has (the kernel dropped it while dpvpnd was away) is removed.
  */
 #ifndef DPVPN_MIRROR_H
 #define DPVPN_MIRROR_H

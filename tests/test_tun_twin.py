@@ -21,6 +21,10 @@ daemon peers over.
   into the tunnel in the dataplane, and goes with it; a kernel route for a
   prefix the config routes changes nothing (the config's wins), nor one
   for a prefix dpvpnctl routes until dpvpnctl deletes it;
+- kill -9 of A's dpvpnd: the dataplane keeps forwarding on the mirrored
+  routes; a kernel route deleted and one added meanwhile are found by the
+  new dpvpnd (the kernel is the source of truth: the deleted one leaves the
+  dataplane, the added one enters it);
 - kill -9 of A's dataplane (net_tun ignores persist: the twin dies with
   it): dpvpnd makes and addresses it again, pings pass again, kernel
   routes via the new twin are mirrored into the new dataplane.
@@ -162,6 +166,39 @@ def test_ctl_route_wins(net):
     lab.wait_for(lambda: routes(a).get("198.18.5.0/24") == ["t1"], 5, "kernel's again")
     net.ns(net.ns_gw, "ip", "route", "del", "198.18.5.0/24", "dev", "vti-t1")
     lab.wait_for(lambda: "198.18.5.0/24" not in routes(a), 5, "kernel's gone")
+
+
+def test_dpvpnd_restart_follows_kernel(net):
+    """dpvpnd restarted against its forwarding dataplane: routes mirrored
+    before stay; what the kernel lost or gained meanwhile is applied."""
+    a = net.a
+    for pfx in ("198.18.7.0/24", "198.18.8.0/24"):
+        net.ns(net.ns_gw, "ip", "route", "add", pfx, "dev", "vti-t1")
+    lab.wait_for(lambda: routes(a).get("198.18.8.0/24") == ["t1"] and
+                 routes(a).get("198.18.7.0/24") == ["t1"], 5, "routes mirrored")
+    a.dpvpnd.kill9()
+    # the dataplane forwards on, and the kernel changes while nobody mirrors
+    ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
+    assert ok, text
+    net.ns(net.ns_gw, "ip", "route", "del", "198.18.7.0/24", "dev", "vti-t1")
+    net.ns(net.ns_gw, "ip", "route", "add", "198.18.9.0/24", "dev", "vti-t1")
+    a.dpvpnd = lab.Proc("a-dpvpnd-restarted", [lab.DPVPND, "-c", a.config, "-D", a.dp_sock,
+                                                "-s", a.ctl_sock], a.dir, a.dpvpnd_netns)
+    lab.wait_for(lambda: "already forwarding" in a.dpvpnd.output() or not a.dpvpnd.alive(),
+                 30, "the new dpvpnd")
+    assert a.dpvpnd.alive(), a.dpvpnd.output()
+    lab.wait_for(lambda: routes(a).get("198.18.9.0/24") == ["t1"], 5, "the new route")
+    got = routes(a)
+    assert "198.18.7.0/24" not in got, (got, a.dpvpnd.output())
+    assert got.get("198.18.8.0/24") == ["t1"], got
+    assert got.get("198.18.2.0/24") == ["t1"], got          # the config's stays
+    assert "198.18.7.0/24" in a.dpvpnd.output()             # said so, once
+    assert v4(link(net, net.ns_gw)) == [(IN_A, 30)]
+    ok, text = ping(net, net.ns_gw, IN_B, count=2)
+    assert ok, text
+    for pfx in ("198.18.8.0/24", "198.18.9.0/24"):
+        net.ns(net.ns_gw, "ip", "route", "del", pfx, "dev", "vti-t1")
+    lab.wait_for(lambda: "198.18.9.0/24" not in routes(a), 5, "routes gone")
 
 
 def test_dataplane_restart_remakes_twin(net):
