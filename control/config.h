@@ -248,6 +248,10 @@ struct cfg_tunnel {
 	char host_iface[16];
 	struct cfg_prefix inside4, inside6;
 	int host_line, inside_line;
+	/* host-access = yes (policy tunnels): what it decrypts for one of the
+	 * gateway's addresses goes to that port's twin (DPVPN_SA_F_HOST) */
+	uint8_t host_access;
+	int host_access_line;
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 

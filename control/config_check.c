@@ -116,8 +116,17 @@ static void check_host(struct parser *p)
 
 	for (size_t i = 0; i < c->n_tunnels; i++) {
 		const struct cfg_tunnel *t = c->tunnels[i];
-		bool dup = false;
+		bool dup = false, twin = false;
 
+		for (size_t j = 0; j < c->n_ports; j++)
+			twin |= c->ports[j].host_iface[0] != '\0';
+		if (t->host_access && t->route)
+			cfg_err_at(p, t->host_access_line, "[tunnel %s] host-access: not with "
+				   "mode = route (what is for the host arrives through the "
+				   "tunnel's own twin: host-interface)", t->name);
+		else if (t->host_access && !twin)
+			cfg_err_at(p, t->host_access_line, "[tunnel %s] host-access: no [port] "
+				   "has a host-interface to give it to", t->name);
 		if (!t->host_iface[0])
 			continue;
 		for (size_t j = 0; j < c->n_ports && !dup; j++)

@@ -631,6 +631,21 @@ static int key_tun_rpf(struct parser *p, const char *val)
 }
 
 /*
+ * host-access = yes | no (default no, as strongSwan's hostaccess): decrypted
+ * packets for the gateway's own addresses go to the host (the owning port's
+ * twin) rather than being answered (pings) or dropped to-self.  Checked at
+ * the end (check_host): policy tunnels only, a port with a twin.
+ */
+static int key_tun_host_access(struct parser *p, const char *val)
+{
+	CUR_TUN(p)->host_access_line = p->line;
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return cfg_kerr(p, "expected yes or no, got '%s'", val);
+	CUR_TUN(p)->host_access = !strcmp(val, "yes");
+	return 0;
+}
+
+/*
  * host-interface = NAME (mode = route): the tunnel's Linux twin, a TUN
  * device whose routes a routing daemon (FRR) sets and dpvpnd mirrors
  * (deploy/NEXT-DESIGN.md C.1).  Unique across ports and tunnels: checked at
@@ -901,6 +916,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "rpf", key_tun_rpf, false },
 	{ "host-interface", key_tun_host, false },
 	{ "inside-address", key_tun_inside, false },
+	{ "host-access", key_tun_host_access, false },
 };
 
 const struct sect_def cfg_sect_tunnel = {

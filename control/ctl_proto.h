@@ -89,7 +89,9 @@
  *                          "config_error":null|"FILE:LINE: ..." (the config file's
  *                                version of this running tunnel was refused),
  *                          "sas":[{"spi":"0x..","dir":"in"|"out"}, ...],
- *                          "in":WAY,"out":WAY}, ...],
+ *                          "in":WAY,"out":WAY,
+ *                          "host_access":BOOL (host-access = yes: what it
+ *                                decrypts for the gateway goes to the host)}, ...],
  *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
  *             with WAY = {"packets":N,"bytes":N,"last_packet_ms":N|null}: what
  *             the tunnel's SAs of that direction carried, and the newest of

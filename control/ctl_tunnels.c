@@ -353,7 +353,7 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 	static const char *const rpf[] = { "off", "loose", "strict" };
 
 	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o}",
+			 "s:o,s:o,s:b}",
 		"name", text_json(e->t.name),
 		"state", v.reason ? "down" : "up",
 		"reason", v.reason ? json_string(v.reason) : json_null(),
@@ -374,7 +374,8 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 		"config_error", r && r->error[0] && !e->refused ? text_json(r->error) : json_null(),
 		"sas", sas_json(sas, n),
 		"in", way_json(sas, n, DPVPN_DIR_IN),
-		"out", way_json(sas, n, DPVPN_DIR_OUT));
+		"out", way_json(sas, n, DPVPN_DIR_OUT),
+		"host_access", c != NULL && c->host_access);
 }
 
 /* ---- the request ---- */

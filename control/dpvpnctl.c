@@ -634,6 +634,8 @@ static void print_tunnel(json_t *t)
 	else if (json_is_string(json_object_get(t, "mode")) &&
 		 !strcmp(str_of(t, "mode"), "route"))
 		field("traffic", "routed (mode = route, rpf %s): show routes", str_of(t, "rpf"));
+	if (json_is_true(json_object_get(t, "host_access")))
+		field("host", "host-access: what it decrypts for the gateway goes to the host");
 	if (json_is_string(json_object_get(t, "config_error")))
 		field("config", "refused at the last reload, the running one is kept: %s",
 		      str_of(t, "config_error"));

@@ -395,6 +395,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 		m.flags = DPVPN_SA_F_ROUTE;
 		m.tunif = (uint8_t)id;
 	}
+	if (t->host_access && dir == DPVPN_DIR_IN)
+		m.flags |= DPVPN_SA_F_HOST;
 	m.n_more_lts = (uint8_t)sa_more(t, true, m.more_lts);
 	m.n_more_rts = (uint8_t)sa_more(t, false, m.more_rts);
 	snprintf(m.name, sizeof(m.name), "%s", t->name);
@@ -554,7 +556,8 @@ static bool sa_as_configured(const struct dpvpn_sa_info *s, const struct cfg_tun
 	struct dpvpn_prefix lts = sa_ts(t, true), rts = sa_ts(t, false);
 
 	return strncmp(s->name, t->name, DPVPN_NAME_LEN) == 0 && s->alg == t->alg &&
-	       s->flags == (t->route ? DPVPN_SA_F_ROUTE : 0) &&
+	       s->flags == ((t->route ? DPVPN_SA_F_ROUTE : 0) |
+			    (t->host_access && dir == DPVPN_DIR_IN ? DPVPN_SA_F_HOST : 0)) &&
 	       s->dir == dir && ntohl(s->spi) == (dir == DPVPN_DIR_OUT ? t->out.spi : t->in.spi) &&
 	       memcmp(&s->local, &local, sizeof(local)) == 0 &&
 	       memcmp(&s->remote, &remote, sizeof(remote)) == 0 &&
@@ -923,6 +926,8 @@ int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 		t->ike.pki.ca_line = t->ike.pki.crl_line = 0;	/* pki.digest stands for the files */
 		t->ike.psk_len = 0;
 		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
+		t->mode_line = t->rpf_line = t->host_line = t->inside_line = 0;
+		t->host_access_line = 0;
 	}
 	same = memcmp(&x, &y, sizeof(x)) == 0;
 	explicit_bzero(&x, sizeof(x));

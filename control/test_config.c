@@ -342,6 +342,17 @@ static const struct tcase cases[] = {
 	  RTUN("r2", "0x1002", "0x2002") "host-interface = vti-r1\n",
 	  "29: [tunnel r2] host-interface: vti-r1 is already the host interface of [tunnel "
 	  "r1]", { 0 } },
+	/* host-access = yes: policy tunnels, a port with a twin */
+	{ "host-access", PORTS "host-interface = dpvpn-out\n" TUN("t", "198.19.0.1") SPIS KEYS
+	  "host-access = yes\n", NULL, { 0 } },
+	{ "host-access without a twin", GOOD "host-access = yes\n",
+	  "20: [tunnel t] host-access: no [port] has a host-interface to give it to", { 0 } },
+	{ "host-access no", GOOD "host-access = no\n", NULL, { 0 } },
+	{ "host-access maybe", GOOD "host-access = maybe\n",
+	  "20: [tunnel t] host-access: expected yes or no, got 'maybe'", { 0 } },
+	{ "host-access route", RGOOD "host-access = yes\n",
+	  "19: [tunnel r1] host-access: not with mode = route (what is for the host arrives "
+	  "through the tunnel's own twin: host-interface)", { 0 } },
 	/* host-interface: line 10 (outside), or 5 (inside, before the blank line) */
 	{ "host-interface", PORTS "host-interface = dpvpn-out\n" TUN("t", "198.19.0.1") SPIS KEYS,
 	  NULL, { 0 } },

@@ -372,6 +372,27 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 		s->drop_other++;
 }
 
+/*
+ * Decrypted m is for one of the gateway's addresses: to that port's twin when
+ * the SA says host-access (DPVPN_SA_F_HOST) and the port has one (1: punted),
+ * else to self[] (0: pings answered, the rest to-self).
+ */
+static inline uint16_t
+to_self(struct dp_worker *w, struct dp_lstats *st, const struct sa *sa, struct rte_mbuf *m,
+	struct dp_out *self)
+{
+	int p;
+
+	if ((sa->cfg.flags & DPVPN_SA_F_HOST) &&
+	    (p = dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL)) >= 0 &&
+	    dp.ports[p].twin) {
+		host_punt(w, st, &dp.ports[p], m);
+		return 1;
+	}
+	dp_out_add(self, m);
+	return 0;
+}
+
 uint16_t
 esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel, struct dp_out *self)
@@ -448,7 +469,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			host_punt_tun(w, st, sas[i]->tunif, pkts[i]);
 			punted++;
 		} else if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
-			dp_out_add(self, pkts[i]);	/* for the gateway itself */
+			punted += to_self(w, st, sas[i], pkts[i], self);
 		else
 			pkts[good++] = pkts[i];
 	}

@@ -95,9 +95,14 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 	if (c->df > DPVPN_DF_CLEAR)
 		return fail(eb, len, -EINVAL, "sa.df: %u is not copy (0), set (1) or clear (2)",
 			    c->df);
-	if ((c->flags & ~DPVPN_SA_F_ROUTE) != 0 || (!(c->flags & DPVPN_SA_F_ROUTE) && c->tunif))
+	if ((c->flags & ~(DPVPN_SA_F_ROUTE | DPVPN_SA_F_HOST)) != 0 ||
+	    (!(c->flags & DPVPN_SA_F_ROUTE) && c->tunif))
 		return fail(eb, len, -EINVAL, "sa.flags/tunif: 0x%x/%u: unknown flags, or a "
 			    "tunif without DPVPN_SA_F_ROUTE", c->flags, c->tunif);
+	if ((c->flags & DPVPN_SA_F_HOST) &&
+	    ((c->flags & DPVPN_SA_F_ROUTE) || c->dir != DPVPN_DIR_IN))
+		return fail(eb, len, -EINVAL, "sa.flags: 0x%x: DPVPN_SA_F_HOST is for an inbound "
+			    "SA of a policy tunnel", c->flags);
 	a = dpvpn_alg_get(c->alg);
 	if (a == NULL)
 		return fail(eb, len, -EINVAL, "sa.alg: %u is not supported", c->alg);

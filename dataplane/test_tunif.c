@@ -411,6 +411,17 @@ test_refused(void **state)
 					      (uint16_t[]){ 5 }, 1, err, sizeof(err)), 0);
 	assert_int_not_equal(add_sa(RTE_BE32(0x4001), DPVPN_DIR_IN, 0, 3, 0, V4PFX(0, 0),
 				    V4PFX(0, 0)), 0);	/* a tunif without the flag */
+	/* host-access: an inbound SA of a policy tunnel only */
+	assert_int_not_equal(add_sa(RTE_BE32(0x4002), DPVPN_DIR_IN,
+				    DPVPN_SA_F_HOST | DPVPN_SA_F_ROUTE, 3, 0, V4PFX(0, 0),
+				    V4PFX(0, 0)), 0);
+	assert_int_not_equal(add_sa(RTE_BE32(0x4003), DPVPN_DIR_OUT, DPVPN_SA_F_HOST, 0,
+				    IP4(198, 19, 0, 2), V4PFX(0, 0), V4PFX(0, 0)), 0);
+	assert_int_not_equal(add_sa(RTE_BE32(0x4004), DPVPN_DIR_IN, 0x4, 0, 0, V4PFX(0, 0),
+				    V4PFX(0, 0)), 0);	/* a flag nobody defined */
+	assert_int_equal(add_sa(RTE_BE32(0x4005), DPVPN_DIR_IN, DPVPN_SA_F_HOST, 0, 0,
+				V4PFX(0, 0), V4PFX(0, 0)), 0);
+	assert_int_equal(sa_del(RTE_BE32(0x4005), DPVPN_DIR_IN, err, sizeof(err)), 0);
 }
 
 int

@@ -88,7 +88,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	24
+#define DPVPN_PROTO_VERSION	25
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -416,6 +416,14 @@ struct dpvpn_sa_cfg {
  * by its rpf.  Outbound: reached through TUNIF_SET, never by a policy.
  */
 #define DPVPN_SA_F_ROUTE	0x1
+/*
+ * sa.flags: DPVPN_SA_F_HOST (inbound, not with ROUTE; protocol 25): what the
+ * SA decrypts for one of the gateway's addresses goes to the twin of the
+ * port that owns the address (host-interface), pings included, as the
+ * port's own traffic would (strongSwan's hostaccess); without it, or when
+ * that port has no twin, it is answered (pings) or dropped to-self.
+ */
+#define DPVPN_SA_F_HOST		0x2
 
 struct dpvpn_sa_id {
 	uint32_t spi;		/* network order */

@@ -21,6 +21,8 @@ its twin; what the host sends through the twin leaves by the port.
   counted to-self, nothing at a socket on A's host.
 - A's host routes host B's subnet out of its twin: the policy selects it,
   so it leaves encrypted, never in clear.
+- host-access = yes on A's tunnel: host B reaches A's host at A's inside
+  address through the tunnel (ping, TCP), the host's replies encrypted.
 - (slow) a UDP flood at 198.19.0.1 stays within --host-rate, the rest
   host-limit, a trickle to TCP 179 (control class) all arrives, and 100
   pings through the tunnel during the flood all come back (the throughput
@@ -252,6 +254,42 @@ def test_reload_twin(net):
     r = net.ns(net.ns_a, "ping", "-c", "2", "-i", "0.2", "-W", "2", IN_A, check=False)
     assert "2 received" in r.stdout, r.stdout
     assert counters(net.a)["icmp_echo"] == before
+
+
+def test_host_access(net):
+    """host-access = yes on A's tunnel: what host B sends through it to A's
+    inside address goes to A's host (the inside port's twin): the kernel
+    answers pings, a TCP echo server there is reached, and the host's replies
+    are encrypted back (the policy selects them); without it, to-self again."""
+    original = open(net.a.config).read()
+    head = original[original.index("[tunnel "):].split("\n", 1)[0] + "\n"
+    net.ns(net.ns_gw, "sysctl", "-qw", "net.ipv4.conf.dpvpn-out.arp_announce=2")
+    net.ns(net.ns_gw, "ip", "route", "replace", "198.18.2.0/24", "via", OUT_B,
+           "dev", "dpvpn-out", "src", IN_A)
+    srv = server(net, "echo-in-a", net.ns_gw, ECHO, IN_A, ECHO_PORT)
+    try:
+        reload(net.a, original.replace(head, head + "host-access = yes\n", 1))
+        before = counters(net.a)
+        r = net.ns(net.ns_b, "ping", "-c", "3", "-i", "0.2", "-W", "2", IN_A, check=False)
+        assert "3 received" in r.stdout, r.stdout + net.a.dpvpnd.output()[-1000:]
+        r = net.ns(net.ns_b, sys.executable, "-c", CLIENT, IN_A, str(ECHO_PORT), "50",
+                   timeout=30)
+        assert r.stdout.split() == ["50"], r.stdout + r.stderr
+        after = counters(net.a)
+        assert after["icmp_echo"] == before["icmp_echo"]          # the kernel answered
+        assert after["drops"]["to-self"] == before["drops"]["to-self"]
+        assert after["host_in"] - before["host_in"] >= 53
+        assert after["encrypted"] - before["encrypted"] >= 53     # the host's replies
+        assert [t["host_access"] for t in net.a.ctl("show", "tunnels")["tunnels"]] == [True]
+        assert "host-access" in net.a.ctl_text("show", "tunnels")
+    finally:
+        reload(net.a, original)
+        srv.stop()
+        net.ns(net.ns_gw, "ip", "route", "del", "198.18.2.0/24")
+    before = counters(net.a)
+    r = net.ns(net.ns_b, "ping", "-c", "2", "-i", "0.2", "-W", "2", IN_A, check=False)
+    assert "2 received" in r.stdout, r.stdout                    # the dataplane's again
+    assert counters(net.a)["icmp_echo"] - before["icmp_echo"] == 2
 
 
 @pytest.mark.slow
