@@ -91,7 +91,12 @@
  *                          "sas":[{"spi":"0x..","dir":"in"|"out"}, ...],
  *                          "in":WAY,"out":WAY,
  *                          "host_access":BOOL (host-access = yes: what it
- *                                decrypts for the gateway goes to the host)}, ...],
+ *                                decrypts for the gateway goes to the host),
+ *                          "interface":null (policy tunnel)|{"up":BOOL,
+ *                                "packets_out":N|null (routed into it),
+ *                                "packets_in":N|null (its SAs decrypted and kept),
+ *                                "down_drops":N|null (routed to it while down),
+ *                                "host_interface":NAME|null (its twin)}}, ...],
  *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
  *             with WAY = {"packets":N,"bytes":N,"last_packet_ms":N|null}: what
  *             the tunnel's SAs of that direction carried, and the newest of

@@ -339,6 +339,28 @@ static json_t *sas_json(const struct dpvpn_sa_info *const *sas, size_t n)
 	return a;
 }
 
+/* This request's SHOW_TUNIFS (route tunnels' interfaces), by ctl_show_tunnels. */
+static const struct dpvpn_tunif_info *req_tunif;
+static uint32_t req_n_tunif;
+
+/* A route tunnel's interface: up, what it carried, its twin; null for others. */
+static json_t *interface_json(const struct cfg_tunnel *c, const char *name)
+{
+	const struct dpvpn_tunif_info *f = NULL;
+
+	if (c == NULL || !c->route)
+		return json_null();
+	for (uint32_t i = 0; i < req_n_tunif && f == NULL; i++)
+		if (!strncmp(req_tunif[i].name, name, DPVPN_NAME_LEN))
+			f = &req_tunif[i];
+	return json_pack("{s:b,s:o,s:o,s:o,s:o}",
+		"up", f != NULL && f->up,
+		"packets_out", f ? u64j(f->tx) : json_null(),
+		"packets_in", f ? u64j(f->rx) : json_null(),
+		"down_drops", f ? u64j(f->down_drops) : json_null(),
+		"host_interface", c->host_iface[0] ? text_json(c->host_iface) : json_null());
+}
+
 static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 			   const struct dpvpn_sa_info *const *sorted, size_t n_sorted)
 {
@@ -353,7 +375,7 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 	static const char *const rpf[] = { "off", "loose", "strict" };
 
 	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o,s:b}",
+			 "s:o,s:o,s:b,s:o}",
 		"name", text_json(e->t.name),
 		"state", v.reason ? "down" : "up",
 		"reason", v.reason ? json_string(v.reason) : json_null(),
@@ -375,7 +397,8 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 		"sas", sas_json(sas, n),
 		"in", way_json(sas, n, DPVPN_DIR_IN),
 		"out", way_json(sas, n, DPVPN_DIR_OUT),
-		"host_access", c != NULL && c->host_access);
+		"host_access", c != NULL && c->host_access,
+		"interface", interface_json(c, e->t.name));
 }
 
 /* ---- the request ---- */
@@ -411,14 +434,22 @@ json_t *ctl_show_tunnels(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
 	struct list l = { 0 };
 	struct dpvpn_sa_info *sa = NULL;
+	struct dpvpn_tunif_info *tunif = NULL;
 	const struct dpvpn_sa_info **sorted = NULL;
 	json_t *arr = NULL;
-	uint32_t n = 0;
+	uint32_t n = 0, n_tunif = 0;
 
 	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n)) {
 		snprintf(err, err_len, "dataplane tunnels: %s", ctx->dp->err);
 		return NULL;
 	}
+	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_TUNIFS, sizeof(*tunif), (void **)&tunif, &n_tunif)) {
+		snprintf(err, err_len, "dataplane tunnel interfaces: %s", ctx->dp->err);
+		free(sa);
+		return NULL;
+	}
+	req_tunif = tunif;
+	req_n_tunif = n_tunif;
 	if (ctx->tunnels)
 		ctx->tunnels(collect, &l);
 	add_refused(&l);
@@ -432,6 +463,9 @@ json_t *ctl_show_tunnels(struct ctl_ctx *ctx, char *err, size_t err_len)
 	}
 	free(sorted);
 	free(sa);
+	free(tunif);
+	req_tunif = NULL;
+	req_n_tunif = 0;
 	free(l.v);
 	if (arr == NULL) {
 		snprintf(err, err_len, "out of memory building tunnels");

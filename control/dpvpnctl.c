@@ -634,6 +634,18 @@ static void print_tunnel(json_t *t)
 	else if (json_is_string(json_object_get(t, "mode")) &&
 		 !strcmp(str_of(t, "mode"), "route"))
 		field("traffic", "routed (mode = route, rpf %s): show routes", str_of(t, "rpf"));
+	if (json_is_object(json_object_get(t, "interface"))) {
+		json_t *f = json_object_get(t, "interface");
+
+		field("interface", "%s, %" JSON_INTEGER_FORMAT " packets routed into it, %"
+		      JSON_INTEGER_FORMAT " decrypted from it, %" JSON_INTEGER_FORMAT
+		      " dropped while down; twin %s", json_is_true(json_object_get(f, "up")) ? "up" : "down",
+		      json_integer_value(json_object_get(f, "packets_out")),
+		      json_integer_value(json_object_get(f, "packets_in")),
+		      json_integer_value(json_object_get(f, "down_drops")),
+		      json_is_string(json_object_get(f, "host_interface")) ?
+		      str_of(f, "host_interface") : "none");
+	}
 	if (json_is_true(json_object_get(t, "host_access")))
 		field("host", "host-access: what it decrypts for the gateway goes to the host");
 	if (json_is_string(json_object_get(t, "config_error")))

@@ -113,6 +113,20 @@ def test_ping_inside_address(net):
             assert now["drops"][reason] == was["drops"][reason], reason
 
 
+def test_show_tunnels_interface(net):
+    """show tunnels: a route tunnel's interface, its counters and its twin."""
+    a = net.a
+    t1 = a.ctl("show", "tunnels")["tunnels"][0]["interface"]
+    ok, text = ping(net, net.ns_a, "198.18.2.2", count=3)      # routed into t1
+    assert ok, text
+    now = a.ctl("show", "tunnels")["tunnels"][0]["interface"]
+    assert now["up"] is True and now["host_interface"] == "vti-t1", now
+    assert now["packets_out"] - t1["packets_out"] >= 3, (t1, now)
+    assert now["packets_in"] - t1["packets_in"] >= 3, (t1, now)
+    assert now["down_drops"] == t1["down_drops"]
+    assert "twin vti-t1" in a.ctl_text("show", "tunnels")
+
+
 def test_down_takes_link_down(net):
     a = net.a
     a.ctl("tunnel", "t1", "down")
