@@ -12,9 +12,8 @@ daemon peers over.
 - dpvpnd addresses the twin, gives it the MTU and takes its link up while
   the tunnel has an outbound SA (keep_addr_on_down set);
 - A's host pings B's inside address: through both twins and the tunnel's
-  SAs, counted host_in / host_out; with TTL 1 too (eBGP's).  (IPv6 inside
-  addresses are set and kept on link down; pings over them are not asserted
-  yet: doc/route-based.md, Limits.)
+  SAs, counted host_in / host_out; with TTL 1 too (eBGP's); the same over
+  the IPv6 inside addresses, both ways.
 - dpvpnctl tunnel t1 down: the twin's link goes down (its address stays),
   what the host writes into it meanwhile is not sent; up: pings again;
 - a kernel route via the twin (what FRR's zebra installs) becomes a route
@@ -103,8 +102,12 @@ def test_ping_inside_address(net):
     # eBGP sends with TTL 1: the host originates it, the dataplane does not forward it
     ok, text = ping(net, net.ns_gw, IN_B, "-t", "1", count=2)
     assert ok, text
-    assert sa_packets(a, "0x00001001", "out") - out_a >= 7
-    assert sa_packets(a, "0x00002001", "in") - in_a >= 7
+    ok, text = ping(net, net.ns_gw, IN6_B, count=3)               # IPv6 inside addresses
+    assert ok, text
+    ok, text = ping(net, net.ns_gwb, IN6_A, "-t", "1", count=2)
+    assert ok, text
+    assert sa_packets(a, "0x00001001", "out") - out_a >= 12
+    assert sa_packets(a, "0x00002001", "in") - in_a >= 12
     for gw, was in zip((a, b), before):
         now = gw.ctl("show", "counters")
         assert now["host_in"] - was["host_in"] >= 7         # into the twin
