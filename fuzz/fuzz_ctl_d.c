@@ -62,6 +62,7 @@ entry_size(uint16_t type)
 	case DPVPN_MSG_SHOW_LCORES: return sizeof(struct dpvpn_lcore_info);
 	case DPVPN_MSG_SHOW_ROUTES: return sizeof(struct dpvpn_route);
 	case DPVPN_MSG_SHOW_NEIGHS: return sizeof(struct dpvpn_neigh_info);
+	case DPVPN_MSG_SHOW_TUNIFS: return sizeof(struct dpvpn_tunif_info);
 	case DPVPN_MSG_EVENTS: return sizeof(struct dpvpn_event);
 	default: return 0;
 	}
