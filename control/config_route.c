@@ -202,7 +202,7 @@ static int key_routes_route(struct parser *p, const char *val)
 		r = CUR(p, routes);
 		r->in_routes = 1;
 		r->line = p->line;
-		r->dst = dst;
+		memcpy(&r->dst, &dst, sizeof(dst));	/* padding too (memcmp) */
 	}
 	if (n == 4)
 		return add_tunnel(p, r, w[3]);

@@ -47,12 +47,16 @@ int cfg_parse_addr(const char *s, struct cfg_addr *a)
 	struct in_addr a4;
 	uint8_t a6[16];
 
+	/* every byte set, padding too: reloads compare configs with memcmp */
 	if (inet_pton(AF_INET, s, &a4) == 1) {
-		*a = (struct cfg_addr){ .family = DPVPN_AF_INET, .v4 = ntohl(a4.s_addr) };
+		memset(a, 0, sizeof(*a));
+		a->family = DPVPN_AF_INET;
+		a->v4 = ntohl(a4.s_addr);
 		return 0;
 	}
 	if (inet_pton(AF_INET6, s, a6) == 1) {
-		*a = (struct cfg_addr){ .family = DPVPN_AF_INET6 };
+		memset(a, 0, sizeof(*a));
+		a->family = DPVPN_AF_INET6;
 		memcpy(a->v6, a6, sizeof(a6));
 		return 0;
 	}
@@ -91,7 +95,8 @@ int cfg_parse_cidr(const char *s, struct cfg_prefix *pfx)
 	if (cfg_parse_addr(buf, &a) ||
 	    cfg_parse_uint(slash + 1, false, a.family == DPVPN_AF_INET ? 32 : 128, &len))
 		return -1;
-	pfx->addr = a;
+	memset(pfx, 0, sizeof(*pfx));	/* padding too (memcmp) */
+	memcpy(&pfx->addr, &a, sizeof(a));
 	pfx->len = (uint8_t)len;
 	return 0;
 }
@@ -223,6 +228,6 @@ int cfg_parse_net(struct parser *p, const char *val, struct cfg_prefix *pfx)
 	if (cfg_host_bits(&in, &net))
 		return cfg_kerr(p, "%s has host bits set (did you mean %s/%u?)", val,
 				cfg_fmt_addr(&net.addr, buf), net.len);
-	*pfx = in;
+	memcpy(pfx, &in, sizeof(in));	/* padding too (memcmp) */
 	return 0;
 }
