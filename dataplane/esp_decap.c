@@ -373,19 +373,15 @@ count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 }
 
 /*
- * Decrypted m is for one of the gateway's addresses: to that port's twin when
- * the SA says host-access (DPVPN_SA_F_HOST) and the port has one (1: punted),
- * else to self[] (0: pings answered, the rest to-self).
+ * Decrypted m is for the gateway's address on port p: to that port's twin
+ * when the SA says host-access (DPVPN_SA_F_HOST) and the port has one (1:
+ * punted), else to self[] (0: pings answered, the rest to-self).
  */
 static inline uint16_t
-to_self(struct dp_worker *w, struct dp_lstats *st, const struct sa *sa, struct rte_mbuf *m,
-	struct dp_out *self)
+to_self(struct dp_worker *w, struct dp_lstats *st, const struct sa *sa, int p,
+	struct rte_mbuf *m, struct dp_out *self)
 {
-	int p;
-
-	if ((sa->cfg.flags & DPVPN_SA_F_HOST) &&
-	    (p = dp_owner(rte_pktmbuf_mtod(m, const uint8_t *), NULL)) >= 0 &&
-	    dp.ports[p].twin) {
+	if ((sa->cfg.flags & DPVPN_SA_F_HOST) && dp.ports[p].twin) {
 		host_punt(w, st, &dp.ports[p], m);
 		return 1;
 	}
@@ -436,6 +432,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
 		bool to_host = false, ttl_kept = false;
+		int own;
 
 		if (why == DPVPN_DROP_MAX && unlikely(sas[i]->route)) {
 			const uint8_t *ip = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
@@ -468,8 +465,9 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		if (unlikely(to_host)) {
 			host_punt_tun(w, st, sas[i]->tunif, pkts[i]);
 			punted++;
-		} else if (unlikely(dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *), NULL) >= 0))
-			punted += to_self(w, st, sas[i], pkts[i], self);
+		} else if (unlikely((own = dp_owner(rte_pktmbuf_mtod(pkts[i], const uint8_t *),
+						    NULL)) >= 0))
+			punted += to_self(w, st, sas[i], own, pkts[i], self);
 		else
 			pkts[good++] = pkts[i];
 	}

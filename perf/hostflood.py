@@ -41,21 +41,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import lab  # noqa: E402
 from scapy.all import IP, UDP, Ether  # noqa: E402
+from test_host import host_lab  # noqa: E402
 
 FLOOD = os.path.join(os.path.dirname(HERE), "tests", "flood.py")
-HOST_RATE = 5000
-
-
-def gateways():
-    twin_a = ("role = outside\naddress = 198.19.0.1/24\n",
-              "role = outside\naddress = 198.19.0.1/24\nhost-interface = dpvpn-out\n")
-    twin_a_in = ("role = inside\naddress = 198.18.1.1/24\n",
-                 "role = inside\naddress = 198.18.1.1/24\nhost-interface = dpvpn-in\n")
-    twin_b = ("role = outside\naddress = 198.19.0.2/24\n",
-              "role = outside\naddress = 198.19.0.2/24\nhost-interface = dpvpn-out\n")
-    return lab.Lab(split=True, replace_a=(twin_a, twin_a_in), replace_b=(twin_b,),
-                   dp_args_a=("--host-rate", str(HOST_RATE)))
-
 
 def frames(net, dst):
     mac_a = {p["id"]: p for p in net.a.ctl("show", "ports")["ports"]}[1]["mac"]
@@ -88,7 +76,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
     res = {c: {"gbps": [], "flood_fps": []} for c in ("none", "host", "other")}
-    with gateways() as net:
+    with host_lab() as net:
         files = {"none": None, "host": frames(net, "198.19.0.1"),
                  "other": frames(net, "198.19.0.77")}
         before = net.a.ctl("show", "counters")

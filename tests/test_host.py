@@ -97,16 +97,22 @@ print("got", n, flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def net():
+def host_lab():
+    """The split lab with port twins on A (both ports) and B (outside), A at
+    --host-rate HOST_RATE (perf/hostflood.py uses it too)."""
     twin_a = ("role = outside\naddress = 198.19.0.1/24\n",
               "role = outside\naddress = 198.19.0.1/24\nhost-interface = dpvpn-out\n")
     twin_a_in = ("role = inside\naddress = 198.18.1.1/24\n",
                  "role = inside\naddress = 198.18.1.1/24\nhost-interface = dpvpn-in\n")
     twin_b = ("role = outside\naddress = 198.19.0.2/24\n",
               "role = outside\naddress = 198.19.0.2/24\nhost-interface = dpvpn-out\n")
-    with lab.Lab(split=True, replace_a=(twin_a, twin_a_in), replace_b=(twin_b,),
-                 dp_args_a=("--host-rate", str(HOST_RATE))) as n:
+    return lab.Lab(split=True, replace_a=(twin_a, twin_a_in), replace_b=(twin_b,),
+                   dp_args_a=("--host-rate", str(HOST_RATE)))
+
+
+@pytest.fixture(scope="module")
+def net():
+    with host_lab() as n:
         yield n
 
 
