@@ -258,21 +258,6 @@ inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
 	return ip4_dec_ttl(in) ? DPVPN_DROP_MAX : DPVPN_DROP_TTL_EXPIRED;
 }
 
-/* A packet for a tunnel twin (the host): the TTL inner_rules lowered, as it was. */
-static void
-ttl_restore(uint8_t *ip)
-{
-	if (ip[0] >> 4 == 6) {
-		((struct rte_ipv6_hdr *)ip)->hop_limits++;
-		return;
-	}
-	struct rte_ipv4_hdr *in = (struct rte_ipv4_hdr *)ip;
-
-	in->time_to_live++;
-	in->hdr_checksum = 0;
-	in->hdr_checksum = rte_ipv4_cksum(in);
-}
-
 /* After decryption: ICV, replay window, trailer, inner header, selectors. */
 static enum dpvpn_drop_reason
 decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint64_t seq)
@@ -336,7 +321,8 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
  * Time Exceeded back to its source, into the tunnel (the poll loop hands it
  * to esp_encap_burst, which finds the SA by the error's addresses), from the
  * address of the inside port the packet would have left by: the address the
- * tunnel's selectors hold.  Its m->port says which port that is.
+ * tunnel's selectors hold (transit, routed into another tunnel: the first
+ * inside port's).  Its m->port says which port that is.
  */
 static void
 expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m,
@@ -350,7 +336,12 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
 		route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &p, &next4);
 
-	if (!routed || dp.ports[p].role != DPVPN_ROLE_INSIDE)
+	if (!routed && route_into_tunnel(ip, ip[0] >> 4 == 6))	/* transit: a hub's */
+		for (p = 0; p < dp.n_ports && dp.ports[p].role != DPVPN_ROLE_INSIDE; p++)
+			;
+	else if (!routed || dp.ports[p].role != DPVPN_ROLE_INSIDE)
+		return;
+	if (p == dp.n_ports)
 		return;
 	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
 	if (r == NULL)
@@ -447,7 +438,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			ttl_kept = true;
 		}
 		if (to_host && !ttl_kept)	/* inner_rules took one off: put it back */
-			ttl_restore(rte_pktmbuf_mtod(pkts[i], uint8_t *));
+			ip_ttl_restore(rte_pktmbuf_mtod(pkts[i], uint8_t *));
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))

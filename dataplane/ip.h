@@ -146,6 +146,25 @@ ip4_dec_ttl(struct rte_ipv4_hdr *ip)
 }
 
 /*
+ * The TTL / hop limit one more, as it was before ip4_dec_ttl or a hop limit
+ * step: a decrypted packet for a tunnel twin (delivered, not forwarded), or
+ * one forwarded again into a tunnel (transit: encapsulation takes the step).
+ */
+static inline void
+ip_ttl_restore(uint8_t *ip)
+{
+	if (ip[0] >> 4 == 6) {
+		((struct rte_ipv6_hdr *)ip)->hop_limits++;
+		return;
+	}
+	struct rte_ipv4_hdr *in = (struct rte_ipv4_hdr *)ip;
+
+	in->time_to_live++;
+	in->hdr_checksum = 0;
+	in->hdr_checksum = rte_ipv4_cksum(in);
+}
+
+/*
  * RFC 1624 eqn. 3: an Internet checksum after one 16-bit word of what it
  * covers changed from old to new (words as they are in the packet).
  */

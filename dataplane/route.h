@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 
@@ -115,7 +116,7 @@ route6_lookup(const uint8_t *dst, uint16_t *port, const uint8_t **next)
 }
 
 /* Fast path: next hop out a port for dst; false if there is no route, or it
- * leads into a tunnel (no transit between tunnels: dropped no-route). */
+ * leads into a tunnel (transit: route_into_tunnel). */
 static inline bool
 route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
 {
@@ -127,6 +128,22 @@ route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
 	*port = route_nhs[idx].port;
 	*next = route_nhs[idx].gw != 0 ? route_nhs[idx].gw : dst;
 	return true;
+}
+
+/*
+ * Fast path, after route_lookup / route6_lookup said no: does dst's route
+ * lead into a tunnel interface or an ECMP group of them (a transit packet)?
+ */
+static inline bool
+route_into_tunnel(const uint8_t *ip, bool v6)
+{
+	uint32_t idx;
+
+	if (v6)
+		return route6_lookup_nh(((const struct rte_ipv6_hdr *)ip)->dst_addr, &idx) &&
+		       route6_nhs[idx].kind != ROUTE_NH_PORT;
+	return route_lookup_nh(((const struct rte_ipv4_hdr *)ip)->dst_addr, &idx) &&
+	       route_nhs[idx].kind != ROUTE_NH_PORT;
 }
 
 /* Remove a route (main lcore); -ENOENT if there is none for the prefix. */

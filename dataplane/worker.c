@@ -291,11 +291,12 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 /*
  * The route and next hop of m (data at its IP header), into c; false when
  * m is gone: dropped (no route, an answer for an inside host routed out of
- * an outside port) or held for its next hop's MAC (neighq.h).
+ * an outside port), held for its next hop's MAC (neighq.h) or, routed into
+ * a tunnel, added to transit (decrypted packets; NULL: no-route).
  */
 static bool
 route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct rte_mbuf *m,
-	  const uint8_t *ip, bool v6)
+	  const uint8_t *ip, bool v6, struct dp_out *transit)
 {
 	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
 	struct rte_ether_addr mac;
@@ -314,7 +315,10 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 		next = &next4;
 	}
 	if (!routed) {
-		dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+		if (transit != NULL && route_into_tunnel(ip, v6))
+			dp_out_add(transit, m);
+		else
+			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
 		return false;
 	}
 	if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE) &&
@@ -352,9 +356,13 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 	return true;
 }
 
-/* Route, resolve and queue IPv4 and IPv6 packets for transmission. */
+/*
+ * Route, resolve and queue IPv4 and IPv6 packets for transmission; those
+ * routed into a tunnel go to transit (NULL: dropped no-route).
+ */
 static void
-worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+route_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
+	 struct dp_out *transit)
 {
 	struct dst_cache c = { .family = 0 };
 	STAGE_CLOCK(t);
@@ -366,7 +374,7 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 		void *eth;
 
 		if (unlikely(!dst_hit(&c, ip, v6) || m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
-			if (!route_one(w, st, &c, m, ip, v6))
+			if (!route_one(w, st, &c, m, ip, v6, transit))
 				continue;
 			m->packet_type = 0;
 		}
@@ -379,6 +387,12 @@ worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uin
 		send_frame(w, st, m, c.port);
 	}
 	STAGE(st, t, ROUTE);
+}
+
+static void
+worker_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n)
+{
+	route_tx(w, st, pkts, n, NULL);
 }
 
 /* Packets held for next hops that are resolved now go out; the rest wait or time out. */
@@ -486,14 +500,38 @@ hand_off(struct dp_worker *w, struct dp_lstats *st, uint16_t port, struct rte_mb
 	return (uint16_t)(n - sent);
 }
 
+/*
+ * Decrypted packets whose route leads into a tunnel interface (a hub: spoke
+ * to spoke, as Linux forwards between XFRM interfaces): encrypted again, by
+ * a policy if one selects them, else by their route (select_sa).  The TTL
+ * step decapsulation took is put back first, so the gateway takes one step
+ * per packet, in encapsulation (which answers an expired one with ICMP).
+ * The result joins out; an outer packet routed into a tunnel in turn
+ * (recursion) is dropped no-route there.
+ */
+static void
+forward_transit(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	struct dp_out *t, struct dp_out *out)
+{
+	uint16_t k;
+
+	for (uint16_t i = 0; i < t->n; i++)
+		ip_ttl_restore(rte_pktmbuf_mtod(t->pkts[i], uint8_t *));
+	k = esp_encap_burst(w, st, port, t->pkts, t->n, out);
+	for (uint16_t i = 0; i < k; i++)
+		dp_out_add(out, t->pkts[i]);
+}
+
 static void
 poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n)
 {
-	struct dp_out out, tunnel, self;	/* after the burst; to encrypt first; for us */
+	struct dp_out out, tunnel, self, transit;	/* after the burst; to encrypt first;
+							 * for us; into another tunnel */
+	struct dp_out *tr = NULL;
 	STAGE_CLOCK(t);
 
-	out.n = tunnel.n = self.n = 0;
+	out.n = tunnel.n = self.n = transit.n = 0;
 	if (unlikely(dp.tester) && port->role == DPVPN_ROLE_INSIDE) {
 		n = tester_sink(w, pkts, n, sizeof(struct rte_ether_hdr));
 		if (n == 0)
@@ -527,13 +565,17 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		}
 		if (unlikely(tunnel.n > 0))
 			into_tunnel(w, st, &tunnel, &out);
+		if (unlikely(__atomic_load_n(&dp.n_tunifs, __ATOMIC_RELAXED) != 0))
+			tr = &transit;
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	worker_tx(w, st, pkts, n);
+	route_tx(w, st, pkts, n, tr);
+	if (unlikely(transit.n > 0))
+		forward_transit(w, st, port, &transit, &out);
 	if (unlikely(out.n > 0))
 		worker_tx(w, st, out.pkts, out.n);
 }
