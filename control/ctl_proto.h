@@ -21,7 +21,7 @@
  *   {"cmd":"status"}
  *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"counters"|"policies"|"trace"|"routes"
  *          |"neighbours"|"lcores"|"ike"}
- *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies","first":N}   one page of a
+ *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies"|"routes","first":N}   one page of a
  *                                        table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
  *   {"cmd":"route","op":"add","dst":PREFIX,"tunnels":[NAME, ...]}   into route-based
@@ -253,7 +253,7 @@
  *              an error of lines: "refused, running config kept (N errors):",
  *              then one "FILE:LINE: message" per line (as many as fit, then
  *              "... and N more")
- * sa, tunnels, ports and policies are tables that may outgrow one reply: each reply
+ * sa, tunnels, ports, policies and routes are tables that may outgrow one reply: each reply
  * holds at most CTL_PAGE entries, from index "first" (default 0) on, and adds
  * "first":N and "total":N (entries in the table now); a client asks again
  * with "first" + the entries it got until it has "total" (dpvpnctl does).

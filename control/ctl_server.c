@@ -306,7 +306,7 @@ static const struct {
 	{ "counters", ctl_show_counters, false },
 	{ "policies", ctl_show_policies, true },
 	{ "trace", ctl_show_trace, false },
-	{ "routes", ctl_show_routes, false },
+	{ "routes", ctl_show_routes, true },
 	{ "neighbours", ctl_show_neighs, false },
 	{ "lcores", ctl_show_lcores, false },
 	{ "ike", ctl_show_ike, false },

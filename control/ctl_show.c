@@ -454,7 +454,7 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
 	struct dpvpn_tunif_info *t = NULL;
 	struct dpvpn_route *r;
-	uint32_t n, nt = 0;
+	uint32_t n, nt = 0, end;
 	json_t *a;
 
 	if (dp_dump(ctx->dp, DPVPN_MSG_SHOW_ROUTES, sizeof(*r), (void **)&r, &n))
@@ -463,8 +463,10 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
 		free(r);
 		return dp_failed(ctx, err, err_len, "tunnel interfaces");
 	}
+	/* a page of CTL_PAGE routes from ctx->first (a mirrored BGP table outgrows a reply) */
+	end = ctx->first >= n ? ctx->first : n - ctx->first > CTL_PAGE ? ctx->first + CTL_PAGE : n;
 	a = json_array();
-	for (uint32_t i = 0; a && i < n; i++) {
+	for (uint32_t i = ctx->first; a && i < end; i++) {
 		bool port = r[i].kind != DPVPN_ROUTE_TUNNEL;
 
 		json_t *p = port ? json_integer(r[i].port_id) : json_null();
@@ -477,7 +479,8 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len)
 	}
 	free(r);
 	free(t);
-	return json_pack("{s:o}", "routes", a);
+	return json_pack("{s:o,s:I,s:I}", "routes", a, "first", (json_int_t)ctx->first, "total",
+			 (json_int_t)n);
 }
 
 /* "tunnels": [NAME, ...] of route add: the interfaces' ids, by name. */

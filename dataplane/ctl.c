@@ -18,7 +18,10 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
 #include <rte_log.h>
+#include <rte_malloc.h>
 #include <rte_mempool.h>
 
 #include "crypto.h"
@@ -239,34 +242,67 @@ do_neigh_add(const void *req, struct reply *r)
 	return 0;
 }
 
-/* The routes as installed (the LPM tables cannot be walked): for SHOW_ROUTES. */
-static struct dpvpn_route routes[ROUTE_MAX];
-static unsigned int n_routes;
+/*
+ * The routes as installed (the LPM tables cannot be walked): for SHOW_ROUTES
+ * and ROUTE_DEL, found by prefix through a hash (dpvpnd mirrors a BGP table
+ * one route at a time: no scan per route).  Room for --max-routes of each
+ * family (ctl_routes_init).
+ */
+static struct dpvpn_route *routes;
+static unsigned int n_routes, routes_cap;
+static struct rte_hash *route_idx;
 
-static bool
-same_dst(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
+struct route_key {
+	uint8_t family, len, zero[2];
+	uint8_t addr[16];	/* the prefix, host bits zero */
+};
+
+static struct route_key
+route_key(const struct dpvpn_prefix *p)
 {
-	struct dpvpn_prefix x = *a, y = *b;
+	struct route_key k = { .family = p->family, .len = p->len };
 
-	if (x.family != y.family || x.len != y.len)
-		return false;
-	if (x.family == DPVPN_AF_INET6) {
-		dp_mask6(x.v6, x.len);
-		dp_mask6(y.v6, y.len);
-		return memcmp(x.v6, y.v6, 16) == 0;
+	if (p->family == DPVPN_AF_INET6) {
+		memcpy(k.addr, p->v6, 16);
+		dp_mask6(k.addr, p->len);
+	} else {
+		uint32_t a = p->v4 & dp_mask(p->len);
+
+		memcpy(k.addr, &a, 4);
 	}
-	return (x.v4 & dp_mask(x.len)) == (y.v4 & dp_mask(y.len));
+	return k;
+}
+
+int
+ctl_routes_init(unsigned int max)
+{
+	struct rte_hash_parameters hp = {
+		.name = "dpvpn_route_idx",
+		.entries = 2 * max,
+		.key_len = sizeof(struct route_key),
+		.hash_func = rte_hash_crc,
+		.socket_id = (int)rte_socket_id(),
+	};
+
+	routes_cap = 2 * max;
+	routes = rte_zmalloc("dpvpn_route_list", routes_cap * sizeof(*routes), 0);
+	route_idx = rte_hash_create(&hp);
+	return routes == NULL || route_idx == NULL ? -ENOMEM : 0;
 }
 
 static void
 remember_route(const struct dpvpn_route *c)
 {
-	for (unsigned int i = 0; i < n_routes; i++)
-		if (same_dst(&routes[i].dst, &c->dst)) {
-			routes[i] = *c;		/* replaced */
-			return;
-		}
-	if (n_routes < ROUTE_MAX)
+	struct route_key k = route_key(&c->dst);
+	void *at;
+
+	if (rte_hash_lookup_data(route_idx, &k, &at) >= 0) {
+		routes[(uintptr_t)at] = *c;		/* replaced */
+		return;
+	}
+	/* the LPM took it, so there is room: each family has max in both */
+	if (n_routes < routes_cap &&
+	    rte_hash_add_key_data(route_idx, &k, (void *)(uintptr_t)n_routes) == 0)
 		routes[n_routes++] = *c;
 }
 
@@ -274,22 +310,29 @@ static int
 do_route_del(const void *req, struct reply *r)
 {
 	const struct dpvpn_route *c = req;
+	struct route_key k = route_key(&c->dst);
 	unsigned int i;
+	void *at;
 	int rc;
 
-	for (i = 0; i < n_routes && !same_dst(&routes[i].dst, &c->dst); i++)
-		;
-	if (i == n_routes) {
+	if (rte_hash_lookup_data(route_idx, &k, &at) < 0) {
 		snprintf(r->err, sizeof(r->err), "route.dst: no such route");
 		return -ENOENT;
 	}
+	i = (unsigned int)(uintptr_t)at;
 	rc = c->dst.family == DPVPN_AF_INET6 ? route6_del(c->dst.v6, c->dst.len) :
 					       route_del(c->dst.v4, c->dst.len);
 	if (rc != 0) {
 		snprintf(r->err, sizeof(r->err), "route.dst: %s", rte_strerror(-rc));
 		return rc;
 	}
+	rte_hash_del_key(route_idx, &k);
 	routes[i] = routes[--n_routes];
+	if (i < n_routes) {	/* the last one moved into i */
+		struct route_key mk = route_key(&routes[i].dst);
+
+		rte_hash_add_key_data(route_idx, &mk, (void *)(uintptr_t)i);
+	}
 	return 0;
 }
 

@@ -16,6 +16,8 @@ int ctl_check(const char *path, char *why, size_t len);
 /* Listen on path (0600); the socket is removed by ctl_close, unless another
  * process has replaced it by then. */
 int ctl_open(const char *path, struct crypto_mgr *mgr);
+/* Room for max routes of each family in SHOW_ROUTES' list (--max-routes). */
+int ctl_routes_init(unsigned int max);
 /* Wait up to timeout_ms for requests and answer them. */
 void ctl_poll(int timeout_ms);
 void ctl_close(void);

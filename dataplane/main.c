@@ -8,7 +8,7 @@
  *   dpvpn-dataplane [EAL args] -- --socket PATH [--idle-sleep-us N] [--max-sa N]
  *                                  [--no-spread] [--jumbo] [--mbufs N] [--desc N]
  *                                  [--ike-rate N] [--host-rate N] [--host-rate-control N]
- *                                  [--host-mbufs N]
+ *                                  [--host-mbufs N] [--max-routes N]
  *   dpvpn-dataplane --version | --help      (answered before EAL starts)
  */
 #include <arpa/inet.h>
@@ -63,6 +63,7 @@ struct dp_lstats dp_lstats[RTE_MAX_LCORE];
 
 static const char *socket_path;
 static unsigned int max_sa = SA_MAX_DEFAULT;
+static unsigned int max_routes = ROUTE_MAX_DEFAULT;
 static bool no_spread, jumbo;
 static unsigned int tester_tunnels;	/* --tester N: tester mode */
 static bool tester_loop;		/* --tester-loop */
@@ -87,7 +88,7 @@ usage(FILE *out, const char *prog)
 		"usage: %s [EAL options] -- --socket PATH [--idle-sleep-us N] [--max-sa N]\n"
 		"                        [--no-spread] [--jumbo] [--mbufs N] [--desc N]\n"
 		"                        [--ike-rate N] [--host-rate N] [--host-rate-control N]\n"
-		"                        [--host-mbufs N]\n"
+		"                        [--host-mbufs N] [--max-routes N]\n"
 		"                        [--tester N [--tester-inner ADDR] [--tester-loop]]\n"
 		"       %s --version | --help\n"
 		"EAL options: DPDK's; '%s -h' lists them\n"
@@ -115,6 +116,9 @@ usage(FILE *out, const char *prog)
 		"                       VRRP, DHCP, RA/RS), a bucket of its own (default %u)\n"
 		"  --host-mbufs N       packet buffers of the host interfaces' own pool\n"
 		"                       (default %u, at least %u)\n"
+		"  --max-routes N       room for N routes of each family (default %u,\n"
+		"                       %u..%u; about 650 bytes of memory each, see\n"
+		"                       dpvpn-dataplane(8))\n"
 		"  --tester N           tester mode: generate and count traffic through a device\n"
 		"                       under test over N tunnels (doc/tester.md), 1..%u\n"
 		"  --tester-inner ADDR  tunnel 0's tester-side host (default 100.64.0.0);\n"
@@ -123,7 +127,8 @@ usage(FILE *out, const char *prog)
 		"                       back-to-back calibration (no device under test)\n",
 		prog, prog, prog, IDLE_SLEEP_US, SA_MAX_DEFAULT, DPVPN_PORT_MTU_MAX, DP_RX_DESC, DESC_MIN,
 		DESC_MAX, IKE_RATE_DEFAULT, IKE_RATE_MAX, HOST_RATE_DEFAULT, HOST_RATE_MAX,
-		HOST_RATE_CONTROL_DEFAULT, HOST_MBUFS_DEFAULT, HOST_MBUFS_MIN, TESTER_MAX_TUNNELS);
+		HOST_RATE_CONTROL_DEFAULT, HOST_MBUFS_DEFAULT, HOST_MBUFS_MIN, ROUTE_MAX_DEFAULT,
+		ROUTE_MAX_MIN, ROUTE_MAX_LIMIT, TESTER_MAX_TUNNELS);
 }
 
 /* --host-rate, --host-rate-control, --host-mbufs */
@@ -166,6 +171,7 @@ parse_args(int argc, char **argv)
 		{ "host-rate", required_argument, NULL, 'r' },
 		{ "host-rate-control", required_argument, NULL, 'R' },
 		{ "host-mbufs", required_argument, NULL, 'B' },
+		{ "max-routes", required_argument, NULL, 'M' },
 		{ "tester", required_argument, NULL, 't' },
 		{ "tester-inner", required_argument, NULL, 'T' },
 		{ "tester-loop", no_argument, NULL, 'L' },
@@ -207,6 +213,16 @@ parse_args(int argc, char **argv)
 				fprintf(stderr, "--max-sa: '%s' is not 2..%u\n", optarg, MAX_SA_LIMIT);
 				return -1;
 			}
+			break;
+		case 'M':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < ROUTE_MAX_MIN || v > ROUTE_MAX_LIMIT) {
+				fprintf(stderr, "--max-routes: '%s' is not %u..%u\n", optarg,
+					ROUTE_MAX_MIN, ROUTE_MAX_LIMIT);
+				return -1;
+			}
+			max_routes = (unsigned int)v;
 			break;
 		case 'b':	/* the floor depends on the ports: checked in setup() */
 			errno = 0;
@@ -493,7 +509,9 @@ setup(void)
 	if (rc == 0)
 		rc = spd_init(max_sa);
 	if (rc == 0)
-		rc = route_init();
+		rc = route_init(max_routes);
+	if (rc == 0)
+		rc = ctl_routes_init(max_routes);
 	if (rc == 0)
 		rc = neigh_init();
 	for (uint16_t p = 0; rc == 0 && p < dp.n_ports; p++) {

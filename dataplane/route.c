@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <rte_byteorder.h>
+#include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_rcu_qsbr.h>
@@ -19,15 +20,18 @@ struct rte_lpm6 *route_lpm6;
 struct route6_nh route6_nhs[ROUTE_MAX_NH];
 static unsigned int n_nh6;
 struct route_grp route_grps[ROUTE_MAX_GRP];
+static unsigned int route_max;	/* --max-routes */
 static unsigned int n_grp;
 
 int
-route_init(void)
+route_init(unsigned int max)
 {
-	struct rte_lpm_config c = { .max_rules = ROUTE_MAX, .number_tbl8s = 256 };
-	struct rte_lpm6_config c6 = { .max_rules = ROUTE_MAX, .number_tbl8s = 1024 };
+	/* 1 KiB per tbl8: what a default of 4096 gave before, more for more */
+	struct rte_lpm_config c = { .max_rules = max, .number_tbl8s = RTE_MAX(256u, max / 16) };
+	struct rte_lpm6_config c6 = { .max_rules = max, .number_tbl8s = RTE_MAX(1024u, max / 4) };
 	struct rte_lpm_rcu_config rc = { .v = dp.rcu, .mode = RTE_LPM_QSBR_MODE_SYNC };
 
+	route_max = max;
 	route_lpm = rte_lpm_create("dpvpn_routes", (int)rte_socket_id(), &c);
 	route_lpm6 = rte_lpm6_create("dpvpn_routes6", (int)rte_socket_id(), &c6);
 	if (route_lpm == NULL || route_lpm6 == NULL)
@@ -76,7 +80,8 @@ route6_add(const uint8_t *prefix, uint8_t len, uint16_t port, const uint8_t *gw,
 	dp_mask6(net, len);
 	rc = rte_lpm6_add(route_lpm6, net, len, (uint32_t)nh);
 	if (rc < 0) {
-		snprintf(eb, elen, "route: IPv6 table full (%d)", rc);
+		snprintf(eb, elen, "route: IPv6 table full (--max-routes %u a family): %s",
+			 route_max, rte_strerror(-rc));
 		return rc;
 	}
 	return 0;
@@ -117,7 +122,8 @@ route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw, char *eb, si
 	}
 	rc = rte_lpm_add(route_lpm, rte_be_to_cpu_32(prefix), len, (uint32_t)nh);
 	if (rc < 0) {
-		snprintf(eb, elen, "route: table full (%d)", rc);
+		snprintf(eb, elen, "route: table full (--max-routes %u a family): %s", route_max,
+			 rte_strerror(-rc));
 		return rc;
 	}
 	return 0;
@@ -204,7 +210,8 @@ route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t 
 		rc = rte_lpm6_add(route_lpm6, net, dst->len, (uint32_t)nh);
 	}
 	if (rc < 0)
-		snprintf(eb, elen, "route: table full (%d)", rc);
+		snprintf(eb, elen, "route: table full (--max-routes %u a family): %s", route_max,
+			 rte_strerror(-rc));
 	return rc < 0 ? rc : 0;
 }
 

@@ -16,7 +16,9 @@
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 
-#define ROUTE_MAX	4096
+#define ROUTE_MAX_DEFAULT	4096	/* --max-routes: prefixes a family */
+#define ROUTE_MAX_MIN	16
+#define ROUTE_MAX_LIMIT	(1u << 20)
 #define ROUTE_MAX_NH	1024
 #define ROUTE_MAX_GRP	256	/* ECMP groups of tunnel interfaces */
 #define NEIGH_MAX	4096
@@ -68,7 +70,11 @@ extern struct rte_lpm6 *route_lpm6;
 extern struct route6_nh route6_nhs[ROUTE_MAX_NH];
 extern struct route_grp route_grps[ROUTE_MAX_GRP];
 
-int route_init(void);
+/*
+ * max: prefixes a family (--max-routes).  rte_lpm's and rte_lpm6's second-
+ * level tables are sized from it too (routes longer than /24, and IPv6).
+ */
+int route_init(unsigned int max);
 int route_add(uint32_t prefix, uint8_t len, uint16_t port, uint32_t gw,
 	      char *errbuf, size_t elen);
 /* gw NULL: on-link.  IPv6 routes are only added (never changed under readers). */

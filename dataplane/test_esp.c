@@ -115,7 +115,7 @@ setup(void **state)
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
 					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
 	/* no routes: what the stages send themselves (ICMP errors) is no-route */
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init())
+	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init(ROUTE_MAX_DEFAULT))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
 	if (sa_add(&c, wk.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err)))

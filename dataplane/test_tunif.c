@@ -139,7 +139,7 @@ setup(void **state)
 	dp.n_ports = 1;
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
 					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init())
+	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init(ROUTE_MAX_DEFAULT))
 		return -1;
 	/* t1 both ways (SPIs mirrored: B's inbound SA opens A's packets), t2 out */
 	if (add_sa(SPI_T1, DPVPN_DIR_OUT, DPVPN_SA_F_ROUTE, 0, IP4(198, 19, 0, 2), any, any) ||

@@ -30,6 +30,7 @@
 #include <rte_udp.h>
 
 #include "crypto.h"
+#include "ctl.h"
 #include "dpvpn_alg.h"
 #include "fuzz_dp.h"
 #include "ike.h"
@@ -214,7 +215,8 @@ fuzz_dp_init(const char *prog)
 	dp.ike_rate = 1000000;	/* the limit is not what is fuzzed */
 	dp.max_mtu = RTE_ETHER_MTU;
 	/* sa_init with two workers: windows may be shared (fuzz_tunnel.shared) */
-	if (sa_init(2, MAX_SA) != 0 || spd_init(MAX_SA) != 0 || route_init() != 0 ||
+	if (sa_init(2, MAX_SA) != 0 || spd_init(MAX_SA) != 0 ||
+	    route_init(ROUTE_MAX_DEFAULT) != 0 || ctl_routes_init(ROUTE_MAX_DEFAULT) != 0 ||
 	    neigh_init() != 0 || trace_init() != 0)
 		die("tables: out of memory");
 	port(FUZZ_INSIDE, DPVPN_ROLE_INSIDE, "198.18.1.1", "2001:db8:1::1", 0);

@@ -39,6 +39,8 @@ pytestmark = pytest.mark.deploy
 
 IN_A, IN_B = "169.254.10.1", "169.254.10.2"
 IN6_A, IN6_B = "fd00:10::1", "fd00:10::2"
+MAX_ROUTES = 32768          # A's --max-routes (the default is 4096)
+MANY = 20000                # kernel routes test_many_kernel_routes mirrors
 
 
 def tunnel(side):
@@ -54,7 +56,8 @@ def tunnel(side):
 @pytest.fixture(scope="module")
 def net():
     with lab.Lab(split=True, replace_a=((policy_tunnel("lab-a.conf"), tunnel("a")),),
-                 replace_b=((policy_tunnel("lab-b.conf"), tunnel("b")),)) as n:
+                 replace_b=((policy_tunnel("lab-b.conf"), tunnel("b")),),
+                 dp_args_a=("--max-routes", str(MAX_ROUTES))) as n:
         yield n
 
 
@@ -183,6 +186,55 @@ def test_ctl_route_wins(net):
     lab.wait_for(lambda: routes(a).get("198.18.5.0/24") == ["t1"], 5, "kernel's again")
     net.ns(net.ns_gw, "ip", "route", "del", "198.18.5.0/24", "dev", "vti-t1")
     lab.wait_for(lambda: "198.18.5.0/24" not in routes(a), 5, "kernel's gone")
+
+
+def test_many_kernel_routes(net):
+    """A table past the default 4096 (what a BGP customer table is): MANY
+    kernel routes via the twin, added in one `ip -batch`, are all mirrored
+    into A's dataplane (--max-routes 32768) and forwarded on; deleted, they
+    all leave."""
+    a = net.a
+    pfx = [f"10.{100 + i // 256}.{i % 256}.0/24" for i in range(MANY)]
+    net.ns(net.ns_gw, "ip", "-batch", "-",
+           input="".join(f"route add {p} dev vti-t1\n" for p in pfx), timeout=60)
+    try:
+        lab.wait_for(lambda: len(a.ctl("show", "routes")["routes"]) >= MANY, 120,
+                     f"{MANY} kernel routes mirrored", interval=1)
+        got = routes(a)
+        assert all(got.get(p) == ["t1"] for p in pfx), \
+            [p for p in pfx if got.get(p) != ["t1"]][:5]
+        ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
+        assert ok, text
+    finally:
+        net.ns(net.ns_gw, "ip", "-force", "-batch", "-",
+               input="".join(f"route del {p} dev vti-t1\n" for p in pfx), timeout=60,
+               check=False)
+    lab.wait_for(lambda: "10.100.0.0/24" not in routes(a) and
+                 len(a.ctl("show", "routes")["routes"]) < 100, 120, "all gone", interval=1)
+    assert "dpvpnd: kernel route" not in a.dpvpnd.output()      # no install failed
+
+
+def test_route_table_full_said(net):
+    """Past B's default --max-routes (4096 a family), what does not fit is
+    refused and dpvpnd names the limit; B keeps forwarding; the routes
+    that did fit leave with the kernel's."""
+    b = net.b
+    pfx = [f"10.{100 + i // 256}.{i % 256}.0/24" for i in range(4200)]
+    net.ns(net.ns_gwb, "ip", "-batch", "-",
+           input="".join(f"route add {p} dev vti-t1\n" for p in pfx), timeout=60)
+    try:
+        lab.wait_for(lambda: "table full (--max-routes 4096 a family)" in b.dpvpnd.output(),
+                     60, "dpvpnd to say the table is full", interval=0.5)
+        n4 = sum(":" not in r["dst"] for r in b.ctl("show", "routes")["routes"])
+        assert 4000 < n4 <= 4096, n4
+        ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
+        assert ok, text
+    finally:
+        net.ns(net.ns_gwb, "ip", "-force", "-batch", "-",
+               input="".join(f"route del {p} dev vti-t1\n" for p in pfx), timeout=60,
+               check=False)
+    lab.wait_for(lambda: len(b.ctl("show", "routes")["routes"]) < 100, 60, "all gone",
+                 interval=0.5)
 
 
 def test_dpvpnd_restart_follows_kernel(net):
