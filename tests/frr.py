@@ -44,17 +44,29 @@ from lab import Proc, wait_for
 FRR_LIB = "/usr/lib/frr"
 ZEBRA = os.path.join(FRR_LIB, "zebra")
 BGPD = os.path.join(FRR_LIB, "bgpd")
+BFDD = os.path.join(FRR_LIB, "bfdd")
 VTYSH = "/usr/bin/vtysh"
-DAEMONS = ("zebra", "bgpd")     # started in this order, stopped in reverse
+DAEMONS = ("zebra", "bfdd", "bgpd")     # started in this order (those configured), stopped
+                                        # in reverse
+BFD_FAST = """\
+bfd
+ profile fast
+  transmit-interval 100
+  receive-interval 100
+  detect-multiplier 3
+ exit
+exit
+"""
 
 
-def bgpd_conf(asn, peer_asn, router_id, peers, prefix):
+def bgpd_conf(asn, peer_asn, router_id, peers, prefix, bfd=None):
     """bgpd.conf for eBGP with timers 1/3 to each of peers, announcing
-    prefix, ECMP over two paths."""
+    prefix, ECMP over two paths; bfd: a bfdd profile (BFD_FAST's "fast")
+    each session follows (bfdd must run: Frr(..., bfdd=BFD_FAST))."""
     nbr = "".join(f""" neighbor {p} remote-as {peer_asn}
  neighbor {p} timers 1 3
  neighbor {p} timers connect 1
-""" for p in peers)
+""" + (f" neighbor {p} bfd profile {bfd}\n" if bfd else "") for p in peers)
     return f"""\
 router bgp {asn}
  bgp router-id {router_id}
@@ -70,16 +82,19 @@ router bgp {asn}
 
 def available():
     """FRR installed (the `frr` marked tests skip without it)."""
-    return all(os.access(p, os.X_OK) for p in (ZEBRA, BGPD, VTYSH))
+    return all(os.access(p, os.X_OK) for p in (ZEBRA, BGPD, BFDD, VTYSH))
 
 
 class Frr:
     """zebra + bgpd in namespace ns, configured from strings."""
 
-    def __init__(self, ns, bgpd, zebra=None, timeout=15):
+    def __init__(self, ns, bgpd, zebra=None, timeout=15, bfdd=None):
         self.ns = ns
         self.conf = {"zebra": zebra if zebra is not None else f"hostname {ns}\n",
                      "bgpd": bgpd}
+        if bfdd is not None:
+            self.conf["bfdd"] = bfdd
+        self.daemons = tuple(d for d in DAEMONS if d in self.conf)
         self.timeout = timeout
         self.dir = None
         self.procs = {}
@@ -97,21 +112,22 @@ class Frr:
 
     def argv(self, daemon):
         d = self.dir
+        own = ["--bfdctl", f"{d}/bfdd.sock"] if daemon == "bfdd" else []
         return [os.path.join(FRR_LIB, daemon), "-f", f"{d}/{daemon}.conf",
                 "-i", f"{d}/{daemon}.pid", "-z", f"{d}/zserv.api", "--vty_socket", d,
-                "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"]
+                "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout", *own]
 
     def _start(self):
         frr = pwd.getpwnam("frr")
         self.dir = tempfile.mkdtemp(prefix=f"frr-{self.ns}-")
         os.chmod(self.dir, 0o755)
         os.chown(self.dir, frr.pw_uid, frr.pw_gid)
-        for daemon in DAEMONS:
+        for daemon in self.daemons:
             path = os.path.join(self.dir, f"{daemon}.conf")
             with open(path, "w") as f:
                 f.write(self.conf[daemon])
             os.chown(path, frr.pw_uid, frr.pw_gid)
-        for daemon in DAEMONS:
+        for daemon in self.daemons:
             p = Proc(daemon, self.argv(daemon), self.dir, netns=self.ns)
             self.procs[daemon] = p
             sock = os.path.join(self.dir, f"{daemon}.vty")
@@ -142,6 +158,10 @@ class Frr:
 
     def peer_state(self, peer, afi="ipv4Unicast"):
         return self.bgp_summary().get(afi, {}).get("peers", {}).get(peer, {}).get("state")
+
+    def bfd_peer(self, peer):
+        """bfdd's session to peer ({"status": "up"|"down"|..., ...}), or {}."""
+        return next((p for p in self.json("show bfd peers json") if p.get("peer") == peer), {})
 
     def wait_established(self, peer, timeout=20):
         wait_for(lambda: self.peer_state(peer) == "Established", timeout,

@@ -7,13 +7,13 @@ deploy/NEXT-DESIGN.md C.3; marker `frr`: `scripts/test -m frr` or
     198.18.1.2        ==== t2: 198.19.0.1 <-> 198.19.0.130 ====        198.18.2.2
                 vti-t1 169.254.10.1/30     vti-t1 169.254.10.2/30
                 vti-t2 169.254.20.1/30     vti-t2 169.254.20.2/30
-                zebra + bgpd AS 65001      zebra + bgpd AS 65002
+                zebra bfdd bgpd AS 65001   zebra bfdd bgpd AS 65002
                 (ns_gw: A's Linux host)    (ns_gwb: B's)
 
 Two route tunnels with static keys, each with its twin (host-interface) and
 inside addresses; no [routes]: the routes come from BGP.  bgpd on each
 gateway's host peers over both tunnels' inside addresses (timers 1 3,
-maximum-paths 2); A announces 198.18.1.0/24, B 198.18.2.0/24.  zebra puts
+maximum-paths 2, BFD); A announces 198.18.1.0/24, B 198.18.2.0/24.  zebra puts
 what bgpd learns in the kernel via the twins; dpvpnd mirrors that into the
 dataplane.
 
@@ -23,8 +23,10 @@ dataplane.
 - withdrawn: B stops announcing 198.18.2.0/24: gone from A's dataplane,
   pings from host A counted no-route; announced again: forwarded again;
 - failover: dpvpnctl tunnel t1 down on A takes vti-t1's link down, zebra
-  drops t1's path at once: A routes into t2 alone; B, once its session over
-  t1 ends (hold time 3 s), too; pings pass; t1 up: both again.
+  drops t1's path at once: A routes into t2 alone; B, once BFD (bfdd, profile
+  100 ms x 3, every session) finds t1 silent and ends its session over it
+  (Cease / BFD Down; without BFD it waits for the 3 s hold time), too; pings
+  pass; t1 up: both again.
 """
 import pytest
 
@@ -63,11 +65,11 @@ def bgp():
     with lab.Lab(split=True, replace_a=((policy_tunnel("lab-a.conf"), tunnels("a")),),
                  replace_b=((policy_tunnel("lab-b.conf"), tunnels("b")), extra)) as n:
         with frr.Frr(n.ns_gw, frr.bgpd_conf(65001, 65002, "10.255.0.1", PEERS_A,
-                                        "198.18.1.0/24"),
-                     zebra=ZEBRA.format(ns="gwa")) as fa, \
+                                        "198.18.1.0/24", bfd="fast"),
+                     zebra=ZEBRA.format(ns="gwa"), bfdd=frr.BFD_FAST) as fa, \
              frr.Frr(n.ns_gwb, frr.bgpd_conf(65002, 65001, "10.255.0.2", PEERS_B,
-                                         "198.18.2.0/24"),
-                     zebra=ZEBRA.format(ns="gwb")) as fb:
+                                         "198.18.2.0/24", bfd="fast"),
+                     zebra=ZEBRA.format(ns="gwb"), bfdd=frr.BFD_FAST) as fb:
             yield {"net": n, "fa": fa, "fb": fb}
 
 
@@ -90,6 +92,15 @@ def established(bgp, timeout=30):
         bgp["fa"].wait_established(peer, timeout)
     for peer in PEERS_B:
         bgp["fb"].wait_established(peer, timeout)
+
+
+def bfd_up(bgp, timeout=15):
+    """Every session's BFD up (its packets, UDP 3784 with TTL 255, go through
+    the twins and the tunnels like BGP's)."""
+    for fr, peers in ((bgp["fa"], PEERS_A), (bgp["fb"], PEERS_B)):
+        for peer in peers:
+            lab.wait_for(lambda: fr.bfd_peer(peer).get("status") == "up", timeout,
+                         f"BFD {fr.ns} -> {peer} up", interval=0.3)
 
 
 def test_bgp_learns_and_forwards(bgp):
@@ -126,22 +137,29 @@ def test_bgp_withdraw(bgp):
 
 
 def test_bgp_failover(bgp):
-    n = bgp["net"]
+    n, fb = bgp["net"], bgp["fb"]
     established(bgp)
+    bfd_up(bgp)
     lab.wait_for(lambda: tunnels_of(n.a, "198.18.2.0/24") == ["t1", "t2"], 15, "learnt")
     n.a.ctl("tunnel", "t1", "down")
     try:
         lab.wait_for(lambda: tunnels_of(n.a, "198.18.2.0/24") == ["t2"], 10,
                      "A routes into t2 alone")
-        # B learns it when its session over t1 ends: BGP's hold time (3 s), as
-        # with Linux's XFRM interfaces; its replies hashed to t1 are lost until then
+        # B learns it from BFD (3 x 100 ms without A's packets over t1), not
+        # from BGP's hold time (3 s): bgpd says why it ended the session
         lab.wait_for(lambda: tunnels_of(n.b, "198.18.1.0/24") == ["t2"], 10,
                      "B routes into t2 alone")
+        assert fb.bfd_peer(PEERS_B[0]).get("status") == "down", fb.bfd_peer(PEERS_B[0])
+        why = fb.json(f"show bgp neighbors {PEERS_B[0]} json")[PEERS_B[0]]
+        # B ended it with a Notification: Cease (6), subcode 10 "BFD Down" (RFC 9384)
+        assert why.get("lastErrorCodeSubcode") == "060A", {
+            k: v for k, v in why.items() if k.startswith("last")}
         ok, out = ping_ok(n, count=5)
         assert ok, out
     finally:
         n.a.ctl("tunnel", "t1", "up")
     bgp["fa"].wait_established(PEERS_A[0], 30)
+    bfd_up(bgp)
     lab.wait_for(lambda: tunnels_of(n.a, "198.18.2.0/24") == ["t1", "t2"], 15,
                  "both again")
     ok, out = ping_ok(n, count=3)
