@@ -14,12 +14,18 @@ family); routes for the other side's IPv4 and IPv6 networks lead into t1.
   the CHILD_SA's selectors are 0.0.0.0/0 and ::/0;
 - a CHILD_SA rekey moves the tunnel interface to the new outbound SA (one
   TUNIF_SET, no policy): pings pass on the new SPIs, nothing is dropped
-  tunnel-down or sa-gone.
+  tunnel-down or sa-gone;
+- with twins (split lab, host-interface and an inside /30 each side, as an
+  AWS tunnel for BGP): the inside addresses answer once the CHILD_SA is up,
+  and through a CHILD_SA rekey and an IKE SA rekey the twins' links do not
+  change at all (`ip monitor link`), so a BGP session over them would not
+  notice.
 """
 import os
 import secrets
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -140,3 +146,79 @@ def test_route_tunnel_to_a_policy_peer():
             assert ok, text
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- IKE-keyed route tunnels with twins: what a BGP session rides on (AWS's shape) ----
+
+IN_A, IN_B = "169.254.30.1", "169.254.30.2"
+
+
+@pytest.fixture(scope="module")
+def twin_lab():
+    """Split lab (each gateway its own Linux host): t1 keyed by IKE, with a
+    twin vti-t1 and an inside /30 on each side."""
+    d = tempfile.mkdtemp(prefix="dpvpn-ike-twin-")
+    os.chmod(d, 0o700)
+    psk = os.path.join(d, "lab.psk")
+    fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(24) + "\n")
+    a = tunnel("198.19.0.1", "198.19.0.2", psk,
+               f"start = yes\nhost-interface = vti-t1\ninside-address = {IN_A}/30\n",
+               ("198.18.2.0/24",))
+    b = tunnel("198.19.0.2", "198.19.0.1", psk,
+               f"start = no\nhost-interface = vti-t1\ninside-address = {IN_B}/30\n",
+               ("198.18.1.0/24",))
+    try:
+        with lab.Lab(split=True, replace_a=((policy_tunnels("lab-a.conf"), a),),
+                     replace_b=((policy_tunnels("lab-b.conf"), b),)) as lb:
+            lab.wait_for(lambda: child(lb.a) and child(lb.b), 20, "the CHILD_SA up")
+            yield lb
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def ike_sa(gw):
+    return next((s for s in gw.ctl("show", "ike")["sas"] if s["name"] == "t1" and
+                 s["state"] == "established"), None)
+
+
+def link_events(mon):
+    """`ip monitor link` lines about vti-t1 so far."""
+    return [l for l in mon.output().splitlines() if "vti-t1" in l]
+
+
+def inside_ping(lb, ns, dst, count=3):
+    r = lb.ns(ns, "ping", "-c", str(count), "-i", "0.2", "-W", "2", dst, check=False)
+    return r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
+
+
+def test_ike_twin_up_with_the_child_sa_and_through_rekeys(twin_lab):
+    """The twin comes up once the CHILD_SA is installed, carries the hosts'
+    pings between the inside addresses (what BGP peers over), and stays up
+    through a CHILD_SA rekey and an IKE SA rekey
+    (`ip monitor link` sees no change of it on either host), so a session
+    over it would not notice."""
+    lb = twin_lab
+    lab.wait_for(lambda: inside_ping(lb, lb.ns_gw, IN_B, count=1)[0], 10,
+                 "the inside addresses to answer")
+    mons = {ns: lb.bg(f"ip-monitor-{ns}", ns, "ip", "monitor", "link", "dev", "vti-t1")
+            for ns in (lb.ns_gw, lb.ns_gwb)}
+    time.sleep(0.5)             # subscribed before anything happens
+    for cmd, key in (("rekey", "child_rekeys"), ("rekey-ike", "ike_rekeys")):
+        was = ike_sa(lb.a)[key]
+        assert "rekeying" in lb.a.ctl_text(cmd, "t1")
+        lab.wait_for(lambda: (ike_sa(lb.a) or {key: was})[key] > was and
+                     len(lb.a.ctl("show", "ike")["sas"]) == 1 and child(lb.a), 15,
+                     f"{cmd} done and the old SA gone")
+        for ns, dst in ((lb.ns_gw, IN_B), (lb.ns_gwb, IN_A)):
+            ok, text = inside_ping(lb, ns, dst)
+            assert ok, (cmd, text)
+    ok, text = pings(lb, "198.18.2.2")
+    assert ok, text
+    assert {ns: link_events(m) for ns, m in mons.items()} == {ns: [] for ns in mons}
+    assert lb.a.ctl("show", "counters")["drops"]["tunnel-down"] == 0
+    # and the monitor does see a change: the tunnel taken down takes the twin down
+    lb.a.ctl("tunnel", "t1", "down")
+    lab.wait_for(lambda: any("DOWN" in l or "UP" not in l for l in link_events(mons[lb.ns_gw])),
+                 10, "the twin's link to go down with the tunnel")
