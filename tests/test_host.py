@@ -17,6 +17,8 @@ its twin; what the host sends through the twin leaves by the port.
   ESP flows host A -> host B: every line echoed; host_in / host_out count.
 - ping from B's host to A's outside address, and from host A to A's inside
   address: the kernel answers (the dataplane's icmp_echo stays put).
+- dnsmasq on A's inside twin leases host A's link an address (DISCOVER /
+  OFFER / REQUEST / ACK, scapy as the client).
 - cleartext from the tunnel for A's inside address never reaches dpvpn-in:
   counted to-self, nothing at a socket on A's host.
 - A's host routes host B's subnet out of its twin: the policy selects it,
@@ -177,6 +179,59 @@ def test_host_ping(net):
     after = counters(net.a)
     assert after["icmp_echo"] == before["icmp_echo"]
     assert after["host_in"] - before["host_in"] >= 8
+
+
+# A DHCP client on host A's link (scapy, broadcast flag): DISCOVER, REQUEST;
+# prints the OFFER's and the ACK's yiaddr and server id.
+DHCP_CLIENT = """
+import sys
+from scapy.all import BOOTP, DHCP, IP, UDP, Ether, conf, get_if_hwaddr, srp1
+conf.checkIPaddr = False
+mac = get_if_hwaddr("eth0")
+def ask(kind, extra=()):
+    p = (Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / IP(src="0.0.0.0", dst="255.255.255.255") /
+         UDP(sport=68, dport=67) / BOOTP(chaddr=bytes.fromhex(mac.replace(":", "")), xid=0x1707,
+                                         flags=0x8000) /
+         DHCP(options=[("message-type", kind), *extra, "end"]))
+    r = srp1(p, iface="eth0", timeout=5, verbose=0)
+    if r is None or DHCP not in r:
+        sys.exit(f"no answer to {kind}")
+    opts = dict(o for o in r[DHCP].options if isinstance(o, tuple))
+    print(kind, r[BOOTP].yiaddr, opts.get("server_id"), opts.get("message-type"), flush=True)
+    return r[BOOTP].yiaddr, opts.get("server_id")
+addr, sid = ask("discover")
+ask("request", (("requested_addr", addr), ("server_id", sid)))
+"""
+
+
+def test_dhcp_server_on_the_host(net, tmp_path):
+    """A DHCP server on A's host (dnsmasq on the inside twin, as a small
+    site's gateway runs one) leases host A's link an address: the client's
+    broadcasts reach the twin, the server's answers leave by the port."""
+    if not os.access("/usr/sbin/dnsmasq", os.X_OK):
+        pytest.skip("dnsmasq not installed (scripts/packages.txt: dnsmasq-base)")
+    leases = tmp_path / "leases"
+    srv = net.bg("dnsmasq", net.ns_gw, "/usr/sbin/dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+                 "--port=0", "--interface=dpvpn-in", "--bind-interfaces", "--user=root",
+                 "--dhcp-range=198.18.1.100,198.18.1.150,255.255.255.0,1h",
+                 f"--dhcp-leasefile={leases}", "--pid-file=", "--log-dhcp")
+    try:
+        lab.wait_for(lambda: "DHCP, IP range" in srv.output() or not srv.alive(), 10,
+                     "dnsmasq ready")
+        assert srv.alive(), srv.output()
+        before = counters(net.a)["host_in"]
+        r = net.ns(net.ns_a, sys.executable, "-c", DHCP_CLIENT, check=False, timeout=30)
+        assert r.returncode == 0, (r.stdout, r.stderr, srv.output())
+        lines = [l.split() for l in r.stdout.splitlines()]
+        assert [l[0] for l in lines] == ["discover", "request"], r.stdout
+        offered, acked = lines[0], lines[1]
+        assert offered[1].startswith("198.18.1.1") and offered[2] == IN_A, offered
+        assert acked[1] == offered[1] and acked[3] == "5", acked      # 5: DHCPACK
+        lab.wait_for(lambda: leases.exists() and offered[1] in leases.read_text(), 5,
+                     "the lease written")
+        assert counters(net.a)["host_in"] - before >= 2
+    finally:
+        srv.stop()
 
 
 def test_no_cleartext_from_tunnel_to_host(net):
