@@ -24,6 +24,9 @@ MARKERS = {
     "package": "builds the .deb and installs it into a clean Debian 12 root: not in the "
                "default pass (`scripts/test -m package`)",
     "slow": "long (tens of seconds): left out of the sanitizer pass",
+    "nosan": "left out of the sanitizer pass: it asserts a rate, a ratio or a latency "
+             "(ASan's slowdown makes it meaningless), or repeats at random what other "
+             "tests run under ASan",
     "long": "a minute or more of trials (a search, a second variant of a 1 000-tunnel "
             "case): not in the default pass; run them with `scripts/test -m long` "
             "or DPVPN_LONG=1",

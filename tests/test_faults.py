@@ -206,6 +206,7 @@ def kill_round(net, rng, n, log):
     everyone_alive(net)
 
 
+@pytest.mark.nosan
 def test_kill9_at_random_moments(seed):
     rng = random.Random(seed)
     # blocks of 16384 numbers: dpvpnd grants new ones during the run (under

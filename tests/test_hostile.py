@@ -156,6 +156,7 @@ def net():
         yield n
 
 
+@pytest.mark.nosan
 def test_flood_while_iperf3(net):
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
     ports = {p["id"]: p["mac"] for p in net.b.ctl("show", "ports")["ports"]}

@@ -178,6 +178,7 @@ DIR_BUCKET = 1.0625         # per-direction: 6.25 %
 TUNNEL_UNIT_NS = 64         # the per-stream unit is 32..64 ns (exact below 4 units)
 
 
+@pytest.mark.nosan
 def test_per_tunnel_latency_percentiles():
     """Per tunnel and direction: min <= p50 <= p99 <= p99.9 <= max, and each
     agrees with the per-direction histogram: the direction's min and max are
@@ -374,6 +375,7 @@ def test_wrong_key_counted_per_tunnel():
         assert s["dut_encap"]["lost"] == per[1]["e_sent"], s
 
 
+@pytest.mark.nosan
 def test_search_finds_ndr_and_pdr():
     """A short MLRsearch (NDR and PDR as the csit preset has them, but 0.2 s
     trials, 0.6 s sums and 5 % width) through the DUT over af_packet links
@@ -472,6 +474,7 @@ def shaped_ndr(tester, direction, what):
     assert ndr is not None and abs(ndr - expect) <= 0.05 * expect, (ndr, expect, res.trials)
 
 
+@pytest.mark.nosan
 def test_shaped_dut_ndr_matches_the_shaped_rate():
     """Known capacity through a real DUT: the dpvpn gateway's outside link is
     shaped to 20 Mbit/s (tc tbf, as in the back-to-back case); the NDR of the
@@ -571,6 +574,7 @@ def test_loop_delivers_every_packet():
         assert all(t["d_received"] == t["d_sent"] > 400 for t in per.values()), per
 
 
+@pytest.mark.nosan
 def test_loop_tbf_ndr_matches_the_shaped_rate():
     """Known capacity: the router shapes the ESP to 20 Mbit/s (tc tbf, a
     4 KB bucket and a 10 KB queue).  The NDR MLRsearch finds (exceed ratio 0,
@@ -592,6 +596,7 @@ def netem_available():
         lab.sh("ip", "netns", "del", ns, check=False)
 
 
+@pytest.mark.nosan
 def test_loop_random_loss_is_measured():
     """Known loss: 2 % of the ESP dropped at random on the way (netem where
     the kernel has it, else nftables' numgen random mod 50); the loss the
