@@ -59,14 +59,22 @@ exit
 """
 
 
-def bgpd_conf(asn, peer_asn, router_id, peers, prefix, bfd=None):
+def bgpd_conf(asn, peer_asn, router_id, peers, prefix, bfd=None, peers6=(), prefix6=None):
     """bgpd.conf for eBGP with timers 1/3 to each of peers, announcing
     prefix, ECMP over two paths; bfd: a bfdd profile (BFD_FAST's "fast")
-    each session follows (bfdd must run: Frr(..., bfdd=BFD_FAST))."""
+    each session follows (bfdd must run: Frr(..., bfdd=BFD_FAST)); peers6:
+    IPv6 sessions (over IPv6 addresses) for the IPv6 unicast family only,
+    announcing prefix6."""
     nbr = "".join(f""" neighbor {p} remote-as {peer_asn}
  neighbor {p} timers 1 3
  neighbor {p} timers connect 1
-""" + (f" neighbor {p} bfd profile {bfd}\n" if bfd else "") for p in peers)
+""" + (f" neighbor {p} bfd profile {bfd}\n" if bfd else "") for p in (*peers, *peers6))
+    v6 = ""
+    if peers6:
+        v6 = (" address-family ipv6 unicast\n" +
+              "".join(f"  neighbor {p} activate\n" for p in peers6) +
+              f"  network {prefix6}\n  maximum-paths 2\n exit-address-family\n")
+    no4 = "".join(f"  no neighbor {p} activate\n" for p in peers6)
     return f"""\
 router bgp {asn}
  bgp router-id {router_id}
@@ -76,8 +84,8 @@ router bgp {asn}
 {nbr} address-family ipv4 unicast
   network {prefix}
   maximum-paths 2
- exit-address-family
-"""
+{no4} exit-address-family
+{v6}"""
 
 
 def available():
@@ -163,8 +171,8 @@ class Frr:
         """bfdd's session to peer ({"status": "up"|"down"|..., ...}), or {}."""
         return next((p for p in self.json("show bfd peers json") if p.get("peer") == peer), {})
 
-    def wait_established(self, peer, timeout=20):
-        wait_for(lambda: self.peer_state(peer) == "Established", timeout,
+    def wait_established(self, peer, timeout=20, afi="ipv4Unicast"):
+        wait_for(lambda: self.peer_state(peer, afi) == "Established", timeout,
                  f"BGP session {self.ns} -> {peer} Established", interval=0.3)
 
     def log(self, daemon):

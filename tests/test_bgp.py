@@ -20,6 +20,9 @@ dataplane.
 - learnt: both sessions Established, A's dataplane routes 198.18.2.0/24
   into t1 and t2 (ECMP), B's 198.18.1.0/24 into its two; pings host A <->
   host B pass;
+- IPv6: a third session over t1's IPv6 inside addresses (fd00:10::/126,
+  IPv6 unicast only, BFD): each side's /48 reaches the other's dataplane
+  as a route into t1, and leaves it when withdrawn;
 - withdrawn: B stops announcing 198.18.2.0/24: gone from A's dataplane,
   pings from host A counted no-route; announced again: forwarded again;
 - failover: dpvpnctl tunnel t1 down on A takes vti-t1's link down, zebra
@@ -42,18 +45,20 @@ ZEBRA = "hostname {ns}\nno zebra nexthop kernel enable\n"
 def tunnels(side):
     if side == "a":
         return (route_tunnel("t1", "198.19.0.1", "198.19.0.2", "0x1001", KEY1, "0x2001", KEY2) +
-                "host-interface = vti-t1\ninside-address = 169.254.10.1/30\n" +
+                "host-interface = vti-t1\ninside-address = 169.254.10.1/30, fd00:10::1/126\n" +
                 route_tunnel("t2", "198.19.0.1", "198.19.0.130", "0x1002", KEY3, "0x2002",
                              KEY4) +
                 "host-interface = vti-t2\ninside-address = 169.254.20.1/30\n")
     return (route_tunnel("t1", "198.19.0.2", "198.19.0.1", "0x2001", KEY2, "0x1001", KEY1) +
-            "host-interface = vti-t1\ninside-address = 169.254.10.2/30\n" +
+            "host-interface = vti-t1\ninside-address = 169.254.10.2/30, fd00:10::2/126\n" +
             route_tunnel("t2", "198.19.0.130", "198.19.0.1", "0x2002", KEY4, "0x1002", KEY3) +
             "host-interface = vti-t2\ninside-address = 169.254.20.2/30\n")
 
 
 PEERS_A = ("169.254.10.2", "169.254.20.2")
 PEERS_B = ("169.254.10.1", "169.254.20.1")
+PEER6_A, PEER6_B = "fd00:10::2", "fd00:10::1"          # over t1's IPv6 inside addresses
+NET6_A, NET6_B = "2001:db8:aaa1::/48", "2001:db8:bbb2::/48"
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +70,12 @@ def bgp():
     with lab.Lab(split=True, replace_a=((policy_tunnel("lab-a.conf"), tunnels("a")),),
                  replace_b=((policy_tunnel("lab-b.conf"), tunnels("b")), extra)) as n:
         with frr.Frr(n.ns_gw, frr.bgpd_conf(65001, 65002, "10.255.0.1", PEERS_A,
-                                        "198.18.1.0/24", bfd="fast"),
+                                        "198.18.1.0/24", bfd="fast", peers6=(PEER6_A,),
+                                        prefix6=NET6_A),
                      zebra=ZEBRA.format(ns="gwa"), bfdd=frr.BFD_FAST) as fa, \
              frr.Frr(n.ns_gwb, frr.bgpd_conf(65002, 65001, "10.255.0.2", PEERS_B,
-                                         "198.18.2.0/24", bfd="fast"),
+                                         "198.18.2.0/24", bfd="fast", peers6=(PEER6_B,),
+                                         prefix6=NET6_B),
                      zebra=ZEBRA.format(ns="gwb"), bfdd=frr.BFD_FAST) as fb:
             yield {"net": n, "fa": fa, "fb": fb}
 
@@ -112,6 +119,28 @@ def test_bgp_learns_and_forwards(bgp):
                  "B's dataplane routes 198.18.1.0/24 into t1 and t2")
     ok, out = ping_ok(n)
     assert ok, out
+
+
+def test_bgp_over_ipv6_inside_addresses(bgp):
+    """A session over t1's IPv6 inside addresses (IPv6 unicast only, BFD
+    too): each side's IPv6 prefix reaches the other's dataplane as a route
+    into t1, and leaves it when withdrawn."""
+    n, fa, fb = bgp["net"], bgp["fa"], bgp["fb"]
+    fa.wait_established(PEER6_A, 30, afi="ipv6Unicast")
+    fb.wait_established(PEER6_B, 30, afi="ipv6Unicast")
+    lab.wait_for(lambda: fa.bfd_peer(PEER6_A).get("status") == "up", 15, "BFD over IPv6")
+    lab.wait_for(lambda: tunnels_of(n.a, NET6_B) == ["t1"], 15,
+                 f"A's dataplane routes {NET6_B} into t1")
+    lab.wait_for(lambda: tunnels_of(n.b, NET6_A) == ["t1"], 15,
+                 f"B's dataplane routes {NET6_A} into t1")
+    fb.configure("router bgp 65002", "address-family ipv6 unicast", f"no network {NET6_B}")
+    try:
+        lab.wait_for(lambda: NET6_B not in routes(n.a), 10, f"{NET6_B} gone from A")
+    finally:
+        fb.configure("router bgp 65002", "address-family ipv6 unicast", f"network {NET6_B}")
+    lab.wait_for(lambda: tunnels_of(n.a, NET6_B) == ["t1"], 15, "announced again")
+    # the IPv4 sessions are untouched: still ECMP over both tunnels
+    assert tunnels_of(n.a, "198.18.2.0/24") == ["t1", "t2"]
 
 
 def test_bgp_withdraw(bgp):
