@@ -310,11 +310,19 @@ static int
 do_route_del(const void *req, struct reply *r)
 {
 	const struct dpvpn_route *c = req;
-	struct route_key k = route_key(&c->dst);
+	struct route_key k;
 	unsigned int i;
 	void *at;
 	int rc;
 
+	/* (found by fuzz_ctl_dp: route_key's mask needs a length that fits) */
+	if (c->dst.family == DPVPN_AF_INET6 ? c->dst.len > 128 :
+	    c->dst.family != DPVPN_AF_INET || c->dst.len > 32) {
+		snprintf(r->err, sizeof(r->err), "route.dst: family %u length %u is no prefix",
+			 c->dst.family, c->dst.len);
+		return -EINVAL;
+	}
+	k = route_key(&c->dst);
 	if (rte_hash_lookup_data(route_idx, &k, &at) < 0) {
 		snprintf(r->err, sizeof(r->err), "route.dst: no such route");
 		return -ENOENT;
