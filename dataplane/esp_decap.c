@@ -332,14 +332,14 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 	uint32_t next4;
 	uint16_t p;
 	struct rte_mbuf *r;
-	bool routed = ip[0] >> 4 == 6 ?
+	enum route_to to = ip[0] >> 4 == 6 ?
 		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
 		route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &p, &next4);
 
-	if (!routed && route_into_tunnel(ip, ip[0] >> 4 == 6))	/* transit: a hub's */
+	if (to == ROUTE_TO_TUNNEL)	/* transit: a hub's */
 		for (p = 0; p < dp.n_ports && dp.ports[p].role != DPVPN_ROLE_INSIDE; p++)
 			;
-	else if (!routed || dp.ports[p].role != DPVPN_ROLE_INSIDE)
+	else if (to == ROUTE_TO_NONE || dp.ports[p].role != DPVPN_ROLE_INSIDE)
 		return;
 	if (p == dp.n_ports)
 		return;

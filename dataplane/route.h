@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include <rte_ether.h>
-#include <rte_ip.h>
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 
@@ -104,52 +103,41 @@ route6_lookup_nh(const uint8_t *dst, uint32_t *idx)
 	return rte_lpm6_lookup(route_lpm6, dst, idx) == 0;
 }
 
-/*
- * Fast path: next hop out a port for an IPv6 dst (next points into dst or the
- * table); false if there is no route, or it leads into a tunnel.
- */
-static inline bool
+/* What a destination's route leads to (route_lookup, route6_lookup). */
+enum route_to {
+	ROUTE_TO_NONE = 0,	/* no route */
+	ROUTE_TO_PORT,		/* out a port: *port and *next are set */
+	ROUTE_TO_TUNNEL,	/* into a tunnel interface or an ECMP group of them */
+};
+
+/* Fast path: the route of an IPv6 dst (next points into dst or the table). */
+static inline enum route_to
 route6_lookup(const uint8_t *dst, uint16_t *port, const uint8_t **next)
 {
 	uint32_t idx;
 
-	if (rte_lpm6_lookup(route_lpm6, dst, &idx) != 0 ||
-	    route6_nhs[idx].kind != ROUTE_NH_PORT)
-		return false;
+	if (rte_lpm6_lookup(route_lpm6, dst, &idx) != 0)
+		return ROUTE_TO_NONE;
+	if (route6_nhs[idx].kind != ROUTE_NH_PORT)
+		return ROUTE_TO_TUNNEL;
 	*port = route6_nhs[idx].port;
 	*next = route6_nhs[idx].on_link ? dst : route6_nhs[idx].gw;
-	return true;
+	return ROUTE_TO_PORT;
 }
 
-/* Fast path: next hop out a port for dst; false if there is no route, or it
- * leads into a tunnel (transit: route_into_tunnel). */
-static inline bool
+/* Fast path: the route of dst (network order). */
+static inline enum route_to
 route_lookup(uint32_t dst, uint16_t *port, uint32_t *next)
 {
 	uint32_t idx;
 
-	if (rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), &idx) != 0 ||
-	    route_nhs[idx].kind != ROUTE_NH_PORT)
-		return false;
+	if (rte_lpm_lookup(route_lpm, rte_be_to_cpu_32(dst), &idx) != 0)
+		return ROUTE_TO_NONE;
+	if (route_nhs[idx].kind != ROUTE_NH_PORT)
+		return ROUTE_TO_TUNNEL;
 	*port = route_nhs[idx].port;
 	*next = route_nhs[idx].gw != 0 ? route_nhs[idx].gw : dst;
-	return true;
-}
-
-/*
- * Fast path, after route_lookup / route6_lookup said no: does dst's route
- * lead into a tunnel interface or an ECMP group of them (a transit packet)?
- */
-static inline bool
-route_into_tunnel(const uint8_t *ip, bool v6)
-{
-	uint32_t idx;
-
-	if (v6)
-		return route6_lookup_nh(((const struct rte_ipv6_hdr *)ip)->dst_addr, &idx) &&
-		       route6_nhs[idx].kind != ROUTE_NH_PORT;
-	return route_lookup_nh(((const struct rte_ipv4_hdr *)ip)->dst_addr, &idx) &&
-	       route_nhs[idx].kind != ROUTE_NH_PORT;
+	return ROUTE_TO_PORT;
 }
 
 /* Remove a route (main lcore); -ENOENT if there is none for the prefix. */

@@ -303,19 +303,19 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 	const void *next;
 	uint32_t next4;
 	uint16_t port;
-	bool routed;
+	enum route_to to;
 
 	if (v6) {
 		const uint8_t *next6;
 
-		routed = route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port, &next6);
+		to = route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &port, &next6);
 		next = next6;
 	} else {
-		routed = route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port, &next4);
+		to = route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port, &next4);
 		next = &next4;
 	}
-	if (!routed) {
-		if (transit != NULL && route_into_tunnel(ip, v6))
+	if (to != ROUTE_TO_PORT) {
+		if (to == ROUTE_TO_TUNNEL && transit != NULL)
 			dp_out_add(transit, m);
 		else
 			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);

@@ -21,8 +21,8 @@ family); routes for the other side's IPv4 and IPv6 networks lead into t1.
   change at all (`ip monitor link`), so a BGP session over them would not
   notice.
 """
+import contextlib
 import os
-import secrets
 import shutil
 import tempfile
 import time
@@ -30,6 +30,7 @@ import time
 import pytest
 
 import lab
+from test_ike_lab import psk_file
 
 # slow: out of the sanitizer pass (CI's budget); it passes under ASan (see the
 # commit that added it)
@@ -48,25 +49,32 @@ def policy_tunnels(conf):
     return text[text.index("[tunnel "):]
 
 
-@pytest.fixture(scope="module")
-def ilab():
+@contextlib.contextmanager
+def ike_route_lab(more_a, more_b, nets_a, nets_b, ipv6=False, split=False):
+    """gw A and B with t1 (mode = route, keying = ike, a fresh PSK, A
+    initiating) in place of lab*-{a,b}.conf's tunnels; yields the lab once
+    the CHILD_SA is up on both."""
     d = tempfile.mkdtemp(prefix="dpvpn-ike-")
     os.chmod(d, 0o700)
-    psk = os.path.join(d, "lab.psk")
-    fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(24) + "\n")
-    a = tunnel("198.19.0.1", "198.19.0.2", psk, "start = yes\n",
-               ("198.18.2.0/24", "2001:db8:18:2::/64"))
-    b = tunnel("198.19.0.2", "198.19.0.1", psk, "start = no\n",
-               ("198.18.1.0/24", "2001:db8:18:1::/64"))
+    psk = psk_file(d, "lab.psk")
+    a = tunnel("198.19.0.1", "198.19.0.2", psk, "start = yes\n" + more_a, nets_a)
+    b = tunnel("198.19.0.2", "198.19.0.1", psk, "start = no\n" + more_b, nets_b)
+    conf = "lab6-{}.conf" if ipv6 else "lab-{}.conf"
     try:
-        with lab.Lab(ipv6=True, replace_a=((policy_tunnels("lab6-a.conf"), a),),
-                     replace_b=((policy_tunnels("lab6-b.conf"), b),)) as lb:
+        with lab.Lab(ipv6=ipv6, split=split,
+                     replace_a=((policy_tunnels(conf.format("a")), a),),
+                     replace_b=((policy_tunnels(conf.format("b")), b),)) as lb:
             lab.wait_for(lambda: child(lb.a) and child(lb.b), 20, "the CHILD_SA up")
             yield lb
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ilab():
+    with ike_route_lab("", "", ("198.18.2.0/24", "2001:db8:18:2::/64"),
+                       ("198.18.1.0/24", "2001:db8:18:1::/64"), ipv6=True) as lb:
+        yield lb
 
 
 def child(gw):
@@ -124,10 +132,7 @@ def test_route_tunnel_to_a_policy_peer():
     (show sa: remote_ts 198.18.2.0/24), pings pass; A's route sends there."""
     d = tempfile.mkdtemp(prefix="dpvpn-ike-")
     os.chmod(d, 0o700)
-    psk = os.path.join(d, "lab.psk")
-    fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(24) + "\n")
+    psk = psk_file(d, "lab.psk")
     a = tunnel("198.19.0.1", "198.19.0.2", psk, "start = yes\n", ("198.18.2.0/24",))
     b = ("[tunnel t1]\nkeying = ike\npsk-file = " + psk + "\nlocal = 198.19.0.2\n"
          "remote = 198.19.0.1\nlocal-ts = 198.18.2.0/24\nremote-ts = 198.18.1.0/24\n"
@@ -157,25 +162,10 @@ IN_A, IN_B = "169.254.30.1", "169.254.30.2"
 def twin_lab():
     """Split lab (each gateway its own Linux host): t1 keyed by IKE, with a
     twin vti-t1 and an inside /30 on each side."""
-    d = tempfile.mkdtemp(prefix="dpvpn-ike-twin-")
-    os.chmod(d, 0o700)
-    psk = os.path.join(d, "lab.psk")
-    fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(24) + "\n")
-    a = tunnel("198.19.0.1", "198.19.0.2", psk,
-               f"start = yes\nhost-interface = vti-t1\ninside-address = {IN_A}/30\n",
-               ("198.18.2.0/24",))
-    b = tunnel("198.19.0.2", "198.19.0.1", psk,
-               f"start = no\nhost-interface = vti-t1\ninside-address = {IN_B}/30\n",
-               ("198.18.1.0/24",))
-    try:
-        with lab.Lab(split=True, replace_a=((policy_tunnels("lab-a.conf"), a),),
-                     replace_b=((policy_tunnels("lab-b.conf"), b),)) as lb:
-            lab.wait_for(lambda: child(lb.a) and child(lb.b), 20, "the CHILD_SA up")
-            yield lb
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    with ike_route_lab(f"host-interface = vti-t1\ninside-address = {IN_A}/30\n",
+                       f"host-interface = vti-t1\ninside-address = {IN_B}/30\n",
+                       ("198.18.2.0/24",), ("198.18.1.0/24",), split=True) as lb:
+        yield lb
 
 
 def ike_sa(gw):

@@ -188,15 +188,28 @@ def test_ctl_route_wins(net):
     lab.wait_for(lambda: "198.18.5.0/24" not in routes(a), 5, "kernel's gone")
 
 
+def prefixes(n):
+    """n distinct /24s from 10.100.0.0 on."""
+    return [f"10.{100 + i // 256}.{i % 256}.0/24" for i in range(n)]
+
+
+def kernel_routes(net, ns, op, pfx):
+    """ip route OP (add / del) of every prefix in pfx via vti-t1 on ns's
+    host, in one `ip -batch`; a del goes on past errors (-force)."""
+    force = ("-force",) if op == "del" else ()
+    net.ns(ns, "ip", *force, "-batch", "-",
+           input="".join(f"route {op} {p} dev vti-t1\n" for p in pfx), timeout=60,
+           check=op != "del")
+
+
 def test_many_kernel_routes(net):
     """A table past the default 4096 (what a BGP customer table is): MANY
     kernel routes via the twin, added in one `ip -batch`, are all mirrored
     into A's dataplane (--max-routes 32768) and forwarded on; deleted, they
     all leave."""
     a = net.a
-    pfx = [f"10.{100 + i // 256}.{i % 256}.0/24" for i in range(MANY)]
-    net.ns(net.ns_gw, "ip", "-batch", "-",
-           input="".join(f"route add {p} dev vti-t1\n" for p in pfx), timeout=60)
+    pfx = prefixes(MANY)
+    kernel_routes(net, net.ns_gw, "add", pfx)
     try:
         lab.wait_for(lambda: len(a.ctl("show", "routes")["routes"]) >= MANY, 120,
                      f"{MANY} kernel routes mirrored", interval=1)
@@ -206,9 +219,7 @@ def test_many_kernel_routes(net):
         ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
         assert ok, text
     finally:
-        net.ns(net.ns_gw, "ip", "-force", "-batch", "-",
-               input="".join(f"route del {p} dev vti-t1\n" for p in pfx), timeout=60,
-               check=False)
+        kernel_routes(net, net.ns_gw, "del", pfx)
     lab.wait_for(lambda: "10.100.0.0/24" not in routes(a) and
                  len(a.ctl("show", "routes")["routes"]) < 100, 120, "all gone", interval=1)
     assert "dpvpnd: kernel route" not in a.dpvpnd.output()      # no install failed
@@ -219,9 +230,8 @@ def test_route_table_full_said(net):
     refused and dpvpnd names the limit; B keeps forwarding; the routes
     that did fit leave with the kernel's."""
     b = net.b
-    pfx = [f"10.{100 + i // 256}.{i % 256}.0/24" for i in range(4200)]
-    net.ns(net.ns_gwb, "ip", "-batch", "-",
-           input="".join(f"route add {p} dev vti-t1\n" for p in pfx), timeout=60)
+    pfx = prefixes(4200)
+    kernel_routes(net, net.ns_gwb, "add", pfx)
     try:
         lab.wait_for(lambda: "table full (--max-routes 4096 a family)" in b.dpvpnd.output(),
                      60, "dpvpnd to say the table is full", interval=0.5)
@@ -230,9 +240,7 @@ def test_route_table_full_said(net):
         ok, text = ping(net, net.ns_a, "198.18.2.2", count=2)
         assert ok, text
     finally:
-        net.ns(net.ns_gwb, "ip", "-force", "-batch", "-",
-               input="".join(f"route del {p} dev vti-t1\n" for p in pfx), timeout=60,
-               check=False)
+        kernel_routes(net, net.ns_gwb, "del", pfx)
     lab.wait_for(lambda: len(b.ctl("show", "routes")["routes"]) < 100, 60, "all gone",
                  interval=0.5)
 
