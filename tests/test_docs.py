@@ -7,9 +7,12 @@ every key the config parser takes (control/config*.c's key tables) is in
 dpvpn.conf(5).  Text only: no lab, no root needed, well under a second.
 Each checker is also run on a broken input (test_*_can_fail), so that none
 of them passes whatever the docs say."""
+import ast
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -99,6 +102,62 @@ def config_sources():
     return "".join(read(f) for f in sorted(glob.glob(os.path.join(ROOT, "control", "config*.c"))))
 
 
+def pytest_command(script_text):
+    """The options of the end-to-end pytest line in scripts/test (the one that
+    runs `pytest tests`), as a list of words."""
+    for line in script_text.splitlines():
+        m = re.search(r"-m pytest (tests\b.*)", line)
+        if m and not line.lstrip().startswith("#"):
+            words = m.group(1).split()
+            ends = [i for i, w in enumerate(words) if w in ("||", "&&", "|", ";")]
+            return words[:ends[0]] if ends else words
+    return None
+
+
+NARROWING = ("-m", "-k", "--ignore", "--ignore-glob", "--deselect", "--lf", "--last-failed",
+             "--sw", "--stepwise", "-x", "--exitfirst", "--maxfail")
+
+
+def narrowing(words):
+    """What in a pytest command line would leave tests out of a pass."""
+    return [w for w in words if w.split("=")[0] in NARROWING or w.startswith("-p")]
+
+
+def defined_tests(paths):
+    """{file name: [test function names]} of test files (top level and Test* classes)."""
+    out = {}
+    for path in paths:
+        tree = ast.parse(read(path))
+        names = [n.name for n in tree.body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name.startswith("test")]
+        for c in tree.body:
+            if isinstance(c, ast.ClassDef) and c.name.startswith("Test"):
+                names += [f"{c.name}::{n.name}" for n in c.body
+                          if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        out[os.path.basename(path)] = names
+    return out
+
+
+def uncollected(defined, nodeids, listed):
+    """Tests defined in a file that the collection does not hold and that
+    ON_REQUEST (the `listed` function) does not name."""
+    got = {n.split("[")[0] for n in nodeids}
+    return [f"{f}::{t}" for f, tests in defined.items() for t in tests
+            if f"{f}::{t}" not in got and not listed(f"{f}::{t}")]
+
+
+def default_collection():
+    """Node ids that scripts/test's own pytest line collects, no DPVPN_* set."""
+    words = pytest_command(read(os.path.join(ROOT, "scripts", "test")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DPVPN_")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                        "-p", "no:cacheprovider"] + [w for w in words if w != '"$@"'],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return [ln for ln in r.stdout.splitlines() if "::" in ln]
+
+
 # ---- the repository's docs ----
 
 def test_readme_short():
@@ -126,6 +185,28 @@ def test_every_config_key_in_man_page():
     assert not missing, missing
 
 
+@pytest.mark.ci
+def test_default_pass_collects_every_test():
+    """[ci] issue 31: CI's default pass (scripts/test with no arguments) runs
+    every test; what it may leave out is listed in conftest.ON_REQUEST with why
+    (conftest fails the pass itself on an unlisted deselection or skip)."""
+    import conftest
+    words = pytest_command(read(os.path.join(ROOT, "scripts", "test")))
+    assert words and words[0] == "tests", words
+    assert not narrowing(words), f"scripts/test narrows its pytest line: {narrowing(words)}"
+    files = sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py")))
+    defined = defined_tests(files)
+    assert sum(map(len, defined.values())) > 300
+    nodeids = default_collection()
+    missing = uncollected(defined, nodeids, conftest.listed)
+    assert not missing, "out of the default pass without a line in ON_REQUEST:\n" + \
+        "\n".join(missing)
+    for key in conftest.ON_REQUEST:
+        assert conftest.listed(key), key
+        assert any(n == key or n.startswith(key) for n in nodeids), \
+            f"ON_REQUEST names {key}, which is no test"
+
+
 # ---- each checker finds what it is for ----
 
 def test_checks_can_fail(tmp_path):
@@ -151,6 +232,21 @@ def test_checks_can_fail(tmp_path):
     page_text = " ".join(f"`{n}`" for n in names)
     assert not undocumented_reasons(header, page_text)
     assert undocumented_reasons(header, page_text.replace("`no-mbuf`", "no-mbuf")) == ["no-mbuf"]
+
+    script = 'x\n/usr/bin/python3 -m pytest tests --durations=20 "$@" ||\n'
+    assert pytest_command(script) == ["tests", "--durations=20", '"$@"']
+    assert not narrowing(pytest_command(script))
+    for narrow in ('-m "not frr"', "-k bgp", "--ignore=tests/test_bgp.py", "-p no:x"):
+        words = pytest_command(script.replace("--durations", narrow + " --durations"))
+        assert narrowing(words), narrow
+    (tmp_path / "test_a.py").write_text("def test_x():\n    pass\n\n\n"
+                                        "class TestC:\n    def test_y(self):\n        pass\n")
+    defined = defined_tests([str(tmp_path / "test_a.py")])
+    assert defined == {"test_a.py": ["test_x", "TestC::test_y"]}
+    never = lambda n: None      # noqa: E731
+    assert not uncollected(defined, ["test_a.py::test_x[1]", "test_a.py::TestC::test_y"], never)
+    assert uncollected(defined, ["test_a.py::test_x"], never) == ["test_a.py::TestC::test_y"]
+    assert not uncollected(defined, ["test_a.py::test_x"], lambda n: "why" if "TestC" in n else None)
 
     src = config_sources()
     man = "\n".join(f".B {k}" for k in config_keys(src))
