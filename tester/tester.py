@@ -25,6 +25,7 @@ import os
 import platform
 import secrets
 import socket
+import stat
 import sys
 import time
 
@@ -443,9 +444,26 @@ def make_pki(workdir, count):
 
 
 def private_file(path, text):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """text to path, mode 0600 (keys inside): a file there already is
+    made 0600 before it is written (O_CREAT's mode only applies to a new one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+
+
+def emit(text, output=None):
+    """--emit-peer-config's text (keys inline) to output, mode 0600, or to
+    stdout; stdout redirected to a regular file (`> dut.conf`, which the
+    shell makes 0644 under the usual umask) is made 0600 first: dpvpnd
+    refuses a config that group or others can read."""
+    if output:
+        private_file(output, text)
+        return
+    st = os.fstat(sys.stdout.fileno())
+    if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+        os.fchmod(sys.stdout.fileno(), 0o600)
+    sys.stdout.write(text)
 
 
 QUIET_S = 0.1      # a trial's drain ends after this long without a packet
@@ -1070,8 +1088,12 @@ def main(argv=None):
     ap.add_argument("--tunnels", type=int, default=1)
     ap.add_argument("--cipher", default="aes128-gcm", choices=sorted(KEY_BYTES))
     ap.add_argument("--emit-peer-config", choices=("dpvpn", "xfrm", "swanctl"),
-                    help="write the DUT's side of the tunnels to stdout and exit "
-                         "(the keys are kept in WORKDIR/plan.json for the run)")
+                    help="write the DUT's side of the tunnels to stdout (or -o FILE), "
+                         "mode 0600, and exit (the keys are kept in WORKDIR/plan.json "
+                         "for the run)")
+    ap.add_argument("-o", "--output", metavar="FILE",
+                    help="with --emit-peer-config: write the DUT's config to FILE, mode "
+                         "0600 (its keys are inline), instead of stdout")
     ap.add_argument("--vdev-a", help="port A (faces the DUT's protected side), a --vdev")
     ap.add_argument("--vdev-b", help="port B (faces the DUT's unprotected side), a --vdev")
     ap.add_argument("--lcores", default="0-1", help="EAL -l (main lcore first)")
@@ -1171,11 +1193,13 @@ def main(argv=None):
         plan.save(saved)
         if a.ike and a.emit_peer_config == "xfrm":
             ap.error("--emit-peer-config xfrm: static SAs only (no --ike)")
-        sys.stdout.write({"dpvpn": plan.dut_config_dpvpn, "xfrm": plan.dut_config_xfrm,
-                          "swanctl": lambda: plan.dut_config_swanctl(
-                              plan.psk_text() if plan.psk_file else None)}
-                         [a.emit_peer_config]())
+        emit({"dpvpn": plan.dut_config_dpvpn, "xfrm": plan.dut_config_xfrm,
+              "swanctl": lambda: plan.dut_config_swanctl(
+                  plan.psk_text() if plan.psk_file else None)}
+             [a.emit_peer_config](), a.output)
         return 0
+    if a.output:
+        ap.error("-o/--output goes with --emit-peer-config")
     if not (a.vdev_a and a.vdev_b):
         ap.error("--vdev-a and --vdev-b are required to run")
     doc = run(a, plan)
