@@ -92,6 +92,53 @@ def _built():
             pytest.exit(f"{exe} is missing: run scripts/test (it builds first)", 2)
 
 
+# Tests leave the host alone ([ops] issue 27): what a test may change lives in
+# its own temporary directories and namespaces.  These are read before the
+# session and compared after every test, naming the test that changed one.
+HOST_FILES = ("/etc/resolv.conf", "/etc/hosts", "/proc/sys/vm/nr_hugepages")
+
+
+def host_state():
+    out = {}
+    for path in HOST_FILES:
+        try:
+            with open(path, "rb") as f:
+                out[path] = f.read()
+        except OSError as e:
+            out[path] = f"unreadable: {e.strerror}".encode()
+    return out
+
+
+_host_before = host_state()
+
+
+def host_changes(before, after):
+    """The host files that differ, each with what it held and holds."""
+    return [f"{p}: was {before[p][:200]!r}, now {after[p][:200]!r}"
+            for p in before if after.get(p) != before[p]]
+
+
+def restore(before, after):
+    """Puts back what a test changed, so that one test fails, not every later one."""
+    for path in before:
+        if after.get(path) != before[path]:
+            try:
+                with open(path, "wb") as f:
+                    f.write(before[path])
+            except OSError:
+                pass
+
+
+@pytest.fixture(autouse=True)
+def _host_untouched():
+    yield
+    after = host_state()
+    changed = host_changes(_host_before, after)
+    if changed:
+        restore(_host_before, after)
+        pytest.fail("the test changed the host:\n" + "\n".join(changed), pytrace=False)
+
+
 # scripts/sanitize runs the suite against the ASan+UBSan build with every
 # report written to a file in this directory (ASAN_OPTIONS log_path).
 SANITIZER_LOGS = os.environ.get("DPVPN_SANITIZER_LOGS")

@@ -404,8 +404,14 @@ class Charon:
 
     def start(self, timeout=20):
         # unshare -m: private mounts; /run is then this charon's own directory
-        # (pid file); `exec` keeps the pid so that kill() reaches charon itself.
+        # (pid file), and /etc/resolv.conf a copy of its own: its resolve plugin
+        # writes the DNS servers a gateway hands out there ([ops] issue 27: it
+        # wrote into the host's, `ip netns exec` shares /etc).  `exec` keeps the
+        # pid so that kill() reaches charon itself.
+        resolv = os.path.join(self.dir, "resolv.conf")
+        shutil.copyfile("/etc/resolv.conf", resolv)
         script = (f"mount --bind {self.dir}/run /run && "
+                  f"mount --bind {resolv} /etc/resolv.conf && "
                   f"exec env STRONGSWAN_CONF={self.conf} {CHARON}")
         self.proc = Proc(self.name, ["unshare", "-m", "--propagation", "private",
                                      "sh", "-c", script], self.dir, self.netns)

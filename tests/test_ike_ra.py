@@ -49,6 +49,7 @@ local = {out}
 remote = %any
 local-ts = {peer_net}
 pool = {pool}
+dns = 198.18.1.53
 cipher = aes128-gcm
 keying = ike
 auth = pubkey
@@ -163,6 +164,13 @@ def test_road_warrior_gets_address_and_pings():
     with swan.SwanLab("aes128gcm16") as sl:
         setup_lab(sl, pki)
         connect(sl, "10.77.0.1")
+        # the DNS server of the section's `dns` reached charon, whose resolve
+        # plugin wrote it into its own /etc/resolv.conf (tests/swan.py's bind
+        # mount), not the host's: conftest's _host_untouched checks the host's
+        with open(os.path.join(sl.swan.dir, "resolv.conf")) as f:
+            assert "nameserver 198.18.1.53" in f.read(), sl.swan.log_text()[-3000:]
+        with open("/etc/resolv.conf") as f:     # charon takes it back when it
+            assert "198.18.1.53" not in f.read()    # stops, unless killed -9
         show = sl.gw.ctl("show", "ike")
         clients = show["clients"]
         assert len(clients) == 1, show
