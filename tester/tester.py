@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import socket
 import stat
 import sys
@@ -1083,6 +1084,15 @@ def run(a, plan):
     return doc
 
 
+def on_sigterm(*_):
+    """SIGTERM (kill, a script's clean-up, timeout(1)) unwinds as Ctrl-C
+    does, once: the tester's dataplane and dpvpnd are stopped, not left
+    behind; a second SIGTERM (a process group's and then the pid's) would
+    otherwise cut that stop short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signal.SIGTERM)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="dpvpn-tester", description=__doc__.split("\n")[0])
     ap.add_argument("--tunnels", type=int, default=1)
@@ -1152,6 +1162,7 @@ def main(argv=None):
                           "50 %% and 90 %% of its NDR, loss and gap per rekey")
     ike.add_argument("--rekey-seconds", type=float, default=10.0)
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, on_sigterm)
     if a.rekey_rate and a.rekey_rate / a.tunnels > 1 / REKEY_GRACE_S:
         ap.error(f"--rekey-rate: {a.rekey_rate}/s over {a.tunnels} tunnels rekeys one "
                  f"more often than every {REKEY_GRACE_S:g} s, while its last rekey's old "
