@@ -233,6 +233,10 @@ struct ike_sa {
 	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
 	bool req_frag, resp_frag;	/* req, last_resp hold fragments (ike_frag_send) */
 	struct frag_rx frx[2];		/* [0] the peer's request, [1] the answer to ours */
+	/* ike_keep.c: its place + 1 in ctx->dirty (0: not marked since the last
+	 * ike_keep_take); kept: the owner was given a record of it */
+	uint32_t keep_slot;
+	bool kept;
 };
 
 /* CHILD_SA i of sa (i < n_kids, or 0). */
@@ -264,6 +268,14 @@ struct ike_ctx {
 	unsigned cookie_threshold, half_open;
 	uint8_t cookie_secret[32];
 	struct ike_stats stats;
+	/* ike_keep.c: SAs changed since the last ike_keep_take (NULL: gone since),
+	 * and the SPIs of those with a record that went */
+	bool keep_on;
+	struct ike_sa **dirty;
+	size_t n_dirty, cap_dirty;
+	uint8_t (*gone)[2 * IKE_SPI_LEN];
+	size_t n_gone, cap_gone;
+	uint64_t keep_lost;		/* changes not tracked: out of memory */
 };
 
 #define IKE_SA_BUCKETS		16384	/* SAs by SPIi: <= 1 a bucket at 10 000 */
@@ -504,6 +516,12 @@ int ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hd
 
 /* ike_timer.c */
 int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+
+/* ike_keep.c: sa changed (a message in or out, CHILD_SAs handed over): its
+ * record is due; sa goes: its record too */
+void ike_keep_mark(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_keep_forget(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_keep_free(struct ike_ctx *ctx);
 
 /* ike_cp.c: remote access (RFC 7296 3.15). */
 int ike_cp_conn_init(struct conn *c, char *err, size_t elen);

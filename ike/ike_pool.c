@@ -224,6 +224,8 @@ take_slot(struct ike_pool *p)
 {
 	uint32_t i;
 
+	while (p->next_unused < p->size && p->slots[p->next_unused].state != S_UNUSED)
+		p->next_unused++;	/* (taken by ike_pool_lease_at) */
 	if (p->next_unused < p->size)
 		return p->next_unused++;
 	i = p->ohead;
@@ -268,6 +270,35 @@ leased:
 	p->slots[i].state = S_LEASED;
 	p->st.leased++;
 	addr_of(p, i, addr);
+	return 0;
+}
+
+int
+ike_pool_lease_at(struct ike_pool *p, const void *id, size_t id_len, const uint8_t *addr)
+{
+	uint32_t i = index_of(p, addr), h = id_hash(id, id_len);
+	uint8_t *copy;
+
+	if (i == NONE || id_len > IKE_POOL_ID_MAX)
+		return -EINVAL;
+	if (p->slots[i].state == S_LEASED)
+		return -EBUSY;
+	copy = malloc(id_len ? id_len : 1);
+	if (copy == NULL)
+		return -ENOMEM;
+	if (p->slots[i].state == S_OFFLINE) {	/* another identity's, or its own */
+		offline_unlink(p, i);
+		hash_unlink(p, i);
+		free(p->slots[i].id);
+	}
+	memcpy(copy, id, id_len);
+	p->slots[i].id = copy;
+	p->slots[i].id_len = (uint16_t)id_len;
+	p->slots[i].hash = h;
+	p->slots[i].hnext = p->buckets[h & p->hmask];
+	p->buckets[h & p->hmask] = i;
+	p->slots[i].state = S_LEASED;
+	p->st.leased++;
 	return 0;
 }
 

@@ -55,6 +55,13 @@ void ike_pool_free(struct ike_pool *p);
  */
 int ike_pool_lease(struct ike_pool *p, const void *id, size_t id_len, uint8_t *addr);
 
+/*
+ * Lease addr itself to id (an IKE SA taken up again after a restart keeps its
+ * client's address): 0, -EBUSY if it is online, -EINVAL if it is not one of
+ * the pool's (or id is too long), -ENOMEM.  An offline lease of it is taken.
+ */
+int ike_pool_lease_at(struct ike_pool *p, const void *id, size_t id_len, const uint8_t *addr);
+
 /* Give back addr, leased before: 0, or -ENOENT if it is not online in p. */
 int ike_pool_release(struct ike_pool *p, const uint8_t *addr);
 

@@ -81,6 +81,7 @@ static void
 sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_t now)
 {
 	sa->owner_knows = old->owner_knows;
+	ike_keep_mark(ctx, sa);		/* the CHILD_SAs' IKE SA now: its record is due */
 	/* every CHILD_SA with its rekey state; old keeps none */
 	ike_dh_free(sa->kid0.rk_dh);
 	sa->kid0 = old->kid0;

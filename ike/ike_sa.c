@@ -191,6 +191,7 @@ ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
 void
 ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 {
+	ike_keep_mark(ctx, sa);
 	ctx->stats.tx++;
 	sa->tx++;
 	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
@@ -201,6 +202,7 @@ void
 ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	    const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag)
 {
+	ike_keep_mark(ctx, sa);
 	if (frag) {
 		ike_frag_send(ctx, sa, local, remote, m, len);
 		return;
@@ -527,6 +529,7 @@ ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
 	if (sa->state == IKE_ST_HALF_OPEN && st != IKE_ST_HALF_OPEN)
 		ctx->half_open--;
 	sa->state = st;
+	ike_keep_mark(ctx, sa);
 }
 
 void
@@ -562,6 +565,7 @@ ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
 	ike_log(ctx, sa, "IKE SA ends: %s", why);
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
 	ike_cp_release(sa);		/* remote access: the lease goes offline */
+	ike_keep_forget(ctx, sa);
 	sa_unlink(ctx, sa);
 	sa_free(sa);
 }
@@ -870,6 +874,7 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 	if (sa == NULL)
 		return ike_drop(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
 	sa->rx++;
+	ike_keep_mark(ctx, sa);		/* what it changes is kept after this call */
 	if (h.flags & IKE_F_RESPONSE)
 		return on_response(ctx, sa, &h, msg, len, now_ms);
 	return on_request(ctx, sa, local, remote, &h, msg, len, now_ms);
@@ -1075,6 +1080,7 @@ ike_free(struct ike_ctx *ctx)
 		ike_sa_end(ctx, ctx->sas, "shut down");
 	while (ctx->conns != NULL)	/* no SA left: nothing to send, children freed too */
 		(void)ike_conn_remove(ctx, ctx->conns->cfg.name, 0);
+	ike_keep_free(ctx);
 	ctx_free_tables(ctx);
 	explicit_bzero(ctx, sizeof(*ctx));
 	free(ctx);

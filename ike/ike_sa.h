@@ -233,6 +233,12 @@ struct ike_ops {
 	void (*ike_down)(void *opaque, const char *conn, const char *why);
 	/* Optional: why a message was dropped, naming the field (never a key). */
 	void (*log)(void *opaque, const char *conn, const char *msg);
+	/*
+	 * Optional: ike_sa_import brought back an IKE SA with this CHILD_SA up,
+	 * as child_up describes it but without keys (they are where the last
+	 * owner installed them).
+	 */
+	void (*child_kept)(void *opaque, const char *conn, const struct ike_child *c);
 };
 
 /* Why a received message was dropped or refused: one counter each. */
@@ -431,6 +437,32 @@ int ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ik
 	      const uint8_t *msg, size_t len, uint64_t now_ms);
 /* Timers: retransmissions, liveness checks, half-open expiry, CHILD_SA and IKE SA rekeys. */
 void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
+
+/*
+ * Keeping IKE SAs across a restart of their owner (ike_keep.c).  After
+ * ike_keep_start, ike_keep_take calls fn for each IKE SA that changed since
+ * the last call: rec (len bytes, at most IKE_KEEP_MAX) is its record, to be
+ * kept by the SA's SPIs in place of the one before, or NULL (len 0) when the
+ * SA has none any more (it ended, was replaced by a rekey or is being
+ * deleted): its record goes.  Records hold the SA's keys: store them as
+ * safely as the CHILD_SAs' keys, and wipe them when they go.  Returns the
+ * calls made.
+ *
+ * ike_sa_import makes an IKE SA again from a record in a context that has its
+ * connection (added first): 0, and child_kept for every CHILD_SA up in it;
+ * it then goes on as before (same SPIs, keys, message IDs, lease, rekey
+ * times).  Else nothing is made and err says why: -EINVAL (not a record of
+ * this version), -EAGAIN (an exchange was half done when it was taken: make
+ * a new IKE SA), -ESTALE (its connection is gone, or changed: addresses,
+ * proposals, children, the client's address), -EEXIST, -ENOMEM.
+ */
+#define IKE_KEEP_MAX		12288
+typedef void (*ike_keep_fn)(void *arg, const uint8_t *spi_i, const uint8_t *spi_r,
+			    const uint8_t *rec, size_t len);
+void ike_keep_start(struct ike_ctx *ctx);
+unsigned ike_keep_take(struct ike_ctx *ctx, ike_keep_fn fn, void *arg);
+int ike_sa_import(struct ike_ctx *ctx, const uint8_t *rec, size_t len, uint64_t now_ms,
+		  char *err, size_t elen);
 
 /* Calls fn for each IKE SA, in no particular order; fn must not change ctx. */
 void ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa_status *st),

@@ -209,6 +209,37 @@ test_bad_prefix(void **state)
 	ike_pool_free(NULL);
 }
 
+/* ike_pool_lease_at: an IKE SA taken up again after a restart keeps its address. */
+static void
+test_lease_at(void **state)
+{
+	struct ike_pool *p = pool(AF_INET, "10.9.0.0", 29);	/* .1 .. .6 */
+	struct ike_pool_stats st;
+	uint8_t a[4];
+
+	(void)state;
+	assert_int_equal(inet_pton(AF_INET, "10.9.0.3", a), 1);
+	assert_int_equal(ike_pool_lease_at(p, "carol", 5, a), 0);
+	assert_int_equal(ike_pool_lease_at(p, "dave", 4, a), -EBUSY);	/* online */
+	/* new leases go round it: .1, .2, then .4 */
+	expect_lease(p, AF_INET, "x", "10.9.0.1");
+	expect_lease(p, AF_INET, "y", "10.9.0.2");
+	expect_lease(p, AF_INET, "z", "10.9.0.4");
+	/* released, carol gets .3 back as from any lease */
+	assert_int_equal(ike_pool_release(p, a), 0);
+	expect_lease(p, AF_INET, "carol", "10.9.0.3");
+	assert_int_equal(ike_pool_release(p, a), 0);
+	/* an offline lease of another identity is taken by lease_at */
+	assert_int_equal(ike_pool_lease_at(p, "dave", 4, a), 0);
+	expect_lease(p, AF_INET, "carol", "10.9.0.5");		/* .3 is dave's now */
+	ike_pool_stats(p, &st);
+	assert_int_equal(st.leased, 5);
+	assert_int_equal(st.offline, 0);
+	assert_int_equal(inet_pton(AF_INET, "10.9.0.7", a), 1);	/* broadcast: not one */
+	assert_int_equal(ike_pool_lease_at(p, "e", 1, a), -EINVAL);
+	ike_pool_free(p);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -216,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_reuse_by_identity),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_bad_prefix),
+		cmocka_unit_test(test_lease_at),
 	};
 
 	return cmocka_run_group_tests_name("ike-pool", tests, NULL, NULL);

@@ -61,6 +61,9 @@ struct side {
 	unsigned n_up;
 	uint32_t down_in, down_out;
 	char why[128];
+	uint64_t last_iv;		/* the last SK payload's IV sent (GCM: a counter) */
+	unsigned n_kept;		/* child_kept calls (ike_sa_import) */
+	struct ike_child kept;		/* the last one */
 };
 
 static struct side I, R;		/* initiator, responder */
@@ -76,6 +79,11 @@ cb_send(void *opaque, const struct ike_addr *local, const struct ike_addr *remot
 
 	assert_true(s->n < QMAX);
 	assert_true(len <= PKT_MAX);
+	if (len > 40 && msg[16] == 46) {	/* IKE header, SK payload header, IV */
+		s->last_iv = 0;
+		for (unsigned i = 0; i < 8; i++)
+			s->last_iv = s->last_iv << 8 | msg[32 + i];
+	}
 	p = &s->q[s->n++];
 	p->src = *local;
 	p->dst = *remote;
@@ -134,9 +142,19 @@ cb_log(void *opaque, const char *conn, const char *msg)
 		fprintf(stderr, "[%s] %s: %s\n", opaque == &R ? "R" : "I", conn, msg);
 }
 
+static void
+cb_child_kept(void *opaque, const char *conn, const struct ike_child *c)
+{
+	struct side *s = opaque;
+
+	assert_true(strcmp(conn, "t") == 0 || conn[0] == 'k');
+	s->n_kept++;
+	s->kept = *c;
+}
+
 static const struct ike_ops ops = {
 	.send = cb_send, .child_up = cb_child_up, .child_down = cb_child_down,
-	.ike_down = cb_ike_down, .log = cb_log,
+	.ike_down = cb_ike_down, .log = cb_log, .child_kept = cb_child_kept,
 };
 
 /* ---- queues ------------------------------------------------------------- */
@@ -3754,6 +3772,250 @@ test_frag_forged(void **state)
 	pki_free(&f);
 }
 
+/* ---- keeping IKE SAs across a restart of the owner (ike_keep.c) ---------- */
+
+struct kept {
+	uint8_t rec[IKE_KEEP_MAX];
+	size_t len;
+	unsigned calls, gone;
+};
+
+static void
+keep_fn(void *arg, const uint8_t *spi_i, const uint8_t *spi_r, const uint8_t *rec, size_t len)
+{
+	struct kept *k = arg;
+
+	assert_non_null(spi_i);
+	assert_non_null(spi_r);
+	k->calls++;
+	if (rec == NULL) {
+		assert_int_equal(len, 0);
+		k->gone++;
+		return;
+	}
+	assert_true(len > 0 && len <= IKE_KEEP_MAX);
+	memcpy(k->rec, rec, len);
+	k->len = len;
+}
+
+/* s's record now (the last of its SA's), k emptied first. */
+static void
+take(struct side *s, struct kept *k)
+{
+	memset(k, 0, sizeof(*k));
+	ike_keep_take(s->ctx, keep_fn, k);
+}
+
+/*
+ * s's process dies (kill -9: nothing sent, nothing ended) and a new one with
+ * connection c takes the IKE SA up from record k.  The import's result.
+ */
+static int
+restart_side(struct side *s, const struct ike_conn_cfg *c, const struct kept *k, uint64_t now,
+	     char *err, size_t elen)
+{
+	struct ike_ctx *old = s->ctx;
+	unsigned downs = s->downs, ike_downs = s->ike_downs;
+	int rc;
+
+	s->ctx = ike_new(&ops, s);
+	assert_non_null(s->ctx);
+	assert_int_equal(ike_conn_add(s->ctx, c, err, elen), 0);
+	ike_keep_start(s->ctx);
+	s->n_kept = 0;
+	rc = ike_sa_import(s->ctx, k->rec, k->len, now, err, elen);
+	ike_free(old);			/* what a dead process leaves: nothing sent */
+	s->downs = downs;
+	s->ike_downs = ike_downs;
+	s->n = 0;
+	return rc;
+}
+
+/*
+ * The initiator's owner restarts, then the responder's: each takes the IKE
+ * SA up from its record, and liveness checks, a CHILD_SA rekey and an IKE
+ * SA rekey go on with the peer as if nothing happened (no reject, no new
+ * IKE_SA_INIT); records follow every change, and the replaced SA's goes.
+ */
+static void
+test_keep_restart(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	static struct kept k;
+	uint64_t now = 0;
+	char err[128];
+
+	(void)state;
+	ci.dpd_ms = cr.dpd_ms = 10000;
+	start(&ci, &cr);
+	ike_keep_start(I.ctx);
+	ike_keep_start(R.ctx);
+	bring_up(now);
+	for (struct side *s = &I; s != NULL; s = s == &I ? &R : NULL) {
+		const struct ike_conn_cfg *c = s == &I ? &ci : &cr;
+		uint32_t spi_in = s->child.spi_in, spi_out = s->child.spi_out;
+		unsigned ups = s->ups, sent = s->sent;
+		uint64_t iv = s->last_iv;
+
+		take(s, &k);
+		assert_int_equal(k.calls, 1);
+		assert_int_equal(restart_side(s, c, &k, now, err, sizeof(err)), 0);
+		assert_int_equal(s->n_kept, 1);		/* told, with no new child_up */
+		assert_int_equal(s->ups, ups);
+		assert_int_equal(s->kept.spi_in, spi_in);
+		assert_int_equal(s->kept.spi_out, spi_out);
+		assert_int_equal(s->kept.enc_key_len, 0);	/* no keys in a record */
+		assert_int_equal(s->sent, sent);		/* nothing sent by the import */
+		assert_established();
+		now += 10000;				/* liveness checks both ways */
+		ike_tick(I.ctx, now);
+		ike_tick(R.ctx, now);
+		pump(now);
+		assert_established();
+		assert_true(s->last_iv > iv + 1000);	/* IVs moved on past the old owner's */
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		assert_int_equal(ike_child_rekey(s->ctx, "t", now), 0);	/* the restarted side's */
+		pump(now);
+		now += 3000;				/* the old CHILD_SA's Delete */
+		ike_tick(I.ctx, now);
+		ike_tick(R.ctx, now);
+		pump(now);
+		assert_int_equal(status(s).st.child_rekeys, 1 + (s == &R));
+		assert_int_equal(ike_sa_rekey(s->ctx, "t", now), 0);
+		pump(now);
+		assert_int_equal(status(&I).n, 1);
+		assert_int_equal(status(&R).n, 1);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		take(s, &k);				/* the new SA's record, the old one's gone */
+		assert_int_equal(k.gone, 1);
+		assert_true(k.len > 0);
+	}
+	assert_int_equal(status(&I).st.ike_rekeys, 2);
+	stop();
+}
+
+/*
+ * A liveness check out when the owner died: kept with its bytes and sent
+ * again at once by the new owner; the peer answers a first copy, and a
+ * copy of a request it answered already with its cached answer.
+ */
+static void
+test_keep_dpd_in_flight(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	static struct kept k;
+	char err[128];
+
+	(void)state;
+	ci.dpd_ms = 10000;
+	for (int answered = 0; answered < 2; answered++) {
+		start(&ci, &cr);
+		ike_keep_start(I.ctx);
+		bring_up(0);
+		ike_tick(I.ctx, 10000);
+		assert_int_equal(I.n, 1);
+		take(&I, &k);
+		if (answered) {				/* R answered; the answer is lost */
+			struct pkt p = pop(&I);
+
+			deliver(&R, &p, 10000);
+			R.n = 0;
+		}
+		assert_int_equal(restart_side(&I, &ci, &k, 10001, err, sizeof(err)), 0);
+		ike_tick(I.ctx, 10001);
+		assert_int_equal(I.n, 1);		/* sent again at once */
+		pump(10001);
+		assert_established();
+		assert_int_equal(status(&R).st.peer_next_id, 3);	/* INIT, AUTH, the check */
+		assert_int_equal(ike_get_stats(R.ctx)->resent_responses, (uint64_t)answered);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		ike_tick(I.ctx, 20001);			/* the next check: a new message ID */
+		pump(20001);
+		assert_int_equal(status(&R).st.peer_next_id, 4);
+		assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+		stop();
+	}
+}
+
+/* Records that are not taken up: each refused with why, nothing made. */
+static void
+test_keep_refused(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci), moved = ci;
+	static struct kept k;
+	char err[128];
+
+	(void)state;
+	start(&ci, &cr);
+	ike_keep_start(I.ctx);
+	bring_up(0);
+	take(&I, &k);
+	/* garbage, a cut record, a connection whose peer moved */
+	k.rec[0] ^= 0xff;
+	assert_int_equal(ike_sa_import(R.ctx, k.rec, k.len, 0, err, sizeof(err)), -EINVAL);
+	k.rec[0] ^= 0xff;
+	assert_int_equal(ike_sa_import(R.ctx, k.rec, k.len - 1, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "do not add up"));
+	assert_int_equal(ike_sa_import(I.ctx, k.rec, k.len, 0, err, sizeof(err)), -EEXIST);
+	moved.remote = addr4("198.51.100.2");
+	assert_int_equal(restart_side(&I, &moved, &k, 0, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "addresses changed"));
+	assert_int_equal(status(&I).n, 0);
+	assert_int_equal(I.n_kept, 0);
+	stop();
+	/* a CHILD_SA rekey of ours out: half done, a new IKE SA is the way */
+	start(&ci, &cr);
+	ike_keep_start(I.ctx);
+	bring_up(0);
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
+	take(&I, &k);
+	assert_int_equal(restart_side(&I, &ci, &k, 100, err, sizeof(err)), -EAGAIN);
+	assert_non_null(strstr(err, "half done"));
+	assert_int_equal(status(&I).n, 0);
+	stop();
+}
+
+/* A remote-access client's IKE SA: taken up with its lease, which stays online. */
+static void
+test_keep_remote_access(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	static struct kept k;
+	struct side first;
+	char err[128];
+
+	(void)state;
+	ci.want_vip = true;
+	ci.ts_local = pfx4("0.0.0.0", 0);
+	cr = cfg_ra(&ci);
+	ci.remote = addr4("198.51.100.1");
+	start(&ci, &cr);
+	ike_keep_start(R.ctx);
+	bring_up(0);
+	take(&R, &k);
+	assert_int_equal(restart_side(&R, &cr, &k, 0, err, sizeof(err)), 0);
+	assert_int_equal(R.n_kept, 1);
+	assert_memory_equal(R.kept.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
+	assert_true(status(&R).st.has_vip);
+	assert_int_equal(status(&R).st.peer_id.len, ci.local_id.len);
+	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);	/* the client rekeys */
+	pump(100);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	/* the /32 pool's one address is online again: a second client is refused */
+	first = I;
+	memset(&I, 0, sizeof(I));
+	I.ctx = ike_new(&ops, &I);
+	ci.local = addr4("192.0.2.2");
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	bring_up(0);
+	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 1);
+	ike_free(I.ctx);
+	I = first;
+	stop();
+	pki_free(&f);
+}
+
 int
 main(void)
 {
@@ -3822,6 +4084,10 @@ main(void)
 		cmocka_unit_test(test_ike_rekey_50),
 		cmocka_unit_test(test_ike_rekey_bad_ke),
 		cmocka_unit_test(test_conn_add_checks),
+		cmocka_unit_test(test_keep_restart),
+		cmocka_unit_test(test_keep_dpd_in_flight),
+		cmocka_unit_test(test_keep_refused),
+		cmocka_unit_test(test_keep_remote_access),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
