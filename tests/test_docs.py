@@ -252,3 +252,103 @@ def test_checks_can_fail(tmp_path):
     man = "\n".join(f".B {k}" for k in config_keys(src))
     assert not undocumented_keys(src, man)
     assert undocumented_keys(src, man.replace(".B esn\n", ".B esn-x\n")) == ["esn"]
+
+
+# ---- [ops] issue 27, requirement 7: no doc calls missing what the parser takes ----
+
+# a sentence that says a feature is missing ("not yet valid" and the like,
+# a state, not a claim, are not)
+MISSING_CLAIM = re.compile(r"\bnot yet\b(?!\s+(?:valid|\w+ed)\b)|not in dpvpn|work in progress|"
+                           r"\bpsk only\b|not supported|\bunsupported\b|not built|"
+                           r"no support for|not implemented", re.I)
+# features the parser takes under names other than their keys
+FEATURE_WORDS = ("certificate", "pfs", "virtual ip", "vips", "road warrior", "road-warrior",
+                 "remote access")
+
+
+def claim_clause(lines, i, m):
+    """The clause of lines[i] that holds the match m: a table row's cell, a
+    sentence's part between '.' or ';' (the line and the next)."""
+    line = lines[i]
+    start, text = 0, line + " " + (lines[i + 1] if i + 1 < len(lines) else "")
+    if line.lstrip().startswith("|"):
+        start = line.rfind(" | ", 0, m.start()) + 1
+        end = line.find(" | ", m.end())
+        text = line[:end] if end >= 0 else line
+    cuts = [x.end() for x in re.finditer(r"[.;]\s", text[start:m.start()])]
+    start += cuts[-1] if cuts else 0
+    end = re.search(r"[.;]\s|$", text[m.end():])
+    return text[start:m.end() + end.start()]
+
+
+def man_entry_key(lines, i):
+    """In a man page, the key whose .TP entry line i is in (its first .B word)."""
+    for j in range(i, 0, -1):
+        if lines[j - 1].startswith(".TP") and lines[j].startswith((".B ", ".BR ", ".BI ")):
+            return lines[j].split()[1].strip('"')
+        if lines[j].startswith(".SH"):
+            return None
+    return None
+
+
+def false_missing_claims(paths, keys):
+    """file:line of each sentence that says a feature is missing ("not yet",
+    "not in dpvpn", "work in progress", "PSK only", "not supported", ...)
+    and names a key the config parser takes (`key`, \\fBkey, a hyphenated
+    key as a word, a man page entry's key) or a feature word of FEATURE_WORDS.
+    A clause that says the key is refused agrees with the parser."""
+    out = []
+    for path in paths:
+        lines = read(path).splitlines()
+        man = path.endswith((".5", ".8"))
+        for i, line in enumerate(lines):
+            for m in MISSING_CLAIM.finditer(line):
+                clause = claim_clause(lines, i, m)
+                if re.search(r"\brefuse[sd]?\b", clause):
+                    continue
+                low = clause.lower()
+                hits = [w for w in FEATURE_WORDS if w in low]
+                if m.group(0).lower() == "psk only":     # certificates missing
+                    hits.append("auth")
+                hits += [k for k in keys if re.search(
+                    rf"`{re.escape(k)}`|\\fB{re.escape(k)}\b|^\.BR? {re.escape(k)}\b", clause, re.M)
+                    or ("-" in k and re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", clause))]
+                entry = man_entry_key(lines, i) if man else None
+                if entry in keys:
+                    hits.append(entry)
+                if hits:
+                    out.append(f"{os.path.relpath(path, ROOT)}:{i + 1}: {m.group(0)!r} about "
+                               f"{', '.join(sorted(set(hits)))}: {clause.strip()[:120]}")
+    return out
+
+
+def doc_pages():
+    return md_files() + sorted(glob.glob(os.path.join(ROOT, "doc", "*.[58]")))
+
+
+def test_no_doc_calls_an_accepted_feature_missing():
+    keys = config_keys(config_sources())
+    pages = doc_pages()
+    assert len(pages) > 15
+    bad = false_missing_claims(pages, keys)
+    assert not bad, "docs that call missing what the config parser takes:\n" + "\n".join(bad)
+
+
+def test_missing_claim_check_can_fail(tmp_path):
+    keys = config_keys(config_sources())
+    assert {"auth", "virtual-ip", "esp-proposals", "cert"} <= set(keys)
+    page = tmp_path / "page.md"
+    ok = ("Certificates: `auth = pubkey`. A cert not yet valid is refused.\n"
+          "| `compress` | not supported: the key is refused |\n"
+          "| `trap` | initiate on traffic: not in dpvpn |\n")
+    page.write_text(ok)
+    assert not false_missing_claims([str(page)], keys)
+    for claim in ("Not yet: certificates, PFS.", "dpvpnd has PSK only.",
+                  "| `pools` | a pool; dpvpnd as a client (`vips = 0.0.0.0`): not in dpvpn |",
+                  "`virtual-ip` is not supported.", "Road warriors: work in progress."):
+        page.write_text(ok + claim + "\n")
+        assert len(false_missing_claims([str(page)], keys)) == 1, claim
+    man = tmp_path / "x.5"
+    man.write_text(".SH KEYS\n.TP\n.B auth\nHow peers prove who they are.  Work in progress.\n")
+    assert false_missing_claims([str(man)], keys) == [
+        f"{os.path.relpath(str(man), ROOT)}:4: 'Work in progress' about auth: Work in progress"]
