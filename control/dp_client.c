@@ -215,6 +215,24 @@ int dp_call(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_l
 }
 
 /* One page: append its entries to *entries; returns entries added or -1. */
+int dp_call_var(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_len,
+		void *reply, uint32_t cap, uint32_t *got)
+{
+	ssize_t n;
+
+	if (send_req(dp, type, req, req_len))
+		return -1;
+	n = recv_reply(dp, type);
+	if (n < 0)
+		return -1;
+	if ((size_t)n > cap)
+		return fail(dp, "reply payload of %zd bytes, room for %u", n, cap);
+	memcpy(reply, rxbuf + sizeof(struct dpvpn_msg_hdr), (size_t)n);
+	explicit_bzero(rxbuf, sizeof(struct dpvpn_msg_hdr) + (size_t)n);	/* (records: keys) */
+	*got = (uint32_t)n;
+	return 0;
+}
+
 static int dump_page(struct dp_client *dp, uint16_t type, size_t esize, uint8_t **entries,
 		     uint32_t got, uint32_t *total)
 {

@@ -43,6 +43,13 @@ int dp_call(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_l
 	    void *reply, uint32_t reply_len);
 
 /*
+ * The same with a reply of any length up to cap bytes (KEEP_LIST): its
+ * length in *got; the receive buffer is wiped after the copy.
+ */
+int dp_call_var(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_len,
+		void *reply, uint32_t cap, uint32_t *got);
+
+/*
  * Read a whole paged table (SHOW_PORTS, SHOW_SA, SHOW_POLICIES) into a new
  * array of *n entries of entry_size bytes; free() it.  Returns 0 or -1.
  */

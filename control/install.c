@@ -906,33 +906,51 @@ void inst_fingerprint(struct cfg *cfg)
 		fingerprint(cfg->tunnels[i]);
 }
 
+/* t without line numbers and key text (the digest fp stands for the keys and the PSK). */
+static void tunnel_normalize(struct cfg_tunnel *t)
+{
+	t->line = t->local_line = t->remote_line = t->lts_line = t->rts_line = 0;
+	t->port_line = t->frag_line = t->seq_line = 0;
+	for (struct cfg_sa_key *k = &t->out; k; k = k == &t->out ? &t->in : NULL) {
+		k->spi_line = k->key_line = k->key_is_file = 0;
+		k->auth_line = k->auth_is_file = 0;
+		explicit_bzero(k->keymat, sizeof(k->keymat));
+		explicit_bzero(k->authmat, sizeof(k->authmat));
+	}
+	t->ike.line = t->ike.psk_line = 0;
+	t->ike.pki.auth_line = t->ike.pki.cert_line = t->ike.pki.key_line = 0;
+	t->ike.pki.ca_line = t->ike.pki.crl_line = 0;	/* pki.digest stands for the files */
+	t->ike.psk_len = 0;
+	explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
+	t->mode_line = t->rpf_line = t->host_line = t->inside_line = 0;
+	t->host_access_line = 0;
+}
+
 /* Equal but for line numbers and key text (the digest stands for the keys and the PSK). */
 int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b)
 {
 	struct cfg_tunnel x = *a, y = *b;
 	int same;
 
-	for (struct cfg_tunnel *t = &x; t; t = t == &x ? &y : NULL) {
-		t->line = t->local_line = t->remote_line = t->lts_line = t->rts_line = 0;
-		t->port_line = t->frag_line = t->seq_line = 0;
-		for (struct cfg_sa_key *k = &t->out; k; k = k == &t->out ? &t->in : NULL) {
-			k->spi_line = k->key_line = k->key_is_file = 0;
-			k->auth_line = k->auth_is_file = 0;
-			explicit_bzero(k->keymat, sizeof(k->keymat));
-			explicit_bzero(k->authmat, sizeof(k->authmat));
-		}
-		t->ike.line = t->ike.psk_line = 0;
-		t->ike.pki.auth_line = t->ike.pki.cert_line = t->ike.pki.key_line = 0;
-		t->ike.pki.ca_line = t->ike.pki.crl_line = 0;	/* pki.digest stands for the files */
-		t->ike.psk_len = 0;
-		explicit_bzero(t->ike.psk, sizeof(t->ike.psk));
-		t->mode_line = t->rpf_line = t->host_line = t->inside_line = 0;
-		t->host_access_line = 0;
-	}
+	tunnel_normalize(&x);
+	tunnel_normalize(&y);
 	same = memcmp(&x, &y, sizeof(x)) == 0;
 	explicit_bzero(&x, sizeof(x));
 	explicit_bzero(&y, sizeof(y));
 	return same;
+}
+
+void inst_tunnel_digest(const struct cfg_tunnel *t, uint8_t out[32])
+{
+	struct cfg_tunnel x = *t;
+	unsigned int len = 32;
+
+	tunnel_normalize(&x);
+	memset(x.fp, 0, sizeof(x.fp));		/* digests under this process's secret: */
+	memset(x.ike.pki.digest, 0, sizeof(x.ike.pki.digest));	/* new files keep SAs */
+	if (EVP_Digest(&x, sizeof(x), out, &len, EVP_sha256(), NULL) != 1)
+		RAND_bytes(out, 32);		/* unknown: counts as changed */
+	explicit_bzero(&x, sizeof(x));
 }
 
 static void port_lines(struct cfg_port *p)
@@ -1221,15 +1239,50 @@ refused:
 	return -1;
 }
 
-/* Mark in keep the SAs of cfg's static tunnels that are as configured. */
-static void mark_wanted(const struct cfg *cfg, const struct held *h, bool *keep)
+bool inst_ike_owns(const struct cfg_tunnel *t, const char *sa_name)
 {
+	size_t n = strnlen(t->name, 15);	/* a client's tunnel: "%.15s/%.15s" (ikd.c) */
+
+	if (!t->ike.on)
+		return false;
+	if (!strncmp(sa_name, t->name, DPVPN_NAME_LEN))
+		return true;
+	return t->ra.any && !strncmp(sa_name, t->name, n) && sa_name[n] == '/';
+}
+
+/* The keying = ike tunnel of cfg that SA name is of, or NULL. */
+static const struct cfg_tunnel *ike_owner(const struct cfg *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_tunnels; i++)
+		if (inst_ike_owns(cfg->tunnels[i], name))
+			return cfg->tunnels[i];
+	return NULL;
+}
+
+/*
+ * Mark in keep the SAs of cfg's static tunnels that are as configured, and
+ * those of its keying = ike tunnels, left to ikd_open: it takes up the IKE
+ * SAs whose records the dataplane holds, with their SAs, and replaces the
+ * rest make before break ([ops] issue 27).  *ike: how many.
+ */
+static void mark_wanted(const struct cfg *cfg, const struct held *h, bool *keep, size_t *ike)
+{
+	*ike = 0;
+	for (uint32_t k = 0; k < h->n_sa; k++) {
+		char name[DPVPN_NAME_LEN];
+
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->sa[k].name);
+		if (ike_owner(cfg, name) != NULL) {
+			keep[k] = true;
+			(*ike)++;
+		}
+	}
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cfg->tunnels[i];
 		long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT);
 		long in = held_sa(h, t->in.spi, DPVPN_DIR_IN);
 
-		if (t->ike.on)	/* negotiated anew: what an earlier dpvpnd installed goes */
+		if (t->ike.on)
 			continue;
 		if (out >= 0 && sa_as_configured(&h->sa[out], t, DPVPN_DIR_OUT))
 			keep[out] = true;
@@ -1249,7 +1302,7 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		   char *msg, size_t len)
 {
 	unsigned *gaps = calloc(cfg->n_tunnels + 1, sizeof(*gaps));
-	size_t kept = 0, added = 0, repaired = 0, removed = 0;
+	size_t kept = 0, added = 0, repaired = 0, removed = 0, ike = 0;
 	struct held h = { 0 };
 	bool *keep = NULL;
 
@@ -1272,7 +1325,7 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 		goto failed;
 	}
 	/* what the config does not have (or has otherwise) goes first */
-	mark_wanted(cfg, &h, keep);
+	mark_wanted(cfg, &h, keep, &ike);
 	for (uint32_t k = 0; k < h.n_sa; k++) {
 		struct dpvpn_sa_id id = { .spi = h.sa[k].spi, .dir = h.sa[k].dir };
 
@@ -1310,7 +1363,8 @@ int inst_reconcile(struct dp_client *dp, struct cfg *cfg, struct seqstate *seq, 
 	if (commit_batch(dp, seq, verbose, true))
 		goto failed;
 	snprintf(msg, len, "dataplane already forwarding: %zu tunnels kept, %zu installed, "
-		 "%zu stale SAs removed", kept, added, removed);
+		 "%zu stale SAs removed, %zu SAs of IKE tunnels left to IKE", kept, added,
+		 removed, ike);
 	if (repaired)	/* (each named in its own line above) */
 		snprintf(msg + strlen(msg), len - strlen(msg), ", %zu repaired", repaired);
 	free(keep);

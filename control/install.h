@@ -57,6 +57,12 @@ const char *inst_tunif_name(uint16_t id);
 struct cfg_tunnel *inst_find_tunnel(const struct cfg *cfg, const char *name);
 /* a and b the same tunnel but for line numbers (keys and PSK by their digests). */
 int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b);
+/* A digest of t as configured, keys and PSK left out: the same across processes
+ * (ikd.c keeps it with an IKE SA's record, to tell a tunnel changed meanwhile). */
+void inst_tunnel_digest(const struct cfg_tunnel *t, uint8_t out[32]);
+/* Whether the dataplane's SA called sa_name is keying = ike tunnel t's (or,
+ * remote = %any, one of its clients'). */
+bool inst_ike_owns(const struct cfg_tunnel *t, const char *sa_name);
 /* Whether a reload from cur to next can be applied (inst_reload's first check):
  * 0, or -1 with why in msg. */
 int inst_reload_check(const struct cfg *cur, const struct cfg *next, char *msg, size_t len);

@@ -29,6 +29,7 @@
 #include "dp.h"
 #include "host.h"
 #include "ike.h"
+#include "keep.h"
 #include "ip.h"
 #include "port.h"
 #include "route.h"
@@ -516,6 +517,72 @@ get_tunif(unsigned int idx, void *out)
 	return tunif_info(idx, out);
 }
 
+/* KEEP_SET: the record's length is the message's rest (its least size: the header). */
+static int
+do_keep_set(const void *req, struct reply *r)
+{
+	const struct dpvpn_keep *k = req;
+	int rc;
+
+	if (k->reserved != 0 || k->len == 0 || k->len > DPVPN_KEEP_MAX ||
+	    k->len != cur_len - sizeof(*k)) {
+		snprintf(r->err, sizeof(r->err), "keep.len: %u, the message carries %zu (1..%u)",
+			 k->len, (size_t)cur_len - sizeof(*k), DPVPN_KEEP_MAX);
+		return -EINVAL;
+	}
+	rc = keep_set(k->key, (const uint8_t *)(k + 1), k->len);
+	if (rc == -ENOSPC)
+		snprintf(r->err, sizeof(r->err), "keep: %u records held, room for no more "
+			 "(--max-sa)", keep_count());
+	else if (rc != 0)
+		snprintf(r->err, sizeof(r->err), "keep: out of memory");
+	return rc;
+}
+
+static int
+do_keep_del(const void *req, struct reply *r)
+{
+	const struct dpvpn_keep *k = req;
+
+	if (k->reserved != 0 || k->len != 0) {
+		snprintf(r->err, sizeof(r->err), "keep.len: %u, must be 0", k->len);
+		return -EINVAL;
+	}
+	if (keep_del(k->key) != 0) {
+		snprintf(r->err, sizeof(r->err), "keep.key: no such record");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* KEEP_LIST: records from start, as many as fit; count says how many. */
+static int
+do_keep_list(const void *req, struct reply *r)
+{
+	const struct dpvpn_dump_req *d = req;
+	struct dpvpn_dump_hdr *h = (struct dpvpn_dump_hdr *)r->payload;
+	size_t room = DPVPN_MSG_MAX - sizeof(struct dpvpn_msg_hdr) - sizeof(*h), at = 0;
+	uint8_t *out = (uint8_t *)(h + 1);
+
+	h->total = keep_count();
+	h->count = 0;
+	for (unsigned int i = d->start; i < h->total; i++) {
+		struct dpvpn_keep k = { .reserved = 0 };
+		const uint8_t *key, *data;
+
+		keep_get(i, &key, &data, &k.len);
+		if (at + sizeof(k) + k.len > room)
+			break;
+		memcpy(k.key, key, sizeof(k.key));
+		memcpy(out + at, &k, sizeof(k));
+		memcpy(out + at + sizeof(k), data, k.len);
+		at += sizeof(k) + k.len;
+		h->count++;
+	}
+	r->len = (uint32_t)(sizeof(*h) + at);
+	return 0;
+}
+
 static int
 do_show_tunifs(const void *req, struct reply *r)
 {
@@ -836,9 +903,19 @@ static const struct {
 	[DPVPN_MSG_TUNIF_DEL] = { "TUNIF_DEL", sizeof(struct dpvpn_tunif), do_tunif_del },
 	[DPVPN_MSG_SHOW_TUNIFS] = { "SHOW_TUNIFS", sizeof(struct dpvpn_dump_req),
 				    do_show_tunifs },
+	[DPVPN_MSG_KEEP_SET] = { "KEEP_SET", sizeof(struct dpvpn_keep), do_keep_set },
+	[DPVPN_MSG_KEEP_DEL] = { "KEEP_DEL", sizeof(struct dpvpn_keep), do_keep_del },
+	[DPVPN_MSG_KEEP_LIST] = { "KEEP_LIST", sizeof(struct dpvpn_dump_req), do_keep_list },
 };
 
 /* ---- transport ---- */
+
+/* Types whose payload is their struct and then bytes it counts itself. */
+static bool
+varlen(uint16_t type)
+{
+	return type == DPVPN_MSG_IKE_TX || type == DPVPN_MSG_KEEP_SET;
+}
 
 static int
 check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
@@ -864,7 +941,7 @@ check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
 		snprintf(r->err, sizeof(r->err), "hdr.type: %u is unknown", h->type);
 		return -ENOTSUP;
 	}
-	if (h->type == DPVPN_MSG_IKE_TX ? h->len < msgs[h->type].size : h->len != msgs[h->type].size) {
+	if (varlen(h->type) ? h->len < msgs[h->type].size : h->len != msgs[h->type].size) {
 		snprintf(r->err, sizeof(r->err), "hdr.len: %u, %s takes %u",
 			 h->len, msgs[h->type].name, msgs[h->type].size);
 		return -EBADMSG;
@@ -949,6 +1026,8 @@ serve(int fd)
 	o->len = r.len;
 	if (send(fd, txbuf, sizeof(*o) + r.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		fprintf(stderr, "dpvpn-dataplane: control reply: %s\n", strerror(errno));
+	if (o->type == DPVPN_MSG_KEEP_LIST)	/* the records hold IKE keys */
+		explicit_bzero(r.payload, r.len);
 }
 
 static bool

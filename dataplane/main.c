@@ -34,6 +34,7 @@
 #include "dp.h"
 #include "host.h"
 #include "ike.h"
+#include "keep.h"
 #include "pmtu.h"
 #include "port.h"
 #include "reass.h"
@@ -509,6 +510,8 @@ setup(void)
 	if (rc == 0)
 		rc = spd_init(max_sa);
 	if (rc == 0)
+		rc = keep_init(max_sa);
+	if (rc == 0)
 		rc = route_init(max_routes);
 	if (rc == 0)
 		rc = ctl_routes_init(max_routes);
@@ -535,6 +538,7 @@ teardown(struct crypto_mgr *mb)
 	rte_eal_mp_wait_lcore();
 	trace_stop();
 	sa_flush();	/* wipes every SA's keys */
+	keep_flush();	/* and dpvpnd's IKE records */
 	host_teardown();	/* before the ports: twins' frames come from their pool */
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		if (dp.started)

@@ -48,6 +48,7 @@ struct ikd_conn {
 	uint64_t rekeys;
 	uint32_t by_name;		/* k.conns' index (idx): the next of its bucket */
 	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
+	uint8_t digest[32];		/* its config (inst_tunnel_digest): kept with its IKE SA */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
 	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
 	uint8_t n_more_lts, n_more_rts;
@@ -87,6 +88,17 @@ struct idx {
 static uint32_t *conn_next(size_t i);
 static uint32_t *client_next(size_t i);
 
+/* An SA of the dataplane by SPI (host order) and direction; an orphan by name too. */
+struct ikd_sa_ref {
+	uint32_t spi;
+	uint8_t dir;
+};
+
+struct ikd_orphan {
+	char name[DPVPN_NAME_LEN];
+	struct ikd_sa_ref sa;
+};
+
 static struct {
 	struct ike_ctx *ctx;
 	struct dp_client chan;		/* the IKE channel */
@@ -104,6 +116,14 @@ static struct {
 	struct idx conn_idx, client_idx;
 	bool batch;			/* inst_batch_begin'ed in this ikd_input pass */
 	uint64_t next_tick;		/* ikd_tick's next walk (mono_ms) */
+	/* IKE SAs kept in the dataplane across restarts (ikd_keep_*, below) */
+	bool closing;			/* ikd_close: the SAs stay in the dataplane */
+	uint64_t keep_failed;
+	struct ikd_sa_ref *claimed;	/* what IKE SAs taken up hold, sorted */
+	size_t n_claimed, cap_claimed;
+	struct ikd_orphan *orphans;	/* what none holds: forwards until replaced */
+	size_t n_orphans;
+	uint64_t orphans_until;
 } k = { .chan = { .fd = -1 } };
 
 /* FNV-1a: names and leases are ours (config, pool), not a peer's choice */
@@ -588,25 +608,38 @@ static void on_child_up(void *opaque, const char *conn, const struct ike_child *
 	child_up(c, conn, ch);
 }
 
+/* c is up on ch's SAs, as negotiated into t. */
+static void set_up(struct ikd_conn *c, const struct cfg_tunnel *t, const struct ike_child *ch)
+{
+	c->up = true;
+	c->spi_in = ch->spi_in;
+	c->spi_out = ch->spi_out;
+	c->lts = t->local_ts;
+	c->rts = t->remote_ts;
+	memcpy(c->more_lts, t->more_lts, sizeof(c->more_lts));
+	memcpy(c->more_rts, t->more_rts, sizeof(c->more_rts));
+	c->n_more_lts = t->n_more_lts;
+	c->n_more_rts = t->n_more_rts;
+}
+
+static bool orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t);
+
 static void child_up(struct ikd_conn *c, const char *conn, const struct ike_child *ch)
 {
 	struct cfg_tunnel t;
 
 	negotiated(&t, c, ch);
+	if (!c->up && orphans_replaced(c, &t)) {
+		set_up(c, &t, ch);
+		explicit_bzero(&t, sizeof(t));
+		return;
+	}
 	if (!c->up)
 		batch_open();	/* a new tunnel: committed at the pass's end */
 	else
 		batch_close();	/* a rekey: as before, on its own */
 	if (!c->up && inst_tunnel_up(k.dp, &t, k.verbose, k.seq) == 0) {
-		c->up = true;
-		c->spi_in = ch->spi_in;
-		c->spi_out = ch->spi_out;
-		c->lts = t.local_ts;
-		c->rts = t.remote_ts;
-		memcpy(c->more_lts, t.more_lts, sizeof(c->more_lts));
-		memcpy(c->more_rts, t.more_rts, sizeof(c->more_rts));
-		c->n_more_lts = t.n_more_lts;
-		c->n_more_rts = t.n_more_rts;
+		set_up(c, &t, ch);
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
 			conn, ch->spi_in, ch->spi_out);
 	} else if (c->up && !c->has_next2 && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
@@ -674,6 +707,8 @@ static void on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint3
 	struct ikd_conn *c = find_conn(conn);
 
 	(void)opaque;
+	if (k.closing)
+		return;		/* ikd_close: the SAs stay, the next dpvpnd takes them up */
 	batch_close();		/* removals publish at once: what was added first */
 	if (c == NULL)
 		return;
@@ -729,6 +764,8 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 	struct ikd_conn *c = find_conn(conn);
 
 	(void)opaque;
+	if (k.closing)
+		return;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
 	for (size_t i = 0; i < k.n_conns; i++) {	/* it and its ike-sa tunnels */
 		c = &k.conns[i];
@@ -747,9 +784,49 @@ static void on_log(void *opaque, const char *conn, const char *msg)
 		fprintf(stderr, "dpvpnd: ike %s: %s\n", conn ? conn : "-", msg);
 }
 
+/* SA (spi, dir) is held by an IKE SA taken up again (ikd_keep_restore). */
+static void claim(uint32_t spi, uint8_t dir)
+{
+	if (k.n_claimed == k.cap_claimed) {
+		size_t cap = k.cap_claimed ? 2 * k.cap_claimed : 64;
+		struct ikd_sa_ref *r = realloc(k.claimed, cap * sizeof(*r));
+
+		if (r == NULL)
+			return;		/* unclaimed: replaced as an orphan, not lost */
+		k.claimed = r;
+		k.cap_claimed = cap;
+	}
+	k.claimed[k.n_claimed++] = (struct ikd_sa_ref){ .spi = spi, .dir = dir };
+}
+
+/*
+ * ike_sa_import brought an IKE SA back with this CHILD_SA: its SAs are in the
+ * dataplane as the last dpvpnd installed them; the tunnel (a client's, for
+ * remote = %any) is up on them, as after child_up.
+ */
+static void on_child_kept(void *opaque, const char *conn, const struct ike_child *ch)
+{
+	struct ikd_conn *c = find_conn(conn);
+	struct cfg_tunnel t;
+
+	(void)opaque;
+	if (c != NULL && c->tpl.ra.any)
+		c = client_for(c, ch);
+	if (c == NULL)
+		return;
+	negotiated(&t, c, ch);		/* (no keys in ch) */
+	set_up(c, &t, ch);
+	explicit_bzero(&t, sizeof(t));
+	c->retry_at = 0;		/* start = yes: up already */
+	claim(ch->spi_in, DPVPN_DIR_IN);
+	claim(ch->spi_out, DPVPN_DIR_OUT);
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA taken up again, SPIs 0x%08x in, "
+		"0x%08x out\n", c->tpl.name, ch->spi_in, ch->spi_out);
+}
+
 static const struct ike_ops ops = {
 	.send = on_send, .child_up = on_child_up, .child_down = on_child_down,
-	.ike_down = on_ike_down, .log = on_log,
+	.ike_down = on_ike_down, .log = on_log, .child_kept = on_child_kept,
 };
 
 /* ---- the channel ---- */
@@ -786,6 +863,7 @@ static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
 	c->tpl = *t;
 	explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
 	c->tpl.ike.psk_len = 0;
+	inst_tunnel_digest(t, c->digest);
 	c->retry_at = t->ike.start ? 1 : 0;	/* due at once */
 	return 0;
 }
@@ -866,6 +944,277 @@ static int ikd_start(const char *dp_socket, const struct cfg *cfg)
 	return open_channel(dp_socket);
 }
 
+/* ---- IKE SAs kept across a restart of dpvpnd ([ops] issue 27) ---- */
+
+/*
+ * Every change of an IKE SA (a message in or out, a rekey) goes to the
+ * dataplane as a record (KEEP_SET: this header, then the engine's record of
+ * ike_keep_take), where the CHILD_SAs' keys already are: hugepage memory of
+ * the process that forwards, never on disk, gone with it and with them.  A
+ * dpvpnd started against that dataplane (after kill -9, a crash, systemd's
+ * Restart=, a stop and start) takes each IKE SA up again (ike_sa_import)
+ * with its CHILD_SAs as installed: no exchange, no packet lost, DPD and
+ * rekeys go on.  One it cannot take up (an exchange was half done, the
+ * tunnel's config changed meanwhile) leaves its SAs forwarding until the
+ * tunnel's new CHILD_SA replaces them, as a rekey does (make before break),
+ * at most IKD_ORPHAN_MS.
+ */
+#define IKD_KEEP_MAGIC		0x4b707664u	/* "dvpK" */
+#define IKD_KEEP_VERSION	1
+#define IKD_ORPHAN_MS		120000
+
+struct ikd_keep_hdr {
+	uint32_t magic, version;
+	char tunnel[DPVPN_NAME_LEN];	/* the IKE SA's connection (a %any one for a client) */
+	uint8_t digest[32];		/* its config then (inst_tunnel_digest) */
+};
+
+#define IKD_KEEP_BUF	(sizeof(struct dpvpn_keep) + sizeof(struct ikd_keep_hdr) + IKE_KEEP_MAX)
+_Static_assert(sizeof(struct ikd_keep_hdr) + IKE_KEEP_MAX <= DPVPN_KEEP_MAX,
+	       "a record fits the dataplane's");
+
+/* ike_keep_take's callback: the record to the dataplane, or its removal. */
+static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const uint8_t *spi_r,
+		     const uint8_t *rec, size_t len)
+{
+	static uint8_t buf[IKD_KEEP_BUF];
+	struct dpvpn_keep *m = (struct dpvpn_keep *)buf;
+	struct ikd_keep_hdr *h = (struct ikd_keep_hdr *)(m + 1);
+	const struct ikd_conn *c = conn ? find_conn(conn) : NULL;
+	int rc;
+
+	(void)arg;
+	if (k.dp == NULL || k.dp->lost || k.closing)
+		return;
+	memset(m, 0, sizeof(*m));
+	memcpy(m->key, spi_i, 8);
+	memcpy(m->key + 8, spi_r, 8);
+	if (rec == NULL || c == NULL) {
+		rc = dp_call(k.dp, DPVPN_MSG_KEEP_DEL, m, sizeof(*m), NULL, 0);
+		if (rc != 0 && k.dp->status == -ENOENT)
+			rc = 0;
+	} else {
+		*h = (struct ikd_keep_hdr){ .magic = IKD_KEEP_MAGIC, .version = IKD_KEEP_VERSION };
+		snprintf(h->tunnel, sizeof(h->tunnel), "%s", conn);
+		memcpy(h->digest, c->digest, sizeof(h->digest));
+		memcpy(h + 1, rec, len);
+		m->len = (uint32_t)(sizeof(*h) + len);
+		rc = dp_call(k.dp, DPVPN_MSG_KEEP_SET, buf, (uint32_t)(sizeof(*m) + m->len), NULL, 0);
+		explicit_bzero(buf, sizeof(*m) + m->len);
+	}
+	if (rc != 0 && k.keep_failed++ % 1000 == 0)	/* (said once per 1000) */
+		fprintf(stderr, "dpvpnd: IKE SA state not kept in the dataplane (%s): a restart "
+			"of dpvpnd would negotiate such a tunnel again\n", k.dp->err);
+}
+
+static void keep_flush(void)
+{
+	if (k.ctx != NULL)
+		ike_keep_take(k.ctx);
+}
+
+/* One record of the last dpvpnd: its IKE SA taken up, or why not (its record goes). */
+static void keep_restore_one(const struct dpvpn_keep *r, size_t *ok)
+{
+	const struct ikd_keep_hdr *h = (const struct ikd_keep_hdr *)(r + 1);
+	const struct ikd_conn *c = NULL;
+	char err[160] = "", name[DPVPN_NAME_LEN] = "?";
+	int rc = -EINVAL;
+
+	if (r->len < sizeof(*h) || h->magic != IKD_KEEP_MAGIC || h->version != IKD_KEEP_VERSION)
+		snprintf(err, sizeof(err), "not a record of this dpvpnd's version");
+	else if (snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->tunnel),
+		 (c = find_conn(name)) == NULL)
+		snprintf(err, sizeof(err), "the tunnel is no longer in the config");
+	else if (memcmp(c->digest, h->digest, sizeof(c->digest)) != 0)
+		snprintf(err, sizeof(err), "the tunnel's config changed while dpvpnd was away");
+	else
+		rc = ike_sa_import(k.ctx, (const uint8_t *)(h + 1), r->len - sizeof(*h), mono_ms(),
+				   err, sizeof(err));
+	if (rc == 0) {
+		(*ok)++;
+		return;
+	}
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA not taken up (%s)%s\n", name, err,
+		c ? ": its SAs forward until a new IKE SA's replace them" : "");
+	struct dpvpn_keep del = { .len = 0 };
+
+	memcpy(del.key, r->key, sizeof(del.key));
+	if (dp_call(k.dp, DPVPN_MSG_KEEP_DEL, &del, sizeof(del), NULL, 0) != 0)
+		fprintf(stderr, "dpvpnd: IKE record removal: %s\n", k.dp->err);
+}
+
+/* Every record the dataplane keeps, page by page: taken up, or removed. */
+static int keep_restore(size_t *ok, size_t *seen)
+{
+	static uint8_t reply[DPVPN_MSG_MAX];
+	uint32_t start = 0, total;
+
+	do {
+		struct dpvpn_dump_req req = { .start = start };
+		const struct dpvpn_dump_hdr *h = (const struct dpvpn_dump_hdr *)reply;
+		size_t at = sizeof(*h);
+		uint32_t got;
+
+		if (dp_call_var(k.dp, DPVPN_MSG_KEEP_LIST, &req, sizeof(req), reply, sizeof(reply),
+				&got) != 0 || got < sizeof(*h))
+			return -1;
+		total = h->total;
+		for (uint32_t i = 0; i < h->count; i++) {
+			const struct dpvpn_keep *r = (const struct dpvpn_keep *)(reply + at);
+
+			if (at + sizeof(*r) > got || r->len > got - at - sizeof(*r))
+				break;
+			keep_restore_one(r, ok);
+			at += sizeof(*r) + r->len;
+			(*seen)++;
+		}
+		/* removals moved records into the places read: read from the start again */
+		start = (uint32_t)*ok;
+		explicit_bzero(reply, got);
+		if (h->count == 0)
+			break;
+	} while (start < total);
+	return 0;
+}
+
+static int ref_order(const void *a, const void *b)
+{
+	const struct ikd_sa_ref *x = a, *y = b;
+
+	return x->spi != y->spi ? (x->spi < y->spi ? -1 : 1) : (int)x->dir - (int)y->dir;
+}
+
+/* The IKE tunnel of k.conns that dataplane SA name is of. */
+static const struct ikd_conn *ike_owner(const char *name)
+{
+	for (size_t i = 0; i < k.n_conns; i++)
+		if (inst_ike_owns(&k.conns[i].tpl, name))
+			return &k.conns[i];
+	return NULL;
+}
+
+/* The IKE tunnels' SAs no IKE SA taken up holds: orphans, replaced or gone by a deadline. */
+static int keep_sweep(void)
+{
+	struct dpvpn_sa_info *sas;
+	uint32_t n;
+
+	if (dp_dump(k.dp, DPVPN_MSG_SHOW_SA, sizeof(*sas), (void **)&sas, &n) != 0)
+		return -1;
+	if (k.n_claimed)
+		qsort(k.claimed, k.n_claimed, sizeof(*k.claimed), ref_order);
+	free(k.orphans);
+	k.orphans = calloc(n ? n : 1, sizeof(*k.orphans));
+	k.n_orphans = 0;
+	for (uint32_t i = 0; k.orphans != NULL && i < n; i++) {
+		struct ikd_sa_ref ref = { .spi = ntohl(sas[i].spi), .dir = sas[i].dir };
+		struct ikd_orphan *o = &k.orphans[k.n_orphans];
+
+		snprintf(o->name, sizeof(o->name), "%.*s", DPVPN_NAME_LEN - 1, sas[i].name);
+		if (ike_owner(o->name) == NULL ||
+		    (k.n_claimed && bsearch(&ref, k.claimed, k.n_claimed, sizeof(ref), ref_order)))
+			continue;
+		o->sa = ref;
+		k.n_orphans++;
+	}
+	free(sas);
+	k.orphans_until = mono_ms() + IKD_ORPHAN_MS;
+	return k.orphans == NULL ? -1 : 0;
+}
+
+/* Inbound SA spi of c goes after the grace period; false: no room (now, then). */
+static bool later_add(struct ikd_conn *c, uint32_t spi)
+{
+	for (int l = 0; l < IKD_LATER_MAX; l++) {
+		if (c->later[l].spi == 0) {
+			c->later[l].spi = spi;
+			c->later[l].at = mono_ms() + IKD_OLD_IN_GRACE_MS;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Orphan SA i goes now. */
+static void orphan_del(size_t i)
+{
+	struct cfg_tunnel t = { .ike.on = 1 };
+
+	snprintf(t.name, sizeof(t.name), "%s", k.orphans[i].name);
+	inst_sa_del(k.dp, &t, k.orphans[i].sa.spi, k.orphans[i].sa.dir, k.verbose);
+	k.orphans[i] = k.orphans[--k.n_orphans];
+}
+
+/*
+ * c's first CHILD_SA since the restart, and the last dpvpnd left SAs of it
+ * that no IKE SA holds: the new ones in, the policy moved to them in one
+ * change, the old outbound SAs out, the old inbound ones after the grace
+ * period (the peer may still send on them).  false: none of c's; nothing done.
+ */
+static bool orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < k.n_orphans; i++)
+		n += !strcmp(k.orphans[i].name, c->tpl.name);
+	if (n == 0)
+		return false;
+	batch_close();
+	if (inst_tunnel_sas(k.dp, t, k.verbose, k.seq) != 0 ||
+	    inst_policy_switch(k.dp, t, k.verbose) != 0)
+		fprintf(stderr, "dpvpnd: tunnel %s: the new CHILD_SA did not replace the old "
+			"SAs: %s\n", c->tpl.name, k.dp->err);
+	for (size_t i = k.n_orphans; i-- > 0;) {
+		struct ikd_orphan o = k.orphans[i];
+
+		if (strcmp(o.name, c->tpl.name))
+			continue;
+		if (o.sa.dir == DPVPN_DIR_IN && later_add(c, o.sa.spi)) {
+			k.orphans[i] = k.orphans[--k.n_orphans];
+			continue;
+		}
+		orphan_del(i);
+	}
+	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out: it "
+		"replaces the %zu SAs the last dpvpnd left (make before break)\n", c->tpl.name,
+		t->in.spi, t->out.spi, n);
+	return true;
+}
+
+/* Orphans no new CHILD_SA replaced by their deadline go. */
+static void orphans_expire(uint64_t now)
+{
+	if (k.n_orphans == 0 || now < k.orphans_until)
+		return;
+	fprintf(stderr, "dpvpnd: IKE: %zu SAs the last dpvpnd left were not replaced in %d s: "
+		"removed\n", k.n_orphans, IKD_ORPHAN_MS / 1000);
+	for (int pass = 0; pass < 2; pass++)	/* outbound first: their policies go with them */
+		for (size_t i = k.n_orphans; i-- > 0;)
+			if ((k.orphans[i].sa.dir == DPVPN_DIR_OUT) == (pass == 0))
+				orphan_del(i);
+}
+
+/* At ikd_open: the last dpvpnd's IKE SAs taken up, what none holds an orphan. */
+static void keep_take_up(void)
+{
+	size_t ok = 0, seen = 0;
+
+	ike_keep_start(k.ctx, keep_one, NULL);
+	k.n_claimed = 0;
+	if (keep_restore(&ok, &seen) != 0 || keep_sweep() != 0) {
+		fprintf(stderr, "dpvpnd: IKE: the dataplane's records: %s\n", k.dp->err);
+		return;
+	}
+	if (seen || k.n_orphans)
+		fprintf(stderr, "dpvpnd: IKE: %zu of %zu IKE SAs taken up again; %zu SAs of IKE "
+			"tunnels left to be replaced (at most %d s)\n", ok, seen, k.n_orphans,
+			IKD_ORPHAN_MS / 1000);
+	free(k.claimed);
+	k.claimed = NULL;
+	k.n_claimed = k.cap_claimed = 0;
+}
+
 int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *dp,
 	     struct seqstate *seq, bool verbose)
 {
@@ -883,12 +1232,16 @@ int ikd_open(const char *config_path, const char *dp_socket, struct dp_client *d
 	for (size_t i = 0; i < cfg.n_tunnels; i++)
 		n += cfg.tunnels[i]->ike.on;
 	if (n == 0) {
+		size_t ok = 0, seen = 0;
+
 		cfg_free(&cfg);
+		(void)keep_restore(&ok, &seen);	/* a last dpvpnd's records: removed */
 		return 0;
 	}
 	inst_fingerprint(&cfg);		/* what a reload compares to */
 	if (ikd_start(dp_socket, &cfg) || add_conns(&cfg))
 		goto out;
+	keep_take_up();
 	fprintf(stderr, "dpvpnd: IKE: %zu tunnel(s), channel open\n", k.n_conns);
 	rc = 0;
 out:
@@ -965,10 +1318,12 @@ void ikd_tick(void)
 	 * connection: with 10 000 of them, at most every IKD_TICK_MS, or each
 	 * message would cost a walk of them all.
 	 */
+	keep_flush();		/* what the messages just read changed */
 	if (k.ctx == NULL || now < k.next_tick)
 		return;
 	k.next_tick = now + IKD_TICK_MS;
 	ike_tick(k.ctx, now);
+	orphans_expire(now);
 	for (size_t i = 0; i < k.n_clients; i++) {
 		struct ikd_conn *c = &k.clients[i].c;
 
@@ -997,12 +1352,28 @@ void ikd_tick(void)
 		if (ike_initiate(k.ctx, c->tpl.name, now) != 0 && k.verbose)
 			fprintf(stderr, "dpvpnd: tunnel %s: IKE already negotiating\n", c->tpl.name);
 	}
+	keep_flush();		/* what the timers changed */
+}
+
+static void count_sa(void *arg, const struct ike_sa_status *st)
+{
+	*(size_t *)arg += st->state == IKE_ST_ESTABLISHED;
 }
 
 void ikd_close(void)
 {
-	if (k.ctx != NULL)
-		ike_free(k.ctx);	/* CHILD_SAs removed through on_child_down */
+	size_t n = 0;
+
+	if (k.ctx != NULL) {
+		keep_flush();
+		ike_sa_walk(k.ctx, count_sa, &n);
+		if (n > 0)
+			fprintf(stderr, "dpvpnd: IKE: %zu IKE SAs and their CHILD_SAs stay in the "
+				"dataplane: the next dpvpnd takes them up\n", n);
+		k.closing = true;	/* nothing removed, no record dropped */
+		ike_free(k.ctx);
+		k.closing = false;
+	}
 	for (size_t i = 0; i < k.n_conns; i++)	/* and the replaced ones still kept */
 		for (int l = 0; l < IKD_LATER_MAX; l++)
 			if (k.conns[i].later[l].spi != 0)
@@ -1028,6 +1399,9 @@ void ikd_close(void)
 	k.next_tick = 0;
 	memset(&k.conn_idx, 0, sizeof(k.conn_idx));
 	memset(&k.client_idx, 0, sizeof(k.client_idx));
+	free(k.orphans);
+	k.orphans = NULL;
+	k.n_orphans = 0;
 	ikd_reload_cancel();
 }
 

@@ -271,6 +271,8 @@ struct ike_ctx {
 	/* ike_keep.c: SAs changed since the last ike_keep_take (NULL: gone since),
 	 * and the SPIs of those with a record that went */
 	bool keep_on;
+	ike_keep_fn keep_fn;
+	void *keep_arg;
 	struct ike_sa **dirty;
 	size_t n_dirty, cap_dirty;
 	uint8_t (*gone)[2 * IKE_SPI_LEN];
@@ -520,6 +522,7 @@ int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 /* ike_keep.c: sa changed (a message in or out, CHILD_SAs handed over): its
  * record is due; sa goes: its record too */
 void ike_keep_mark(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_keep_now(struct ike_ctx *ctx, struct ike_sa *sa);	/* before a message leaves */
 void ike_keep_forget(struct ike_ctx *ctx, struct ike_sa *sa);
 void ike_keep_free(struct ike_ctx *ctx);
 

@@ -5,10 +5,12 @@
  * owner process goes on with the same IKE SA, SPIs, keys and message IDs,
  * and the peer sees no new exchange ([ops] issue 27).
  *
- * Which SAs changed is tracked here: every message in or out of an SA and
- * every hand-over of CHILD_SAs marks it (ike_keep_mark); ike_keep_take gives
- * the owner each marked SA's record, or says that one it was given before
- * has none any more (ended, replaced by a rekey, being deleted).
+ * The owner gets an SA's record before each message the SA sends leaves
+ * (ike_keep_now, from ike_xmit): whatever the peer may have seen, a record
+ * says it.  What changes without a message out (an answer in, CHILD_SAs
+ * handed over) marks the SA (ike_keep_mark), and ike_keep_take gives the
+ * owner those records, and says which SAs it had records of went (ended,
+ * replaced by a rekey, being deleted).
  *
  * A record is "settled" when no exchange is half done: no request of ours
  * out but a liveness check (kept with its bytes: retransmitted after the
@@ -230,9 +232,11 @@ _Static_assert(sizeof(struct keep_rec) + IKE_KIDS_MAX * sizeof(struct keep_kid) 
 	       3 * KEEP_MSG_MAX <= IKE_KEEP_MAX, "a record fits IKE_KEEP_MAX");
 
 void
-ike_keep_start(struct ike_ctx *ctx)
+ike_keep_start(struct ike_ctx *ctx, ike_keep_fn fn, void *arg)
 {
 	ctx->keep_on = true;
+	ctx->keep_fn = fn;
+	ctx->keep_arg = arg;
 	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
 		ike_keep_mark(ctx, sa);
 }
@@ -248,31 +252,48 @@ ike_keep_free(struct ike_ctx *ctx)
 	ctx->keep_on = false;
 }
 
-unsigned
-ike_keep_take(struct ike_ctx *ctx, ike_keep_fn fn, void *arg)
+/* sa's record to the owner now (or that it has none any more); sa unmarked. */
+static void
+keep_one(struct ike_ctx *ctx, struct ike_sa *sa)
 {
 	static uint8_t buf[IKE_KEEP_MAX];
+	size_t n;
+
+	if (sa->keep_slot != 0)
+		ctx->dirty[sa->keep_slot - 1] = NULL;
+	sa->keep_slot = 0;
+	n = export_sa(sa, buf);
+	if (n == 0 && !sa->kept)
+		return;
+	ctx->keep_fn(ctx->keep_arg, sa->conn->cfg.name, sa->spi_i, sa->spi_r, n ? buf : NULL, n);
+	sa->kept = n != 0;
+	explicit_bzero(buf, n);
+}
+
+void
+ike_keep_now(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	if (ctx->keep_on)
+		keep_one(ctx, sa);
+}
+
+unsigned
+ike_keep_take(struct ike_ctx *ctx)
+{
 	unsigned calls = 0;
 
+	if (!ctx->keep_on)
+		return 0;
 	for (size_t i = 0; i < ctx->n_gone; i++, calls++)
-		fn(arg, ctx->gone[i], ctx->gone[i] + IKE_SPI_LEN, NULL, 0);
+		ctx->keep_fn(ctx->keep_arg, NULL, ctx->gone[i], ctx->gone[i] + IKE_SPI_LEN, NULL, 0);
 	ctx->n_gone = 0;
 	for (size_t i = 0; i < ctx->n_dirty; i++) {
-		struct ike_sa *sa = ctx->dirty[i];
-		size_t n;
-
-		if (sa == NULL)
-			continue;	/* went after it was marked */
-		sa->keep_slot = 0;
-		n = export_sa(sa, buf);
-		if (n == 0 && !sa->kept)
-			continue;
-		fn(arg, sa->spi_i, sa->spi_r, n ? buf : NULL, n);
-		sa->kept = n != 0;
+		if (ctx->dirty[i] == NULL)
+			continue;	/* went after it was marked, or kept since */
+		keep_one(ctx, ctx->dirty[i]);
 		calls++;
 	}
 	ctx->n_dirty = 0;
-	explicit_bzero(buf, sizeof(buf));
 	return calls;
 }
 

@@ -191,7 +191,7 @@ ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
 void
 ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
 {
-	ike_keep_mark(ctx, sa);
+	ike_keep_now(ctx, sa);
 	ctx->stats.tx++;
 	sa->tx++;
 	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
@@ -202,7 +202,7 @@ void
 ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	    const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag)
 {
-	ike_keep_mark(ctx, sa);
+	ike_keep_now(ctx, sa);
 	if (frag) {
 		ike_frag_send(ctx, sa, local, remote, m, len);
 		return;

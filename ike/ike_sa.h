@@ -440,13 +440,16 @@ void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
 
 /*
  * Keeping IKE SAs across a restart of their owner (ike_keep.c).  After
- * ike_keep_start, ike_keep_take calls fn for each IKE SA that changed since
- * the last call: rec (len bytes, at most IKE_KEEP_MAX) is its record, to be
- * kept by the SA's SPIs in place of the one before, or NULL (len 0) when the
- * SA has none any more (it ended, was replaced by a rekey or is being
- * deleted): its record goes.  Records hold the SA's keys: store them as
- * safely as the CHILD_SAs' keys, and wipe them when they go.  Returns the
- * calls made.
+ * ike_keep_start, fn gets the record of an established IKE SA (rec, len
+ * bytes, at most IKE_KEEP_MAX; conn: its connection) before each message it
+ * sends leaves (from inside the calls that send: it must not call into the
+ * context), and from ike_keep_take for those that changed otherwise since
+ * the last call; the owner keeps it by the SA's SPIs in place of the one
+ * before.  rec NULL (len 0; conn NULL for one that ended) says the SA has
+ * none any more (it ended, was replaced by a rekey or is being deleted): its
+ * record goes.  Records hold the SA's keys: store them as safely as the
+ * CHILD_SAs' keys, and wipe them when they go.  ike_keep_take returns the
+ * calls it made.
  *
  * ike_sa_import makes an IKE SA again from a record in a context that has its
  * connection (added first): 0, and child_kept for every CHILD_SA up in it;
@@ -457,10 +460,10 @@ void ike_tick(struct ike_ctx *ctx, uint64_t now_ms);
  * proposals, children, the client's address), -EEXIST, -ENOMEM.
  */
 #define IKE_KEEP_MAX		12288
-typedef void (*ike_keep_fn)(void *arg, const uint8_t *spi_i, const uint8_t *spi_r,
-			    const uint8_t *rec, size_t len);
-void ike_keep_start(struct ike_ctx *ctx);
-unsigned ike_keep_take(struct ike_ctx *ctx, ike_keep_fn fn, void *arg);
+typedef void (*ike_keep_fn)(void *arg, const char *conn, const uint8_t *spi_i,
+			    const uint8_t *spi_r, const uint8_t *rec, size_t len);
+void ike_keep_start(struct ike_ctx *ctx, ike_keep_fn fn, void *arg);
+unsigned ike_keep_take(struct ike_ctx *ctx);
 int ike_sa_import(struct ike_ctx *ctx, const uint8_t *rec, size_t len, uint64_t now_ms,
 		  char *err, size_t elen);
 

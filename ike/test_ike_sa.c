@@ -3781,10 +3781,12 @@ struct kept {
 };
 
 static void
-keep_fn(void *arg, const uint8_t *spi_i, const uint8_t *spi_r, const uint8_t *rec, size_t len)
+keep_fn(void *arg, const char *conn, const uint8_t *spi_i, const uint8_t *spi_r,
+	const uint8_t *rec, size_t len)
 {
 	struct kept *k = arg;
 
+	assert_true(conn == NULL ? rec == NULL : strcmp(conn, "t") == 0);
 	assert_non_null(spi_i);
 	assert_non_null(spi_r);
 	k->calls++;
@@ -3798,12 +3800,29 @@ keep_fn(void *arg, const uint8_t *spi_i, const uint8_t *spi_r, const uint8_t *re
 	k->len = len;
 }
 
-/* s's record now (the last of its SA's), k emptied first. */
+static struct kept kept_i, kept_r;	/* what each side's owner keeps */
+
+static struct kept *
+kept_of(const struct side *s)
+{
+	return s == &I ? &kept_i : &kept_r;
+}
+
+/* Records on from now: the side's owner keeps the last one given. */
+static void
+keep_on(struct side *s)
+{
+	memset(kept_of(s), 0, sizeof(struct kept));
+	ike_keep_start(s->ctx, keep_fn, kept_of(s));
+}
+
+/* s's record now (the last one given, and what changed since), k a copy. */
 static void
 take(struct side *s, struct kept *k)
 {
-	memset(k, 0, sizeof(*k));
-	ike_keep_take(s->ctx, keep_fn, k);
+	ike_keep_take(s->ctx);
+	*k = *kept_of(s);
+	kept_of(s)->calls = kept_of(s)->gone = 0;
 }
 
 /*
@@ -3821,7 +3840,7 @@ restart_side(struct side *s, const struct ike_conn_cfg *c, const struct kept *k,
 	s->ctx = ike_new(&ops, s);
 	assert_non_null(s->ctx);
 	assert_int_equal(ike_conn_add(s->ctx, c, err, elen), 0);
-	ike_keep_start(s->ctx);
+	keep_on(s);
 	s->n_kept = 0;
 	rc = ike_sa_import(s->ctx, k->rec, k->len, now, err, elen);
 	ike_free(old);			/* what a dead process leaves: nothing sent */
@@ -3848,8 +3867,8 @@ test_keep_restart(void **state)
 	(void)state;
 	ci.dpd_ms = cr.dpd_ms = 10000;
 	start(&ci, &cr);
-	ike_keep_start(I.ctx);
-	ike_keep_start(R.ctx);
+	keep_on(&I);
+	keep_on(&R);
 	bring_up(now);
 	for (struct side *s = &I; s != NULL; s = s == &I ? &R : NULL) {
 		const struct ike_conn_cfg *c = s == &I ? &ci : &cr;
@@ -3858,7 +3877,7 @@ test_keep_restart(void **state)
 		uint64_t iv = s->last_iv;
 
 		take(s, &k);
-		assert_int_equal(k.calls, 1);
+		assert_true(k.calls >= 1 && k.len > 0);
 		assert_int_equal(restart_side(s, c, &k, now, err, sizeof(err)), 0);
 		assert_int_equal(s->n_kept, 1);		/* told, with no new child_up */
 		assert_int_equal(s->ups, ups);
@@ -3910,7 +3929,7 @@ test_keep_dpd_in_flight(void **state)
 	ci.dpd_ms = 10000;
 	for (int answered = 0; answered < 2; answered++) {
 		start(&ci, &cr);
-		ike_keep_start(I.ctx);
+		keep_on(&I);
 		bring_up(0);
 		ike_tick(I.ctx, 10000);
 		assert_int_equal(I.n, 1);
@@ -3947,7 +3966,7 @@ test_keep_refused(void **state)
 
 	(void)state;
 	start(&ci, &cr);
-	ike_keep_start(I.ctx);
+	keep_on(&I);
 	bring_up(0);
 	take(&I, &k);
 	/* garbage, a cut record, a connection whose peer moved */
@@ -3965,7 +3984,7 @@ test_keep_refused(void **state)
 	stop();
 	/* a CHILD_SA rekey of ours out: half done, a new IKE SA is the way */
 	start(&ci, &cr);
-	ike_keep_start(I.ctx);
+	keep_on(&I);
 	bring_up(0);
 	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);
 	take(&I, &k);
@@ -3991,7 +4010,7 @@ test_keep_remote_access(void **state)
 	cr = cfg_ra(&ci);
 	ci.remote = addr4("198.51.100.1");
 	start(&ci, &cr);
-	ike_keep_start(R.ctx);
+	keep_on(&R);
 	bring_up(0);
 	take(&R, &k);
 	assert_int_equal(restart_side(&R, &cr, &k, 0, err, sizeof(err)), 0);

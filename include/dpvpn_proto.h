@@ -79,6 +79,19 @@
  *   TUNIF_DEL      struct dpvpn_tunif        -> -   by id (-EBUSY while a route
  *                                                   names it)
  *   SHOW_TUNIFS    struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + dpvpn_tunif_info[]
+ *   KEEP_SET       struct dpvpn_keep + data  -> -   keep a record (dpvpnd's IKE SA
+ *                                                   state, opaque here) under key,
+ *                                                   in place of one there: what a
+ *                                                   restarted dpvpnd takes up
+ *                                                   again; held in hugepage memory,
+ *                                                   wiped when replaced, deleted
+ *                                                   or at exit; both sides wipe
+ *                                                   the message (-ENOSPC: --max-sa
+ *                                                   records held)
+ *   KEEP_DEL       struct dpvpn_keep (len 0) -> -   -ENOENT if none
+ *   KEEP_LIST      struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + records,
+ *                                                   each struct dpvpn_keep + data,
+ *                                                   as many as fit (count)
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -88,7 +101,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	25
+#define DPVPN_PROTO_VERSION	26
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -134,6 +147,9 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_TUNIF_SET,
 	DPVPN_MSG_TUNIF_DEL,
 	DPVPN_MSG_SHOW_TUNIFS,
+	DPVPN_MSG_KEEP_SET,
+	DPVPN_MSG_KEEP_DEL,
+	DPVPN_MSG_KEEP_LIST,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -655,6 +671,16 @@ struct dpvpn_ike_pkt {
 	struct dpvpn_addr local, remote;	/* same family */
 	uint32_t len;
 	uint32_t reserved2;
+};
+
+/* KEEP_SET, KEEP_DEL; and each record of KEEP_LIST's reply, data after it. */
+#define DPVPN_KEEP_KEY_LEN	16
+#define DPVPN_KEEP_MAX		16384	/* data bytes of one record */
+
+struct dpvpn_keep {
+	uint8_t key[DPVPN_KEEP_KEY_LEN];
+	uint32_t len;		/* data bytes that follow (KEEP_DEL: 0) */
+	uint32_t reserved;
 };
 
 #endif /* DPVPN_PROTO_H */
