@@ -42,6 +42,7 @@ enum unit {
 	U_BYTES,	/* IEC: 1.4 GiB */
 	U_SHARE,	/* 0..1 as 37.5 %; -n: 0.375 */
 	U_AGE,		/* milliseconds ago: 0.4 s, 12 min; null: never */
+	U_SECONDS,	/* seconds: as U_AGE */
 };
 
 #define COL_WIDE	1	/* only with -w */
@@ -185,6 +186,13 @@ static const char *cell(json_t *v, enum unit unit, char *buf, size_t len, int *n
 		return bytes_text(u, buf, len);
 	if (json_is_integer(v) && unit == U_COUNT)
 		return count_text(u, buf, len);
+	if (json_is_integer(v) && unit == U_SECONDS) {
+		json_t *ms = json_integer((json_int_t)(u * 1000));
+
+		age_text(ms, buf, len);
+		json_decref(ms);
+		return buf;
+	}
 	if (unit == U_AGE) {
 		*num = 1;
 		return json_is_integer(v) ? age_text(v, buf, len) : "never";
@@ -303,14 +311,18 @@ static void field(const char *label, const char *fmt, ...)
 
 static void field(const char *label, const char *fmt, ...)
 {
-	char text[2048];
+	char *text = NULL;
 	int col = printf("  %s: ", label), indent = 4;
-	const char *s = text;
+	const char *s;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	if (vasprintf(&text, fmt, ap) < 0)	/* whole, however long: never cut */
+		text = NULL;
 	va_end(ap);
+	if (text == NULL)
+		die("out of memory");
+	s = text;
 	while (*s) {
 		size_t word = strcspn(s, " ");
 
@@ -324,6 +336,7 @@ static void field(const char *label, const char *fmt, ...)
 		s += strspn(s, " ");
 	}
 	printf("\n");
+	free(text);
 }
 
 /* ---- printers ---- */
@@ -569,6 +582,25 @@ static void print_ike_frags(json_t *f)
 	printf("\n");
 }
 
+/* remote access: one line per client (show ike; show tunnels under its connection). */
+static void print_clients(json_t *clients)
+{
+	static const struct column cols[] = {
+		{ "CLIENT", "name", U_TEXT, COL_CUT }, { "IDENTITY", "identity", U_TEXT, COL_CUT },
+		{ "OUTER", "outer", U_TEXT, 0 }, { "VIP", "vip", U_TEXT, 0 },
+		{ "CHILD-IN", "spi_in", U_TEXT, COL_WIDE },
+		{ "CHILD-OUT", "spi_out", U_TEXT, COL_WIDE },
+		{ "BYTES-IN", "bytes_in", U_BYTES, 0 }, { "BYTES-OUT", "bytes_out", U_BYTES, 0 },
+		{ "SINCE", "since_s", U_SECONDS, 0 },
+		{ "PROPOSAL", "proposal", U_TEXT, COL_WIDE },
+		{ "REKEYS", "rekeys", U_COUNT, COL_WIDE },
+	};
+
+	printf("\nremote-access clients:\n");
+	print_table(clients, COLS(cols));
+	printf("\n");
+}
+
 /* show ike: one line per IKE SA, then what was refused, by reason, and IKE fragments. */
 static void print_ike(json_t *r)
 {
@@ -579,6 +611,7 @@ static void print_ike(json_t *r)
 		{ "CHILD-OUT", "child.spi_out", U_TEXT, 0 },
 		{ "RX", "rx", U_COUNT, 0 }, { "TX", "tx", U_COUNT, 0 },
 		{ "RETRANS", "retransmits", U_COUNT, 0 },
+		{ "PROPOSAL", "proposal", U_TEXT, COL_CUT },
 		{ "REKEYS", "child_rekeys", U_COUNT, COL_WIDE },
 		{ "NAT-LOCAL", "nat_local", U_TEXT, COL_WIDE },
 		{ "NAT-REMOTE", "nat_remote", U_TEXT, COL_WIDE },
@@ -587,6 +620,8 @@ static void print_ike(json_t *r)
 	const char *key;
 
 	print_table(json_object_get(r, "sas"), COLS(cols));
+	if (json_array_size(json_object_get(r, "clients")) > 0)
+		print_clients(json_object_get(r, "clients"));
 	printf("refused:");
 	json_object_foreach(rej, key, v)
 		if (json_integer_value(v) != 0)
@@ -609,6 +644,52 @@ static void print_way(const char *label, json_t *w)
 	      age ? "last packet " : "no packet yet", age ? age : "", age ? " ago" : "");
 }
 
+/* A remote-access client's tunnel: who holds the lease, from where, since when. */
+static void print_client_of(json_t *c)
+{
+	char since[CELL_MAX];
+	json_t *ms;
+
+	if (!json_is_object(c))
+		return;
+	ms = json_integer(int_of(c, "since_s") * 1000);
+	field("client", "%s at %s, lease %s, up %s", json_is_string(json_object_get(c, "identity"))
+	      ? str_of(c, "identity") : "(identity not known)", str_of(c, "outer"),
+	      str_of(c, "vip"), age_text(ms, since, sizeof(since)));
+	json_decref(ms);
+}
+
+/* One client of a remote-access tunnel, a line as wg show has a peer. */
+static void print_client_line(json_t *c)
+{
+	char since[CELL_MAX], bi[CELL_MAX], bo[CELL_MAX];
+	json_t *ms = json_integer(int_of(c, "since_s") * 1000);
+
+	field("client", "%s at %s, lease %s, SAs %s in, %s out, %s%s in, %s%s out, up %s (%s)",
+	      json_is_string(json_object_get(c, "identity")) ? str_of(c, "identity") :
+	      "(identity not known)", str_of(c, "outer"), str_of(c, "vip"), str_of(c, "spi_in"),
+	      str_of(c, "spi_out"), bytes_text((uint64_t)int_of(c, "bytes_in"), bi, sizeof(bi)),
+	      opt.numeric ? " bytes" : "", bytes_text((uint64_t)int_of(c, "bytes_out"), bo,
+	      sizeof(bo)), opt.numeric ? " bytes" : "", age_text(ms, since, sizeof(since)),
+	      str_of(c, "name"));
+	json_decref(ms);
+}
+
+/* "aes128-gcm (ESP aes128gcm16, IKE aes128gcm16-prfsha256-x25519), keyed by IKE ..." */
+static void print_ike_cipher(json_t *t)
+{
+	json_t *esp = json_object_get(json_object_get(t, "esp"), "proposal");
+	json_t *ike = json_object_get(json_object_get(t, "ike"), "proposal");
+
+	if (json_is_string(esp) || json_is_string(ike))
+		field("cipher", "%s (ESP %s, IKE %s), keyed by IKE (IKE SA: %s)",
+		      str_of(t, "cipher"), json_is_string(esp) ? json_string_value(esp) : "-",
+		      json_is_string(ike) ? json_string_value(ike) : "-", str_of(t, "ike_state"));
+	else
+		field("cipher", "%s, keyed by IKE (IKE SA: %s)", str_of(t, "cipher"),
+		      str_of(t, "ike_state"));
+}
+
 /* show tunnels: a block per tunnel, as wg show and swanctl --list-conns. */
 static void print_tunnel(json_t *t)
 {
@@ -620,13 +701,17 @@ static void print_tunnel(json_t *t)
 	if (json_is_string(json_object_get(t, "reason")))
 		field("state", "%s (%s): %s", str_of(t, "state"), str_of(t, "reason"),
 		      str_of(t, "detail"));
+	else if (json_is_array(json_object_get(t, "clients")))
+		field("state", "%s, %zu client%s", str_of(t, "state"),
+		      json_array_size(json_object_get(t, "clients")),
+		      json_array_size(json_object_get(t, "clients")) == 1 ? "" : "s");
 	else
 		field("state", "%s", str_of(t, "state"));
+	print_client_of(json_object_get(t, "client"));
 	if (json_is_string(json_object_get(t, "remote")))
 		field("peer", "%s (local %s)", str_of(t, "remote"), str_of(t, "local"));
 	if (json_is_string(json_object_get(t, "ike_state")))
-		field("cipher", "%s, keyed by IKE (IKE SA: %s)", str_of(t, "cipher"),
-		      str_of(t, "ike_state"));
+		print_ike_cipher(t);
 	else if (json_is_string(json_object_get(t, "keying")))
 		field("cipher", "%s, %s keys", str_of(t, "cipher"), str_of(t, "keying"));
 	if (json_is_string(json_object_get(t, "local_ts")))
@@ -660,6 +745,8 @@ static void print_tunnel(json_t *t)
 		print_way("in", json_object_get(t, "in"));
 		print_way("out", json_object_get(t, "out"));
 	}
+	json_array_foreach(json_object_get(t, "clients"), i, sa)
+		print_client_line(sa);
 }
 
 static void print_tunnels(json_t *r)

@@ -84,6 +84,7 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 		memcpy(c.ts_remote_more, cn->tr.p + 1, (cn->tr.n - 1) * sizeof(cn->tr.p[0]));
 		c.local = sa->local;
 		c.remote = sa->remote;
+		c.peer_id = sa->has_vip ? &sa->peer_id : NULL;
 		c.udp_encap = sa->encap;
 		c.udp_local = sa->encap ? sa->local.port : 0;
 		c.udp_remote = sa->encap ? sa->remote.port : 0;

@@ -1124,6 +1124,9 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			cs->n_ts_remote = k->child.tr.n;
 			cs->rekeys = k->child_rekeys;
 			cs->up_ms = k->child.up_ms;
+			cs->alg = (struct ike_alg_set){ .encr = k->child.prop.encr,
+				.encr_bits = k->child.prop.encr_bits, .integ = k->child.prop.integ,
+				.dh = k->child.prop.dh, .esn = k->child.prop.esn };
 			st.n_children++;
 		}
 		fn(arg, &st);

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""[ops] issue 27, requirements 2 to 5: what `show tunnels`, `show ike`, the
+log and the metrics tell an operator.
+
+One remote-access lab for the module (tests/test_ike_ra.py's): a strongSwan
+road warrior (charon, kernel-libipsec, certificate fqdn:swan.example.org)
+connects to dpvpnd's `remote = %any` tunnel "rw", gets 10.77.0.1 from the
+pool and pings host D through it.
+
+    strongSwan road warrior (netns)          peer gw (netns)           host D
+    charon, kernel-libipsec, VIP 10.77.0.1   dpvpnd + dataplane
+                             sw-out ==veth== pe-out        pe-in ==veth== eth0
+                             198.19.0.1      198.19.0.2
+
+The tests read dpvpnctl's tables and --json, dpvpnd's log and the metrics
+endpoint; the last one ends the client and checks what goes with it.
+"""
+import os
+import re
+import socket
+import urllib.request
+
+import pytest
+
+import lab
+import swan
+import test_ike_ra
+import test_json_shape
+from test_ike_pki import Pki, need_swan
+
+pytestmark = pytest.mark.ops
+
+VIP = "10.77.0.1"
+CLIENT = f"rw/{VIP}"
+IDENTITY = "fqdn:swan.example.org"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ra():
+    """The road warrior connected and pinging; sl.gw.metrics_port set."""
+    need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        test_ike_ra.setup_lab(sl, pki)
+        port = free_port()
+        with open(sl.gw.config) as f:
+            conf = f.read()
+        with open(sl.gw.config, "w") as f:
+            f.write(f"[control]\nmetrics = 127.0.0.1:{port}\n\n" + conf)
+        sl.gw.metrics_port = port
+        test_ike_ra.connect(sl, VIP)
+        r = test_ike_ra.ping_from(sl, sl.ns_sw, VIP)
+        assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+        yield sl
+
+
+def tunnel(show, name):
+    found = [t for t in show["tunnels"] if t["name"] == name]
+    assert found, [t["name"] for t in show["tunnels"]]
+    return found[0]
+
+
+def block(text, name):
+    """show tunnels' block of tunnel name."""
+    m = re.search(rf"^tunnel: {re.escape(name)}\n((?:  .*\n?)*)", text, re.M)
+    assert m, text
+    return m.group(1)
+
+
+# ---- requirement 2: remote-access clients shown as what they are ----
+
+def test_ra_connection_up_with_its_clients(ra):
+    """The %any connection is up with 1 client (not "down (ike): ... CHILD_SA
+    not installed"), the client listed under it with identity, outer address
+    and port, lease, SAs, bytes and since, in the table and the JSON."""
+    show = ra.gw.ctl("show", "tunnels")
+    t = tunnel(show, "rw")
+    assert t["state"] == "up" and t["reason"] is None, t
+    assert len(t["clients"]) == 1, t
+    c = t["clients"][0]
+    assert c["identity"] == IDENTITY and c["vip"] == f"{VIP}/32", c
+    assert c["outer"] == f"{swan.SWAN_OUT}:4500", c
+    assert c["bytes_in"] >= 3 * 84 and c["bytes_out"] >= 3 * 84, c
+    assert c["since_s"] >= 0 and c["spi_in"].startswith("0x"), c
+    bad = []
+    test_json_shape.walk(show, "show tunnels", bad)
+    assert not bad, bad
+    text = ra.gw.ctl_text("-w", "show", "tunnels")
+    b = block(text, "rw")
+    assert "state: up, 1 client\n" in b, b
+    assert IDENTITY in b and f"{swan.SWAN_OUT}:4500" in b and f"{VIP}/32" in b, b
+    assert "CHILD_SA not installed" not in text, text
+
+
+def test_ra_client_tunnel_listed(ra):
+    """The client's own tunnel rw/VIP is a tunnel of show tunnels: up, its
+    SAs and traffic, who holds the lease."""
+    show = ra.gw.ctl("show", "tunnels")
+    t = tunnel(show, CLIENT)
+    assert t["state"] == "up" and t["keying"] == "ike", t
+    assert t["remote"] == swan.SWAN_OUT and len(t["sas"]) == 2, t
+    assert t["client"]["identity"] == IDENTITY, t
+    assert t["in"]["packets"] >= 3 and t["out"]["packets"] >= 3, t
+    b = block(ra.gw.ctl_text("show", "tunnels"), CLIENT)
+    assert "state: up\n" in b, b
+    assert f"client: {IDENTITY} at {swan.SWAN_OUT}:4500, lease {VIP}/32" in b, b
+    assert t["remote_ts"] == f"{VIP}/32" and f"<-> {VIP}/32" in b, b
+
+
+def test_show_ike_table_lists_clients(ra):
+    """show ike's table has the clients' section dpvpnctl(8) promises."""
+    text = ra.gw.ctl_text("-w", "show", "ike")
+    assert "remote-access clients:" in text, text
+    line = [ln for ln in text.splitlines() if ln.startswith(CLIENT)]
+    assert line and IDENTITY in line[0] and f"{VIP}/32" in line[0], text
+
+
+def test_log_names_client_up(ra):
+    """One line per client up: identity, outer address and port, lease."""
+    log = ra.gw.dpvpnd.output()
+    want = (f"tunnel rw: client {IDENTITY} at {swan.SWAN_OUT}:4500 up, lease {VIP}/32 "
+            f"(tunnel {CLIENT})")
+    assert sum(want in ln for ln in log.splitlines()) == 1, log[-3000:]
+
+
+# ---- requirement 3: negotiated algorithms readable ----
+
+def test_algorithms_named(ra):
+    """show ike: a PROPOSAL column in strongSwan's syntax; JSON with names
+    and numbers; show tunnels: the ESP and IKE proposals, not "negotiated"."""
+    show = ra.gw.ctl("show", "ike")
+    sa = show["sas"][0]
+    assert sa["proposal"] == swan.IKE_PROPOSAL, sa
+    a = sa["algorithms"]
+    assert a["encr"] == {"id": 20, "bits": 128, "name": "aes128gcm16"}, a
+    assert a["prf"] == {"id": 5, "name": "prfsha256"}, a
+    assert a["dh"] == {"id": 19, "name": "ecp256"}, a
+    assert sa["encr"] == 20 and sa["prf"] == 5 and sa["dh"] == 19, sa
+    assert sa["children"][0]["proposal"] == "aes128gcm16", sa
+    assert show["clients"][0]["proposal"] == "aes128gcm16", show["clients"]
+    bad = []
+    test_json_shape.walk({"algorithms": a, "proposal": sa["proposal"],
+                          "children": sa["children"], "clients": show["clients"]},
+                         "show ike.sas[0]", bad)
+    assert not bad, bad
+    text = ra.gw.ctl_text("-w", "show", "ike")
+    assert "PROPOSAL" in text and swan.IKE_PROPOSAL in text, text
+    t = tunnel(ra.gw.ctl("show", "tunnels"), CLIENT)
+    assert t["esp"]["proposal"] == "aes128gcm16", t
+    assert t["ike"]["proposal"] == swan.IKE_PROPOSAL, t
+    assert t["cipher"] == "aes128-gcm", t
+    b = block(ra.gw.ctl_text("show", "tunnels"), CLIENT)
+    assert f"ESP aes128gcm16, IKE {swan.IKE_PROPOSAL}" in b, b
+    assert "negotiated" not in b, b
