@@ -104,6 +104,8 @@
  *                          "clients":[CLIENT, ...]|null (remote = %any: its
  *                                clients, show ike's; such a tunnel is up, its
  *                                clients' tunnels "CONN/VIP" listed after it),
+ *                          "last_ike_end":TEXT|null (why its last IKE SA ended,
+ *                                whole: for remote = %any, the last client's),
  *                          a client's tunnel: "client":CLIENT}, ...],
  *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
  *             with ALGS = {"proposal":TEXT|null (strongSwan's proposal syntax,
@@ -249,13 +251,19 @@
  *                       newer message's came; timeout: incomplete after 10 s;
  *                       late: of a request answered already, other than the
  *                       first, which has the response sent again)
+ *                       "after_end":N,  (messages for an IKE SA that ended
+ *                       here lately, one of the last 32: the answer to the
+ *                       Delete a reload sent, a retransmission; no error)
  *                       "pool_exhausted":N,"cp_missing":N},  (remote = %any:
  *                       clients answered INTERNAL_ADDRESS_FAILURE, the pool
  *                       being used up, or FAILED_CP_REQUIRED, no address asked)
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)
- *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
- *              "written":N,"lost":N}
+ *   trace:    {"active":BOOL,"point":POINT|"off","last_point":POINT|null,"wanted":N,
+ *              "captured":N,"written":N,"lost":N}
+ *             (point: where one is capturing now; last_point: the running or
+ *              last trace's, null if none since the dataplane started: the
+ *              counts are its)
  *   reload, tunnel: {"message":"what was done" (with the counts: "reloaded: N tunnels
  *                      added, N removed, N changed, N unchanged, N repaired; ..."),
  *              "added":[NAME, ...],"removed":[...],"changed":[...],"repaired":[...],

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -545,12 +546,19 @@ static void print_neighs(json_t *r)
 	print_table(json_object_get(r, "neighbours"), COLS(cols));
 }
 
+/* The running trace, or the last one (its point and counts), or none since the start. */
 static void print_trace(json_t *r)
 {
-	printf("%s at %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " written, %"
-	       JSON_INTEGER_FORMAT " lost\n",
-	       json_is_true(json_object_get(r, "active")) ? "tracing" : "no trace running",
-	       str_of(r, "point"), int_of(r, "written"), int_of(r, "wanted"), int_of(r, "lost"));
+	bool active = json_is_true(json_object_get(r, "active"));
+
+	if (!active && !json_is_string(json_object_get(r, "last_point"))) {
+		printf("no trace running (none since the dataplane started)\n");
+		return;
+	}
+	printf("%s at %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " packets written, %"
+	       JSON_INTEGER_FORMAT " lost\n", active ? "tracing" : "no trace running; the last",
+	       str_of(r, "last_point"), int_of(r, "written"), int_of(r, "wanted"),
+	       int_of(r, "lost"));
 }
 
 static void print_lcores(json_t *r)
@@ -747,6 +755,9 @@ static void print_tunnel(json_t *t)
 	}
 	json_array_foreach(json_object_get(t, "clients"), i, sa)
 		print_client_line(sa);
+	if (json_is_array(json_object_get(t, "clients")) &&
+	    json_is_string(json_object_get(t, "last_ike_end")))
+		field("last IKE SA end", "%s", str_of(t, "last_ike_end"));
 }
 
 static void print_tunnels(json_t *r)
@@ -1169,6 +1180,51 @@ static int monitor(const char *path, int frames)
 	return 0;
 }
 
+/* Whether a and b differ by at most one edit (a typo, a plural): "tunnel", "tunnels". */
+static bool one_edit(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > lb)
+		return one_edit(b, a);
+	if (lb - la > 1)
+		return false;
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	if (la == lb)
+		return !strcmp(a + (*a != 0), b + (*b != 0));
+	return !strcmp(a, b + 1);
+}
+
+/* An unknown command: one line, with the one meant if it is a typo away, not the usage. */
+static void unknown_command(int argc, char **argv)
+{
+	const char *second = argc > 1 ? argv[1] : NULL;
+
+	fprintf(stderr, "dpvpnctl: unknown command '%s%s%s'", argv[0], second ? " " : "",
+		second ? second : "");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const char *const *w = commands[i].words;
+
+		if (w[1] != NULL && second != NULL && argc == 2 && !strcmp(argv[0], w[0]) &&
+		    one_edit(second, w[1])) {
+			fprintf(stderr, "; did you mean '%s %s'?\n", w[0], w[1]);
+			return;
+		}
+		if (w[1] == NULL && argc == 1 && one_edit(argv[0], w[0])) {
+			fprintf(stderr, "; did you mean '%s'?\n", w[0]);
+			return;
+		}
+	}
+	if (!strcmp(argv[0], "show"))
+		fprintf(stderr, "; show what? sa, tunnels, ports, counters, policies, routes, "
+			"neighbours, lcores, trace or ike\n");
+	else
+		fprintf(stderr, " (dpvpnctl help lists them)\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1280,12 +1336,11 @@ int main(int argc, char **argv)
 		return monitor(path, argc - optind == 2 ? atoi(argv[optind + 1]) : -1);
 	cmd = find_command(argc - optind, argv + optind);
 	if (!cmd) {
-		const char *second = optind + 1 < argc ? argv[optind + 1] : NULL;
-
-		if (optind < argc)
-			fprintf(stderr, "dpvpnctl: unknown command '%s%s%s'\n", argv[optind],
-				second ? " " : "", second ? second : "");
-		usage(stderr);
+		if (optind == argc) {
+			usage(stderr);
+			return 2;
+		}
+		unknown_command(argc - optind, argv + optind);
 		return 2;
 	}
 	reply = request_show(path, cmd->request);

@@ -1515,6 +1515,8 @@ json_t *ikd_show(char *err, size_t err_len)
 			    json_integer((json_int_t)s->pool_exhausted));
 	json_object_set_new(json_object_get(res, "stats"), "cp_missing",
 			    json_integer((json_int_t)s->cp_missing));
+	json_object_set_new(json_object_get(res, "stats"), "after_end",
+			    json_integer((json_int_t)s->after_end));
 	return res;
 }
 
@@ -1742,7 +1744,8 @@ json_t *ikd_tunnel_json(const char *name)
 		return NULL;
 	if (!c->tpl.ra.any)
 		ike = conn_ike_algs(c->tpl.ike.parent[0] ? c->tpl.ike.parent : name);
-	return json_pack("{s:o,s:o,s:o}", "ike", algs_json(&ike),
+	return json_pack("{s:o,s:o,s:o,s:o}", "ike", algs_json(&ike),
 			 "esp", algs_json(c->up ? &c->esp : &(struct ike_alg_set){ 0 }),
-			 "clients", c->tpl.ra.any ? clients_json(name) : json_null());
+			 "clients", c->tpl.ra.any ? clients_json(name) : json_null(),
+			 "last_ike_end", c->last_end ? json_string(c->last_end) : json_null());
 }

@@ -246,10 +246,12 @@ verify_certs_sig(const struct ike_sa *sa, const struct view *v, const struct ike
 		return -EACCES;
 	rc = ike_pki_peer_has_id(peer, id->type, id->data, id->len, err, elen);
 	if (rc == 0 && !id_allowed(cfg, id)) {
+		char idt[IKE_IDENT_TEXT_MAX];
+
 		ike_pki_peer_describe(peer, d, sizeof(d));
-		snprintf(err, elen, "%s: the ID (type %u) is not the remote-id (or its "
-			 "pattern) of this connection; %s", ike_pki_fail_name(IKE_PKI_IDENTITY),
-			 id->type, d);
+		ike_ident_text(idt, sizeof(idt), id->type, id->data, id->len);
+		snprintf(err, elen, "%s: the ID %s is not the remote-id (or its pattern) of "
+			 "this connection; %s", ike_pki_fail_name(IKE_PKI_IDENTITY), idt, d);
 		rc = -EACCES;
 	}
 	*why = rc != 0 ? IKE_PKI_IDENTITY : IKE_PKI_NONE;

@@ -31,7 +31,7 @@
 #define NATD_LEN	20	/* SHA-1 */
 #define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
 #define PEER_CAS_MAX	16	/* CA key ids kept from a peer's CERTREQs */
-#define ERR_LEN		320	/* a certificate's subject and serial fit */
+#define ERR_LEN		1024	/* a certificate's subject and serial and an identity fit */
 #define WHY_LEN		96
 #define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
@@ -246,6 +246,17 @@ ike_kid(const struct ike_sa *sa, unsigned i)
 /* The configuration of the CHILD_SA being worked on. */
 #define KCFG(sa)	(KID(sa)->conn ? &KID(sa)->conn->cfg : &(sa)->conn->cfg)
 
+/*
+ * The last IKE SAs that ended here, by SPIs: what the peer still sends them
+ * (the answer to the Delete a reload sent, a retransmission) is late, not
+ * a message for an SA it never had (bad-spi).
+ */
+#define IKE_ENDED_MAX		32
+
+struct ike_ended {
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+};
+
 struct ike_ctx {
 	struct ike_ops ops;
 	void *opaque;
@@ -264,6 +275,8 @@ struct ike_ctx {
 	unsigned cookie_threshold, half_open;
 	uint8_t cookie_secret[32];
 	struct ike_stats stats;
+	struct ike_ended ended[IKE_ENDED_MAX];	/* a ring: ended_next the oldest */
+	unsigned ended_next;
 };
 
 #define IKE_SA_BUCKETS		16384	/* SAs by SPIi: <= 1 a bucket at 10 000 */

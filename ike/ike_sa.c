@@ -478,9 +478,28 @@ ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa)
 	sa->hashed = true;
 }
 
+/* Whether h is for one of the last IKE SAs that ended here. */
+static bool
+ended_lately(const struct ike_ctx *ctx, const struct ike_hdr *h)
+{
+	static const uint8_t none[IKE_SPI_LEN];
+
+	if (!memcmp(h->spi_i, none, IKE_SPI_LEN))
+		return false;		/* (the ring's empty slots) */
+	for (unsigned i = 0; i < IKE_ENDED_MAX; i++)
+		if (!memcmp(ctx->ended[i].spi_i, h->spi_i, IKE_SPI_LEN) &&
+		    !memcmp(ctx->ended[i].spi_r, h->spi_r, IKE_SPI_LEN))
+			return true;
+	return false;
+}
+
 static void
 sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 {
+	struct ike_ended *e = &ctx->ended[ctx->ended_next++ % IKE_ENDED_MAX];
+
+	memcpy(e->spi_i, sa->spi_i, IKE_SPI_LEN);
+	memcpy(e->spi_r, sa->spi_r, IKE_SPI_LEN);
 	if (sa->hashed) {
 		struct ike_sa **pp = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i,
 							  IKE_SPI_LEN) % IKE_SA_BUCKETS];
@@ -867,6 +886,10 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 	if (h.exchange == IKE_SA_INIT && !(h.flags & IKE_F_RESPONSE))
 		return ike_init_request(ctx, local, remote, &h, msg, len, now_ms);
 	sa = sa_lookup(ctx, &h, &why);
+	if (sa == NULL && why == IKE_REJ_BAD_SPI && ended_lately(ctx, &h)) {
+		ctx->stats.after_end++;	/* e.g. the answer to a reload's Delete: no error */
+		return 0;
+	}
 	if (sa == NULL)
 		return ike_drop(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
 	sa->rx++;

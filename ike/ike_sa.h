@@ -310,6 +310,7 @@ struct ike_stats {
 	uint64_t retransmits;		/* our requests sent again */
 	uint64_t resent_responses;	/* cached responses to retransmitted requests */
 	uint64_t late_responses;	/* answers to our requests that were answered already */
+	uint64_t after_end;		/* messages for an IKE SA that ended here lately */
 	uint64_t half_open_expired;
 	uint64_t reject[IKE_REJ_COUNT];
 	uint64_t pki_fail[IKE_PKI_FAIL_N];	/* why auth-fail, with certificates */

@@ -18,6 +18,7 @@ endpoint; the last one ends the client and checks what goes with it.
 import os
 import re
 import socket
+import subprocess
 import urllib.request
 
 import pytest
@@ -158,3 +159,123 @@ def test_algorithms_named(ra):
     b = block(ra.gw.ctl_text("show", "tunnels"), CLIENT)
     assert f"ESP aes128gcm16, IKE {swan.IKE_PROPOSAL}" in b, b
     assert "negotiated" not in b, b
+
+
+# ---- requirement 4: messages that end ----
+
+def test_show_tunnel_singular_suggests(ra):
+    """A typo of a command: one line naming the command meant, not 40 lines
+    of usage."""
+    r = lab.sh(lab.DPVPNCTL, "-s", ra.gw.ctl_sock, "show", "tunnel", check=False)
+    assert r.returncode == 2, r
+    assert r.stderr.strip() == ("dpvpnctl: unknown command 'show tunnel'; did you mean "
+                                "'show tunnels'?"), r.stderr
+    assert r.stdout == "", r.stdout
+
+
+def check_config(tmp_path, text):
+    path = tmp_path / "dpvpn.conf"
+    path.write_text(text)
+    path.chmod(0o600)
+    return lab.sh(lab.DPVPND, "-n", "-c", str(path), check=False)
+
+
+STATIC = """[port inside]
+id = 0
+role = inside
+address = 198.18.1.1/24
+
+[port outside]
+id = 1
+role = outside
+address = {outside}
+
+[tunnel t]
+local = 198.19.0.1
+remote = 198.19.0.2
+local-ts = 198.18.1.0/24
+remote-ts = 198.18.2.0/24
+cipher = aes128-gcm
+out-spi = 0x1001
+in-spi = 0x2001
+out-key = 00112233445566778899aabbccddeeff00112233
+in-key = 00112233445566778899aabbccddeeff00112234
+"""
+
+
+def test_config_unknown_key_hint(tmp_path):
+    """rekey-time (strongSwan's) is refused naming dpvpn's keys for it."""
+    r = check_config(tmp_path, STATIC.format(outside="198.19.0.1/24") + "rekey-time = 1h\n")
+    assert r.returncode != 0, r
+    assert ("rekey-time: unknown key; did you mean soft-seconds (the CHILD_SA's rekey) or "
+            "ike-lifetime (the IKE SA's)?") in r.stderr, r.stderr
+
+
+def test_bad_port_address_no_knock_on(tmp_path):
+    """A bad outside address is one error, not also the tunnel's local."""
+    r = check_config(tmp_path, STATIC.format(outside="198.19.0.300/24"))
+    assert r.returncode != 0, r
+    assert "got '198.19.0.300/24'" in r.stderr, r.stderr
+    assert "is not the address of an outside port" not in r.stderr, r.stderr
+
+
+def test_show_trace_after_a_trace(ra, tmp_path):
+    """After a trace, show trace names the point it ran at and its counts,
+    not "no trace running at off"."""
+    text = ra.gw.ctl_text("show", "trace")
+    assert text.strip() == "no trace running (none since the dataplane started)", text
+    pcap = str(tmp_path / "t.pcapng")
+    ping = subprocess.Popen(["ip", "netns", "exec", ra.ns_sw, "ping", "-c", "10", "-i",
+                                 "0.2", "-I", VIP, swan.HOST_D],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = ra.gw.ctl_text("trace", "outside-tx", "2", pcap, "5")
+    finally:
+        ping.wait(timeout=10)
+    assert "2 of 2 packets at outside-tx" in out, out
+    text = ra.gw.ctl_text("show", "trace")
+    assert text.strip() == ("no trace running; the last at outside-tx: 2 of 2 packets "
+                            "written, 0 lost"), text
+    st = ra.gw.ctl("show", "trace")
+    assert st["point"] == "off" and st["last_point"] == "outside-tx", st
+    bad = []
+    test_json_shape.walk(st, "show trace", bad)
+    assert not bad, bad
+
+
+# ---- last: the client goes (requirements 2 and 4) ----
+
+def test_zz_reload_then_refused_identity(ra):
+    """A normal reload of the changed %any tunnel: the client's tunnel goes
+    with one log line (identity, address, lease), and charon's answer to the
+    reload's Delete is no `refused: bad-spi`.  The client then connects with
+    an identity the new remote-id refuses: the reason is whole, everywhere,
+    and names the identity it presented, not "type 2"."""
+    with open(ra.gw.config) as f:
+        conf = f.read()
+    with open(ra.gw.config, "w") as f:
+        f.write(conf.replace("remote-id = fqdn:*.example.org", "remote-id = fqdn:*.example.net"))
+    ra.gw.ctl("reload")
+    lab.wait_for(lambda: not ra.gw.ctl("show", "ike")["clients"], 15, "the client gone")
+    lab.wait_for(lambda: ra.gw.ctl("show", "ike")["stats"]["after_end"] >= 1, 10,
+                 "charon's answer to the Delete")
+    show = ra.gw.ctl("show", "ike")
+    assert show["stats"]["rejected"]["bad-spi"] == 0, show["stats"]
+    assert "bad-spi" not in ra.gw.ctl_text("show", "ike"), ra.gw.ctl_text("show", "ike")
+    log = ra.gw.dpvpnd.output()
+    down = [ln for ln in log.splitlines() if f"client {IDENTITY} at {swan.SWAN_OUT}:4500 down, "
+            f"lease {VIP}/32 released" in ln]
+    assert len(down) == 1, log[-3000:]
+    out = ra.swan.swanctl("--initiate", "--child", "net", "--timeout", "15", timeout=25,
+                          check=False)
+    assert "initiate completed successfully" not in out, out
+    want = (f"the ID {IDENTITY} is not the remote-id (or its pattern) of this connection; "
+            "subject")
+    lab.wait_for(lambda: want in (tunnel(ra.gw.ctl("show", "tunnels"), "rw")
+                                  .get("last_ike_end") or ""), 10, "the refusal shown")
+    why = tunnel(ra.gw.ctl("show", "tunnels"), "rw")["last_ike_end"]
+    assert "(type" not in why and re.search(r"serial [0-9A-F:]+$", why), why
+    text = ra.gw.ctl_text("-w", "show", "tunnels")
+    assert why in text, text
+    assert [ln for ln in ra.gw.dpvpnd.output().splitlines()
+            if "IKE SA ended" in ln and ln.endswith(why)], ra.gw.dpvpnd.output()[-3000:]
