@@ -104,6 +104,7 @@
  *                          "clients":[CLIENT, ...]|null (remote = %any: its
  *                                clients, show ike's; such a tunnel is up, its
  *                                clients' tunnels "CONN/VIP" listed after it),
+ *                          "rekeys":N (its CHILD_SA's rekeys done),
  *                          "last_ike_end":TEXT|null (why its last IKE SA ended,
  *                                whole: for remote = %any, the last client's),
  *                          a client's tunnel: "client":CLIENT}, ...],

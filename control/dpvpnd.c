@@ -731,6 +731,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	if (cfg->metrics[0] != '\0') {
 		l.metrics = metrics_open(cfg->metrics);
 		l.pfd[PFD_METRICS].fd = metrics_fd(l.metrics);
+		metrics_set_ctl(l.metrics, &ctx);	/* the per-tunnel series */
 		if (l.metrics == NULL) {
 			close(lfd);
 			close(sfd);

@@ -1732,11 +1732,12 @@ json_t *ikd_tunnel_json(const char *name)
 
 		ike_sa_walk(k.ctx, lease_one, &l);
 		sorted_sas(&sas, &n_sas);
-		o = json_pack("{s:o,s:o,s:o,s:o,s:[o]}", "ike", algs_json(&l.a),
+		o = json_pack("{s:o,s:o,s:o,s:o,s:[o],s:I}", "ike", algs_json(&l.a),
 			      "esp", algs_json(&c->esp),
 			      "client", client_json(client_of(c), sas, n_sas),
 			      "remote_ts", ike_prefix_json(&client_of(c)->vip),	/* its lease */
-			      "remote_ts_list", ike_prefix_json(&client_of(c)->vip));
+			      "remote_ts_list", ike_prefix_json(&client_of(c)->vip),
+			      "rekeys", (json_int_t)c->rekeys);
 		free(sas);
 		return o;
 	}
@@ -1744,8 +1745,9 @@ json_t *ikd_tunnel_json(const char *name)
 		return NULL;
 	if (!c->tpl.ra.any)
 		ike = conn_ike_algs(c->tpl.ike.parent[0] ? c->tpl.ike.parent : name);
-	return json_pack("{s:o,s:o,s:o,s:o}", "ike", algs_json(&ike),
+	return json_pack("{s:o,s:o,s:o,s:o,s:I}", "ike", algs_json(&ike),
 			 "esp", algs_json(c->up ? &c->esp : &(struct ike_alg_set){ 0 }),
 			 "clients", c->tpl.ra.any ? clients_json(name) : json_null(),
-			 "last_ike_end", c->last_end ? json_string(c->last_end) : json_null());
+			 "last_ike_end", c->last_end ? json_string(c->last_end) : json_null(),
+			 "rekeys", (json_int_t)c->rekeys);
 }

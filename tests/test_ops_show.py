@@ -243,6 +243,69 @@ def test_show_trace_after_a_trace(ra, tmp_path):
     assert not bad, bad
 
 
+
+# ---- requirement 5: metrics an operator can alert on ----
+
+def scrape(sl):
+    url = f"http://127.0.0.1:{sl.gw.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read().decode()
+
+
+def sample(text, family, **labels):
+    """The value of family{labels} (labels in any order), or None."""
+    for line in text.splitlines():
+        m = re.fullmatch(rf"{family}\{{(.*)\}} (\S+)", line)
+        if m and dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1))) == labels:
+            return float(m.group(2))
+    return None
+
+
+def test_metrics_tunnel_series(ra):
+    """Per-tunnel gauges: up, state with its reason, IKE established, clients;
+    counters by (tunnel, direction); each family documented with HELP/TYPE in
+    the scrape and in doc/operations.md."""
+    text = scrape(ra)
+    assert sample(text, "dpvpn_tunnel_up", tunnel="rw") == 1, text
+    assert sample(text, "dpvpn_tunnel_up", tunnel=CLIENT) == 1, text
+    assert sample(text, "dpvpn_tunnel_state", tunnel=CLIENT, state="up", reason="") == 1
+    assert sample(text, "dpvpn_tunnel_clients", tunnel="rw") == 1, text
+    assert sample(text, "dpvpn_tunnel_ike_established", tunnel=CLIENT) == 1, text
+    assert sample(text, "dpvpn_tunnel_ike_state", tunnel=CLIENT, state="established") == 1
+    assert sample(text, "dpvpn_tunnel_packets_total", tunnel=CLIENT, direction="in") >= 3
+    assert sample(text, "dpvpn_tunnel_bytes_total", tunnel=CLIENT, direction="out") >= 3 * 84
+    assert sample(text, "dpvpn_tunnel_drops_total", tunnel=CLIENT, direction="in") == 0
+    assert sample(text, "dpvpn_tunnel_last_packet_age_seconds", tunnel=CLIENT,
+                  direction="in") >= 0, text
+    with open(os.path.join(lab.ROOT, "doc", "operations.md")) as f:
+        doc = f.read()
+    families = re.findall(r"^# TYPE (dpvpn_tunnel_\w+) (\w+)$", text, re.M)
+    assert len(families) >= 10, families
+    for name, kind in families:
+        assert f"`{name}`" in doc, f"{name} not in doc/operations.md"
+
+
+def test_metrics_stable_through_rekey(ra):
+    """The per-tunnel counters keep their labels and only grow when the
+    CHILD_SA is rekeyed (the per-SA series change their spi label)."""
+    before = scrape(ra)
+    v0 = sample(before, "dpvpn_tunnel_packets_total", tunnel=CLIENT, direction="in")
+    r0 = sample(before, "dpvpn_tunnel_rekeys_total", tunnel=CLIENT)
+    assert v0 >= 3 and r0 is not None, before
+    old_in = ra.gw.ctl("show", "ike")["clients"][0]["spi_in"]
+    ra.swan.swanctl("--rekey", "--child", "net", timeout=20, check=False)
+    lab.wait_for(lambda: ra.gw.ctl("show", "ike")["clients"][0]["spi_in"] != old_in, 15,
+                 "the client's CHILD_SA rekeyed")
+    lab.wait_for(lambda: sum(s["name"] == CLIENT for s in ra.gw.ctl("show", "sa")["sas"]) == 2,
+                 8, "the replaced SAs removed")
+    r = test_ike_ra.ping_from(ra, ra.ns_sw, VIP)
+    assert " 0% packet loss" in r.stdout, r.stdout + r.stderr
+    after = scrape(ra)
+    v1 = sample(after, "dpvpn_tunnel_packets_total", tunnel=CLIENT, direction="in")
+    assert v1 >= v0 + 3, (v0, v1)
+    assert sample(after, "dpvpn_tunnel_rekeys_total", tunnel=CLIENT) == r0 + 1, after
+    assert f'spi="{old_in}"' in before and f'spi="{old_in}"' not in after
+
 # ---- last: the client goes (requirements 2 and 4) ----
 
 def test_zz_reload_then_refused_identity(ra):
@@ -279,3 +342,12 @@ def test_zz_reload_then_refused_identity(ra):
     assert why in text, text
     assert [ln for ln in ra.gw.dpvpnd.output().splitlines()
             if "IKE SA ended" in ln and ln.endswith(why)], ra.gw.dpvpnd.output()[-3000:]
+    text = scrape(ra)
+    assert sample(text, "dpvpn_tunnel_clients", tunnel="rw") == 0, text
+    assert sample(text, "dpvpn_tunnel_up", tunnel=CLIENT) is None, text
+    # taken down by the operator: up 0, the reason a label of the state series
+    ra.gw.ctl("tunnel", "rw", "down")
+    text = scrape(ra)
+    assert sample(text, "dpvpn_tunnel_up", tunnel="rw") == 0, text
+    assert sample(text, "dpvpn_tunnel_state", tunnel="rw", state="down",
+                  reason="operator") == 1, text
