@@ -515,11 +515,11 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 	sa->state = IKE_ST_ESTABLISHED;
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-		snprintf(sa->why, sizeof(sa->why), "peer: %s (%u), no CHILD_SA",
+		ike_why(sa, "peer: %s (%u), no CHILD_SA",
 			 ike_notify_name(nerr), nerr);
 	} else if ((rc = ike_child_finish(ctx, sa, v, err, sizeof(err), now)) != 0) {
 		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
-		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
+		ike_why(sa, "CHILD_SA refused: %s", err);
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
 	if (!KID(sa)->child.up)

@@ -787,7 +787,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 		rc = create_answer(sa, v, no, &cn, gir, &gir_len, err);
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
-			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
+			ike_why(sa, "CHILD_SA rekey answer refused");
 			explicit_bzero(KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
 			explicit_bzero(gir, sizeof(gir));
 			rk_dh_end(sa);

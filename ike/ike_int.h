@@ -227,7 +227,8 @@ struct ike_sa {
 	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
 	uint64_t created_ms, last_rx_ms;
 	uint64_t rx, tx, retransmits;
-	char why[WHY_LEN];		/* for ike_down after our own Delete */
+	char *why;			/* for ike_down after our own Delete (ike_why;
+					 * malloc'd, whole; NULL: none) */
 	/* IKE fragmentation (RFC 7383, ike_frag.c) */
 	bool frag_peer;			/* its IKE_SA_INIT said FRAGMENTATION_SUPPORTED */
 	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
@@ -354,6 +355,8 @@ put32(uint8_t *p, uint32_t v)
 }
 
 /* ike_sa.c */
+/* sa->why, whatever its length (kept as it was if there is no memory). */
+void ike_why(struct ike_sa *sa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 int ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc,

@@ -516,9 +516,27 @@ sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 		sa->next->prev = sa->prev;
 }
 
+void
+ike_why(struct ike_sa *sa, const char *fmt, ...)
+{
+	char *why;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&why, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	free(sa->why);
+	sa->why = why;
+}
+
 static void
 sa_free(struct ike_sa *sa)
 {
+	free(sa->why);
+	sa->why = NULL;
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
 	ike_dh_free(sa->irk_dh);
@@ -930,7 +948,7 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 		return -ENOENT;
 	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
 		return -EALREADY;
-	snprintf(sa->why, sizeof(sa->why), "deleted");
+	ike_why(sa, "deleted");
 	if (sa->state != IKE_ST_ESTABLISHED) {
 		/* Nothing authenticated to send a Delete over yet. */
 		ike_sa_end(ctx, sa, "terminated before established");
@@ -973,7 +991,7 @@ ike_terminate_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms)
 		return -ENOENT;
 	if (sa->want_del_ike)
 		return -EALREADY;
-	snprintf(sa->why, sizeof(sa->why), "deleted");
+	ike_why(sa, "deleted");
 	return ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);
 }
 
