@@ -107,7 +107,8 @@
  *                          "rekeys":N (its CHILD_SA's rekeys done),
  *                          "last_ike_end":TEXT|null (why its last IKE SA ended,
  *                                whole: for remote = %any, the last client's),
- *                          a client's tunnel: "client":CLIENT}, ...],
+ *                          a client's tunnel: "client":CLIENT (without bytes_in
+ *                                and bytes_out: its in and out)}, ...],
  *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
  *             with ALGS = {"proposal":TEXT|null (strongSwan's proposal syntax,
  *                          "aes128gcm16-prfsha256-x25519"),"encr":{"id":N,"bits":N,

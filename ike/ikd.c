@@ -48,7 +48,7 @@ struct ikd_conn {
 	uint64_t rekeys;
 	uint32_t by_name;		/* k.conns' index (idx): the next of its bucket */
 	char *last_end;			/* why its last IKE SA ended (show tunnels); malloc'd */
-	struct ike_alg_set esp;		/* the installed CHILD_SA's algorithms */
+	struct ike_alg_set esp, ike;	/* the installed CHILD_SA's algorithms, its IKE SA's */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
 	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
 	uint8_t n_more_lts, n_more_rts;
@@ -665,6 +665,7 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 		c->n_more_lts = t.n_more_lts;
 		c->n_more_rts = t.n_more_rts;
 		c->esp = child_algs(ch);
+		c->ike = ch->ike_alg;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out\n",
 			conn, ch->spi_in, ch->spi_out);
 	} else if (c->up && !c->has_next2 && inst_tunnel_sas(k.dp, &t, k.verbose, k.seq) == 0) {
@@ -675,6 +676,8 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 		*(c->has_next ? &c->next2_in : &c->next_in) = ch->spi_in;
 		*(c->has_next ? &c->next2_out : &c->next_out) = ch->spi_out;
 		*(c->has_next ? &c->has_next2 : &c->has_next) = true;
+		c->esp = child_algs(ch);	/* (the new pair's, as it will be) */
+		c->ike = ch->ike_alg;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA rekeyed, new SPIs 0x%08x in, "
 			"0x%08x out\n", conn, ch->spi_in, ch->spi_out);
 	}
@@ -1420,7 +1423,10 @@ static uint64_t sa_bytes(const struct dpvpn_sa_info *sas, uint32_t n, uint8_t di
 	return at != NULL ? at->bytes : 0;
 }
 
-/* One client (show ike "clients", show tunnels "clients"); sas: the dataplane's, sorted. */
+/*
+ * One client (show ike "clients", show tunnels "clients"); sas: the
+ * dataplane's, sorted, for its bytes (NULL: without bytes).
+ */
 static json_t *client_json(const struct ikd_client *cl, const struct dpvpn_sa_info *sas,
 			   uint32_t n_sas)
 {
@@ -1437,6 +1443,10 @@ static json_t *client_json(const struct ikd_client *cl, const struct dpvpn_sa_in
 		"rekeys", (json_int_t)cl->c.rekeys,
 		"bytes_in", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_IN, cl->c.spi_in),
 		"bytes_out", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_OUT, cl->c.spi_out));
+	if (sas == NULL) {	/* show tunnels' client tunnel: its in and out say it */
+		json_object_del(o, "bytes_in");
+		json_object_del(o, "bytes_out");
+	}
 	json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
 	json_object_set_new(o, "proposal", proposal_json(&cl->c.esp));
 	json_object_set_new(o, "since_s", json_integer((json_int_t)(now > cl->up_ms ?
@@ -1694,59 +1704,22 @@ void ikd_client_tunnels(const char *conn, ctl_tunnel_fn fn, void *arg)
 						      .cfg = &k.clients[i].c.tpl });
 }
 
-/* The newest established IKE SA's algorithms of connection name (encr 0: none). */
-static struct ike_alg_set conn_ike_algs(const char *name)
-{
-	struct newest n = { .conn = name };
-
-	ike_sa_walk(k.ctx, newest_one, &n);
-	return n.found && n.st.state == IKE_ST_ESTABLISHED ? ike_algs(&n.st) :
-	       (struct ike_alg_set){ 0 };
-}
-
-/* A client's IKE SA's algorithms: the established one with its lease. */
-struct lease_algs {
-	const struct ikd_client *cl;
-	struct ike_alg_set a;
-};
-
-static void lease_one(void *arg, const struct ike_sa_status *st)
-{
-	struct lease_algs *l = arg;
-
-	if (st->has_vip && st->state == IKE_ST_ESTABLISHED && !strcmp(st->conn, l->cl->conn) &&
-	    !memcmp(&st->vip, &l->cl->vip, sizeof(st->vip)))
-		l->a = ike_algs(st);
-}
-
 json_t *ikd_tunnel_json(const char *name)
 {
 	struct ikd_conn *c = k.ctx != NULL ? find_conn(name) : NULL;
-	struct ike_alg_set ike = { 0 };
-	json_t *o;
+	const struct ike_alg_set none = { 0 };
 
-	if (c == NULL && k.ctx != NULL && (c = client_by_name(name)) != NULL) {
-		struct lease_algs l = { .cl = client_of(c) };
-		struct dpvpn_sa_info *sas;
-		uint32_t n_sas;
-
-		ike_sa_walk(k.ctx, lease_one, &l);
-		sorted_sas(&sas, &n_sas);
-		o = json_pack("{s:o,s:o,s:o,s:o,s:[o],s:I}", "ike", algs_json(&l.a),
-			      "esp", algs_json(&c->esp),
-			      "client", client_json(client_of(c), sas, n_sas),
-			      "remote_ts", ike_prefix_json(&client_of(c)->vip),	/* its lease */
-			      "remote_ts_list", ike_prefix_json(&client_of(c)->vip),
-			      "rekeys", (json_int_t)c->rekeys);
-		free(sas);
-		return o;
-	}
+	if (c == NULL && k.ctx != NULL && (c = client_by_name(name)) != NULL)
+		return json_pack("{s:o,s:o,s:o,s:o,s:[o],s:I}", "ike", algs_json(&c->ike),
+				 "esp", algs_json(&c->esp),
+				 "client", client_json(client_of(c), NULL, 0),
+				 "remote_ts", ike_prefix_json(&client_of(c)->vip),	/* its lease */
+				 "remote_ts_list", ike_prefix_json(&client_of(c)->vip),
+				 "rekeys", (json_int_t)c->rekeys);
 	if (c == NULL)
 		return NULL;
-	if (!c->tpl.ra.any)
-		ike = conn_ike_algs(c->tpl.ike.parent[0] ? c->tpl.ike.parent : name);
-	return json_pack("{s:o,s:o,s:o,s:o,s:I}", "ike", algs_json(&ike),
-			 "esp", algs_json(c->up ? &c->esp : &(struct ike_alg_set){ 0 }),
+	return json_pack("{s:o,s:o,s:o,s:o,s:I}", "ike", algs_json(c->up ? &c->ike : &none),
+			 "esp", algs_json(c->up ? &c->esp : &none),
 			 "clients", c->tpl.ra.any ? clients_json(name) : json_null(),
 			 "last_ike_end", c->last_end ? json_string(c->last_end) : json_null(),
 			 "rekeys", (json_int_t)c->rekeys);

@@ -85,6 +85,9 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 		c.local = sa->local;
 		c.remote = sa->remote;
 		c.peer_id = sa->has_vip ? &sa->peer_id : NULL;
+		c.ike_alg = (struct ike_alg_set){ .encr = sa->prop.encr,
+			.encr_bits = sa->prop.encr_bits, .integ = sa->prop.integ,
+			.prf = sa->prop.prf, .dh = sa->prop.dh };
 		c.udp_encap = sa->encap;
 		c.udp_local = sa->encap ? sa->local.port : 0;
 		c.udp_remote = sa->encap ? sa->remote.port : 0;

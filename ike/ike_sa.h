@@ -227,6 +227,7 @@ struct ike_child {
 	struct ike_addr local, remote;		/* the tunnel's outer addresses */
 	/* remote access: the client's IDi (its IKE SA's, valid in the callback); else NULL */
 	const struct ike_ident *peer_id;
+	struct ike_alg_set ike_alg;		/* its IKE SA's algorithms (show tunnels) */
 	/*
 	 * ESP in UDP (RFC 3948), when a NAT was detected or force_encap asked
 	 * for it: from port udp_local (4500) to udp_remote (the peer's port as
