@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -266,6 +267,78 @@ static void section_header(struct parser *p, char *s)
 
 /* ---- key dispatch (from inih, or from the reader for key lines) ---- */
 
+/* strongSwan's (swanctl.conf, ipsec.conf) names of what dpvpn calls otherwise. */
+static const struct {
+	const char *theirs, *ours;
+} aliases[] = {
+	{ "rekey-time", "soft-seconds (the CHILD_SA's rekey) or ike-lifetime (the IKE SA's)" },
+	{ "rekey_time", "soft-seconds (the CHILD_SA's rekey) or ike-lifetime (the IKE SA's)" },
+	{ "rekey-bytes", "soft-bytes" }, { "rekey_bytes", "soft-bytes" },
+	{ "rekey-packets", "soft-packets" }, { "rekey_packets", "soft-packets" },
+	{ "life-time", "hard-seconds" }, { "life_time", "hard-seconds" },
+	{ "lifetime", "hard-seconds (CHILD_SA) or ike-lifetime (IKE SA)" },
+	{ "ikelifetime", "ike-lifetime" }, { "reauth_time", "ike-lifetime" },
+	{ "proposals", "ike-proposals" }, { "ike", "ike-proposals" },
+	{ "esp_proposals", "esp-proposals" }, { "esp", "esp-proposals" },
+	{ "local_ts", "local-ts" }, { "remote_ts", "remote-ts" },
+	{ "leftsubnet", "local-ts" }, { "rightsubnet", "remote-ts" },
+	{ "local_addrs", "local" }, { "remote_addrs", "remote" },
+	{ "left", "local" }, { "right", "remote" }, { "leftid", "local-id" },
+	{ "rightid", "remote-id" }, { "pools", "pool" }, { "vips", "virtual-ip" },
+	{ "dpd_delay", "dpd" }, { "start_action", "start" }, { "auto", "start" },
+};
+
+/* Levenshtein distance of a and b (both short: key names), capped at 9. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[40], prev, tmp;
+
+	if (la >= 40 || lb >= 40)
+		return 9;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned best = prev + (a[i - 1] != b[j - 1]);
+
+			best = row[j] + 1 < best ? row[j] + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb] < 9 ? row[lb] : 9;
+}
+
+/* "unknown key", with the key meant: strongSwan's name for it, or the closest of d's. */
+static void unknown_key(struct parser *p, const struct sect_def *d, const char *name)
+{
+	const char *best = NULL;
+	unsigned best_d = 3;		/* more edits than 2: no guess */
+
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcasecmp(aliases[i].theirs, name)) {
+			cfg_kerr(p, "unknown key; did you mean %s?", aliases[i].ours);
+			return;
+		}
+	for (size_t i = 0; i < d->n_keys; i++) {
+		unsigned e = edit_distance(name, d->keys[i].name);
+
+		if (e < best_d) {
+			best_d = e;
+			best = d->keys[i].name;
+		}
+	}
+	if (best != NULL)
+		cfg_kerr(p, "unknown key; did you mean %s?", best);
+	else
+		cfg_kerr(p, "unknown key (doc/dpvpn.conf.5 lists the keys of [%s])", d->type);
+}
+
 static int handle_kv(struct parser *p, const char *name, const char *value)
 {
 	const struct sect_def *d = p->def;
@@ -282,7 +355,7 @@ static int handle_kv(struct parser *p, const char *name, const char *value)
 		if (!strcmp(d->keys[i].name, name))
 			break;
 	if (i == d->n_keys) {
-		cfg_kerr(p, "unknown key");
+		unknown_key(p, d, name);
 	} else if ((p->seen & KEY_BIT(i)) && !d->keys[i].repeat) {
 		cfg_kerr(p, "duplicate key");
 	} else {

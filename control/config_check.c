@@ -265,7 +265,7 @@ static void check_tunnels(struct parser *p)
 	for (size_t i = 0; i < c->n_tunnels; i++) {
 		const struct cfg_tunnel *t = c->tunnels[i];
 
-		if (t->local.family && !is_outside_addr(c, &t->local))
+		if (t->local.family && !p->port_addr_bad && !is_outside_addr(c, &t->local))
 			cfg_err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of "
 				   "an outside port%s", t->name, cfg_fmt_addr(&t->local, buf),
 				   any_extra(c) && t->local.family == DPVPN_AF_INET ?

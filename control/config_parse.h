@@ -59,6 +59,8 @@ struct parser {
 	int key_line[64];	/* line of each key seen (valid where its bit is set) */
 	int keying_line;	/* the tunnel's keying, 0 if not given (yet) */
 	bool keying_bad;	/* the tunnel's keying value was refused */
+	bool port_addr_bad;	/* a port's address was refused: the tunnels' local is not
+				 * checked against the ports (no knock-on error) */
 	const char *key;	/* key being handled, for messages */
 	int seen_dataplane, seen_control, seen_routes;
 	struct perror_ent *errs;

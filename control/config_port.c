@@ -83,6 +83,8 @@ static int key_port_address(struct parser *p, const char *val)
 		*slot = pfx;
 	}
 	free(list);
+	if (rc != 0)
+		p->port_addr_bad = true;	/* tunnels' local is not checked against it */
 	return rc;
 }
 

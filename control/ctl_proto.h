@@ -96,8 +96,25 @@
  *                                "packets_out":N|null (routed into it),
  *                                "packets_in":N|null (its SAs decrypted and kept),
  *                                "down_drops":N|null (routed to it while down),
- *                                "host_interface":NAME|null (its twin)}}, ...],
+ *                                "host_interface":NAME|null (its twin)},
+ *                          keying = ike, also (ikd_tunnel_json):
+ *                          "ike":ALGS,"esp":ALGS (the IKE SA's and the installed
+ *                                CHILD_SA's; proposal null: none negotiated; cipher
+ *                                is then the dataplane's name of the ESP one),
+ *                          "clients":[CLIENT, ...]|null (remote = %any: its
+ *                                clients, show ike's; such a tunnel is up, its
+ *                                clients' tunnels "CONN/VIP" listed after it),
+ *                          "rekeys":N (its CHILD_SA's rekeys done),
+ *                          "last_ike_end":TEXT|null (why its last IKE SA ended,
+ *                                whole: for remote = %any, the last client's),
+ *                          a client's tunnel: "client":CLIENT (without bytes_in
+ *                                and bytes_out: its in and out)}, ...],
  *              "config_refused":null|{"errors":N,"first":"FILE:LINE: ..."}}
+ *             with ALGS = {"proposal":TEXT|null (strongSwan's proposal syntax,
+ *                          "aes128gcm16-prfsha256-x25519"),"encr":{"id":N,"bits":N,
+ *                          "name":TEXT|null},"integ":{"id":N,"name":..},"prf":{..},
+ *                          "dh":{..},"esn":BOOL}: names with their IANA numbers
+ *             (id 0: none of that kind; name null: none, or not one dpvpn knows);
  *             with WAY = {"packets":N,"bytes":N,"last_packet_ms":N|null}: what
  *             the tunnel's SAs of that direction carried, and the newest of
  *             their last_packet_ms.  Every tunnel of the running config,
@@ -185,12 +202,16 @@
  *                      "child":{"spi_in":"0x..","spi_out":"0x.."}|null,"rx":N,"tx":N,
  *                      "retransmits":N,"child_rekeys":N,"udp_encap":BOOL,
  *                      "ike_rekeys":N,"rekey_collisions":{"total":N,"won":N,
- *                      "lost":N},"children":[CHILD, ...]}, ...],
+ *                      "lost":N},"children":[CHILD, ...],
+ *                      "encr":N,"integ":N,"prf":N (IANA numbers),
+ *                      "proposal":TEXT|null,"algorithms":ALGS (show tunnels':
+ *                      the names)}, ...],
  *                      (state also "rekeyed": replaced)
  *             CHILD = {"name":TUNNEL,"up":true,"spi_in":"0x..","spi_out":"0x..",
  *                      "dh":N,"local_ts":[PREFIX, ...],"remote_ts":[PREFIX, ...],
  *                      "rekeys":N,
- *                      "age_s":N} | {"name":TUNNEL,"up":false}: every CHILD_SA
+ *                      "age_s":N,"proposal":TEXT (its ESP algorithms, strongSwan's
+ *                      syntax)} | {"name":TUNNEL,"up":false}: every CHILD_SA
  *             of the IKE SA, the IKE_AUTH one first, then those of ike-sa
  *             tunnels (made by CREATE_CHILD_SA; up false: being made, or
  *             refused and asked again later); name: the [tunnel] it is of;
@@ -204,7 +225,8 @@
  *             nonce, its SA went, "lost": ours had, we deleted ours
  *              "clients":[{"name":"CONN/VIP","conn":CONN,"identity":ID|null,"outer":"IP:PORT",
  *                          "vip":PREFIX,"spi_in":"0x..","spi_out":"0x..","rekeys":N,
- *                          "bytes_in":N,"bytes_out":N}, ...]
+ *                          "bytes_in":N,"bytes_out":N,"proposal":TEXT|null,
+ *                          "since_s":N}, ...] (CLIENT)
  *                         remote = %any: one per client CHILD_SA installed, a
  *                         dataplane tunnel of its own named CONN/VIP (its SAs
  *                         carry that name in show sa); outer: the client's
@@ -212,7 +234,9 @@
  *                         identity: its IDi ("fqdn:NAME", "email:ADDR", an IP,
  *                         a DN as "/C=../CN=..", else "keyid:HEX"/"id:HEX");
  *                         bytes: the dataplane's counters of its current SAs
- *                         (inner bytes since their install, not cleared)
+ *                         (inner bytes since their install, not cleared);
+ *                         proposal: its CHILD_SA's ESP algorithms; since_s:
+ *                         seconds since its tunnel was installed
  *              "stats":{"rx":N,"tx":N,"retransmits":N,"resent_responses":N,
  *                       "late_responses":N,  (answers to requests of ours that
  *                       were answered already: a retransmission crossed the
@@ -229,13 +253,19 @@
  *                       newer message's came; timeout: incomplete after 10 s;
  *                       late: of a request answered already, other than the
  *                       first, which has the response sent again)
+ *                       "after_end":N,  (messages for an IKE SA that ended
+ *                       here lately, one of the last 32: the answer to the
+ *                       Delete a reload sent, a retransmission; no error)
  *                       "pool_exhausted":N,"cp_missing":N},  (remote = %any:
  *                       clients answered INTERNAL_ADDRESS_FAILURE, the pool
  *                       being used up, or FAILED_CP_REQUIRED, no address asked)
  *              "channel":{"open":BOOL,"tx_refused":N,"tx_failed":N,"rx_bad":N}}
  *             (an error if no tunnel has keying = ike)
- *   trace:    {"active":BOOL,"point":POINT|"off","wanted":N,"captured":N,
- *              "written":N,"lost":N}
+ *   trace:    {"active":BOOL,"point":POINT|"off","last_point":POINT|null,"wanted":N,
+ *              "captured":N,"written":N,"lost":N}
+ *             (point: where one is capturing now; last_point: the running or
+ *              last trace's, null if none since the dataplane started: the
+ *              counts are its)
  *   reload, tunnel: {"message":"what was done" (with the counts: "reloaded: N tunnels
  *                      added, N removed, N changed, N unchanged, N repaired; ..."),
  *              "added":[NAME, ...],"removed":[...],"changed":[...],"repaired":[...],

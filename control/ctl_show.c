@@ -390,9 +390,12 @@ json_t *ctl_show_trace(struct ctl_ctx *ctx, char *err, size_t err_len)
 
 	if (dp_call(ctx->dp, DPVPN_MSG_TRACE_STATUS, NULL, 0, &t, sizeof(t)))
 		return dp_failed(ctx, err, err_len, "trace");
-	return json_pack("{s:b,s:s,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:b,s:s,s:o,s:o,s:o,s:o,s:o}",
 		"active", t.active,
 		"point", t.point < DPVPN_TRACE_MAX ? trace_points[t.point] : "?",
+		"last_point", t.last_point == DPVPN_TRACE_OFF ? json_null() :
+			json_string(t.last_point < DPVPN_TRACE_MAX ? trace_points[t.last_point] :
+				    "?"),
 		"wanted", u64(t.wanted), "captured", u64(t.captured),
 		"written", u64(t.written), "lost", u64(t.lost));
 }

@@ -26,6 +26,7 @@ enum ctl_ike {
 	CTL_IKE_DOWN = 0,	/* not established (yet): the detail says where it is */
 	CTL_IKE_UP = 1,		/* its CHILD_SA installed */
 	CTL_IKE_HELD = 2,	/* terminated by the operator: not started again */
+	CTL_IKE_RA = 3,		/* remote = %any: up, its clients' tunnels are theirs */
 };
 
 typedef void (*ctl_tunnel_fn)(void *arg, const struct ctl_tunnel *t);
@@ -55,6 +56,9 @@ struct ctl_ctx {
 	 * no IKE SA) and, unless up, why in words */
 	int (*ike_tunnel)(const char *name, char *state, size_t state_len, char *detail,
 			  size_t detail_len);
+	/* show tunnels: what IKE negotiated for tunnel NAME, members merged into its
+	 * entry (ikd_tunnel_json); NULL: nothing */
+	json_t *(*ike_tunnel_json)(const char *name);
 	/* reload, tunnel up|down: what the last one did, {"added":[NAME, ...], ...} */
 	json_t *(*changes)(void);
 	/* route add|del done: the prefix is dpvpnctl's (it wins over the kernel's

@@ -24,7 +24,7 @@
 #include "ctl_show.h"
 
 #define ERR_TEXT	400	/* one config error, "FILE:LINE: message" */
-#define DETAIL_TEXT	512
+#define DETAIL_TEXT	2048	/* an IKE SA's end: a certificate's subject, an identity */
 
 /* ---- what a refused config named ---- */
 
@@ -249,7 +249,7 @@ static void judge(struct ctl_ctx *ctx, const struct entry *e,
 							sizeof(v->detail)) : CTL_IKE_UNKNOWN;
 		if (ike == CTL_IKE_UP)
 			judge_sas(t, sas, n, true, v);
-		else
+		else if (ike != CTL_IKE_RA)	/* remote access: up, its clients listed */
 			v->reason = ike == CTL_IKE_HELD ? "operator" : "ike";
 		if (ike == CTL_IKE_UNKNOWN)
 			snprintf(v->detail, sizeof(v->detail), "IKE is not running for it");
@@ -361,6 +361,33 @@ static json_t *interface_json(const struct cfg_tunnel *c, const char *name)
 		"host_interface", c->host_iface[0] ? text_json(c->host_iface) : json_null());
 }
 
+/* The cipher an IKE tunnel's outbound SA has (the dataplane's name); NULL: none. */
+static const char *negotiated_cipher(const struct dpvpn_sa_info *const *sas, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sas[i]->dir == DPVPN_DIR_OUT)
+			return cfg_alg_name(sas[i]->alg);
+	return NULL;
+}
+
+/* keying = ike: what was negotiated (ikd_tunnel_json), the cipher as the SAs have it. */
+static void add_ike(struct ctl_ctx *ctx, json_t *o, const struct entry *e,
+		    const struct dpvpn_sa_info *const *sas, size_t n)
+{
+	const char *cipher = negotiated_cipher(sas, n);
+	json_t *extra;
+
+	if (e->t.cfg == NULL || !e->t.cfg->ike.on || e->t.operator_down || e->refused ||
+	    ctx->ike_tunnel_json == NULL)
+		return;
+	extra = ctx->ike_tunnel_json(e->t.name);
+	if (json_is_object(extra))
+		json_object_update(o, extra);
+	json_decref(extra);
+	if (cipher != NULL)
+		json_object_set_new(o, "cipher", json_string(cipher));
+}
+
 static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 			   const struct dpvpn_sa_info *const *sorted, size_t n_sorted)
 {
@@ -370,11 +397,12 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 	struct verdict v;
 	size_t n = 0;
 
+	static const char *const rpf[] = { "off", "loose", "strict" };
+	json_t *o;
+
 	sas = sorted + named(sorted, n_sorted, e->t.name, &n);
 	judge(ctx, e, sas, n, &v);
-	static const char *const rpf[] = { "off", "loose", "strict" };
-
-	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+	o = json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
 			 "s:o,s:o,s:b,s:o}",
 		"name", text_json(e->t.name),
 		"state", v.reason ? "down" : "up",
@@ -399,6 +427,9 @@ static json_t *tunnel_json(struct ctl_ctx *ctx, const struct entry *e,
 		"out", way_json(sas, n, DPVPN_DIR_OUT),
 		"host_access", c != NULL && c->host_access,
 		"interface", interface_json(c, e->t.name));
+	if (o != NULL)
+		add_ike(ctx, o, e, sas, n);
+	return o;
 }
 
 /* ---- the request ---- */

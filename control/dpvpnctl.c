@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ enum unit {
 	U_BYTES,	/* IEC: 1.4 GiB */
 	U_SHARE,	/* 0..1 as 37.5 %; -n: 0.375 */
 	U_AGE,		/* milliseconds ago: 0.4 s, 12 min; null: never */
+	U_SECONDS,	/* seconds: as U_AGE */
 };
 
 #define COL_WIDE	1	/* only with -w */
@@ -185,6 +187,13 @@ static const char *cell(json_t *v, enum unit unit, char *buf, size_t len, int *n
 		return bytes_text(u, buf, len);
 	if (json_is_integer(v) && unit == U_COUNT)
 		return count_text(u, buf, len);
+	if (json_is_integer(v) && unit == U_SECONDS) {
+		json_t *ms = json_integer((json_int_t)(u * 1000));
+
+		age_text(ms, buf, len);
+		json_decref(ms);
+		return buf;
+	}
 	if (unit == U_AGE) {
 		*num = 1;
 		return json_is_integer(v) ? age_text(v, buf, len) : "never";
@@ -303,14 +312,18 @@ static void field(const char *label, const char *fmt, ...)
 
 static void field(const char *label, const char *fmt, ...)
 {
-	char text[2048];
+	char *text = NULL;
 	int col = printf("  %s: ", label), indent = 4;
-	const char *s = text;
+	const char *s;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	if (vasprintf(&text, fmt, ap) < 0)	/* whole, however long: never cut */
+		text = NULL;
 	va_end(ap);
+	if (text == NULL)
+		die("out of memory");
+	s = text;
 	while (*s) {
 		size_t word = strcspn(s, " ");
 
@@ -324,6 +337,7 @@ static void field(const char *label, const char *fmt, ...)
 		s += strspn(s, " ");
 	}
 	printf("\n");
+	free(text);
 }
 
 /* ---- printers ---- */
@@ -532,12 +546,19 @@ static void print_neighs(json_t *r)
 	print_table(json_object_get(r, "neighbours"), COLS(cols));
 }
 
+/* The running trace, or the last one (its point and counts), or none since the start. */
 static void print_trace(json_t *r)
 {
-	printf("%s at %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " written, %"
-	       JSON_INTEGER_FORMAT " lost\n",
-	       json_is_true(json_object_get(r, "active")) ? "tracing" : "no trace running",
-	       str_of(r, "point"), int_of(r, "written"), int_of(r, "wanted"), int_of(r, "lost"));
+	bool active = json_is_true(json_object_get(r, "active"));
+
+	if (!active && !json_is_string(json_object_get(r, "last_point"))) {
+		printf("no trace running (none since the dataplane started)\n");
+		return;
+	}
+	printf("%s at %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " packets written, %"
+	       JSON_INTEGER_FORMAT " lost\n", active ? "tracing" : "no trace running; the last",
+	       str_of(r, "last_point"), int_of(r, "written"), int_of(r, "wanted"),
+	       int_of(r, "lost"));
 }
 
 static void print_lcores(json_t *r)
@@ -569,6 +590,25 @@ static void print_ike_frags(json_t *f)
 	printf("\n");
 }
 
+/* remote access: one line per client (show ike; show tunnels under its connection). */
+static void print_clients(json_t *clients)
+{
+	static const struct column cols[] = {
+		{ "CLIENT", "name", U_TEXT, COL_CUT }, { "IDENTITY", "identity", U_TEXT, COL_CUT },
+		{ "OUTER", "outer", U_TEXT, 0 }, { "VIP", "vip", U_TEXT, 0 },
+		{ "CHILD-IN", "spi_in", U_TEXT, COL_WIDE },
+		{ "CHILD-OUT", "spi_out", U_TEXT, COL_WIDE },
+		{ "BYTES-IN", "bytes_in", U_BYTES, 0 }, { "BYTES-OUT", "bytes_out", U_BYTES, 0 },
+		{ "SINCE", "since_s", U_SECONDS, 0 },
+		{ "PROPOSAL", "proposal", U_TEXT, COL_WIDE },
+		{ "REKEYS", "rekeys", U_COUNT, COL_WIDE },
+	};
+
+	printf("\nremote-access clients:\n");
+	print_table(clients, COLS(cols));
+	printf("\n");
+}
+
 /* show ike: one line per IKE SA, then what was refused, by reason, and IKE fragments. */
 static void print_ike(json_t *r)
 {
@@ -579,6 +619,7 @@ static void print_ike(json_t *r)
 		{ "CHILD-OUT", "child.spi_out", U_TEXT, 0 },
 		{ "RX", "rx", U_COUNT, 0 }, { "TX", "tx", U_COUNT, 0 },
 		{ "RETRANS", "retransmits", U_COUNT, 0 },
+		{ "PROPOSAL", "proposal", U_TEXT, COL_CUT },
 		{ "REKEYS", "child_rekeys", U_COUNT, COL_WIDE },
 		{ "NAT-LOCAL", "nat_local", U_TEXT, COL_WIDE },
 		{ "NAT-REMOTE", "nat_remote", U_TEXT, COL_WIDE },
@@ -587,6 +628,8 @@ static void print_ike(json_t *r)
 	const char *key;
 
 	print_table(json_object_get(r, "sas"), COLS(cols));
+	if (json_array_size(json_object_get(r, "clients")) > 0)
+		print_clients(json_object_get(r, "clients"));
 	printf("refused:");
 	json_object_foreach(rej, key, v)
 		if (json_integer_value(v) != 0)
@@ -609,6 +652,52 @@ static void print_way(const char *label, json_t *w)
 	      age ? "last packet " : "no packet yet", age ? age : "", age ? " ago" : "");
 }
 
+/* A remote-access client's tunnel: who holds the lease, from where, since when. */
+static void print_client_of(json_t *c)
+{
+	char since[CELL_MAX];
+	json_t *ms;
+
+	if (!json_is_object(c))
+		return;
+	ms = json_integer(int_of(c, "since_s") * 1000);
+	field("client", "%s at %s, lease %s, up %s", json_is_string(json_object_get(c, "identity"))
+	      ? str_of(c, "identity") : "(identity not known)", str_of(c, "outer"),
+	      str_of(c, "vip"), age_text(ms, since, sizeof(since)));
+	json_decref(ms);
+}
+
+/* One client of a remote-access tunnel, a line as wg show has a peer. */
+static void print_client_line(json_t *c)
+{
+	char since[CELL_MAX], bi[CELL_MAX], bo[CELL_MAX];
+	json_t *ms = json_integer(int_of(c, "since_s") * 1000);
+
+	field("client", "%s at %s, lease %s, SAs %s in, %s out, %s%s in, %s%s out, up %s (%s)",
+	      json_is_string(json_object_get(c, "identity")) ? str_of(c, "identity") :
+	      "(identity not known)", str_of(c, "outer"), str_of(c, "vip"), str_of(c, "spi_in"),
+	      str_of(c, "spi_out"), bytes_text((uint64_t)int_of(c, "bytes_in"), bi, sizeof(bi)),
+	      opt.numeric ? " bytes" : "", bytes_text((uint64_t)int_of(c, "bytes_out"), bo,
+	      sizeof(bo)), opt.numeric ? " bytes" : "", age_text(ms, since, sizeof(since)),
+	      str_of(c, "name"));
+	json_decref(ms);
+}
+
+/* "aes128-gcm (ESP aes128gcm16, IKE aes128gcm16-prfsha256-x25519), keyed by IKE ..." */
+static void print_ike_cipher(json_t *t)
+{
+	json_t *esp = json_object_get(json_object_get(t, "esp"), "proposal");
+	json_t *ike = json_object_get(json_object_get(t, "ike"), "proposal");
+
+	if (json_is_string(esp) || json_is_string(ike))
+		field("cipher", "%s (ESP %s, IKE %s), keyed by IKE (IKE SA: %s)",
+		      str_of(t, "cipher"), json_is_string(esp) ? json_string_value(esp) : "-",
+		      json_is_string(ike) ? json_string_value(ike) : "-", str_of(t, "ike_state"));
+	else
+		field("cipher", "%s, keyed by IKE (IKE SA: %s)", str_of(t, "cipher"),
+		      str_of(t, "ike_state"));
+}
+
 /* show tunnels: a block per tunnel, as wg show and swanctl --list-conns. */
 static void print_tunnel(json_t *t)
 {
@@ -620,13 +709,17 @@ static void print_tunnel(json_t *t)
 	if (json_is_string(json_object_get(t, "reason")))
 		field("state", "%s (%s): %s", str_of(t, "state"), str_of(t, "reason"),
 		      str_of(t, "detail"));
+	else if (json_is_array(json_object_get(t, "clients")))
+		field("state", "%s, %zu client%s", str_of(t, "state"),
+		      json_array_size(json_object_get(t, "clients")),
+		      json_array_size(json_object_get(t, "clients")) == 1 ? "" : "s");
 	else
 		field("state", "%s", str_of(t, "state"));
+	print_client_of(json_object_get(t, "client"));
 	if (json_is_string(json_object_get(t, "remote")))
 		field("peer", "%s (local %s)", str_of(t, "remote"), str_of(t, "local"));
 	if (json_is_string(json_object_get(t, "ike_state")))
-		field("cipher", "%s, keyed by IKE (IKE SA: %s)", str_of(t, "cipher"),
-		      str_of(t, "ike_state"));
+		print_ike_cipher(t);
 	else if (json_is_string(json_object_get(t, "keying")))
 		field("cipher", "%s, %s keys", str_of(t, "cipher"), str_of(t, "keying"));
 	if (json_is_string(json_object_get(t, "local_ts")))
@@ -660,6 +753,11 @@ static void print_tunnel(json_t *t)
 		print_way("in", json_object_get(t, "in"));
 		print_way("out", json_object_get(t, "out"));
 	}
+	json_array_foreach(json_object_get(t, "clients"), i, sa)
+		print_client_line(sa);
+	if (json_is_array(json_object_get(t, "clients")) &&
+	    json_is_string(json_object_get(t, "last_ike_end")))
+		field("last IKE SA end", "%s", str_of(t, "last_ike_end"));
 }
 
 static void print_tunnels(json_t *r)
@@ -1082,6 +1180,51 @@ static int monitor(const char *path, int frames)
 	return 0;
 }
 
+/* Whether a and b differ by at most one edit (a typo, a plural): "tunnel", "tunnels". */
+static bool one_edit(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > lb)
+		return one_edit(b, a);
+	if (lb - la > 1)
+		return false;
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	if (la == lb)
+		return !strcmp(a + (*a != 0), b + (*b != 0));
+	return !strcmp(a, b + 1);
+}
+
+/* An unknown command: one line, with the one meant if it is a typo away, not the usage. */
+static void unknown_command(int argc, char **argv)
+{
+	const char *second = argc > 1 ? argv[1] : NULL;
+
+	fprintf(stderr, "dpvpnctl: unknown command '%s%s%s'", argv[0], second ? " " : "",
+		second ? second : "");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const char *const *w = commands[i].words;
+
+		if (w[1] != NULL && second != NULL && argc == 2 && !strcmp(argv[0], w[0]) &&
+		    one_edit(second, w[1])) {
+			fprintf(stderr, "; did you mean '%s %s'?\n", w[0], w[1]);
+			return;
+		}
+		if (w[1] == NULL && argc == 1 && one_edit(argv[0], w[0])) {
+			fprintf(stderr, "; did you mean '%s'?\n", w[0]);
+			return;
+		}
+	}
+	if (!strcmp(argv[0], "show"))
+		fprintf(stderr, "; show what? sa, tunnels, ports, counters, policies, routes, "
+			"neighbours, lcores, trace or ike\n");
+	else
+		fprintf(stderr, " (dpvpnctl help lists them)\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1193,12 +1336,11 @@ int main(int argc, char **argv)
 		return monitor(path, argc - optind == 2 ? atoi(argv[optind + 1]) : -1);
 	cmd = find_command(argc - optind, argv + optind);
 	if (!cmd) {
-		const char *second = optind + 1 < argc ? argv[optind + 1] : NULL;
-
-		if (optind < argc)
-			fprintf(stderr, "dpvpnctl: unknown command '%s%s%s'\n", argv[optind],
-				second ? " " : "", second ? second : "");
-		usage(stderr);
+		if (optind == argc) {
+			usage(stderr);
+			return 2;
+		}
+		unknown_command(argc - optind, argv + optind);
 		return 2;
 	}
 	reply = request_show(path, cmd->request);

@@ -676,9 +676,12 @@ static const char *port_name(uint16_t id)
  * those a refused config named). */
 static void walk_tunnels(ctl_tunnel_fn fn, void *arg)
 {
-	for (size_t i = 0; current != NULL && i < current->n_tunnels; i++)
+	for (size_t i = 0; current != NULL && i < current->n_tunnels; i++) {
 		fn(arg, &(struct ctl_tunnel){ .name = current->tunnels[i]->name,
 					      .cfg = current->tunnels[i] });
+		if (current->tunnels[i]->ra.any)	/* remote access: each client's */
+			ikd_client_tunnels(current->tunnels[i]->name, fn, arg);
+	}
 	for (int i = 0; i < MAX_DOWN; i++) {
 		const struct cfg_tunnel *c = down_cfg[i];
 
@@ -697,6 +700,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.tunnel_state = tunnel_state, .verbose = opts->verbose,
 		.show_ike = ikd_show, .ike_command = ikd_command, .port_name = port_name,
 		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
+		.ike_tunnel_json = ikd_tunnel_json,
 		.changes = changes_json, .route_changed = mirror_ctl_route,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
@@ -727,6 +731,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	if (cfg->metrics[0] != '\0') {
 		l.metrics = metrics_open(cfg->metrics);
 		l.pfd[PFD_METRICS].fd = metrics_fd(l.metrics);
+		metrics_set_ctl(l.metrics, &ctx);	/* the per-tunnel series */
 		if (l.metrics == NULL) {
 			close(lfd);
 			close(sfd);

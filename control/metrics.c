@@ -260,7 +260,32 @@ struct mconn {
 struct metrics {
 	int ep, lfd;
 	struct mconn c[METRICS_CONNS];
+	struct ctl_ctx *ctl;		/* NULL: no per-tunnel series */
+	struct metrics_tunnels *tunnels;
 };
+
+void metrics_set_ctl(struct metrics *m, struct ctl_ctx *ctx)
+{
+	if (m == NULL)
+		return;
+	m->ctl = ctx;
+	if (ctx != NULL && m->tunnels == NULL)
+		m->tunnels = metrics_tunnels_new();	/* NULL: the per-SA series only */
+}
+
+/* The per-tunnel series, after the others. */
+static void tunnel_series(struct metrics *m, struct out *body)
+{
+	size_t len;
+	char *text;
+
+	if (m->ctl == NULL || m->tunnels == NULL)
+		return;
+	text = metrics_tunnels_text(m->tunnels, m->ctl, &len);
+	if (text != NULL)
+		put(body, "%.*s", (int)len, text);
+	free(text);
+}
 
 struct metrics *metrics_open(const char *spec)
 {
@@ -329,7 +354,7 @@ static void accept_all(struct metrics *m)
 	}
 }
 
-static void respond(struct mconn *c, struct dp_client *dp)
+static void respond(struct metrics *m, struct mconn *c, struct dp_client *dp)
 {
 	struct out body = { 0 };
 	char head[160];
@@ -339,6 +364,7 @@ static void respond(struct mconn *c, struct dp_client *dp)
 		sas(&body, dp);
 		ports(&body, dp);
 		lcores(&body, dp);
+		tunnel_series(m, &body);
 	}
 	snprintf(head, sizeof(head), "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
 		 "Content-Length: %zu\r\n\r\n", body.buf ? "200 OK" : "503 Service Unavailable",
@@ -374,7 +400,7 @@ static int step(struct metrics *m, struct mconn *c, struct dp_client *dp)
 		if (strstr(c->req, "\r\n\r\n") == NULL && strstr(c->req, "\n\n") == NULL &&
 		    c->got < sizeof(c->req) - 1)
 			return 0;
-		respond(c, dp);
+		respond(m, c, dp);
 		if (c->o.buf == NULL)
 			return -1;
 	}
@@ -431,5 +457,6 @@ void metrics_close(struct metrics *m)
 			drop(&m->c[i]);
 	close(m->ep);
 	close(m->lfd);
+	metrics_tunnels_free(m->tunnels);
 	free(m);
 }

@@ -23,4 +23,19 @@ int metrics_fd(const struct metrics *m);
 void metrics_poll(struct metrics *m, struct dp_client *dp);
 void metrics_close(struct metrics *m);
 
+/*
+ * The per-tunnel series (metrics_tunnels.c), from show tunnels and the
+ * dataplane's SAs; a state kept from scrape to scrape makes the counters
+ * grow through rekeys.  metrics_set_ctl: dpvpnd's operator context, whose
+ * show tunnels the endpoint then adds (NULL: the per-SA series only).
+ */
+struct ctl_ctx;
+struct metrics_tunnels;
+
+struct metrics_tunnels *metrics_tunnels_new(void);
+void metrics_tunnels_free(struct metrics_tunnels *m);
+/* The series' text (malloc'd, *len bytes), or NULL. */
+char *metrics_tunnels_text(struct metrics_tunnels *m, struct ctl_ctx *ctx, size_t *len);
+void metrics_set_ctl(struct metrics *m, struct ctl_ctx *ctx);
+
 #endif /* DPVPN_METRICS_H */

@@ -151,7 +151,16 @@ static const struct tcase cases[] = {
 	  "(port, via), not both", { 0 } },
 	{ "route section neither", RGOOD "[route x]\ndst = 10.9.0.0/16\n",
 	  "19: [route x] missing required key 'port' (or tunnel)", { 0 } },
-	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key", { 0 } },
+	{ "unknown key", GOOD "mtux = 1400\n", "20: [tunnel t] mtux: unknown key; did you mean "
+	  "mtu?", { 0 } },
+	/* [ops] 27.4: the key meant, strongSwan's name or a typo's closest */
+	{ "unknown key alias", GOOD "rekey-time = 3600\n", "20: [tunnel t] rekey-time: unknown "
+	  "key; did you mean soft-seconds (the CHILD_SA's rekey) or ike-lifetime (the IKE "
+	  "SA's)?", { 0 } },
+	{ "unknown key typo", GOOD "sof-seconds = 3600\n", "20: [tunnel t] sof-seconds: unknown "
+	  "key; did you mean soft-seconds?", { 0 } },
+	{ "unknown key far", GOOD "zzzzzzzz = 1\n", "20: [tunnel t] zzzzzzzz: unknown key "
+	  "(doc/dpvpn.conf.5 lists the keys of [tunnel])", { 0 } },
 	/* dpvpn does not compress, on purpose (doc/security.md "Non-goals"): the key
 	 * strongSwan has is refused, saying why, not as just "unknown key". */
 	{ "compress", GOOD "compress = yes\n", "20: [tunnel t] compress: " COMPRESS_WHY, { 0 } },
@@ -176,6 +185,12 @@ static const struct tcase cases[] = {
 	  { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
+	/* [ops] 27.4: the bad address alone, not also "local: ... is not the address of an
+	 * outside port" for the tunnel that uses it */
+	{ "bad outside cidr, no knock-on", "[port inside]\nid = 0\nrole = inside\n"
+	  "address = 198.18.1.1/24\n\n[port outside]\nid = 1\nrole = outside\n"
+	  "address = 198.19.0.300/24\n" TUN_HEAD SPIS KEYS,
+	  "9: [port outside] address: " PORT_ERR ", got '198.19.0.300/24'", { 0 } },
 	{ "cidr without length", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.1\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.1'", { 0 } },
 	{ "bad role", "[port a]\nid = 0\nrole = sideways\naddress = 198.18.1.1/24\n",

@@ -67,7 +67,7 @@ rc=$?
 [ $rc -eq 1 ] || fail "bad.conf: exit $rc, expected 1"
 grep -qx "$tmp/bad.conf:3: \[port inside\] role: expected 'inside' or 'outside', got 'sideways'" \
 	"$tmp/out" || fail "bad.conf: no line-3 error in: $(cat "$tmp/out")"
-grep -qx "$tmp/bad.conf:5: \[port inside\] colour: unknown key" "$tmp/out" ||
+grep -qx "$tmp/bad.conf:5: \[port inside\] colour: unknown key (doc/dpvpn.conf.5 lists the keys of \\[port\\])" "$tmp/out" ||
 	fail "bad.conf: no line-5 error in: $(cat "$tmp/out")"
 
 "$dpvpnd" -n >/dev/null 2>&1

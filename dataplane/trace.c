@@ -26,6 +26,7 @@ static struct rte_mempool *pool;
 static rte_pcapng_t *pcapng;
 static int64_t remaining;		/* atomic: copies still to take */
 static uint64_t wanted, captured, written, lost;	/* captured, lost: atomic */
+static uint8_t last_point;		/* the running or last trace's point (main lcore) */
 
 int
 trace_init(void)
@@ -75,6 +76,7 @@ trace_start(const struct dpvpn_trace_req *req, char *err, size_t len)
 	__atomic_store_n(&captured, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&remaining, (int64_t)req->count, __ATOMIC_RELEASE);
+	last_point = req->point;	/* main lcore only: status says it after the end */
 	__atomic_store_n(&trace_point, req->point, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -157,6 +159,7 @@ trace_status(struct dpvpn_trace_status *st)
 	memset(st, 0, sizeof(*st));
 	st->active = pcapng != NULL;
 	st->point = trace_point;
+	st->last_point = last_point;
 	st->wanted = wanted;
 	st->captured = __atomic_load_n(&captured, __ATOMIC_RELAXED);
 	st->written = written;

@@ -47,7 +47,8 @@ struct ikd_conn {
 	uint32_t next2_in, next2_out;
 	uint64_t rekeys;
 	uint32_t by_name;		/* k.conns' index (idx): the next of its bucket */
-	char last_end[96];		/* why its last IKE SA ended (show tunnels) */
+	char *last_end;			/* why its last IKE SA ended (show tunnels); malloc'd */
+	struct ike_alg_set esp, ike;	/* the installed CHILD_SA's algorithms, its IKE SA's */
 	uint8_t digest[32];		/* its config (inst_tunnel_digest): kept with its IKE SA */
 	struct cfg_prefix lts, rts;	/* the selectors as narrowed: the policy's */
 	struct cfg_prefix more_lts[CFG_TS_MAX - 1], more_rts[CFG_TS_MAX - 1];	/* lists */
@@ -68,7 +69,8 @@ struct ikd_client {
 	char conn[DPVPN_NAME_LEN];	/* the config's tunnel */
 	struct ike_prefix vip;
 	struct ike_addr remote;		/* the client's outer address and IKE port */
-	struct ike_ident id;		/* its identity, at show ike */
+	struct ike_ident id;		/* its identity (IDi), from its child_up */
+	uint64_t up_ms;			/* when its tunnel was installed (mono_ms) */
 	uint32_t by_lease;		/* k.clients' index: the next of its bucket */
 	struct ikd_conn c;		/* tpl: the tunnel's, with the name and remote above */
 };
@@ -188,6 +190,7 @@ static void conn_remove(size_t i)
 	size_t last = k.n_conns - 1;
 
 	idx_relink(&k.conn_idx, name_hash(k.conns[i].tpl.name), i, 0, conn_next);
+	free(k.conns[i].last_end);
 	if (i != last) {
 		idx_relink(&k.conn_idx, name_hash(k.conns[last].tpl.name), last,
 			   (uint32_t)i + 1, conn_next);
@@ -520,6 +523,13 @@ static void negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const str
 
 static void child_up(struct ikd_conn *c, const char *conn, const struct ike_child *ch);
 
+/* What a CHILD_SA negotiated, for show tunnels and show ike. */
+static struct ike_alg_set child_algs(const struct ike_child *ch)
+{
+	return (struct ike_alg_set){ .encr = ch->encr, .encr_bits = ch->encr_bits,
+				     .integ = ch->integ, .dh = ch->dh, .esn = ch->esn };
+}
+
 /* A remote-access client's entry for ch (its lease), made if new; NULL: no memory. */
 static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct ike_child *ch)
 {
@@ -547,6 +557,8 @@ static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct i
 	cl->vip = ch->ts_remote;
 	idx_add(&k.client_idx, h, k.n_clients - 1, client_next);
 	cl->remote = ch->remote;
+	if (ch->peer_id != NULL)
+		cl->id = *ch->peer_id;
 	cl->c.tpl = parent->tpl;
 	inet_ntop(ch->ts_remote.family == AF_INET6 ? AF_INET6 : AF_INET, ch->ts_remote.addr, vip,
 		  sizeof(vip));
@@ -565,13 +577,52 @@ static struct ikd_conn *client_for(const struct ikd_conn *parent, const struct i
 	return &cl->c;
 }
 
+/* The entry of a client's tunnel c. */
+static struct ikd_client *client_of(struct ikd_conn *c)
+{
+	return (struct ikd_client *)((char *)c - offsetof(struct ikd_client, c));
+}
+
+/*
+ * One line per client up or down, with what "who held 10.77.0.1 at 14:02?"
+ * needs: its identity, its outer address and port, its lease.
+ */
+static void client_log(const struct ikd_client *cl, bool up)
+{
+	char id[IKE_IDENT_TEXT_MAX], outer[INET6_ADDRSTRLEN], vip[INET6_ADDRSTRLEN];
+	uint64_t now = mono_ms();
+
+	if (cl->id.type != 0)
+		ike_ident_text(id, sizeof(id), cl->id.type, cl->id.data, cl->id.len);
+	else
+		snprintf(id, sizeof(id), "(identity not known)");
+	inet_ntop(cl->remote.family == AF_INET6 ? AF_INET6 : AF_INET, cl->remote.ip, outer,
+		  sizeof(outer));
+	inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip,
+		  sizeof(vip));
+	if (up)
+		fprintf(stderr, "dpvpnd: tunnel %s: client %s at %s%s%s:%u up, lease %s/%u "
+			"(tunnel %s)\n", cl->conn, id, cl->remote.family == AF_INET6 ? "[" : "",
+			outer, cl->remote.family == AF_INET6 ? "]" : "", cl->remote.port, vip,
+			cl->vip.plen, cl->c.tpl.name);
+	else
+		fprintf(stderr, "dpvpnd: tunnel %s: client %s at %s%s%s:%u down, lease %s/%u "
+			"released (tunnel %s, up %llu s)\n", cl->conn, id,
+			cl->remote.family == AF_INET6 ? "[" : "", outer,
+			cl->remote.family == AF_INET6 ? "]" : "", cl->remote.port, vip,
+			cl->vip.plen, cl->c.tpl.name,
+			(unsigned long long)(now > cl->up_ms ? (now - cl->up_ms) / 1000 : 0));
+}
+
 /* Client entry c's tunnel is down: its grace-period SAs go now, the entry too. */
 static void client_gone(struct ikd_conn *c)
 {
-	size_t i = (size_t)((struct ikd_client *)((char *)c - offsetof(struct ikd_client, c)) -
-			    k.clients);
+	size_t i = (size_t)(client_of(c) - k.clients);
 
 	size_t last = k.n_clients - 1;
+
+	if (k.clients[i].up_ms != 0)	/* its tunnel was installed: said up */
+		client_log(&k.clients[i], false);
 
 	for (int l = 0; l < IKD_LATER_MAX; l++)
 		if (c->later[l].spi != 0)
@@ -600,9 +651,15 @@ static void on_child_up(void *opaque, const char *conn, const struct ike_child *
 			fprintf(stderr, "dpvpnd: tunnel %s: client: out of memory\n", conn);
 			return;
 		}
+		bool was_up = c->up;
+
 		child_up(c, c->tpl.name, ch);
-		if (!c->up)		/* not installed */
+		if (!c->up) {		/* not installed */
 			client_gone(c);
+		} else if (!was_up) {
+			client_of(c)->up_ms = mono_ms();
+			client_log(client_of(c), true);
+		}
 		return;
 	}
 	child_up(c, conn, ch);
@@ -620,6 +677,8 @@ static void set_up(struct ikd_conn *c, const struct cfg_tunnel *t, const struct 
 	memcpy(c->more_rts, t->more_rts, sizeof(c->more_rts));
 	c->n_more_lts = t->n_more_lts;
 	c->n_more_rts = t->n_more_rts;
+	c->esp = child_algs(ch);
+	c->ike = ch->ike_alg;
 }
 
 static bool orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t);
@@ -650,6 +709,8 @@ static void child_up(struct ikd_conn *c, const char *conn, const struct ike_chil
 		*(c->has_next ? &c->next2_in : &c->next_in) = ch->spi_in;
 		*(c->has_next ? &c->next2_out : &c->next_out) = ch->spi_out;
 		*(c->has_next ? &c->has_next2 : &c->has_next) = true;
+		c->esp = child_algs(ch);	/* (the new pair's, as it will be) */
+		c->ike = ch->ike_alg;
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA rekeyed, new SPIs 0x%08x in, "
 			"0x%08x out\n", conn, ch->spi_in, ch->spi_out);
 	}
@@ -771,7 +832,8 @@ static void on_ike_down(void *opaque, const char *conn, const char *why)
 		c = &k.conns[i];
 		if (strcmp(c->tpl.name, conn) && strcmp(c->tpl.ike.parent, conn))
 			continue;
-		snprintf(c->last_end, sizeof(c->last_end), "%s", why);
+		free(c->last_end);
+		c->last_end = strdup(why);	/* NULL (no memory): said as not known */
 		if (c->tpl.ike.start && !c->held)
 			c->retry_at = mono_ms() + IKD_RETRY_MS;
 	}
@@ -814,6 +876,10 @@ static void on_child_kept(void *opaque, const char *conn, const struct ike_child
 		c = client_for(c, ch);
 	if (c == NULL)
 		return;
+	if (c != find_conn(conn)) {	/* a client: said as at its start */
+		client_of(c)->up_ms = mono_ms();
+		client_log(client_of(c), true);
+	}
 	negotiated(&t, c, ch);		/* (no keys in ch) */
 	set_up(c, &t, ch);
 	explicit_bzero(&t, sizeof(t));
@@ -1381,6 +1447,7 @@ void ikd_close(void)
 					    DPVPN_DIR_IN, k.verbose);
 	k.ctx = NULL;
 	for (size_t i = 0; i < k.n_conns; i++) {	/* the context is gone: theirs too */
+		free(k.conns[i].last_end);
 		ike_pki_cred_free(k.conns[i].cred);
 		ike_pki_trust_free(k.conns[i].trust);
 	}
@@ -1602,6 +1669,43 @@ static json_t *prefixes_json(const struct ike_prefix *p, unsigned n)
 	return a;
 }
 
+/* Algorithms as strongSwan's proposal text ("aes128gcm16-prfsha256-x25519"). */
+static json_t *proposal_json(const struct ike_alg_set *a)
+{
+	char s[128];
+
+	if (a->encr == 0)
+		return json_null();
+	ike_proposal_text(s, sizeof(s), a);
+	return json_string(s);
+}
+
+static json_t *word_json(enum ike_alg_kind kind, uint16_t id, uint16_t bits)
+{
+	const char *w = id ? ike_alg_word(kind, id, bits) : NULL;
+
+	return w ? json_string(w) : json_null();
+}
+
+/* {"proposal":TEXT,"encr":{"id":N,"name":..},...}: the names with the IANA numbers. */
+static json_t *algs_json(const struct ike_alg_set *a)
+{
+	return json_pack("{s:o,s:{s:i,s:i,s:o},s:{s:i,s:o},s:{s:i,s:o},s:{s:i,s:o},s:b}",
+		"proposal", proposal_json(a),
+		"encr", "id", a->encr, "bits", a->encr_bits,
+			"name", word_json(IKE_ALG_ENCR, a->encr, a->encr_bits),
+		"integ", "id", a->integ, "name", word_json(IKE_ALG_INTEG, a->integ, 0),
+		"prf", "id", a->prf, "name", word_json(IKE_ALG_PRF, a->prf, 0),
+		"dh", "id", a->dh, "name", word_json(IKE_ALG_DH, a->dh, 0),
+		"esn", a->esn);
+}
+
+static struct ike_alg_set ike_algs(const struct ike_sa_status *st)
+{
+	return (struct ike_alg_set){ .encr = st->encr, .encr_bits = st->encr_bits,
+				     .integ = st->integ, .prf = st->prf, .dh = st->dh };
+}
+
 /* Every CHILD_SA of an IKE SA (ctl_proto.h show ike "children"). */
 static json_t *children_json(const struct ike_sa_status *st)
 {
@@ -1612,13 +1716,14 @@ static json_t *children_json(const struct ike_sa_status *st)
 		const struct ike_child_status *c = &st->children[i];
 
 		json_array_append_new(a, c->up ? json_pack(
-			"{s:s,s:b,s:o,s:o,s:i,s:o,s:o,s:I,s:I}", "name", c->conn, "up", 1,
+			"{s:s,s:b,s:o,s:o,s:i,s:o,s:o,s:I,s:I,s:o}", "name", c->conn, "up", 1,
 			"spi_in", json_sprintf("0x%08x", c->spi_in),
 			"spi_out", json_sprintf("0x%08x", c->spi_out), "dh", c->dh,
 			"local_ts", prefixes_json(c->ts_local, c->n_ts_local),
 			"remote_ts", prefixes_json(c->ts_remote, c->n_ts_remote),
 			"rekeys", (json_int_t)c->rekeys,
-			"age_s", (json_int_t)(now > c->up_ms ? (now - c->up_ms) / 1000 : 0)) :
+			"age_s", (json_int_t)(now > c->up_ms ? (now - c->up_ms) / 1000 : 0),
+			"proposal", proposal_json(&c->alg)) :
 			json_pack("{s:s,s:b}", "name", c->conn, "up", 0));
 	}
 	return a;
@@ -1659,80 +1764,21 @@ static void walk_one(void *arg, const struct ike_sa_status *st)
 				      "lost", (json_int_t)st->rekey_lost));
 	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "children",
 			    children_json(st));
+	struct ike_alg_set algs = ike_algs(st);
+
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "proposal",
+			    proposal_json(&algs));
+	json_object_set_new(json_array_get(arg, json_array_size(arg) - 1), "algorithms",
+			    algs_json(&algs));
 }
 
 /* An IKE identity as text: "fqdn:NAME", "email:ADDR", an address, a DN, "keyid:HEX". */
 static json_t *ident_json(const struct ike_ident *id)
 {
-	char s[512];
+	char s[IKE_IDENT_TEXT_MAX];
 
-	if (id->type == IKE_ID_FQDN || id->type == IKE_ID_RFC822_ADDR) {
-		size_t n = 0;
-
-		for (size_t i = 0; i < id->len && n + 1 < 256; i++)	/* printable only */
-			s[n++] = id->data[i] >= 0x20 && id->data[i] < 0x7f ? (char)id->data[i] : '?';
-		s[n] = 0;
-		return json_sprintf("%s:%s", id->type == IKE_ID_FQDN ? "fqdn" : "email", s);
-	}
-	if ((id->type == IKE_ID_IPV4_ADDR && id->len == 4) ||
-	    (id->type == IKE_ID_IPV6_ADDR && id->len == 16)) {
-		inet_ntop(id->len == 4 ? AF_INET : AF_INET6, id->data, s, sizeof(s));
-		return json_string(s);
-	}
-	if (id->type == IKE_ID_DER_ASN1_DN) {
-		const unsigned char *p = id->data;
-		X509_NAME *dn = d2i_X509_NAME(NULL, &p, id->len);
-
-		if (dn != NULL && X509_NAME_oneline(dn, s, sizeof(s)) != NULL) {
-			X509_NAME_free(dn);
-			return json_string(s);
-		}
-		X509_NAME_free(dn);
-	}
-	size_t n = (size_t)snprintf(s, sizeof(s), "%s:", id->type == IKE_ID_KEY_ID ? "keyid" :
-				    "id");
-	for (size_t i = 0; i < id->len && n + 3 < sizeof(s); i++)
-		n += (size_t)snprintf(s + n, sizeof(s) - n, "%02x", id->data[i]);
+	ike_ident_text(s, sizeof(s), id->type, id->data, id->len);
 	return json_string(s);
-}
-
-/* show ike's clients: the identities of the IKE SAs with a lease, sorted to be found. */
-struct lease_id {
-	const char *conn;
-	struct ike_prefix vip;
-	struct ike_ident id;
-};
-
-struct lease_ids {
-	struct lease_id *v;
-	size_t n, cap;
-};
-
-static void ident_one(void *arg, const struct ike_sa_status *st)
-{
-	struct lease_ids *l = arg;
-
-	if (!st->has_vip || st->state == IKE_ST_REKEYED)
-		return;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct lease_id *v = realloc(l->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return;		/* shown without an identity */
-		l->v = v;
-		l->cap = cap;
-	}
-	/* st->conn lives as long as its connection: through this show */
-	l->v[l->n++] = (struct lease_id){ .conn = st->conn, .vip = st->vip, .id = st->peer_id };
-}
-
-static int lease_cmp(const void *a, const void *b)
-{
-	const struct lease_id *x = a, *y = b;
-	int c = strcmp(x->conn, y->conn);
-
-	return c != 0 ? c : memcmp(x->vip.addr, y->vip.addr, sizeof(x->vip.addr));
 }
 
 static int sa_info_cmp(const void *a, const void *b)
@@ -1755,50 +1801,61 @@ static uint64_t sa_bytes(const struct dpvpn_sa_info *sas, uint32_t n, uint8_t di
 	return at != NULL ? at->bytes : 0;
 }
 
-/* remote = %any: the clients' tunnels (ctl_proto.h show ike "clients"). */
-static json_t *clients_json(void)
+/*
+ * One client (show ike "clients", show tunnels "clients"); sas: the
+ * dataplane's, sorted, for its bytes (NULL: without bytes).
+ */
+static json_t *client_json(const struct ikd_client *cl, const struct dpvpn_sa_info *sas,
+			   uint32_t n_sas)
 {
-	struct dpvpn_sa_info *sas = NULL;
-	struct lease_ids ids = { 0 };
-	uint32_t n_sas = 0;
+	char vip[INET6_ADDRSTRLEN];
+	uint64_t now = mono_ms();
+	json_t *o;
+
+	inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip, sizeof(vip));
+	o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:I}", "name", cl->c.tpl.name,
+		"conn", cl->conn, "outer", addr_json(&cl->remote),
+		"vip", json_sprintf("%s/%u", vip, cl->vip.plen),
+		"spi_in", json_sprintf("0x%08x", cl->c.spi_in),
+		"spi_out", json_sprintf("0x%08x", cl->c.spi_out),
+		"rekeys", (json_int_t)cl->c.rekeys,
+		"bytes_in", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_IN, cl->c.spi_in),
+		"bytes_out", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_OUT, cl->c.spi_out));
+	if (sas == NULL) {	/* show tunnels' client tunnel: its in and out say it */
+		json_object_del(o, "bytes_in");
+		json_object_del(o, "bytes_out");
+	}
+	json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
+	json_object_set_new(o, "proposal", proposal_json(&cl->c.esp));
+	json_object_set_new(o, "since_s", json_integer((json_int_t)(now > cl->up_ms ?
+					  (now - cl->up_ms) / 1000 : 0)));
+	return o;
+}
+
+/* The dataplane's SAs sorted for sa_bytes (none: *n 0); free *sas. */
+static void sorted_sas(struct dpvpn_sa_info **sas, uint32_t *n)
+{
+	*sas = NULL;
+	*n = 0;
+	if (k.n_clients > 0 && dp_dump(k.dp, DPVPN_MSG_SHOW_SA, sizeof(**sas), (void **)sas,
+				       n) != 0)
+		*n = 0;
+	if (*n > 0)
+		qsort(*sas, *n, sizeof(**sas), sa_info_cmp);
+}
+
+/* remote = %any: the clients' tunnels (ctl_proto.h show ike "clients"); conn NULL: all. */
+static json_t *clients_json(const char *conn)
+{
+	struct dpvpn_sa_info *sas;
+	uint32_t n_sas;
 	json_t *a = json_array();
 
 	/* bytes: the dataplane's counters (raw, as the SA's own since its install) */
-	if (k.n_clients > 0 && dp_dump(k.dp, DPVPN_MSG_SHOW_SA, sizeof(*sas), (void **)&sas,
-				       &n_sas) != 0)
-		n_sas = 0;
-	if (n_sas > 0)
-		qsort(sas, n_sas, sizeof(*sas), sa_info_cmp);
-	if (k.n_clients > 0)
-		ike_sa_walk(k.ctx, ident_one, &ids);
-	if (ids.n > 0)
-		qsort(ids.v, ids.n, sizeof(*ids.v), lease_cmp);
-	for (size_t i = 0; i < k.n_clients; i++) {
-		struct ikd_client *cl = &k.clients[i];
-		struct lease_id key = { .conn = cl->conn, .vip = cl->vip };
-		const struct lease_id *li = ids.n ? bsearch(&key, ids.v, ids.n, sizeof(*ids.v),
-							    lease_cmp) : NULL;
-		char vip[INET6_ADDRSTRLEN];
-		json_t *o;
-
-		memset(&cl->id, 0, sizeof(cl->id));
-		if (li != NULL)
-			cl->id = li->id;
-		inet_ntop(cl->vip.family == AF_INET6 ? AF_INET6 : AF_INET, cl->vip.addr, vip,
-			  sizeof(vip));
-		o = json_pack(
-			"{s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:I}", "name", cl->c.tpl.name,
-			"conn", cl->conn, "outer", addr_json(&cl->remote), "vip", json_sprintf("%s/%u", vip,
-									       cl->vip.plen),
-			"spi_in", json_sprintf("0x%08x", cl->c.spi_in),
-			"spi_out", json_sprintf("0x%08x", cl->c.spi_out),
-			"rekeys", (json_int_t)cl->c.rekeys,
-			"bytes_in", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_IN, cl->c.spi_in),
-			"bytes_out", (json_int_t)sa_bytes(sas, n_sas, DPVPN_DIR_OUT, cl->c.spi_out));
-		json_object_set_new(o, "identity", cl->id.type ? ident_json(&cl->id) : json_null());
-		json_array_append_new(a, o);
-	}
-	free(ids.v);
+	sorted_sas(&sas, &n_sas);
+	for (size_t i = 0; i < k.n_clients; i++)
+		if (conn == NULL || !strcmp(k.clients[i].conn, conn))
+			json_array_append_new(a, client_json(&k.clients[i], sas, n_sas));
 	free(sas);
 	return a;
 }
@@ -1830,7 +1887,7 @@ json_t *ikd_show(char *err, size_t err_len)
 				    json_integer((json_int_t)s->frag_drop[d]));
 	res = json_pack("{s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:{s:I,s:I,s:I,s:o}},"
 			 "s:{s:b,s:I,s:I,s:I}}",
-			 "sas", sas, "clients", clients_json(),
+			 "sas", sas, "clients", clients_json(NULL),
 			 "stats", "rx", (json_int_t)s->rx, "tx", (json_int_t)s->tx,
 			 "retransmits", (json_int_t)s->retransmits,
 			 "resent_responses", (json_int_t)s->resent_responses,
@@ -1846,6 +1903,8 @@ json_t *ikd_show(char *err, size_t err_len)
 			    json_integer((json_int_t)s->pool_exhausted));
 	json_object_set_new(json_object_get(res, "stats"), "cp_missing",
 			    json_integer((json_int_t)s->cp_missing));
+	json_object_set_new(json_object_get(res, "stats"), "after_end",
+			    json_integer((json_int_t)s->after_end));
 	return res;
 }
 
@@ -1956,7 +2015,7 @@ static void ike_idle(const struct ikd_conn *c, char *detail, size_t len)
 {
 	uint64_t now = mono_ms();
 	unsigned long long in_s = c->retry_at > now ? (c->retry_at - now + 999) / 1000 : 0;
-	const char *last = c->last_end[0] ? c->last_end : NULL;
+	const char *last = c->last_end;
 
 	if (c->retry_at != 0)
 		snprintf(detail, len, "IKE not established: %s%s; next attempt in %llu s",
@@ -1971,14 +2030,32 @@ static void ike_idle(const struct ikd_conn *c, char *detail, size_t len)
 			 "ended: " : "", last ? last : "");
 }
 
+/* How many clients connection conn has now. */
+static size_t n_clients_of(const char *conn)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < k.n_clients; i++)
+		n += !strcmp(k.clients[i].conn, conn);
+	return n;
+}
+
 int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 	       size_t detail_len)
 {
 	struct ikd_conn *c = k.ctx != NULL ? find_conn(name) : NULL;
 	struct newest n = { .conn = name };
 
+	if (c == NULL && k.ctx != NULL && (c = client_by_name(name)) != NULL) {
+		snprintf(state, state_len, "established");	/* its tunnel is its CHILD_SA */
+		return c->up ? CTL_IKE_UP : CTL_IKE_DOWN;
+	}
 	if (c == NULL)
 		return CTL_IKE_UNKNOWN;
+	if (c->tpl.ra.any) {		/* its clients' tunnels are theirs */
+		snprintf(state, state_len, "%s", n_clients_of(name) ? "established" : "none");
+		return CTL_IKE_RA;
+	}
 	if (c->tpl.ike.parent[0])
 		n.conn = c->tpl.ike.parent;	/* ike-sa: it rides that one's IKE SA */
 	ike_sa_walk(k.ctx, newest_one, &n);
@@ -1995,4 +2072,33 @@ int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 	else
 		ike_idle(c, detail, detail_len);
 	return CTL_IKE_DOWN;
+}
+
+void ikd_client_tunnels(const char *conn, ctl_tunnel_fn fn, void *arg)
+{
+	for (size_t i = 0; k.ctx != NULL && i < k.n_clients; i++)
+		if (!strcmp(k.clients[i].conn, conn))
+			fn(arg, &(struct ctl_tunnel){ .name = k.clients[i].c.tpl.name,
+						      .cfg = &k.clients[i].c.tpl });
+}
+
+json_t *ikd_tunnel_json(const char *name)
+{
+	struct ikd_conn *c = k.ctx != NULL ? find_conn(name) : NULL;
+	const struct ike_alg_set none = { 0 };
+
+	if (c == NULL && k.ctx != NULL && (c = client_by_name(name)) != NULL)
+		return json_pack("{s:o,s:o,s:o,s:o,s:[o],s:I}", "ike", algs_json(&c->ike),
+				 "esp", algs_json(&c->esp),
+				 "client", client_json(client_of(c), NULL, 0),
+				 "remote_ts", ike_prefix_json(&client_of(c)->vip),	/* its lease */
+				 "remote_ts_list", ike_prefix_json(&client_of(c)->vip),
+				 "rekeys", (json_int_t)c->rekeys);
+	if (c == NULL)
+		return NULL;
+	return json_pack("{s:o,s:o,s:o,s:o,s:I}", "ike", algs_json(c->up ? &c->ike : &none),
+			 "esp", algs_json(c->up ? &c->esp : &none),
+			 "clients", c->tpl.ra.any ? clients_json(name) : json_null(),
+			 "last_ike_end", c->last_end ? json_string(c->last_end) : json_null(),
+			 "rekeys", (json_int_t)c->rekeys);
 }

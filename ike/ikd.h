@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "ctl_show.h"
 #include "dp_client.h"
 #include "seqstate.h"
 
@@ -68,5 +69,13 @@ int ikd_command(const char *name, int op, char *msg, size_t len);
  */
 int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 	       size_t detail_len);
+/*
+ * show tunnels: the tunnels of connection conn's remote-access clients
+ * ("CONN/VIP"), each to fn; what IKE negotiated for tunnel name (a
+ * connection's or a client's), {"ike":ALGS,"esp":ALGS,"clients":[..]|null}
+ * or {"ike","esp","client":CLIENT}, as ctl_proto.h has them; NULL: not IKE's.
+ */
+void ikd_client_tunnels(const char *conn, ctl_tunnel_fn fn, void *arg);
+json_t *ikd_tunnel_json(const char *name);
 
 #endif /* DPVPN_CONTROL_IKD_H */

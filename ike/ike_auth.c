@@ -246,10 +246,12 @@ verify_certs_sig(const struct ike_sa *sa, const struct view *v, const struct ike
 		return -EACCES;
 	rc = ike_pki_peer_has_id(peer, id->type, id->data, id->len, err, elen);
 	if (rc == 0 && !id_allowed(cfg, id)) {
+		char idt[IKE_IDENT_TEXT_MAX];
+
 		ike_pki_peer_describe(peer, d, sizeof(d));
-		snprintf(err, elen, "%s: the ID (type %u) is not the remote-id (or its "
-			 "pattern) of this connection; %s", ike_pki_fail_name(IKE_PKI_IDENTITY),
-			 id->type, d);
+		ike_ident_text(idt, sizeof(idt), id->type, id->data, id->len);
+		snprintf(err, elen, "%s: the ID %s is not the remote-id (or its pattern) of "
+			 "this connection; %s", ike_pki_fail_name(IKE_PKI_IDENTITY), idt, d);
 		rc = -EACCES;
 	}
 	*why = rc != 0 ? IKE_PKI_IDENTITY : IKE_PKI_NONE;
@@ -513,11 +515,11 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 	sa->state = IKE_ST_ESTABLISHED;
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
-		snprintf(sa->why, sizeof(sa->why), "peer: %s (%u), no CHILD_SA",
+		ike_why(sa, "peer: %s (%u), no CHILD_SA",
 			 ike_notify_name(nerr), nerr);
 	} else if ((rc = ike_child_finish(ctx, sa, v, err, sizeof(err), now)) != 0) {
 		ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
-		snprintf(sa->why, sizeof(sa->why), "CHILD_SA refused: %.70s", err);
+		ike_why(sa, "CHILD_SA refused: %s", err);
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
 	if (!KID(sa)->child.up)

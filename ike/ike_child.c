@@ -84,6 +84,10 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 		memcpy(c.ts_remote_more, cn->tr.p + 1, (cn->tr.n - 1) * sizeof(cn->tr.p[0]));
 		c.local = sa->local;
 		c.remote = sa->remote;
+		c.peer_id = sa->has_vip ? &sa->peer_id : NULL;
+		c.ike_alg = (struct ike_alg_set){ .encr = sa->prop.encr,
+			.encr_bits = sa->prop.encr_bits, .integ = sa->prop.integ,
+			.prf = sa->prop.prf, .dh = sa->prop.dh };
 		c.udp_encap = sa->encap;
 		c.udp_local = sa->encap ? sa->local.port : 0;
 		c.udp_remote = sa->encap ? sa->remote.port : 0;
@@ -786,7 +790,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 		rc = create_answer(sa, v, no, &cn, gir, &gir_len, err);
 		if (rc != 0) {
 			ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, err);
-			snprintf(sa->why, sizeof(sa->why), "CHILD_SA rekey answer refused");
+			ike_why(sa, "CHILD_SA rekey answer refused");
 			explicit_bzero(KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
 			explicit_bzero(gir, sizeof(gir));
 			rk_dh_end(sa);

@@ -65,7 +65,7 @@ ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 
 	ike_request_done(sa);
 	if (k == REQ_DEL_IKE) {
-		ike_sa_end(ctx, sa, sa->why[0] ? sa->why : "deleted");
+		ike_sa_end(ctx, sa, sa->why != NULL ? sa->why : "deleted");
 		return 0;
 	}
 	if (k == REQ_DEL_CHILD)

@@ -31,7 +31,7 @@
 #define NATD_LEN	20	/* SHA-1 */
 #define NATT_PORT	4500	/* IKE and ESP in UDP once a NAT is seen (RFC 3948) */
 #define PEER_CAS_MAX	16	/* CA key ids kept from a peer's CERTREQs */
-#define ERR_LEN		320	/* a certificate's subject and serial fit */
+#define ERR_LEN		1024	/* a certificate's subject and serial and an identity fit */
 #define WHY_LEN		96
 #define IKE_N_NO_ADDITIONAL_SAS	35	/* not in ike_msg.h */
 #define IKE_N_ERROR_MAX		16383	/* notify types up to this are errors */
@@ -227,7 +227,8 @@ struct ike_sa {
 	bool encap;			/* IKE on NATT_PORT, the CHILD_SA ESP in UDP */
 	uint64_t created_ms, last_rx_ms;
 	uint64_t rx, tx, retransmits;
-	char why[WHY_LEN];		/* for ike_down after our own Delete */
+	char *why;			/* for ike_down after our own Delete (ike_why;
+					 * malloc'd, whole; NULL: none) */
 	/* IKE fragmentation (RFC 7383, ike_frag.c) */
 	bool frag_peer;			/* its IKE_SA_INIT said FRAGMENTATION_SUPPORTED */
 	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
@@ -249,6 +250,17 @@ ike_kid(const struct ike_sa *sa, unsigned i)
 #define KID(sa)		ike_kid((sa), (sa)->ck)
 /* The configuration of the CHILD_SA being worked on. */
 #define KCFG(sa)	(KID(sa)->conn ? &KID(sa)->conn->cfg : &(sa)->conn->cfg)
+
+/*
+ * The last IKE SAs that ended here, by SPIs: what the peer still sends them
+ * (the answer to the Delete a reload sent, a retransmission) is late, not
+ * a message for an SA it never had (bad-spi).
+ */
+#define IKE_ENDED_MAX		32
+
+struct ike_ended {
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+};
 
 struct ike_ctx {
 	struct ike_ops ops;
@@ -278,6 +290,8 @@ struct ike_ctx {
 	uint8_t (*gone)[2 * IKE_SPI_LEN];
 	size_t n_gone, cap_gone;
 	uint64_t keep_lost;		/* changes not tracked: out of memory */
+	struct ike_ended ended[IKE_ENDED_MAX];	/* a ring: ended_next the oldest */
+	unsigned ended_next;
 };
 
 #define IKE_SA_BUCKETS		16384	/* SAs by SPIi: <= 1 a bucket at 10 000 */
@@ -355,6 +369,8 @@ put32(uint8_t *p, uint32_t v)
 }
 
 /* ike_sa.c */
+/* sa->why, whatever its length (kept as it was if there is no memory). */
+void ike_why(struct ike_sa *sa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 int ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc,

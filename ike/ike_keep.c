@@ -472,6 +472,10 @@ tell_kept(struct ike_ctx *ctx, struct ike_sa *sa)
 			.integ = c->prop.integ, .dh = c->prop.dh, .esn = c->prop.esn,
 			.spi_in = c->spi_in, .spi_out = c->spi_out,
 			.local = sa->local, .remote = sa->remote, .udp_encap = sa->encap,
+			.peer_id = sa->has_vip ? &sa->peer_id : NULL,
+			.ike_alg = { .encr = sa->prop.encr, .encr_bits = sa->prop.encr_bits,
+				     .integ = sa->prop.integ, .prf = sa->prop.prf,
+				     .dh = sa->prop.dh },
 			.udp_local = sa->encap ? sa->local.port : 0,
 			.udp_remote = sa->encap ? sa->remote.port : 0,
 		};

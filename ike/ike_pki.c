@@ -8,6 +8,7 @@
  * the next, unrelated, OpenSSL call of the process.
  */
 #define _GNU_SOURCE		/* memmem */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -1271,4 +1272,48 @@ ike_pki_dn_print(const uint8_t *der, size_t der_len, char *out, size_t len)
 	BIO_free(bio);
 	X509_NAME_free(n);
 	ERR_clear_error();
+}
+
+/* Printable bytes of data (others '?') into buf after prefix; never cut short of len. */
+static size_t
+printable(char *buf, size_t len, const char *prefix, const uint8_t *data, size_t dlen)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s", prefix);
+
+	for (size_t i = 0; i < dlen && n + 1 < len; i++)
+		buf[n++] = data[i] >= 0x20 && data[i] < 0x7f ? (char)data[i] : '?';
+	if (len > 0)
+		buf[n < len ? n : len - 1] = '\0';
+	return n;
+}
+
+size_t
+ike_ident_text(char *buf, size_t len, uint8_t type, const uint8_t *data, size_t dlen)
+{
+	size_t n;
+
+	if (type == IKE_ID_FQDN || type == IKE_ID_RFC822_ADDR)
+		return printable(buf, len, type == IKE_ID_FQDN ? "fqdn:" : "email:", data, dlen);
+	if ((type == IKE_ID_IPV4_ADDR && dlen == 4) || (type == IKE_ID_IPV6_ADDR && dlen == 16)) {
+		char s[INET6_ADDRSTRLEN];
+
+		inet_ntop(dlen == 4 ? AF_INET : AF_INET6, data, s, sizeof(s));
+		return (size_t)snprintf(buf, len, "%s", s);
+	}
+	if (type == IKE_ID_DER_ASN1_DN) {
+		const unsigned char *p = data;
+		X509_NAME *dn = d2i_X509_NAME(NULL, &p, (long)dlen);
+		char *s = dn != NULL ? X509_NAME_oneline(dn, NULL, 0) : NULL;
+
+		X509_NAME_free(dn);
+		if (s != NULL) {
+			n = (size_t)snprintf(buf, len, "%s", s);
+			OPENSSL_free(s);
+			return n;
+		}
+	}
+	n = (size_t)snprintf(buf, len, "%s", type == IKE_ID_KEY_ID ? "keyid:" : "id:");
+	for (size_t i = 0; i < dlen && n + 3 <= len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%02x", data[i]);
+	return n;
 }

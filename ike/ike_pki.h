@@ -78,6 +78,13 @@ enum ike_pki_fail {
 };
 
 const char *ike_pki_fail_name(enum ike_pki_fail f);
+/*
+ * An IKE identity as text, the way an operator writes it: "fqdn:NAME",
+ * "email:ADDR", an address, a DN "/C=../CN=..", else "keyid:HEX" or
+ * "id:HEX".  NUL-ended in buf; the length it wanted (>= len: cut).
+ */
+#define IKE_IDENT_TEXT_MAX	(2 * 255 + 8)	/* "keyid:" and 255 bytes in hex */
+size_t ike_ident_text(char *buf, size_t len, uint8_t type, const uint8_t *data, size_t dlen);
 
 /* ---- our credential ----------------------------------------------------- */
 

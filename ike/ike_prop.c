@@ -5,6 +5,7 @@
  * selectors narrowed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -520,4 +521,99 @@ ike_set_within(const struct ts_set *a, const struct ts_set *b)
 			return false;
 	}
 	return a->n != 0;
+}
+
+/* ---- names: strongSwan's proposal keywords, for show ike and show tunnels ---- */
+
+/* The keyword of an encryption algorithm with its key length; NULL if not ours. */
+static const char *
+encr_word(uint16_t id, uint16_t bits)
+{
+	if (id == IKE_ENCR_CHACHA20_POLY1305)
+		return "chacha20poly1305";
+	if (id == IKE_ENCR_AES_GCM_16)
+		return bits == 256 ? "aes256gcm16" : bits == 128 ? "aes128gcm16" : NULL;
+	if (id == IKE_ENCR_AES_CBC)
+		return bits == 256 ? "aes256" : bits == 128 ? "aes128" : NULL;
+	return NULL;
+}
+
+static const char *
+integ_word(uint16_t id)
+{
+	switch (id) {
+	case IKE_INTEG_HMAC_SHA1_96: return "sha1";
+	case IKE_INTEG_HMAC_SHA2_256_128: return "sha256";
+	case IKE_INTEG_HMAC_SHA2_384_192: return "sha384";
+	case IKE_INTEG_HMAC_SHA2_512_256: return "sha512";
+	default: return NULL;
+	}
+}
+
+static const char *
+prf_word(uint16_t id)
+{
+	switch (id) {
+	case IKE_PRF_HMAC_SHA2_256: return "prfsha256";
+	case IKE_PRF_HMAC_SHA2_384: return "prfsha384";
+	case IKE_PRF_HMAC_SHA2_512: return "prfsha512";
+	default: return NULL;
+	}
+}
+
+static const char *
+dh_word(uint16_t id)
+{
+	switch (id) {
+	case IKE_DH_MODP2048: return "modp2048";
+	case IKE_DH_ECP256: return "ecp256";
+	case IKE_DH_ECP384: return "ecp384";
+	case IKE_DH_CURVE25519: return "x25519";
+	default: return NULL;
+	}
+}
+
+const char *
+ike_alg_word(enum ike_alg_kind kind, uint16_t id, uint16_t bits)
+{
+	switch (kind) {
+	case IKE_ALG_ENCR: return encr_word(id, bits);
+	case IKE_ALG_INTEG: return integ_word(id);
+	case IKE_ALG_PRF: return prf_word(id);
+	case IKE_ALG_DH: return dh_word(id);
+	}
+	return NULL;
+}
+
+/* Appends "-WORD" (or "-KINDID" for an algorithm without one) to buf at *n. */
+static void
+append_word(char *buf, size_t len, size_t *n, const char *word, const char *kind, uint16_t id)
+{
+	int w;
+
+	if (*n >= len)
+		return;
+	w = word ? snprintf(buf + *n, len - *n, "%s%s", *n ? "-" : "", word) :
+		   snprintf(buf + *n, len - *n, "%s%s%u", *n ? "-" : "", kind, id);
+	*n += w > 0 ? (size_t)w : 0;
+}
+
+size_t
+ike_proposal_text(char *buf, size_t len, const struct ike_alg_set *a)
+{
+	size_t n = 0;
+
+	if (len > 0)
+		buf[0] = '\0';
+	if (a->encr != 0)
+		append_word(buf, len, &n, encr_word(a->encr, a->encr_bits), "encr", a->encr);
+	if (a->integ != 0)
+		append_word(buf, len, &n, integ_word(a->integ), "integ", a->integ);
+	if (a->prf != 0)
+		append_word(buf, len, &n, prf_word(a->prf), "prf", a->prf);
+	if (a->dh != 0)
+		append_word(buf, len, &n, dh_word(a->dh), "dh", a->dh);
+	if (a->esn)
+		append_word(buf, len, &n, "esn", "", 0);
+	return n;
 }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ike_int.h"
@@ -99,7 +100,9 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	sa->rekey_lost = old->rekey_lost;
 	sa->ike_rekeys = old->ike_rekeys + 1;
 	sa->want_del_ike = old->want_del_ike;
-	memcpy(sa->why, old->why, sizeof(sa->why));
+	free(sa->why);
+	sa->why = old->why;		/* moves */
+	old->why = NULL;
 	sa->has_vip = old->has_vip;	/* remote access: the lease moves too */
 	sa->vip = old->vip;
 	sa->peer_id = old->peer_id;
@@ -108,7 +111,7 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	old->want_del_ike = false;
 	old->state = IKE_ST_REKEYED;
 	old->created_ms = now;		/* REKEYED_MS: the wait for the peer's Delete */
-	snprintf(old->why, sizeof(old->why), "rekeyed");
+	ike_why(old, "rekeyed");
 	ike_log(ctx, sa, "IKE SA rekeyed (%s), generation %llu",
 	      sa->initiator ? "ours" : "the peer's", (unsigned long long)sa->ike_rekeys);
 }
@@ -292,7 +295,7 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 	explicit_bzero(&rk, sizeof(rk));
 	irk_wipe(sa);
 	if (rc != 0) {
-		snprintf(sa->why, sizeof(sa->why), "IKE SA rekey answer refused");
+		ike_why(sa, "IKE SA rekey answer refused");
 		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
 	sa_hand_over(ctx, sa, nsa, now);

@@ -480,9 +480,28 @@ ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa)
 	sa->hashed = true;
 }
 
+/* Whether h is for one of the last IKE SAs that ended here. */
+static bool
+ended_lately(const struct ike_ctx *ctx, const struct ike_hdr *h)
+{
+	static const uint8_t none[IKE_SPI_LEN];
+
+	if (!memcmp(h->spi_i, none, IKE_SPI_LEN))
+		return false;		/* (the ring's empty slots) */
+	for (unsigned i = 0; i < IKE_ENDED_MAX; i++)
+		if (!memcmp(ctx->ended[i].spi_i, h->spi_i, IKE_SPI_LEN) &&
+		    !memcmp(ctx->ended[i].spi_r, h->spi_r, IKE_SPI_LEN))
+			return true;
+	return false;
+}
+
 static void
 sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 {
+	struct ike_ended *e = &ctx->ended[ctx->ended_next++ % IKE_ENDED_MAX];
+
+	memcpy(e->spi_i, sa->spi_i, IKE_SPI_LEN);
+	memcpy(e->spi_r, sa->spi_r, IKE_SPI_LEN);
 	if (sa->hashed) {
 		struct ike_sa **pp = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i,
 							  IKE_SPI_LEN) % IKE_SA_BUCKETS];
@@ -499,9 +518,27 @@ sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 		sa->next->prev = sa->prev;
 }
 
+void
+ike_why(struct ike_sa *sa, const char *fmt, ...)
+{
+	char *why;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&why, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	free(sa->why);
+	sa->why = why;
+}
+
 static void
 sa_free(struct ike_sa *sa)
 {
+	free(sa->why);
+	sa->why = NULL;
 	ike_keys_wipe(&sa->keys);
 	ike_dh_free(sa->dh);
 	ike_dh_free(sa->irk_dh);
@@ -871,6 +908,10 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 	if (h.exchange == IKE_SA_INIT && !(h.flags & IKE_F_RESPONSE))
 		return ike_init_request(ctx, local, remote, &h, msg, len, now_ms);
 	sa = sa_lookup(ctx, &h, &why);
+	if (sa == NULL && why == IKE_REJ_BAD_SPI && ended_lately(ctx, &h)) {
+		ctx->stats.after_end++;	/* e.g. the answer to a reload's Delete: no error */
+		return 0;
+	}
 	if (sa == NULL)
 		return ike_drop(ctx, NULL, why, -ENOENT, "ike.spi_i/spi_r: no such IKE SA here");
 	sa->rx++;
@@ -912,7 +953,7 @@ ike_terminate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 		return -ENOENT;
 	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
 		return -EALREADY;
-	snprintf(sa->why, sizeof(sa->why), "deleted");
+	ike_why(sa, "deleted");
 	if (sa->state != IKE_ST_ESTABLISHED) {
 		/* Nothing authenticated to send a Delete over yet. */
 		ike_sa_end(ctx, sa, "terminated before established");
@@ -955,7 +996,7 @@ ike_terminate_spi(struct ike_ctx *ctx, uint32_t spi, uint64_t now_ms)
 		return -ENOENT;
 	if (sa->want_del_ike)
 		return -EALREADY;
-	snprintf(sa->why, sizeof(sa->why), "deleted");
+	ike_why(sa, "deleted");
 	return ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);
 }
 
@@ -1130,6 +1171,9 @@ ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa
 			cs->n_ts_remote = k->child.tr.n;
 			cs->rekeys = k->child_rekeys;
 			cs->up_ms = k->child.up_ms;
+			cs->alg = (struct ike_alg_set){ .encr = k->child.prop.encr,
+				.encr_bits = k->child.prop.encr_bits, .integ = k->child.prop.integ,
+				.dh = k->child.prop.dh, .esn = k->child.prop.esn };
 			st.n_children++;
 		}
 		fn(arg, &st);

@@ -193,6 +193,23 @@ struct ike_conn_cfg {
 };
 
 /* A CHILD_SA (ESP, tunnel mode) as negotiated, for the owner to install. */
+/*
+ * Negotiated algorithms by IANA number (0: none), shown as strongSwan's
+ * proposal syntax ("aes128gcm16-prfsha256-x25519", "aes256-sha256-esn") by
+ * ike_proposal_text: what show ike and show tunnels print.
+ */
+struct ike_alg_set {
+	uint16_t encr, encr_bits, integ, prf, dh;
+	bool esn;
+};
+
+enum ike_alg_kind { IKE_ALG_ENCR, IKE_ALG_INTEG, IKE_ALG_PRF, IKE_ALG_DH };
+
+/* The text into buf (cut at len, NUL-ended); its length as snprintf counts it. */
+size_t ike_proposal_text(char *buf, size_t len, const struct ike_alg_set *a);
+/* One algorithm's keyword ("aes128gcm16", "prfsha256", "x25519"); NULL: not one of ours. */
+const char *ike_alg_word(enum ike_alg_kind kind, uint16_t id, uint16_t bits);
+
 struct ike_child {
 	uint16_t encr;			/* IKE_ENCR_AES_GCM_16 or IKE_ENCR_AES_CBC */
 	uint16_t encr_bits;
@@ -208,6 +225,9 @@ struct ike_child {
 	struct ike_prefix ts_local_more[IKE_TS_MAX - 1], ts_remote_more[IKE_TS_MAX - 1];
 	unsigned n_ts_local_more, n_ts_remote_more;	/* the rest, if any */
 	struct ike_addr local, remote;		/* the tunnel's outer addresses */
+	/* remote access: the client's IDi (its IKE SA's, valid in the callback); else NULL */
+	const struct ike_ident *peer_id;
+	struct ike_alg_set ike_alg;		/* its IKE SA's algorithms (show tunnels) */
 	/*
 	 * ESP in UDP (RFC 3948), when a NAT was detected or force_encap asked
 	 * for it: from port udp_local (4500) to udp_remote (the peer's port as
@@ -297,6 +317,7 @@ struct ike_stats {
 	uint64_t retransmits;		/* our requests sent again */
 	uint64_t resent_responses;	/* cached responses to retransmitted requests */
 	uint64_t late_responses;	/* answers to our requests that were answered already */
+	uint64_t after_end;		/* messages for an IKE SA that ended here lately */
 	uint64_t half_open_expired;
 	uint64_t reject[IKE_REJ_COUNT];
 	uint64_t pki_fail[IKE_PKI_FAIL_N];	/* why auth-fail, with certificates */
@@ -329,6 +350,7 @@ struct ike_child_status {
 	unsigned n_ts_local, n_ts_remote;
 	uint64_t rekeys;
 	uint64_t up_ms;			/* when made (or last rekeyed) */
+	struct ike_alg_set alg;		/* its ESP algorithms (prf 0; dh: PFS) */
 };
 
 struct ike_sa_status {

@@ -606,7 +606,9 @@ struct dpvpn_trace_req {
 struct dpvpn_trace_status {
 	uint8_t active;
 	uint8_t point;
-	uint8_t reserved[6];
+	uint8_t last_point;	/* the running or last trace's (OFF: none since start); the
+				 * counters below are its */
+	uint8_t reserved[5];
 	uint64_t wanted, captured, written, lost;
 };
 
