@@ -1189,19 +1189,6 @@ static int keep_sweep(void)
 	return k.orphans == NULL ? -1 : 0;
 }
 
-/* Inbound SA spi of c goes after the grace period; false: no room (now, then). */
-static bool later_add(struct ikd_conn *c, uint32_t spi)
-{
-	for (int l = 0; l < IKD_LATER_MAX; l++) {
-		if (c->later[l].spi == 0) {
-			c->later[l].spi = spi;
-			c->later[l].at = mono_ms() + IKD_OLD_IN_GRACE_MS;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Orphan SA i goes now. */
 static void orphan_del(size_t i)
 {
@@ -1215,8 +1202,10 @@ static void orphan_del(size_t i)
 /*
  * c's first CHILD_SA since the restart, and the last dpvpnd left SAs of it
  * that no IKE SA holds: the new ones in, the policy moved to them in one
- * change, the old outbound SAs out, the old inbound ones after the grace
- * period (the peer may still send on them).  false: none of c's; nothing done.
+ * change, the old outbound SAs out.  The old inbound ones stay until the
+ * orphans' deadline: the peer sends on them until its old IKE SA ends
+ * (its liveness check finds no one there, as no IKE SA here has those SPIs;
+ * strongSwan at once, for the same identity).  false: none of c's.
  */
 static bool orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 {
@@ -1231,17 +1220,10 @@ static bool orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 	    inst_policy_switch(k.dp, t, k.verbose) != 0)
 		fprintf(stderr, "dpvpnd: tunnel %s: the new CHILD_SA did not replace the old "
 			"SAs: %s\n", c->tpl.name, k.dp->err);
-	for (size_t i = k.n_orphans; i-- > 0;) {
-		struct ikd_orphan o = k.orphans[i];
-
-		if (strcmp(o.name, c->tpl.name))
-			continue;
-		if (o.sa.dir == DPVPN_DIR_IN && later_add(c, o.sa.spi)) {
-			k.orphans[i] = k.orphans[--k.n_orphans];
-			continue;
-		}
-		orphan_del(i);
-	}
+	for (size_t i = k.n_orphans; i-- > 0;)
+		if (!strcmp(k.orphans[i].name, c->tpl.name) &&
+		    k.orphans[i].sa.dir == DPVPN_DIR_OUT)
+			orphan_del(i);
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out: it "
 		"replaces the %zu SAs the last dpvpnd left (make before break)\n", c->tpl.name,
 		t->in.spi, t->out.spi, n);

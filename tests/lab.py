@@ -372,7 +372,8 @@ class Lab:
         edits = []
         for side, static in (("a", self.STATIC_A), ("b", self.STATIC_B)):
             psk = self.ike.get("psk_" + side, self.ike.get("psk"))
-            edits.append(((static, f"keying = ike\npsk-file = {psk}\n"
+            psk_line = f"psk-file = {psk}\n" if psk else ""    # none: auth = pubkey
+            edits.append(((static, f"keying = ike\n{psk_line}"
                                    f"{self.ike.get(side, '')}"),))
         return tuple(edits[0]), tuple(edits[1])
 

@@ -21,14 +21,17 @@ break: the old SAs forward until the new CHILD_SA is in.
 """
 import os
 import random
-import struct
+import re
 import time
 
 import pytest
-from scapy.all import IP, UDP, rdpcap
+from scapy.all import UDP, rdpcap
 
 import lab
+import swan
+import test_ike_ra as ra
 from test_ike_lab import child_of, ike, psk_file, pskdir, wait_up  # noqa: F401
+from test_ike_pki import Pki, pem, write
 
 pytestmark = [pytest.mark.ops, pytest.mark.ike]
 
@@ -129,3 +132,115 @@ def test_psk_tunnel_survives_dpvpnd_kill9(pskdir, rng, monkeypatch):
         kill_rounds(net, rng, 6)
         assert child_of(net.a, "to-b") == child     # the same CHILD_SA all along
         rekeys_work(net)
+
+
+def pki_lines(d, pki, me, peer):
+    """auth = pubkey lines of a lab gateway: its certificate (for fqdn me,
+    ECDSA P-256, issued by the intermediate), key, the root, both ids."""
+    cert, key = pki.leaf(me, "ecdsa")
+    write(os.path.join(d, me + ".pem"), pem(cert) + pem(pki.mid))
+    write(os.path.join(d, me + ".key"), pem(key), 0o600)
+    write(os.path.join(d, "ca.pem"), pem(pki.root))
+    return (f"auth = pubkey\ncert = {d}/{me}.pem\nprivate-key = {d}/{me}.key\n"
+            f"ca = {d}/ca.pem\nlocal-id = fqdn:{me}\nremote-id = fqdn:{peer}\n")
+
+
+def test_certificate_tunnel_survives_dpvpnd_kill9(pskdir, rng):
+    """The same with certificates (ECDSA, a chain through an intermediate):
+    four restarts of either side's dpvpnd under a ping flood."""
+    pki = Pki()
+    a = pki_lines(pskdir, pki, "a.example.org", "b.example.org")
+    b = pki_lines(pskdir, pki, "b.example.org", "a.example.org")
+    with lab.Lab(ike={"psk": None, "a": "start = yes\ndpd = 1\n" + a,
+                      "b": "start = no\ndpd = 1\n" + b}) as net:
+        wait_up(net)
+        net.ping(count=2)
+        kill_rounds(net, rng, 4)
+        rekeys_work(net)
+
+
+def test_changed_tunnel_replaced_make_before_break(pskdir, monkeypatch):
+    """A's config changes while its dpvpnd is away (dpd = 1 -> 2): the new
+    dpvpnd does not take the IKE SA up, says so, negotiates a new one, and
+    its CHILD_SA replaces the old SAs make before break: the old ones forward
+    until then (B sends on them until its old IKE SA's liveness check fails),
+    so a ping flood loses nothing; B's old IKE SA ends, one is left."""
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_MS", "200")
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_TRIES", "3")
+    psk = psk_file(pskdir, "lab.psk")
+    with lab.Lab(ike={"psk": psk, "a": "start = yes\ndpd = 1\n",
+                      "b": "start = no\ndpd = 1\n"}) as net:
+        wait_up(net)
+        net.ping(count=2)
+        old = child_of(net.a, "to-b")
+        ping = flood(net, 8)
+        time.sleep(1)
+        net.a.dpvpnd.kill9()
+        with open(net.a.config) as f:
+            text = f.read()
+        with open(net.a.config, "w") as f:
+            f.write(text.replace("dpd = 1\n", "dpd = 2\n"))
+        net.a.dpvpnd = lab.Proc("gw-a-dpvpnd-2", [lab.DPVPND, "-c", net.a.config, "-D",
+                                                  net.a.dp_sock, "-s", net.a.ctl_sock],
+                                net.a.dir)
+        lab.wait_for(lambda: "replaces the" in net.a.dpvpnd.output(), 20,
+                     "A's new CHILD_SA replacing the old SAs")
+        out = net.a.dpvpnd.output()
+        assert "IKE SA not taken up (the tunnel's config changed while dpvpnd was away)" \
+            in out, out
+        lab.wait_for(lambda: "IKE SA ended" in net.b.dpvpnd.output(), 20,
+                     "B's old IKE SA ended by its liveness check")
+        lab.wait_for(lambda: ping.p.poll() is not None, 30, "ping flood")
+        assert " 0% packet loss" in ping.output(), ping.output() + out
+        new = child_of(net.a, "to-b")
+        assert new and new["spi_in"] != old["spi_in"], (old, new)
+        lab.wait_for(lambda: len(ike(net.b)["sas"]) == 1, 10, "one IKE SA left on B")
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
+
+
+def test_road_warriors_survive_dpvpnd_kill9(rng):
+    """Two strongSwan road warriors (certificates, virtual IPs) of a
+    remote = %any tunnel: the gateway's dpvpnd restarted four times at random
+    moments while both ping host D; each client's IKE SA is taken up with its
+    lease (same addresses, listed again), nothing lost, no IKE_SA_INIT, and
+    a client's CHILD_SA rekey works afterwards."""
+    ra.need_swan()
+    pki = Pki()
+    with swan.SwanLab("aes128gcm16") as sl:
+        ra.setup_lab(sl, pki)
+        c2 = ra.second_client(sl, pki)
+        sl.gw.start()
+        got = {}
+        for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
+            ch.start()
+            out = ch.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                             check=False)
+            assert "initiate completed successfully" in out, out + ch.log_text()[-3000:]
+            got[ns] = re.findall(r"installing new virtual IP (\S+)", ch.log_text())[-1]
+            assert " 0% packet loss" in ra.ping_from(sl, ns, got[ns]).stdout
+        before = sorted((c["identity"], c["vip"]) for c in sl.gw.ctl("show", "ike")["clients"])
+        cap, pcap = sl.capture(sl.ns_pe, "pe-out", "ike")
+        pings = [sl.bg(f"ping-{ns}", ns, "ping", "-q", "-i", "0.02", "-c", "400", "-w", "25",
+                       "-I", vip, swan.HOST_D) for ns, vip in got.items()]
+        time.sleep(0.5)
+        for n in range(4):
+            time.sleep(rng.uniform(0.05, 1.2))
+            out = restart_dpvpnd(sl.gw, f"r{n}")
+            assert "2 of 2 IKE SAs taken up again" in out, out
+            assert out.count("up, lease") >= 2, out     # the clients' log lines again
+        for p in pings:
+            lab.wait_for(lambda: p.p.poll() is not None, 30, "pings")
+            assert " 0% packet loss" in p.output(), p.output()
+        after = sorted((c["identity"], c["vip"]) for c in sl.gw.ctl("show", "ike")["clients"])
+        assert after == before, (before, after)
+        old_in = sl.gw.ctl("show", "ike")["clients"][0]["spi_in"]
+        sl.swan.swanctl("--rekey", "--child", "net", timeout=20, check=False)
+        lab.wait_for(lambda: all(c["spi_in"] != old_in or c["vip"] != "10.77.0.1/32"
+                                 for c in sl.gw.ctl("show", "ike")["clients"]), 15,
+                     "the client's CHILD_SA rekeyed after the restarts")
+        r = ra.ping_from(sl, sl.ns_sw, got[sl.ns_sw])
+        assert " 0% packet loss" in r.stdout, r.stdout
+        cap.stop()
+        assert ike_sa_inits(pcap) == 0, "an IKE_SA_INIT on the wire"
+        print(f"test_ops_restart: road warriors {got} kept through 4 restarts")
