@@ -4,9 +4,11 @@
  * dataplane, then answer operators on the control socket until told to stop.
  *
  * Restarts: a dataplane that is already forwarding when dpvpnd starts is
- * reconciled with the config (what matches is not touched); a dataplane that
- * goes away is waited for and, once back, given the config again (read anew:
- * keys are not kept in memory).  Outbound sequence numbers are reserved a
+ * reconciled with the config (what matches is not touched; IKE tunnels' SAs
+ * are left to ikd_open, which takes their IKE SAs up again from the records
+ * the last dpvpnd kept in the dataplane: doc/ike.md "Restarts"); a dataplane
+ * that goes away is waited for and, once back, given the config again (read
+ * anew: keys are not kept in memory).  Outbound sequence numbers are reserved a
  * block at a time in a state file (seqstate.h), so neither restart reuses one.
  *
  * One thread, one poll() loop over: a signalfd (SIGTERM, SIGINT), the

@@ -1250,13 +1250,29 @@ bool inst_ike_owns(const struct cfg_tunnel *t, const char *sa_name)
 	return t->ra.any && !strncmp(sa_name, t->name, n) && sa_name[n] == '/';
 }
 
-/* The keying = ike tunnel of cfg that SA name is of, or NULL. */
-static const struct cfg_tunnel *ike_owner(const struct cfg *cfg, const char *name)
+static int tunnel_name_order(const void *a, const void *b)
 {
-	for (size_t i = 0; i < cfg->n_tunnels; i++)
-		if (inst_ike_owns(cfg->tunnels[i], name))
-			return cfg->tunnels[i];
-	return NULL;
+	return strcmp((*(const struct cfg_tunnel *const *)a)->name,
+		      (*(const struct cfg_tunnel *const *)b)->name);
+}
+
+/*
+ * Whether SA name is of one of the keying = ike tunnels ike[n] (sorted by
+ * name), or of a client of one of the remote = %any ones, ra[n_ra].
+ */
+static bool ike_owned(const struct cfg_tunnel **ike, size_t n, const struct cfg_tunnel **ra,
+		      size_t n_ra, const char *name)
+{
+	struct cfg_tunnel key;
+	const struct cfg_tunnel *kp = &key;
+
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	if (n && bsearch(&kp, ike, n, sizeof(*ike), tunnel_name_order))
+		return true;
+	for (size_t i = 0; strchr(name, '/') && i < n_ra; i++)
+		if (inst_ike_owns(ra[i], name))
+			return true;
+	return false;
 }
 
 /*
@@ -1267,16 +1283,29 @@ static const struct cfg_tunnel *ike_owner(const struct cfg *cfg, const char *nam
  */
 static void mark_wanted(const struct cfg *cfg, const struct held *h, bool *keep, size_t *ike)
 {
+	const struct cfg_tunnel **it = calloc(2 * cfg->n_tunnels + 1, sizeof(*it)), **ra;
+	size_t n = 0, n_ra = 0;
+
 	*ike = 0;
+	ra = it ? it + cfg->n_tunnels : NULL;
+	for (size_t i = 0; it != NULL && i < cfg->n_tunnels; i++) {
+		if (cfg->tunnels[i]->ike.on)
+			it[n++] = cfg->tunnels[i];
+		if (cfg->tunnels[i]->ike.on && cfg->tunnels[i]->ra.any)
+			ra[n_ra++] = cfg->tunnels[i];
+	}
+	if (n)
+		qsort(it, n, sizeof(*it), tunnel_name_order);
 	for (uint32_t k = 0; k < h->n_sa; k++) {
 		char name[DPVPN_NAME_LEN];
 
 		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->sa[k].name);
-		if (ike_owner(cfg, name) != NULL) {
+		if (ike_owned(it, n, ra, n_ra, name)) {
 			keep[k] = true;
 			(*ike)++;
 		}
 	}
+	free(it);
 	for (size_t i = 0; i < cfg->n_tunnels; i++) {
 		const struct cfg_tunnel *t = cfg->tunnels[i];
 		long out = held_sa(h, t->out.spi, DPVPN_DIR_OUT);

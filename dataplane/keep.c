@@ -51,10 +51,13 @@ wipe(struct keep_ent *e)
 int
 keep_set(const uint8_t *key, const uint8_t *data, uint32_t len)
 {
-	uint8_t *copy = rte_malloc("dpvpn_keep_rec", len ? len : 1, 0);
+	uint8_t *copy;
 	void *at;
 	struct keep_ent *e;
 
+	if (idx == NULL)
+		return -ENOSPC;		/* (keep_init not called: a test program) */
+	copy = rte_malloc("dpvpn_keep_rec", len ? len : 1, 0);
 	if (copy == NULL)
 		return -ENOMEM;
 	memcpy(copy, data, len);
@@ -82,7 +85,7 @@ keep_del(const uint8_t *key)
 	void *at;
 	unsigned int i, last = n_ents - 1;
 
-	if (rte_hash_lookup_data(idx, key, &at) < 0)
+	if (idx == NULL || rte_hash_lookup_data(idx, key, &at) < 0)
 		return -ENOENT;
 	i = (unsigned int)(uintptr_t)at;
 	wipe(&ents[i]);

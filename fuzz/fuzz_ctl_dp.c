@@ -6,7 +6,7 @@
  * (size, MSG_TRUNC, hdr.len, flags, type, exact payload size) and every
  * handler behind them: ports, neighbours, routes, SAs (every field check,
  * key expansion), policies and batches, dumps and their paging, counters,
- * events, sequence grants, traces.
+ * events, sequence grants, traces, dpvpnd's kept records (KEEP_*).
  *
  * An input is a list of messages, each sent as one datagram:
  *
@@ -25,7 +25,7 @@
  * An empty datagram ends the connection, as the protocol says: the target
  * connects again.
  *
- * Between inputs every SA and policy is removed, a running trace stopped,
+ * Between inputs every SA, policy and kept record is removed, a running trace stopped,
  * routes the messages added deleted (each route SHOW_ROUTES lists must be
  * one ROUTE_DEL deletes), ports set back and events taken.
  * Neighbour entries are only ever forgotten (route.c never frees them), so
@@ -47,6 +47,7 @@
 
 #include "ctl.h"
 #include "fuzz_dp.h"
+#include "keep.h"
 #include "sa.h"
 #include "spd.h"
 #include "trace.h"
@@ -120,6 +121,31 @@ answer(void)
 	return got;
 }
 
+/* KEEP_LIST's reply: count records, each its header and len bytes, filling it. */
+static void
+check_records(const uint8_t *req, size_t len)
+{
+	const struct dpvpn_msg_hdr *h = (const struct dpvpn_msg_hdr *)reply;
+	const struct dpvpn_dump_hdr *d = (const struct dpvpn_dump_hdr *)(reply + HDR);
+	size_t at = sizeof(*d);
+
+	if (h->len < sizeof(*d) || d->count > d->total)
+		die("keep list: count and total disagree", req, len);
+	for (uint32_t i = 0; i < d->count; i++) {
+		struct dpvpn_keep k;
+
+		if (at + sizeof(k) > h->len)
+			die("keep list: a record past the reply", req, len);
+		memcpy(&k, reply + HDR + at, sizeof(k));
+		if (k.len == 0 || k.len > DPVPN_KEEP_MAX || k.reserved != 0 ||
+		    at + sizeof(k) + k.len > h->len)
+			die("keep list: a record's length", req, len);
+		at += sizeof(k) + k.len;
+	}
+	if (at != h->len)
+		die("keep list: bytes after the records", req, len);
+}
+
 /*
  * The reply to req: there, and as the protocol header says.  (One too many
  * would be taken for the next request's, whose type and seq it lacks, or is
@@ -151,6 +177,8 @@ check_reply(const uint8_t *req, size_t len)
 		    (h->type != DPVPN_MSG_EVENTS && d->count > d->total))
 			die("dump reply: length, count and total disagree", req, len);
 	}
+	if (h->status == 0 && h->type == DPVPN_MSG_KEEP_LIST)
+		check_records(req, len);
 	if (debug)	/* FUZZ_DEBUG=1: each answer, for writing seeds */
 		fprintf(stderr, "fuzz_ctl_dp: type %u: %d %s\n", h->type, h->status,
 			h->status < 0 ? (const char *)reply + HDR : "");
@@ -239,6 +267,7 @@ reset(void)
 	if (recv(cfd, reply, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
 		die("a reply more than requests", NULL, 0);
 	sa_flush();
+	keep_flush();
 	if (spd_in_batch())
 		spd_commit(err, sizeof(err));
 	if (routes_changed)

@@ -35,6 +35,7 @@
 #include "fuzz_dp.h"
 #include "ike.h"
 #include "ip.h"
+#include "keep.h"
 #include "reass.h"
 #include "replay.h"
 #include "route.h"
@@ -217,7 +218,7 @@ fuzz_dp_init(const char *prog)
 	/* sa_init with two workers: windows may be shared (fuzz_tunnel.shared) */
 	if (sa_init(2, MAX_SA) != 0 || spd_init(MAX_SA) != 0 ||
 	    route_init(ROUTE_MAX_DEFAULT) != 0 || ctl_routes_init(ROUTE_MAX_DEFAULT) != 0 ||
-	    neigh_init() != 0 || trace_init() != 0)
+	    neigh_init() != 0 || trace_init() != 0 || keep_init(MAX_SA) != 0)
 		die("tables: out of memory");
 	port(FUZZ_INSIDE, DPVPN_ROLE_INSIDE, "198.18.1.1", "2001:db8:1::1", 0);
 	port(FUZZ_OUTSIDE, DPVPN_ROLE_OUTSIDE, "198.19.0.1", "2001:db8:ff::1", 1);

@@ -1079,8 +1079,8 @@ static void keep_flush(void)
 		ike_keep_take(k.ctx);
 }
 
-/* One record of the last dpvpnd: its IKE SA taken up, or why not (its record goes). */
-static void keep_restore_one(const struct dpvpn_keep *r, size_t *ok)
+/* One record of the last dpvpnd: its IKE SA taken up (true), or why not. */
+static bool keep_restore_one(const struct dpvpn_keep *r)
 {
 	const struct ikd_keep_hdr *h = (const struct ikd_keep_hdr *)(r + 1);
 	const struct ikd_conn *c = NULL;
@@ -1090,31 +1090,29 @@ static void keep_restore_one(const struct dpvpn_keep *r, size_t *ok)
 	if (r->len < sizeof(*h) || h->magic != IKD_KEEP_MAGIC || h->version != IKD_KEEP_VERSION)
 		snprintf(err, sizeof(err), "not a record of this dpvpnd's version");
 	else if (snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->tunnel),
-		 (c = find_conn(name)) == NULL)
+		 (c = k.ctx ? find_conn(name) : NULL) == NULL)
 		snprintf(err, sizeof(err), "the tunnel is no longer in the config");
 	else if (memcmp(c->digest, h->digest, sizeof(c->digest)) != 0)
 		snprintf(err, sizeof(err), "the tunnel's config changed while dpvpnd was away");
 	else
 		rc = ike_sa_import(k.ctx, (const uint8_t *)(h + 1), r->len - sizeof(*h), mono_ms(),
 				   err, sizeof(err));
-	if (rc == 0) {
-		(*ok)++;
-		return;
-	}
-	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA not taken up (%s)%s\n", name, err,
-		c ? ": its SAs forward until a new IKE SA's replace them" : "");
-	struct dpvpn_keep del = { .len = 0 };
-
-	memcpy(del.key, r->key, sizeof(del.key));
-	if (dp_call(k.dp, DPVPN_MSG_KEEP_DEL, &del, sizeof(del), NULL, 0) != 0)
-		fprintf(stderr, "dpvpnd: IKE record removal: %s\n", k.dp->err);
+	if (rc != 0)
+		fprintf(stderr, "dpvpnd: tunnel %s: IKE SA not taken up (%s)%s\n", name, err,
+			c ? ": its SAs forward until a new IKE SA's replace them" : "");
+	return rc == 0;
 }
 
-/* Every record the dataplane keeps, page by page: taken up, or removed. */
+/*
+ * Every record the dataplane keeps, page by page: its IKE SA taken up, or
+ * the record removed once all are read (a removal moves records about).
+ */
 static int keep_restore(size_t *ok, size_t *seen)
 {
 	static uint8_t reply[DPVPN_MSG_MAX];
-	uint32_t start = 0, total;
+	uint8_t (*gone)[DPVPN_KEEP_KEY_LEN] = NULL;
+	uint32_t start = 0, total = 0;
+	int rc = 0;
 
 	do {
 		struct dpvpn_dump_req req = { .start = start };
@@ -1123,25 +1121,39 @@ static int keep_restore(size_t *ok, size_t *seen)
 		uint32_t got;
 
 		if (dp_call_var(k.dp, DPVPN_MSG_KEEP_LIST, &req, sizeof(req), reply, sizeof(reply),
-				&got) != 0 || got < sizeof(*h))
-			return -1;
+				&got) != 0 || got < sizeof(*h)) {
+			rc = -1;
+			break;
+		}
+		if (gone == NULL)
+			gone = calloc(h->total + 1, sizeof(*gone));
 		total = h->total;
-		for (uint32_t i = 0; i < h->count; i++) {
+		for (uint32_t i = 0; i < h->count && gone != NULL && *seen < total; i++) {
 			const struct dpvpn_keep *r = (const struct dpvpn_keep *)(reply + at);
 
 			if (at + sizeof(*r) > got || r->len > got - at - sizeof(*r))
 				break;
-			keep_restore_one(r, ok);
+			if (keep_restore_one(r))
+				(*ok)++;
+			else
+				memcpy(gone[*seen - *ok], r->key, sizeof(r->key));
 			at += sizeof(*r) + r->len;
 			(*seen)++;
 		}
-		/* removals moved records into the places read: read from the start again */
-		start = (uint32_t)*ok;
 		explicit_bzero(reply, got);
-		if (h->count == 0)
+		start += h->count;
+		if (h->count == 0 || gone == NULL)
 			break;
 	} while (start < total);
-	return 0;
+	for (size_t i = 0; gone != NULL && i < *seen - *ok; i++) {
+		struct dpvpn_keep del = { .len = 0 };
+
+		memcpy(del.key, gone[i], sizeof(del.key));
+		if (dp_call(k.dp, DPVPN_MSG_KEEP_DEL, &del, sizeof(del), NULL, 0) != 0)
+			fprintf(stderr, "dpvpnd: IKE record removal: %s\n", k.dp->err);
+	}
+	free(gone);
+	return rc;
 }
 
 static int ref_order(const void *a, const void *b)
@@ -1151,13 +1163,15 @@ static int ref_order(const void *a, const void *b)
 	return x->spi != y->spi ? (x->spi < y->spi ? -1 : 1) : (int)x->dir - (int)y->dir;
 }
 
-/* The IKE tunnel of k.conns that dataplane SA name is of. */
+/* The IKE tunnel of k.conns that dataplane SA name is of (a hash, but for clients'). */
 static const struct ikd_conn *ike_owner(const char *name)
 {
-	for (size_t i = 0; i < k.n_conns; i++)
-		if (inst_ike_owns(&k.conns[i].tpl, name))
-			return &k.conns[i];
-	return NULL;
+	const struct ikd_conn *c = find_conn(name);
+
+	for (size_t i = 0; c == NULL && strchr(name, '/') && i < k.n_conns; i++)
+		if (k.conns[i].tpl.ra.any && inst_ike_owns(&k.conns[i].tpl, name))
+			c = &k.conns[i];
+	return c;
 }
 
 /* The IKE tunnels' SAs no IKE SA taken up holds: orphans, replaced or gone by a deadline. */

@@ -38,7 +38,11 @@ int ikd_fd(void);
 int ikd_input(void);
 /* Timers (call at least every 100 ms). */
 void ikd_tick(void);
-/* Stop: every IKE SA ends here (its CHILD_SA removed), keys wiped, channel closed. */
+/*
+ * Stop: the IKE SAs end here (keys wiped, channel closed) but not in the
+ * dataplane: their CHILD_SAs forward on and their records stay there for the
+ * next dpvpnd, whose ikd_open takes them up again (doc/ike.md "Restarts").
+ */
 void ikd_close(void);
 
 /*

@@ -145,6 +145,7 @@ def pki_lines(d, pki, me, peer):
             f"ca = {d}/ca.pem\nlocal-id = fqdn:{me}\nremote-id = fqdn:{peer}\n")
 
 
+@pytest.mark.nosan      # (the PSK case runs under ASan; this one repeats it)
 def test_certificate_tunnel_survives_dpvpnd_kill9(pskdir, rng):
     """The same with certificates (ECDSA, a chain through an intermediate):
     four restarts of either side's dpvpnd under a ping flood."""
@@ -199,6 +200,7 @@ def test_changed_tunnel_replaced_make_before_break(pskdir, monkeypatch):
         assert " 0% packet loss" in r.stdout, r.stdout
 
 
+@pytest.mark.strongswan
 def test_road_warriors_survive_dpvpnd_kill9(rng):
     """Two strongSwan road warriors (certificates, virtual IPs) of a
     remote = %any tunnel: the gateway's dpvpnd restarted four times at random

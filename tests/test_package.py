@@ -206,6 +206,13 @@ def test_install_check_purge(deb, root):
               EXAMPLES + "/sysctl-hugepages.conf", "/etc/default/dpvpn"):
         assert os.path.exists(root + f), f
     assert ok(root, "dpkg-query -W -f '${Conffiles}' dpvpn").split()[0] == "/etc/default/dpvpn"
+    # the docs as .md, not .md.gz, so that their relative links lead somewhere
+    docs = root + "/usr/share/doc/dpvpn"
+    assert not [f for f in os.listdir(docs) if f.endswith(".md.gz")], os.listdir(docs)
+    for f in os.listdir(docs):
+        if f.endswith(".md"):
+            for link in re.findall(r"\]\(([a-z-]+\.md)[#)]", open(os.path.join(docs, f)).read()):
+                assert os.path.exists(os.path.join(docs, link)), (f, link)
     ok(root, "dpvpnd --version && dpvpnctl --version")
     dataplane_starts(root)
 
