@@ -316,6 +316,14 @@ check_head(struct ike_ctx *ctx, const struct keep_rec *r, size_t len, struct con
 		snprintf(err, elen, "record: %zu bytes do not add up", len);
 		return -EINVAL;
 	}
+	if (r->keys.prf_len > IKE_PRF_MAX_LEN || r->keys.integ_len > IKE_PRF_MAX_LEN ||
+	    r->keys.enc_len > IKE_ENC_MAX_LEN || r->local.family != r->remote.family ||
+	    (r->local.family != AF_INET && r->local.family != AF_INET6) ||
+	    (r->has_vip && r->vip.family != AF_INET && r->vip.family != AF_INET6) ||
+	    memchr(r->unsettled, 0, sizeof(r->unsettled)) == NULL) {
+		snprintf(err, elen, "record: a field out of range");
+		return -EINVAL;
+	}
 	if (r->unsettled[0] != 0) {
 		snprintf(err, elen, "an exchange was half done (%.*s)", (int)sizeof(r->unsettled),
 			 r->unsettled);
@@ -385,6 +393,12 @@ get_kids(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *p, unsigned n, c
 		struct conn *kc = NULL;
 
 		memcpy(&kk, p + i * sizeof(kk), sizeof(kk));
+		if (kk.child.tl.n > IKE_TS_MAX || kk.child.tr.n > IKE_TS_MAX ||
+		    (kk.child.up && (kk.child.tl.n == 0 || kk.child.tr.n == 0))) {
+			snprintf(err, elen, "record: CHILD_SA %u's selectors out of range", i);
+			explicit_bzero(&kk, sizeof(kk));
+			return -EINVAL;
+		}
 		if (memchr(kk.conn, 0, sizeof(kk.conn)) == NULL ||
 		    (kk.conn[0] && ((kc = ike_kid_conn_by_name(ctx, kk.conn)) == NULL ||
 				    kc->parent != sa->conn))) {
