@@ -197,14 +197,19 @@ static ssize_t recv_reply(struct dp_client *dp, uint16_t type)
 	}
 }
 
+/* Send the request, take its reply: the reply's payload length (in rxbuf), or -1. */
+static ssize_t request(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_len)
+{
+	if (send_req(dp, type, req, req_len))
+		return -1;
+	return recv_reply(dp, type);
+}
+
 int dp_call(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_len,
 	    void *reply, uint32_t reply_len)
 {
-	ssize_t n;
+	ssize_t n = request(dp, type, req, req_len);
 
-	if (send_req(dp, type, req, req_len))
-		return -1;
-	n = recv_reply(dp, type);
 	if (n < 0)
 		return -1;
 	if ((size_t)n != reply_len)
@@ -214,15 +219,11 @@ int dp_call(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_l
 	return 0;
 }
 
-/* One page: append its entries to *entries; returns entries added or -1. */
 int dp_call_var(struct dp_client *dp, uint16_t type, const void *req, uint32_t req_len,
 		void *reply, uint32_t cap, uint32_t *got)
 {
-	ssize_t n;
+	ssize_t n = request(dp, type, req, req_len);
 
-	if (send_req(dp, type, req, req_len))
-		return -1;
-	n = recv_reply(dp, type);
 	if (n < 0)
 		return -1;
 	if ((size_t)n > cap)

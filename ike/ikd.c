@@ -1087,10 +1087,16 @@ static bool keep_restore_one(const struct dpvpn_keep *r)
 	char err[160] = "", name[DPVPN_NAME_LEN] = "?";
 	int rc = -EINVAL;
 
-	if (r->len < sizeof(*h) || h->magic != IKD_KEEP_MAGIC || h->version != IKD_KEEP_VERSION)
+	bool ours = r->len >= sizeof(*h) && h->magic == IKD_KEEP_MAGIC &&
+		    h->version == IKD_KEEP_VERSION;
+
+	if (ours) {
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->tunnel);
+		c = k.ctx ? find_conn(name) : NULL;
+	}
+	if (!ours)
 		snprintf(err, sizeof(err), "not a record of this dpvpnd's version");
-	else if (snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->tunnel),
-		 (c = k.ctx ? find_conn(name) : NULL) == NULL)
+	else if (c == NULL)
 		snprintf(err, sizeof(err), "the tunnel is no longer in the config");
 	else if (memcmp(c->digest, h->digest, sizeof(c->digest)) != 0)
 		snprintf(err, sizeof(err), "the tunnel's config changed while dpvpnd was away");

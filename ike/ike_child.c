@@ -45,6 +45,17 @@ esp_integ_key_len(uint16_t integ)
 	return integ == IKE_INTEG_HMAC_SHA1_96 ? 20 : integ != 0 ? 32 : 0;
 }
 
+void
+ike_child_ts(struct ike_child *c, const struct ts_set *tl, const struct ts_set *tr)
+{
+	c->ts_local = tl->p[0];
+	c->ts_remote = tr->p[0];
+	c->n_ts_local_more = tl->n - 1;
+	c->n_ts_remote_more = tr->n - 1;
+	memcpy(c->ts_local_more, tl->p + 1, (tl->n - 1) * sizeof(tl->p[0]));
+	memcpy(c->ts_remote_more, tr->p + 1, (tr->n - 1) * sizeof(tr->p[0]));
+}
+
 /* KEYMAT (2.17) into a CHILD_SA, which becomes KID(sa)->child, and the owner installs it. */
 static int
 child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn, uint64_t now)
@@ -76,12 +87,7 @@ child_install(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new *cn
 		memcpy(c.integ_in, cn->initiator ? ar : ai, ik);
 		c.spi_in = cn->spi_in;
 		c.spi_out = cn->spi_out;
-		c.ts_local = cn->tl.p[0];
-		c.ts_remote = cn->tr.p[0];
-		c.n_ts_local_more = cn->tl.n - 1;
-		c.n_ts_remote_more = cn->tr.n - 1;
-		memcpy(c.ts_local_more, cn->tl.p + 1, (cn->tl.n - 1) * sizeof(cn->tl.p[0]));
-		memcpy(c.ts_remote_more, cn->tr.p + 1, (cn->tr.n - 1) * sizeof(cn->tr.p[0]));
+		ike_child_ts(&c, &cn->tl, &cn->tr);
 		c.local = sa->local;
 		c.remote = sa->remote;
 		c.peer_id = sa->has_vip ? &sa->peer_id : NULL;

@@ -498,6 +498,8 @@ int ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hd
 int ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now);
 
 /* ike_child.c */
+/* The owner's view of a CHILD_SA's selectors (tl, tr: one prefix at least each). */
+void ike_child_ts(struct ike_child *c, const struct ts_set *tl, const struct ts_set *tr);
 uint16_t ike_child_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		struct ike_buf *in, uint64_t now);
 int ike_child_finish(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, char *err,

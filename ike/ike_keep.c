@@ -496,12 +496,7 @@ tell_kept(struct ike_ctx *ctx, struct ike_sa *sa)
 
 		if (!c->up || c->tl.n == 0 || c->tr.n == 0)
 			continue;
-		ch.ts_local = c->tl.p[0];
-		ch.ts_remote = c->tr.p[0];
-		ch.n_ts_local_more = c->tl.n - 1;
-		ch.n_ts_remote_more = c->tr.n - 1;
-		memcpy(ch.ts_local_more, c->tl.p + 1, (c->tl.n - 1) * sizeof(c->tl.p[0]));
-		memcpy(ch.ts_remote_more, c->tr.p + 1, (c->tr.n - 1) * sizeof(c->tr.p[0]));
+		ike_child_ts(&ch, &c->tl, &c->tr);
 		ctx->ops.child_kept(ctx->opaque, KCFG(sa)->name, &ch);
 	}
 	sa->ck = 0;

@@ -238,6 +238,19 @@ take_slot(struct ike_pool *p)
 	return i;
 }
 
+/* Slot i becomes the identity's (copy: id_len bytes for it, id's copied in). */
+static void
+slot_take(struct ike_pool *p, uint32_t i, uint8_t *copy, const void *id, size_t id_len,
+	  uint32_t h)
+{
+	memcpy(copy, id, id_len);
+	p->slots[i].id = copy;
+	p->slots[i].id_len = (uint16_t)id_len;
+	p->slots[i].hash = h;
+	p->slots[i].hnext = p->buckets[h & p->hmask];
+	p->buckets[h & p->hmask] = i;
+}
+
 int
 ike_pool_lease(struct ike_pool *p, const void *id, size_t id_len, uint8_t *addr)
 {
@@ -260,12 +273,7 @@ ike_pool_lease(struct ike_pool *p, const void *id, size_t id_len, uint8_t *addr)
 		p->st.exhausted++;
 		return -ENOSPC;
 	}
-	memcpy(copy, id, id_len);
-	p->slots[i].id = copy;
-	p->slots[i].id_len = (uint16_t)id_len;
-	p->slots[i].hash = h;
-	p->slots[i].hnext = p->buckets[h & p->hmask];
-	p->buckets[h & p->hmask] = i;
+	slot_take(p, i, copy, id, id_len, h);
 leased:
 	p->slots[i].state = S_LEASED;
 	p->st.leased++;
@@ -291,12 +299,7 @@ ike_pool_lease_at(struct ike_pool *p, const void *id, size_t id_len, const uint8
 		hash_unlink(p, i);
 		free(p->slots[i].id);
 	}
-	memcpy(copy, id, id_len);
-	p->slots[i].id = copy;
-	p->slots[i].id_len = (uint16_t)id_len;
-	p->slots[i].hash = h;
-	p->slots[i].hnext = p->buckets[h & p->hmask];
-	p->buckets[h & p->hmask] = i;
+	slot_take(p, i, copy, id, id_len, h);
 	p->slots[i].state = S_LEASED;
 	p->st.leased++;
 	return 0;

@@ -662,21 +662,29 @@ cfg_ra(const struct ike_conn_cfg *ci)
 	return r;
 }
 
+/* A road warrior (I, asking for an address) and a remote = %any responder (R). */
+static void
+start_ra(const struct pki_files *f, struct ike_conn_cfg *ci, struct ike_conn_cfg *cr)
+{
+	*ci = cfg_pki(f, "CN=*, O=Example");
+	ci->want_vip = true;
+	ci->ts_local = pfx4("0.0.0.0", 0);
+	*cr = cfg_ra(ci);
+	ci->remote = addr4("198.51.100.1");
+	start(ci, cr);
+}
+
 static void
 test_remote_access(void **state)
 {
 	struct pki_files f = pki_load();
-	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct ike_conn_cfg ci, cr;
 	struct side first;
 	struct walk w;
 	char err[128];
 
 	(void)state;
-	ci.want_vip = true;
-	ci.ts_local = pfx4("0.0.0.0", 0);
-	cr = cfg_ra(&ci);
-	ci.remote = addr4("198.51.100.1");
-	start(&ci, &cr);
+	start_ra(&f, &ci, &cr);
 	assert_int_equal(ike_initiate(R.ctx, "t", 0), -EINVAL);	/* it never initiates */
 	bring_up(0);
 	assert_established();
@@ -4019,17 +4027,13 @@ static void
 test_keep_remote_access(void **state)
 {
 	struct pki_files f = pki_load();
-	struct ike_conn_cfg ci = cfg_pki(&f, "CN=*, O=Example"), cr;
+	struct ike_conn_cfg ci, cr;
 	static struct kept k;
 	struct side first;
 	char err[128];
 
 	(void)state;
-	ci.want_vip = true;
-	ci.ts_local = pfx4("0.0.0.0", 0);
-	cr = cfg_ra(&ci);
-	ci.remote = addr4("198.51.100.1");
-	start(&ci, &cr);
+	start_ra(&f, &ci, &cr);
 	keep_on(&R);
 	bring_up(0);
 	take(&R, &k);

@@ -233,6 +233,22 @@ def second_client(sl, pki):
     return c2
 
 
+def connect_both(sl, c2):
+    """Both road warriors (sl.swan, and sl.peer in netns c2) connected:
+    {netns: its virtual IP}."""
+    got = {}
+    for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
+        ch.start()
+        out = ch.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
+                         check=False)
+        assert "initiate completed successfully" in out, \
+            out + ch.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
+        vips = re.findall(r"installing new virtual IP (\S+)", ch.log_text())
+        assert vips, ch.log_text()[-3000:]
+        got[ns] = vips[-1]
+    return got
+
+
 def ping_from(sl, ns, vip):
     r = None
     for _ in range(2):      # the first may wait for ARP on dpvpn's ports
@@ -251,16 +267,7 @@ def test_two_road_warriors_then_reload():
         setup_lab(sl, pki)
         c2 = second_client(sl, pki)
         sl.gw.start()
-        got = {}
-        for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
-            ch.start()
-            out = ch.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
-                             check=False)
-            assert "initiate completed successfully" in out, \
-                out + ch.log_text()[-4000:] + sl.gw.dpvpnd.output()[-3000:]
-            vips = re.findall(r"installing new virtual IP (\S+)", ch.log_text())
-            assert vips, ch.log_text()[-3000:]
-            got[ns] = vips[-1]
+        got = connect_both(sl, c2)
         assert sorted(got.values()) == ["10.77.0.1", "10.77.0.2"], got
         for ns, vip in got.items():
             r = ping_from(sl, ns, vip)

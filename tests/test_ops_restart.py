@@ -21,7 +21,6 @@ break: the old SAs forward until the new CHILD_SA is in.
 """
 import os
 import random
-import re
 import time
 
 import pytest
@@ -213,14 +212,9 @@ def test_road_warriors_survive_dpvpnd_kill9(rng):
         ra.setup_lab(sl, pki)
         c2 = ra.second_client(sl, pki)
         sl.gw.start()
-        got = {}
-        for ch, ns in ((sl.swan, sl.ns_sw), (sl.peer, c2)):
-            ch.start()
-            out = ch.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
-                             check=False)
-            assert "initiate completed successfully" in out, out + ch.log_text()[-3000:]
-            got[ns] = re.findall(r"installing new virtual IP (\S+)", ch.log_text())[-1]
-            assert " 0% packet loss" in ra.ping_from(sl, ns, got[ns]).stdout
+        got = ra.connect_both(sl, c2)
+        for ns, vip in got.items():
+            assert " 0% packet loss" in ra.ping_from(sl, ns, vip).stdout
         before = sorted((c["identity"], c["vip"]) for c in sl.gw.ctl("show", "ike")["clients"])
         cap, pcap = sl.capture(sl.ns_pe, "pe-out", "ike")
         pings = [sl.bg(f"ping-{ns}", ns, "ping", "-q", "-i", "0.02", "-c", "400", "-w", "25",
