@@ -461,9 +461,12 @@ def emit(text, output=None):
     if output:
         private_file(output, text)
         return
-    st = os.fstat(sys.stdout.fileno())
-    if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-        os.fchmod(sys.stdout.fileno(), 0o600)
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # (io.UnsupportedOperation: a
+        fd = None                                   # captured stdout, no file)
+    if fd is not None and stat.S_ISREG(os.fstat(fd).st_mode) and os.fstat(fd).st_mode & 0o077:
+        os.fchmod(fd, 0o600)
     sys.stdout.write(text)
 
 
