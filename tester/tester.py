@@ -471,6 +471,7 @@ def emit(text, output=None):
 
 
 QUIET_S = 0.1      # a trial's drain ends after this long without a packet
+BUSY_S = 5.0       # a trial asked for again while the workers are busy, this long
 
 
 class Tester:
@@ -595,8 +596,14 @@ class Tester:
         check = self.esp_check if esp_check is None else esp_check
         before = self.sa_snapshot() if check else None
         self.sa_window = None
-        r = self.tel.cmd(f"/dpvpn/tester/start,{encap_pps},{decap_pps},"
-                         f"{max(1, round(seconds * 1000))},{sz}")
+        cmd = f"/dpvpn/tester/start,{encap_pps},{decap_pps},{max(1, round(seconds * 1000))},{sz}"
+        r = self.tel.cmd(cmd)
+        # busy: the workers have not all taken up the last trial (or started)
+        # yet, a few ms on a loaded machine: asked again for up to BUSY_S
+        t_busy = time.monotonic()
+        while "busy" in r.get("error", "") and time.monotonic() - t_busy < BUSY_S:
+            time.sleep(0.01)
+            r = self.tel.cmd(cmd)
         if "error" in r:
             raise RuntimeError(f"tester: {r['error']}")
         trial = r["trial"]
