@@ -21,6 +21,7 @@
  * after its last record: none is used twice under one key.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +394,12 @@ get_kids(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *p, unsigned n, c
 		struct conn *kc = NULL;
 
 		memcpy(&kk, p + i * sizeof(kk), sizeof(kk));
+		if (p[i * sizeof(kk) + offsetof(struct keep_kid, child) +
+		      offsetof(struct child, up)] > 1) {	/* a bool: 0 or 1 */
+			snprintf(err, elen, "record: CHILD_SA %u's state out of range", i);
+			explicit_bzero(&kk, sizeof(kk));
+			return -EINVAL;
+		}
 		if (kk.child.tl.n > IKE_TS_MAX || kk.child.tr.n > IKE_TS_MAX ||
 		    (kk.child.up && (kk.child.tl.n == 0 || kk.child.tr.n == 0))) {
 			snprintf(err, elen, "record: CHILD_SA %u's selectors out of range", i);
