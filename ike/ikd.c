@@ -868,7 +868,7 @@ static void claim(uint32_t spi, uint8_t dir)
  */
 static void on_child_kept(void *opaque, const char *conn, const struct ike_child *ch)
 {
-	struct ikd_conn *c = find_conn(conn);
+	struct ikd_conn *conf = find_conn(conn), *c = conf;
 	struct cfg_tunnel t;
 
 	(void)opaque;
@@ -876,7 +876,7 @@ static void on_child_kept(void *opaque, const char *conn, const struct ike_child
 		c = client_for(c, ch);
 	if (c == NULL)
 		return;
-	if (c != find_conn(conn)) {	/* a client: said as at its start */
+	if (c != conf) {		/* a client: said as at its start */
 		client_of(c)->up_ms = mono_ms();
 		client_log(client_of(c), true);
 	}
