@@ -140,6 +140,8 @@ void base_counters(struct dpvpn_counters *c)
 	c->host_in = c->host_in > base.counters.host_in ? c->host_in - base.counters.host_in : 0;
 	c->host_out = c->host_out > base.counters.host_out ?
 		      c->host_out - base.counters.host_out : 0;
+	c->replay_late = c->replay_late > base.counters.replay_late ?
+			 c->replay_late - base.counters.replay_late : 0;
 }
 
 void base_sa(struct dpvpn_sa_info *s)

@@ -350,7 +350,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		return dp_failed(ctx, err, err_len, "counters");
 	base_counters(&c);
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-			 "s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+			 "s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"rx_packets", u64(c.rx_packets),
 		"tx_packets", u64(c.tx_packets),
 		"encrypted", u64(c.encrypted),
@@ -358,6 +358,7 @@ json_t *ctl_show_counters(struct ctl_ctx *ctx, char *err, size_t err_len)
 		"arp_in", u64(c.arp_in),
 		"arp_out", u64(c.arp_out),
 		"handoff", u64(c.handoff),
+		"replay_late", u64(c.replay_late),
 		"icmp_out", u64(c.icmp_out),
 		"icmp_limited", u64(c.icmp_limited),
 		"fragments", u64(c.fragments),

@@ -127,6 +127,7 @@ static void counters(struct out *o, struct dp_client *dp)
 		T(encrypted, "ESP packets built."),
 		T(decrypted, "ESP packets accepted."),
 		T(handoff, "Outside-port packets handed to another worker."),
+		T(replay_late, "Replay drops left of the anti-replay window (late, not repeated)."),
 		T(icmp_out, "ICMP too-big errors sent."),
 		T(fragments, "Fragments made."),
 		T(mss_clamped, "TCP SYNs whose MSS was lowered."),

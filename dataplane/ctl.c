@@ -841,6 +841,7 @@ do_show_counters(const void *req, struct reply *r)
 		c->arp_in += s->arp_in;
 		c->arp_out += s->arp_out;
 		c->handoff += s->handoff;
+		c->replay_late += s->replay_late;
 		c->icmp_out += s->icmp_out;
 		c->icmp_limited += s->icmp_limited;
 		c->fragments += s->fragments;

@@ -148,6 +148,7 @@ struct dp_lstats {
 	uint64_t frag_in, reassembled, reass_dropped, fragmented;
 	uint64_t ike_in, ike_out;		/* main lcore: pushed, built */
 	uint64_t host_in, host_out;		/* to the host twins, and from them (host.c) */
+	uint64_t replay_late;			/* replay drops left of the window */
 	uint64_t busy_cycles, idle_cycles;	/* polls that found work, and empty ones */
 	uint64_t drops[DPVPN_DROP_SLOTS];
 	uint64_t csum_completed[DP_MAX_PORTS];	/* inside RX: L4 checksums finished */

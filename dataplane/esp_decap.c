@@ -164,8 +164,10 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (sa->udp != (off != ihl) || sa->outer6 != out6)
 		return DPVPN_DROP_ENCAP_MISMATCH;
 	*seq = rte_be_to_cpu_32(seq32);
-	if (sa->esn && !replay_esn_infer(&sa->replay, rte_be_to_cpu_32(seq32), seq))
+	if (sa->esn && !replay_esn_infer(&sa->replay, rte_be_to_cpu_32(seq32), seq)) {
+		*seq = 0;	/* from before the first packet: late (replay_late) */
 		return DPVPN_DROP_REPLAY;
+	}
 	if (!replay_check(&sa->replay, *seq))
 		return DPVPN_DROP_REPLAY;
 	if (((esp_len - overhead) & (sa->block - 1)) != 0)	/* block: a power of 2 */
@@ -350,6 +352,18 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 	dp_out_add(tunnel, r);
 }
 
+/*
+ * A replay drop left of the window (or before the first packet) is late, not
+ * repeated: counted apart too, so reordering beyond the window (a stalled
+ * worker, a reordering path: raise replay_window) tells itself from replays.
+ */
+static inline void
+count_replay_late(struct dp_lstats *st, const struct sa *sa, uint64_t seq)
+{
+	if (seq == 0 || replay_too_old(&sa->replay, seq))
+		st->replay_late++;
+}
+
 static void
 count_sa_drop(struct sa_stats *s, enum dpvpn_drop_reason why)
 {
@@ -410,6 +424,8 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		if (why != DPVPN_DROP_MAX) {
 			if (sa != NULL)
 				count_sa_drop(&sa->stats[w->index], why);
+			if (why == DPVPN_DROP_REPLAY)
+				count_replay_late(st, sa, seqs[k]);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}
@@ -441,6 +457,8 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			ip_ttl_restore(rte_pktmbuf_mtod(pkts[i], uint8_t *));
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
+			if (why == DPVPN_DROP_REPLAY)
+				count_replay_late(st, sas[i], seqs[i]);
 			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
 				expired_in_tunnel(w, st, pkts[i], tunnel);
 			dp_drop(st, pkts[i], why);

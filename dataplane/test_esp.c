@@ -291,6 +291,25 @@ test_bad_input(void **state)
 	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &c, 1, out(), self()), 1);
 	rte_pktmbuf_free(c);
 	expect_drop(m, DPVPN_DROP_REPLAY);	/* ... and only once */
+	assert_int_equal(st->replay_late, 0);	/* a repeat inside the window */
+}
+
+/* A packet that arrives after 64 newer ones (the window) is late: a replay
+ * drop counted as replay_late too. */
+static void
+test_replay_late(void **state)
+{
+	struct rte_mbuf *old = one_esp(), *m;
+	uint64_t late = st->replay_late;
+
+	(void)state;
+	for (int i = 0; i < 64; i++) {
+		m = one_esp();
+		assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()), 1);
+		rte_pktmbuf_free(m);
+	}
+	expect_drop(old, DPVPN_DROP_REPLAY);
+	assert_int_equal(st->replay_late, late + 1);
 }
 
 static void
@@ -770,6 +789,7 @@ main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_replay_in_one_burst),
+		cmocka_unit_test(test_replay_late),
 		cmocka_unit_test(test_policy_mismatch),
 		cmocka_unit_test(test_selector_lists),
 		cmocka_unit_test(test_known_answers),

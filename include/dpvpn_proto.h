@@ -101,7 +101,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	26
+#define DPVPN_PROTO_VERSION	27
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -653,6 +653,9 @@ struct dpvpn_counters {
 	uint64_t neigh_held;	/* ... held now (a gauge): sent or dropped later */
 	uint64_t host_in;	/* frames handed to the ports' host twins */
 	uint64_t host_out;	/* frames the host sent through them */
+	uint64_t replay_late;	/* of the replay drops, those left of the window
+				 * (late: reordered or delayed by more than the
+				 * window), not seen before */
 };
 
 #define DPVPN_IKE_PORT		500

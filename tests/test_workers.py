@@ -10,9 +10,13 @@ one gateway sent was decrypted by the other.
 Here four pollers, iperf3 and the kernel share two vCPUs: a worker can be
 descheduled for a whole time slice while holding a burst, and its packets
 then arrive milliseconds late, beyond any window at full speed (such packets
-are rightly dropped as replays).  So the window is 4096 and iperf3 is paced
-(-b) so that a time slice stays well inside it: any replay drop left is a
-false one.  On cores of their own workers never wait that long."""
+are rightly dropped as replays, left of the window: counted as replay_late
+too).  So the window is 4096 and iperf3 is paced (-b) so that a time slice
+stays well inside it.  A replay drop that is not late (a number accepted, or
+refused, twice) is always a false one and fails the test; a late one is
+allowed and printed, and its packet is counted as lost: once in about twenty
+CI runs a worker here was held past the 4096 packets (about 120 ms at the
+pace).  On cores of their own workers never wait that long."""
 import os
 import time
 
@@ -50,17 +54,22 @@ def missed(gw):
 def check_no_loss(net):
     a, b = settled(net)
     for c in (a, b):
-        assert c["drops"]["replay"] == 0, c["drops"]
+        assert c["drops"]["replay"] == c["replay_late"], (c["replay_late"], c["drops"])
         assert c["drops"]["bad-icv"] == 0, c["drops"]
+        if c["replay_late"]:
+            print(f"{c['replay_late']} packets arrived late, beyond the 4096-packet window "
+                  "(a worker descheduled with a burst)")
     # every ESP packet sent was decrypted, but for what the veth's socket ring
     # dropped (the lab's kernel path, not dpvpn: counted as rx_missed), and
     # for what the sender encrypted but could not send (first packets while
-    # ARP resolves, a full TX queue: both counted by the sender)
+    # ARP resolves, a full TX queue: both counted by the sender), and for the
+    # late ones above
     for src, dst, gw in ((a, b, net.b), (b, a, net.a)):
         lost = src["encrypted"] - dst["decrypted"]
         unsent = sum(src["drops"][r] for r in ("no-neighbour", "neigh-timeout", "tx-full",
                                                "no-route"))
-        assert 0 <= lost <= missed(gw) + unsent, (lost, missed(gw), unsent)
+        assert 0 <= lost <= missed(gw) + unsent + dst["replay_late"], \
+            (lost, missed(gw), unsent, dst["replay_late"])
     return a, b
 
 
@@ -84,4 +93,5 @@ def test_iperf3_two_workers(net, streams):
 
 def test_one_sa_pair_carried_it_all(net):
     sas = net.a.ctl("show", "sa")["sas"]
-    assert len(sas) == 2 and all(s["drops"]["replay"] == 0 for s in sas)
+    late = net.a.ctl("show", "counters")["replay_late"]
+    assert len(sas) == 2 and sum(s["drops"]["replay"] for s in sas) == late
