@@ -340,7 +340,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 
 	for (uint16_t i = 0; i < n; i++)
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-	spd_classify_flows(spd_get(), w->spd_cache, hdrs, slots, n);
+	spd_classify_flows(w->spd_cache, hdrs, slots, n);
 	/* what no policy took is routed, once a route-based tunnel exists */
 	if (unlikely(__atomic_load_n(&dp.n_tunifs, __ATOMIC_RELAXED) != 0))
 		tunif_route(w->index, hdrs, slots, n);

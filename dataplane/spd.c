@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_acl.h>
@@ -14,6 +15,7 @@
 #include "dp.h"
 #include "sa.h"
 #include "spd.h"
+#include "spd_host.h"
 
 /*
  * Fields, as rte_acl wants them: the first must be one byte (the protocol,
@@ -60,19 +62,32 @@ RTE_ACL_RULE_DEF(spd_acl6_rule, F6_NUM);
 struct spd_scan_rule {
 	uint32_t src, src_mask, dst, dst_mask;	/* network order */
 	uint32_t sa_slot;
+	int32_t prio;
 };
 
 struct spd_scan6_rule {
 	uint8_t src[16], dst[16];	/* host bits zero */
 	uint8_t src_len, dst_len;
 	uint32_t sa_slot;
+	int32_t prio;
 };
 
-/* One classifier per family: rte_acl for many rules, else a scan. */
+/* What an rte_acl match's userdata (its index + 1) stands for. */
+struct spd_wide {
+	uint32_t sa_slot;
+	int32_t prio;
+};
+
+/*
+ * The wide policies (those spd_host.c does not hold): one classifier per
+ * family, rte_acl for many rules, else a scan.
+ */
 struct spd {
-	uint64_t gen;			/* never 0: the flow caches' entries say which */
 	struct rte_acl_ctx *acl;	/* many IPv4 rules; NULL otherwise */
 	struct rte_acl_ctx *acl6;	/* many IPv6 rules; NULL otherwise */
+	struct spd_wide *wide;		/* rte_acl's answers */
+	int32_t wide_top[2];		/* highest precedence of a wide rule, by family
+					 * (INT32_MIN: none): a host policy above it wins */
 	uint32_t n_scan, n_scan6;	/* few rules: scanned in order */
 	struct spd_scan_rule scan[SPD_SCAN_MAX];
 	struct spd_scan6_rule scan6[SPD_SCAN_MAX];
@@ -82,13 +97,26 @@ struct spd {
 struct spd_entry {
 	struct dpvpn_policy cfg;
 	uint32_t sa_slot;
+	bool host;		/* in spd_host.c's table, not the classifier */
 };
 
 static struct spd_entry *entries;
 static unsigned int n_entries, max_entries, generation;
-static uint64_t published;	/* struct spd gen of the last one published */
+/*
+ * Bumped after every change (a classifier published, a host policy added or
+ * removed): flow cache entries of an older one are stale.  Workers read it
+ * before the classifier and the host table, so an answer they cache under
+ * it is at least that new.  Never 0: an empty cache entry.
+ */
+static uint64_t spd_gen = 1;
 static struct spd *cur;
-static bool batching, dirty, force_acl;
+static bool batching, dirty, force_acl, force_changed;
+
+static void
+changed(void)
+{
+	__atomic_store_n(&spd_gen, spd_gen + 1, __ATOMIC_RELEASE);
+}
 
 int
 spd_init(unsigned int max_rules)
@@ -96,7 +124,10 @@ spd_init(unsigned int max_rules)
 	max_entries = max_rules;
 	entries = rte_zmalloc("dpvpn_spd_rules", max_rules * sizeof(*entries), 0);
 	cur = rte_zmalloc("dpvpn_spd", sizeof(*cur), RTE_CACHE_LINE_SIZE);
-	return entries == NULL || cur == NULL ? -ENOMEM : 0;
+	if (entries == NULL || cur == NULL)
+		return -ENOMEM;
+	cur->wide_top[0] = cur->wide_top[1] = INT32_MIN;
+	return spd_host_init(max_rules);
 }
 
 /* rte_acl: the highest priority wins.  Ours: lowest value, then most specific. */
@@ -106,16 +137,17 @@ acl_priority(const struct dpvpn_policy *p)
 	if (p->src.family == DPVPN_AF_INET6)
 		return (int32_t)(RTE_ACL_MAX_PRIORITY - p->priority * 257 -
 				 (256 - p->src.len - p->dst.len));
-	return (int32_t)(RTE_ACL_MAX_PRIORITY - p->priority * 64 - (64 - p->src.len - p->dst.len));
+	/* 65 steps per priority value: (64 - specificity) is 0..64, no overlap */
+	return (int32_t)(RTE_ACL_MAX_PRIORITY - p->priority * 65 - (64 - p->src.len - p->dst.len));
 }
 
 static void
-acl_rule(const struct spd_entry *e, struct spd_acl_rule *r)
+acl_rule(const struct spd_entry *e, uint32_t widx, struct spd_acl_rule *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->data.category_mask = 1;
 	r->data.priority = acl_priority(&e->cfg);
-	r->data.userdata = e->sa_slot + 1;	/* 0 means "no match" */
+	r->data.userdata = widx + 1;	/* 0 means "no match" */
 	r->field[F_PROTO].value.u8 = 0;
 	r->field[F_PROTO].mask_range.u8 = 0;
 	r->field[F_SRC].value.u32 = rte_be_to_cpu_32(e->cfg.src.v4);
@@ -138,18 +170,19 @@ acl6_prefix(struct spd_acl6_rule *r, unsigned int f, const uint8_t *a, uint8_t l
 }
 
 static void
-acl6_rule(const struct spd_entry *e, struct spd_acl6_rule *r)
+acl6_rule(const struct spd_entry *e, uint32_t widx, struct spd_acl6_rule *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->data.category_mask = 1;
 	r->data.priority = acl_priority(&e->cfg);
-	r->data.userdata = e->sa_slot + 1;
+	r->data.userdata = widx + 1;
 	acl6_prefix(r, F6_SRC, e->cfg.src.v6, e->cfg.src.len);
 	acl6_prefix(r, F6_DST, e->cfg.dst.v6, e->cfg.dst.len);
 }
 
+/* The wide rules of one family into rte_acl; their answers from t->wide[*widx] on. */
 static struct rte_acl_ctx *
-build(uint8_t family, unsigned int n, char *eb, size_t len)
+build(struct spd *t, uint32_t *widx, uint8_t family, unsigned int n, char *eb, size_t len)
 {
 	bool v6 = family == DPVPN_AF_INET6;
 	struct rte_acl_config bc = { .num_categories = 1, .num_fields = v6 ? F6_NUM : F_NUM };
@@ -177,15 +210,18 @@ build(uint8_t family, unsigned int n, char *eb, size_t len)
 		struct spd_acl_rule r;
 		struct spd_acl6_rule r6;
 
-		if (entries[i].cfg.src.family != family)
+		if (entries[i].cfg.src.family != family || entries[i].host)
 			continue;
+		t->wide[*widx] = (struct spd_wide){ entries[i].sa_slot,
+						    acl_priority(&entries[i].cfg) };
 		if (v6) {
-			acl6_rule(&entries[i], &r6);
+			acl6_rule(&entries[i], *widx, &r6);
 			rc = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&r6, 1);
 		} else {
-			acl_rule(&entries[i], &r);
+			acl_rule(&entries[i], *widx, &r);
 			rc = rte_acl_add_rules(ctx, (const struct rte_acl_rule *)&r, 1);
 		}
+		(*widx)++;
 	}
 	if (rc == 0)
 		rc = rte_acl_build(ctx, &bc);
@@ -214,7 +250,7 @@ build_scan(struct spd *t, uint8_t family)
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < n_entries; i++)
-		if (entries[i].cfg.src.family == family)
+		if (entries[i].cfg.src.family == family && !entries[i].host)
 			sorted[n++] = entries[i];
 	qsort(sorted, n, sizeof(sorted[0]), by_precedence);
 	for (unsigned int i = 0; i < n; i++) {
@@ -226,6 +262,7 @@ build_scan(struct spd *t, uint8_t family)
 			r->src_len = sorted[i].cfg.src.len;
 			r->dst_len = sorted[i].cfg.dst.len;
 			r->sa_slot = sorted[i].sa_slot;
+			r->prio = acl_priority(&sorted[i].cfg);
 			continue;
 		}
 		struct spd_scan_rule *r = &t->scan[i];
@@ -235,6 +272,7 @@ build_scan(struct spd *t, uint8_t family)
 		r->dst_mask = dp_mask(sorted[i].cfg.dst.len);
 		r->dst = sorted[i].cfg.dst.v4 & r->dst_mask;
 		r->sa_slot = sorted[i].sa_slot;
+		r->prio = acl_priority(&sorted[i].cfg);
 	}
 	if (family == DPVPN_AF_INET6)
 		t->n_scan6 = n;
@@ -242,14 +280,39 @@ build_scan(struct spd *t, uint8_t family)
 		t->n_scan = n;
 }
 
+/* The wide rules of a family, and the highest precedence among them. */
 static unsigned int
-count_family(uint8_t family)
+count_family(uint8_t family, int32_t *top)
 {
 	unsigned int n = 0;
 
+	*top = INT32_MIN;
 	for (unsigned int i = 0; i < n_entries; i++)
-		n += entries[i].cfg.src.family == family;
+		if (entries[i].cfg.src.family == family && !entries[i].host) {
+			n++;
+			*top = RTE_MAX(*top, acl_priority(&entries[i].cfg));
+		}
 	return n;
+}
+
+/*
+ * spd_force_acl changed (tests): the host policies go into the host table
+ * (before the classifier without them is published), or out of it (after
+ * the one with them is).
+ */
+static void
+host_migrate(bool to_hosts)
+{
+	for (unsigned int i = 0; i < n_entries; i++) {
+		struct spd_entry *e = &entries[i];
+
+		if (spd_host_side(&e->cfg) < 0)
+			continue;
+		if (!to_hosts)
+			spd_host_del(&e->cfg, acl_priority(&e->cfg), e->sa_slot);
+		else if (!e->host && spd_host_add(&e->cfg, acl_priority(&e->cfg), e->sa_slot) == 0)
+			e->host = true;
+	}
 }
 
 /* Build from the rule list and publish; the old classifier goes after a grace period. */
@@ -258,30 +321,50 @@ publish(char *eb, size_t len)
 {
 	struct spd *t = rte_zmalloc("dpvpn_spd", sizeof(*t), RTE_CACHE_LINE_SIZE);
 	struct spd *old = cur;
-	unsigned int n4 = count_family(DPVPN_AF_INET), n6 = count_family(DPVPN_AF_INET6);
+	unsigned int n4, n6;
+	uint32_t widx = 0;
 
 	if (t == NULL) {
 		snprintf(eb, len, "policy: out of memory");
 		return -ENOMEM;
 	}
-	t->gen = ++published;	/* from 1: 0 is an empty cache entry */
+	if (force_changed && force_acl)		/* out of the host table after the build */
+		for (unsigned int i = 0; i < n_entries; i++)
+			entries[i].host = false;
+	else if (force_changed)
+		host_migrate(true);
+	n4 = count_family(DPVPN_AF_INET, &t->wide_top[0]);
+	n6 = count_family(DPVPN_AF_INET6, &t->wide_top[1]);
+	t->wide = rte_malloc("dpvpn_spd_wide", (n4 + n6 + 1) * sizeof(*t->wide), 0);
+	if (t->wide == NULL) {
+		rte_free(t);
+		snprintf(eb, len, "policy: out of memory");
+		return -ENOMEM;
+	}
 	if (n4 == 0 || (n4 <= SPD_SCAN_MAX && !force_acl))
 		build_scan(t, DPVPN_AF_INET);
-	else if ((t->acl = build(DPVPN_AF_INET, n4, eb, len)) == NULL)
+	else if ((t->acl = build(t, &widx, DPVPN_AF_INET, n4, eb, len)) == NULL)
 		goto fail;
 	if (n6 == 0 || (n6 <= SPD_SCAN_MAX && !force_acl))
 		build_scan(t, DPVPN_AF_INET6);
-	else if ((t->acl6 = build(DPVPN_AF_INET6, n6, eb, len)) == NULL)
+	else if ((t->acl6 = build(t, &widx, DPVPN_AF_INET6, n6, eb, len)) == NULL)
 		goto fail;
 	__atomic_store_n(&cur, t, __ATOMIC_RELEASE);
+	changed();
+	if (force_changed && force_acl)
+		host_migrate(false);
+	force_changed = false;
 	rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
+	spd_host_reclaim();
 	rte_acl_free(old->acl);
 	rte_acl_free(old->acl6);
+	rte_free(old->wide);
 	rte_free(old);
 	dirty = false;
 	return 0;
 fail:
 	rte_acl_free(t->acl);
+	rte_free(t->wide);
 	rte_free(t);
 	return -ENOMEM;
 }
@@ -341,6 +424,15 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 		e->cfg.dst.v4 &= dp_mask(p->dst.len);
 	}
 	e->sa_slot = (uint32_t)slot;
+	e->host = false;
+	/* a host policy: in the hash at once, batch or not, no build */
+	if (!force_acl && spd_host_side(&e->cfg) >= 0 &&
+	    spd_host_add(&e->cfg, acl_priority(&e->cfg), e->sa_slot) == 0) {
+		e->host = true;
+		changed();
+		spd_host_reclaim();
+		return 0;
+	}
 	dirty = true;
 	if (batching)
 		return 0;
@@ -350,20 +442,99 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 	return rc;
 }
 
+/*
+ * Host policies removed inside a batch stay in the host table until its
+ * commit, as a wide one stays in the running classifier: a policy switch
+ * (removal and addition of the same selectors in one batch) keeps the old
+ * one selecting until then, and no packet finds none in between.
+ */
+static struct spd_entry *late_del;
+static unsigned int n_late_del, late_del_cap;
+
+static bool
+defer_host_del(const struct spd_entry *e)
+{
+	if (n_late_del == late_del_cap) {
+		unsigned int cap = late_del_cap ? 2 * late_del_cap : 64;
+		struct spd_entry *a = realloc(late_del, cap * sizeof(*a));
+
+		if (a == NULL)
+			return false;
+		late_del = a;
+		late_del_cap = cap;
+	}
+	late_del[n_late_del++] = *e;
+	return true;
+}
+
+/* The deferred removals, those of SA slot only if slot >= 0; true if any. */
+static bool
+late_host_del(int64_t slot)
+{
+	unsigned int k = 0;
+	bool any = false;
+
+	for (unsigned int i = 0; i < n_late_del; i++) {
+		const struct spd_entry *e = &late_del[i];
+
+		if (slot >= 0 && e->sa_slot != (uint32_t)slot) {
+			late_del[k++] = *e;
+			continue;
+		}
+		spd_host_del(&e->cfg, acl_priority(&e->cfg), e->sa_slot);
+		any = true;
+	}
+	n_late_del = k;
+	return any;
+}
+
+/*
+ * Entry i goes: out of the host table (at once, or at the batch's commit),
+ * or (wide) from the next classifier.  True if that needs a build.
+ */
+static bool
+drop_entry(const struct spd_entry *e, bool may_defer)
+{
+	if (!e->host)
+		return true;
+	if (!(may_defer && batching && defer_host_del(e)))
+		spd_host_del(&e->cfg, acl_priority(&e->cfg), e->sa_slot);
+	return false;
+}
+
+/* After removals: published, or the host table's change made visible; then a grace period. */
+static int
+removed(bool wide, bool now, char *eb, size_t len)
+{
+	dirty |= wide;
+	if (wide && (now || !batching))
+		return publish(eb, len);	/* a grace period, and the reclaim */
+	changed();
+	if (now || !batching) {		/* in a batch: at its commit */
+		rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
+		spd_host_reclaim();
+	}
+	return 0;
+}
+
 int
 spd_del_slot(uint32_t slot, char *eb, size_t len)
 {
 	unsigned int k = 0;
+	bool wide = false;
+
+	bool late = late_host_del(slot);	/* removed in this batch: gone now */
 
 	for (unsigned int i = 0; i < n_entries; i++)
 		if (entries[i].sa_slot != slot)
 			entries[k++] = entries[i];
-	if (k == n_entries)
+		else
+			wide |= drop_entry(&entries[i], false);
+	if (k == n_entries && !late)
 		return 0;
 	n_entries = k;
-	dirty = true;
 	/* published now even in a batch: the slot must not be reused before */
-	return publish(eb, len);
+	return removed(wide, true, eb, len);
 }
 
 static bool
@@ -384,18 +555,20 @@ int
 spd_del(const struct dpvpn_policy *p, char *eb, size_t len)
 {
 	unsigned int k = 0;
+	bool wide = false;
 
 	for (unsigned int i = 0; i < n_entries; i++)
 		if (!same_prefix(&entries[i].cfg.src, &p->src) ||
 		    !same_prefix(&entries[i].cfg.dst, &p->dst))
 			entries[k++] = entries[i];
+		else
+			wide |= drop_entry(&entries[i], true);
 	if (k == n_entries) {
 		snprintf(eb, len, "policy.src/dst: no such policy");
 		return -ENOENT;
 	}
 	n_entries = k;
-	dirty = true;
-	return batching ? 0 : publish(eb, len);
+	return removed(wide, false, eb, len);
 }
 
 void
@@ -407,13 +580,20 @@ spd_begin(void)
 int
 spd_commit(char *eb, size_t len)
 {
+	int rc;
+
 	batching = false;
-	return dirty ? publish(eb, len) : 0;
+	rc = dirty ? publish(eb, len) : 0;
+	if (late_host_del(-1))		/* after the wide rules that may replace them */
+		changed();
+	spd_host_reclaim();		/* a grace period if anything waits for one */
+	return rc;
 }
 
 void
 spd_force_acl(bool on)
 {
+	force_changed |= force_acl != on;
 	force_acl = on;
 	dirty = true;	/* the next commit rebuilds */
 }
@@ -431,21 +611,25 @@ spd_get(void)
 }
 
 static int32_t
-scan(const struct spd *t, const uint8_t *hdr)
+scan(const struct spd *t, const uint8_t *hdr, int32_t *prio)
 {
 	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)hdr;
 
 	for (uint32_t i = 0; i < t->n_scan; i++) {
 		const struct spd_scan_rule *r = &t->scan[i];
 
-		if ((ip->src_addr & r->src_mask) == r->src && (ip->dst_addr & r->dst_mask) == r->dst)
+		if ((ip->src_addr & r->src_mask) == r->src &&
+		    (ip->dst_addr & r->dst_mask) == r->dst) {
+			*prio = r->prio;
 			return (int32_t)r->sa_slot;
+		}
 	}
+	*prio = INT32_MIN;
 	return -1;
 }
 
 static int32_t
-scan6(const struct spd *t, const uint8_t *hdr)
+scan6(const struct spd *t, const uint8_t *hdr, int32_t *prio)
 {
 	const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)hdr;
 
@@ -453,28 +637,65 @@ scan6(const struct spd *t, const uint8_t *hdr)
 		const struct spd_scan6_rule *r = &t->scan6[i];
 
 		if (dp_in_prefix6(ip->src_addr, r->src, r->src_len) &&
-		    dp_in_prefix6(ip->dst_addr, r->dst, r->dst_len))
+		    dp_in_prefix6(ip->dst_addr, r->dst, r->dst_len)) {
+			*prio = r->prio;
 			return (int32_t)r->sa_slot;
+		}
 	}
+	*prio = INT32_MIN;
 	return -1;
 }
 
-/* n headers of one family through that family's classifier. */
+/* n headers of one family through that family's wide rules: slot and precedence. */
 static void
-classify_family(const struct spd *t, bool v6, const uint8_t **hdrs, int32_t *slots,
-		uint32_t n)
+wide_family(const struct spd *t, bool v6, const uint8_t **hdrs, int32_t *slots,
+	    int32_t *prios, uint32_t n)
 {
 	const struct rte_acl_ctx *acl = v6 ? t->acl6 : t->acl;
 	uint32_t res[DP_BURST];
 
 	if (acl == NULL) {
 		for (uint32_t i = 0; i < n; i++)
-			slots[i] = v6 ? scan6(t, hdrs[i]) : scan(t, hdrs[i]);
+			slots[i] = v6 ? scan6(t, hdrs[i], &prios[i]) : scan(t, hdrs[i], &prios[i]);
 		return;
 	}
 	rte_acl_classify(acl, hdrs, res, n, 1);
-	for (uint32_t i = 0; i < n; i++)
-		slots[i] = (int32_t)res[i] - 1;
+	for (uint32_t i = 0; i < n; i++) {
+		slots[i] = res[i] == 0 ? -1 : (int32_t)t->wide[res[i] - 1].sa_slot;
+		prios[i] = res[i] == 0 ? INT32_MIN : t->wide[res[i] - 1].prio;
+	}
+}
+
+/*
+ * n headers of one family: the host policies first (one hash lookup by
+ * destination, one by source), the wide rules only for the packets whose
+ * host policy (if any) a wide rule could beat; the higher precedence wins.
+ */
+static void
+classify_family(const struct spd *t, bool v6, const uint8_t **hdrs, int32_t *slots,
+		uint32_t n)
+{
+	int32_t prio[DP_BURST], wslot[DP_BURST], wprio[DP_BURST];
+	const uint8_t *need[DP_BURST];
+	uint32_t at[DP_BURST], m = 0;
+
+	if (!spd_host_any(v6)) {
+		wide_family(t, v6, hdrs, slots, prio, n);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		slots[i] = spd_host_lookup(hdrs[i], v6, &prio[i]);
+		if (prio[i] <= t->wide_top[v6]) {
+			at[m] = i;
+			need[m++] = hdrs[i];
+		}
+	}
+	if (m == 0)
+		return;
+	wide_family(t, v6, need, wslot, wprio, m);
+	for (uint32_t j = 0; j < m; j++)
+		if (wprio[j] >= prio[at[j]])
+			slots[at[j]] = wslot[j];
 }
 
 void
@@ -512,16 +733,18 @@ spd_classify(const struct spd *t, const uint8_t **ip_hdrs, int32_t *slots, uint3
 
 /*
  * IPv4 flows through a worker's cache: a hit is one hash and one line; the
- * misses go to rte_acl together and fill their entries.  An entry holds the
- * generation of the classifier that answered, so any change of policies
- * (or an SA's removal, which takes its policies) empties the cache at once.
+ * misses are classified together and fill their entries.  An entry holds
+ * the SPD generation it was answered under (gen, read before t), so any
+ * change of policies (or an SA's removal, which takes its policies) empties
+ * the cache at once.
  */
 static void
-classify_cached(const struct spd *t, struct spd_cache *c, const uint8_t **hdrs,
+classify_cached(const struct spd *t, uint64_t gen, struct spd_cache *c, const uint8_t **hdrs,
 		int32_t *slots, uint32_t n)
 {
 	const uint8_t *miss[DP_BURST];
-	uint32_t at[DP_BURST], m = 0, res[DP_BURST];
+	uint32_t at[DP_BURST], m = 0;
+	int32_t res[DP_BURST];
 	struct spd_cache_entry *e;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -529,7 +752,7 @@ classify_cached(const struct spd *t, struct spd_cache *c, const uint8_t **hdrs,
 		uint64_t key = (uint64_t)ip->src_addr << 32 | ip->dst_addr;
 
 		e = &c->e[rte_hash_crc_8byte(key, 0) & (SPD_CACHE_SIZE - 1)];
-		if (e->gen == t->gen && e->key == key) {
+		if (e->gen == gen && e->key == key) {
 			slots[i] = e->slot;
 			continue;
 		}
@@ -538,26 +761,28 @@ classify_cached(const struct spd *t, struct spd_cache *c, const uint8_t **hdrs,
 	}
 	if (m == 0)
 		return;
-	rte_acl_classify(t->acl, miss, res, m, 1);
+	classify_family(t, false, miss, res, m);
 	for (uint32_t j = 0; j < m; j++) {
 		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)miss[j];
 		uint64_t key = (uint64_t)ip->src_addr << 32 | ip->dst_addr;
 
-		slots[at[j]] = (int32_t)res[j] - 1;
+		slots[at[j]] = res[j];
 		e = &c->e[rte_hash_crc_8byte(key, 0) & (SPD_CACHE_SIZE - 1)];
 		e->key = key;
-		e->slot = slots[at[j]];
-		e->gen = t->gen;
+		e->slot = res[j];
+		e->gen = gen;
 	}
 }
 
 void
-spd_classify_flows(const struct spd *t, struct spd_cache *c, const uint8_t **ip_hdrs,
-		   int32_t *slots, uint32_t n)
+spd_classify_flows(struct spd_cache *c, const uint8_t **ip_hdrs, int32_t *slots, uint32_t n)
 {
+	uint64_t gen = __atomic_load_n(&spd_gen, __ATOMIC_ACQUIRE);	/* before t */
+	const struct spd *t = spd_get();
 	uint32_t i = 0;
 
-	if (c == NULL || t->acl == NULL) {	/* a few rules are scanned faster */
+	/* a few rules are scanned faster */
+	if (c == NULL || (t->acl == NULL && !spd_host_any(false))) {
 		spd_classify(t, ip_hdrs, slots, n);
 		return;
 	}
@@ -567,7 +792,7 @@ spd_classify_flows(const struct spd *t, struct spd_cache *c, const uint8_t **ip_
 		spd_classify(t, ip_hdrs, slots, n);
 		return;
 	}
-	classify_cached(t, c, ip_hdrs, slots, n);
+	classify_cached(t, gen, c, ip_hdrs, slots, n);
 }
 
 unsigned int

@@ -4,8 +4,12 @@
  * select the SA a cleartext packet is encrypted with.  Lower priority value
  * wins; among equal priorities the more specific rule (longer prefixes) wins.
  *
- * Lookups classify a whole burst with rte_acl (or, for a handful of rules,
- * scan them in precedence order: cheaper).  The classifier is immutable:
+ * Policies whose destination (or else source) is one host address (/32,
+ * /128) are kept in a hash by that address (spd_host.h): adding or removing
+ * one is O(1) and builds nothing.  The other ("wide") policies are
+ * classified for a whole burst with rte_acl (or, for a handful of rules,
+ * scanned in precedence order: cheaper); a packet's answer is the higher
+ * precedence of the two.  The classifier is immutable:
  * the main lcore builds a new one from its rule list and publishes it by
  * pointer, and frees the old one after every worker passed a quiescent point.
  * A build costs O(rules), so changes can be batched: between spd_begin() and
@@ -64,9 +68,9 @@ struct spd_cache {
 	struct spd_cache_entry e[SPD_CACHE_SIZE];
 };
 
-/* spd_classify, through the worker's cache c (NULL: none). */
-void spd_classify_flows(const struct spd *t, struct spd_cache *c, const uint8_t **ip_hdrs,
-			int32_t *slots, uint32_t n);
+/* spd_classify with spd_get()'s table, through the worker's cache c (NULL: none). */
+void spd_classify_flows(struct spd_cache *c, const uint8_t **ip_hdrs, int32_t *slots,
+			uint32_t n);
 
 unsigned int spd_count(void);
 bool spd_info(unsigned int idx, struct dpvpn_policy *out);

@@ -574,8 +574,8 @@ check_spd_cases(const struct spd_case *cases, size_t n)
 		want = cases[i].spi == 0 ? -1 : sa_find(rte_cpu_to_be_32(cases[i].spi),
 							 DPVPN_DIR_OUT);
 		assert_int_equal(slot, want);
-		spd_classify_flows(spd_get(), &flows, &hdr, &cached[0], 1);
-		spd_classify_flows(spd_get(), &flows, &hdr, &cached[1], 1);
+		spd_classify_flows(&flows, &hdr, &cached[0], 1);
+		spd_classify_flows(&flows, &hdr, &cached[1], 1);
 		assert_int_equal(cached[0], want);
 		assert_int_equal(cached[1], want);
 	}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include "dp.h"
+#include "spd_host.h"
+
+struct host_key {
+	uint8_t family;		/* DPVPN_AF_INET, DPVPN_AF_INET6 */
+	uint8_t side;		/* 0: the address is the destination, 1: the source */
+	uint8_t pad[2];
+	uint8_t addr[16];	/* IPv4 in the first 4 bytes, the rest zero */
+};
+
+struct host_cand {
+	int32_t prio;		/* rte_acl precedence: higher wins */
+	uint32_t sa_slot;
+	uint8_t other[16];	/* the other selector, host bits zero */
+	uint8_t other_len;
+};
+
+struct host_bucket {
+	uint32_t n;
+	struct host_cand c[SPD_HOST_CANDS];	/* highest precedence first */
+};
+
+static struct rte_hash *hosts;
+static uint32_t n_rules[2][2];		/* [v6][side]: policies in the table */
+
+/* Buckets replaced or removed, and key positions deleted: freed after a grace period. */
+#define PENDING_MAX 64
+static struct host_bucket *pending[PENDING_MAX];
+static int32_t pending_pos[PENDING_MAX];
+static unsigned int n_pending, n_pending_pos;
+
+int
+spd_host_init(unsigned int max_rules)
+{
+	struct rte_hash_parameters p = {
+		.name = "dpvpn_spd_hosts",
+		.entries = max_rules < 8 ? 8 : max_rules,
+		.key_len = sizeof(struct host_key),
+		.hash_func = rte_hash_crc,
+		.socket_id = (int)rte_socket_id(),
+		/* workers read while the main lcore writes, without locks */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF,
+	};
+
+	hosts = rte_hash_create(&p);
+	return hosts == NULL ? -ENOMEM : 0;
+}
+
+int
+spd_host_side(const struct dpvpn_policy *p)
+{
+	uint8_t full = p->dst.family == DPVPN_AF_INET6 ? 128 : 32;
+
+	if (p->dst.len == full)
+		return 0;
+	return p->src.len == full ? 1 : -1;
+}
+
+static void
+key_of(const struct dpvpn_policy *p, int side, struct host_key *k, uint8_t *other,
+       uint8_t *other_len)
+{
+	const struct dpvpn_prefix *h = side == 0 ? &p->dst : &p->src;
+	const struct dpvpn_prefix *o = side == 0 ? &p->src : &p->dst;
+
+	memset(k, 0, sizeof(*k));
+	k->family = h->family;
+	k->side = (uint8_t)side;
+	memset(other, 0, 16);
+	if (h->family == DPVPN_AF_INET6) {
+		memcpy(k->addr, h->v6, 16);
+		memcpy(other, o->v6, 16);
+	} else {
+		memcpy(k->addr, &h->v4, 4);
+		memcpy(other, &o->v4, 4);
+	}
+	*other_len = o->len;
+}
+
+static void
+retire(struct host_bucket *b)
+{
+	if (b == NULL)
+		return;
+	if (n_pending == PENDING_MAX)
+		spd_host_reclaim();
+	pending[n_pending++] = b;
+}
+
+void
+spd_host_reclaim(void)
+{
+	if (n_pending == 0 && n_pending_pos == 0)
+		return;
+	rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
+	for (unsigned int i = 0; i < n_pending; i++)
+		rte_free(pending[i]);
+	for (unsigned int i = 0; i < n_pending_pos; i++)
+		rte_hash_free_key_with_position(hosts, pending_pos[i]);
+	n_pending = n_pending_pos = 0;
+}
+
+static struct host_bucket *
+find(const struct host_key *k)
+{
+	void *data;
+
+	return rte_hash_lookup_data(hosts, k, &data) < 0 ? NULL : data;
+}
+
+int
+spd_host_add(const struct dpvpn_policy *p, int32_t prio, uint32_t slot)
+{
+	int side = spd_host_side(p);
+	struct host_bucket *old, *b;
+	struct host_cand c = { .prio = prio, .sa_slot = slot };
+	struct host_key k;
+	bool placed = false;
+
+	key_of(p, side, &k, c.other, &c.other_len);
+	old = find(&k);
+	if (old != NULL && old->n == SPD_HOST_CANDS)
+		return -ENOSPC;
+	b = rte_malloc("dpvpn_spd_host", sizeof(*b), 0);
+	if (b == NULL)
+		return -ENOMEM;
+	b->n = 0;
+	/* after those of higher or equal precedence: the first added wins a tie */
+	for (uint32_t i = 0; old != NULL && i < old->n; i++) {
+		if (!placed && old->c[i].prio < prio) {
+			b->c[b->n++] = c;
+			placed = true;
+		}
+		b->c[b->n++] = old->c[i];
+	}
+	if (!placed)
+		b->c[b->n++] = c;
+	if (rte_hash_add_key_data(hosts, &k, b) < 0) {
+		rte_free(b);
+		return -ENOMEM;
+	}
+	retire(old);
+	__atomic_fetch_add(&n_rules[k.family == DPVPN_AF_INET6][side], 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void
+spd_host_del(const struct dpvpn_policy *p, int32_t prio, uint32_t slot)
+{
+	int side = spd_host_side(p);
+	struct host_bucket *old, *b;
+	struct host_key k;
+	uint8_t other[16], other_len;
+	uint32_t gone = UINT32_MAX;
+	int32_t pos;
+
+	key_of(p, side, &k, other, &other_len);
+	old = find(&k);
+	for (uint32_t i = 0; old != NULL && i < old->n && gone == UINT32_MAX; i++)
+		if (old->c[i].prio == prio && old->c[i].sa_slot == slot &&
+		    old->c[i].other_len == other_len && memcmp(old->c[i].other, other, 16) == 0)
+			gone = i;
+	if (gone == UINT32_MAX)
+		return;
+	__atomic_fetch_sub(&n_rules[k.family == DPVPN_AF_INET6][side], 1, __ATOMIC_RELAXED);
+	if (old->n == 1) {
+		pos = rte_hash_del_key(hosts, &k);
+		if (pos >= 0) {		/* its position is reused after the grace period */
+			if (n_pending_pos == PENDING_MAX)
+				spd_host_reclaim();
+			pending_pos[n_pending_pos++] = pos;
+		}
+		retire(old);
+		return;
+	}
+	b = rte_malloc("dpvpn_spd_host", sizeof(*b), 0);
+	if (b == NULL) {	/* no copy: marked dead in place (a rule never matched again) */
+		old->c[gone].other_len = 255;
+		return;
+	}
+	b->n = 0;
+	for (uint32_t i = 0; i < old->n; i++)
+		if (i != gone)
+			b->c[b->n++] = old->c[i];
+	if (rte_hash_add_key_data(hosts, &k, b) < 0) {
+		rte_free(b);
+		old->c[gone].other_len = 255;
+		return;
+	}
+	retire(old);
+}
+
+bool
+spd_host_any(bool v6)
+{
+	return (__atomic_load_n(&n_rules[v6][0], __ATOMIC_RELAXED) |
+		__atomic_load_n(&n_rules[v6][1], __ATOMIC_RELAXED)) != 0;
+}
+
+static inline bool
+cand_match(const struct host_cand *c, const uint8_t *a, bool v6)
+{
+	uint32_t a4;
+
+	if (unlikely(c->other_len == 255))	/* dead (spd_host_del without memory) */
+		return false;
+	if (v6)
+		return dp_in_prefix6(a, c->other, c->other_len);
+	memcpy(&a4, a, 4);
+	return (a4 & dp_mask(c->other_len)) == *(const uint32_t *)(const void *)c->other;
+}
+
+/* The best candidate of host h's bucket (side) whose other selector holds o. */
+static inline void
+try_side(uint8_t family, uint8_t side, const uint8_t *h, const uint8_t *o, bool v6,
+	 int32_t *slot, int32_t *prio)
+{
+	struct host_key k = { .family = family, .side = side };
+	const struct host_bucket *b;
+	void *data;
+
+	memcpy(k.addr, h, v6 ? 16 : 4);
+	if (rte_hash_lookup_data(hosts, &k, &data) < 0)
+		return;
+	b = data;
+	for (uint32_t i = 0; i < b->n && b->c[i].prio > *prio; i++)
+		if (cand_match(&b->c[i], o, v6)) {
+			*slot = (int32_t)b->c[i].sa_slot;
+			*prio = b->c[i].prio;
+			return;
+		}
+}
+
+int32_t
+spd_host_lookup(const uint8_t *ip_hdr, bool v6, int32_t *prio)
+{
+	const uint8_t *src, *dst;
+	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
+	int32_t slot = -1;
+
+	*prio = INT32_MIN;
+	if (v6) {
+		src = ((const struct rte_ipv6_hdr *)ip_hdr)->src_addr;
+		dst = ((const struct rte_ipv6_hdr *)ip_hdr)->dst_addr;
+	} else {
+		src = (const uint8_t *)&((const struct rte_ipv4_hdr *)ip_hdr)->src_addr;
+		dst = (const uint8_t *)&((const struct rte_ipv4_hdr *)ip_hdr)->dst_addr;
+	}
+	if (__atomic_load_n(&n_rules[v6][0], __ATOMIC_RELAXED) != 0)
+		try_side(family, 0, dst, src, v6, &slot, prio);
+	if (__atomic_load_n(&n_rules[v6][1], __ATOMIC_RELAXED) != 0)
+		try_side(family, 1, src, dst, v6, &slot, prio);
+	return slot;
+}
