@@ -19,6 +19,7 @@
 struct seq_entry {
 	char name[DPVPN_NAME_LEN];
 	uint32_t spi;
+	bool queued;		/* in the dirty list: to be appended */
 	uint64_t limit;
 };
 
@@ -37,6 +38,13 @@ struct seqstate {
 	size_t idx_size;	/* a power of 2, >= 2 * cap */
 	bool batch;		/* seq_batch_begin'ed: puts wait for seq_batch_end */
 	bool dirty;		/* a put since the last save */
+	/* the entries put since: appended as records at the next flush */
+	uint32_t *queue;
+	size_t n_queue, queue_cap;
+	size_t file_lines;	/* records in the file: rewritten whole past 2 * n + 1024 */
+	bool on_disk;		/* the file exists (else the first flush creates it) */
+	bool rewrite;		/* the next flush writes the file whole (a torn tail, a failed append) */
+	int append_fd;		/* the file, O_APPEND; -1 until needed, and after a rewrite */
 };
 
 /* PATH.lock: no other dpvpnd reserves from this file while we do. */
@@ -155,6 +163,7 @@ seq_open(const char *path, char *err, size_t len)
 	}
 	strcpy(s->path, path);
 	s->block = SEQ_BLOCK;
+	s->append_fd = -1;
 	s->lock_fd = take_lock(path, err, len);
 	if (s->lock_fd < 0) {
 		free(s);
@@ -168,6 +177,7 @@ seq_open(const char *path, char *err, size_t len)
 		seq_close(s);
 		return NULL;
 	}
+	s->on_disk = true;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char name[DPVPN_NAME_LEN + 1];
 		struct seq_entry *e;
@@ -175,6 +185,13 @@ seq_open(const char *path, char *err, size_t len)
 		uint64_t limit;
 
 		lineno++;
+		/* A last record without its newline was being appended when the
+		 * process or the machine stopped: never made durable, so never
+		 * used.  Dropped, and the file is written whole next time. */
+		if (strchr(line, '\n') == NULL && feof(f)) {
+			s->rewrite = true;
+			break;
+		}
 		if (sscanf(line, "%32s %x %" SCNu64, name, &spi, &limit) != 3 ||
 		    strlen(name) >= DPVPN_NAME_LEN) {
 			snprintf(err, len, "%s:%d: expected 'NAME SPI LIMIT'", path, lineno);
@@ -187,6 +204,7 @@ seq_open(const char *path, char *err, size_t len)
 		}
 		if (limit > e->limit)
 			e->limit = limit;
+		s->file_lines++;
 	}
 	fclose(f);
 	return s;
@@ -202,8 +220,11 @@ seq_close(struct seqstate *s)
 	if (s == NULL)
 		return;
 	close(s->lock_fd);
+	if (s->append_fd >= 0)
+		close(s->append_fd);
 	free(s->e);
 	free(s->idx);
+	free(s->queue);
 	free(s);
 }
 
@@ -265,6 +286,42 @@ save(const struct seqstate *s)
 	return rc;
 }
 
+/* The queued entries' records at the end of the file, durably (fdatasync). */
+static int
+append(struct seqstate *s)
+{
+	size_t cap = s->n_queue * (DPVPN_NAME_LEN + 32), len = 0;
+	char *buf = malloc(cap);
+	int rc = 0;
+
+	if (buf == NULL)
+		return -1;
+	for (size_t i = 0; i < s->n_queue; i++) {
+		const struct seq_entry *e = &s->e[s->queue[i]];
+
+		len += (size_t)snprintf(buf + len, cap - len, "%s %08x %" PRIu64 "\n", e->name,
+					e->spi, e->limit);
+	}
+	if (s->append_fd < 0)
+		s->append_fd = open(s->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (s->append_fd < 0)
+		rc = -1;
+	for (size_t off = 0; rc == 0 && off < len;) {
+		ssize_t w = write(s->append_fd, buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = -1;
+		else
+			off += (size_t)w;
+	}
+	if (rc == 0 && fdatasync(s->append_fd) != 0)
+		rc = -1;
+	free(buf);
+	return rc;
+}
+
 int
 seq_put(struct seqstate *s, const char *name, uint32_t spi, uint64_t limit)
 {
@@ -274,6 +331,22 @@ seq_put(struct seqstate *s, const char *name, uint32_t spi, uint64_t limit)
 		return -1;
 	if (limit > e->limit)
 		e->limit = limit;
+	if (!e->queued) {
+		if (s->n_queue == s->queue_cap) {
+			size_t cap = s->queue_cap ? 2 * s->queue_cap : 64;
+			uint32_t *q = realloc(s->queue, cap * sizeof(*q));
+
+			if (q == NULL) {	/* the whole file, now or at the batch's end */
+				s->rewrite = true;
+				goto queued;
+			}
+			s->queue = q;
+			s->queue_cap = cap;
+		}
+		s->queue[s->n_queue++] = (uint32_t)(e - s->e);
+		e->queued = true;
+	}
+queued:
 	s->dirty = true;
 	return s->batch ? 0 : seq_flush(s);
 }
@@ -291,13 +364,38 @@ seq_batch_end(struct seqstate *s)
 	return seq_flush(s);
 }
 
+/*
+ * What was put since the last flush, durably: appended as records (O(puts),
+ * not O(SAs)), or the file written whole when it has none yet, when a torn
+ * tail or a failed append is to be cleaned up, or when the records
+ * outnumber the SAs twice (a load keeps each SA's highest limit).
+ */
 int
 seq_flush(struct seqstate *s)
 {
+	bool whole = !s->on_disk || s->rewrite || s->file_lines + s->n_queue > 2 * s->n + 1024;
+
 	if (!s->dirty)
 		return 0;
-	if (save(s) != 0)
-		return -1;
+	if (!whole && append(s) != 0)
+		whole = true;	/* a record may be half written: the file anew */
+	if (whole) {
+		if (s->append_fd >= 0)
+			close(s->append_fd);	/* the old file's: renamed over */
+		s->append_fd = -1;
+		if (save(s) != 0) {
+			s->rewrite = true;
+			return -1;
+		}
+		s->file_lines = s->n;
+		s->on_disk = true;
+		s->rewrite = false;
+	} else {
+		s->file_lines += s->n_queue;
+	}
+	for (size_t i = 0; i < s->n_queue; i++)
+		s->e[s->queue[i]].queued = false;
+	s->n_queue = 0;
 	s->dirty = false;
 	return 0;
 }

@@ -3,11 +3,17 @@
  * seqstate.h - outbound sequence numbers reserved, kept on disk, so that no
  * restart of either process ever sends a sequence number (and so an AEAD
  * nonce) twice under one key.  dpvpnd reserves a block at a time: it writes
- * the new limit to the state file (temporary file, fsync, rename, fsync of
- * the directory) before the dataplane may use any number below it; after a
+ * the new limit to the state file (its first write: temporary file, fsync,
+ * rename, fsync of the directory) before the dataplane may use any number
+ * below it; after a
  * restart an SA continues above the last limit written.  Numbers reserved
- * but not used are lost, never reused.  The file is text, one line per
- * outbound SA: "NAME SPI LIMIT", mode 0600.  One dpvpnd at a time: two
+ * but not used are lost, never reused.  The file is text, one record per
+ * line: "NAME SPI LIMIT", mode 0600; a reservation appends its record
+ * (write, fdatasync: a cost that does not grow with the number of SAs), a
+ * load keeps each SA's highest limit, and the file is written whole (as
+ * above) when it has more than twice as many records as SAs, or when a
+ * record was left half written (a last line without its newline: never
+ * durable, so never used, and dropped).  One dpvpnd at a time: two
  * reserving from one file would hand out the same numbers.
  */
 #ifndef DPVPN_SEQSTATE_H
