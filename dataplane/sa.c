@@ -341,6 +341,12 @@ sa_add(const struct dpvpn_sa_cfg *c, struct crypto_mgr *mgr, char *eb, size_t le
 	return 0;
 }
 
+unsigned int
+sa_max_slots(void)
+{
+	return max_sa;
+}
+
 int
 sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 {

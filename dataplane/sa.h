@@ -178,6 +178,8 @@ sa_outer_sum(uint32_t local, uint32_t remote, uint8_t proto)
 }
 
 int sa_init(unsigned int n_workers, unsigned int max_sa);
+/* Slots in the table (sa_init's max_sa): an SA's slot is below it. */
+unsigned int sa_max_slots(void);
 
 /*
  * Fast path, for an SA with packet or byte lifetimes: account one packet of

@@ -93,15 +93,67 @@ struct spd {
 	struct spd_scan6_rule scan6[SPD_SCAN_MAX];
 };
 
-/* The rules as installed, in order: the source of every build and dump. */
+/*
+ * The rules as installed, densely (a removal moves the last one into its
+ * place): the source of every build and dump.  Each SA slot's rules are
+ * linked, so an SA's removal finds its policies without a scan.
+ */
 struct spd_entry {
 	struct dpvpn_policy cfg;
 	uint32_t sa_slot;
 	bool host;		/* in spd_host.c's table, not the classifier */
+	uint32_t prev, next;	/* the slot's list: entry index + 1, 0 = none */
 };
 
 static struct spd_entry *entries;
 static unsigned int n_entries, max_entries, generation;
+static uint32_t *by_slot;	/* an SA slot's first entry: index + 1, 0 = none */
+static unsigned int n_slots;
+
+static void
+slot_link(uint32_t i)
+{
+	struct spd_entry *e = &entries[i];
+
+	e->prev = 0;
+	e->next = by_slot[e->sa_slot];
+	if (e->next != 0)
+		entries[e->next - 1].prev = i + 1;
+	by_slot[e->sa_slot] = i + 1;
+}
+
+/* Entry i's neighbours (and its slot's head) point at index + 1 = at. */
+static void
+slot_relink(uint32_t i, uint32_t at)
+{
+	const struct spd_entry *e = &entries[i];
+
+	if (e->prev != 0)
+		entries[e->prev - 1].next = at;
+	else
+		by_slot[e->sa_slot] = at;
+	if (e->next != 0)
+		entries[e->next - 1].prev = at;
+}
+
+/* Entry i leaves: out of its slot's list, the last entry into its place. */
+static void
+entry_remove(uint32_t i)
+{
+	const struct spd_entry *e = &entries[i];
+	uint32_t last = --n_entries;
+
+	if (e->prev != 0)
+		entries[e->prev - 1].next = e->next;
+	else
+		by_slot[e->sa_slot] = e->next;
+	if (e->next != 0)
+		entries[e->next - 1].prev = e->prev;
+	if (i == last)
+		return;
+	entries[i] = entries[last];
+	slot_relink(i, i + 1);
+}
 /*
  * Bumped after every change (a classifier published, a host policy added or
  * removed): flow cache entries of an older one are stale.  Workers read it
@@ -122,9 +174,11 @@ int
 spd_init(unsigned int max_rules)
 {
 	max_entries = max_rules;
+	n_slots = sa_max_slots();
 	entries = rte_zmalloc("dpvpn_spd_rules", max_rules * sizeof(*entries), 0);
+	by_slot = rte_zmalloc("dpvpn_spd_by_slot", n_slots * sizeof(*by_slot), 0);
 	cur = rte_zmalloc("dpvpn_spd", sizeof(*cur), RTE_CACHE_LINE_SIZE);
-	if (entries == NULL || cur == NULL)
+	if (entries == NULL || by_slot == NULL || cur == NULL)
 		return -ENOMEM;
 	cur->wide_top[0] = cur->wide_top[1] = INT32_MIN;
 	return spd_host_init(max_rules);
@@ -425,6 +479,7 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 	}
 	e->sa_slot = (uint32_t)slot;
 	e->host = false;
+	slot_link(n_entries - 1);
 	/* a host policy: in the hash at once, batch or not, no build */
 	if (!force_acl && spd_host_side(&e->cfg) >= 0 &&
 	    spd_host_add(&e->cfg, acl_priority(&e->cfg), e->sa_slot) == 0) {
@@ -438,7 +493,7 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 		return 0;
 	rc = publish(eb, len);
 	if (rc != 0)
-		n_entries--;	/* the running classifier is unchanged */
+		entry_remove(n_entries - 1);	/* the running classifier is unchanged */
 	return rc;
 }
 
@@ -520,19 +575,17 @@ removed(bool wide, bool now, char *eb, size_t len)
 int
 spd_del_slot(uint32_t slot, char *eb, size_t len)
 {
-	unsigned int k = 0;
+	bool late = late_host_del(slot);	/* removed in this batch: gone now */
 	bool wide = false;
 
-	bool late = late_host_del(slot);	/* removed in this batch: gone now */
-
-	for (unsigned int i = 0; i < n_entries; i++)
-		if (entries[i].sa_slot != slot)
-			entries[k++] = entries[i];
-		else
-			wide |= drop_entry(&entries[i], false);
-	if (k == n_entries && !late)
+	if (slot >= n_slots || (by_slot[slot] == 0 && !late))
 		return 0;
-	n_entries = k;
+	while (by_slot[slot] != 0) {		/* its list, no scan */
+		uint32_t i = by_slot[slot] - 1;
+
+		wide |= drop_entry(&entries[i], false);
+		entry_remove(i);
+	}
 	/* published now even in a batch: the slot must not be reused before */
 	return removed(wide, true, eb, len);
 }
@@ -557,17 +610,18 @@ spd_del(const struct dpvpn_policy *p, char *eb, size_t len)
 	unsigned int k = 0;
 	bool wide = false;
 
-	for (unsigned int i = 0; i < n_entries; i++)
-		if (!same_prefix(&entries[i].cfg.src, &p->src) ||
-		    !same_prefix(&entries[i].cfg.dst, &p->dst))
-			entries[k++] = entries[i];
-		else
+	/* downwards: the last entry, moved into a removed one's place, was seen */
+	for (unsigned int i = n_entries; i-- > 0;)
+		if (same_prefix(&entries[i].cfg.src, &p->src) &&
+		    same_prefix(&entries[i].cfg.dst, &p->dst)) {
 			wide |= drop_entry(&entries[i], true);
-	if (k == n_entries) {
+			entry_remove(i);
+			k++;
+		}
+	if (k == 0) {
 		snprintf(eb, len, "policy.src/dst: no such policy");
 		return -ENOENT;
 	}
-	n_entries = k;
 	return removed(wide, false, eb, len);
 }
 
