@@ -8,7 +8,7 @@
  * Why a tunnel is down (ctl_proto.h, "tunnels"): operator (dpvpnctl tunnel
  * NAME down; terminate, for an IKE one), refused (named by a config file a
  * reload refused: remembered here until a config loads), ike (not
- * established: ikd.c says how far it got), no-sa (a static tunnel whose SAs
+ * established: ikd_show.c says how far it got), no-sa (a static tunnel whose SAs
  * are not in the dataplane: sa del), expired (an SA at its hard lifetime).
  */
 #define _GNU_SOURCE

@@ -743,7 +743,7 @@ static int commit_batch(struct dp_client *dp, struct seqstate *seq, bool verbose
 	return ok ? call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0) : -1;
 }
 
-/* keying = ike tunnels are installed by dpvpnd's IKE (ikd.c) once negotiated. */
+/* keying = ike tunnels are installed by dpvpnd's IKE (ikd_child.c) once negotiated. */
 static int install_tunnels(struct dp_client *dp, const struct cfg *cfg, bool verbose,
 			   struct seqstate *seq)
 {
@@ -760,7 +760,7 @@ int inst_tunnel_up(struct dp_client *dp, const struct cfg_tunnel *t, bool verbos
 }
 
 /*
- * IKE's installs of one pass over its messages (ikd.c) in one batch: the
+ * IKE's installs of one pass over its messages (ikd_child.c) in one batch: the
  * dataplane builds its policy classifier once for them all, not once per
  * client (an rte_acl build is O(rules): 10 000 clients one by one were
  * quadratic).  New tunnels only: ikd commits before any removal or rekey,
@@ -1156,7 +1156,7 @@ static int reload_remove(struct dp_client *dp, const struct cfg *cur, const stru
 		if (n && inst_tunnel_same(t, n))
 			continue;
 		report(rep, t->name, n ? INST_CHANGED : INST_REMOVED);
-		if (t->ike.on)	/* IKE's: ikd.c */
+		if (t->ike.on)	/* IKE's: ikd_conn.c */
 			continue;
 		if (del_sa(dp, t, t->out.spi, DPVPN_DIR_OUT, verbose) ||
 		    del_sa(dp, t, t->in.spi, DPVPN_DIR_IN, verbose))
@@ -1241,7 +1241,7 @@ refused:
 
 bool inst_ike_owns(const struct cfg_tunnel *t, const char *sa_name)
 {
-	size_t n = strnlen(t->name, 15);	/* a client's tunnel: "%.15s/%.15s" (ikd.c) */
+	size_t n = strnlen(t->name, 15);	/* a client's tunnel: "%.15s/%.15s" (ikd_conn.c) */
 
 	if (!t->ike.on)
 		return false;

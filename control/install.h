@@ -58,7 +58,7 @@ struct cfg_tunnel *inst_find_tunnel(const struct cfg *cfg, const char *name);
 /* a and b the same tunnel but for line numbers (keys and PSK by their digests). */
 int inst_tunnel_same(const struct cfg_tunnel *a, const struct cfg_tunnel *b);
 /* A digest of t as configured, keys and PSK left out: the same across processes
- * (ikd.c keeps it with an IKE SA's record, to tell a tunnel changed meanwhile). */
+ * (ikd_keep.c keeps it with an IKE SA's record, to tell a tunnel changed meanwhile). */
 void inst_tunnel_digest(const struct cfg_tunnel *t, uint8_t out[32]);
 /* Whether the dataplane's SA called sa_name is keying = ike tunnel t's (or,
  * remote = %any, one of its clients'). */
