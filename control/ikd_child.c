@@ -171,9 +171,10 @@ static void replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 
 static void child_down(struct ikd_conn *c, const char *conn, uint32_t spi_in, uint32_t spi_out);
 
-void ikd_on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
+void ikd_on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out,
+		       const struct ike_prefix *ts_remote)
 {
-	struct ikd_conn *c = ikd_find_conn(conn);
+	struct ikd_conn *c = ikd_find_conn(conn), *cc;
 
 	(void)opaque;
 	if (ikd.closing)
@@ -185,18 +186,14 @@ void ikd_on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t
 		child_down(c, conn, spi_in, spi_out);
 		return;
 	}
-	for (size_t i = 0; i < ikd.n_clients; i++) {
-		struct ikd_conn *cc = &ikd.clients[i].c;
-
-		/* (a scan: the callback has no lease; SPIs first, they rarely match) */
-		if ((spi_in != cc->spi_in && !(cc->has_next && spi_in == cc->next_in)) ||
-		    strcmp(ikd.clients[i].conn, conn))
-			continue;
-		child_down(cc, cc->tpl.name, spi_in, spi_out);
-		if (!cc->up)
-			ikd_client_gone(cc);
+	/* the client by its lease (the CHILD_SA's remote selector), no scan */
+	cc = ts_remote != NULL ? ikd_client_find(conn, ts_remote) : NULL;
+	if (cc == NULL || (spi_in != cc->spi_in && !(cc->has_next && spi_in == cc->next_in) &&
+			   !(cc->has_next2 && spi_in == cc->next2_in)))
 		return;
-	}
+	child_down(cc, cc->tpl.name, spi_in, spi_out);
+	if (!cc->up)
+		ikd_client_gone(cc);
 }
 
 static void child_down(struct ikd_conn *c, const char *conn, uint32_t spi_in, uint32_t spi_out)

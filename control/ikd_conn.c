@@ -335,18 +335,28 @@ void ikd_negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const struct
 
 /* ---- remote-access clients ---- */
 
+/* Connection conn's remote-access client with lease vip, NULL if none. */
+struct ikd_conn *ikd_client_find(const char *conn, const struct ike_prefix *vip)
+{
+	uint32_t h = lease_hash(conn, vip);
+
+	for (uint32_t e = ikd.client_idx.head[h]; e != 0; e = ikd.clients[e - 1].by_lease)
+		if (!strcmp(ikd.clients[e - 1].conn, conn) &&
+		    !memcmp(&ikd.clients[e - 1].vip, vip, sizeof(*vip)))
+			return &ikd.clients[e - 1].c;
+	return NULL;
+}
+
 /* A remote-access client's entry for ch (its lease), made if new; NULL: no memory. */
 struct ikd_conn *ikd_client_for(const struct ikd_conn *parent, const struct ike_child *ch)
 {
+	struct ikd_conn *found = ikd_client_find(parent->tpl.name, &ch->ts_remote);
 	struct ikd_client *cl;
 	char vip[INET6_ADDRSTRLEN];
-
 	uint32_t h = lease_hash(parent->tpl.name, &ch->ts_remote);
 
-	for (uint32_t e = ikd.client_idx.head[h]; e != 0; e = ikd.clients[e - 1].by_lease)
-		if (!strcmp(ikd.clients[e - 1].conn, parent->tpl.name) &&
-		    !memcmp(&ikd.clients[e - 1].vip, &ch->ts_remote, sizeof(ch->ts_remote)))
-			return &ikd.clients[e - 1].c;
+	if (found != NULL)
+		return found;
 	if (ikd.n_clients == ikd.cap_clients) {
 		size_t cap = ikd.cap_clients ? 2 * ikd.cap_clients : 4;
 

@@ -141,7 +141,9 @@ void ikd_negotiated(struct cfg_tunnel *t, const struct ikd_conn *c, const struct
 
 /* ikd_child.c: the engine's callbacks (ike_ops) but send and log, and the batch */
 void ikd_on_child_up(void *opaque, const char *conn, const struct ike_child *ch);
-void ikd_on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out);
+void ikd_on_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out,
+		       const struct ike_prefix *ts_remote);
+struct ikd_conn *ikd_client_find(const char *conn, const struct ike_prefix *vip);
 void ikd_on_ike_down(void *opaque, const char *conn, const char *why);
 void ikd_on_child_kept(void *opaque, const char *conn, const struct ike_child *ch);
 void ikd_batch_close(void);

@@ -68,9 +68,10 @@ static void on_child_up(void *o, const char *c, const struct ike_child *ch)
 	(void)o; (void)c; (void)ch;
 }
 
-static void on_child_down(void *o, const char *c, uint32_t in, uint32_t out)
+static void on_child_down(void *o, const char *c, uint32_t in, uint32_t out,
+			  const struct ike_prefix *ts)
 {
-	(void)o; (void)c; (void)in; (void)out;
+	(void)o; (void)c; (void)in; (void)out; (void)ts;
 }
 
 static void on_ike_down(void *o, const char *c, const char *why)

@@ -575,7 +575,8 @@ ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
 	if (!c->up)
 		return;
 	c->up = false;
-	ctx->ops.child_down(ctx->opaque, KCFG(sa)->name, c->spi_in, c->spi_out);
+	ctx->ops.child_down(ctx->opaque, KCFG(sa)->name, c->spi_in, c->spi_out,
+			    c->tr.n > 0 ? &c->tr.p[0] : NULL);
 }
 
 void

@@ -249,7 +249,10 @@ struct ike_ops {
 	void (*send)(void *opaque, const struct ike_addr *local, const struct ike_addr *remote,
 		     const uint8_t *msg, size_t len);
 	void (*child_up)(void *opaque, const char *conn, const struct ike_child *c);
-	void (*child_down)(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out);
+	/* ts_remote: the CHILD_SA's first remote selector, as child_up had it (a
+	 * remote-access client's lease: its owner finds it without a scan) */
+	void (*child_down)(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out,
+			   const struct ike_prefix *ts_remote);
 	void (*ike_down)(void *opaque, const char *conn, const char *why);
 	/* Optional: why a message was dropped, naming the field (never a key). */
 	void (*log)(void *opaque, const char *conn, const char *msg);

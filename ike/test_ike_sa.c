@@ -111,8 +111,10 @@ cb_child_up(void *opaque, const char *conn, const struct ike_child *c)
 }
 
 static void
-cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
+cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out,
+	      const struct ike_prefix *ts_remote)
 {
+	(void)ts_remote;
 	struct side *s = opaque;
 
 	assert_true(strcmp(conn, "t") == 0 || conn[0] == 'k');

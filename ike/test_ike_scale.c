@@ -95,8 +95,10 @@ cb_child_up(void *opaque, const char *conn, const struct ike_child *c)
 }
 
 static void
-cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out)
+cb_child_down(void *opaque, const char *conn, uint32_t spi_in, uint32_t spi_out,
+	      const struct ike_prefix *ts_remote)
 {
+	(void)ts_remote;
 	(void)conn;
 	(void)spi_in;
 	(void)spi_out;
