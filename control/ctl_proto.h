@@ -160,7 +160,7 @@
  *             pseudo-header sum only, Linux's CHECKSUM_PARTIAL over a veth or
  *             tap), finished by the dataplane before encryption
  *   counters: {"rx_packets":N,"tx_packets":N,"encrypted":N,"decrypted":N,
- *              "arp_in":N,"arp_out":N,"handoff":N,"icmp_out":N,
+ *              "arp_in":N,"arp_out":N,"handoff":N,"replay_late":N,"icmp_out":N,
  *              "icmp_limited":N,"fragments":N,"fragmented":N,"mss_clamped":N,
  *              "frag_in":N,
  *              "reassembled":N,"reass_dropped":N,"ike_in":N,"ike_out":N,
@@ -180,7 +180,9 @@
  *              host_in: frames written to the ports' host interfaces
  *              (host-interface; the ARP / ND replies they get a copy of are
  *              not counted here); host_out: frames the host sent through
- *              them, sent out of the port or dropped under a reason
+ *              them, sent out of the port or dropped under a reason.
+ *              replay_late: of the replay drops, those left of the window
+ *              (late: reordered or delayed past it), not repeated
  *   policies: {"policies":[{"src":PREFIX,"dst":PREFIX (one family),
  *                           "spi":"0x00001001","priority":N}, ...]}
  *   routes:   {"routes":[{"dst":PREFIX,"port":N|null,"via":IP|null,
