@@ -26,6 +26,7 @@
 
 #include "crypto.h"
 #include "ctl.h"
+#include "ctl_steps.h"
 #include "dp.h"
 #include "host.h"
 #include "ike.h"
@@ -397,7 +398,7 @@ route_add_tunnel_msg(const struct dpvpn_route *c, struct reply *r)
 				 "must be 0", i, c->n_tunif);
 			return -EINVAL;
 		}
-	return route_add_tunnel(&c->dst, c->tunif, c->n_tunif, r->err, sizeof(r->err));
+	return step_route_add_tunnel(&c->dst, c->tunif, c->n_tunif, r->err, sizeof(r->err));
 }
 
 static int
@@ -492,7 +493,7 @@ get_neigh(unsigned int idx, void *out)
 static int
 do_tunif_set(const void *req, struct reply *r)
 {
-	return tunif_set(req, r->err, sizeof(r->err));
+	return step_tunif_set(req, r->err, sizeof(r->err));
 }
 
 static int
@@ -508,7 +509,7 @@ do_tunif_del(const void *req, struct reply *r)
 					 "it (route_del them first)", c->id);
 				return -EBUSY;
 			}
-	return tunif_del(c->id, r->err, sizeof(r->err));
+	return step_tunif_del(c->id, r->err, sizeof(r->err));
 }
 
 static bool
@@ -640,7 +641,7 @@ do_sa_del(const void *req, struct reply *r)
 {
 	const struct dpvpn_sa_id *c = req;
 
-	return sa_del(c->spi, c->dir, r->err, sizeof(r->err));
+	return step_sa_del(c->spi, c->dir, r->err, sizeof(r->err));
 }
 
 static int

@@ -11,7 +11,6 @@
 
 #include "dp.h"
 #include "route.h"
-#include "tunif.h"
 
 struct rte_lpm *route_lpm;
 struct route_nh route_nhs[ROUTE_MAX_NH];
@@ -170,12 +169,9 @@ tunnel_nh(bool v6, uint8_t kind, uint16_t idx)
 }
 
 int
-route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t n,
-		 char *eb, size_t elen)
+route_check_tunnel(const struct dpvpn_prefix *dst, uint8_t n, char *eb, size_t elen)
 {
 	bool v6 = dst->family == DPVPN_AF_INET6;
-	uint8_t net[16];
-	int nh, g = -1, rc;
 
 	if (n == 0 || n > DPVPN_ECMP_MAX) {
 		snprintf(eb, elen, "route.n_tunif: %u is not 1..%u", n, DPVPN_ECMP_MAX);
@@ -185,12 +181,17 @@ route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t 
 		snprintf(eb, elen, "route.dst.len: %u > %u", dst->len, v6 ? 128 : 32);
 		return -EINVAL;
 	}
-	for (uint8_t i = 0; i < n; i++)
-		if (!tunif_exists(tunif[i])) {
-			snprintf(eb, elen, "route.tunif[%u]: %u: no such tunnel interface", i,
-				 tunif[i]);
-			return -ENODEV;
-		}
+	return 0;
+}
+
+int
+route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t n,
+		 char *eb, size_t elen)
+{
+	bool v6 = dst->family == DPVPN_AF_INET6;
+	uint8_t net[16];
+	int nh, g = -1, rc;
+
 	if (n > 1 && (g = grp_index(tunif, n)) < 0) {
 		snprintf(eb, elen, "route.tunif: ECMP group table full (%u)", ROUTE_MAX_GRP);
 		return -ENOSPC;

@@ -83,8 +83,10 @@ int route6_add(const uint8_t *prefix, uint8_t len, uint16_t port, const uint8_t 
 /*
  * Main lcore: a route into tunnel interfaces (n = 1) or an ECMP group of them
  * (n <= DPVPN_ECMP_MAX), either family; replaces dst's route if it has one.
- * The interfaces must exist (tunif.h).
+ * route_check_tunnel first (n and dst's length; errbuf names the field); that
+ * the interfaces exist is the caller's to check (ctl_steps.c).
  */
+int route_check_tunnel(const struct dpvpn_prefix *dst, uint8_t n, char *errbuf, size_t elen);
 int route_add_tunnel(const struct dpvpn_prefix *dst, const uint16_t *tunif, uint8_t n,
 		     char *errbuf, size_t elen);
 /* Does a route (or group) lead into tunnel interface id?  (TUNIF_DEL) */

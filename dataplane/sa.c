@@ -15,8 +15,6 @@
 
 #include "dpvpn_alg.h"
 #include "sa.h"
-#include "spd.h"
-#include "tunif.h"
 
 struct sa_key {
 	uint32_t spi;
@@ -357,11 +355,6 @@ sa_del(uint32_t spi, uint8_t dir, char *eb, size_t len)
 	if (rte_hash_lookup_data(by_spi, &k, (void **)&sa) < 0)
 		return fail(eb, len, -ENOENT, "sa.spi: 0x%08x is not installed",
 			    rte_be_to_cpu_32(spi));
-	/* its policies go first: a reused slot must never be reached by them */
-	if (dir == DPVPN_DIR_OUT && spd_del_slot(sa->slot, eb, len) != 0)
-		return -ENOMEM;
-	if (dir == DPVPN_DIR_OUT && sa->route)
-		tunif_sa_gone(sa->slot);	/* down before the slot empties */
 	pos = rte_hash_del_key(by_spi, &k);
 	__atomic_store_n(&slots[sa->slot], NULL, __ATOMIC_RELEASE);
 	/* No worker may still hold the SA (or the hash slot) after this. */

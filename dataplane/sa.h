@@ -205,6 +205,11 @@ void sa_lifetimes_tick(uint64_t now_tsc);
 unsigned int sa_events_take(struct dpvpn_event *out, unsigned int max);
 /* Install; errbuf names the bad field.  Wipes nothing: the caller does. */
 int sa_add(const struct dpvpn_sa_cfg *cfg, struct crypto_mgr *mgr, char *errbuf, size_t len);
+/*
+ * Remove; waits for the workers (RCU) before the slot is freed.  What refers
+ * to an outbound SA's slot (its policies, a tunnel interface) lets go of it
+ * first: the caller's (ctl_steps.c), since this table knows no other.
+ */
 int sa_del(uint32_t spi, uint8_t dir, char *errbuf, size_t len);
 /* Fast path: inbound SA by SPI (network order), or NULL. */
 struct sa *sa_lookup_in(uint32_t spi);
@@ -218,6 +223,7 @@ unsigned int sa_count(void);
 int sa_seq_grant(uint32_t spi, uint64_t limit, char *errbuf, size_t len);
 /* Dump: info for the idx-th installed SA; false past the end. */
 bool sa_info(unsigned int idx, struct dpvpn_sa_info *info);
+/* At exit, the workers stopped: every SA removed, its keys wiped. */
 void sa_flush(void);
 
 #endif /* SA_H */

@@ -24,6 +24,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "crypto.h"
+#include "ctl_steps.h"
 #include "dp.h"
 #include "esp.h"
 #include "route.h"
@@ -99,14 +100,14 @@ set_tunif(uint16_t id, bool up, uint32_t spi, uint8_t rpf)
 	char err[256];
 
 	snprintf(t.name, sizeof(t.name), "t%u", id + 1);
-	return tunif_set(&t, err, sizeof(err));
+	return step_tunif_set(&t, err, sizeof(err));
 }
 
 static int
 route_to(struct dpvpn_prefix dst, const uint16_t *ids, uint8_t n)
 {
 	char err[256];
-	int rc = route_add_tunnel(&dst, ids, n, err, sizeof(err));
+	int rc = step_route_add_tunnel(&dst, ids, n, err, sizeof(err));
 
 	if (rc != 0)
 		fprintf(stderr, "route_add_tunnel: %s\n", err);
@@ -384,7 +385,7 @@ test_sa_del_takes_tunif_down(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(sa_del(SPI_T2, DPVPN_DIR_OUT, err, sizeof(err)), 0);
+	assert_int_equal(step_sa_del(SPI_T2, DPVPN_DIR_OUT, err, sizeof(err)), 0);
 	assert_int_equal(info(1).up, 0);
 	assert_int_equal(info(1).out_spi, 0);
 	/* t1 alone now: t2 taken down */
@@ -400,14 +401,14 @@ test_refused(void **state)
 
 	(void)state;
 	snprintf(t.name, sizeof(t.name), "x");
-	assert_int_equal(tunif_set(&t, err, sizeof(err)), -EINVAL);	/* a policy SA */
+	assert_int_equal(step_tunif_set(&t, err, sizeof(err)), -EINVAL);	/* a policy SA */
 	assert_non_null(strstr(err, "tunif.out_spi"));
 	t.out_spi = RTE_BE32(0x9999);
-	assert_int_equal(tunif_set(&t, err, sizeof(err)), -ENOENT);
+	assert_int_equal(step_tunif_set(&t, err, sizeof(err)), -ENOENT);
 	t.id = DPVPN_TUNIF_MAX;
-	assert_int_equal(tunif_set(&t, err, sizeof(err)), -EINVAL);
+	assert_int_equal(step_tunif_set(&t, err, sizeof(err)), -EINVAL);
 	assert_false(tunif_exists(5));
-	assert_int_not_equal(route_add_tunnel(&(struct dpvpn_prefix)V4PFX(IP4(10, 4, 0, 0), 16),
+	assert_int_not_equal(step_route_add_tunnel(&(struct dpvpn_prefix)V4PFX(IP4(10, 4, 0, 0), 16),
 					      (uint16_t[]){ 5 }, 1, err, sizeof(err)), 0);
 	assert_int_not_equal(add_sa(RTE_BE32(0x4001), DPVPN_DIR_IN, 0, 3, 0, V4PFX(0, 0),
 				    V4PFX(0, 0)), 0);	/* a tunif without the flag */
@@ -421,7 +422,7 @@ test_refused(void **state)
 				    V4PFX(0, 0)), 0);	/* a flag nobody defined */
 	assert_int_equal(add_sa(RTE_BE32(0x4005), DPVPN_DIR_IN, DPVPN_SA_F_HOST, 0, 0,
 				V4PFX(0, 0), V4PFX(0, 0)), 0);
-	assert_int_equal(sa_del(RTE_BE32(0x4005), DPVPN_DIR_IN, err, sizeof(err)), 0);
+	assert_int_equal(step_sa_del(RTE_BE32(0x4005), DPVPN_DIR_IN, err, sizeof(err)), 0);
 }
 
 int

@@ -33,30 +33,9 @@ tunif_exists(uint16_t id)
 	return id < DPVPN_TUNIF_MAX && tunifs[id].used;
 }
 
-/* The outbound SA TUNIF_SET names: installed, a route-based tunnel's. */
-static int
-out_slot(const struct dpvpn_tunif *c, uint32_t *slot, char *eb, size_t elen)
-{
-	int s = sa_find(c->out_spi, DPVPN_DIR_OUT);
-
-	if (s < 0)
-		return fail(eb, elen, -ENOENT, "tunif.out_spi: 0x%08x is not an installed "
-			    "outbound SA", rte_be_to_cpu_32(c->out_spi));
-	if (!sa_slot((uint32_t)s)->route)
-		return fail(eb, elen, -EINVAL, "tunif.out_spi: SA 0x%08x is not a route-based "
-			    "tunnel's (sa.flags lacks DPVPN_SA_F_ROUTE)",
-			    rte_be_to_cpu_32(c->out_spi));
-	*slot = (uint32_t)s;
-	return 0;
-}
-
 int
-tunif_set(const struct dpvpn_tunif *c, char *eb, size_t elen)
+tunif_check(const struct dpvpn_tunif *c, char *eb, size_t elen)
 {
-	uint32_t slot = TUNIF_DOWN_SLOT;
-	struct tunif *t;
-	int rc;
-
 	if (c->id >= DPVPN_TUNIF_MAX)
 		return fail(eb, elen, -EINVAL, "tunif.id: %u is not below DPVPN_TUNIF_MAX",
 			    c->id);
@@ -72,12 +51,14 @@ tunif_set(const struct dpvpn_tunif *c, char *eb, size_t elen)
 	    (c->host_iface[0] != '\0' && !host_name_ok(c->host_iface, sizeof(c->host_iface))))
 		return fail(eb, elen, -EINVAL, "tunif.host_iface: not a Linux interface name "
 			    "(1..15 bytes, none of / : , = or blanks)");
-	if (c->up && (rc = out_slot(c, &slot, eb, elen)) != 0)
-		return rc;
-	t = &tunifs[c->id];
-	/* the twin first: a TUNIF_SET it fails changes nothing else */
-	if ((rc = host_tun_set(c->id, c->host_iface, eb, elen)) != 0)
-		return rc;
+	return 0;
+}
+
+void
+tunif_set(const struct dpvpn_tunif *c, uint32_t slot)
+{
+	struct tunif *t = &tunifs[c->id];
+
 	t->inside4 = c->inside4;
 	memcpy(t->inside6, c->inside6, sizeof(t->inside6));
 	t->has6 = 0;
@@ -94,7 +75,6 @@ tunif_set(const struct dpvpn_tunif *c, char *eb, size_t elen)
 		t->used = 1;
 		__atomic_fetch_add(&dp.n_tunifs, 1, __ATOMIC_RELEASE);
 	}
-	return 0;
 }
 
 int
@@ -104,20 +84,11 @@ tunif_del(uint16_t id, char *eb, size_t elen)
 		return fail(eb, elen, -ENOENT, "tunif.id: %u: no such tunnel interface", id);
 	__atomic_store_n(&tunifs[id].out_slot, TUNIF_DOWN_SLOT, __ATOMIC_RELEASE);
 	__atomic_store_n(&tunifs[id].twin, 0, __ATOMIC_RELEASE);
-	host_tun_set(id, "", NULL, 0);	/* closing cannot fail */
 	tunifs[id].used = 0;
 	tunifs[id].out_spi = 0;
 	memset(tunifs[id].stats, 0, sizeof(tunifs[id].stats));
 	__atomic_fetch_sub(&dp.n_tunifs, 1, __ATOMIC_RELEASE);
 	return 0;
-}
-
-void
-tunif_flush(void)
-{
-	for (uint16_t id = 0; id < DPVPN_TUNIF_MAX; id++)
-		if (tunifs[id].used)
-			tunif_del(id, NULL, 0);
 }
 
 void

@@ -49,16 +49,20 @@ struct tunif {
 	struct tunif_stats stats[DP_MAX_WORKERS];
 };
 
-/* Main lcore: create or change (TUNIF_SET), remove (TUNIF_DEL); errbuf names the field. */
-int tunif_set(const struct dpvpn_tunif *c, char *errbuf, size_t elen);
+/*
+ * Main lcore, TUNIF_SET: its fields checked (errbuf names the field), then
+ * the interface created or changed, its outbound SA's slot (TUNIF_DOWN_SLOT
+ * when down) resolved by the caller (ctl_steps.c: the table knows no SAs).
+ */
+int tunif_check(const struct dpvpn_tunif *c, char *errbuf, size_t elen);
+void tunif_set(const struct dpvpn_tunif *c, uint32_t out_slot);
+/* Main lcore, TUNIF_DEL: the interface removed (its twin is closed by the caller). */
 int tunif_del(uint16_t id, char *errbuf, size_t elen);
 bool tunif_exists(uint16_t id);
 /* Main lcore, before an outbound SA's slot is emptied: interfaces on it go down. */
 void tunif_sa_gone(uint32_t slot);
 /* Dump: the idx-th interface that exists; false past the end. */
 bool tunif_info(unsigned int idx, struct dpvpn_tunif_info *info);
-/* Main lcore: every interface removed (tests, the fuzz harness's reset). */
-void tunif_flush(void);
 
 /*
  * Fast path, select_sa: for each packet of the burst the SPD did not take

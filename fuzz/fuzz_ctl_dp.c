@@ -46,6 +46,7 @@
 #include <rte_cycles.h>
 
 #include "ctl.h"
+#include "ctl_steps.h"
 #include "fuzz_dp.h"
 #include "keep.h"
 #include "sa.h"
@@ -266,14 +267,14 @@ reset(void)
 
 	if (recv(cfd, reply, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
 		die("a reply more than requests", NULL, 0);
-	sa_flush();
+	step_sa_flush();
 	keep_flush();
 	if (spd_in_batch())
 		spd_commit(err, sizeof(err));
 	if (routes_changed)
 		delete_routes();
 	routes_changed = false;
-	tunif_flush();	/* (after the routes that named them) */
+	step_tunif_flush();	/* (after the routes that named them) */
 	trace_stop();
 	unlink(trace_path);
 	while (sa_events_take(ev, RTE_DIM(ev)) > 0)

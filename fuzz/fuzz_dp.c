@@ -31,6 +31,7 @@
 
 #include "crypto.h"
 #include "ctl.h"
+#include "ctl_steps.h"
 #include "dpvpn_alg.h"
 #include "fuzz_dp.h"
 #include "ike.h"
@@ -380,8 +381,8 @@ route_tunnel(const struct fuzz_tunnel *t)
 
 	fill_prefix(&p4, "198.18.9.0", 24);
 	fill_prefix(&p6, "2001:db8:9::", 48);
-	if (tunif_set(&ti, err, sizeof(err)) != 0 || tunif_set(&tm, err, sizeof(err)) != 0 ||
-	    route_add_tunnel(&p4, (uint16_t[]){ 0 }, 1, err, sizeof(err)) != 0 ||
+	if (step_tunif_set(&ti, err, sizeof(err)) != 0 || step_tunif_set(&tm, err, sizeof(err)) != 0 ||
+	    step_route_add_tunnel(&p4, (uint16_t[]){ 0 }, 1, err, sizeof(err)) != 0 ||
 	    route_add_tunnel(&p6, (uint16_t[]){ 0 }, 1, err, sizeof(err)) != 0)
 		die("route tunnel: %s", err);
 }
