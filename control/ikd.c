@@ -329,6 +329,7 @@ void ikd_close(void)
 	ikd.next_tick = 0;
 	memset(&ikd.conn_idx, 0, sizeof(ikd.conn_idx));
 	memset(&ikd.client_idx, 0, sizeof(ikd.client_idx));
+	memset(&ikd.parent_idx, 0, sizeof(ikd.parent_idx));
 	free(ikd.orphans);
 	ikd.orphans = NULL;
 	ikd.n_orphans = 0;

@@ -227,16 +227,13 @@ static void child_down(struct ikd_conn *c, const char *conn, uint32_t spi_in, ui
 
 void ikd_on_ike_down(void *opaque, const char *conn, const char *why)
 {
-	struct ikd_conn *c = ikd_find_conn(conn);
+	struct ikd_conn *c = NULL;
 
 	(void)opaque;
 	if (ikd.closing)
 		return;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
-	for (size_t i = 0; i < ikd.n_conns; i++) {	/* it and its ike-sa tunnels */
-		c = &ikd.conns[i];
-		if (strcmp(c->tpl.name, conn) && strcmp(c->tpl.ike.parent, conn))
-			continue;
+	while ((c = ikd_conn_family(conn, c)) != NULL) {	/* it and its ike-sa tunnels */
 		free(c->last_end);
 		c->last_end = strdup(why);	/* NULL (no memory): said as not known */
 		if (c->tpl.ike.start && !c->held)

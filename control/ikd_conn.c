@@ -28,6 +28,7 @@
 /* ---- the tables: connections by name, clients by lease (ikd_int.h) ---- */
 
 static uint32_t *conn_next(size_t i);
+static uint32_t *parent_next(size_t i);
 static uint32_t *client_next(size_t i);
 
 /* FNV-1a: names and leases are ours (config, pool), not a peer's choice */
@@ -73,6 +74,11 @@ static uint32_t *conn_next(size_t i)
 	return &ikd.conns[i].by_name;
 }
 
+static uint32_t *parent_next(size_t i)
+{
+	return &ikd.conns[i].by_parent;
+}
+
 static uint32_t *client_next(size_t i)
 {
 	return &ikd.clients[i].by_lease;
@@ -86,16 +92,43 @@ struct ikd_conn *ikd_find_conn(const char *name)
 	return NULL;
 }
 
+/*
+ * Connection conn and the ike-sa tunnels riding its IKE SA (their parent):
+ * the first (c NULL), then the next after c; NULL at the end.  No scan.
+ */
+struct ikd_conn *ikd_conn_family(const char *conn, struct ikd_conn *c)
+{
+	uint32_t e;
+
+	if (c == NULL && (c = ikd_find_conn(conn)) != NULL)
+		return c;				/* first, itself */
+	if (c == NULL || strcmp(c->tpl.ike.parent, conn) != 0)
+		e = ikd.parent_idx.head[name_hash(conn)];	/* then its children */
+	else
+		e = c->by_parent;			/* after a child, the next */
+	for (; e != 0; e = ikd.conns[e - 1].by_parent)
+		if (!strcmp(ikd.conns[e - 1].tpl.ike.parent, conn))
+			return &ikd.conns[e - 1];
+	return NULL;
+}
+
 /* ikd.conns[i] goes: the last takes its place (and its links). */
 static void conn_remove(size_t i)
 {
 	size_t last = ikd.n_conns - 1;
+	const char *parent = ikd.conns[i].tpl.ike.parent;
 
 	idx_relink(&ikd.conn_idx, name_hash(ikd.conns[i].tpl.name), i, 0, conn_next);
+	if (parent[0])
+		idx_relink(&ikd.parent_idx, name_hash(parent), i, 0, parent_next);
 	free(ikd.conns[i].last_end);
 	if (i != last) {
+		parent = ikd.conns[last].tpl.ike.parent;
 		idx_relink(&ikd.conn_idx, name_hash(ikd.conns[last].tpl.name), last,
 			   (uint32_t)i + 1, conn_next);
+		if (parent[0])
+			idx_relink(&ikd.parent_idx, name_hash(parent), last, (uint32_t)i + 1,
+				   parent_next);
 		ikd.conns[i] = ikd.conns[last];
 	}
 	ikd.n_conns--;
@@ -495,6 +528,8 @@ static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
 	c->cred = (struct ike_pki_cred *)cc->cred;	/* the connection's now */
 	c->trust = (struct ike_pki_trust *)cc->trust;
 	c->tpl = *t;
+	if (t->ike.parent[0])
+		idx_add(&ikd.parent_idx, name_hash(t->ike.parent), ikd.n_conns - 1, parent_next);
 	explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
 	c->tpl.ike.psk_len = 0;
 	inst_tunnel_digest(t, c->digest);

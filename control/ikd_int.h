@@ -44,6 +44,7 @@ struct ikd_conn {
 	uint32_t next2_in, next2_out;
 	uint64_t rekeys;
 	uint32_t by_name;		/* ikd.conns' index (idx): the next of its bucket */
+	uint32_t by_parent;		/* ike-sa children by their parent's name: next */
 	char *last_end;			/* why its last IKE SA ended (show tunnels); malloc'd */
 	struct ike_alg_set esp, ike;	/* the installed CHILD_SA's algorithms, its IKE SA's */
 	uint8_t digest[32];		/* its config (inst_tunnel_digest): kept with its IKE SA */
@@ -111,6 +112,7 @@ struct ikd_state {
 	uint64_t tx_refused, tx_failed, rx_bad;
 	char last_tx_error[160];
 	struct idx conn_idx, client_idx;
+	struct idx parent_idx;		/* conns with an ike-sa parent, by its name */
 	bool batch;			/* inst_batch_begin'ed in this ikd_input pass */
 	uint64_t next_tick;		/* ikd_tick's next walk (mono_ms) */
 	/* IKE SAs kept in the dataplane across restarts (ikd_keep.c) */
@@ -130,6 +132,8 @@ int ikd_start(const char *dp_socket, const struct cfg *cfg);
 
 /* ikd_conn.c */
 struct ikd_conn *ikd_find_conn(const char *name);
+/* conn, then the ike-sa tunnels on its IKE SA: c NULL for the first, NULL past the end */
+struct ikd_conn *ikd_conn_family(const char *conn, struct ikd_conn *c);
 struct ikd_conn *ikd_client_by_name(const char *name);
 struct ikd_conn *ikd_client_for(const struct ikd_conn *parent, const struct ike_child *ch);
 struct ikd_client *ikd_client_of(struct ikd_conn *c);

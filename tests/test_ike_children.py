@@ -27,6 +27,8 @@ CREATE_CHILD_SA kid-b's.  Then, in order, on the one IKE SA:
   the IKE SA and to-swan stay and carry;
 - `swanctl --initiate --child b`: charon's CREATE_CHILD_SA, dpvpnd the
   responder picks kid-b by the selectors; it carries again;
+- `swanctl --terminate --ike dpsw`: both dpvpnd tunnels are told why the
+  IKE SA ended and make it again (start = yes);
 - both dpvpnd tunnels terminated (held), charon initiates the IKE SA with
   child b in IKE_AUTH (dpvpnd gives it to kid-b), then net by
   CREATE_CHILD_SA (to-swan): both carry, dpvpnd the responder.
@@ -222,6 +224,21 @@ def test_charon_creates_the_child_dpvpnd_picks_it(sl):
     assert "initiate completed successfully" in out, out + sl.swan.log_text()[-3000:]
     lab.wait_for(lambda: both_up(sl) is not None, 15, "kid-b again on both ends")
     assert len(ike_sas(sl)) == 1
+    carries(sl)
+
+
+def test_charon_ends_the_ike_sa_both_children_told_and_back(sl):
+    """charon deletes the IKE SA: dpvpnd tells both its tunnels on it why
+    (to-swan, whose IKE SA it was, and kid-b, riding it by ike-sa), and
+    both, start = yes, make it again on their own."""
+    spi_i = ike_sas(sl)[0]["spi_i"]
+    out = sl.swan.swanctl("--terminate", "--ike", "dpsw", "--timeout", "10", check=False)
+    assert "terminate completed successfully" in out, out
+    lab.wait_for(lambda: ike_sas(sl) and ike_sas(sl)[0]["spi_i"] != spi_i and
+                 both_up(sl) is not None, 25, "both CHILD_SAs again on a new IKE SA")
+    t = {x["name"]: x for x in sl.gw.ctl("show", "tunnels")["tunnels"]}
+    for name in ("to-swan", "kid-b"):
+        assert t[name]["state"] == "up" and t[name]["last_ike_end"], t[name]
     carries(sl)
 
 
