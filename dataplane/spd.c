@@ -7,6 +7,7 @@
 
 #include <rte_acl.h>
 #include <rte_byteorder.h>
+#include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
@@ -103,6 +104,7 @@ struct spd_entry {
 	uint32_t sa_slot;
 	bool host;		/* in spd_host.c's table, not the classifier */
 	uint32_t prev, next;	/* the slot's list: entry index + 1, 0 = none */
+	uint32_t sprev, snext;	/* the same selectors' list (by_sel), as prev/next */
 };
 
 static struct spd_entry *entries;
@@ -136,7 +138,110 @@ slot_relink(uint32_t i, uint32_t at)
 		entries[e->next - 1].prev = at;
 }
 
-/* Entry i leaves: out of its slot's list, the last entry into its place. */
+/*
+ * POLICY_DEL names selectors, not an SA: entries with the same (src, dst)
+ * are listed from by_sel's entry for them (main lcore only; not the lookup's).
+ */
+struct sel_key {
+	uint8_t family, src_len, dst_len, pad;
+	uint8_t src[16], dst[16];
+};
+static struct rte_hash *by_sel;
+
+/* p's selectors as a key; false if no entry can have them (families, lengths). */
+static bool
+sel_key(const struct dpvpn_policy *p, struct sel_key *k)
+{
+	bool v6 = p->src.family == DPVPN_AF_INET6;
+	unsigned int max = v6 ? 128 : 32;
+
+	memset(k, 0, sizeof(*k));
+	if ((!v6 && p->src.family != DPVPN_AF_INET) || p->dst.family != p->src.family ||
+	    p->src.len > max || p->dst.len > max)
+		return false;
+	k->family = p->src.family;
+	k->src_len = p->src.len;
+	k->dst_len = p->dst.len;
+	if (v6) {
+		memcpy(k->src, p->src.v6, 16);
+		memcpy(k->dst, p->dst.v6, 16);
+		dp_mask6(k->src, p->src.len);
+		dp_mask6(k->dst, p->dst.len);
+	} else {
+		uint32_t a = p->src.v4 & dp_mask(p->src.len), b = p->dst.v4 & dp_mask(p->dst.len);
+
+		memcpy(k->src, &a, 4);
+		memcpy(k->dst, &b, 4);
+	}
+	return true;
+}
+
+/* The first entry with k's selectors: index + 1, 0 = none. */
+static uint32_t
+sel_head(const struct sel_key *k)
+{
+	void *d;
+
+	return rte_hash_lookup_data(by_sel, k, &d) < 0 ? 0 : (uint32_t)(uintptr_t)d;
+}
+
+static void
+sel_set_head(const struct sel_key *k, uint32_t at)
+{
+	if (at != 0)
+		rte_hash_add_key_data(by_sel, k, (void *)(uintptr_t)at);	/* sized: cannot fail */
+	else
+		rte_hash_del_key(by_sel, k);
+}
+
+static void
+sel_link(uint32_t i)
+{
+	struct spd_entry *e = &entries[i];
+	struct sel_key k;
+
+	sel_key(&e->cfg, &k);
+	e->sprev = 0;
+	e->snext = sel_head(&k);
+	if (e->snext != 0)
+		entries[e->snext - 1].sprev = i + 1;
+	sel_set_head(&k, i + 1);
+}
+
+/* Entry i's neighbours in its selectors' list (or their head) point at index + 1 = at. */
+static void
+sel_relink(uint32_t i, uint32_t at)
+{
+	const struct spd_entry *e = &entries[i];
+	struct sel_key k;
+
+	if (e->sprev != 0) {
+		entries[e->sprev - 1].snext = at;
+	} else {
+		sel_key(&e->cfg, &k);
+		sel_set_head(&k, at);
+	}
+	if (e->snext != 0)
+		entries[e->snext - 1].sprev = at;
+}
+
+static void
+sel_unlink(uint32_t i)
+{
+	const struct spd_entry *e = &entries[i];
+	struct sel_key k;
+
+	if (e->sprev != 0) {
+		entries[e->sprev - 1].snext = e->snext;
+	} else {
+		sel_key(&e->cfg, &k);
+		sel_set_head(&k, e->snext);
+	}
+	if (e->snext != 0)
+		entries[e->snext - 1].sprev = e->sprev;
+}
+
+/* Entry i leaves: out of its lists, the last entry into its place. */
 static void
 entry_remove(uint32_t i)
 {
@@ -149,11 +254,14 @@ entry_remove(uint32_t i)
 		by_slot[e->sa_slot] = e->next;
 	if (e->next != 0)
 		entries[e->next - 1].prev = e->prev;
+	sel_unlink(i);
 	if (i == last)
 		return;
 	entries[i] = entries[last];
 	slot_relink(i, i + 1);
+	sel_relink(i, i + 1);
 }
+
 /*
  * Bumped after every change (a classifier published, a host policy added or
  * removed): flow cache entries of an older one are stale.  Workers read it
@@ -181,6 +289,13 @@ spd_init(unsigned int max_rules)
 	if (entries == NULL || by_slot == NULL || cur == NULL)
 		return -ENOMEM;
 	cur->wide_top[0] = cur->wide_top[1] = INT32_MIN;
+	by_sel = rte_hash_create(&(struct rte_hash_parameters){
+		.name = "dpvpn_spd_sel", .entries = RTE_MAX(max_rules, 8u),
+		.key_len = sizeof(struct sel_key), .hash_func = rte_hash_crc,
+		.socket_id = (int)rte_socket_id(),
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE });	/* never full */
+	if (by_sel == NULL)
+		return -ENOMEM;
 	return spd_host_init(max_rules);
 }
 
@@ -480,6 +595,7 @@ spd_add(const struct dpvpn_policy *p, char *eb, size_t len)
 	e->sa_slot = (uint32_t)slot;
 	e->host = false;
 	slot_link(n_entries - 1);
+	sel_link(n_entries - 1);
 	/* a host policy: in the hash at once, batch or not, no build */
 	if (!force_acl && spd_host_side(&e->cfg) >= 0 &&
 	    spd_host_add(&e->cfg, acl_priority(&e->cfg), e->sa_slot) == 0) {
@@ -590,34 +706,20 @@ spd_del_slot(uint32_t slot, char *eb, size_t len)
 	return removed(wide, true, eb, len);
 }
 
-static bool
-same_prefix(const struct dpvpn_prefix *a, const struct dpvpn_prefix *b)
-{
-	struct dpvpn_prefix x = *b;
-
-	if (a->family != x.family || a->len != x.len)
-		return false;
-	if (x.family == DPVPN_AF_INET6) {
-		dp_mask6(x.v6, x.len);
-		return memcmp(a->v6, x.v6, 16) == 0;
-	}
-	return a->v4 == (x.v4 & dp_mask(x.len));
-}
-
 int
 spd_del(const struct dpvpn_policy *p, char *eb, size_t len)
 {
 	unsigned int k = 0;
 	bool wide = false;
+	struct sel_key key;
+	uint32_t at;
 
-	/* downwards: the last entry, moved into a removed one's place, was seen */
-	for (unsigned int i = n_entries; i-- > 0;)
-		if (same_prefix(&entries[i].cfg.src, &p->src) &&
-		    same_prefix(&entries[i].cfg.dst, &p->dst)) {
-			wide |= drop_entry(&entries[i], true);
-			entry_remove(i);
-			k++;
-		}
+	/* its selectors' list, no scan: the head goes until none is left */
+	while (sel_key(p, &key) && (at = sel_head(&key)) != 0) {
+		wide |= drop_entry(&entries[at - 1], true);
+		entry_remove(at - 1);
+		k++;
+	}
 	if (k == 0) {
 		snprintf(eb, len, "policy.src/dst: no such policy");
 		return -ENOENT;

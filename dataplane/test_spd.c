@@ -158,6 +158,12 @@ make_policy(struct dpvpn_policy *p, uint32_t i, const uint32_t *prio, bool v6, u
 		p->dst = pol[i - 1 - rnd() % 8].dst;
 		p->dst.len = full;
 	}
+	if (i % 100 == 50) {		/* an earlier one's selectors again (another SA's) */
+		const struct dpvpn_policy *q = &pol[i - 1 - rnd() % 40];
+
+		p->src = q->src;
+		p->dst = q->dst;
+	}
 }
 
 static void
@@ -230,6 +236,66 @@ compare(uint32_t n)
 	return matched;
 }
 
+/* A policy's selectors, masked: equal keys, the same policy for POLICY_DEL. */
+struct sel {
+	uint8_t family, src_len, dst_len, pad;
+	uint8_t src[16], dst[16];
+};
+
+static void
+sel_of(const struct dpvpn_policy *p, struct sel *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = p->src.family;
+	k->src_len = p->src.len;
+	k->dst_len = p->dst.len;
+	if (p->src.family == DPVPN_AF_INET6) {
+		memcpy(k->src, p->src.v6, 16);
+		memcpy(k->dst, p->dst.v6, 16);
+		dp_mask6(k->src, p->src.len);
+		dp_mask6(k->dst, p->dst.len);
+	} else {
+		uint32_t a = p->src.v4 & dp_mask(p->src.len), b = p->dst.v4 & dp_mask(p->dst.len);
+
+		memcpy(k->src, &a, 4);
+		memcpy(k->dst, &b, 4);
+	}
+}
+
+static int
+sel_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sel));
+}
+
+/*
+ * After POLICY_DEL of every tenth policy: exactly the policies with those
+ * selectors are gone (every SA's, as the old scan removed them), no other.
+ */
+static void
+check_removed_by_selectors(uint32_t npol, unsigned int before)
+{
+	uint32_t nr = 0, gone = 0;
+	struct sel *rk = malloc((npol / 10 + 1) * sizeof(*rk)), k;
+	struct dpvpn_policy p;
+
+	assert_non_null(rk);
+	for (uint32_t i = 0; i < npol; i += 10)
+		sel_of(&pol[i], &rk[nr++]);
+	qsort(rk, nr, sizeof(*rk), sel_cmp);
+	for (uint32_t i = 0; i < npol; i++) {
+		sel_of(&pol[i], &k);
+		gone += bsearch(&k, rk, nr, sizeof(*rk), sel_cmp) != NULL;
+	}
+	assert_int_equal(spd_count(), before + npol - gone);
+	for (unsigned int i = 0; spd_info(i, &p); i++) {
+		sel_of(&p, &k);
+		if (bsearch(&k, rk, nr, sizeof(*rk), sel_cmp) != NULL)
+			fail_msg("entry %u: its selectors were removed, it is still there", i);
+	}
+	free(rk);
+}
+
 static void
 random_policies(bool v6, uint32_t npol, uint32_t npkt, uint32_t spi0)
 {
@@ -269,6 +335,7 @@ random_policies(bool v6, uint32_t npol, uint32_t npkt, uint32_t spi0)
 		assert_true(rc == 0 || rc == -ENOENT);	/* gone already with a twin */
 	}
 	assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	check_removed_by_selectors(npol, before);
 	/* and every policy of four SAs, by slot, as an SA removal does */
 	for (uint32_t i = 0; i < 4; i++)
 		assert_int_equal(spd_del_slot((uint32_t)sa_find(rte_cpu_to_be_32(spi0 + i),
