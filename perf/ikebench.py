@@ -25,7 +25,8 @@ loop); a client is up when the generator's dpvpnd logs its CHILD_SA up
 how many the DUT still holds (its inbound SAs).  Per row: the set-up rate
 (clients up / wall time from the first initiation to the last up), the DUT
 dpvpnd's CPU seconds over the fill and SAs per DUT CPU-second (its one core's
-capacity, whoever else was slower), its RSS, and the generator dpvpnd's CPU
+capacity, whoever else was slower), the rate over each thousand up in turn
+(per_thousand: does it fall as the tables fill?), its RSS, and the generator dpvpnd's CPU
 share (at >= 95 % the row is "generator bound").
 
 Results are appended to --json (perf/results/ike-setup.json); perf/tables.py
@@ -370,7 +371,7 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
     late = [i for i in up if i not in started or up[i] - started[i] > deadline]
     lat = sorted(up[i] - started[i] for i in up if i in started)
     n_up = len(up) - len(late)
-    return {"offered": count, "up": n_up, "failed": count - n_up, "wall_s": round(wall, 2),
+    return {"per_thousand": per_thousand(sorted(up.values()), t0), "offered": count, "up": n_up, "failed": count - n_up, "wall_s": round(wall, 2),
             "rate": round(n_up / wall, 1) if wall else None,
             "setup_s": {"p50": round(lat[len(lat) // 2], 4) if lat else None,
                         "p99": round(lat[len(lat) * 99 // 100], 4) if lat else None,
@@ -378,6 +379,19 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
             "dut_cpu_s": round(dut_cpu, 2),
             "sas_per_cpu_s": round(n_up / dut_cpu, 1) if dut_cpu else None,
             "generator_cpu_pct": round(100 * gen_cpu / wall, 1) if wall else None}
+
+
+def per_thousand(ups, t0, block=1000):
+    """Set-up rate over each thousand tunnels up, in the order they came up
+    (the first from the first initiation): does it fall as the tables fill?
+    last_vs_first: the last whole thousand's rate over the first's."""
+    rates = []
+    for k in range(len(ups) // block):
+        start = t0 if k == 0 else ups[k * block - 1]
+        span = ups[(k + 1) * block - 1] - start
+        rates.append(round(block / span, 1) if span > 0 else None)
+    ok = len(rates) >= 2 and rates[0] and rates[-1]
+    return {"rates": rates, "last_vs_first": round(rates[-1] / rates[0], 3) if ok else None}
 
 
 def run(a):
