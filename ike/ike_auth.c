@@ -337,7 +337,7 @@ conn_by_id(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 	c = ctx->n_cred == 0 ? *ike_conn_id_bucket(ctx, id.type, id.data, id.len) : ctx->conns;
 	for (; c != NULL; c = ctx->n_cred == 0 ? c->by_id : c->next) {
 		if (conn_fits(c, sa, &id)) {
-			sa->conn = c;
+			ike_sa_set_conn(sa, c);
 			return;
 		}
 	}

@@ -113,8 +113,9 @@ ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name)
 struct ike_sa *
 ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c)
 {
-	for (struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
-		if (sa->conn == c && sa->state != IKE_ST_HALF_OPEN &&
+	(void)ctx;
+	for (struct ike_sa *sa = c->sas; sa != NULL; sa = sa->conn_next)
+		if (sa->state != IKE_ST_HALF_OPEN &&
 		    sa->state != IKE_ST_REKEYED)
 			return sa;
 	return NULL;

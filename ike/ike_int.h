@@ -68,6 +68,7 @@ struct conn {
 	struct conn *parent;
 	struct conn *kids;		/* a parent's children; sib links them */
 	struct conn *sib;
+	struct ike_sa *sas;		/* the IKE SAs with this conn (ike_sa_set_conn) */
 };
 
 /* Prefixes of one side of a CHILD_SA, one family (ike_prop.c). */
@@ -149,7 +150,8 @@ struct ike_sa {
 	bool hashed;
 	bool cross_target;		/* a crossing rekey's successor: some ike_cross may
 					 * point to it (ike_sa_end looks only then) */
-	struct conn *conn;
+	struct conn *conn;		/* set by ike_sa_set_conn only */
+	struct ike_sa *conn_next, *conn_prev;	/* conn->sas: its SAs, no scan */
 	bool has_vip;			/* remote access: vip leased from conn's pool */
 	struct ike_prefix vip;		/* /32 or /128: the client's CHILD_SA selector */
 	struct ike_ident peer_id;	/* remote access: the lease's IDi (show ike); data
@@ -445,6 +447,8 @@ struct conn *ike_conn_by_name(struct ike_ctx *ctx, const char *name);
 /* A child connection (ike_sa set) by name, or NULL. */
 struct conn *ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name);
 struct ike_sa *ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c);
+/* sa's connection is c (NULL: none yet): off its old one's list, on c's. */
+void ike_sa_set_conn(struct ike_sa *sa, struct conn *c);
 struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
 struct conn **ike_conn_id_bucket(const struct ike_ctx *ctx, uint8_t type, const uint8_t *data,

@@ -449,7 +449,7 @@ ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
 
 	if (sa == NULL)
 		return NULL;
-	sa->conn = c;
+	ike_sa_set_conn(sa, c);
 	sa->n_kids = 1;			/* kid0: IKE_AUTH's CHILD_SA */
 	sa->initiator = initiator;
 	sa->created_ms = now;
@@ -459,6 +459,27 @@ ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
 		ctx->sas->prev = sa;
 	ctx->sas = sa;
 	return sa;
+}
+
+void
+ike_sa_set_conn(struct ike_sa *sa, struct conn *c)
+{
+	if (sa->conn != NULL) {
+		if (sa->conn_prev != NULL)
+			sa->conn_prev->conn_next = sa->conn_next;
+		else
+			sa->conn->sas = sa->conn_next;
+		if (sa->conn_next != NULL)
+			sa->conn_next->conn_prev = sa->conn_prev;
+	}
+	sa->conn = c;
+	sa->conn_prev = NULL;
+	sa->conn_next = c != NULL ? c->sas : NULL;
+	if (c == NULL)
+		return;
+	if (c->sas != NULL)
+		c->sas->conn_prev = sa;
+	c->sas = sa;
 }
 
 /* The chain of SAs whose SPIi may be spi_i (ike_int.h's ctx->by_spi). */
@@ -516,6 +537,7 @@ sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 		ctx->sas = sa->next;
 	if (sa->next != NULL)
 		sa->next->prev = sa->prev;
+	ike_sa_set_conn(sa, NULL);
 }
 
 void
