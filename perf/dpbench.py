@@ -84,7 +84,9 @@ def key_lines(cipher):
 PCAP_MAC = "02:70:63:61:70:00"      # the first net_pcap device's MAC
 PEER_MAC = "02:00:00:00:0b:01"      # [neighbor peer]
 FLOWS = 64                          # distinct packets in the replayed capture
-MANY_FLOWS = 1024                   # ... when there are many tunnels to spread over
+MANY_FLOWS = 1024                   # ... at least, when there are many tunnels
+MIXES = ("uniform", "skewed")       # how many tunnels' packets are mixed (capture_order)
+SKEW_HOT, SKEW_SHARE = 0.10, 0.90   # skewed: 10 % of the tunnels carry 90 % of the packets
 DECAP_WINDOW = 1024                 # dpvpnd's default replay-window
 FIRST_PASS_BYTES = 64 << 20         # decap: what the long capture's packets touch, about
 WARMUP_SHARE = 1 / 8                # decap: the window starts after this share of the pass
@@ -107,7 +109,36 @@ def first_pass_packets(size):
 
 
 def flows_for(sas):
-    return FLOWS if sas == 1 else min(MANY_FLOWS, sas)
+    """Packets in the capture: 64 for one tunnel; with many, one per
+    installed tunnel at least (issue 28: traffic on every one), MANY_FLOWS
+    at least."""
+    return FLOWS if sas == 1 else max(MANY_FLOWS, sas)
+
+
+def capture_order(sas, mix="uniform", seed=28):
+    """The tunnel of each packet of the capture, flows_for(sas) of them.
+    uniform: every tunnel, in a random order (a permutation, repeated where
+    the capture is longer); skewed: each packet on a random 10 % of the
+    tunnels with probability 0.9, else on one of the rest (uniform within
+    each group), so the hot tunnels carry 90 % of the packets.  Random but
+    the same every run (seed)."""
+    import random
+    if mix not in MIXES:
+        raise ValueError(f"mix {mix!r}: not one of {', '.join(MIXES)}")
+    n = flows_for(sas)
+    if sas == 1:
+        return [0] * n
+    rnd = random.Random(seed)
+    if mix == "uniform":
+        perm = list(range(sas))
+        rnd.shuffle(perm)
+        return [perm[i % sas] for i in range(n)]
+    tunnels = list(range(sas))
+    rnd.shuffle(tunnels)
+    k = max(1, int(sas * SKEW_HOT))
+    hot, cold = tunnels[:k], tunnels[k:] or tunnels[:k]
+    return [rnd.choice(hot) if rnd.random() < SKEW_SHARE else rnd.choice(cold)
+            for _ in range(n)]
 
 
 TUNNEL = """
@@ -171,24 +202,35 @@ mac = 02:00:00:00:0a:02
 
 def inner(i, size, src, dst):
     from scapy.all import IP, UDP, Raw
-    return IP(src=src, dst=dst, id=i) / UDP(sport=1024 + i, dport=9) / \
-        Raw(bytes((i + k) & 0xff for k in range(size - 28)))
+    return IP(src=src, dst=dst, id=i & 0xffff) / UDP(sport=1024 + i % 60000, dport=9) / \
+        Raw(_payload(i & 0xff, size - 28))
 
 
-def make_pcap(path, cipher, direction, size, sas=1):
-    """The capture to replay: FLOWS packets, spread evenly over the tunnels.
-    DPVPN_PCAP_CACHE names a folder of ready-made ones (a rig without scapy
-    gets them carried there: perf/device-pack)."""
+_payloads = {}
+
+
+def _payload(first, n):
+    """Bytes first, first + 1, ... (mod 256), n of them (made once a kind)."""
+    if (first, n) not in _payloads:
+        _payloads[(first, n)] = bytes((first + k) & 0xff for k in range(n))
+    return _payloads[(first, n)]
+
+
+def make_pcap(path, cipher, direction, size, sas=1, mix="uniform"):
+    """The capture to replay: flows_for(sas) packets over the tunnels as
+    capture_order(sas, mix) has them.  DPVPN_PCAP_CACHE names a folder of
+    ready-made ones (a rig without scapy gets them carried there:
+    perf/device-pack)."""
     cache = os.environ.get("DPVPN_PCAP_CACHE")
-    name = f"{cipher}-{direction}-{size}" + (f"-{sas}sa" if sas > 1 else "") + ".pcap"
+    name = f"{cipher}-{direction}-{size}" + (f"-{sas}sa" if sas > 1 else "") + \
+        (f"-{mix}" if sas > 1 and mix != "uniform" else "") + ".pcap"
     if cache and os.path.exists(os.path.join(cache, name)):
         shutil.copy(os.path.join(cache, name), path)
         return
     from scapy.all import IP, Ether, wrpcap
     from scapy.layers.ipsec import ESP, SecurityAssociation
 
-    flows = flows_for(sas)
-    tunnels = [tunnel_params(i * sas // flows, sas) for i in range(flows)]
+    tunnels = [tunnel_params(t, sas) for t in capture_order(sas, mix)]
     if direction == "encap":
         pkts = [Ether(dst=PCAP_MAC, src="02:00:00:00:0a:02") /
                 inner(i, size, "198.18.1.2", t[1]) for i, t in enumerate(tunnels)]
@@ -222,25 +264,26 @@ def _captures_dir():
     return _first_pass_dir
 
 
-def make_first_pass_pcaps(cipher, size, sas, queues, packets):
+def make_first_pass_pcaps(cipher, size, sas, queues, packets, mix="uniform"):
     """The decap captures for anti-replay on: `packets` ESP frames over all
-    queues, each tunnel's sequence numbers rising from 1; tunnel i's packets
-    all go to queue i % queues (as RSS would keep one tunnel on one queue).
-    Made once per process and case, then reused; returns the paths."""
+    queues, in capture_order(sas, mix) (repeated), each tunnel's sequence
+    numbers rising from 1; tunnel i's packets all go to queue i % queues
+    (as RSS would keep one tunnel on one queue).  Made once per process and
+    case, then reused; returns the paths."""
     import espgen
-    flows = flows_for(sas)
+    order = capture_order(sas, mix)
     key, auth_key = (bytes.fromhex(x) for x in keys(cipher, "in"))
     eth = bytes.fromhex(PCAP_MAC.replace(":", "") + PEER_MAC.replace(":", "") + "0800")
     paths = []
     for q in range(queues):
         path = os.path.join(_captures_dir(),
-                            f"{cipher}-{size}-{sas}sa-{packets}-q{q}of{queues}.pcap")
+                            f"{cipher}-{size}-{sas}sa-{mix}-{packets}-q{q}of{queues}.pcap")
         paths.append(path)
         if os.path.exists(path):
             continue
         mine = [(t[3], bytes(inner(i, size, t[1], "198.18.1.2")))
-                for i, t in ((i, tunnel_params(i * sas // flows, sas)) for i in range(flows))
-                if (i * sas // flows) % queues == q]
+                for i, t in ((i, tunnel_params(n, sas)) for i, n in enumerate(order))
+                if order[i] % queues == q]
         frames = espgen.esp_frames(cipher, key, auth_key, mine, eth, "198.19.0.2",
                                    "198.19.0.1")
         espgen.write(path + ".tmp", frames, packets // queues)
@@ -356,30 +399,33 @@ def first_pass_note(direction, anti_replay, workers, sas):
     return None
 
 
-def capture(cipher, direction, size, workers, sas, anti_replay, packets):
+def capture(cipher, direction, size, workers, sas, anti_replay, packets, mix="uniform"):
     """The files net_pcap replays for a case (one per queue, made once per
-    process) and how many packets they hold together."""
+    process) and how many packets they hold together.  The decap capture
+    holds a packet per tunnel at least, so that its first pass reaches
+    every tunnel."""
     if direction == "decap" and anti_replay and \
             first_pass_note(direction, anti_replay, workers, sas) is None:
-        packets = packets or first_pass_packets(size)
-        return make_first_pass_pcaps(cipher, size, sas, workers, packets), packets
-    path = os.path.join(_captures_dir(), f"{cipher}-{direction}-{size}-{sas}sa.pcap")
+        packets = packets or max(first_pass_packets(size), flows_for(sas) if sas > 1 else 0)
+        return make_first_pass_pcaps(cipher, size, sas, workers, packets, mix), packets
+    path = os.path.join(_captures_dir(), f"{cipher}-{direction}-{size}-{sas}sa-{mix}.pcap")
     if not os.path.exists(path):
-        make_pcap(path + ".tmp", cipher, direction, size, sas)
+        make_pcap(path + ".tmp", cipher, direction, size, sas, mix)
         os.replace(path + ".tmp", path)
     return [path] * workers, flows_for(sas) * workers
 
 
 def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdir=None,
-             sas=1, anti_replay=True, packets=None):
+             sas=1, anti_replay=True, packets=None, mix="uniform"):
     """One measurement over sas tunnels; returns a row dict (perf/README.md).
-    packets: the decap capture's length (default first_pass_packets(size)).
+    packets: the decap capture's length (default first_pass_packets(size),
+    or a packet per tunnel if more).  mix: capture_order's, with many tunnels.
     Decap with anti_replay (the default) needs a tunnel per worker at least
     (each tunnel's packets on one queue); else it runs as anti_replay=False
     and says why."""
     d = tempfile.mkdtemp(prefix="dpbench-", dir=workdir)
     note = first_pass_note(direction, anti_replay, workers, sas)
-    paths, n = capture(cipher, direction, size, workers, sas, anti_replay, packets)
+    paths, n = capture(cipher, direction, size, workers, sas, anti_replay, packets, mix)
     try:
         if direction == "decap" and anti_replay and note is None:
             r = first_pass(cipher, size, workers, sas, paths, n, d)
@@ -389,6 +435,8 @@ def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdi
                 r["anti_replay_note"] = note
     finally:
         shutil.rmtree(d, ignore_errors=True)
+    if sas > 1:
+        r["mix"] = mix
     return r
 
 
@@ -406,7 +454,10 @@ def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d):
     rx = "net_pcap0," + ",".join(f"rx_pcap={p}" for p in paths) + ",infinite_rx=1"
     null = "net_null0,no-rx=1"
     vdevs = [rx, null] if direction == "encap" else [null, rx]
-    gw = gateway(config(cipher, direction, sas), vdevs, d, workers, sas)
+    # the PMD keeps the whole capture in mbufs of the dataplane's pool
+    n = flows_for(sas) * workers
+    gw = gateway(config(cipher, direction, sas), vdevs, d, workers, sas,
+                 ["--mbufs", str(n + 65536 + 8192 * workers)] if n > 16384 else ())
     key = "encrypted" if direction == "encap" else "decrypted"
     try:
         gw.start(timeout=30 + sas / 1000)    # installing 100k tunnels takes a while
@@ -567,16 +618,21 @@ def main():
     ap.add_argument("--sas", default="1", help="tunnels (each an SA pair and a policy)")
     ap.add_argument("--no-anti-replay", action="store_true",
                     help="decap: 64 packets replayed with replay-window = 0")
+    ap.add_argument("--mix", default="uniform",
+                    help="with many tunnels, comma-separated: " + ", ".join(MIXES) +
+                    " (capture_order)")
     a = ap.parse_args()
     rows = []
     for cipher in a.cipher.split(","):
         for direction in a.dir.split(","):
             for size in map(int, a.size.split(",")):
-                for w, n in ((w, n) for w in map(int, a.workers.split(","))
-                             for n in map(int, a.sas.split(","))):
+                for w, n, mix in ((w, n, m) for w in map(int, a.workers.split(","))
+                                  for n in map(int, a.sas.split(","))
+                                  for m in (a.mix.split(",") if n > 1 else ["uniform"])):
                     r = run_case(cipher, direction, size, w, a.seconds, sas=n,
-                                 anti_replay=not a.no_anti_replay)
-                    print(f"{cipher:11} {direction:5} {size:5} B  {w} worker(s) {n} SA(s): "
+                                 anti_replay=not a.no_anti_replay, mix=mix)
+                    print(f"{cipher:11} {direction:5} {size:5} B  {w} worker(s) {n} SA(s) "
+                          f"{mix if n > 1 else ''}: "
                           f"{r['mpps']:7.3f} Mpps {r['gbps']:7.2f} Gbit/s  drops {r['drops']}",
                           file=sys.stderr)
                     rows.append(r)
