@@ -839,8 +839,8 @@ classify_family(const struct spd *t, bool v6, const uint8_t **hdrs, int32_t *slo
 		wide_family(t, v6, hdrs, slots, prio, n);
 		return;
 	}
+	spd_host_lookup_burst(hdrs, n, v6, slots, prio);
 	for (uint32_t i = 0; i < n; i++) {
-		slots[i] = spd_host_lookup(hdrs[i], v6, &prio[i]);
 		if (prio[i] <= t->wide_top[v6]) {
 			at[m] = i;
 			need[m++] = hdrs[i];

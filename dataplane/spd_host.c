@@ -6,6 +6,7 @@
 #include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 
 #include "dp.h"
@@ -220,19 +221,10 @@ cand_match(const struct host_cand *c, const uint8_t *a, bool v6)
 	return (a4 & dp_mask(c->other_len)) == *(const uint32_t *)(const void *)c->other;
 }
 
-/* The best candidate of host h's bucket (side) whose other selector holds o. */
+/* The best candidate of bucket b whose other selector holds o, if above *prio. */
 static inline void
-try_side(uint8_t family, uint8_t side, const uint8_t *h, const uint8_t *o, bool v6,
-	 int32_t *slot, int32_t *prio)
+best_in(const struct host_bucket *b, const uint8_t *o, bool v6, int32_t *slot, int32_t *prio)
 {
-	struct host_key k = { .family = family, .side = side };
-	const struct host_bucket *b;
-	void *data;
-
-	memcpy(k.addr, h, v6 ? 16 : 4);
-	if (rte_hash_lookup_data(hosts, &k, &data) < 0)
-		return;
-	b = data;
 	for (uint32_t i = 0; i < b->n && b->c[i].prio > *prio; i++)
 		if (cand_match(&b->c[i], o, v6)) {
 			*slot = (int32_t)b->c[i].sa_slot;
@@ -241,24 +233,48 @@ try_side(uint8_t family, uint8_t side, const uint8_t *h, const uint8_t *o, bool 
 		}
 }
 
-int32_t
-spd_host_lookup(const uint8_t *ip_hdr, bool v6, int32_t *prio)
+/*
+ * One side for a burst: every packet's key, one bulk lookup (rte_hash
+ * pipelines the buckets' and keys' cache misses over the burst), the hits'
+ * buckets prefetched, then each looked at.
+ */
+static void
+bulk_side(uint8_t side, const uint8_t **hdrs, uint32_t n, bool v6, int32_t *slots,
+	  int32_t *prio)
 {
-	const uint8_t *src, *dst;
-	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
-	int32_t slot = -1;
+	struct host_key k[DP_BURST];
+	const void *kp[DP_BURST];
+	void *data[DP_BURST];
+	uint32_t off = v6 ? (side ? 8 : 24) : (side ? 12 : 16), len = v6 ? 16 : 4;
+	uint32_t ooff = v6 ? (side ? 24 : 8) : (side ? 16 : 12);
+	uint64_t hits = 0;
 
-	*prio = INT32_MIN;
-	if (v6) {
-		src = ((const struct rte_ipv6_hdr *)ip_hdr)->src_addr;
-		dst = ((const struct rte_ipv6_hdr *)ip_hdr)->dst_addr;
-	} else {
-		src = (const uint8_t *)&((const struct rte_ipv4_hdr *)ip_hdr)->src_addr;
-		dst = (const uint8_t *)&((const struct rte_ipv4_hdr *)ip_hdr)->dst_addr;
+	for (uint32_t i = 0; i < n; i++) {
+		k[i] = (struct host_key){ .family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET,
+					  .side = side };
+		memcpy(k[i].addr, hdrs[i] + off, len);
+		kp[i] = &k[i];
+	}
+	if (rte_hash_lookup_bulk_data(hosts, kp, n, &hits, data) <= 0)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if (hits >> i & 1)
+			rte_prefetch0(data[i]);
+	for (uint32_t i = 0; i < n; i++)
+		if (hits >> i & 1)
+			best_in(data[i], hdrs[i] + ooff, v6, &slots[i], &prio[i]);
+}
+
+void
+spd_host_lookup_burst(const uint8_t **hdrs, uint32_t n, bool v6, int32_t *slots,
+		      int32_t *prio)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		slots[i] = -1;
+		prio[i] = INT32_MIN;
 	}
 	if (__atomic_load_n(&n_rules[v6][0], __ATOMIC_RELAXED) != 0)
-		try_side(family, 0, dst, src, v6, &slot, prio);
+		bulk_side(0, hdrs, n, v6, slots, prio);
 	if (__atomic_load_n(&n_rules[v6][1], __ATOMIC_RELAXED) != 0)
-		try_side(family, 1, src, dst, v6, &slot, prio);
-	return slot;
+		bulk_side(1, hdrs, n, v6, slots, prio);
 }

@@ -38,7 +38,12 @@ void spd_host_reclaim(void);
 /* Policies of family v6 in the table (relaxed: the SPD's generation orders it). */
 bool spd_host_any(bool v6);
 
-/* Fast path: the SA slot of the best host policy matching the header, or -1 (prio INT32_MIN). */
-int32_t spd_host_lookup(const uint8_t *ip_hdr, bool v6, int32_t *prio);
+/*
+ * Fast path, a burst (n <= DP_BURST) of one family's IP headers: for each,
+ * the SA slot of the best host policy matching it and its precedence, or
+ * -1 and INT32_MIN.
+ */
+void spd_host_lookup_burst(const uint8_t **ip_hdrs, uint32_t n, bool v6, int32_t *slots,
+			   int32_t *prio);
 
 #endif /* SPD_HOST_H */
