@@ -115,8 +115,8 @@ def flows_for(sas):
     return FLOWS if sas == 1 else max(MANY_FLOWS, sas)
 
 
-def capture_order(sas, mix="uniform", seed=28):
-    """The tunnel of each packet of the capture, flows_for(sas) of them.
+def capture_order(sas, mix="uniform", seed=28, n=None):
+    """The tunnel of each packet of the capture, n (flows_for(sas)) of them.
     uniform: every tunnel, in a random order (a permutation, repeated where
     the capture is longer); skewed: each packet on a random 10 % of the
     tunnels with probability 0.9, else on one of the rest (uniform within
@@ -125,7 +125,7 @@ def capture_order(sas, mix="uniform", seed=28):
     import random
     if mix not in MIXES:
         raise ValueError(f"mix {mix!r}: not one of {', '.join(MIXES)}")
-    n = flows_for(sas)
+    n = n or flows_for(sas)
     if sas == 1:
         return [0] * n
     rnd = random.Random(seed)
@@ -216,21 +216,21 @@ def _payload(first, n):
     return _payloads[(first, n)]
 
 
-def make_pcap(path, cipher, direction, size, sas=1, mix="uniform"):
-    """The capture to replay: flows_for(sas) packets over the tunnels as
+def make_pcap(path, cipher, direction, size, sas=1, mix="uniform", n=None):
+    """The capture to replay: n (flows_for(sas)) packets over the tunnels as
     capture_order(sas, mix) has them.  DPVPN_PCAP_CACHE names a folder of
     ready-made ones (a rig without scapy gets them carried there:
     perf/device-pack)."""
     cache = os.environ.get("DPVPN_PCAP_CACHE")
     name = f"{cipher}-{direction}-{size}" + (f"-{sas}sa" if sas > 1 else "") + \
-        (f"-{mix}" if sas > 1 and mix != "uniform" else "") + ".pcap"
+        (f"-{mix}" if sas > 1 and mix != "uniform" else "") + (f"-{n}" if n else "") + ".pcap"
     if cache and os.path.exists(os.path.join(cache, name)):
         shutil.copy(os.path.join(cache, name), path)
         return
     from scapy.all import IP, Ether, wrpcap
     from scapy.layers.ipsec import ESP, SecurityAssociation
 
-    tunnels = [tunnel_params(t, sas) for t in capture_order(sas, mix)]
+    tunnels = [tunnel_params(t, sas) for t in capture_order(sas, mix, n=n)]
     if direction == "encap":
         pkts = [Ether(dst=PCAP_MAC, src="02:00:00:00:0a:02") /
                 inner(i, size, "198.18.1.2", t[1]) for i, t in enumerate(tunnels)]
@@ -408,11 +408,12 @@ def capture(cipher, direction, size, workers, sas, anti_replay, packets, mix="un
             first_pass_note(direction, anti_replay, workers, sas) is None:
         packets = packets or max(first_pass_packets(size), flows_for(sas) if sas > 1 else 0)
         return make_first_pass_pcaps(cipher, size, sas, workers, packets, mix), packets
-    path = os.path.join(_captures_dir(), f"{cipher}-{direction}-{size}-{sas}sa-{mix}.pcap")
+    n = packets or flows_for(sas)
+    path = os.path.join(_captures_dir(), f"{cipher}-{direction}-{size}-{sas}sa-{mix}-{n}.pcap")
     if not os.path.exists(path):
-        make_pcap(path + ".tmp", cipher, direction, size, sas, mix)
+        make_pcap(path + ".tmp", cipher, direction, size, sas, mix, packets)
         os.replace(path + ".tmp", path)
-    return [path] * workers, flows_for(sas) * workers
+    return [path] * workers, n * workers
 
 
 def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdir=None,
@@ -430,7 +431,8 @@ def run_case(cipher, direction, size, workers=1, seconds=3.0, warmup=1.0, workdi
         if direction == "decap" and anti_replay and note is None:
             r = first_pass(cipher, size, workers, sas, paths, n, d)
         else:
-            r = steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d)
+            r = steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d,
+                       n // workers)
             if note:
                 r["anti_replay_note"] = note
     finally:
@@ -449,13 +451,14 @@ def gateway(cfg_text, vdevs, d, workers, sas, extra_args=()):
                                 *extra_args])
 
 
-def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d):
-    """64 packets (1024 with many tunnels) replayed forever; a timed window."""
+def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d, flows=None):
+    """A capture of flows (flows_for(sas)) packets replayed forever; a timed window."""
+    flows = flows or flows_for(sas)
     rx = "net_pcap0," + ",".join(f"rx_pcap={p}" for p in paths) + ",infinite_rx=1"
     null = "net_null0,no-rx=1"
     vdevs = [rx, null] if direction == "encap" else [null, rx]
     # the PMD keeps the whole capture in mbufs of the dataplane's pool
-    n = flows_for(sas) * workers
+    n = flows * workers
     gw = gateway(config(cipher, direction, sas), vdevs, d, workers, sas,
                  ["--mbufs", str(n + 65536 + 8192 * workers)] if n > 16384 else ())
     key = "encrypted" if direction == "encap" else "decrypted"
@@ -482,7 +485,7 @@ def steady(cipher, direction, size, workers, seconds, warmup, sas, paths, d):
     r = row_base(cipher, direction, size, workers, sas)
     r.update({"mpps": pps / 1e6, "gbps": pps * size * 8 / 1e9, "seconds": t1 - t0,
               "drops": drops,
-              "method": f"steady: {flows_for(sas)}-packet capture replayed, timed window",
+              "method": f"steady: {flows}-packet capture replayed, timed window",
               "busy_cycles_per_packet": busy / (n1 - n0) if n1 > n0 else None,
               "sched": sched_summary(use, probe.lcore_threads(th1)),
               "threads": probe.by_name(use)})
@@ -618,6 +621,9 @@ def main():
     ap.add_argument("--sas", default="1", help="tunnels (each an SA pair and a policy)")
     ap.add_argument("--no-anti-replay", action="store_true",
                     help="decap: 64 packets replayed with replay-window = 0")
+    ap.add_argument("--packets", type=int,
+                    help="the capture's length (default: 64 for one tunnel, a packet a "
+                    "tunnel with many; decap with anti-replay: first_pass_packets)")
     ap.add_argument("--mix", default="uniform",
                     help="with many tunnels, comma-separated: " + ", ".join(MIXES) +
                     " (capture_order)")
@@ -630,7 +636,8 @@ def main():
                                   for n in map(int, a.sas.split(","))
                                   for m in (a.mix.split(",") if n > 1 else ["uniform"])):
                     r = run_case(cipher, direction, size, w, a.seconds, sas=n,
-                                 anti_replay=not a.no_anti_replay, mix=mix)
+                                 anti_replay=not a.no_anti_replay, mix=mix,
+                                 packets=a.packets)
                     print(f"{cipher:11} {direction:5} {size:5} B  {w} worker(s) {n} SA(s) "
                           f"{mix if n > 1 else ''}: "
                           f"{r['mpps']:7.3f} Mpps {r['gbps']:7.2f} Gbit/s  drops {r['drops']}",
