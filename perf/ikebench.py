@@ -150,6 +150,20 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def heap_mb(g):
+    """The DUT dataplane's hugepage heap in use (DPDK telemetry /eal/heap_info),
+    MiB; None without one (charon)."""
+    if g is None:
+        return None
+    import probe
+    tel = probe.Telemetry(g.file_prefix)
+    try:
+        return round(sum(tel.cmd(f"/eal/heap_info,{h}")["Alloc_size"]
+                         for h in tel.cmd("/eal/heap_list")) / 2**20, 1)
+    finally:
+        tel.close()
+
+
 def rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -331,7 +345,7 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
     started, failed, busy = {}, set(), set()
     dut_cpu0, gen_cpu0 = cpu_s(b.dut_pid), cpu_s(b.gen.dpvpnd.p.pid)
     t0 = time.time()
-    nxt, shown = 0, t0
+    nxt, shown, in_ctl, py0 = 0, t0, 0.0, time.process_time()
     try:
         while nxt < count or busy:
             if progress and time.time() - shown >= 5:
@@ -359,6 +373,7 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
                     busy.add(nxt)
                 except RuntimeError:
                     failed.add(nxt)
+                in_ctl += time.time() - started[nxt]
                 nxt += 1
             time.sleep(0.001)
     finally:
@@ -377,6 +392,9 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
                         "p99": round(lat[len(lat) * 99 // 100], 4) if lat else None,
                         "max": round(lat[-1], 4) if lat else None},
             "dut_cpu_s": round(dut_cpu, 2),
+            # the harness: its wall time in the generator's initiate calls, its own CPU
+            "initiate_calls_s": round(in_ctl, 2),
+            "harness_cpu_s": round(time.process_time() - py0, 2),
             "sas_per_cpu_s": round(n_up / dut_cpu, 1) if dut_cpu else None,
             "generator_cpu_pct": round(100 * gen_cpu / wall, 1) if wall else None}
 
@@ -411,11 +429,24 @@ def run(a):
     t0 = time.time()
     with Bench(a) as b:
         row["prepare_s"] = round(time.time() - t0, 1)
+        rss0, heap0 = rss_mb(b.dut_pid), heap_mb(b.dut)
         f = fill(b, a.clients, None if a.rate else a.window, a.rate, a.deadline,
                  limit=a.time_limit)
         f["time_limited"] = f["offered"] < a.clients
         print(f"ikebench: fill {json.dumps(f)}", file=sys.stderr, flush=True)
         f["dut_rss_mb_filled"] = rss_mb(b.dut_pid)
+        # memory per tunnel: the DUT daemon's growth (its IKE SA and CHILD_SA
+        # bookkeeping) and its dataplane's heap growth (beyond what --max-sa
+        # reserved at start), each over the tunnels up
+        heap1 = heap_mb(b.dut)
+        f["dut_rss_mb_empty"], f["dut_heap_mb_empty"], f["dut_heap_mb_filled"] = \
+            rss0, heap0, heap1
+        if f["up"]:
+            f["dut_daemon_bytes_per_tunnel"] = round((f["dut_rss_mb_filled"] - rss0) * 2**20 /
+                                                     f["up"])
+            if heap0 is not None:
+                f["dut_dataplane_heap_bytes_per_tunnel"] = round((heap1 - heap0) * 2**20 /
+                                                                 f["up"])
         f.update(b.losses())
         time.sleep(a.hold)
         f["hold_s"] = a.hold
