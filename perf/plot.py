@@ -63,11 +63,16 @@ def mpps_vs(doc, base, key, xlabel, title, log=False):
     if len({r.get(key, 1) for r in rows}) < 2:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    mixes = sorted({r.get("mix", "uniform") for r in rows}) if key == "sas" else [None]
     for d in ("encap", "decap"):
         for s in sorted({r["size"] for r in rows if r.get(key, 1) > 1}):
-            pts = sorted((r.get(key, 1), r["mpps"]) for r in rows
-                         if r["direction"] == d and r["size"] == s)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{d} {s} B")
+            for mix in mixes:       # tunnels: one series per traffic mix, from 1 tunnel
+                pts = sorted((r.get(key, 1), r["mpps"]) for r in rows
+                             if r["direction"] == d and r["size"] == s and
+                             (mix is None or r.get(key, 1) == 1 or
+                              r.get("mix", "uniform") == mix))
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-",
+                        label=f"{d} {s} B" + (f" {mix}" if mix and len(mixes) > 1 else ""))
     style(ax, xlabel, "Mpps", title, log)
     save(fig, doc, f"{base}-{key}.png")
 

@@ -32,7 +32,8 @@ def headline(doc, machine=True):
     for r in doc["rows"]:
         d = r["direction"] + (" (anti-replay)" if r.get("anti_replay") else "")
         line = (f"| {r['cipher']} | {d} | {r['size']} | {r['workers']} | "
-                f"{r.get('sas', 1)} | {r['mpps']:.2f} | {r['gbps']:.1f} | ")
+                f"{r.get('sas', 1)}{' ' + r['mix'] if r.get('mix') else ''} | "
+                f"{r['mpps']:.2f} | {r['gbps']:.1f} | ")
         if r.get("ceiling_gbps") is None:       # two-gateway rows: no ceiling
             print(line + "– | – | – | – | – |")
             continue
