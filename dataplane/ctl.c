@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE	/* struct ucred, accept4 */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -988,6 +989,23 @@ log_msg(ssize_t got, const struct dpvpn_msg_hdr *h, bool valid, int rc, const ch
 		msgs[h->type].name, h->seq, sa, rc ? err : "ok");
 }
 
+/*
+ * A reply the client's socket would not take (its queue full: a client that
+ * does not read): counted, and said for the first few and then every
+ * thousandth, with what it was for.
+ */
+static void
+reply_lost(int fd, const struct dpvpn_msg_hdr *o, int err)
+{
+	static uint64_t n;
+
+	if (++n <= 8 || n % 1000 == 0)
+		fprintf(stderr, "dpvpn-dataplane: control reply to fd %d (%s seq %u) not sent: "
+			"%s (%" PRIu64 " so far)\n", fd,
+			o->type < DPVPN_MSG_TYPE_MAX && msgs[o->type].name ? msgs[o->type].name :
+			"?", o->seq, strerror(err), n);
+}
+
 static void
 serve(int fd)
 {
@@ -1027,7 +1045,7 @@ serve(int fd)
 	}
 	o->len = r.len;
 	if (send(fd, txbuf, sizeof(*o) + r.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		fprintf(stderr, "dpvpn-dataplane: control reply: %s\n", strerror(errno));
+		reply_lost(fd, o, errno);
 	if (o->type == DPVPN_MSG_KEEP_LIST)	/* the records hold IKE keys */
 		explicit_bzero(r.payload, r.len);
 }
