@@ -96,7 +96,9 @@ static void on_send(void *opaque, const struct ike_addr *local, const struct ike
 	to_dp_addr(&p->remote, remote);
 	p->len = (uint32_t)len;
 	memcpy(p + 1, msg, len);
+	/* quiet: only a refusal is answered (the channel's queue is IKE_RX's) */
 	*h = (struct dpvpn_msg_hdr){ .type = DPVPN_MSG_IKE_TX, .seq = ++ikd.chan.seq,
+				     .flags = DPVPN_F_QUIET,
 				     .len = (uint32_t)(sizeof(*p) + len) };
 	if (send(ikd.chan.fd, buf, sizeof(*h) + h->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		ikd.tx_failed++;
@@ -193,6 +195,15 @@ static void take(const uint8_t *buf, ssize_t n)
 
 	if (n < (ssize_t)sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
 		ikd.rx_bad++;
+		return;
+	}
+	if (h->flags == DPVPN_F_REPLY && h->type != DPVPN_MSG_IKE_TX) {	/* a quiet KEEP_* */
+		char err[160];
+
+		snprintf(err, sizeof(err), "%.*s", (int)(h->len < 150 ? h->len : 150),
+			 (const char *)(h + 1));
+		if (h->status < 0)
+			ikd_keep_refused(h->type, h->status, err);
 		return;
 	}
 	if (h->flags == DPVPN_F_REPLY) {	/* to an IKE_TX */

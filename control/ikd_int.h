@@ -132,6 +132,8 @@ int ikd_start(const char *dp_socket, const struct cfg *cfg);
 
 /* ikd_conn.c */
 struct ikd_conn *ikd_find_conn(const char *name);
+/* ikd_keep.c: a quiet KEEP_SET or KEEP_DEL the dataplane refused */
+void ikd_keep_refused(uint16_t type, int status, const char *err);
 /* conn, then the ike-sa tunnels on its IKE SA: c NULL for the first, NULL past the end */
 struct ikd_conn *ikd_conn_family(const char *conn, struct ikd_conn *c);
 struct ikd_conn *ikd_client_by_name(const char *name);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "config.h"
 #include "ike_sa.h"
@@ -63,6 +65,46 @@ void ikd_claim(uint32_t spi, uint8_t dir)
 	ikd.claimed[ikd.n_claimed++] = (struct ikd_sa_ref){ .spi = spi, .dir = dir };
 }
 
+/*
+ * On the IKE channel, quiet (answered only if refused: ikd_keep_refused):
+ * the dataplane takes the channel's messages in order, so a record goes in
+ * before the IKE message sent after it, with no round trip for either.  The
+ * send blocks while the channel is full rather than lose the record.
+ */
+static int keep_quiet(uint16_t type, const void *m, uint32_t len)
+{
+	struct dpvpn_msg_hdr h = { .type = type, .flags = DPVPN_F_QUIET, .seq = ++ikd.chan.seq,
+				   .len = len };
+	struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
+				{ .iov_base = (void *)m, .iov_len = len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n;
+
+	do
+		n = sendmsg(ikd.chan.fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)(sizeof(h) + len))
+		return 0;
+	snprintf(ikd.chan.err, sizeof(ikd.chan.err), "IKE channel: %s",
+		 n < 0 ? strerror(errno) : "short send");
+	return -1;
+}
+
+static void keep_failed(const char *err)
+{
+	if (ikd.keep_failed++ % 1000 == 0)	/* (said once per 1000) */
+		fprintf(stderr, "dpvpnd: IKE SA state not kept in the dataplane (%s): a restart "
+			"of dpvpnd would negotiate such a tunnel again\n", err);
+}
+
+/* A quiet KEEP_SET or KEEP_DEL refused (its reply on the IKE channel). */
+void ikd_keep_refused(uint16_t type, int status, const char *err)
+{
+	if (type == DPVPN_MSG_KEEP_DEL && status == -ENOENT)
+		return;		/* none there: as wanted */
+	keep_failed(err);
+}
+
 /* ike_keep_take's callback: the record to the dataplane, or its removal. */
 static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const uint8_t *spi_r,
 		     const uint8_t *rec, size_t len)
@@ -71,6 +113,8 @@ static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const ui
 	struct dpvpn_keep *m = (struct dpvpn_keep *)buf;
 	struct ikd_keep_hdr *h = (struct ikd_keep_hdr *)(m + 1);
 	const struct ikd_conn *c = conn ? ikd_find_conn(conn) : NULL;
+	bool quiet = ikd.chan.fd >= 0;	/* without a channel (no IKE tunnel): a call */
+	uint16_t type = rec == NULL || c == NULL ? DPVPN_MSG_KEEP_DEL : DPVPN_MSG_KEEP_SET;
 	int rc;
 
 	(void)arg;
@@ -79,23 +123,22 @@ static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const ui
 	memset(m, 0, sizeof(*m));
 	memcpy(m->key, spi_i, 8);
 	memcpy(m->key + 8, spi_r, 8);
-	if (rec == NULL || c == NULL) {
-		rc = dp_call(ikd.dp, DPVPN_MSG_KEEP_DEL, m, sizeof(*m), NULL, 0);
-		if (rc != 0 && ikd.dp->status == -ENOENT)
-			rc = 0;
-	} else {
+	if (type == DPVPN_MSG_KEEP_SET) {
 		*h = (struct ikd_keep_hdr){ .magic = IKD_KEEP_MAGIC, .version = IKD_KEEP_VERSION };
 		snprintf(h->tunnel, sizeof(h->tunnel), "%s", conn);
 		memcpy(h->digest, c->digest, sizeof(h->digest));
 		memcpy(h + 1, rec, len);
 		m->len = (uint32_t)(sizeof(*h) + len);
-		rc = dp_call(ikd.dp, DPVPN_MSG_KEEP_SET, buf, (uint32_t)(sizeof(*m) + m->len),
-			     NULL, 0);
-		explicit_bzero(buf, sizeof(*m) + m->len);
 	}
-	if (rc != 0 && ikd.keep_failed++ % 1000 == 0)	/* (said once per 1000) */
-		fprintf(stderr, "dpvpnd: IKE SA state not kept in the dataplane (%s): a restart "
-			"of dpvpnd would negotiate such a tunnel again\n", ikd.dp->err);
+	if (quiet)
+		rc = keep_quiet(type, buf, (uint32_t)(sizeof(*m) + m->len));
+	else
+		rc = dp_call(ikd.dp, type, buf, (uint32_t)(sizeof(*m) + m->len), NULL, 0);
+	explicit_bzero(buf, sizeof(*m) + m->len);
+	if (!quiet && rc != 0 && type == DPVPN_MSG_KEEP_DEL && ikd.dp->status == -ENOENT)
+		rc = 0;
+	if (rc != 0)
+		keep_failed(quiet ? ikd.chan.err : ikd.dp->err);
 }
 
 void ikd_keep_flush(void)

@@ -936,8 +936,11 @@ check_header(ssize_t got, const struct dpvpn_msg_hdr *h, struct reply *r)
 			 h->len, (size_t)got - sizeof(*h));
 		return -EBADMSG;
 	}
-	if (h->flags != 0) {
-		snprintf(r->err, sizeof(r->err), "hdr.flags: 0x%x, must be 0", h->flags);
+	if (h->flags != 0 && !(h->flags == DPVPN_F_QUIET && (h->type == DPVPN_MSG_IKE_TX ||
+							   h->type == DPVPN_MSG_KEEP_SET ||
+							   h->type == DPVPN_MSG_KEEP_DEL))) {
+		snprintf(r->err, sizeof(r->err), "hdr.flags: 0x%x, must be 0 (or DPVPN_F_QUIET "
+			 "on IKE_TX, KEEP_SET, KEEP_DEL)", h->flags);
 		return -EINVAL;
 	}
 	if (h->type == 0 || h->type >= DPVPN_MSG_TYPE_MAX || msgs[h->type].fn == NULL) {
@@ -989,6 +992,14 @@ log_msg(ssize_t got, const struct dpvpn_msg_hdr *h, bool valid, int rc, const ch
 		msgs[h->type].name, h->seq, sa, rc ? err : "ok");
 }
 
+static uint64_t quiet_done;	/* quiet requests done, so not answered */
+
+uint64_t
+ctl_quiet_done(void)
+{
+	return quiet_done;
+}
+
 /*
  * A reply the client's socket would not take (its queue full: a client that
  * does not read): counted, and said for the first few and then every
@@ -1013,7 +1024,7 @@ serve(int fd)
 	struct dpvpn_msg_hdr *o = (struct dpvpn_msg_hdr *)txbuf;
 	struct reply r = { .payload = txbuf + sizeof(*o) };
 	ssize_t got = recv(fd, rxbuf, sizeof(rxbuf), MSG_TRUNC | MSG_DONTWAIT);
-	bool valid;
+	bool valid, quiet;
 	int rc;
 
 	if (got <= 0) {
@@ -1030,6 +1041,7 @@ serve(int fd)
 	o->seq = (size_t)got >= sizeof(*h) ? h->seq : 0;
 	rc = check_header(got, h, &r);
 	valid = rc == 0;
+	quiet = valid && h->flags == DPVPN_F_QUIET;	/* (checked: which types) */
 	cur_fd = fd;
 	cur_len = valid ? h->len : 0;
 	if (valid)
@@ -1044,6 +1056,10 @@ serve(int fd)
 		memcpy(r.payload, r.err, r.len);
 	}
 	o->len = r.len;
+	if (quiet && rc == 0) {
+		quiet_done++;	/* done: nothing to say */
+		return;
+	}
 	if (send(fd, txbuf, sizeof(*o) + r.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		reply_lost(fd, o, errno);
 	if (o->type == DPVPN_MSG_KEEP_LIST)	/* the records hold IKE keys */

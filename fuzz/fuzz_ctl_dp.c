@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@
 #include <rte_cycles.h>
 
 #include "ctl.h"
+#include "dp.h"
 #include "ctl_steps.h"
 #include "fuzz_dp.h"
 #include "keep.h"
@@ -108,6 +110,16 @@ dump_entry(uint16_t type)
  * (its size), or 0 once the dataplane closed the connection.  Polled again
  * while there is none yet: a signal (libFuzzer's timer) can cut a poll short.
  */
+static uint64_t ike_out0, quiet0;	/* before the request: IKE messages sent, quiet ones done */
+static bool quiet_req;		/* it carries DPVPN_F_QUIET */
+
+/* A quiet request that was done: no reply is due (dpvpn_proto.h). */
+static bool
+sent_quietly(void)
+{
+	return quiet_req && ctl_quiet_done() > quiet0;
+}
+
 static ssize_t
 answer(void)
 {
@@ -116,7 +128,7 @@ answer(void)
 	for (int i = 0; i < 1000 && got < 0; i++) {
 		ctl_poll(0);
 		got = recv(cfd, reply, sizeof(reply), MSG_TRUNC | MSG_DONTWAIT);
-		if (got < 0 && errno != EAGAIN && errno != EINTR)
+		if (got < 0 && (sent_quietly() || (errno != EAGAIN && errno != EINTR)))
 			break;
 	}
 	return got;
@@ -160,6 +172,14 @@ check_reply(const uint8_t *req, size_t len)
 	ssize_t got = answer();
 	size_t esize;
 
+	if (got < 0 && sent_quietly()) {
+		if (((const struct dpvpn_msg_hdr *)req)->type == DPVPN_MSG_IKE_TX &&
+		    main_stats()->ike_out == ike_out0)
+			die("a quiet IKE_TX done without a message sent", req, len);
+		return 0;
+	}
+	if (got >= 0 && sent_quietly())
+		die("a quiet IKE_TX that was sent got a reply", req, len);
 	if (got < (ssize_t)HDR || got > DPVPN_MSG_MAX)
 		die("no reply, or one of a bad size", req, len);
 	if (h->flags != DPVPN_F_REPLY || h->len != got - HDR || h->status > 0)
@@ -202,6 +222,9 @@ static ssize_t
 request(const uint8_t *req, size_t len)
 {
 	sa_lifetimes_tick(rte_get_timer_cycles());	/* as the main loop does */
+	quiet_req = len >= HDR && ((const struct dpvpn_msg_hdr *)req)->flags == DPVPN_F_QUIET;
+	ike_out0 = main_stats()->ike_out;
+	quiet0 = ctl_quiet_done();
 	if (send(cfd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
 		perror("fuzz_ctl_dp: send");
 		abort();

@@ -12,6 +12,11 @@
  *
  * Requests carry hdr.flags = 0; each is answered by exactly one reply with the
  * same type and seq, flags = DPVPN_F_REPLY, and status = 0 or a negative errno.
+ * One exception (protocol 28): an IKE_TX, KEEP_SET or KEEP_DEL with flags =
+ * DPVPN_F_QUIET is answered only if it is refused.  dpvpnd sends those on the
+ * IKE channel: an IKE SA's record and then the message it sends, in order,
+ * without a round trip each, and the channel's queue holds the IKE_RX pushes,
+ * not a reply to every message sent.
  * A failed request's reply payload is a NUL-terminated message that names the
  * offending field ("sa.key_len: 15 is not 16 or 32").  The dataplane checks
  * the peer's credentials (SO_PEERCRED: root or its own uid), the datagram size
@@ -101,7 +106,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	27
+#define DPVPN_PROTO_VERSION	28
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -155,6 +160,7 @@ enum dpvpn_msg_type {
 
 #define DPVPN_F_REPLY	0x1
 #define DPVPN_F_PUSH	0x2	/* unsolicited (IKE_RX); no reply is expected */
+#define DPVPN_F_QUIET	0x4	/* request (IKE_TX, KEEP_SET, KEEP_DEL): no reply unless refused */
 
 struct dpvpn_msg_hdr {
 	uint16_t type;		/* enum dpvpn_msg_type */

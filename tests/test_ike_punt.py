@@ -25,7 +25,7 @@ pytestmark = pytest.mark.ike
 HDR = struct.Struct("<HHIIi")          # struct dpvpn_msg_hdr
 PKT = struct.Struct("<HHHHB3x16sB3x16sII")   # struct dpvpn_ike_pkt
 IKE_OPEN, IKE_TX, IKE_RX = 25, 26, 27
-F_REPLY, F_PUSH = 1, 2
+F_REPLY, F_PUSH, F_QUIET = 1, 2, 4
 AF4, AF6 = 4, 6
 A_OUT, B_OUT = "198.19.0.1", "198.19.0.2"
 OUTSIDE = 1                             # port 1 on both gateways (lab.py)
@@ -65,10 +65,11 @@ class Channel:
         assert flags == F_REPLY, flags
         return t, seq, status, d[HDR.size:]
 
-    def call(self, t, payload=b""):
+    def call(self, t, payload=b"", flags=0, wait=5):
+        """(status, message or body); None if nothing came within wait s."""
         self.seq += 1
-        self.s.send(HDR.pack(t, 0, self.seq, len(payload), 0) + payload)
-        end = time.monotonic() + 5
+        self.s.send(HDR.pack(t, flags, self.seq, len(payload), 0) + payload)
+        end = time.monotonic() + wait
         while time.monotonic() < end:
             got = self._take(end - time.monotonic())
             if got is None:
@@ -78,20 +79,23 @@ class Channel:
             rt, rseq, status, body = got
             assert (rt, rseq) == (t, self.seq)
             return status, body.rstrip(b"\0").decode() if status else body
+        if flags:
+            return None
         raise TimeoutError("no reply")
 
     def open(self):
         status, msg = self.call(IKE_OPEN)
         assert status == 0, msg
 
-    def tx(self, local, lport, remote, rport, data, port=OUTSIDE, over=None):
+    def tx(self, local, lport, remote, rport, data, port=OUTSIDE, over=None, flags=0, wait=5):
         lf, la = addr(local)
         rf, ra = addr(remote)
         f = dict(port=port, lport=lport, rport=rport, res=0, lf=lf, la=la, rf=rf, ra=ra,
                  len=len(data), res2=0)
         f.update(over or {})
         return self.call(IKE_TX, PKT.pack(f["port"], f["lport"], f["rport"], f["res"], f["lf"],
-                                          f["la"], f["rf"], f["ra"], f["len"], f["res2"]) + data)
+                                          f["la"], f["rf"], f["ra"], f["len"], f["res2"]) + data,
+                         flags, wait)
 
     def wait_push(self, timeout=5):
         end = time.monotonic() + timeout
@@ -230,6 +234,31 @@ def test_ike_between_two_dataplanes_both_ports(net):
         c = gw.ctl("show", "counters")
         total, gone = lab.counters_balance(c)
         assert total == gone, (gw.name, c)
+
+
+def test_quiet_ike_tx_is_answered_only_when_refused(net):
+    """IKE_TX with DPVPN_F_QUIET (what dpvpnd sends): a message that leaves
+    gets no reply, so the channel's queue keeps room for IKE_RX; a refused
+    one is answered with the field, as without the flag; the flag on any
+    other request is refused."""
+    cha, chb = Channel(net.a.dp_sock), Channel(net.b.dp_sock)
+    try:
+        cha.open()
+        chb.open()
+        out_a = net.a.ctl("show", "counters")["ike_out"]
+        msg = os.urandom(200)
+        assert cha.tx(A_OUT, 500, B_OUT, 500, msg, flags=F_QUIET, wait=1) is None
+        p = chb.wait_push()
+        assert p["data"] == msg and p["remote"] == A_OUT, p
+        assert net.a.ctl("show", "counters")["ike_out"] == out_a + 1
+        status, err = cha.tx(A_OUT, 500, B_OUT, 500, b"x", over=dict(port=0), flags=F_QUIET)
+        assert status < 0 and err.startswith("ike.port: 0 is not an outside port"), err
+        status, err = cha.call(IKE_OPEN, flags=F_QUIET)
+        assert status < 0 and err.startswith("hdr.flags"), err
+        assert cha.pushes == [], cha.pushes      # and no stray reply in between
+    finally:
+        cha.close()
+        chb.close()
 
 
 @pytest.mark.parametrize("over,want", [
