@@ -142,10 +142,11 @@ slot_relink(uint32_t i, uint32_t at)
  * POLICY_DEL names selectors, not an SA: entries with the same (src, dst)
  * are listed from by_sel's entry for them (main lcore only; not the lookup's).
  */
-struct sel_key {
+struct sel_key {			/* 8-byte aligned and sized: rte_hash_crc's loads */
 	uint8_t family, src_len, dst_len, pad;
 	uint8_t src[16], dst[16];
-};
+	uint8_t pad2[4];
+} __attribute__((aligned(8)));
 static struct rte_hash *by_sel;
 
 /* p's selectors as a key; false if no entry can have them (families, lengths). */

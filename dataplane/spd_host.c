@@ -12,12 +12,17 @@
 #include "dp.h"
 #include "spd_host.h"
 
+/*
+ * 8-byte aligned and sized: rte_hash_crc reads keys 8 bytes at a time, and a
+ * bulk lookup takes an array of them (UBSan: a misaligned load otherwise).
+ */
 struct host_key {
 	uint8_t family;		/* DPVPN_AF_INET, DPVPN_AF_INET6 */
 	uint8_t side;		/* 0: the address is the destination, 1: the source */
 	uint8_t pad[2];
 	uint8_t addr[16];	/* IPv4 in the first 4 bytes, the rest zero */
-};
+	uint8_t pad2[4];
+} __attribute__((aligned(8)));
 
 struct host_cand {
 	int32_t prio;		/* rte_acl precedence: higher wins */
