@@ -537,6 +537,7 @@ teardown(struct crypto_mgr *mb)
 {
 	rte_eal_mp_wait_lcore();
 	trace_stop();
+	spd_fini();	/* the background build, if any, before EAL goes */
 	sa_flush();	/* wipes every SA's keys */
 	keep_flush();	/* and dpvpnd's IKE records */
 	host_teardown();	/* before the ports: twins' frames come from their pool */
@@ -695,6 +696,7 @@ main(int argc, char **argv)
 
 	while (!dp.quit) {
 		ctl_poll(1);
+		spd_poll();	/* a classifier built in the background goes in */
 		arp_poll();
 		host_poll();
 		ike_poll();

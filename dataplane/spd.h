@@ -9,13 +9,17 @@
  * one is O(1) and builds nothing.  The other ("wide") policies are
  * classified for a whole burst with rte_acl (or, for a handful of rules,
  * scanned in precedence order: cheaper); a packet's answer is the higher
- * precedence of the two.  The classifier is immutable:
- * the main lcore builds a new one from its rule list and publishes it by
- * pointer, and frees the old one after every worker passed a quiescent point.
- * A build costs O(rules), so changes can be batched: between spd_begin() and
- * spd_commit() adds only collect rules, and the commit builds once (dpvpnd
- * brackets a whole install that way; tens of thousands of policies then cost
- * one build, not one each).
+ * precedence of the two.  Workers read an immutable version, published by
+ * pointer under RCU; the main lcore writes.  An rte_acl build costs
+ * O(rules) (~250 ms at 10 000 here), so with many wide rules none is built
+ * on the main lcore: a change publishes at once a version made of the last
+ * built base (rules removed since marked dead in it) and a small delta (the
+ * rules added since), and a control thread builds the next base from a copy
+ * of the rules; spd_poll() swaps it in when it is done, with whatever
+ * changed meanwhile as the next delta (one build for many changes).  Changes
+ * can also be batched: between spd_begin() and spd_commit() they are
+ * collected and published at the commit (a rekey's policy switch is seen
+ * whole or not at all).
  */
 #ifndef SPD_H
 #define SPD_H
@@ -45,6 +49,27 @@ int spd_commit(char *errbuf, size_t len);
 bool spd_in_batch(void);
 /* Tests: classify with rte_acl even when few rules would be scanned. */
 void spd_force_acl(bool on);
+
+/* Main lcore, every loop: a base built in the background is published. */
+void spd_poll(void);
+/* Wait for the background builds until none is left to do (tests, shutdown). */
+void spd_settle(void);
+/* Tests: a background build, once built, waits until this is off again. */
+void spd_hold_builds(bool on);
+/* At exit: the build in flight waited for, every retired version freed. */
+void spd_fini(void);
+
+struct spd_build_stats {
+	uint64_t started, adopted, failed;	/* background builds */
+	uint64_t sync_builds;			/* built on the main lcore (few rules, tests) */
+	uint32_t last_rules;			/* the last adopted base: its rules */
+	uint64_t last_build_us;			/* and how long the control thread took */
+	uint32_t delta;				/* rules added since the running base */
+	uint32_t dead;				/* rules removed since it was built */
+	bool in_flight;
+};
+
+void spd_get_build_stats(struct spd_build_stats *s);
 
 /* Fast path (worker, inside an RCU read section). */
 const struct spd *spd_get(void);

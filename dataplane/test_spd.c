@@ -11,6 +11,7 @@
  * keeps the old policy selecting until the commit.  Priorities are distinct, so every packet
  * has exactly one right answer.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,7 +77,7 @@ setup(void **state)
 	with_hosts = calloc(N_PKT, sizeof(*with_hosts));
 	all_acl = calloc(N_PKT, sizeof(*all_acl));
 	if (mb == NULL || pol == NULL || pkt == NULL || with_hosts == NULL || all_acl == NULL ||
-	    sa_init(1, 3 * N_SA + 8) || spd_init(N_POL + 16))
+	    sa_init(1, 5 * N_SA + 8) || spd_init(N_POL + 16))
 		return -1;
 	return 0;
 }
@@ -427,6 +428,228 @@ test_policy_switch_in_a_batch(void **state)
 	assert_int_equal(spd_count(), 0);
 }
 
+/*
+ * The classifier built in the background (issue 28): policies added and
+ * removed in rounds, by one and in batches, by selectors and by SA, while
+ * a base is being built, held done but not yet swapped in, swapped in, and
+ * settled; at each of those moments every packet must get what a plain
+ * reading of the live policies says (the matching policy of the lowest
+ * priority value: priorities are distinct), through spd_classify and a flow
+ * cache.  Packets are aimed at removed policies too, so answers from rules
+ * marked dead in a base are checked.
+ */
+#define OFF_ROUNDS	8
+#define OFF_PKT		1500
+
+static bool *live;
+static int32_t sa_slot_of[N_SA];
+
+static bool
+pol_match(const struct dpvpn_policy *p, const uint8_t *h, bool v6)
+{
+	if (v6) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)h;
+		uint8_t s6[16], d6[16];
+
+		memcpy(s6, p->src.v6, 16);
+		memcpy(d6, p->dst.v6, 16);
+		dp_mask6(s6, p->src.len);
+		dp_mask6(d6, p->dst.len);
+		return dp_in_prefix6(ip->src_addr, s6, p->src.len) &&
+		       dp_in_prefix6(ip->dst_addr, d6, p->dst.len);
+	}
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)h;
+
+	return ((ip->src_addr ^ p->src.v4) & dp_mask(p->src.len)) == 0 &&
+	       ((ip->dst_addr ^ p->dst.v4) & dp_mask(p->dst.len)) == 0;
+}
+
+/* What the live policies among the first n say for packet h. */
+static int32_t
+oracle(const uint8_t *h, uint32_t n, uint32_t spi0, bool v6)
+{
+	uint32_t best = UINT32_MAX;
+	int32_t slot = -1;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (live[i] && pol[i].priority < best && pol_match(&pol[i], h, v6)) {
+			best = pol[i].priority;
+			slot = sa_slot_of[rte_be_to_cpu_32(pol[i].spi) - spi0];
+		}
+	return slot;
+}
+
+static struct spd_build_stats seen;
+
+/* Packets at the first n policies (live or not) and at random: as the oracle says. */
+static void
+check_against_oracle(uint32_t n, uint32_t spi0, bool v6, const char *when)
+{
+	static struct spd_cache cache;
+	struct spd_build_stats st;
+
+	spd_get_build_stats(&st);
+	seen.delta = RTE_MAX(seen.delta, st.delta);
+	seen.dead = RTE_MAX(seen.dead, st.dead);
+	seen.in_flight |= st.in_flight && st.delta > 0 && st.dead > 0;
+	for (uint32_t i = 0; i < OFF_PKT; i += DP_BURST) {
+		const uint8_t *h[DP_BURST];
+		int32_t got[DP_BURST], cached[DP_BURST];
+
+		for (uint32_t j = 0; j < DP_BURST; j++) {
+			uint32_t r = rnd() % 10, recent = RTE_MIN(n, 1000u);
+
+			/* at any policy, at the recent ones (in a delta), or at random */
+			make_packet(pkt[i + j], r < 4 ? &pol[rnd() % n] :
+				    r < 8 ? &pol[n - 1 - rnd() % recent] : NULL, v6);
+			h[j] = pkt[i + j];
+		}
+		spd_classify(spd_get(), h, got, DP_BURST);
+		spd_classify_flows(&cache, h, cached, DP_BURST);
+		for (uint32_t j = 0; j < DP_BURST; j++) {
+			int32_t want = oracle(h[j], n, spi0, v6);
+
+			if (got[j] != want || cached[j] != want)
+				fail_msg("%s: packet %u: %d (cached %d), the policies say %d "
+					 "(delta %u, dead %u, build in flight %d)", when, i + j,
+					 got[j], cached[j], want, st.delta, st.dead, st.in_flight);
+		}
+	}
+}
+
+/* Every live policy among the first n with p's selectors is gone (POLICY_DEL). */
+static void
+oracle_del_sel(const struct dpvpn_policy *p, uint32_t n)
+{
+	struct sel a, b;
+
+	sel_of(p, &a);
+	for (uint32_t i = 0; i < n; i++) {
+		sel_of(&pol[i], &b);
+		if (live[i] && memcmp(&a, &b, sizeof(a)) == 0)
+			live[i] = false;
+	}
+}
+
+/* One round: adds (one by one or in a batch), removals by selectors and by SA. */
+static void
+off_path_round(uint32_t *n, uint32_t add, const uint32_t *prio, uint32_t spi0, bool v6,
+	       bool batch)
+{
+	char err[256];
+
+	if (batch)
+		spd_begin();
+	for (uint32_t k = 0; k < add; k++, (*n)++) {
+		make_policy(&pol[*n], *n, prio, v6, spi0);
+		assert_int_equal(spd_add(&pol[*n], err, sizeof(err)), 0);
+		live[*n] = true;
+	}
+	if (batch)
+		assert_int_equal(spd_commit(err, sizeof(err)), 0);
+	for (uint32_t k = 0; k < add / 8; k++) {	/* some by selectors, half of them new */
+		uint32_t j = k % 2 ? rnd() % *n : *n - 1 - rnd() % add;
+
+		if (!live[j])
+			continue;
+		assert_int_equal(spd_del(&pol[j], err, sizeof(err)), 0);
+		oracle_del_sel(&pol[j], *n);
+	}
+	uint32_t x = rnd() % N_SA;		/* and one SA's, as its removal does */
+
+	assert_int_equal(spd_del_slot((uint32_t)sa_slot_of[x], err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < *n; i++)
+		if (rte_be_to_cpu_32(pol[i].spi) - spi0 == x)
+			live[i] = false;
+}
+
+/* The main lcore's loop until the build in flight has gone in (bounded: 10 s). */
+static void
+swapped_in(void)
+{
+	struct spd_build_stats a, b;
+
+	spd_get_build_stats(&a);
+	for (int i = 0; i < 10000 && a.in_flight; i++) {
+		spd_poll();
+		spd_get_build_stats(&b);
+		if (b.adopted + b.failed != a.adopted + a.failed)
+			return;
+		usleep(1000);
+	}
+	assert_false(a.in_flight);
+}
+
+static void
+off_path(bool v6, uint32_t npol, uint32_t spi0)
+{
+	uint32_t *prio = malloc(npol * sizeof(*prio)), n = 0, step = npol / OFF_ROUNDS;
+	struct spd_build_stats st0, st;
+	char err[256];
+
+	assert_non_null(prio);
+	live = calloc(npol, sizeof(*live));
+	assert_non_null(live);
+	memset(&seen, 0, sizeof(seen));
+	spd_get_build_stats(&st0);
+	out_sas(spi0, v6);
+	for (uint32_t i = 0; i < N_SA; i++)
+		sa_slot_of[i] = sa_find(rte_cpu_to_be_32(spi0 + i), DPVPN_DIR_OUT);
+	for (uint32_t i = 0; i < npol; i++)
+		prio[i] = i;
+	for (uint32_t i = npol - 1; i > 0; i--) {
+		uint32_t j = rnd() % (i + 1), t = prio[i];
+
+		prio[i] = prio[j];
+		prio[j] = t;
+	}
+	for (uint32_t r = 0; r < OFF_ROUNDS; r++) {
+		/* a base in flight, done but held: changes made meanwhile are
+		 * folded into it when it goes in */
+		spd_hold_builds(true);
+		off_path_round(&n, step / 2, prio, spi0, v6, r % 2 == 0);
+		check_against_oracle(n, spi0, v6, "after changes");
+		off_path_round(&n, step / 2 - step / 8, prio, spi0, v6, false);
+		check_against_oracle(n, spi0, v6, "more changes, a build held");
+		spd_hold_builds(false);
+		swapped_in();
+		check_against_oracle(n, spi0, v6, "the held build swapped in");
+		off_path_round(&n, step / 8, prio, spi0, v6, true);
+		check_against_oracle(n, spi0, v6, "a batch more");
+		spd_settle();
+		check_against_oracle(n, spi0, v6, "settled");
+	}
+	spd_get_build_stats(&st);
+	print_message("IPv%c: %u policies in %u rounds: %" PRIu64 " builds in the background "
+		      "(the last %u rules, %" PRIu64 " us), %" PRIu64 " on the main lcore; up to "
+		      "%u rules in a delta and %u dead in a base: as the policies say\n",
+		      v6 ? '6' : '4', n, OFF_ROUNDS, st.adopted - st0.adopted, st.last_rules,
+		      st.last_build_us, st.sync_builds - st0.sync_builds, seen.delta, seen.dead);
+	assert_true(st.adopted - st0.adopted >= OFF_ROUNDS);	/* the path under test ran */
+	assert_true(seen.delta > 0 && seen.dead > 0 && seen.in_flight);
+	assert_int_equal(st.failed, st0.failed);
+	for (uint32_t i = 0; i < N_SA; i++)
+		assert_int_equal(spd_del_slot((uint32_t)sa_slot_of[i], err, sizeof(err)), 0);
+	spd_settle();
+	assert_int_equal(spd_count(), 0);
+	free(live);
+	free(prio);
+}
+
+static void
+test_off_path_ipv4(void **state)
+{
+	(void)state;
+	off_path(false, 12000, 0x40000);
+}
+
+static void
+test_off_path_ipv6(void **state)
+{
+	(void)state;
+	off_path(true, 4000, 0x50000);
+}
+
 int
 main(void)
 {
@@ -434,6 +657,8 @@ main(void)
 		cmocka_unit_test(test_random_ipv4),
 		cmocka_unit_test(test_random_ipv6),
 		cmocka_unit_test(test_policy_switch_in_a_batch),
+		cmocka_unit_test(test_off_path_ipv4),
+		cmocka_unit_test(test_off_path_ipv6),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
