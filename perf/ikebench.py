@@ -27,7 +27,9 @@ how many the DUT still holds (its inbound SAs).  Per row: the set-up rate
 dpvpnd's CPU seconds over the fill and SAs per DUT CPU-second (its one core's
 capacity, whoever else was slower), the rate over each thousand up in turn
 (per_thousand: does it fall as the tables fill?), its RSS, and the generator dpvpnd's CPU
-share (at >= 95 % the row is "generator bound").
+share (at >= 95 % the row is "generator bound").  --restart-dpvpnd: then the
+DUT's dpvpnd is killed (-9) and started again; the row says how long the new
+one took to take every IKE SA up and whether any tunnel was negotiated again.
 
 Results are appended to --json (perf/results/ike-setup.json); perf/tables.py
 ike renders them.  Not a test: run it by hand (perf/run ike), as root.
@@ -399,6 +401,57 @@ def fill(b, count, window=None, rate=None, deadline=5.0, progress=True, limit=No
             "generator_cpu_pct": round(100 * gen_cpu / wall, 1) if wall else None}
 
 
+TAKEN_RE = re.compile(rb"^(\S+) dpvpnd: IKE: (\d+) of (\d+) IKE SAs taken up again; "
+                      rb"(\d+) SAs", re.M)
+
+
+def dut_sas(b):
+    """The DUT dataplane's SAs: {(spi, dir)}."""
+    return {(s["spi"], s["dir"]) for s in b.dut.ctl("show", "sa")["sas"]}
+
+
+def restart_dpvpnd(b, watch_s):
+    """--restart-dpvpnd ([scale] issue 28 req. 3, [ops] issue 27): kill -9 the
+    DUT's dpvpnd with every tunnel up and start another against its running
+    dataplane, as systemd would; it takes the IKE SAs up from the records the
+    dataplane keeps.  Measured: the time from the kill to the log line that
+    says how many were taken up (and to its operator socket answering), its
+    CPU for that; then, over watch_s, whether any CHILD_SA was made again
+    (the generator's log) and whether the dataplane's SAs are the same ones
+    (same SPIs, none added or gone), and its drops that grew."""
+    g = b.dut
+    before, drops0 = dut_sas(b), g.ctl("show", "counters")["drops"]
+    gen_pos = os.path.getsize(b.gen.dpvpnd.log)
+    t_kill = time.time()
+    g.dpvpnd.kill9()
+    g.dpvpnd = lab.Proc("dut-dpvpnd-restarted", [lab.DPVPND, "-c", g.config, "-D", g.dp_sock,
+                                                 "-s", g.ctl_sock], g.dir, g.dpvpnd_netns)
+    os.sched_setaffinity(g.dpvpnd.p.pid, {b.a.dut_core})
+    b.dut_pid = g.dpvpnd.p.pid
+    lab.wait_for(lambda: TAKEN_RE.search(open(g.dpvpnd.log, "rb").read()) or
+                 not g.dpvpnd.alive(), 300, "the new dpvpnd's take-up")
+    m = TAKEN_RE.search(open(g.dpvpnd.log, "rb").read())
+    if m is None:
+        raise RuntimeError(f"the new dpvpnd:\n{g.dpvpnd.output()[-4000:]}")
+    taken_s, cpu = stamp_s(m.group(1)) - t_kill, cpu_s(g.dpvpnd.p.pid)
+    lab.wait_for(lambda: "ready" in g.dpvpnd.output() or not g.dpvpnd.alive(), 300,
+                 "the new dpvpnd ready")
+    ready_s = time.time() - t_kill
+    time.sleep(watch_s)
+    after, drops1 = dut_sas(b), g.ctl("show", "counters")["drops"]
+    with open(b.gen.dpvpnd.log, "rb") as f:
+        f.seek(gen_pos)
+        again = len(UP_RE.findall(f.read()))
+    return {"taken_up": int(m.group(2)), "records": int(m.group(3)),
+            "left_to_replace": int(m.group(4)), "taken_up_s": round(taken_s, 3),
+            "ready_s": round(ready_s, 3), "dpvpnd_cpu_s": round(cpu, 2),
+            "watched_s": watch_s, "child_sas_made_again": again,
+            "sas_before": len(before), "sas_same": before == after,
+            "sas_gone": len(before - after), "sas_new": len(after - before),
+            "drops_grew": {k: v - drops0.get(k, 0) for k, v in drops1.items()
+                           if v != drops0.get(k, 0)}}
+
+
 def per_thousand(ups, t0, block=1000):
     """Set-up rate over each thousand tunnels up, in the order they came up
     (the first from the first initiation): does it fall as the tables fill?
@@ -453,6 +506,10 @@ def run(a):
         f["held_after_hold"] = b.dut_held()
         f["dut_rss_mb"] = rss_mb(b.dut_pid)
         row["fill"] = f
+        if a.restart_dpvpnd:
+            row["restart_dpvpnd"] = restart_dpvpnd(b, a.restart_watch)
+            print(f"ikebench: restart {json.dumps(row['restart_dpvpnd'])}", file=sys.stderr,
+                  flush=True)
         # a smoke (few clients): who got which address
         if a.clients <= SHOW_MAX and b.plan.ike_ra and b.dut is not None:
             row["leases"] = sorted(c["vip"] for c in b.dut.ctl("show", "ike")["clients"])
@@ -493,10 +550,18 @@ def main(argv=None):
     ap.add_argument("--dut-core", type=int, default=1, help="the DUT dpvpnd's CPU")
     ap.add_argument("--gen-core", type=int, default=0,
                     help="the generator's and both dataplanes' CPU")
+    ap.add_argument("--restart-dpvpnd", action="store_true",
+                    help="after the hold: kill -9 the DUT's dpvpnd and start another; "
+                         "how long until it took every IKE SA up, and whether any was "
+                         "negotiated again (dpvpnd DUT only)")
+    ap.add_argument("--restart-watch", type=float, default=10.0,
+                    help="watch this long after the restart [s] (default 10)")
     ap.add_argument("--workdir", default="/var/tmp/dpvpn-ikebench")
     ap.add_argument("--keep", action="store_true", help="keep the run's logs and configs")
     ap.add_argument("--json", help="append the row to this JSON list")
     a = ap.parse_args(argv)
+    if a.restart_dpvpnd and a.dut != "dpvpnd":
+        ap.error("--restart-dpvpnd: a dpvpnd DUT only")
     os.makedirs(a.workdir, mode=0o700, exist_ok=True)
     row = run(a)
     print(json.dumps(row, indent=2))

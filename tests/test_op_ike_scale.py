@@ -11,7 +11,8 @@ measurement itself is that benchmark, never a timed test here).
 Every client is a dpvpnd tunnel with `virtual-ip = request` (CFG_REQUEST):
 all 20 come up, each narrowed to its own lease from the DUT's pool, and the
 DUT holds them (its inbound SAs) afterwards; with PSKs (a [tunnel] per client
-on the DUT) the same.  Asserts counts, never a rate.
+on the DUT) the same, and then the DUT's dpvpnd killed (-9) and started again
+takes every IKE SA up without a new exchange.  Asserts counts, never a rate.
 """
 import ipaddress
 import json
@@ -30,10 +31,10 @@ pytestmark = [pytest.mark.ike, pytest.mark.ikepki]
 CLIENTS = 20
 
 
-def bench(tmp_path, auth):
+def bench(tmp_path, auth, *extra):
     return ikebench.main(["--clients", str(CLIENTS), "--auth", auth, "--hold", "0.5",
                           "--window", "8", "--deadline", "10", "--workdir", str(tmp_path),
-                          "--json", str(tmp_path / "rows.json")])
+                          "--json", str(tmp_path / "rows.json"), *extra])
 
 
 def test_remote_access_clients_with_certificates(tmp_path, capsys):
@@ -53,7 +54,14 @@ def test_remote_access_clients_with_certificates(tmp_path, capsys):
 
 
 def test_psk_clients(tmp_path, capsys):
-    assert bench(tmp_path, "psk") == 0
+    """And the restart measurement ([scale] issue 28 req. 3): the DUT's dpvpnd
+    killed with every client up, the new one takes each IKE SA up, none is
+    negotiated again, the dataplane's SAs are the same ones."""
+    assert bench(tmp_path, "psk", "--restart-dpvpnd", "--restart-watch", "2") == 0
     with open(tmp_path / "rows.json") as f:
-        fill = json.load(f)[-1]["fill"]
+        row = json.load(f)[-1]
+    fill, r = row["fill"], row["restart_dpvpnd"]
     assert (fill["up"], fill["failed"], fill["held_after_hold"]) == (CLIENTS, 0, CLIENTS)
+    assert (r["taken_up"], r["records"], r["left_to_replace"]) == (CLIENTS, CLIENTS, 0), r
+    assert r["child_sas_made_again"] == 0 and r["sas_same"], r
+    assert r["sas_before"] == 2 * CLIENTS and r["taken_up_s"] > 0, r
