@@ -1227,19 +1227,31 @@ ctl_open(const char *path, struct crypto_mgr *mgr)
 	return 0;
 }
 
+static int wake_fd = -1;
+
+void
+ctl_set_wake_fd(int fd)
+{
+	wake_fd = fd;
+}
+
 void
 ctl_poll(int timeout_ms)
 {
-	struct pollfd fds[CTL_MAX_CLIENTS + 1];
+	struct pollfd fds[CTL_MAX_CLIENTS + 2];
 	int n = 0;
+	uint64_t v;
 
 	fds[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+	fds[n++] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };	/* -1: ignored */
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (clients[i] >= 0)
 			fds[n++] = (struct pollfd){ .fd = clients[i], .events = POLLIN };
 	if (poll(fds, (nfds_t)n, timeout_ms) <= 0)
 		return;
-	for (int i = 1; i < n; i++)
+	if (fds[1].revents & POLLIN)
+		(void)!read(wake_fd, &v, sizeof(v));	/* nonblocking eventfd: reset */
+	for (int i = 2; i < n; i++)
 		if (fds[i].revents != 0)
 			serve(fds[i].fd);
 	if (fds[0].revents & POLLIN)

@@ -20,6 +20,8 @@ int ctl_open(const char *path, struct crypto_mgr *mgr);
 int ctl_routes_init(unsigned int max);
 /* Wait up to timeout_ms for requests and answer them. */
 void ctl_poll(int timeout_ms);
+/* Also wait on fd (readable: drained here; the main lcore's wake-up eventfd). */
+void ctl_set_wake_fd(int fd);
 void ctl_close(void);
 
 /* Requests with DPVPN_F_QUIET done, so not answered (the fuzz harness's check). */

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_cycles.h>
@@ -207,11 +208,32 @@ struct dp_state {
 					 * packets no policy takes are not routed */
 	uint32_t neigh_gen;		/* moves when a neighbour is deleted or a port set:
 					 * workers drop what they hold (neighq.h) */
+	int main_wake_fd;		/* eventfd in the main lcore's poll(); -1: none */
+	int main_asleep;		/* atomic: it sleeps in poll() for want of work */
 	volatile int quit;
 };
 
 extern struct dp_state dp;
 extern struct dp_lstats dp_lstats[RTE_MAX_LCORE];
+
+/*
+ * After a worker (or the classifier's build thread) put something in a ring
+ * the main lcore drains: if it sleeps in poll() for want of work (main.c,
+ * main_sleep_ms), wake it: one write by whoever sees it asleep first.  Only
+ * on the slow path (punts, IKE), never per ESP packet; with the fence on
+ * both sides either the main lcore sees the ring's entry before it sleeps
+ * or this sees it asleep.
+ */
+static inline void
+dp_main_kick(void)
+{
+	uint64_t one = 1;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&dp.main_asleep, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&dp.main_asleep, 0, __ATOMIC_ACQ_REL))
+		(void)!write(dp.main_wake_fd, &one, sizeof(one));	/* cannot block: it woke */
+}
 
 static inline void
 dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)

@@ -333,6 +333,15 @@ host_poll(void)
 }
 
 bool
+host_twins_any(void)
+{
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp_twins[p].created)
+			return true;
+	return n_tun_twins != 0;
+}
+
+bool
 host_name_ok(const char *name, size_t size)
 {
 	size_t len = strnlen(name, size);

@@ -114,6 +114,8 @@ void host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struc
 int host_tun_set(uint16_t id, const char *iface, char *err, size_t elen);
 /* Main lcore: rings to twins, twins to the wire, link states. */
 void host_poll(void);
+/* Main lcore: a twin exists (its frames and link are polled, not waited for). */
+bool host_twins_any(void);
 /*
  * PORT_SET: the port's twin is iface ("" none): created (or re-attached if
  * the interface persisted), left as it is, or closed.  0 or -errno (err says).

@@ -49,6 +49,8 @@ ike_punt(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 	}
 	if (rte_ring_enqueue(w->ike, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+	else
+		dp_main_kick();
 }
 
 int

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include <rte_cycles.h>
 #include <rte_dev.h>
@@ -532,6 +533,46 @@ setup(void)
 	return rc;
 }
 
+/* A worker's ring for the main lcore holds something. */
+static bool
+rings_pending(void)
+{
+	for (unsigned int i = 0; i < dp.n_workers; i++) {
+		struct dp_worker *w = &dp.workers[i];
+
+		if (!rte_ring_empty(w->punt) || !rte_ring_empty(w->resolve) ||
+		    (w->ike != NULL && !rte_ring_empty(w->ike)) ||
+		    (w->host != NULL && !rte_ring_empty(w->host)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * How long the main lcore may sleep in poll(): 1 ms with host twins, a
+ * trace or in tester mode (their frames are polled, not waited for); else
+ * until the next tick (a tenth of a second at most), unless a worker's ring
+ * holds work already.  A worker that fills one while it sleeps wakes it
+ * (dp_main_kick), as do the control sockets and the classifier's build: a
+ * worker that shares its CPU is disturbed ten times a second, not a
+ * thousand ([scale] issue 28: two workers on two CPUs).
+ */
+static int
+main_sleep_ms(uint64_t next_tick)
+{
+	uint64_t now = rte_get_timer_cycles();
+
+	if (dp.main_wake_fd < 0 || dp.tester || host_twins_any() || trace_on())
+		return 1;
+	__atomic_store_n(&dp.main_asleep, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* the flag before the rings' reads */
+	if (now >= next_tick || rings_pending()) {
+		__atomic_store_n(&dp.main_asleep, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return (int)RTE_MIN(100u, (next_tick - now) * 1000 / rte_get_timer_hz() + 1);
+}
+
 static void
 teardown(struct crypto_mgr *mb)
 {
@@ -552,6 +593,8 @@ teardown(struct crypto_mgr *mb)
 	}
 	crypto_mgr_free(mb);
 	ctl_close();
+	if (dp.main_wake_fd >= 0)
+		close(dp.main_wake_fd);
 }
 
 /*
@@ -688,6 +731,8 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
+	dp.main_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);	/* -1: poll each ms */
+	ctl_set_wake_fd(dp.main_wake_fd);
 	for (unsigned int i = 0; i < dp.n_workers; i++)
 		rte_eal_remote_launch(worker_main, &dp.workers[i], dp.workers[i].lcore);
 	fprintf(stderr, "dpvpn-dataplane: ready: %u ports, %u workers, %s, socket %s\n",
@@ -695,7 +740,8 @@ main(int argc, char **argv)
 	uint64_t next_tick = 0, tick = rte_get_timer_hz() / 10;
 
 	while (!dp.quit) {
-		ctl_poll(1);
+		ctl_poll(main_sleep_ms(next_tick));
+		__atomic_store_n(&dp.main_asleep, 0, __ATOMIC_RELAXED);
 		spd_poll();	/* a classifier built in the background goes in */
 		arp_poll();
 		host_poll();

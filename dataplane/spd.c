@@ -953,6 +953,7 @@ job_main(void *arg)
 	       !__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	dp_main_kick();		/* spd_poll: it goes in */
 	return NULL;
 }
 

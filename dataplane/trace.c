@@ -130,6 +130,12 @@ trace_stop(void)
 }
 
 /* Main lcore: write what the workers copied; done once the count is. */
+bool
+trace_on(void)
+{
+	return pcapng != NULL;
+}
+
 void
 trace_poll(void)
 {

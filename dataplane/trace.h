@@ -25,6 +25,8 @@ int trace_init(void);
 int trace_start(const struct dpvpn_trace_req *req, char *err, size_t len);
 void trace_status(struct dpvpn_trace_status *st);
 void trace_poll(void);
+/* Main lcore: a capture is being written (its ring is polled). */
+bool trace_on(void);
 void trace_stop(void);
 
 /* Workers: pkts passing point p on port (with an Ethernet header or not). */

@@ -52,6 +52,8 @@ punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, stru
 	m->port = port->id;
 	if (rte_ring_enqueue(w->punt, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
+	else
+		dp_main_kick();
 	return false;
 }
 
@@ -206,7 +208,8 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint8_t family, const void *addr
 
 	memcpy(req.addr, addr, family == DPVPN_AF_INET6 ? 16 : 4);
 	/* Best effort: if the ring is full the main lcore is busy resolving. */
-	(void)rte_ring_enqueue_elem(w->resolve, &req, sizeof(req));
+	if (rte_ring_enqueue_elem(w->resolve, &req, sizeof(req)) == 0)
+		dp_main_kick();
 }
 
 /*
@@ -408,6 +411,8 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 	/* best effort, as ask_resolve: asked again a tenth of a second later */
 	for (uint16_t i = 0; i < nasks; i++)
 		(void)rte_ring_enqueue_elem(w->resolve, &asks[i], sizeof(asks[i]));
+	if (nasks > 0)
+		dp_main_kick();
 }
 
 /*

@@ -415,7 +415,10 @@ def capture(cipher, direction, size, workers, sas, anti_replay, packets, mix="un
     every tunnel."""
     if direction == "decap" and anti_replay and \
             first_pass_note(direction, anti_replay, workers, sas) is None:
-        packets = packets or max(first_pass_packets(size), flows_for(sas) if sas > 1 else 0)
+        # each queue's pass as long as one worker's (workers that share the
+        # sampler's CPUs leave it fewer samples of a shorter pass)
+        packets = packets or max(first_pass_packets(size) * workers,
+                                 flows_for(sas) if sas > 1 else 0)
         return make_first_pass_pcaps(cipher, size, sas, workers, packets, mix), packets
     n = packets or flows_for(sas)
     path = os.path.join(_captures_dir(), f"{cipher}-{direction}-{size}-{sas}sa-{mix}-{n}.pcap")

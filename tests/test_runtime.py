@@ -4,6 +4,8 @@ each second), clear (counters from 0), tunnel NAME down/up (the tunnel's SAs
 and policy removed, then installed again from the config, its sequence
 numbers continuing above what was reserved)."""
 import re
+import statistics
+import time
 
 import pytest
 
@@ -110,3 +112,38 @@ def test_policies_and_sas_at_runtime(net):
     ctl(net, "tunnel", "to-b", "up")
     assert len(net.a.ctl("show", "sa")["sas"]) == 2
     lab.wait_for(lambda: net.ping(count=1).returncode == 0, 10, "the tunnel back")
+
+
+def main_switches(gw):
+    """Voluntary context switches of gw's dataplane main lcore (the process's
+    main thread: it sleeps in poll())."""
+    pid = gw.dataplane.p.pid
+    with open(f"/proc/{pid}/task/{pid}/status") as f:
+        return int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", f.read(), re.M).group(1))
+
+
+@pytest.mark.scale
+def test_main_lcore_sleeps_until_work(net):
+    """[scale] issue 28 requirement 5: with no host twin, trace or tester,
+    the dataplane's main lcore sleeps in poll() until work comes (a control
+    message, its tick ten times a second, a worker's punt, which wakes it),
+    instead of waking every millisecond to look: a worker beside it on its
+    CPU is no longer disturbed a thousand times a second.  Over two idle
+    seconds it wakes a few dozen times (a 1 ms poll: about 2 000); and an ARP
+    request host A sends (after its neighbour entry is flushed) is still
+    answered at once: a worker punts it and wakes the main lcore, not its
+    next tick (up to 100 ms away)."""
+    a = main_switches(net.a)
+    time.sleep(2)
+    woke = main_switches(net.a) - a
+    assert woke < 400, f"{woke} wake-ups in 2 s: the main lcore polls instead of sleeping"
+    rtts = []
+    for k in range(7):
+        time.sleep(0.13 + 0.01 * k)     # asleep again, at another point of its tick
+        net.ns(net.ns_a, "ip", "neigh", "flush", "dev", "eth0")
+        r = net.ns(net.ns_a, "ping", "-c", "1", "-W", "2", "198.18.1.1", check=False)
+        m = re.search(r"time=([0-9.]+) ms", r.stdout)
+        assert r.returncode == 0 and m, r.stdout + r.stderr
+        rtts.append(float(m.group(1)))
+    print(f"test_main_lcore_sleeps_until_work: {woke} wake-ups in 2 s; first pings {rtts} ms")
+    assert statistics.median(rtts) < 20, f"first pings (ARP first) took {rtts} ms"
