@@ -192,7 +192,7 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 		struct dpvpn_dump_req req = { .start = start };
 		const struct dpvpn_dump_hdr *h = (const struct dpvpn_dump_hdr *)reply;
 		size_t at = sizeof(*h);
-		uint32_t got;
+		uint32_t got, count;
 
 		if (dp_call_var(ikd.dp, DPVPN_MSG_KEEP_LIST, &req, sizeof(req), reply,
 				sizeof(reply), &got) != 0 || got < sizeof(*h)) {
@@ -214,9 +214,10 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 			at += sizeof(*r) + r->len;
 			(*seen)++;
 		}
+		count = h->count;	/* h is in reply: read before it is wiped */
 		explicit_bzero(reply, got);
-		start += h->count;
-		if (h->count == 0 || gone == NULL)
+		start += count;
+		if (count == 0 || gone == NULL)
 			break;
 	} while (start < total);
 	for (size_t i = 0; gone != NULL && i < *seen - *ok; i++) {
