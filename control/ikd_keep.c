@@ -183,7 +183,8 @@ static bool keep_restore_one(const struct dpvpn_keep *r)
  */
 int ikd_keep_restore(size_t *ok, size_t *seen)
 {
-	static uint8_t reply[DPVPN_MSG_MAX];
+	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
+	static uint8_t one[DPVPN_MSG_MAX] __attribute__((aligned(8)));	/* a record, aligned */
 	uint8_t (*gone)[DPVPN_KEEP_KEY_LEN] = NULL;
 	uint32_t start = 0, total = 0;
 	int rc = 0;
@@ -203,15 +204,21 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 			gone = calloc(h->total + 1, sizeof(*gone));
 		total = h->total;
 		for (uint32_t i = 0; i < h->count && gone != NULL && *seen < total; i++) {
-			const struct dpvpn_keep *r = (const struct dpvpn_keep *)(reply + at);
+			const struct dpvpn_keep *r = (const struct dpvpn_keep *)one;
+			struct dpvpn_keep rh;
 
-			if (at + sizeof(*r) > got || r->len > got - at - sizeof(*r))
+			if (at + sizeof(rh) > got)
 				break;
+			memcpy(&rh, reply + at, sizeof(rh));	/* packed: not aligned */
+			if (rh.len > got - at - sizeof(rh))
+				break;
+			memcpy(one, reply + at, sizeof(rh) + rh.len);
 			if (keep_restore_one(r))
 				(*ok)++;
 			else
 				memcpy(gone[*seen - *ok], r->key, sizeof(r->key));
-			at += sizeof(*r) + r->len;
+			explicit_bzero(one, sizeof(rh) + rh.len);	/* it holds IKE keys */
+			at += sizeof(rh) + rh.len;
 			(*seen)++;
 		}
 		count = h->count;	/* h is in reply: read before it is wiped */
