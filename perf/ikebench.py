@@ -329,9 +329,17 @@ class Bench:
         self.close()
 
     def close(self):
-        for g in (self.gen, self.dut, self.swan):
-            if g is not None:
-                g.stop()
+        try:
+            for g in (self.gen, self.dut, self.swan):
+                if g is not None:
+                    try:
+                        g.stop()
+                    except Exception as e:    # the namespaces go whatever a stop said
+                        print(f"ikebench: stopping {g}: {e}", file=sys.stderr)
+        finally:
+            self._drop_namespaces()
+
+    def _drop_namespaces(self):
         lab.sh("ip", "netns", "del", self.ns, check=False)
         if getattr(self, "dns", None):
             lab.sh("ip", "netns", "del", self.dns, check=False)
