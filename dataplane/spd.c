@@ -456,18 +456,14 @@ free_retired(const struct retired *r)
 	rte_free(r->dacl);
 }
 
-/* Free what every worker is done with; all of it after a grace period if wait. */
+/* Free what every worker is done with; all of it if the caller waited a grace period. */
 static void
-reclaim(bool wait)
+reclaim(bool waited)
 {
 	unsigned int k = 0;
 
-	if (n_retired == 0)
-		return;
-	if (wait)
-		rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
 	for (unsigned int i = 0; i < n_retired; i++) {
-		if (wait || rte_rcu_qsbr_check(dp.rcu, retired[i].token, false) == 1)
+		if (waited || rte_rcu_qsbr_check(dp.rcu, retired[i].token, false) == 1)
 			free_retired(&retired[i]);
 		else
 			retired[k++] = retired[i];
@@ -483,8 +479,8 @@ retire(struct spd *t, struct spd_base *b, struct spd_set *dacl)
 		struct retired *a = realloc(retired, cap * sizeof(*a));
 
 		if (a == NULL) {	/* no room: wait for the workers instead */
-			reclaim(true);
 			rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
+			reclaim(true);
 			free_retired(&(struct retired){ 0, t, b, dacl });
 			return;
 		}
@@ -1560,5 +1556,6 @@ void
 spd_fini(void)
 {
 	job_cancel();
+	rte_rcu_qsbr_synchronize(dp.rcu, RTE_QSBR_THRID_INVALID);
 	reclaim(true);
 }
