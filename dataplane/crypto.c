@@ -10,6 +10,23 @@
 #include "dpvpn_alg.h"
 
 static char describe[48];
+/* AVX2/AVX-512 without VAES: H^4 at 16*19, H^1 at 16*22 (lines 4 and 5) */
+uint16_t crypto_hkey_off[2] = { 4 * 64, 5 * 64 };
+
+/* Where this code path keeps H^4..H^1 (see crypto.h). */
+static void
+hkey_lines(const IMB_MGR *mb)
+{
+	const uint64_t t2 = IMB_FEATURE_VAES | IMB_FEATURE_VPCLMULQDQ;
+
+	if (mb->used_arch == IMB_ARCH_AVX512 && (mb->features & t2) == t2) {
+		crypto_hkey_off[0] = 14 * 64;	/* H^4 at 16*59, H^1 at 16*62 */
+		crypto_hkey_off[1] = 15 * 64;
+	} else if (mb->used_arch == IMB_ARCH_SSE || mb->used_arch == IMB_ARCH_AVX) {
+		crypto_hkey_off[0] = 5 * 64;	/* H^1 at 16*22, its Karatsuba half */
+		crypto_hkey_off[1] = 7 * 64;	/* at 16*30 */
+	}
+}
 
 const char *
 crypto_arch_name(uint32_t arch)
@@ -48,9 +65,11 @@ crypto_mgr_create(void)
 	init_mb_mgr_auto(m->mb, NULL);
 	if (imb_get_errno(m->mb) != 0 || !crypto_rng_refill(m))
 		goto fail;
-	if (describe[0] == '\0')
+	if (describe[0] == '\0') {
+		hkey_lines(m->mb);
 		snprintf(describe, sizeof(describe), "intel-ipsec-mb %s %s",
 			 imb_get_version_str(), crypto_arch_name(m->mb->used_arch));
+	}
 	return m;
 fail:
 	crypto_mgr_free(m);
@@ -222,25 +241,25 @@ fill_job(IMB_JOB *job, struct crypto_op *op)
  * call's state lives in the manager (one per lcore), overwritten each time.
  */
 static void
-gcm_direct(struct crypto_mgr *m, struct crypto_op *op)
+gcm_direct(struct crypto_mgr *m, struct crypto_op *op, uint8_t key_len, uint8_t icv_len)
 {
 	const struct crypto_key *k = op->key;
 	IMB_MGR *mb = m->mb;
 
 	if (op->dir == CRYPTO_ENCRYPT) {
-		if (k->key_len == 16)
+		if (key_len == 16)
 			IMB_AES128_GCM_ENC(mb, &k->c.gcm, &m->gcm_ctx, op->data, op->data, op->len,
-					   op->iv, op->aad, op->aad_len, op->tag, k->icv_len);
+					   op->iv, op->aad, op->aad_len, op->tag, icv_len);
 		else
 			IMB_AES256_GCM_ENC(mb, &k->c.gcm, &m->gcm_ctx, op->data, op->data, op->len,
-					   op->iv, op->aad, op->aad_len, op->tag, k->icv_len);
+					   op->iv, op->aad, op->aad_len, op->tag, icv_len);
 	} else {
-		if (k->key_len == 16)
+		if (key_len == 16)
 			IMB_AES128_GCM_DEC(mb, &k->c.gcm, &m->gcm_ctx, op->data, op->data, op->len,
-					   op->iv, op->aad, op->aad_len, op->computed, k->icv_len);
+					   op->iv, op->aad, op->aad_len, op->computed, icv_len);
 		else
 			IMB_AES256_GCM_DEC(mb, &k->c.gcm, &m->gcm_ctx, op->data, op->data, op->len,
-					   op->iv, op->aad, op->aad_len, op->computed, k->icv_len);
+					   op->iv, op->aad, op->aad_len, op->computed, icv_len);
 	}
 	op->ok = 1;
 }
@@ -298,8 +317,14 @@ crypto_run(struct crypto_mgr *m, struct crypto_op *ops, uint16_t n)
 	uint16_t q = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
-		if (ops[i].key->cipher_mode == IMB_CIPHER_GCM) {
-			gcm_direct(m, &ops[i]);
+		uint8_t mode = ops[i].mode;
+
+		if (mode == CRYPTO_MODE_UNSAID)	/* from the key itself */
+			mode = ops[i].key->cipher_mode != IMB_CIPHER_GCM ? CRYPTO_MODE_JOBS :
+			       (uint8_t)ops[i].key->key_len;
+		if (mode != CRYPTO_MODE_JOBS) {
+			gcm_direct(m, &ops[i], mode, ops[i].mode != CRYPTO_MODE_UNSAID ?
+				   ops[i].icv_len : ops[i].key->icv_len);
 			continue;
 		}
 		queued[q++] = &ops[i];

@@ -19,6 +19,8 @@
 
 #include <intel-ipsec-mb.h>
 
+#include "dpvpn_proto.h"
+
 #define CRYPTO_NONCE_LEN	12	/* AEAD: salt (4) + explicit IV (8) */
 #define CRYPTO_ICV_MAX		16
 #define CRYPTO_CBC_IV_LEN	16
@@ -61,6 +63,8 @@ struct crypto_op {
 	uint32_t len;
 	uint8_t dir;		/* enum crypto_dir */
 	uint8_t ok;		/* set by crypto_run */
+	uint8_t mode;		/* enum crypto_mode: crypto_op_key, or 0 */
+	uint8_t icv_len;	/* with mode set: the key's */
 	const uint8_t *aad;
 	uint32_t aad_len;
 	uint8_t *auth;
@@ -71,6 +75,39 @@ struct crypto_op {
 	uint8_t computed[CRYPTO_ICV_MAX];	/* decrypt: ICV to compare */
 	uint8_t rx_icv[CRYPTO_ICV_MAX];	/* decrypt: received ICV, when moved aside */
 };
+
+/*
+ * Byte offsets in a struct crypto_key of the two cache lines that hold the
+ * AES-GCM hash-key powers H^4..H^1, which a short packet's GHASH reads: where
+ * they sit depends on the code path ipsec-mb chose for this CPU (its
+ * gcm_keys_*.asm: SSE/AVX and AVX2/AVX-512 keep H^8..H^1 right after the round
+ * keys, the VAES path keeps H^48..H^1, H^1 last).  Set by the first
+ * crypto_mgr_create; the fast path prefetches them for an SA not in cache.
+ */
+extern uint16_t crypto_hkey_off[2];
+
+/*
+ * How crypto_run takes an op, said by the caller from its own copy of the
+ * transform (an SA's first line), so that it reads the key only where the
+ * cipher does: the key's own fields sit on its last line, a cache miss per
+ * packet when many tunnels take turns.  0: not said, read from the key.
+ */
+enum crypto_mode {
+	CRYPTO_MODE_UNSAID = 0,
+	CRYPTO_MODE_GCM128 = 16,	/* AES-GCM's direct API, by key length */
+	CRYPTO_MODE_GCM256 = 32,
+	CRYPTO_MODE_JOBS = 255,		/* the burst API */
+};
+
+/* op's key, with what crypto_run needs of it (alg: enum dpvpn_alg). */
+static inline void
+crypto_op_key(struct crypto_op *op, const struct crypto_key *k, uint8_t alg, uint8_t icv_len)
+{
+	op->key = k;
+	op->mode = alg == DPVPN_ALG_AES128_GCM ? CRYPTO_MODE_GCM128 :
+		   alg == DPVPN_ALG_AES256_GCM ? CRYPTO_MODE_GCM256 : CRYPTO_MODE_JOBS;
+	op->icv_len = icv_len;
+}
 
 /* One per lcore, kept by the caller: an ipsec-mb manager and a random pool. */
 struct crypto_mgr {

@@ -173,7 +173,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (((esp_len - overhead) & (sa->block - 1)) != 0)	/* block: a power of 2 */
 		return DPVPN_DROP_BAD_LENGTH;
 
-	op->key = &sa->key;
+	crypto_op_key(op, &sa->key, sa->alg, sa->icv_len);
 	op->dir = CRYPTO_DECRYPT;
 	op->data = esp + ESP_HDR_LEN + sa->iv_len;
 	op->len = esp_len - overhead;

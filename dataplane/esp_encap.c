@@ -184,7 +184,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	spi_seq = sa->spi | (uint64_t)rte_cpu_to_be_32((uint32_t)seq) << 32;
 	memcpy(esp, &spi_seq, 8);
 	iv = esp + ESP_HDR_LEN;
-	op->key = &sa->key;
+	crypto_op_key(op, &sa->key, sa->alg, sa->icv_len);
 	op->dir = CRYPTO_ENCRYPT;
 	op->data = iv + sa->iv_len;
 	op->len = inner_len + pad + ESP_TRAILER_LEN;

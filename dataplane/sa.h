@@ -133,7 +133,7 @@ sa_prefetch(const struct sa *sa)
 }
 
 /* The lines of an SA's key that AES-GCM reads first and last: its round
- * keys and its last hash-key powers. */
+ * keys and the hash-key powers a short packet needs (crypto.h). */
 static inline void
 sa_prefetch_key(const struct sa *sa)
 {
@@ -142,8 +142,8 @@ sa_prefetch_key(const struct sa *sa)
 	rte_prefetch0(k);
 	rte_prefetch0(k + RTE_CACHE_LINE_SIZE);
 	rte_prefetch0(k + 2 * RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(k + 14 * RTE_CACHE_LINE_SIZE);
-	rte_prefetch0(k + 15 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(k + crypto_hkey_off[0]);
+	rte_prefetch0(k + crypto_hkey_off[1]);
 }
 
 /* An inbound SA's: its first line and selectors, its window, its round keys. */
