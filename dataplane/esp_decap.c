@@ -75,14 +75,16 @@ natt_classify(struct rte_mbuf *m, uint16_t ihl, uint16_t *off)
 /*
  * Many tunnels: each packet's SPI, read where plain ESP or ESP in UDP has
  * it, the burst's SAs looked up at once and their lines fetched before
- * decap_prepare reads them.  hint[i] is a hint only: decap_prepare checks
- * the packet itself and looks up what the hint does not answer.  A burst of
- * one SPI (one tunnel) takes decap_prepare's own one lookup.
+ * decap_prepare reads them: first each SA's own lines, then, once those are
+ * on their way, what they point at (this worker's counters, the window's
+ * block for the packet's number).  hint[i] is a hint only: decap_prepare
+ * checks the packet itself and looks up what the hint does not answer.  A
+ * burst of one SPI (one tunnel) takes decap_prepare's own one lookup.
  */
 static void
-prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint)
+prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint, unsigned int worker)
 {
-	uint32_t spis[DP_BURST], spread = 0;
+	uint32_t spis[DP_BURST], seqs[DP_BURST], spread = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *ip = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
@@ -91,9 +93,11 @@ prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint)
 
 		if ((v6 ? ip[6] : ip[9]) == IPPROTO_UDP)
 			off += NATT_HDR_LEN;
-		spis[i] = 0;
-		if (rte_pktmbuf_data_len(pkts[i]) >= off + 4)
+		spis[i] = seqs[i] = 0;
+		if (rte_pktmbuf_data_len(pkts[i]) >= off + 8) {
 			memcpy(&spis[i], ip + off, 4);
+			memcpy(&seqs[i], ip + off + 4, 4);
+		}
 		spread |= spis[i] ^ spis[0];
 	}
 	if (spread == 0) {
@@ -104,6 +108,12 @@ prefetch_sas(struct rte_mbuf **pkts, uint16_t n, struct sa **hint)
 	for (uint16_t i = 0; i < n; i++)
 		if (hint[i] != NULL && (i == 0 || hint[i] != hint[i - 1]))
 			sa_prefetch_in(hint[i]);
+	for (uint16_t i = 0; i < n; i++)
+		if (hint[i] != NULL) {
+			if (i == 0 || hint[i] != hint[i - 1])
+				rte_prefetch0(&hint[i]->stats[worker]);
+			replay_prefetch(&hint[i]->replay, rte_be_to_cpu_32(seqs[i]));
+		}
 }
 
 static enum dpvpn_drop_reason
@@ -406,7 +416,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	uint16_t k = 0, good = 0, punted = 0;
 	STAGE_CLOCK(t);
 
-	prefetch_sas(pkts, n, hint);
+	prefetch_sas(pkts, n, hint, w->index);
 	for (uint16_t i = 0; i < n; i++) {
 		struct sa *sa = NULL;
 		enum dpvpn_drop_reason why = decap_prepare(port, pkts[i], &cache, hint[i], &sa,
