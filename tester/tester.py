@@ -788,6 +788,34 @@ def rekey_under_load(tester, load_pps, seconds, rekeys_per_s, sizes=(64,), dirs=
             "stats": s}
 
 
+def restart_under_load(tester, restart, load_pps, seconds, at=1.0, sizes=(64,)):
+    """A trial of `seconds` at load_pps each way, spread over every tunnel,
+    and `at` seconds into it restart(), which restarts part of the DUT and
+    returns once that part is back ([scale] issue 28 req. 3: a dpvpnd taking
+    over its running dataplane).  Returns the loss both ways, the tunnels
+    that lost a packet, the longest wait between two packets of any stream,
+    how long restart() took, and the trial's stats."""
+    took = {}
+
+    def during(t_open):
+        time.sleep(max(0.0, t_open + at - time.monotonic()))
+        t0 = time.monotonic()
+        restart()
+        took["restart_s"] = round(time.monotonic() - t0, 3)
+    s = tester.trial(load_pps, load_pps, seconds, list(sizes), during=during)
+    per = tester.tunnels()
+    lossy = sorted(i for i, t in per.items()
+                   if t["e_received"] < t["e_sent"] or t["d_received"] < t["d_sent"])
+    return {"load_pps": load_pps, "seconds": seconds, "restart_at_s": at,
+            "restart_s": took.get("restart_s"),
+            "sent": {d: s[d]["sent"] for d in DIRS},
+            "lost": {d: s[d]["sent"] - s[d]["received"] for d in DIRS},
+            "tunnels": len(per), "tunnels_with_loss": len(lossy),
+            "first_lossy": lossy[:10],
+            "gap_max_ms": round(max(s[d]["gap_max_ns"] for d in DIRS) / 1e6, 3),
+            "stats": s}
+
+
 class Ctl:
     """dpvpnd's operator socket (control/ctl_proto.h: SOCK_SEQPACKET, one JSON
     object a datagram, one reply each), held open: the paced set-up asks for

@@ -147,6 +147,16 @@ class Gateway:
         if not self.dpvpnd.alive():
             raise RuntimeError(f"{self.name} dpvpnd failed:\n{self.dpvpnd.output()}")
 
+    def restart_dpvpnd(self, tag, timeout=60):
+        """kill -9 dpvpnd and start a new one against the running dataplane,
+        as systemd would; returns once it is ready (it took up the IKE SAs
+        the dataplane keeps records of first)."""
+        self.dpvpnd.kill9()
+        self.dpvpnd = Proc(f"{self.name}-dpvpnd-{tag}",
+                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
+                            "-s", self.ctl_sock], self.dir, self.dpvpnd_netns)
+        self.wait_dpvpnd(timeout)
+
     def crash_dataplane(self, timeout=30):
         """kill -9 the dataplane and start a new one; dpvpnd (still running)
         must notice and install everything again.  Returns once it has."""
