@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import testerlab  # noqa: E402
-from testerlab import T, lab  # noqa: E402
+from testerlab import T  # noqa: E402
 
 TAKEN_RE = re.compile(r"IKE: (\d+) of (\d+) IKE SAs taken up again")
 
@@ -40,13 +40,19 @@ def dut_sas(p):
 
 def run(a):
     with testerlab.Pair(a.tunnels, ike=True, start_tester=False, paced=True,
-                        dut_args=["--max-sa", str(2 * a.tunnels + 64)]) as p:
+                        dut_args=["--max-sa", str(2 * a.tunnels + 64),
+                                  "--ike-rate", "200000"]) as p:
         up = T.setup_rate(p.tester, a.tunnels, seconds=a.tunnels / a.rate + a.setup_slack,
                           per_tunnel_pps=a.setup_pps, rate=a.rate)
         setup = {k: up[k] for k in ("up", "rate_per_s", "first_packet_s") if k in up}
         setup["failed"] = len(up.get("failed", []))
-        if up["up"] != a.tunnels:
-            return {"error": f"{up['up']} of {a.tunnels} tunnels up", "setup": setup}
+        # the tunnels that carried traffic both ways in the set-up trial
+        # (dpvpnctl show tunnels would say too, but takes tens of seconds
+        # at 10 000 tunnels: that listing is not made for this many yet)
+        only = set(range(a.tunnels)) - set(up.get("failed", []))
+        setup["up_before_restart"] = len(only)
+        if not only:
+            return {"error": "no tunnel up", "setup": setup}
         before = dut_sas(p)
         ups = p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
         t = {}
@@ -55,7 +61,7 @@ def run(a):
             t0 = time.monotonic()
             p.dut.restart_dpvpnd("restarted", timeout=300)
             t["ready_s"] = round(time.monotonic() - t0, 3)
-        x = T.restart_under_load(p.tester, restart, a.pps, a.seconds, at=a.at)
+        x = T.restart_under_load(p.tester, restart, a.pps, a.seconds, at=a.at, only=only)
         x.pop("stats")
         time.sleep(a.watch)
         m = TAKEN_RE.search(p.dut.dpvpnd.output())
