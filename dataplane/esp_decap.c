@@ -370,7 +370,7 @@ expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mb
 static inline void
 count_replay_late(struct dp_lstats *st, const struct sa *sa, uint64_t seq)
 {
-	if (seq == 0 || replay_too_old(&sa->replay, seq))
+	if (replay_late(&sa->replay, seq))
 		st->replay_late++;
 }
 

@@ -115,6 +115,19 @@ replay_too_old(const struct replay_window *w, uint64_t seq)
 	return seq <= top && top - seq >= w->size;
 }
 
+/*
+ * A number refused as a replay: was it late (left of the window) rather
+ * than repeated?  With several workers the window's top is raised just
+ * after a newer block takes a slot, so a newer block in seq's slot says
+ * late too, before the top shows it.
+ */
+static inline bool
+replay_late(const struct replay_window *w, uint64_t seq)
+{
+	return seq == 0 || replay_too_old(w, seq) ||
+	       __atomic_load_n(&w->blk[(seq >> 6) & w->mask].idx, __ATOMIC_RELAXED) > seq >> 6;
+}
+
 /* May seq be accepted?  Called before the ICV check: changes nothing. */
 static inline bool
 replay_check(const struct replay_window *w, uint64_t seq)

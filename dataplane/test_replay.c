@@ -61,6 +61,34 @@ test_window_64(void **state)
 	run_steps(64, s, sizeof(s) / sizeof(s[0]));
 }
 
+/*
+ * replay_late: left of the window, or its slot already taken by a newer
+ * block while the top does not show it yet (several workers: the top is
+ * raised just after the block), is late; a repeat inside the window is not.
+ */
+static void
+test_late_or_repeated(void **state)
+{
+	struct replay_window w;
+	struct replay_block *b;
+
+	(void)state;
+	assert_true(replay_init(&w, 64, true));
+	assert_true(replay_update(&w, 100));
+	assert_true(replay_update(&w, 90));
+	assert_false(replay_update(&w, 90));
+	assert_false(replay_late(&w, 90));		/* repeated */
+	assert_true(replay_late(&w, 36));		/* left of the window */
+	assert_true(replay_late(&w, 0));
+	/* another worker's newer block in 90's slot, the top not raised yet */
+	b = &w.blk[(90 >> 6) & w.mask];
+	b->idx = (90 >> 6) + w.mask + 1;
+	b->bits = 1;
+	assert_false(replay_too_old(&w, 90));
+	assert_false(replay_update(&w, 90));
+	assert_true(replay_late(&w, 90));
+}
+
 static void
 test_window_1024_reverse(void **state)
 {
@@ -271,6 +299,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_64),
+		cmocka_unit_test(test_late_or_repeated),
 		cmocka_unit_test(test_window_1024_reverse),
 		cmocka_unit_test(test_init_sizes),
 		cmocka_unit_test(test_window_off),
