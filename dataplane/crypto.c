@@ -317,14 +317,15 @@ crypto_run(struct crypto_mgr *m, struct crypto_op *ops, uint16_t n)
 	uint16_t q = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint8_t mode = ops[i].mode;
+		uint8_t mode = ops[i].mode, icv_len = ops[i].icv_len;
 
-		if (mode == CRYPTO_MODE_UNSAID)	/* from the key itself */
+		if (mode == CRYPTO_MODE_UNSAID) {	/* from the key itself */
 			mode = ops[i].key->cipher_mode != IMB_CIPHER_GCM ? CRYPTO_MODE_JOBS :
 			       (uint8_t)ops[i].key->key_len;
+			icv_len = ops[i].key->icv_len;
+		}
 		if (mode != CRYPTO_MODE_JOBS) {
-			gcm_direct(m, &ops[i], mode, ops[i].mode != CRYPTO_MODE_UNSAID ?
-				   ops[i].icv_len : ops[i].key->icv_len);
+			gcm_direct(m, &ops[i], mode, icv_len);
 			continue;
 		}
 		queued[q++] = &ops[i];

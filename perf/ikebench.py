@@ -413,11 +413,6 @@ TAKEN_RE = re.compile(rb"^(\S+) dpvpnd: IKE: (\d+) of (\d+) IKE SAs taken up aga
                       rb"(\d+) SAs", re.M)
 
 
-def dut_sas(b):
-    """The DUT dataplane's SAs: {(spi, dir)}."""
-    return {(s["spi"], s["dir"]) for s in b.dut.ctl("show", "sa")["sas"]}
-
-
 def restart_dpvpnd(b, watch_s):
     """--restart-dpvpnd ([scale] issue 28 req. 3, [ops] issue 27): kill -9 the
     DUT's dpvpnd with every tunnel up and start another against its running
@@ -428,7 +423,7 @@ def restart_dpvpnd(b, watch_s):
     (the generator's log) and whether the dataplane's SAs are the same ones
     (same SPIs, none added or gone), and its drops that grew."""
     g = b.dut
-    before, drops0 = dut_sas(b), g.ctl("show", "counters")["drops"]
+    before, drops0 = b.dut.sa_ids(), g.ctl("show", "counters")["drops"]
     gen_pos = os.path.getsize(b.gen.dpvpnd.log)
     t_kill = time.time()
     g.dpvpnd.kill9()
@@ -446,7 +441,7 @@ def restart_dpvpnd(b, watch_s):
                  "the new dpvpnd ready")
     ready_s = time.time() - t_kill
     time.sleep(watch_s)
-    after, drops1 = dut_sas(b), g.ctl("show", "counters")["drops"]
+    after, drops1 = b.dut.sa_ids(), g.ctl("show", "counters")["drops"]
     with open(b.gen.dpvpnd.log, "rb") as f:
         f.seek(gen_pos)
         again = len(UP_RE.findall(f.read()))

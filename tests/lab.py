@@ -194,6 +194,10 @@ class Gateway:
             raise RuntimeError(f"dpvpnctl {' '.join(args)}: {r.stderr.strip()}")
         return json.loads(r.stdout)
 
+    def sa_ids(self):
+        """The dataplane's SAs, {(spi, dir)} (dpvpnctl show sa)."""
+        return {(s["spi"], s["dir"]) for s in self.ctl("show", "sa")["sas"]}
+
     def ctl_text(self, *args):
         return sh(DPVPNCTL, "-s", self.ctl_sock, *args).stdout
 

@@ -621,7 +621,7 @@ def test_dpvpnd_restart_under_load_loses_nothing():
         r = T.setup_rate(p.tester, n, seconds=5.0)
         assert r["up"] == n and r["failed"] == [], r
         p.warm()
-        before = {(s["spi"], s["dir"]) for s in p.dut.ctl("show", "sa")["sas"]}
+        before = p.dut.sa_ids()
         ups = p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
         assert len(before) == 2 * n and ups >= n, (before, ups)
         x = T.restart_under_load(p.tester, lambda: p.dut.restart_dpvpnd("r1"), 4000, 4.0)
@@ -632,7 +632,7 @@ def test_dpvpnd_restart_under_load_loses_nothing():
         out = p.dut.dpvpnd.output()
         assert f"{n} of {n} IKE SAs taken up again" in out, out
         assert all(v > 4000 for v in x["sent"].values()), x
-        assert {(s["spi"], s["dir"]) for s in p.dut.ctl("show", "sa")["sas"]} == before
+        assert p.dut.sa_ids() == before
         assert p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up") == ups
 
 
