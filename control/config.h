@@ -181,6 +181,7 @@ struct cfg_ike {
 	uint32_t dpd_seconds;	/* dpd = N, 0 = off */
 	uint32_t ike_lifetime;	/* ike-lifetime = N seconds: the IKE SA is rekeyed */
 	uint8_t no_frag;	/* fragmentation = no: IKE fragmentation (RFC 7383) off */
+	uint8_t no_initial_contact;	/* initial-contact = no: neither sent nor heeded */
 	uint16_t frag_size;	/* fragment-size: IP datagram bytes of an IKE fragment */
 	/* ike-sa = Y: this tunnel's CHILD_SA rides tunnel Y's IKE SA; everything
 	 * of the IKE SA (addresses, auth, ids, ike-proposals, dpd, encap, ...)

@@ -213,6 +213,21 @@ int cfg_key_tun_frag(struct parser *p, const char *val)
 	return 0;
 }
 
+/*
+ * INITIAL_CONTACT (RFC 7296 2.4): yes (default) sends it when this tunnel has
+ * no other IKE SA, and takes the peer's as the end of its older IKE SAs; no
+ * does neither (one identity shared by several peers, which must not end
+ * each other's), as strongSwan's unique = never.
+ */
+int cfg_key_tun_initial_contact(struct parser *p, const char *val)
+{
+	if (strcmp(val, "yes") && strcmp(val, "no"))
+		return cfg_kerr(p, "expected yes (a peer that starts again replaces its IKE SAs) "
+				"or no (identities shared: ignored), got '%s'", val);
+	CUR_TUN(p)->ike.no_initial_contact = !strcmp(val, "no");
+	return 0;
+}
+
 /* The IP datagram size of one IKE fragment, as strongSwan's charon.fragment_size. */
 int cfg_key_tun_frag_size(struct parser *p, const char *val)
 {
@@ -272,6 +287,7 @@ static bool ike_can_negotiate(uint8_t alg)
 static const char *const inherited[] = {
 	"local", "remote", "psk-file", "auth", "cert", "private-key", "ca", "crl", "local-id",
 	"remote-id", "ike-proposals", "dpd", "fragmentation", "fragment-size", "ike-lifetime",
+	"initial-contact",
 	"encap", "local-port", "local-ports", "remote-port", "pool", "dns",
 };
 

@@ -174,6 +174,7 @@ int cfg_key_tun_start(struct parser *p, const char *val);
 int cfg_key_tun_virtual_ip(struct parser *p, const char *val);
 int cfg_key_tun_dpd(struct parser *p, const char *val);
 int cfg_key_tun_frag(struct parser *p, const char *val);
+int cfg_key_tun_initial_contact(struct parser *p, const char *val);
 int cfg_key_tun_frag_size(struct parser *p, const char *val);
 int cfg_key_tun_ike_life(struct parser *p, const char *val);
 void cfg_check_keying(struct parser *p, const struct cfg_tunnel *t);

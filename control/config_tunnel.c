@@ -905,6 +905,7 @@ static const struct key_def tunnel_keys[] = {
 	{ "start", cfg_key_tun_start, false, KEYING_IKE },
 	{ "dpd", cfg_key_tun_dpd, false, KEYING_IKE },
 	{ "fragmentation", cfg_key_tun_frag, false, KEYING_IKE },
+	{ "initial-contact", cfg_key_tun_initial_contact, false, KEYING_IKE },
 	{ "fragment-size", cfg_key_tun_frag_size, false, KEYING_IKE },
 	{ "ike-lifetime", cfg_key_tun_ike_life, false, KEYING_IKE },
 	{ "ike-sa", cfg_key_tun_ike_sa, false, KEYING_IKE },

@@ -258,6 +258,8 @@
  *                       "after_end":N,  (messages for an IKE SA that ended
  *                       here lately, one of the last 32: the answer to the
  *                       Delete a reload sent, a retransmission; no error)
+ *                       "initial_contact":N,  (IKE SAs ended because the peer
+ *                       said INITIAL_CONTACT in a new one: it started again)
  *                       "pool_exhausted":N,"cp_missing":N},  (remote = %any:
  *                       clients answered INTERNAL_ADDRESS_FAILURE, the pool
  *                       being used up, or FAILED_CP_REQUIRED, no address asked)

@@ -297,6 +297,7 @@ ts_done:
 		c->retrans_tries = (unsigned)strtoul(getenv("DPVPND_IKE_RETRANS_TRIES"), NULL, 10);
 	c->dpd_ms = t->ike.dpd_seconds * 1000u;
 	c->no_fragmentation = t->ike.no_frag;
+	c->no_initial_contact = t->ike.no_initial_contact;
 	c->want_vip = t->ra.want_vip;
 	c->fragment_size = t->ike.frag_size;
 	c->force_encap = t->udp;	/* encap = udp: ESP in UDP 4500, as behind a NAT */

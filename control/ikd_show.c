@@ -289,6 +289,8 @@ json_t *ikd_show(char *err, size_t err_len)
 			    json_integer((json_int_t)s->cp_missing));
 	json_object_set_new(json_object_get(res, "stats"), "after_end",
 			    json_integer((json_int_t)s->after_end));
+	json_object_set_new(json_object_get(res, "stats"), "initial_contact",
+			    json_integer((json_int_t)s->initial_contact));
 	return res;
 }
 

@@ -747,6 +747,9 @@ static const struct tcase cases[] = {
 	  "18: [tunnel t] ike-lifetime: expected seconds 60..604800, got '59'", PSK(0600) },
 	{ "fragmentation = maybe", IKE_GOOD "fragmentation = maybe\n",
 	  "18: [tunnel t] fragmentation: expected yes or no, got 'maybe'", PSK(0600) },
+	{ "initial-contact = 1", IKE_GOOD "initial-contact = 1\n",
+	  "18: [tunnel t] initial-contact: expected yes (a peer that starts again replaces its "
+	  "IKE SAs) or no (identities shared: ignored), got '1'", PSK(0600) },
 	{ "fragment-size too small", IKE_GOOD "fragment-size = 255\n",
 	  "18: [tunnel t] fragment-size: expected bytes 256..65535, got '255'", PSK(0600) },
 	{ "fragment-size without ike", GOOD "fragment-size = 576\n",
@@ -950,7 +953,7 @@ static void test_ike_values(void **state)
 	snprintf(kpath, sizeof(kpath), "%s/a.psk", tmpdir);
 	write_file(path, IKE_GOOD "local-id = fqdn:gw-a.example\nremote-id = ip:2001:db8::2\n"
 		   "ike-proposals = " P256X ", " P128E "\nstart = no\ndpd = 0\n"
-		   "fragmentation = no\nfragment-size = 576\n"
+		   "fragmentation = no\nfragment-size = 576\ninitial-contact = no\n"
 		   "esp-proposals = aes256gcm16-ecp384-esn, aes128-aes256-sha1-sha256-modp2048-noesn, "
 		   "chacha20poly1305-esn-noesn\n"
 		   "[tunnel u]\nlocal = 198.19.0.1\nremote = 198.19.0.3\n"
@@ -1007,6 +1010,7 @@ static void test_ike_values(void **state)
 	assert_int_equal(a->dpd_seconds, 0);
 	assert_int_equal(a->no_frag, 1);
 	assert_int_equal(a->frag_size, 576);
+	assert_int_equal(a->no_initial_contact, 1);
 	assert_int_equal(cfg.tunnels[0]->out.spi, 0);
 	/* u: the defaults */
 	assert_int_equal(b->local_id_type, 3);
@@ -1030,6 +1034,7 @@ static void test_ike_values(void **state)
 	assert_int_equal(b->start, 1);
 	assert_int_equal(b->dpd_seconds, CFG_DPD_DEFAULT);
 	assert_int_equal(b->no_frag, 0);			/* fragmentation = yes */
+	assert_int_equal(b->no_initial_contact, 0);		/* initial-contact = yes */
 	assert_int_equal(b->frag_size, CFG_IKE_FRAG_SIZE);	/* 1280 */
 	/* v: static, nothing of IKE kept */
 	assert_int_equal(cfg.tunnels[2]->ike.on, 0);

@@ -388,6 +388,73 @@ auth_verify(const struct ike_sa *sa, const struct view *v, enum ike_pki_fail *wh
 }
 
 /*
+ * INITIAL_CONTACT (RFC 7296 2.4, 3.10.1).  We send it in our IKE_AUTH
+ * request when the connection has no other IKE SA: this one is then the
+ * only one between the two identities (after a restart, the peer may still
+ * hold those of before).  Received, in a request or a response that
+ * authenticated, the other established IKE SAs of the same connection with
+ * the same peer identity end at once, without a Delete (the peer has none
+ * of them to answer it), their CHILD_SAs with them: traffic moves to the new
+ * one now, not after a liveness check gives up.  A peer identity kept cut
+ * (IKE_IDENT_MAX bytes or more) is never taken as the same.  The
+ * connection's no_initial_contact: neither sent nor heeded.
+ */
+static void
+note_peer_id(struct ike_sa *sa, const struct view *v)
+{
+	const struct ike_pl *idp = ike_find_pl(v, sa->initiator ? IKE_PL_IDR : IKE_PL_IDI);
+	char err[ERR_LEN];
+	struct ike_id id;
+
+	if (idp == NULL || ike_id_parse(idp->body, idp->len, &id, err, sizeof(err)) != 0)
+		return;		/* (auth_verify refused it already) */
+	sa->peer_id.type = id.type;
+	sa->peer_id.len = (uint8_t)(id.len < IKE_IDENT_MAX ? id.len : IKE_IDENT_MAX);
+	memcpy(sa->peer_id.data, id.data, sa->peer_id.len);
+}
+
+static bool
+same_peer(const struct ike_sa *a, const struct ike_sa *b)
+{
+	const struct ike_conn_cfg *cfg = &a->conn->cfg;
+
+	if (a->conn != b->conn)
+		return false;
+	if (cfg->cred == NULL && !cfg->remote_any)
+		return true;	/* its one remote identity, checked exactly by auth_verify */
+	return a->peer_id.type == b->peer_id.type && a->peer_id.len == b->peer_id.len &&
+	       a->peer_id.len < IKE_IDENT_MAX &&
+	       memcmp(a->peer_id.data, b->peer_id.data, a->peer_id.len) == 0;
+}
+
+static void
+initial_contact(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
+{
+	struct ike_sa *o, *next;
+	struct ike_notify nt;
+	unsigned from = 0;
+
+	note_peer_id(sa, v);
+	if (sa->conn->cfg.no_initial_contact ||
+	    !ike_find_notify(v, IKE_N_INITIAL_CONTACT, &from, &nt))
+		return;
+	for (o = sa->conn->sas; o != NULL; o = next) {
+		next = o->conn_next;
+		if (o == sa || o->state < IKE_ST_ESTABLISHED || !same_peer(o, sa))
+			continue;
+		ctx->stats.initial_contact++;
+		ike_sa_end(ctx, o, "the peer started again (INITIAL_CONTACT)");
+	}
+}
+
+/* No other IKE SA of sa's connection, in any state: ours is the only one. */
+static bool
+alone(const struct ike_sa *sa)
+{
+	return sa->conn->sas == sa && sa->conn_next == NULL;
+}
+
+/*
  * Why an IKE SA ends on a refused AUTH, for the owner's log (always shown,
  * unlike ike_log): with certificates, the cause and the certificate
  * (subject, serial) as ike_pki.c wrote them in err; one line.
@@ -422,6 +489,8 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		rc = put_id_auth(sa, &in);
 	if (rc != 0)
 		return rc;
+	if (!cfg->no_initial_contact && alone(sa))
+		ike_put_notify(&in, IKE_N_INITIAL_CONTACT, NULL, 0);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
 		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, false,
 				   &props[i]);
@@ -472,6 +541,7 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 		return rc;
 	}
 	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);
+	initial_contact(ctx, sa, v);	/* before a lease or CHILD_SA: the old ones go first */
 	rc = put_id_auth(sa, &in);
 	if (rc != 0) {
 		ike_sa_end(ctx, sa, "cannot compute AUTH");
@@ -513,6 +583,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 	}
 	ike_request_done(sa);
 	sa->state = IKE_ST_ESTABLISHED;
+	initial_contact(ctx, sa, v);
 	if (nerr != 0) {
 		ctx->stats.reject[IKE_REJ_PEER_ERROR]++;
 		ike_why(sa, "peer: %s (%u), no CHILD_SA",

@@ -178,6 +178,12 @@ struct ike_conn_cfg {
 	bool no_fragmentation;
 	uint16_t fragment_size;
 	/*
+	 * INITIAL_CONTACT (RFC 7296 2.4, ike_auth.c): sent in our IKE_AUTH
+	 * request when the connection has no other IKE SA; the peer's ends its
+	 * older IKE SAs with the same identity.  no_initial_contact: neither.
+	 */
+	bool no_initial_contact;
+	/*
 	 * Remote access (ike_cp.c, RFC 7296 3.15): a responder for peers at any
 	 * address (remote is not used), certificates only; each client leases
 	 * an address from the pool of ts_local's family (one IPv4, one IPv6)
@@ -329,6 +335,7 @@ struct ike_stats {
 	uint64_t frag_drop[IKE_FRAG_DROP_N];
 	uint64_t pool_exhausted;	/* remote access: INTERNAL_ADDRESS_FAILURE sent */
 	uint64_t cp_missing;		/* remote access: FAILED_CP_REQUIRED sent */
+	uint64_t initial_contact;	/* IKE SAs ended by the peer's INITIAL_CONTACT */
 };
 
 enum ike_state {

@@ -711,14 +711,17 @@ test_remote_access(void **state)
 	assert_true(status(&R).st.has_vip);
 	assert_int_equal(status(&R).st.peer_id.len, ci.local_id.len);	/* moved too */
 	/*
-	 * A second client with the same identity from another address: the one
-	 * address is online, so INTERNAL_ADDRESS_FAILURE, counted, no CHILD_SA.
-	 * (The first client's context is kept aside; its callbacks are quiet.)
+	 * A second client with the same identity from another address, which
+	 * says no INITIAL_CONTACT (initial-contact = no: it may be one of
+	 * several): the one address is online, so INTERNAL_ADDRESS_FAILURE,
+	 * counted, no CHILD_SA.  (The first client's context is kept aside; its
+	 * callbacks are quiet.)
 	 */
 	first = I;
 	memset(&I, 0, sizeof(I));
 	I.ctx = ike_new(&ops, &I);
 	ci.local = addr4("192.0.2.2");
+	ci.no_initial_contact = true;
 	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
 	assert_int_equal(ike_initiate(I.ctx, "t", 0), 0);
 	pump(0);
@@ -739,9 +742,11 @@ test_remote_access(void **state)
 	assert_int_equal(R.ups, 2);
 	assert_memory_equal(R.child.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
 	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 1);
+	assert_int_equal(ike_get_stats(R.ctx)->initial_contact, 0);
 	stop();
 	/* No CP request: FAILED_CP_REQUIRED, counted. */
 	ci.want_vip = false;
+	ci.no_initial_contact = false;
 	ci.local = addr4("192.0.2.1");
 	start(&ci, &cr);
 	bring_up(0);
@@ -1526,6 +1531,60 @@ test_dpd(void **state)
 	assert_int_equal(I.ike_downs, 1);
 	assert_int_equal(I.downs, 1);
 	assert_non_null(strstr(I.why, "no response to liveness check"));
+	stop();
+}
+
+/*
+ * INITIAL_CONTACT: the initiator starts again (a new context, nothing of
+ * before) and sets the tunnel up anew.  Its IKE_AUTH says INITIAL_CONTACT,
+ * so the responder ends the IKE SA of before at once (child_down for its
+ * CHILD_SA first, no Delete sent) and holds only the new one.  The first
+ * set-up (nothing to end) counts none; a responder with no_initial_contact
+ * keeps both.
+ */
+static void
+test_initial_contact(void **state)
+{
+	struct ike_conn_cfg ci = cfg_i(), cr = mirror(&ci);
+	uint32_t old_in;
+	char err[128];
+
+	(void)state;
+	start(&ci, &cr);
+	bring_up(0);
+	assert_int_equal(ike_get_stats(R.ctx)->initial_contact, 0);	/* nothing before */
+	old_in = R.child.spi_in;
+	ike_free(I.ctx);			/* the initiator restarts: kill -9 */
+	memset(&I, 0, sizeof(I));
+	I.ctx = ike_new(&ops, &I);
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	bring_up(1000);
+	assert_int_equal(R.ike_downs, 1);
+	assert_non_null(strstr(R.why, "INITIAL_CONTACT"));
+	assert_int_equal(R.downs, 1);
+	assert_int_equal(R.down_in, old_in);
+	assert_int_equal(R.ev[R.n_ev - 2].kind, 'd');	/* the old one went first */
+	assert_int_equal(R.ev[R.n_ev - 1].kind, 'u');
+	assert_int_equal(R.ups, 2);
+	assert_int_equal(ike_get_stats(R.ctx)->initial_contact, 1);
+	assert_int_equal(R.sent, 4);			/* two exchanges answered: no Delete */
+	assert_established();
+	assert_int_equal(R.child.spi_out, I.child.spi_in);
+	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
+	stop();
+	/* A responder with initial-contact = no heeds none: both IKE SAs stay. */
+	cr.no_initial_contact = true;
+	start(&ci, &cr);
+	bring_up(0);
+	ike_free(I.ctx);
+	memset(&I, 0, sizeof(I));
+	I.ctx = ike_new(&ops, &I);
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	bring_up(1000);
+	assert_int_equal(R.ike_downs, 0);
+	assert_int_equal(R.downs, 0);
+	assert_int_equal(status(&R).n, 2);
+	assert_int_equal(ike_get_stats(R.ctx)->initial_contact, 0);
 	stop();
 }
 
@@ -4047,11 +4106,13 @@ test_keep_remote_access(void **state)
 	assert_int_equal(ike_child_rekey(I.ctx, "t", 100), 0);	/* the client rekeys */
 	pump(100);
 	assert_int_equal(rej_total(&I) + rej_total(&R), 0);
-	/* the /32 pool's one address is online again: a second client is refused */
+	/* the /32 pool's one address is online again: a second client (no
+	 * INITIAL_CONTACT) is refused */
 	first = I;
 	memset(&I, 0, sizeof(I));
 	I.ctx = ike_new(&ops, &I);
 	ci.local = addr4("192.0.2.2");
+	ci.no_initial_contact = true;
 	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
 	bring_up(0);
 	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 1);
@@ -4097,6 +4158,7 @@ main(void)
 		cmocka_unit_test(test_delete),
 		cmocka_unit_test(test_conn_remove),
 		cmocka_unit_test(test_dpd),
+		cmocka_unit_test(test_initial_contact),
 		cmocka_unit_test(test_cookie),
 		cmocka_unit_test(test_nat_detected),
 		cmocka_unit_test(test_nat_traversal),
