@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,18 @@
 #include "mono.h"
 
 #define IKD_TICK_MS		100	/* timers walked at most this often: dpvpnd's IKE_TICK_MS */
+/*
+ * The start window: tunnels (start = yes, or a retry) initiated by ikd_tick
+ * and not yet up, at most this many at a time.  A gateway that starts with
+ * 10 000 tunnels would otherwise send 10 000 IKE_SA_INITs in one tick: more
+ * than the IKE channel's queue and its peer's IKE rate limit take, all lost
+ * and retransmitted together.  While tunnels wait for room, the window is
+ * looked at every IKD_TICK_START_MS (not the whole tick: at 10 000 SAs a
+ * walk of them costs), so it refills as exchanges end.
+ * DPVPND_IKE_START_WINDOW sets it (0: no limit).
+ */
+#define IKD_START_WINDOW	64
+#define IKD_TICK_START_MS	10
 #define IKD_COOKIE_THRESHOLD	32	/* half-open SAs before cookies are asked for */
 #define IKD_BUF			(sizeof(struct dpvpn_msg_hdr) + sizeof(struct dpvpn_ike_pkt) + \
 				 DPVPN_IKE_MAX)
@@ -139,6 +152,8 @@ int ikd_start(const char *dp_socket, const struct cfg *cfg)
 	}
 	memcpy(ikd.ports, cfg->ports, cfg->n_ports * sizeof(*ikd.ports));
 	ikd.n_ports = cfg->n_ports;
+	ikd.start_window = getenv("DPVPND_IKE_START_WINDOW") ?
+		(size_t)strtoul(getenv("DPVPND_IKE_START_WINDOW"), NULL, 10) : IKD_START_WINDOW;
 	/* above this many half-open responder SAs, IKE_SA_INIT needs a cookie (2.6) */
 	ike_set_cookie_threshold(ikd.ctx, getenv("DPVPND_IKE_COOKIE_THRESHOLD") ?
 			(unsigned)strtoul(getenv("DPVPND_IKE_COOKIE_THRESHOLD"), NULL, 10) :
@@ -248,6 +263,46 @@ int ikd_input(void)
 	return 0;
 }
 
+/*
+ * Initiate the tunnels due (start = yes, retries), at most IKD_START_WINDOW
+ * in flight: those started here whose CHILD_SA is not up and whose IKE SA
+ * has not ended (its ike_down clears starting, or sets a retry).  An ike-sa
+ * tunnel's CHILD_SA rides an IKE SA: it takes no room.
+ */
+static void start_due(uint64_t now)
+{
+	size_t busy = 0, window = ikd.start_window ? ikd.start_window : SIZE_MAX;
+	bool waiting = false;
+
+	for (size_t i = 0; i < ikd.n_conns; i++) {
+		struct ikd_conn *c = &ikd.conns[i];
+
+		c->starting = c->starting && !c->up && c->retry_at == 0 && !c->held;
+		busy += c->starting;
+	}
+	for (size_t i = 0; i < ikd.n_conns; i++) {
+		struct ikd_conn *c = &ikd.conns[i];
+		int rc;
+
+		if (c->retry_at == 0 || now < c->retry_at)
+			continue;
+		if (busy >= window) {
+			waiting = true;
+			break;
+		}
+		c->retry_at = 0;
+		rc = ike_initiate(ikd.ctx, c->tpl.name, now);
+		if (rc == 0 && c->tpl.ike.parent[0] == '\0') {
+			c->starting = true;
+			busy++;
+		} else if (rc != 0 && ikd.verbose) {
+			fprintf(stderr, "dpvpnd: tunnel %s: IKE already negotiating\n", c->tpl.name);
+		}
+	}
+	ikd.start_waiting = waiting;
+	ikd.next_start = now + IKD_TICK_START_MS;
+}
+
 void ikd_tick(void)
 {
 	uint64_t now = mono_ms();
@@ -259,10 +314,13 @@ void ikd_tick(void)
 	 * message would cost a walk of them all.
 	 */
 	ikd_keep_flush();		/* what the messages just read changed */
+	if (ikd.ctx != NULL && ikd.start_waiting && now >= ikd.next_start && now < ikd.next_tick)
+		start_due(now);		/* tunnels wait for room in the start window */
 	if (ikd.ctx == NULL || now < ikd.next_tick)
 		return;
 	ikd.next_tick = now + IKD_TICK_MS;
 	ike_tick(ikd.ctx, now);
+	start_due(now);
 	ikd_orphans_expire(now);
 	for (size_t i = 0; i < ikd.n_clients; i++) {
 		struct ikd_conn *c = &ikd.clients[i].c;
@@ -286,11 +344,6 @@ void ikd_tick(void)
 			}
 		}
 
-		if (c->retry_at == 0 || now < c->retry_at)
-			continue;
-		c->retry_at = 0;
-		if (ike_initiate(ikd.ctx, c->tpl.name, now) != 0 && ikd.verbose)
-			fprintf(stderr, "dpvpnd: tunnel %s: IKE already negotiating\n", c->tpl.name);
 	}
 	ikd_keep_flush();		/* what the timers changed */
 }

@@ -234,6 +234,7 @@ void ikd_on_ike_down(void *opaque, const char *conn, const char *why)
 		return;
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE SA ended: %s\n", conn, why);
 	while ((c = ikd_conn_family(conn, c)) != NULL) {	/* it and its ike-sa tunnels */
+		c->starting = false;	/* out of the start window */
 		free(c->last_end);
 		c->last_end = strdup(why);	/* NULL (no memory): said as not known */
 		if (c->tpl.ike.start && !c->held)

@@ -34,6 +34,8 @@ struct ikd_conn {
 	struct ike_pki_cred *cred;
 	struct ike_pki_trust *trust;
 	uint64_t retry_at;		/* start = yes: when to initiate again; 0: not due */
+	bool starting;			/* ikd_tick initiated it: in the start window until
+					 * its CHILD_SA is up or its IKE SA ends */
 	bool up;			/* a CHILD_SA installed */
 	bool held;			/* terminated by the operator: not started again */
 	uint32_t spi_in, spi_out;	/* the CHILD_SA the outbound policy points to */
@@ -115,6 +117,9 @@ struct ikd_state {
 	struct idx parent_idx;		/* conns with an ike-sa parent, by its name */
 	bool batch;			/* inst_batch_begin'ed in this ikd_input pass */
 	uint64_t next_tick;		/* ikd_tick's next walk (mono_ms) */
+	size_t start_window;		/* initiations in flight at most (ikd.c); 0: any */
+	bool start_waiting;		/* tunnels due wait for room in it */
+	uint64_t next_start;		/* then looked at again at (mono_ms) */
 	/* IKE SAs kept in the dataplane across restarts (ikd_keep.c) */
 	bool closing;			/* ikd_close: the SAs stay in the dataplane */
 	uint64_t keep_failed;
