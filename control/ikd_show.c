@@ -445,7 +445,7 @@ int ikd_tunnel(const char *name, char *state, size_t state_len, char *detail,
 	}
 	if (c->tpl.ike.parent[0])
 		n.conn = c->tpl.ike.parent;	/* ike-sa: it rides that one's IKE SA */
-	ike_sa_walk(ikd.ctx, newest_one, &n);
+	ike_sa_walk_conn(ikd.ctx, n.conn, newest_one, &n);	/* its IKE SAs only */
 	snprintf(state, state_len, "%s", n.found ? ike_state_name(n.st.state) : "none");
 	if (c->up)
 		return CTL_IKE_UP;

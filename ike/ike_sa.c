@@ -1150,57 +1150,77 @@ ike_free(struct ike_ctx *ctx)
 	free(ctx);
 }
 
+/* One IKE SA's status to fn (ike_sa_walk, ike_sa_walk_conn). */
+static void
+walk_one(const struct ike_sa *sa, void (*fn)(void *arg, const struct ike_sa_status *st),
+	 void *arg)
+{
+	struct ike_sa_status st = {
+		.conn = sa->conn->cfg.name, .state = sa->state,
+		.initiator = sa->initiator, .local = sa->local, .remote = sa->remote,
+		.encr = sa->prop.encr, .encr_bits = sa->prop.encr_bits,
+		.integ = sa->prop.integ, .prf = sa->prop.prf, .dh = sa->prop.dh,
+		.nat_local = sa->nat_local, .nat_remote = sa->nat_remote,
+		.child_up = sa->kid0.child.up, .child_spi_in = sa->kid0.child.spi_in,
+		.child_spi_out = sa->kid0.child.spi_out, .child_dh = sa->kid0.child.prop.dh,
+		.next_req_id = sa->next_req_id,
+		.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
+		.retransmits = sa->retransmits, .udp_encap = sa->encap,
+		.ike_rekeys = sa->ike_rekeys,
+		.rekey_collisions = sa->rekey_collisions, .rekey_won = sa->rekey_won,
+		.rekey_lost = sa->rekey_lost,
+		.has_vip = sa->has_vip, .vip = sa->vip, .peer_id = sa->peer_id,
+	};
+
+	memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);
+	memcpy(st.spi_r, sa->spi_r, IKE_SPI_LEN);
+	st.child_rekeys = 0;
+	for (unsigned i = 0; i < sa->n_kids; i++) {
+		const struct child_sa *k = ike_kid(sa, i);
+		struct ike_child_status *cs = &st.children[st.n_children];
+
+		st.child_rekeys += k->child_rekeys;
+		if (!k->child.up && !k->want_create && !k->creating &&
+		    k->create_retry_ms == 0)
+			continue;	/* a free slot */
+		cs->conn = k->conn ? k->conn->cfg.name : sa->conn->cfg.name;
+		cs->up = k->child.up;
+		cs->spi_in = k->child.spi_in;
+		cs->spi_out = k->child.spi_out;
+		cs->dh = k->child.prop.dh;
+		memcpy(cs->ts_local, k->child.tl.p, sizeof(cs->ts_local));
+		memcpy(cs->ts_remote, k->child.tr.p, sizeof(cs->ts_remote));
+		cs->n_ts_local = k->child.tl.n;
+		cs->n_ts_remote = k->child.tr.n;
+		cs->rekeys = k->child_rekeys;
+		cs->up_ms = k->child.up_ms;
+		cs->alg = (struct ike_alg_set){ .encr = k->child.prop.encr,
+			.encr_bits = k->child.prop.encr_bits, .integ = k->child.prop.integ,
+			.dh = k->child.prop.dh, .esn = k->child.prop.esn };
+		st.n_children++;
+	}
+	fn(arg, &st);
+}
+
 void
 ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa_status *st),
 	    void *arg)
 {
-	for (const struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next) {
-		struct ike_sa_status st = {
-			.conn = sa->conn->cfg.name, .state = sa->state,
-			.initiator = sa->initiator, .local = sa->local, .remote = sa->remote,
-			.encr = sa->prop.encr, .encr_bits = sa->prop.encr_bits,
-			.integ = sa->prop.integ, .prf = sa->prop.prf, .dh = sa->prop.dh,
-			.nat_local = sa->nat_local, .nat_remote = sa->nat_remote,
-			.child_up = sa->kid0.child.up, .child_spi_in = sa->kid0.child.spi_in,
-			.child_spi_out = sa->kid0.child.spi_out, .child_dh = sa->kid0.child.prop.dh,
-			.next_req_id = sa->next_req_id,
-			.peer_next_id = sa->peer_next_id, .rx = sa->rx, .tx = sa->tx,
-			.retransmits = sa->retransmits, .udp_encap = sa->encap,
-.ike_rekeys = sa->ike_rekeys,
-			.rekey_collisions = sa->rekey_collisions, .rekey_won = sa->rekey_won,
-			.rekey_lost = sa->rekey_lost,
-			.has_vip = sa->has_vip, .vip = sa->vip, .peer_id = sa->peer_id,
-		};
+	for (const struct ike_sa *sa = ctx->sas; sa != NULL; sa = sa->next)
+		walk_one(sa, fn, arg);
+}
 
-		memcpy(st.spi_i, sa->spi_i, IKE_SPI_LEN);
-		memcpy(st.spi_r, sa->spi_r, IKE_SPI_LEN);
-		st.child_rekeys = 0;
-		for (unsigned i = 0; i < sa->n_kids; i++) {
-			const struct child_sa *k = ike_kid(sa, i);
-			struct ike_child_status *cs = &st.children[st.n_children];
+int
+ike_sa_walk_conn(struct ike_ctx *ctx, const char *name,
+		 void (*fn)(void *arg, const struct ike_sa_status *st), void *arg)
+{
+	const struct conn *c = ike_conn_by_name(ctx, name);
 
-			st.child_rekeys += k->child_rekeys;
-			if (!k->child.up && !k->want_create && !k->creating &&
-			    k->create_retry_ms == 0)
-				continue;	/* a free slot */
-			cs->conn = k->conn ? k->conn->cfg.name : sa->conn->cfg.name;
-			cs->up = k->child.up;
-			cs->spi_in = k->child.spi_in;
-			cs->spi_out = k->child.spi_out;
-			cs->dh = k->child.prop.dh;
-			memcpy(cs->ts_local, k->child.tl.p, sizeof(cs->ts_local));
-			memcpy(cs->ts_remote, k->child.tr.p, sizeof(cs->ts_remote));
-			cs->n_ts_local = k->child.tl.n;
-			cs->n_ts_remote = k->child.tr.n;
-			cs->rekeys = k->child_rekeys;
-			cs->up_ms = k->child.up_ms;
-			cs->alg = (struct ike_alg_set){ .encr = k->child.prop.encr,
-				.encr_bits = k->child.prop.encr_bits, .integ = k->child.prop.integ,
-				.dh = k->child.prop.dh, .esn = k->child.prop.esn };
-			st.n_children++;
-		}
-		fn(arg, &st);
-	}
+	if (c == NULL)
+		return -ENOENT;
+	for (const struct ike_sa *sa = c->sas; sa != NULL; sa = sa->conn_next)
+		walk_one(sa, fn, arg);
+	return 0;
 }
 
 const struct ike_stats *

@@ -502,6 +502,12 @@ int ike_sa_import(struct ike_ctx *ctx, const uint8_t *rec, size_t len, uint64_t 
 /* Calls fn for each IKE SA, in no particular order; fn must not change ctx. */
 void ike_sa_walk(const struct ike_ctx *ctx, void (*fn)(void *arg, const struct ike_sa_status *st),
 		 void *arg);
+/*
+ * The same for the IKE SAs of connection name only (its list: no walk of
+ * them all, which show tunnels did once per tunnel): 0, or -ENOENT.
+ */
+int ike_sa_walk_conn(struct ike_ctx *ctx, const char *name,
+		     void (*fn)(void *arg, const struct ike_sa_status *st), void *arg);
 const struct ike_stats *ike_get_stats(const struct ike_ctx *ctx);
 const char *ike_reject_name(enum ike_reject r);
 const char *ike_frag_drop_name(enum ike_frag_drop d);

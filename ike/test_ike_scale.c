@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -221,6 +222,21 @@ established(const struct side *s)
 	return n;
 }
 
+/* ike_sa_walk_conn: the SAs of one connection, by name, and no other. */
+struct of_conn {
+	const char *name;
+	unsigned n, other;
+};
+
+static void
+count_of(void *arg, const struct ike_sa_status *st)
+{
+	struct of_conn *o = arg;
+
+	o->n++;
+	o->other += strcmp(st->conn, o->name) != 0;
+}
+
 static void
 test_ten_thousand_sas(void **state)
 {
@@ -271,6 +287,16 @@ test_ten_thousand_sas(void **state)
 	assert_int_equal(established(&R), N_CONNS);
 	assert_int_equal(I.wrong + R.wrong, 0);
 	assert_in_range(max_probes, 1, PROBES_MAX);
+	for (unsigned i = 0; i < N_CONNS; i += 997) {	/* show tunnels' walk of one tunnel */
+		struct of_conn o = { .name = name };
+
+		snprintf(name, sizeof(name), "t%u", i);
+		assert_int_equal(ike_sa_walk_conn(R.ctx, name, count_of, &o), 0);
+		assert_int_equal(o.n, 1);
+		assert_int_equal(o.other, 0);
+	}
+	assert_int_equal(ike_sa_walk_conn(R.ctx, "nosuch", count_of,
+					  &(struct of_conn){ .name = "nosuch" }), -ENOENT);
 	assert_true(probes_mean(messages) < PROBES_MEAN_MAX);
 	print_message("%" PRIu64 " messages, %.2f SAs compared a message, at most %" PRIu64 "\n",
 		      messages, probes_mean(messages), max_probes);
