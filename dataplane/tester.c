@@ -56,7 +56,7 @@
 #define UDP_DPORT	20000
 #define PAYLOAD_OFF	(sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr))
 #define TUNNELS_PAGE	16	/* /dpvpn/tester/tunnels: the reply fits 16 KiB */
-#define TUNNEL_KEYS	12	/* per direction, in /dpvpn/tester/tunnels */
+#define TUNNEL_KEYS	13	/* per direction, in /dpvpn/tester/tunnels */
 
 _Static_assert(S_BUCKETS == 96, "384 bytes of u32 per stream");
 /* the longest reply: per field "key" (the longest, d_lat_p999_ns, 13), ':', 20 digits
@@ -653,7 +653,7 @@ cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 
 /* One stream's counters, added up over the workers. */
 struct stream_sum {
-	uint64_t sent, rx, dup, reorder, lat_min, lat_sum, lat_max, first, gap_max;
+	uint64_t sent, rx, dup, reorder, lat_min, lat_sum, lat_max, first, last, gap_max;
 	uint64_t h[S_BUCKETS];
 };
 
@@ -675,6 +675,7 @@ stream_sum(struct stream_sum *v, unsigned int s)
 		v->lat_min = RTE_MIN(v->lat_min, r->lat_min);
 		v->lat_max = RTE_MAX(v->lat_max, r->lat_max);
 		v->first = RTE_MIN(v->first, r->first);
+		v->last = RTE_MAX(v->last, r->last);
 		/* one sink worker per stream assumed, as for duplicates */
 		v->gap_max = RTE_MAX(v->gap_max, r->gap_max);
 		for (unsigned int b = 0; b < S_BUCKETS; b++)
@@ -697,6 +698,7 @@ tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
 	static const char *const keys[TUNNEL_KEYS] = {
 		"sent", "received", "duplicated", "reordered", "lat_min_ns", "lat_avg_ns",
 		"lat_p50_ns", "lat_p99_ns", "lat_p999_ns", "lat_max_ns", "first_ns", "gap_max_ns",
+		"last_ns",
 	};
 
 	rte_tel_data_start_dict(c);
@@ -718,6 +720,9 @@ tunnel_stats(struct rte_tel_data *c, unsigned int tunnel)
 		/* first: since the TX window opened, of the first packet received */
 		out[10] = v.rx && v.first > T.next.start ? ticks_ns(v.first - T.next.start) : 0;
 		out[11] = ticks_ns(v.gap_max);
+		/* last: of the newest received, from the same opening (a restart's
+		 * end: a stream whose last came before it is not back) */
+		out[12] = v.rx && v.last > T.next.start ? ticks_ns(v.last - T.next.start) : 0;
 		for (int k = 0; k < TUNNEL_KEYS; k++) {
 			char key[32];
 

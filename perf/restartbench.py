@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""restartbench: a dpvpnd restart under traffic over many IKE tunnels
-([scale] issue 28, requirement 3).
+"""restartbench: a dpvpnd restart, or the whole gateway's, under traffic over
+many IKE tunnels ([scale] issue 28, requirement 3).
 
     sudo perf/restartbench.py --tunnels 10000 --rate 200 --setup-slack 90 --pps 20000 --seconds 8 --at 2
+    sudo perf/restartbench.py --whole --tunnels 10000 --pps 20000 --seconds 40 --at 2
 
 The tester's lab (tests/testerlab.py: dpvpn-dataplane --tester and a dpvpn
 DUT over two veth pairs in a namespace of its own): the tester's dpvpnd
@@ -15,9 +16,22 @@ dataplane, as systemd would.  Reported: the loss both ways and the tunnels
 that lost any (the tester's per-tunnel counters), the longest gap of any
 stream, how long the new dpvpnd took to be ready, the IKE SAs it took up
 (its log), whether the DUT's SAs are the same ones after (SPIs), and the
-CHILD_SAs the tester made again (its log).  Figures, never a pass/fail:
-the test with 40 tunnels is tests/test_tester.py
-test_dpvpnd_restart_under_load_loses_nothing.
+CHILD_SAs the tester made again (its log).
+
+--whole: the DUT's dpvpnd initiates every tunnel (start = yes; the tester's
+responds) and, --at seconds into the trial, both DUT processes are killed
+(-9) and started again with nothing kept, as after a power cut.  The new
+dpvpnd initiates every tunnel anew with INITIAL_CONTACT, which ends the
+tester's IKE SAs of before.  Reported per tunnel (the tester's counters):
+whether it carried traffic both ways after the kill, and its outage (the
+longest gap of its two streams, from its last packet before the kill to
+its first after: at most the time to first packet plus one packet
+interval, tunnels / pps), p50/p99/max; the IKE SAs the tester ended on
+INITIAL_CONTACT and the CHILD_SAs the new DUT dpvpnd made (their logs).
+
+Figures, never a pass/fail: the tests with 40 tunnels are
+tests/test_tester.py test_dpvpnd_restart_under_load_loses_nothing and
+test_whole_restart_under_load_comes_back.
 """
 import argparse
 import json
@@ -34,7 +48,45 @@ from testerlab import T  # noqa: E402
 TAKEN_RE = re.compile(r"IKE: (\d+) of (\d+) IKE SAs taken up again")
 
 
+def counters(g):
+    """A gateway's drop counters that are not zero, and its ports' rx_missed
+    (frames the NIC, here af_packet's ring, had no room for)."""
+    out = {k: v for k, v in g.ctl("show", "counters")["drops"].items() if v}
+    for i, pt in enumerate(g.ctl("show", "ports")["ports"]):
+        out[f"rx_missed:{pt['role']}{i}"] = pt["rx_missed"]
+    return out
+
+
+def grown(before, after):
+    return {k: after.get(k, 0) - before.get(k, 0) for k in sorted(set(before) | set(after))
+            if after.get(k, 0) != before.get(k, 0)}
+
+
+def run_whole(a):
+    with testerlab.Pair(a.tunnels, ike=True, dut_initiates=True,
+                        dut_args=["--max-sa", str(2 * a.tunnels + 64),
+                                  "--ike-rate", "200000"]) as p:
+        took = p.all_up(max(a.tunnels * a.setup_pps, 1000), a.setup_slack)
+        if took is None:
+            return {"error": "not every tunnel up", "tunnels": a.tunnels}
+        ended = p.tester.gw.dpvpnd.output().count("INITIAL_CONTACT")
+        tc = counters(p.tester.gw)
+        x = T.restart_under_load(p.tester, lambda: p.dut.restart_whole("restarted",
+                                                                        timeout=300),
+                                 a.pps, a.seconds, at=a.at)
+        x.pop("stats")
+        return {"tunnels": a.tunnels, "whole": True, "set_up_s": took, "restart": x,
+                "dut_ready_s": x["restart_s"],
+                "tester_ike_sas_ended_by_initial_contact":
+                    p.tester.gw.dpvpnd.output().count("INITIAL_CONTACT") - ended,
+                "dut_child_sas_made": p.dut.dpvpnd.output().count("IKE CHILD_SA up"),
+                "tester_counters_grown": grown(tc, counters(p.tester.gw)),
+                "machine": T.machine()}
+
+
 def run(a):
+    if a.whole:
+        return run_whole(a)
     with testerlab.Pair(a.tunnels, ike=True, start_tester=False, paced=True,
                         dut_args=["--max-sa", str(2 * a.tunnels + 64),
                                   "--ike-rate", "200000"]) as p:
@@ -43,14 +95,15 @@ def run(a):
         setup = {k: up[k] for k in ("up", "rate_per_s", "first_packet_s") if k in up}
         setup["failed"] = len(up.get("failed", []))
         # the tunnels that carried traffic both ways in the set-up trial
-        # (dpvpnctl show tunnels would say too, but takes tens of seconds
-        # at 10 000 tunnels: that listing is not made for this many yet)
+        # (dpvpnctl show tunnels would say too, but asks dpvpnd and the
+        # dataplane for every tunnel's state and SAs)
         only = set(range(a.tunnels)) - set(up.get("failed", []))
         setup["up_before_restart"] = len(only)
         if not only:
             return {"error": "no tunnel up", "setup": setup}
         before = p.dut.sa_ids()
         ups = p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
+        dc, tc = counters(p.dut), counters(p.tester.gw)
         x = T.restart_under_load(p.tester, lambda: p.dut.restart_dpvpnd("restarted", timeout=300),
                                  a.pps, a.seconds, at=a.at, only=only)
         x.pop("stats")
@@ -62,7 +115,11 @@ def run(a):
                 "ike_sas_taken_up": [int(m.group(1)), int(m.group(2))] if m else None,
                 "dut_sas": len(before), "dut_sas_same": before == after,
                 "child_sas_made_again": p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
-                - ups, "watched_s": a.watch, "machine": T.machine()}
+                - ups, "watched_s": a.watch,
+                # where packets went: the DUT's and the tester's drops and missed frames
+                "dut_counters_grown": grown(dc, counters(p.dut)),
+                "tester_counters_grown": grown(tc, counters(p.tester.gw)),
+                "machine": T.machine()}
 
 
 def main():
@@ -78,6 +135,8 @@ def main():
     ap.add_argument("--at", type=float, default=2.0, help="the kill, into the trial")
     ap.add_argument("--watch", type=float, default=5.0,
                     help="seconds after the trial before the SAs are compared")
+    ap.add_argument("--whole", action="store_true",
+                    help="restart both DUT processes, nothing kept (the DUT initiates)")
     ap.add_argument("--json", help="write the result here too")
     a = ap.parse_args()
     r = run(a)

@@ -85,6 +85,7 @@ class Plan:
                      for _ in range(tunnels)]
         self.psk_file = None        # static keys unless use_ike()
         self.ike_start = True       # False: the tester initiates on command (paced set-up)
+        self.ike_initiator = "tester"   # "dut": the DUT's dpvpnd initiates (start = yes there)
         self.encap_udp = False      # IKE tunnels: force UDP encapsulation (kernel-libipsec)
         self.ike_proposal = "aes128gcm16-prfsha256-x25519"
         self.ike_auth = "psk"       # "cert": use_pki()'s certificate per tunnel
@@ -258,7 +259,7 @@ class Plan:
                 f"ike-proposals = {self.ike_proposal}\n"
                 + ("encap = udp\n" if self.encap_udp else "") + ids +
                 ("virtual-ip = request\n" if ra else "") +
-                f"start = {'yes' if side == 'tester' and self.ike_start else 'no'}\n")
+                f"start = {'yes' if side == self.ike_initiator and self.ike_start else 'no'}\n")
 
     def loop_config(self, loop_net="198.19.1.0/24"):
         """loop_net None: port C is in the outer network (its .3), on one link
@@ -493,8 +494,10 @@ class Tester:
                 "--max-sa", str((4 if loop else 2) * plan.tunnels + 16),
                 # a load generator: its IKE is not to be rate-limited as a
                 # gateway's is (1 000 a second would drop the liveness checks
-                # of thousands of idle tunnels, which come due together)
-                "--ike-rate", str(max(1000, 20 * plan.tunnels))]
+                # of thousands of idle tunnels, which come due together; its
+                # bucket, a millisecond of the rate, takes a peer's burst of
+                # IKE_SA_INITs: a DUT that starts initiates 32 at a time)
+                "--ike-rate", str(max(100000, 20 * plan.tunnels))]
         if mbufs:
             args += ["--mbufs", str(mbufs)]
         self.gw = lab.Gateway(name, cfg, vdevs, workdir, lcores, netns=netns, dp_args=args)
@@ -796,23 +799,36 @@ def restart_under_load(tester, restart, load_pps, seconds, at=1.0, sizes=(64,), 
     """A trial of `seconds` at load_pps each way, spread over every tunnel,
     and `at` seconds into it restart(), which restarts part of the DUT and
     returns once that part is back ([scale] issue 28 req. 3: a dpvpnd taking
-    over its running dataplane).  Returns the loss both ways, the tunnels
-    that lost a packet, the longest wait between two packets of any stream,
-    how long restart() took, and the trial's stats.  only: the tunnels
-    (indices) to count; the rest (not up before) are left out."""
+    over its running dataplane, or the whole DUT).  Returns the loss both
+    ways, the tunnels that lost a packet, the longest wait between two
+    packets of any stream, how long restart() took, per tunnel whether it
+    carried traffic both ways after the restart began and its outage (the
+    longer of its two streams' longest gap: from its last packet before to
+    its first after; p50/p99/max over the tunnels back), and the trial's
+    stats.  only: the tunnels (indices) to count; the rest (not up before)
+    are left out."""
     took = {}
 
     def during(t_open):
         time.sleep(max(0.0, t_open + at - time.monotonic()))
         t0 = time.monotonic()
+        took["at_ns"] = (t0 - t_open) * 1e9
         restart()
         took["restart_s"] = round(time.monotonic() - t0, 3)
     s = tester.trial(load_pps, load_pps, seconds, list(sizes), during=during)
     per = {i: t for i, t in tester.tunnels().items() if only is None or i in only}
     lossy = sorted(i for i, t in per.items()
                    if t["e_received"] < t["e_sent"] or t["d_received"] < t["d_sent"])
+    at_ns = took.get("at_ns", at * 1e9)
+    back = {i: max(t["e_gap_max_ns"], t["d_gap_max_ns"]) / 1e9 for i, t in per.items()
+            if min(t["e_last_ns"], t["d_last_ns"]) > at_ns}
+    gaps = sorted(back.values())
     return {"load_pps": load_pps, "seconds": seconds, "restart_at_s": at,
             "restart_s": took.get("restart_s"),
+            "back": len(back), "not_back": sorted(set(per) - set(back))[:10],
+            "outage_s": {"p50": round(gaps[len(gaps) // 2], 3) if gaps else None,
+                         "p99": round(gaps[int(0.99 * (len(gaps) - 1))], 3) if gaps else None,
+                         "max": round(gaps[-1], 3) if gaps else None},
             "sent": {d: sum(t[f"{d[4]}_sent"] for t in per.values()) for d in DIRS},
             "lost": {d: sum(t[f"{d[4]}_sent"] - t[f"{d[4]}_received"] for t in per.values())
                      for d in DIRS},

@@ -157,6 +157,21 @@ class Gateway:
                             "-s", self.ctl_sock], self.dir, self.dpvpnd_netns)
         self.wait_dpvpnd(timeout)
 
+    def restart_whole(self, tag, timeout=60):
+        """kill -9 dpvpnd and the dataplane (the gateway lost power, say) and
+        start both again, nothing kept (a new dataplane holds no SA and no
+        IKE SA record); returns once the new dpvpnd is ready.  Its tunnels
+        with start = yes then initiate, with INITIAL_CONTACT."""
+        self.dpvpnd.kill9()
+        self.dataplane.kill9()
+        if os.path.exists(self.dp_sock):
+            os.unlink(self.dp_sock)
+        self.start_dataplane(timeout, log_suffix=f"-{tag}")
+        self.dpvpnd = Proc(f"{self.name}-dpvpnd-{tag}",
+                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
+                            "-s", self.ctl_sock], self.dir, self.dpvpnd_netns)
+        self.wait_dpvpnd(timeout)
+
     def crash_dataplane(self, timeout=30):
         """kill -9 the dataplane and start a new one; dpvpnd (still running)
         must notice and install everything again.  Returns once it has."""

@@ -636,6 +636,35 @@ def test_dpvpnd_restart_under_load_loses_nothing():
         assert p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up") == ups
 
 
+@pytest.mark.scale
+def test_whole_restart_under_load_comes_back():
+    """[scale] issue 28 req. 3, the whole gateway: 40 tunnels keyed by IKEv2
+    (PSK), the DUT initiating, carry 4 000 pps each way while both DUT
+    processes are killed (-9) and started again with nothing kept.  The new
+    dpvpnd initiates every tunnel with INITIAL_CONTACT; the tester's dpvpnd
+    ends its IKE SAs of before on it (not after its liveness checks give up,
+    30 s and more), so every tunnel carries traffic both ways again within
+    the trial, each measured by the tester (its longest gap), and the tester
+    holds one IKE SA a tunnel, the new ones."""
+    n = 40
+    with Pair(n, ike=True, dut_initiates=True) as p:
+        assert p.all_up(4000, 30) is not None
+        before = p.dut.sa_ids()
+        x = T.restart_under_load(p.tester, lambda: p.dut.restart_whole("w1"), 4000, 12.0,
+                                 at=1.0)
+        x.pop("stats")
+        print(x)
+        assert x["tunnels"] == n and x["back"] == n and x["not_back"] == [], x
+        assert x["outage_s"]["max"] < 11.0, x
+        assert x["tunnels_with_loss"] == n, x     # the DUT was down: every tunnel lost some
+        assert p.tester.gw.dpvpnd.output().count("the peer started again (INITIAL_CONTACT)") \
+            == n
+        assert p.dut.dpvpnd.output().count("IKE CHILD_SA up") == n
+        sas = p.tester.gw.ctl("show", "ike")
+        assert len(sas["sas"]) == n and sas["stats"]["initial_contact"] == n, sas["stats"]
+        assert not set(p.dut.sa_ids()) & set(before)
+
+
 @pytest.mark.nosan
 def test_ike_paced_setup_and_rekeys_under_load():
     """Paced set-up (20 tunnels initiated at 20 a second): every one up, its

@@ -39,13 +39,16 @@ class Pair:
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
     def __init__(self, tunnels, wrong_key=None, shape_out=None, ike=False, start_tester=True,
-                 paced=False, dut_args=(), outer_addresses=None, nat_t_ports=None):
+                 paced=False, dut_args=(), outer_addresses=None, nat_t_ports=None,
+                 dut_initiates=False):
         """shape_out: a tc qdisc (argument list) on the DUT's outside link,
         the way to the tester (the DUT's frames then pass the qdisc).  ike:
         tunnels keyed by IKEv2 (PSK), the tester initiating.  start_tester
         False: the test starts the tester itself (self.tester made, not started).
         dut_args: more options of the DUT's dataplane (a later --max-sa wins).
-        outer_addresses, nat_t_ports: Plan's (a peer address or UDP port per tunnel)."""
+        outer_addresses, nat_t_ports: Plan's (a peer address or UDP port per tunnel).
+        dut_initiates: with ike, the DUT's dpvpnd initiates every tunnel at its
+        start (start = yes there) and the tester's responds."""
         self.shape_out = shape_out
         self.dut_args = list(dut_args)
         self.start_tester = start_tester
@@ -57,6 +60,8 @@ class Pair:
         if ike:
             self.plan.use_ike(os.path.join(self.dir, "ike.psk"))
             self.plan.ike_start = not paced     # paced: the test initiates each tunnel
+            if dut_initiates:
+                self.plan.ike_initiator = "dut"
         dut = self.plan.dut_config_dpvpn()
         if wrong_key is not None:     # the DUT encrypts tunnel wrong_key's traffic wrongly
             k_dut, k_tester = self.plan.keys[wrong_key]
@@ -128,6 +133,18 @@ class Pair:
                 frames += list(rdpcap(path))
             return frames
         return stop
+
+    def all_up(self, pps, timeout):
+        """Short trials (pps each way) until every tunnel carried traffic both
+        ways in one: the seconds that took, or None at timeout."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            self.tester.trial(pps, pps, 1.0, [64])
+            per = self.tester.tunnels()
+            if len(per) == self.plan.tunnels and all(t["e_received"] and t["d_received"]
+                                                     for t in per.values()):
+                return round(time.monotonic() - t0, 1)
+        return None
 
     def warm(self):
         """One short trial, both ways: ARP resolved on both sides before any
