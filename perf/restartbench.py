@@ -104,14 +104,16 @@ def run(a):
         before = p.dut.sa_ids()
         ups = p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
         dc, tc = counters(p.dut), counters(p.tester.gw)
-        x = T.restart_under_load(p.tester, lambda: p.dut.restart_dpvpnd("restarted", timeout=300),
+        nice = ["nice", "-n", str(a.nice)] if a.nice else []
+        x = T.restart_under_load(p.tester, lambda: p.dut.restart_dpvpnd("restarted", timeout=300,
+                                                                        prefix=nice),
                                  a.pps, a.seconds, at=a.at, only=only)
         x.pop("stats")
         time.sleep(a.watch)
         m = TAKEN_RE.search(p.dut.dpvpnd.output())
         after = p.dut.sa_ids()
         return {"tunnels": a.tunnels, "setup": setup, "restart": x,
-                "dpvpnd_ready_s": x["restart_s"],
+                "dpvpnd_ready_s": x["restart_s"], "dpvpnd_nice": a.nice,
                 "ike_sas_taken_up": [int(m.group(1)), int(m.group(2))] if m else None,
                 "dut_sas": len(before), "dut_sas_same": before == after,
                 "child_sas_made_again": p.tester.gw.dpvpnd.output().count("IKE CHILD_SA up")
@@ -135,6 +137,9 @@ def main():
     ap.add_argument("--at", type=float, default=2.0, help="the kill, into the trial")
     ap.add_argument("--watch", type=float, default=5.0,
                     help="seconds after the trial before the SAs are compared")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="run the new dpvpnd at this niceness (here it shares the CPUs "
+                         "with the dataplanes' workers)")
     ap.add_argument("--whole", action="store_true",
                     help="restart both DUT processes, nothing kept (the DUT initiates)")
     ap.add_argument("--json", help="write the result here too")

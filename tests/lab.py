@@ -147,13 +147,15 @@ class Gateway:
         if not self.dpvpnd.alive():
             raise RuntimeError(f"{self.name} dpvpnd failed:\n{self.dpvpnd.output()}")
 
-    def restart_dpvpnd(self, tag, timeout=60):
+    def restart_dpvpnd(self, tag, timeout=60, prefix=()):
         """kill -9 dpvpnd and start a new one against the running dataplane,
         as systemd would; returns once it is ready (it took up the IKE SAs
-        the dataplane keeps records of first)."""
+        the dataplane keeps records of first).  prefix: a command to run it
+        under (nice -n 19: the scheduler favours the workers it shares CPUs
+        with)."""
         self.dpvpnd.kill9()
         self.dpvpnd = Proc(f"{self.name}-dpvpnd-{tag}",
-                           [DPVPND, "-c", self.config, "-D", self.dp_sock,
+                           [*prefix, DPVPND, "-c", self.config, "-D", self.dp_sock,
                             "-s", self.ctl_sock], self.dir, self.dpvpnd_netns)
         self.wait_dpvpnd(timeout)
 
