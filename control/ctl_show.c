@@ -252,13 +252,14 @@ static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entr
 {
 	json_t *arr, *e;
 	uint8_t *entries;
-	uint32_t n, end;
+	uint32_t n, total;
 
-	if (dp_dump(ctx->dp, type, esize, (void **)&entries, &n))
+	/* this page only: 200 000 SAs listed a page at a time had dumped them all per page */
+	if (dp_dump_range(ctx->dp, type, esize, (uint32_t)ctx->first, CTL_PAGE, (void **)&entries,
+			  &n, &total))
 		return dp_failed(ctx, err, err_len, key);
-	end = ctx->first >= n ? ctx->first : n - ctx->first > CTL_PAGE ? ctx->first + CTL_PAGE : n;
 	arr = json_array();
-	for (uint32_t i = ctx->first; arr && i < end; i++) {
+	for (uint32_t i = 0; arr && i < n; i++) {
 		e = fn(entries + (size_t)i * esize);
 		if (!e || json_array_append_new(arr, e)) {
 			json_decref(arr);
@@ -269,7 +270,7 @@ static json_t *show_table(struct ctl_ctx *ctx, uint16_t type, size_t esize, entr
 	if (!arr)
 		snprintf(err, err_len, "out of memory building %s", key);
 	return arr ? json_pack("{s:o,s:I,s:I}", key, arr, "first", (json_int_t)ctx->first,
-			       "total", (json_int_t)n) : NULL;
+			       "total", (json_int_t)total) : NULL;
 }
 
 static json_t *sa_entry(const void *e)

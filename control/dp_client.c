@@ -234,10 +234,11 @@ int dp_call_var(struct dp_client *dp, uint16_t type, const void *req, uint32_t r
 	return 0;
 }
 
+/* One reply of entries from index start, appended to the have in *entries. */
 static int dump_page(struct dp_client *dp, uint16_t type, size_t esize, uint8_t **entries,
-		     uint32_t got, uint32_t *total)
+		     uint32_t have, uint32_t start, uint32_t *total)
 {
-	struct dpvpn_dump_req req = { .start = got };
+	struct dpvpn_dump_req req = { .start = start };
 	struct dpvpn_dump_hdr dh;
 	uint8_t *payload = rxbuf + sizeof(struct dpvpn_msg_hdr), *a;
 	ssize_t n;
@@ -250,14 +251,14 @@ static int dump_page(struct dp_client *dp, uint16_t type, size_t esize, uint8_t 
 	if ((size_t)n != sizeof(dh) + (size_t)dh.count * esize)
 		return fail(dp, "dump reply of %zd bytes for %u entries of %zu", n, dh.count,
 			    esize);
-	if (dh.total > DP_DUMP_MAX || dh.total < got || dh.count > dh.total - got ||
-	    (!dh.count && got < dh.total))
-		return fail(dp, "dump reply: %u entries at %u of %u", dh.count, got, dh.total);
-	a = realloc(*entries, ((size_t)got + dh.count) * esize + 1);
+	if (dh.total > DP_DUMP_MAX || dh.count > (dh.total > start ? dh.total - start : 0) ||
+	    (!dh.count && start < dh.total))
+		return fail(dp, "dump reply: %u entries at %u of %u", dh.count, start, dh.total);
+	a = realloc(*entries, ((size_t)have + dh.count) * esize + 1);
 	if (!a)
 		return fail(dp, "out of memory");
 	*entries = a;
-	memcpy(a + (size_t)got * esize, payload + sizeof(dh), (size_t)dh.count * esize);
+	memcpy(a + (size_t)have * esize, payload + sizeof(dh), (size_t)dh.count * esize);
 	*total = dh.total;
 	return (int)dh.count;
 }
@@ -270,7 +271,7 @@ int dp_dump(struct dp_client *dp, uint16_t type, size_t entry_size, void **entri
 	int r;
 
 	do {
-		r = dump_page(dp, type, entry_size, &a, got, &total);
+		r = dump_page(dp, type, entry_size, &a, got, got, &total);
 		if (r < 0) {
 			free(a);
 			return -1;
@@ -279,6 +280,27 @@ int dp_dump(struct dp_client *dp, uint16_t type, size_t entry_size, void **entri
 	} while (got < total);
 	*entries = a;
 	*n = got;
+	return 0;
+}
+
+int dp_dump_range(struct dp_client *dp, uint16_t type, size_t entry_size, uint32_t start,
+		  uint32_t max, void **entries, uint32_t *n, uint32_t *total)
+{
+	uint8_t *a = NULL;
+	uint32_t got = 0, t = 0;
+	int r;
+
+	do {
+		r = dump_page(dp, type, entry_size, &a, got, start + got, &t);
+		if (r < 0) {
+			free(a);
+			return -1;
+		}
+		got += (uint32_t)r;
+	} while (r > 0 && got < max && start + got < t);
+	*entries = a;
+	*n = got < max ? got : max;
+	*total = t;
 	return 0;
 }
 

@@ -55,6 +55,13 @@ int dp_call_var(struct dp_client *dp, uint16_t type, const void *req, uint32_t r
  */
 int dp_dump(struct dp_client *dp, uint16_t type, size_t entry_size, void **entries,
 	    uint32_t *n);
+/*
+ * Entries start.. of the same table, at most max of them (fewer past its end:
+ * none if start is), and the table's total: one page of an operator's
+ * listing costs that page, not the whole table.  0 or -1 with dp->err.
+ */
+int dp_dump_range(struct dp_client *dp, uint16_t type, size_t entry_size, uint32_t start,
+		  uint32_t max, void **entries, uint32_t *n, uint32_t *total);
 
 /* The connection became readable outside of a call: 0 if still usable. */
 int dp_drain(struct dp_client *dp);
