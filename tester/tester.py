@@ -86,6 +86,7 @@ class Plan:
         self.psk_file = None        # static keys unless use_ike()
         self.ike_start = True       # False: the tester initiates on command (paced set-up)
         self.ike_initiator = "tester"   # "dut": the DUT's dpvpnd initiates (start = yes there)
+        self.ike_dpd = None         # seconds between liveness checks, both sides; None: dpvpnd's
         self.encap_udp = False      # IKE tunnels: force UDP encapsulation (kernel-libipsec)
         self.ike_proposal = "aes128gcm16-prfsha256-x25519"
         self.ike_auth = "psk"       # "cert": use_pki()'s certificate per tunnel
@@ -259,6 +260,7 @@ class Plan:
                 f"ike-proposals = {self.ike_proposal}\n"
                 + ("encap = udp\n" if self.encap_udp else "") + ids +
                 ("virtual-ip = request\n" if ra else "") +
+                (f"dpd = {self.ike_dpd}\n" if self.ike_dpd is not None else "") +
                 f"start = {'yes' if side == self.ike_initiator and self.ike_start else 'no'}\n")
 
     def loop_config(self, loop_net="198.19.1.0/24"):
@@ -329,6 +331,7 @@ class Plan:
                 f"local-id = fqdn:dut.dpvpn.test\nremote-id = fqdn:*.tester.dpvpn.test\n"
                 f"ike-proposals = {self.ike_proposal}\n"
                 + ("encap = udp\n" if self.encap_udp else "") +
+                (f"dpd = {self.ike_dpd}\n" if self.ike_dpd is not None else "") +
                 f"replay-window = {self.window}\n\n")
 
     def dut_config_xfrm(self, dev_clear="eth0", dev_outer="eth1"):
