@@ -263,6 +263,17 @@ int ikd_input(void)
 	return 0;
 }
 
+/* The inbound SAs a rekey replaced whose grace period is over go. */
+static void later_due(struct ikd_conn *c, uint64_t now)
+{
+	for (int l = 0; l < IKD_LATER_MAX; l++) {
+		if (c->later[l].spi != 0 && now >= c->later[l].at) {
+			inst_sa_del(ikd.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN, ikd.verbose);
+			c->later[l].spi = 0;
+		}
+	}
+}
+
 /*
  * Initiate the tunnels due (start = yes, retries), at most IKD_START_WINDOW
  * in flight: those started here whose CHILD_SA is not up and whose IKE SA
@@ -322,29 +333,10 @@ void ikd_tick(void)
 	ike_tick(ikd.ctx, now);
 	start_due(now);
 	ikd_orphans_expire(now);
-	for (size_t i = 0; i < ikd.n_clients; i++) {
-		struct ikd_conn *c = &ikd.clients[i].c;
-
-		for (int l = 0; l < IKD_LATER_MAX; l++) {
-			if (c->later[l].spi != 0 && now >= c->later[l].at) {
-				inst_sa_del(ikd.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN,
-					    ikd.verbose);
-				c->later[l].spi = 0;
-			}
-		}
-	}
-	for (size_t i = 0; i < ikd.n_conns; i++) {
-		struct ikd_conn *c = &ikd.conns[i];
-
-		for (int l = 0; l < IKD_LATER_MAX; l++) {
-			if (c->later[l].spi != 0 && now >= c->later[l].at) {
-				inst_sa_del(ikd.dp, &c->tpl, c->later[l].spi, DPVPN_DIR_IN,
-					    ikd.verbose);
-				c->later[l].spi = 0;
-			}
-		}
-
-	}
+	for (size_t i = 0; i < ikd.n_clients; i++)
+		later_due(&ikd.clients[i].c, now);
+	for (size_t i = 0; i < ikd.n_conns; i++)
+		later_due(&ikd.conns[i], now);
 	ikd_keep_flush();		/* what the timers changed */
 }
 

@@ -406,7 +406,8 @@ note_peer_id(struct ike_sa *sa, const struct view *v)
 	char err[ERR_LEN];
 	struct ike_id id;
 
-	if (idp == NULL || ike_id_parse(idp->body, idp->len, &id, err, sizeof(err)) != 0)
+	if (sa->peer_hashed || idp == NULL ||
+	    ike_id_parse(idp->body, idp->len, &id, err, sizeof(err)) != 0)
 		return;		/* (auth_verify refused it already) */
 	sa->peer_id.type = id.type;
 	sa->peer_id.len = (uint8_t)(id.len < IKE_IDENT_MAX ? id.len : IKE_IDENT_MAX);
@@ -428,22 +429,41 @@ same_peer(const struct ike_sa *a, const struct ike_sa *b)
 }
 
 static void
+end_older(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_sa *o)
+{
+	if (o == sa || o->state < IKE_ST_ESTABLISHED || !same_peer(o, sa))
+		return;
+	ctx->stats.initial_contact++;
+	ike_sa_end(ctx, o, "the peer started again (INITIAL_CONTACT)");
+}
+
+/*
+ * A tunnel of one remote identity has a few IKE SAs on its list; a remote
+ * access connection has every client's, so its own are found by identity
+ * (ctx->by_peer), not by a walk of 100 000.
+ */
+static void
 initial_contact(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v)
 {
+	const struct ike_conn_cfg *cfg = &sa->conn->cfg;
 	struct ike_sa *o, *next;
 	struct ike_notify nt;
 	unsigned from = 0;
 
 	note_peer_id(sa, v);
-	if (sa->conn->cfg.no_initial_contact ||
-	    !ike_find_notify(v, IKE_N_INITIAL_CONTACT, &from, &nt))
+	ike_sa_peer_hash(ctx, sa);
+	if (cfg->no_initial_contact || !ike_find_notify(v, IKE_N_INITIAL_CONTACT, &from, &nt))
 		return;
-	for (o = sa->conn->sas; o != NULL; o = next) {
-		next = o->conn_next;
-		if (o == sa || o->state < IKE_ST_ESTABLISHED || !same_peer(o, sa))
-			continue;
-		ctx->stats.initial_contact++;
-		ike_sa_end(ctx, o, "the peer started again (INITIAL_CONTACT)");
+	if (cfg->cred == NULL && !cfg->remote_any) {
+		for (o = sa->conn->sas; o != NULL; o = next) {
+			next = o->conn_next;
+			end_older(ctx, sa, o);
+		}
+		return;
+	}
+	for (o = ike_sa_peer_bucket(ctx, &sa->peer_id); o != NULL; o = next) {
+		next = o->by_peer;
+		end_older(ctx, sa, o);
 	}
 }
 

@@ -147,6 +147,8 @@ struct frag_rx {
 struct ike_sa {
 	struct ike_sa *next, *prev;	/* ctx->sas, newest first */
 	struct ike_sa *by_spi;		/* its bucket of ctx->by_spi, once spi_i is known */
+	struct ike_sa *by_peer;		/* its bucket of ctx->by_peer, once authenticated */
+	bool peer_hashed;
 	bool hashed;
 	bool cross_target;		/* a crossing rekey's successor: some ike_cross may
 					 * point to it (ike_sa_end looks only then) */
@@ -275,6 +277,9 @@ struct ike_ctx {
 	 * sizes, keyed with a random hash_key (a peer picks its SPIi).
 	 */
 	struct ike_sa **by_spi;		/* IKE_SA_BUCKETS */
+	/* SAs by the peer's identity (peer_id), IKE_SA_BUCKETS: INITIAL_CONTACT
+	 * finds a remote-access client's older IKE SAs without a walk of all */
+	struct ike_sa **by_peer;
 	struct conn **conn_name, **conn_addr, **conn_id;	/* IKE_CONN_BUCKETS */
 	uint64_t hash_key, conn_seq;
 	unsigned n_any, n_cred;		/* connections with remote_any, with certificates */
@@ -407,6 +412,10 @@ void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
 void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
 void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
 void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
+/* sa's peer_id is set (authenticated, taken up, or a rekey's): into ctx->by_peer, once. */
+void ike_sa_peer_hash(struct ike_ctx *ctx, struct ike_sa *sa);
+/* The chain (by_peer) of the SAs whose peer identity may be id. */
+struct ike_sa *ike_sa_peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id);
 void ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa);
 struct ike_sa *ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i);
 int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);

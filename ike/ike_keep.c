@@ -546,6 +546,8 @@ ike_sa_import(struct ike_ctx *ctx, const uint8_t *rec, size_t len, uint64_t now_
 		ike_sa_end(ctx, sa, "not taken up");
 		goto out;
 	}
+	sa->peer_id = r.peer_id;	/* (an older dpvpnd kept none: not hashed) */
+	ike_sa_peer_hash(ctx, sa);
 	sa->kept = true;		/* the owner has its record */
 	ike_log(ctx, sa, "IKE SA taken up again: message IDs %u (ours) and %u (the peer's)",
 		sa->next_req_id, sa->peer_next_id);

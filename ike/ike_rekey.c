@@ -106,6 +106,7 @@ sa_hand_over(struct ike_ctx *ctx, struct ike_sa *old, struct ike_sa *sa, uint64_
 	sa->has_vip = old->has_vip;	/* remote access: the lease moves too */
 	sa->vip = old->vip;
 	sa->peer_id = old->peer_id;
+	ike_sa_peer_hash(ctx, sa);
 	old->has_vip = false;
 	old->owner_knows = false;
 	old->want_del_ike = false;

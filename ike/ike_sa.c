@@ -489,6 +489,35 @@ ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i)
 	return ctx->by_spi[ike_hash(ctx->hash_key, spi_i, IKE_SPI_LEN) % IKE_SA_BUCKETS];
 }
 
+static size_t
+peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id)
+{
+	uint8_t k[1 + IKE_IDENT_MAX];
+
+	k[0] = id->type;
+	memcpy(k + 1, id->data, id->len);
+	return ike_hash(ctx->hash_key, k, 1u + id->len) % IKE_SA_BUCKETS;
+}
+
+struct ike_sa *
+ike_sa_peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id)
+{
+	return ctx->by_peer[peer_bucket(ctx, id)];
+}
+
+void
+ike_sa_peer_hash(struct ike_ctx *ctx, struct ike_sa *sa)
+{
+	struct ike_sa **b;
+
+	if (sa->peer_hashed || sa->peer_id.len == 0)
+		return;
+	b = &ctx->by_peer[peer_bucket(ctx, &sa->peer_id)];
+	sa->by_peer = *b;
+	*b = sa;
+	sa->peer_hashed = true;
+}
+
 /* sa's spi_i is set (once: ours drawn, or the peer's taken): messages find it by that. */
 void
 ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa)
@@ -530,6 +559,13 @@ sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
 		while (*pp != sa)
 			pp = &(*pp)->by_spi;
 		*pp = sa->by_spi;
+	}
+	if (sa->peer_hashed) {
+		struct ike_sa **pp = &ctx->by_peer[peer_bucket(ctx, &sa->peer_id)];
+
+		while (*pp != sa)
+			pp = &(*pp)->by_peer;
+		*pp = sa->by_peer;
 	}
 	if (sa->prev != NULL)
 		sa->prev->next = sa->next;
@@ -1106,6 +1142,7 @@ static void
 ctx_free_tables(struct ike_ctx *ctx)
 {
 	free(ctx->by_spi);
+	free(ctx->by_peer);
 	free(ctx->conn_name);
 	free(ctx->conn_addr);
 	free(ctx->conn_id);
@@ -1121,10 +1158,12 @@ ike_new(const struct ike_ops *ops, void *opaque)
 	ctx->ops = *ops;
 	ctx->opaque = opaque;
 	ctx->by_spi = calloc(IKE_SA_BUCKETS, sizeof(*ctx->by_spi));
+	ctx->by_peer = calloc(IKE_SA_BUCKETS, sizeof(*ctx->by_peer));
 	ctx->conn_name = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_name));
 	ctx->conn_addr = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_addr));
 	ctx->conn_id = calloc(IKE_CONN_BUCKETS, sizeof(*ctx->conn_id));
-	if (ctx->by_spi == NULL || ctx->conn_name == NULL || ctx->conn_addr == NULL ||
+	if (ctx->by_spi == NULL || ctx->by_peer == NULL || ctx->conn_name == NULL ||
+	    ctx->conn_addr == NULL ||
 	    ctx->conn_id == NULL ||
 	    ike_random(ctx->cookie_secret, sizeof(ctx->cookie_secret)) != 0 ||
 	    ike_random((uint8_t *)&ctx->hash_key, sizeof(ctx->hash_key)) != 0) {

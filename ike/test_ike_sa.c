@@ -756,6 +756,43 @@ test_remote_access(void **state)
 	pki_free(&f);
 }
 
+/*
+ * A road warrior that restarts (a new context, the same certificate and
+ * identity, another address): its INITIAL_CONTACT ends its IKE SA of before
+ * on the remote = %any responder, found among the clients' by identity, and
+ * it gets its address again (the lease went with the old SA), not
+ * INTERNAL_ADDRESS_FAILURE.
+ */
+static void
+test_initial_contact_ra(void **state)
+{
+	struct pki_files f = pki_load();
+	struct ike_conn_cfg ci, cr;
+	char err[128];
+
+	(void)state;
+	start_ra(&f, &ci, &cr);
+	bring_up(0);
+	assert_int_equal(R.ups, 1);
+	ike_free(I.ctx);
+	memset(&I, 0, sizeof(I));
+	I.ctx = ike_new(&ops, &I);
+	ci.local = addr4("192.0.2.2");
+	assert_int_equal(ike_conn_add(I.ctx, &ci, err, sizeof(err)), 0);
+	bring_up(1000);
+	assert_int_equal(R.ike_downs, 1);
+	assert_non_null(strstr(R.why, "INITIAL_CONTACT"));
+	assert_int_equal(R.downs, 1);
+	assert_int_equal(R.ups, 2);
+	assert_int_equal(I.ups, 1);
+	assert_memory_equal(R.child.ts_remote.addr, "\x0a\x0a\x00\x07", 4);
+	assert_int_equal(ike_get_stats(R.ctx)->pool_exhausted, 0);
+	assert_int_equal(ike_get_stats(R.ctx)->initial_contact, 1);
+	assert_int_equal(status(&R).n, 1);
+	stop();
+	pki_free(&f);
+}
+
 /* A refusal by the responder: AUTHENTICATION_FAILED, counted, the SA gone. */
 static void
 expect_pki_refused(const struct ike_conn_cfg *ci, const struct ike_conn_cfg *cr,
@@ -4132,6 +4169,7 @@ main(void)
 		cmocka_unit_test(test_wrong_identity),
 		cmocka_unit_test(test_pubkey_up),
 		cmocka_unit_test(test_remote_access),
+		cmocka_unit_test(test_initial_contact_ra),
 		cmocka_unit_test(test_pubkey_refused),
 		cmocka_unit_test(test_frag_up),
 		cmocka_unit_test(test_frag_not_used),
