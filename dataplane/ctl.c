@@ -30,7 +30,7 @@
 #include "ctl_steps.h"
 #include "dp.h"
 #include "host.h"
-#include "ike.h"
+#include "ike_punt.h"
 #include "keep.h"
 #include "ip.h"
 #include "port.h"

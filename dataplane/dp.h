@@ -200,7 +200,7 @@ struct dp_state {
 	bool tester;			/* tester mode (tester.h) */
 	uint16_t max_mtu;		/* largest port MTU the mbufs hold in one segment */
 	volatile int started;		/* ports up, workers forwarding */
-	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike.c) */
+	volatile int ike_open;		/* an IKE channel is open: punt IKE (ike_punt.c) */
 	uint32_t ike_rate;		/* IKE messages a second, each worker (--ike-rate) */
 	uint32_t host_rate, host_rate_control;	/* to the host twins, each worker (host.h) */
 	struct rte_mempool *host_pool;	/* the twins' RX mbufs: a host flood stays there */
@@ -289,7 +289,7 @@ dp_owner(const uint8_t *ip, const struct dp_port *only)
 /*
  * A per-lcore token bucket: rate tokens a second, at most burst saved up;
  * true if one was taken.  *tsc is the last refill (0: never), *tokens what
- * is left (ICMP errors in pmtu.c, IKE punts in ike.c, echo replies in echo.c).
+ * is left (ICMP errors in pmtu.c, IKE punts in ike_punt.c, echo replies in echo.c).
  * dp_bucket_take_at: the same with now read and per (cycles a token) worked
  * out by the caller (the host path's buckets in host.c, per packet).
  */

@@ -9,7 +9,7 @@
 #include "crypto.h"
 #include "esp.h"
 #include "host.h"
-#include "ike.h"
+#include "ike_punt.h"
 #include "ip.h"
 #include "pmtu.h"
 #include "route.h"

@@ -34,7 +34,7 @@
 #include "dpvpn_git.h"
 #include "dp.h"
 #include "host.h"
-#include "ike.h"
+#include "ike_punt.h"
 #include "keep.h"
 #include "pmtu.h"
 #include "port.h"

@@ -34,7 +34,7 @@
 #include "ctl_steps.h"
 #include "dpvpn_alg.h"
 #include "fuzz_dp.h"
-#include "ike.h"
+#include "ike_punt.h"
 #include "ip.h"
 #include "keep.h"
 #include "reass.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ike.c - the IKE punt path (see ike.h). */
+/* ike_punt.c - the IKE punt path (see ike_punt.h): not the IKE engine, ike/. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
-#include "ike.h"
+#include "ike_punt.h"
 #include "ip.h"
 #include "sa.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike.h - the IKE punt path: IKE messages that reach an outside port's
+ * ike_punt.h - the IKE punt path: IKE messages that reach an outside port's
  * address (UDP 500, or UDP 4500 behind the non-ESP marker, RFC 3948) go from
  * the worker that received them, within a per-worker rate limit, through a
  * ring to the main lcore, which pushes each to the IKE channel (a control
@@ -10,8 +10,8 @@
  * the drops ike (no channel), ike-limit, punt-full, short, too-big.  Ports:
  * 500, 4500, and any NAT-T port an SA listens on (the marker on all but 500).
  */
-#ifndef IKE_H
-#define IKE_H
+#ifndef IKE_PUNT_H
+#define IKE_PUNT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,4 +29,4 @@ void ike_poll(void);
 /* Main lcore: IKE_TX, the request's payload of len bytes. */
 int ike_tx(const void *payload, uint32_t len, char *err, size_t elen);
 
-#endif /* IKE_H */
+#endif /* IKE_PUNT_H */
