@@ -39,7 +39,7 @@ import shutil
 import subprocess
 import tempfile
 
-from lab import Proc, wait_for
+from lab import Managed, Proc, wait_for
 
 FRR_LIB = "/usr/lib/frr"
 ZEBRA = os.path.join(FRR_LIB, "zebra")
@@ -93,7 +93,7 @@ def available():
     return all(os.access(p, os.X_OK) for p in (ZEBRA, BGPD, BFDD, VTYSH))
 
 
-class Frr:
+class Frr(Managed):
     """zebra + bgpd in namespace ns, configured from strings."""
 
     def __init__(self, ns, bgpd, zebra=None, timeout=15, bfdd=None):
@@ -107,16 +107,8 @@ class Frr:
         self.dir = None
         self.procs = {}
 
-    def __enter__(self):
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        self._start()
 
     def argv(self, daemon):
         d = self.dir

@@ -227,7 +227,27 @@ class Gateway:
         return codes
 
 
-class Lab:
+class Managed:
+    """A lab helper as a context manager: __enter__ runs open() and, should it
+    fail part way, close() (which undoes whatever open() got to) before the
+    error goes on; __exit__ runs close()."""
+
+    def open(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self.open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Lab(Managed):
     """host A == gateway A == gateway B == host B, see the module docstring."""
 
     def __init__(self, extra_a="", ipv6=False, workers=1, replay_window=None, mtu=None,
@@ -279,17 +299,9 @@ class Lab:
         self.gws = []
         self.procs = []
 
-    def __enter__(self):
-        try:
-            self._net()
-            self._gateways()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        self._net()
+        self._gateways()
 
     def ip(self, ns, *args):
         return sh("ip", "-n", ns, *args)

@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab import HOST_MTU, Gateway, Proc, sh, wait_for  # noqa: E402
+from lab import HOST_MTU, Gateway, Managed, Proc, sh, wait_for  # noqa: E402
 
 CHARON = "/usr/lib/ipsec/charon"
 SWANCTL = "/usr/sbin/swanctl"
@@ -454,7 +454,7 @@ class Charon:
             self.proc.stop(timeout=5)
 
 
-class SwanLab:
+class SwanLab(Managed):
     """host S == strongSwan == peer (charon #2, then dpvpn) == host D."""
 
     def __init__(self, proposal="aes128gcm16"):
@@ -470,20 +470,12 @@ class SwanLab:
         self.verified = None
         self.swan = self.peer = None
 
-    def __enter__(self):
-        try:
-            self.swan = Charon("charon-swan", self.ns_sw, self.workdir, SWAN_OUT, PEER_OUT,
-                               SWAN_NET, PEER_NET, self.proposal)
-            self.peer = Charon("charon-peer", self.ns_pe, self.workdir, PEER_OUT, SWAN_OUT,
-                               PEER_NET, SWAN_NET, self.proposal)
-            self._net()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        self.swan = Charon("charon-swan", self.ns_sw, self.workdir, SWAN_OUT, PEER_OUT,
+                           SWAN_NET, PEER_NET, self.proposal)
+        self.peer = Charon("charon-peer", self.ns_pe, self.workdir, PEER_OUT, SWAN_OUT,
+                           PEER_NET, SWAN_NET, self.proposal)
+        self._net()
 
     def ip(self, ns, *args, **kw):
         return sh("ip", "-n", ns, *args, **kw)

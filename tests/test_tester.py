@@ -383,7 +383,7 @@ def esp_frame(size):
     return 14 + ESP_GCM_OVERHEAD + (inner + 2 + 3) // 4 * 4
 
 
-class Loop:
+class Loop(lab.Managed):
     """The tester alone, back to back (Plan.loop_config): port B's ESP goes
     through a router namespace (Linux forwarding, the qdisc given on its way
     out to port C) and comes back on port C, where the tester decrypts it.
@@ -402,32 +402,24 @@ class Loop:
         self.qdisc = list(qdisc)
         self.tester = None
 
-    def __enter__(self):
-        try:
-            for n in (self.ns, self.rtr):
-                lab.sh("ip", "netns", "add", n)
-            for a, b, addr in (("t-b", "r-b", "198.19.0.1/24"), ("t-c", "r-c", "198.19.1.1/24")):
-                link(self.ns, a, self.rtr, b, addr)
-            lab.sh("ip", "netns", "exec", self.rtr, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-            if self.qdisc:
-                lab.sh("ip", "netns", "exec", self.rtr, "tc", "qdisc", "add", "dev", "r-c",
-                       "root", *self.qdisc)
-            if self.nft:
-                nft = ["ip", "netns", "exec", self.rtr, "nft"]
-                lab.sh(*nft, "add table ip loss")
-                lab.sh(*nft, "add chain ip loss forward_loss { type filter hook forward priority 0; }")
-                lab.sh(*nft, f"add rule ip loss forward_loss {self.nft}")
-            self.tester = T.Tester(self.plan, ["net_null0,no-rx=1", "net_af_packet0,iface=t-b",
-                                               "net_af_packet1,iface=t-c"],
-                                   self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns, loop=True)
-            self.tester.start(60)
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        for n in (self.ns, self.rtr):
+            lab.sh("ip", "netns", "add", n)
+        for a, b, addr in (("t-b", "r-b", "198.19.0.1/24"), ("t-c", "r-c", "198.19.1.1/24")):
+            link(self.ns, a, self.rtr, b, addr)
+        lab.sh("ip", "netns", "exec", self.rtr, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        if self.qdisc:
+            lab.sh("ip", "netns", "exec", self.rtr, "tc", "qdisc", "add", "dev", "r-c",
+                   "root", *self.qdisc)
+        if self.nft:
+            nft = ["ip", "netns", "exec", self.rtr, "nft"]
+            lab.sh(*nft, "add table ip loss")
+            lab.sh(*nft, "add chain ip loss forward_loss { type filter hook forward priority 0; }")
+            lab.sh(*nft, f"add rule ip loss forward_loss {self.nft}")
+        self.tester = T.Tester(self.plan, ["net_null0,no-rx=1", "net_af_packet0,iface=t-b",
+                                           "net_af_packet1,iface=t-c"],
+                               self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns, loop=True)
+        self.tester.start(60)
 
     def close(self):
         if self.tester is not None:
@@ -737,7 +729,7 @@ def test_thousand_ike_tunnels_paced():
 
 # ---- strongSwan (charon, kernel-libipsec) as the device under test ----
 
-class SwanDut:
+class SwanDut(lab.Managed):
     """charon in a namespace of its own forwarding between d-in and d-out,
     its ESP in userspace (kernel-libipsec: UDP encapsulation), keyed from
     the tester's --emit-peer-config swanctl; the tester as in Pair."""
@@ -754,31 +746,23 @@ class SwanDut:
         self.plan.ike_proposal = swan.IKE_PROPOSAL
         self.tester = self.charon = None
 
-    def __enter__(self):
-        try:
-            for n in (self.ns, self.dns):
-                lab.sh("ip", "netns", "add", n)
-                lab.sh("ip", "-n", n, "link", "set", "lo", "up")
-            for a, b, addr in (("t-a", "d-in", "198.18.1.1/24"), ("t-b", "d-out", "198.19.0.1/24")):
-                link(self.ns, a, self.dns, b, addr)
-            lab.sh("ip", "netns", "exec", self.dns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-            sw = self.swan
-            self.charon = sw.Charon("charon", self.dns, self.dir, "198.19.0.1", "198.19.0.2",
-                                    "198.18.1.0/24", "100.64.0.0/32", "aes128gcm16")
-            T.private_file(os.path.join(self.charon.dir, "swanctl", "swanctl.conf"),
-                           self.plan.dut_config_swanctl(self.plan.psk_text()))
-            self.charon.start()
-            self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
-                                               "net_af_packet1,iface=t-b"],
-                                   self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
-            self.tester.start(60)
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        for n in (self.ns, self.dns):
+            lab.sh("ip", "netns", "add", n)
+            lab.sh("ip", "-n", n, "link", "set", "lo", "up")
+        for a, b, addr in (("t-a", "d-in", "198.18.1.1/24"), ("t-b", "d-out", "198.19.0.1/24")):
+            link(self.ns, a, self.dns, b, addr)
+        lab.sh("ip", "netns", "exec", self.dns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        sw = self.swan
+        self.charon = sw.Charon("charon", self.dns, self.dir, "198.19.0.1", "198.19.0.2",
+                                "198.18.1.0/24", "100.64.0.0/32", "aes128gcm16")
+        T.private_file(os.path.join(self.charon.dir, "swanctl", "swanctl.conf"),
+                       self.plan.dut_config_swanctl(self.plan.psk_text()))
+        self.charon.start()
+        self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
+                                           "net_af_packet1,iface=t-b"],
+                               self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
+        self.tester.start(60)
 
     def close(self):
         if self.tester is not None:

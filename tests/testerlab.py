@@ -35,7 +35,7 @@ def link(ns_a, a, ns_b, b, addr_b=None):
         lab.sh("ip", "-n", ns_b, "addr", "add", addr_b, "dev", b)
 
 
-class Pair:
+class Pair(lab.Managed):
     """A tester and a dpvpn DUT around it (see the module docstring)."""
 
     def __init__(self, tunnels, wrong_key=None, shape_out=None, ike=False, start_tester=True,
@@ -71,36 +71,28 @@ class Pair:
         T.private_file(self.dut_cfg, dut)
         self.tester = self.dut = None
 
-    def __enter__(self):
-        try:
-            lab.sh("ip", "netns", "add", self.ns)
-            for a, b in (("t-a", "d-in"), ("t-b", "d-out")):
-                link(self.ns, a, self.ns, b)
-            # the tester busy-polls on CPU 1, the DUT's worker on CPU 0
-            bypass = ""
-            if self.shape_out:
-                lab.sh("ip", "netns", "exec", self.ns, "tc", "qdisc", "add", "dev", "d-out",
-                       "root", *self.shape_out)
-                bypass = ",qdisc_bypass=0"
-            self.dut = lab.Gateway("dut", self.dut_cfg,
-                                   ["net_af_packet0,iface=d-in",
-                                    f"net_af_packet1,iface=d-out{bypass}"],
-                                   self.dir, ["-l", "0-1", "--main-lcore", "1"], self.ns,
-                                   dp_args=["--max-sa", str(2 * self.plan.tunnels + 16),
-                                            *self.dut_args])
-            self.dut.start(60)
-            self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
-                                               "net_af_packet1,iface=t-b"],
-                                   self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
-            if self.start_tester:
-                self.tester.start(60)
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def open(self):
+        lab.sh("ip", "netns", "add", self.ns)
+        for a, b in (("t-a", "d-in"), ("t-b", "d-out")):
+            link(self.ns, a, self.ns, b)
+        # the tester busy-polls on CPU 1, the DUT's worker on CPU 0
+        bypass = ""
+        if self.shape_out:
+            lab.sh("ip", "netns", "exec", self.ns, "tc", "qdisc", "add", "dev", "d-out",
+                   "root", *self.shape_out)
+            bypass = ",qdisc_bypass=0"
+        self.dut = lab.Gateway("dut", self.dut_cfg,
+                               ["net_af_packet0,iface=d-in",
+                                f"net_af_packet1,iface=d-out{bypass}"],
+                               self.dir, ["-l", "0-1", "--main-lcore", "1"], self.ns,
+                               dp_args=["--max-sa", str(2 * self.plan.tunnels + 16),
+                                        *self.dut_args])
+        self.dut.start(60)
+        self.tester = T.Tester(self.plan, ["net_af_packet0,iface=t-a",
+                                           "net_af_packet1,iface=t-b"],
+                               self.dir, ["-l", "0-1", "--main-lcore", "0"], self.ns)
+        if self.start_tester:
+            self.tester.start(60)
 
     def close(self):
         for p in self.procs:
