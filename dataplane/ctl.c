@@ -98,122 +98,50 @@ check_port(uint16_t id, const char *field, struct reply *r)
 
 static void remember_route(const struct dpvpn_route *c);
 
+/* The connected routes of a port just set (kept for SHOW_ROUTES and ROUTE_DEL). */
 static int
-do_port_set(const void *req, struct reply *r)
+add_connected(const struct dp_port *p, uint16_t id, struct reply *r)
 {
-	const struct dpvpn_port_cfg *c = req;
-	struct dp_port *p;
-	int rc = check_port(c->port_id, "port.port_id", r);
+	int rc;
 
-	if (rc != 0)
-		return rc;
-	if (c->role > DPVPN_ROLE_OUTSIDE) {
-		snprintf(r->err, sizeof(r->err), "port.role: %u is not 0, 1 or 2", c->role);
-		return -EINVAL;
-	}
-	if ((c->addr4.family != 0 && c->addr4.family != DPVPN_AF_INET) ||
-	    (c->addr4.family != 0 && (c->addr4.len == 0 || c->addr4.len > 32 || c->addr4.v4 == 0))) {
-		snprintf(r->err, sizeof(r->err), "port.addr4: family %u, length %u: not an IPv4 "
-			 "address with a length of 1..32", c->addr4.family, c->addr4.len);
-		return -EINVAL;
-	}
-	if ((c->addr6.family != 0 && c->addr6.family != DPVPN_AF_INET6) ||
-	    (c->addr6.family != 0 && (c->addr6.len == 0 || c->addr6.len > 128 ||
-				      ip6_is_multicast(c->addr6.v6)))) {
-		snprintf(r->err, sizeof(r->err), "port.addr6: family %u, length %u: not an IPv6 "
-			 "unicast address with a length of 1..128", c->addr6.family, c->addr6.len);
-		return -EINVAL;
-	}
-	if (c->extra4.family != 0 && (c->extra4.family != DPVPN_AF_INET || c->extra4.len == 0 ||
-				      c->extra4.len > 32 || c->addr4.family == 0 ||
-				      c->role != DPVPN_ROLE_OUTSIDE ||
-				      (c->extra4.v4 & ~dp_mask(c->extra4.len)) != 0)) {
-		snprintf(r->err, sizeof(r->err), "port.extra4: family %u, length %u: not an IPv4 "
-			 "prefix (host bits zero, length 1..32) of an outside port with an IPv4 "
-			 "address", c->extra4.family, c->extra4.len);
-		return -EINVAL;
-	}
-	if (!host_name_ok(c->host_iface, sizeof(c->host_iface))) {
-		snprintf(r->err, sizeof(r->err), "port.host_iface: not a Linux interface name "
-			 "(1..15 bytes, NUL-terminated, none of / : , = or blanks)");
-		return -EINVAL;
-	}
-	if (c->host_iface[0] != '\0' && !host_twins_enabled) {	/* before any change */
-		snprintf(r->err, sizeof(r->err), "port.host_iface: this process makes no twins "
-			 "(not the dataplane: a fuzz target or a test)");
-		return -ENOTSUP;
-	}
-	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
-		snprintf(r->err, sizeof(r->err), "port.mtu: %u is not %u..%u%s", c->mtu,
-			 DPVPN_MTU_MIN, dp.max_mtu,
-			 dp.max_mtu < DPVPN_PORT_MTU_MAX ? " (jumbo frames need --jumbo)" : "");
-		return -EINVAL;
-	}
-	if (c->mtu != 0 && c->mtu != dp.ports[c->port_id].mtu) {
-		struct rte_eth_dev_info info = { 0 };
-
-		rte_eth_dev_info_get(c->port_id, &info);
-		rc = rte_eth_dev_set_mtu(c->port_id, c->mtu);
-		/*
-		 * net_af_packet (22.11) says 1518-byte frames in its device info,
-		 * so ethdev refuses it any larger MTU, yet it carries whatever its
-		 * ring slots (framesz) and the kernel interface's MTU allow: there
-		 * the operator sets the MTU with `ip link`, and this is its value.
-		 */
-		if (rc == -EINVAL && info.driver_name != NULL &&
-		    strcmp(info.driver_name, "net_af_packet") == 0) {
-			fprintf(stderr, "dpvpn-dataplane: port %u (net_af_packet): MTU %u taken "
-				"as the kernel interface's (set with ip link; framesz must fit)\n",
-				c->port_id, c->mtu);
-			rc = 0;
-		}
-		/* rings (--tester-loop) carry any frame an mbuf holds: no MTU to set */
-		if (rc == -ENOTSUP && info.driver_name != NULL &&
-		    strcmp(info.driver_name, "net_ring") == 0)
-			rc = 0;
-		if (rc != 0) {
-			snprintf(r->err, sizeof(r->err), "port.mtu: the device refuses %u (%s; "
-				 "its max MTU %u, max frame %u)", c->mtu, rte_strerror(-rc),
-				 info.max_mtu, info.max_rx_pktlen);
-			return rc;
-		}
-		dp.ports[c->port_id].mtu = c->mtu;
-	}
-	p = &dp.ports[c->port_id];
-	/* what workers hold for a next hop may no longer fit the port: dropped */
-	__atomic_fetch_add(&dp.neigh_gen, 1, __ATOMIC_RELEASE);
-	p->role = c->role;
-	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
-	p->mask = dp_mask(p->prefix_len);
-	p->addr = c->addr4.family ? c->addr4.v4 : 0;
-	p->extra_count = 0;	/* (a reload may take them away) */
-	p->extra_first = c->extra4.family ? rte_be_to_cpu_32(c->extra4.v4) : 0;
-	p->extra_count = c->extra4.family ? (uint32_t)(1ull << (32 - c->extra4.len)) : 0;
-	p->has6 = c->addr6.family != 0;	/* (a reload may take it away) */
-	if (p->has6) {
-		memcpy(p->addr6, c->addr6.v6, 16);
-		p->prefix6_len = c->addr6.len;
-	}
-	/* The connected routes. */
-	if (p->addr != 0 && (rc = route_add(p->addr & p->mask, p->prefix_len, c->port_id, 0,
+	if (p->addr != 0 && (rc = route_add(p->addr & p->mask, p->prefix_len, id, 0,
 					    r->err, sizeof(r->err))) != 0)
 		return rc;
 	if (p->addr != 0)
 		remember_route(&(struct dpvpn_route){ .dst = { .family = DPVPN_AF_INET,
-			.len = p->prefix_len, .v4 = p->addr & p->mask }, .port_id = c->port_id });
+			.len = p->prefix_len, .v4 = p->addr & p->mask }, .port_id = id });
 	if (p->has6) {
 		struct dpvpn_route cr = { .dst = { .family = DPVPN_AF_INET6,
-						   .len = p->prefix6_len }, .port_id = c->port_id };
+						   .len = p->prefix6_len }, .port_id = id };
 
 		/* listed (SHOW_ROUTES, ROUTE_DEL) only once it is in the table */
-		rc = route6_add(p->addr6, p->prefix6_len, c->port_id, NULL, r->err,
-				sizeof(r->err));
+		rc = route6_add(p->addr6, p->prefix6_len, id, NULL, r->err, sizeof(r->err));
 		if (rc != 0)
 			return rc;
 		memcpy(cr.dst.v6, p->addr6, 16);
 		dp_mask6(cr.dst.v6, p->prefix6_len);
 		remember_route(&cr);
 	}
+	return 0;
+}
+
+/* PORT_SET: the port's checks and state are port.c's; the routes and twin follow. */
+static int
+do_port_set(const void *req, struct reply *r)
+{
+	const struct dpvpn_port_cfg *c = req;
+	int rc = check_port(c->port_id, "port.port_id", r);
+
+	if (rc == 0)
+		rc = port_check_cfg(c, r->err, sizeof(r->err));
+	if (rc == 0)
+		rc = port_set_mtu(c->port_id, c->mtu, r->err, sizeof(r->err));
+	if (rc != 0)
+		return rc;
+	port_set_addrs(&dp.ports[c->port_id], c);
+	rc = add_connected(&dp.ports[c->port_id], c->port_id, r);
+	if (rc != 0)
+		return rc;
 	return host_twin_set(c->port_id, c->host_iface, r->err, sizeof(r->err));
 }
 

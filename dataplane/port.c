@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * port.c - what a port's device does not report itself, read on the main
- * lcore when the port is shown (never by workers, never per packet).
+ * port.c - a port's configuration (PORT_SET: the checks, the device's MTU,
+ * the role and addresses) and what its device does not report itself, read
+ * on the main lcore when the port is shown (never by workers, never per
+ * packet).
  *
  * The Linux interface: the device's if_index (net_af_packet, net_af_xdp and
  * net_tap set it), else the vdev's iface= argument.
@@ -36,6 +38,8 @@
 #include <rte_devargs.h>
 
 #include "dp.h"
+#include "host.h"
+#include "ip.h"
 #include "port.h"
 
 _Static_assert(sizeof(((struct dpvpn_port_info *)0)->iface) == IF_NAMESIZE,
@@ -162,4 +166,114 @@ port_rx_missed(uint16_t id, const struct rte_eth_stats *s)
 	delivered = s->ipackets - p->base_ipackets -
 		    __atomic_load_n(&p->flushed, __ATOMIC_RELAXED);
 	return got > delivered ? got - delivered : 0;
+}
+
+/*
+ * PORT_SET's checks of a port's configuration, before anything changes
+ * (as sa.c's check_cfg for an SA): 0, or an error naming the field in eb.
+ */
+int
+port_check_cfg(const struct dpvpn_port_cfg *c, char *eb, size_t len)
+{
+	if (c->role > DPVPN_ROLE_OUTSIDE) {
+		snprintf(eb, len, "port.role: %u is not 0, 1 or 2", c->role);
+		return -EINVAL;
+	}
+	if ((c->addr4.family != 0 && c->addr4.family != DPVPN_AF_INET) ||
+	    (c->addr4.family != 0 && (c->addr4.len == 0 || c->addr4.len > 32 || c->addr4.v4 == 0))) {
+		snprintf(eb, len, "port.addr4: family %u, length %u: not an IPv4 "
+			 "address with a length of 1..32", c->addr4.family, c->addr4.len);
+		return -EINVAL;
+	}
+	if ((c->addr6.family != 0 && c->addr6.family != DPVPN_AF_INET6) ||
+	    (c->addr6.family != 0 && (c->addr6.len == 0 || c->addr6.len > 128 ||
+				      ip6_is_multicast(c->addr6.v6)))) {
+		snprintf(eb, len, "port.addr6: family %u, length %u: not an IPv6 "
+			 "unicast address with a length of 1..128", c->addr6.family, c->addr6.len);
+		return -EINVAL;
+	}
+	if (c->extra4.family != 0 && (c->extra4.family != DPVPN_AF_INET || c->extra4.len == 0 ||
+				      c->extra4.len > 32 || c->addr4.family == 0 ||
+				      c->role != DPVPN_ROLE_OUTSIDE ||
+				      (c->extra4.v4 & ~dp_mask(c->extra4.len)) != 0)) {
+		snprintf(eb, len, "port.extra4: family %u, length %u: not an IPv4 "
+			 "prefix (host bits zero, length 1..32) of an outside port with an IPv4 "
+			 "address", c->extra4.family, c->extra4.len);
+		return -EINVAL;
+	}
+	if (!host_name_ok(c->host_iface, sizeof(c->host_iface))) {
+		snprintf(eb, len, "port.host_iface: not a Linux interface name "
+			 "(1..15 bytes, NUL-terminated, none of / : , = or blanks)");
+		return -EINVAL;
+	}
+	if (c->host_iface[0] != '\0' && !host_twins_enabled) {
+		snprintf(eb, len, "port.host_iface: this process makes no twins "
+			 "(not the dataplane: a fuzz target or a test)");
+		return -ENOTSUP;
+	}
+	if (c->mtu != 0 && (c->mtu < DPVPN_MTU_MIN || c->mtu > dp.max_mtu)) {
+		snprintf(eb, len, "port.mtu: %u is not %u..%u%s", c->mtu,
+			 DPVPN_MTU_MIN, dp.max_mtu,
+			 dp.max_mtu < DPVPN_PORT_MTU_MAX ? " (jumbo frames need --jumbo)" : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The device's MTU, when mtu is not 0 and not the port's already. */
+int
+port_set_mtu(uint16_t id, uint16_t mtu, char *eb, size_t len)
+{
+	struct rte_eth_dev_info info = { 0 };
+	int rc;
+
+	if (mtu == 0 || mtu == dp.ports[id].mtu)
+		return 0;
+	rte_eth_dev_info_get(id, &info);
+	rc = rte_eth_dev_set_mtu(id, mtu);
+	/*
+	 * net_af_packet (22.11) says 1518-byte frames in its device info,
+	 * so ethdev refuses it any larger MTU, yet it carries whatever its
+	 * ring slots (framesz) and the kernel interface's MTU allow: there
+	 * the operator sets the MTU with `ip link`, and this is its value.
+	 */
+	if (rc == -EINVAL && info.driver_name != NULL &&
+	    strcmp(info.driver_name, "net_af_packet") == 0) {
+		fprintf(stderr, "dpvpn-dataplane: port %u (net_af_packet): MTU %u taken "
+			"as the kernel interface's (set with ip link; framesz must fit)\n",
+			id, mtu);
+		rc = 0;
+	}
+	/* rings (--tester-loop) carry any frame an mbuf holds: no MTU to set */
+	if (rc == -ENOTSUP && info.driver_name != NULL &&
+	    strcmp(info.driver_name, "net_ring") == 0)
+		rc = 0;
+	if (rc != 0) {
+		snprintf(eb, len, "port.mtu: the device refuses %u (%s; "
+			 "its max MTU %u, max frame %u)", mtu, rte_strerror(-rc),
+			 info.max_mtu, info.max_rx_pktlen);
+		return rc;
+	}
+	dp.ports[id].mtu = mtu;
+	return 0;
+}
+
+/* A checked configuration's addresses and role into the port. */
+void
+port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c)
+{
+	/* what workers hold for a next hop may no longer fit the port: dropped */
+	__atomic_fetch_add(&dp.neigh_gen, 1, __ATOMIC_RELEASE);
+	p->role = c->role;
+	p->prefix_len = c->addr4.family ? c->addr4.len : 0;
+	p->mask = dp_mask(p->prefix_len);
+	p->addr = c->addr4.family ? c->addr4.v4 : 0;
+	p->extra_count = 0;	/* (a reload may take them away) */
+	p->extra_first = c->extra4.family ? rte_be_to_cpu_32(c->extra4.v4) : 0;
+	p->extra_count = c->extra4.family ? (uint32_t)(1ull << (32 - c->extra4.len)) : 0;
+	p->has6 = c->addr6.family != 0;	/* (a reload may take it away) */
+	if (p->has6) {
+		memcpy(p->addr6, c->addr6.v6, 16);
+		p->prefix6_len = c->addr6.len;
+	}
 }

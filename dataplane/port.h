@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * port.h - what a port's device does not report itself: the Linux interface
- * behind it and, for net_af_packet, the frames its socket ring dropped.
- * Main lcore only (reads sysfs: never on the fast path).
+ * port.h - a port's configuration (PORT_SET's checks, MTU, addresses) and
+ * what its device does not report itself: the Linux interface behind it
+ * and, for net_af_packet, the frames its socket ring dropped.  Main lcore
+ * only (reads sysfs: never on the fast path).
  */
 #ifndef PORT_H
 #define PORT_H
@@ -22,5 +23,19 @@ void port_baseline(uint16_t id);
  * one, else (net_af_packet) what the Linux link received since START but
  * the dataplane never got. */
 uint64_t port_rx_missed(uint16_t id, const struct rte_eth_stats *s);
+
+struct dp_port;
+struct dpvpn_port_cfg;
+
+/* PORT_SET's checks of a port's configuration, before anything changes:
+ * 0, or a negative errno and eb naming the field. */
+int port_check_cfg(const struct dpvpn_port_cfg *c, char *eb, size_t len);
+
+/* The device's MTU (mtu 0 or the port's already: nothing to do). */
+int port_set_mtu(uint16_t id, uint16_t mtu, char *eb, size_t len);
+
+/* A checked configuration's role and addresses into the port; what the
+ * workers hold for next hops is dropped (dp.neigh_gen). */
+void port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c);
 
 #endif /* PORT_H */
