@@ -133,28 +133,74 @@ usage(FILE *out, const char *prog)
 		ROUTE_MAX_MIN, ROUTE_MAX_LIMIT, TESTER_MAX_TUNNELS);
 }
 
-/* --host-rate, --host-rate-control, --host-mbufs */
+/* A numeric option: its bounds and the variable it sets (4 or 2 bytes). */
+struct num_opt {
+	int c;
+	const char *name;
+	unsigned long min, max;
+	void *to;
+	size_t size;
+};
+
+#define NUM_OPT(c, name, min, max, var) { c, name, min, max, &(var), sizeof(var) }
+
+static const struct num_opt num_opts[] = {
+	NUM_OPT('i', "--idle-sleep-us", 0, 100000, dp.idle_sleep_us),
+	NUM_OPT('m', "--max-sa", 2, MAX_SA_LIMIT, max_sa),
+	NUM_OPT('M', "--max-routes", ROUTE_MAX_MIN, ROUTE_MAX_LIMIT, max_routes),
+	/* --mbufs: the floor depends on the ports, checked in setup() */
+	NUM_OPT('b', "--mbufs", 1, MBUFS_LIMIT, n_mbufs),
+	NUM_OPT('d', "--desc", DESC_MIN, DESC_MAX, n_desc),
+	NUM_OPT('k', "--ike-rate", 1, IKE_RATE_MAX, dp.ike_rate),
+	NUM_OPT('r', "--host-rate", 1, HOST_RATE_MAX, dp.host_rate),
+	NUM_OPT('R', "--host-rate-control", 1, HOST_RATE_MAX, dp.host_rate_control),
+	NUM_OPT('B', "--host-mbufs", HOST_MBUFS_MIN, MBUFS_LIMIT, host_mbufs),
+	NUM_OPT('t', "--tester", 1, TESTER_MAX_TUNNELS, tester_tunnels),
+};
+
+/* Option c's argument when c is a numeric option: 1 taken, 0 not one, -1 refused. */
 static int
-host_arg(int c, const char *arg)
+num_arg(int c, const char *arg)
 {
-	const char *name = c == 'r' ? "--host-rate" : c == 'R' ? "--host-rate-control" :
-				      "--host-mbufs";
-	unsigned long min = c == 'B' ? HOST_MBUFS_MIN : 1;
-	unsigned long max = c == 'B' ? MBUFS_LIMIT : HOST_RATE_MAX, v;
+	const struct num_opt *o = NULL;
+	unsigned long v;
 	char *end;
 
+	for (size_t i = 0; i < RTE_DIM(num_opts); i++)
+		if (num_opts[i].c == c)
+			o = &num_opts[i];
+	if (o == NULL)
+		return 0;
 	errno = 0;
 	v = strtoul(arg, &end, 10);
-	if (errno != 0 || *end != '\0' || *arg == '\0' || v < min || v > max) {
-		fprintf(stderr, "%s: '%s' is not %lu..%lu\n", name, arg, min, max);
+	if (errno != 0 || *end != '\0' || *arg == '\0' || v < o->min || v > o->max) {
+		fprintf(stderr, "%s: '%s' is not %lu..%lu\n", o->name, arg, o->min, o->max);
 		return -1;
 	}
-	if (c == 'r')
-		dp.host_rate = (uint32_t)v;
-	else if (c == 'R')
-		dp.host_rate_control = (uint32_t)v;
+	if (o->size == sizeof(uint16_t))
+		*(uint16_t *)o->to = (uint16_t)v;
 	else
-		host_mbufs = (unsigned int)v;
+		*(uint32_t *)o->to = (uint32_t)v;
+	return 1;
+}
+
+/* What the options say together, once all are read. */
+static int
+check_args(void)
+{
+	if (tester_loop && tester_tunnels == 0) {
+		fprintf(stderr, "--tester-loop: only with --tester N\n");
+		return -1;
+	}
+	if (tester_tunnels != 0 && tester_inner + (uint64_t)tester_tunnels - 1 > UINT32_MAX) {
+		fprintf(stderr, "--tester-inner: %u tunnels from there pass 255.255.255.255\n",
+			tester_tunnels);
+		return -1;
+	}
+	if (socket_path == NULL) {
+		fprintf(stderr, "--socket: required\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -180,9 +226,8 @@ parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long v;
-	char *end;
-	int c;
+	struct in_addr a;
+	int c, rc;
 
 	dp.idle_sleep_us = IDLE_SLEEP_US;
 	dp.ike_rate = IKE_RATE_DEFAULT;
@@ -190,120 +235,29 @@ parse_args(int argc, char **argv)
 	host_twins_enabled = true;
 	dp.host_rate_control = HOST_RATE_CONTROL_DEFAULT;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			socket_path = optarg;
-			break;
-		case 'S':
-			no_spread = true;
-			break;
-		case 'J':
-			jumbo = true;
-			break;
-		case 'i':
-			errno = 0;
-			dp.idle_sleep_us = (unsigned int)strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || dp.idle_sleep_us > 100000) {
-				fprintf(stderr, "--idle-sleep-us: '%s' is not 0..100000\n", optarg);
+		if (optarg != NULL && (rc = num_arg(c, optarg)) != 0) {
+			if (rc < 0)
 				return -1;
-			}
-			break;
-		case 'm':
-			errno = 0;
-			max_sa = (unsigned int)strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || max_sa < 2 || max_sa > MAX_SA_LIMIT) {
-				fprintf(stderr, "--max-sa: '%s' is not 2..%u\n", optarg, MAX_SA_LIMIT);
-				return -1;
-			}
-			break;
-		case 'M':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v < ROUTE_MAX_MIN || v > ROUTE_MAX_LIMIT) {
-				fprintf(stderr, "--max-routes: '%s' is not %u..%u\n", optarg,
-					ROUTE_MAX_MIN, ROUTE_MAX_LIMIT);
-				return -1;
-			}
-			max_routes = (unsigned int)v;
-			break;
-		case 'b':	/* the floor depends on the ports: checked in setup() */
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v == 0 || v > MBUFS_LIMIT) {
-				fprintf(stderr, "--mbufs: '%s' is not 1..%u\n", optarg,
-					MBUFS_LIMIT);
-				return -1;
-			}
-			n_mbufs = (unsigned int)v;
-			break;
-		case 'd':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v < DESC_MIN || v > DESC_MAX) {
-				fprintf(stderr, "--desc: '%s' is not %u..%u\n", optarg, DESC_MIN,
-					DESC_MAX);
-				return -1;
-			}
-			n_desc = (uint16_t)v;
-			break;
-		case 'k':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v == 0 || v > IKE_RATE_MAX) {
-				fprintf(stderr, "--ike-rate: '%s' is not 1..%u\n", optarg,
-					IKE_RATE_MAX);
-				return -1;
-			}
-			dp.ike_rate = (uint32_t)v;
-			break;
-		case 'r':
-		case 'R':
-		case 'B':
-			if (host_arg(c, optarg) != 0)
-				return -1;
-			break;
-		case 't':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v == 0 || v > TESTER_MAX_TUNNELS) {
-				fprintf(stderr, "--tester: '%s' is not 1..%u\n", optarg,
-					TESTER_MAX_TUNNELS);
-				return -1;
-			}
-			tester_tunnels = (unsigned int)v;
-			break;
-		case 'L':
-			tester_loop = true;
-			break;
-		case 'T': {
-			struct in_addr a;
-
-			if (inet_pton(AF_INET, optarg, &a) != 1) {
-				fprintf(stderr, "--tester-inner: '%s' is not an IPv4 address\n",
-					optarg);
-				return -1;
-			}
-			tester_inner = ntohl(a.s_addr);
-			break;
+			continue;
 		}
-		default:
+		if (c == 's') {
+			socket_path = optarg;
+		} else if (c == 'S') {
+			no_spread = true;
+		} else if (c == 'J') {
+			jumbo = true;
+		} else if (c == 'L') {
+			tester_loop = true;
+		} else if (c == 'T' && inet_pton(AF_INET, optarg, &a) == 1) {
+			tester_inner = ntohl(a.s_addr);
+		} else if (c == 'T') {
+			fprintf(stderr, "--tester-inner: '%s' is not an IPv4 address\n", optarg);
+			return -1;
+		} else {
 			return -1;
 		}
 	}
-	if (tester_loop && tester_tunnels == 0) {
-		fprintf(stderr, "--tester-loop: only with --tester N\n");
-		return -1;
-	}
-	if (tester_tunnels != 0 && tester_inner + (uint64_t)tester_tunnels - 1 > UINT32_MAX) {
-		fprintf(stderr, "--tester-inner: %u tunnels from there pass 255.255.255.255\n",
-			tester_tunnels);
-		return -1;
-	}
-	if (socket_path == NULL) {
-		fprintf(stderr, "--socket: required\n");
-		return -1;
-	}
-	return 0;
+	return check_args();
 }
 
 /* Queues and descriptor counts (before the pool: its size depends on them). */

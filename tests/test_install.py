@@ -88,3 +88,24 @@ def test_every_option_documented():
                 "tunnel", "clear", "monitor", "trace", "route add", "neighbour del",
                 "show routes", "policy add", "sa del", "--json", "--version", "genkey"):
         assert cmd in ctl, cmd
+
+
+@pytest.mark.parametrize("args,says", [
+    (("--max-sa", "1"), "--max-sa: '1' is not 2.."),
+    (("--desc", "x"), "--desc: 'x' is not"),
+    (("--idle-sleep-us", "100001"), "--idle-sleep-us: '100001' is not 0..100000"),
+    (("--idle-sleep-us", ""), "--idle-sleep-us: '' is not 0..100000"),
+    (("--host-mbufs", "1"), "--host-mbufs: '1' is not"),
+    (("--tester", "0"), "--tester: '0' is not 1.."),
+    (("--tester-inner", "1.2.3"), "--tester-inner: '1.2.3' is not an IPv4 address"),
+    (("--tester-loop",), "--tester-loop: only with --tester N"),
+    (("--max-routes", "64"), None),     # in range: only the missing --socket is said
+])
+def test_dataplane_names_a_bad_option(args, says):
+    """Each bad command-line value is refused before anything starts, with an
+    error that names the option and its bounds (dataplane/main.c num_opts)."""
+    r = subprocess.run([lab.DATAPLANE, "--no-pci", "--no-huge", "-m", "64", "--file-prefix",
+                        f"dpvpn-args-{os.getpid()}", "--log-level", "*:error", "--", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert (says or "--socket: required") in r.stderr, r.stderr
