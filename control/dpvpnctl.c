@@ -1225,6 +1225,151 @@ static void unknown_command(int argc, char **argv)
 		fprintf(stderr, " (dpvpnctl help lists them)\n");
 }
 
+/* A change command's form not matched: main goes on to the show commands. */
+#define NOT_THIS_FORM (-1)
+
+/* initiate|terminate|rekey|rekey-ike NAME */
+static int ike_op(const char *path, int n, char **a)
+{
+	if (n != 2)
+		return NOT_THIS_FORM;
+	return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ike", "op", a[0],
+					   "name", a[1]));
+}
+
+/* tunnel NAME up|down */
+static int tunnel_state(const char *path, int n, char **a)
+{
+	if (n != 3 || (strcmp(a[2], "up") && strcmp(a[2], "down")))
+		return NOT_THIS_FORM;
+	return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name", a[1],
+					   "state", a[2]));
+}
+
+/* route add PREFIX tunnel NAME... (at most 8) */
+static int route_to_tunnels(const char *path, int n, char **a)
+{
+	json_t *names;
+
+	if (n == 4 || n > 4 + 8) {	/* not port "tunnel" (atoi: 0) */
+		usage(stderr);
+		return 2;
+	}
+	names = json_array();
+	for (int k = 4; k < n; k++)
+		json_array_append_new(names, json_string(a[k]));
+	return send_change(path, json_pack("{s:s,s:s,s:s,s:o}", "cmd", "route", "op", "add",
+					   "dst", a[2], "tunnels", names));
+}
+
+/* route add|del PREFIX [PORT [VIA]], neighbour add|del PORT ADDR [MAC] */
+static int route_neigh(const char *path, int n, char **a)
+{
+	int route = !strcmp(a[0], "route"), add;
+	json_t *req;
+
+	if (n < 3)
+		return NOT_THIS_FORM;
+	add = !strcmp(a[1], "add");
+	if (route && add && n >= 4 && !strcmp(a[3], "tunnel"))
+		return route_to_tunnels(path, n, a);
+	if ((!add && strcmp(a[1], "del")) || (route && (add ? n < 4 || n > 5 : n != 3)) ||
+	    (!route && (add ? n != 5 : n != 4))) {
+		usage(stderr);
+		return 2;
+	}
+	req = route ? json_pack("{s:s,s:s,s:s,s:i,s:s?}", "cmd", "route", "op", a[1], "dst", a[2],
+				"port", add ? atoi(a[3]) : 0, "via", add && n == 5 ? a[4] : NULL) :
+		      json_pack("{s:s,s:s,s:i,s:s,s:s?}", "cmd", "neighbour", "op", a[1],
+				"port", atoi(a[2]), "address", a[3], "mac", add ? a[4] : NULL);
+	return send_change(path, req);
+}
+
+/* policy add SRC DST SPI [PRIORITY], policy del SRC DST, sa del SPI DIR */
+static int policy_sa(const char *path, int n, char **a)
+{
+	int policy = !strcmp(a[0], "policy"), add;
+	json_t *req = NULL;
+
+	if (n < 3)
+		return NOT_THIS_FORM;
+	add = !strcmp(a[1], "add");
+	if (policy && add && (n == 5 || n == 6))
+		req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "policy", "op", "add",
+				"src", a[2], "dst", a[3], "spi", a[4], "priority",
+				n == 6 ? atoi(a[5]) : 100);
+	else if (policy && !strcmp(a[1], "del") && n == 4)
+		req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "policy", "op", "del",
+				"src", a[2], "dst", a[3]);
+	else if (!policy && !strcmp(a[1], "del") && n == 4)
+		req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "sa", "op", "del",
+				"spi", a[2], "dir", a[3]);
+	if (req == NULL) {
+		usage(stderr);
+		return 2;
+	}
+	return send_change(path, req);
+}
+
+/* trace POINT PORT FILE [SECONDS] */
+static int trace_cmd(const char *path, int n, char **a)
+{
+	if (n < 4 || n > 5)
+		return NOT_THIS_FORM;
+	return trace(path, a[1], atoi(a[2]), a[3], n == 5 ? atoi(a[4]) : 10);
+}
+
+/* monitor [FRAMES] */
+static int monitor_cmd(const char *path, int n, char **a)
+{
+	if (n > 2)
+		return NOT_THIS_FORM;
+	return monitor(path, n == 2 ? atoi(a[1]) : -1);
+}
+
+/* The commands that change something or stream, by their first word. */
+static const struct {
+	const char *word;
+	int (*run)(const char *path, int n, char **a);
+} changes[] = {
+	{ "initiate", ike_op }, { "terminate", ike_op }, { "rekey", ike_op },
+	{ "rekey-ike", ike_op }, { "tunnel", tunnel_state }, { "route", route_neigh },
+	{ "neighbour", route_neigh }, { "policy", policy_sa }, { "sa", policy_sa },
+	{ "trace", trace_cmd }, { "monitor", monitor_cmd },
+};
+
+/* The command in a[0..n-1] (after the options): its exit status. */
+static int run_command(const char *path, int n, char **a)
+{
+	const struct command *cmd;
+	json_t *reply;
+
+	if (n == 1 && !strcmp(a[0], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; n >= 1 && i < sizeof(changes) / sizeof(changes[0]); i++) {
+		int rc;
+
+		if (strcmp(a[0], changes[i].word) == 0 &&
+		    (rc = changes[i].run(path, n, a)) != NOT_THIS_FORM)
+			return rc;
+	}
+	cmd = find_command(n, a);
+	if (!cmd) {
+		if (n == 0) {
+			usage(stderr);
+			return 2;
+		}
+		unknown_command(n, a);
+		return 2;
+	}
+	reply = request_show(path, cmd->request);
+	print_result(result_of(reply), cmd->print);
+	json_decref(reply);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1238,9 +1383,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = CTL_DEFAULT_SOCKET;
-	const struct command *cmd;
 	int c;
-	json_t *reply;
 
 	if (argc > 1 && !strcmp(argv[1], "genkey"))	/* no dpvpnd needed: control/genkey.c */
 		return genkey_main(argc - 1, argv + 1);
@@ -1256,95 +1399,5 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (argc - optind == 1 && !strcmp(argv[optind], "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc - optind == 2 && (!strcmp(argv[optind], "initiate") ||
-				   !strcmp(argv[optind], "terminate") ||
-				   !strcmp(argv[optind], "rekey") ||
-				   !strcmp(argv[optind], "rekey-ike")))
-		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ike", "op",
-						   argv[optind], "name", argv[optind + 1]));
-	if (argc - optind == 3 && !strcmp(argv[optind], "tunnel") &&
-	    (!strcmp(argv[optind + 2], "up") || !strcmp(argv[optind + 2], "down"))) {
-		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "tunnel", "name",
-						   argv[optind + 1], "state", argv[optind + 2]));
-	}
-	if (argc - optind >= 3 && (!strcmp(argv[optind], "route") ||
-				   !strcmp(argv[optind], "neighbour"))) {
-		int route = !strcmp(argv[optind], "route"), add = !strcmp(argv[optind + 1], "add");
-		int n = argc - optind;
-		json_t *req;
-
-		if (route && add && n >= 4 && !strcmp(argv[optind + 3], "tunnel")) {
-			json_t *names;
-
-			if (n == 4 || n > 4 + 8) {	/* not port "tunnel" (atoi: 0) */
-				usage(stderr);
-				return 2;
-			}
-			names = json_array();
-			for (int k = optind + 4; k < argc; k++)
-				json_array_append_new(names, json_string(argv[k]));
-			return send_change(path, json_pack("{s:s,s:s,s:s,s:o}", "cmd", "route",
-							   "op", "add", "dst", argv[optind + 2],
-							   "tunnels", names));
-		}
-		if ((!add && strcmp(argv[optind + 1], "del")) ||
-		    (route && (add ? n < 4 || n > 5 : n != 3)) ||
-		    (!route && (add ? n != 5 : n != 4))) {
-			usage(stderr);
-			return 2;
-		}
-		req = route ? json_pack("{s:s,s:s,s:s,s:i,s:s?}", "cmd", "route", "op",
-					argv[optind + 1], "dst", argv[optind + 2], "port",
-					add ? atoi(argv[optind + 3]) : 0,
-					"via", add && n == 5 ? argv[optind + 4] : NULL) :
-			      json_pack("{s:s,s:s,s:i,s:s,s:s?}", "cmd", "neighbour", "op",
-					argv[optind + 1], "port", atoi(argv[optind + 2]),
-					"address", argv[optind + 3],
-					"mac", add ? argv[optind + 4] : NULL);
-		return send_change(path, req);
-	}
-	if (argc - optind >= 3 && (!strcmp(argv[optind], "policy") || !strcmp(argv[optind], "sa"))) {
-		int n = argc - optind, policy = !strcmp(argv[optind], "policy");
-		int add = !strcmp(argv[optind + 1], "add");
-		json_t *req = NULL;
-
-		if (policy && add && (n == 5 || n == 6))
-			req = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "policy", "op", "add",
-					"src", argv[optind + 2], "dst", argv[optind + 3],
-					"spi", argv[optind + 4], "priority",
-					n == 6 ? atoi(argv[optind + 5]) : 100);
-		else if (policy && !strcmp(argv[optind + 1], "del") && n == 4)
-			req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "policy", "op", "del",
-					"src", argv[optind + 2], "dst", argv[optind + 3]);
-		else if (!policy && !strcmp(argv[optind + 1], "del") && n == 4)
-			req = json_pack("{s:s,s:s,s:s,s:s}", "cmd", "sa", "op", "del",
-					"spi", argv[optind + 2], "dir", argv[optind + 3]);
-		if (req == NULL) {
-			usage(stderr);
-			return 2;
-		}
-		return send_change(path, req);
-	}
-	if (argc - optind >= 4 && argc - optind <= 5 && !strcmp(argv[optind], "trace"))
-		return trace(path, argv[optind + 1], atoi(argv[optind + 2]), argv[optind + 3],
-			     argc - optind == 5 ? atoi(argv[optind + 4]) : 10);
-	if (argc - optind >= 1 && argc - optind <= 2 && !strcmp(argv[optind], "monitor"))
-		return monitor(path, argc - optind == 2 ? atoi(argv[optind + 1]) : -1);
-	cmd = find_command(argc - optind, argv + optind);
-	if (!cmd) {
-		if (optind == argc) {
-			usage(stderr);
-			return 2;
-		}
-		unknown_command(argc - optind, argv + optind);
-		return 2;
-	}
-	reply = request_show(path, cmd->request);
-	print_result(result_of(reply), cmd->print);
-	json_decref(reply);
-	return 0;
+	return run_command(path, argc - optind, argv + optind);
 }
