@@ -27,7 +27,7 @@ dp_send_frame(struct rte_mbuf *m, uint16_t port)
 {
 	main_stats()->arp_out++;
 	m->port = port;
-	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0)
+	if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
 		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
 }
 
@@ -165,10 +165,10 @@ arp_poll(void)
 		struct dp_resolve_req reqs[DP_BURST];
 		unsigned int n;
 
-		n = rte_ring_dequeue_burst(w->punt, (void **)pkts, DP_BURST, NULL);
+		n = rte_ring_dequeue_burst(w->main.punt, (void **)pkts, DP_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
 			punt_input(pkts[k]);
-		n = rte_ring_dequeue_burst_elem(w->resolve, reqs, sizeof(reqs[0]), DP_BURST, NULL);
+		n = rte_ring_dequeue_burst_elem(w->out.resolve, reqs, sizeof(reqs[0]), DP_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
 			resolve(&reqs[k]);
 	}

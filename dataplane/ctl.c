@@ -790,7 +790,7 @@ do_show_counters(const void *req, struct reply *r)
 			c->drops[d] += s->drops[d];
 	}
 	for (unsigned int i = 0; i < dp.n_workers; i++)
-		c->neigh_held += __atomic_load_n(&dp.workers[i].nq.held, __ATOMIC_RELAXED);
+		c->neigh_held += __atomic_load_n(&dp.workers[i].out.nq.held, __ATOMIC_RELAXED);
 	c->mbufs_in_use = rte_mempool_in_use_count(dp.pool);
 	c->mbufs_total = dp.pool->size;
 	r->len = sizeof(*c);

@@ -157,34 +157,62 @@ struct dp_lstats {
 } __rte_cache_aligned;
 
 /* What a worker needs; owned and written by that worker only. */
+/* A token bucket (dp_bucket_take): its last refill (0: never), the tokens left. */
+struct dp_bucket {
+	uint64_t tsc;
+	uint32_t tokens;
+};
+
+/* A worker's rings to and from the main lcore, and the punt rate limits. */
+struct dp_w_main {
+	struct rte_ring *punt;		/* ARP frames to the main lcore */
+	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
+	struct rte_ring *ike;		/* IKE messages to the main lcore (ike_punt.c) */
+	struct dp_bucket ike_rate;	/* --ike-rate */
+	struct rte_ring *host;		/* frames for the host twins (host.c) */
+	struct dp_bucket host_rate, hostc_rate;	/* other and control class */
+};
+
+/* Outside bursts handed round the workers (worker.c hand_off). */
+struct dp_w_spread {
+	struct rte_ring *work;		/* outside-port frames other workers hand over */
+	uint32_t rr;			/* next worker to hand an outside burst to */
+};
+
+/* The ESP stages' per-lcore state (esp_encap.c, esp_decap.c, crypto.c, spd.c). */
+struct dp_w_esp {
+	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
+	struct spd_cache *spd_cache;	/* flows and their SAs (spd.h), NULL: none */
+	uint32_t ip_id;			/* outer IPv4 identification */
+};
+
+/* Outer fragments being reassembled (reass.c). */
+struct dp_w_reass {
+	struct rte_ip_frag_tbl *tbl;
+	struct rte_ip_frag_death_row *dr;
+};
+
+/* The output stage's (ip_output.c): TX buffers and frames waiting for a MAC. */
+struct dp_w_output {
+	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
+	struct rte_ring *resolve;	/* struct dp_resolve_req: next hops to resolve */
+	struct neighq nq;		/* packets waiting for their next hop's MAC */
+};
+
+/* A worker lcore: what its loop uses, then each stage's state in its own struct. */
 struct dp_worker {
 	unsigned int lcore;
 	unsigned int index;		/* 0..n_workers-1 */
 	uint16_t rxq, txq;		/* queue ids on every port */
-	struct rte_ring *punt;		/* ARP frames to the main lcore */
-	struct rte_ring *resolve;	/* struct dp_resolve_req: next hops to resolve */
-	struct rte_ring *txq_ring;	/* frames the main lcore wants sent */
-	struct rte_ring *work;		/* outside-port frames other workers hand over */
-	uint32_t rr;			/* next worker to hand an outside burst to */
 	uint32_t loops;
 	uint64_t now_tsc;		/* this poll's start: SAs' last packet (sa_stamp) */
-	struct rte_eth_dev_tx_buffer *txb[DP_MAX_PORTS];
-	struct crypto_mgr *mb;		/* this lcore's ipsec-mb manager and IV pool */
-	struct spd_cache *spd_cache;	/* flows and their SAs (spd.h), NULL: none */
-	uint32_t ip_id;			/* outer IPv4 identification */
-	struct rte_ip_frag_tbl *frag_tbl;	/* outer fragments being reassembled */
-	struct rte_ip_frag_death_row *frag_dr;
-	uint64_t icmp_tsc;		/* ICMP error rate limit: last refill */
-	uint32_t icmp_tokens;
-	struct rte_ring *ike;		/* IKE messages to the main lcore */
-	uint64_t ike_tsc;		/* IKE punt rate limit: last refill */
-	uint32_t ike_tokens;
-	uint64_t echo_tsc;		/* echo reply rate limit (echo.c): last refill */
-	uint32_t echo_tokens;
-	struct neighq nq;		/* packets waiting for their next hop's MAC */
-	struct rte_ring *host;		/* frames for the host twins (host.c) */
-	uint64_t host_tsc, hostc_tsc;	/* their rate limits, other and control class */
-	uint32_t host_tokens, hostc_tokens;
+	struct dp_w_main main;
+	struct dp_w_spread spread;
+	struct dp_w_esp esp;
+	struct dp_w_reass reass;
+	struct dp_bucket icmp_rate;	/* ICMP errors (pmtu.c) */
+	struct dp_bucket echo_rate;	/* echo replies (echo.c) */
+	struct dp_w_output out;
 } __rte_cache_aligned;
 
 struct dp_state {
@@ -288,38 +316,37 @@ dp_owner(const uint8_t *ip, const struct dp_port *only)
 
 /*
  * A per-lcore token bucket: rate tokens a second, at most burst saved up;
- * true if one was taken.  *tsc is the last refill (0: never), *tokens what
- * is left (ICMP errors in pmtu.c, IKE punts in ike_punt.c, echo replies in echo.c).
+ * true if one was taken (ICMP errors in pmtu.c, IKE punts in ike_punt.c,
+ * echo replies in echo.c).
  * dp_bucket_take_at: the same with now read and per (cycles a token) worked
  * out by the caller (the host path's buckets in host.c, per packet).
  */
 static inline bool
-dp_bucket_take_at(uint64_t now, uint64_t *tsc, uint32_t *tokens, uint64_t per, uint32_t burst)
+dp_bucket_take_at(uint64_t now, struct dp_bucket *b, uint64_t per, uint32_t burst)
 {
-	if (*tokens > 0 && now - *tsc < per) {	/* the common case either way */
-		(*tokens)--;
+	if (b->tokens > 0 && now - b->tsc < per) {	/* the common case either way */
+		b->tokens--;
 		return true;
 	}
-	if (*tsc == 0 || now - *tsc >= per * burst) {
-		*tokens = burst;
-		*tsc = now;
-	} else if (now - *tsc >= per) {
-		uint64_t add = (now - *tsc) / per;
+	if (b->tsc == 0 || now - b->tsc >= per * burst) {
+		b->tokens = burst;
+		b->tsc = now;
+	} else if (now - b->tsc >= per) {
+		uint64_t add = (now - b->tsc) / per;
 
-		*tokens = (uint32_t)RTE_MIN((uint64_t)burst, *tokens + add);
-		*tsc += add * per;
+		b->tokens = (uint32_t)RTE_MIN((uint64_t)burst, b->tokens + add);
+		b->tsc += add * per;
 	}
-	if (*tokens == 0)
+	if (b->tokens == 0)
 		return false;
-	(*tokens)--;
+	b->tokens--;
 	return true;
 }
 
 static inline bool
-dp_bucket_take(uint64_t *tsc, uint32_t *tokens, uint32_t rate, uint32_t burst)
+dp_bucket_take(struct dp_bucket *b, uint32_t rate, uint32_t burst)
 {
-	return dp_bucket_take_at(rte_get_timer_cycles(), tsc, tokens, rte_get_timer_hz() / rate,
-				 burst);
+	return dp_bucket_take_at(rte_get_timer_cycles(), b, rte_get_timer_hz() / rate, burst);
 }
 
 static inline bool

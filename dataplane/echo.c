@@ -108,7 +108,7 @@ answer(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint8_t ho
 
 	if (!(v6 ? request6(m) : request4(m)))
 		return NOT_ECHO;
-	if (!dp_bucket_take(&w->echo_tsc, &w->echo_tokens, ECHO_RATE, ECHO_BURST))
+	if (!dp_bucket_take(&w->echo_rate, ECHO_RATE, ECHO_BURST))
 		return LIMITED;
 	if (v6)
 		reply6(m, hops);

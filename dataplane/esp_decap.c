@@ -443,7 +443,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 		pkts[k++] = pkts[i];
 	}
 	STAGE(st, t, SA);	/* SPI lookup, replay check, header parse */
-	crypto_run(w->mb, ops, k);
+	crypto_run(w->esp.mb, ops, k);
 	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];

@@ -36,7 +36,7 @@ static void
 build_outer(struct dp_worker *w, const struct sa *sa, struct rte_ipv4_hdr *outer,
 	    uint8_t tos, rte_be16_t inner_frag, uint16_t total)
 {
-	uint16_t id = (uint16_t)w->ip_id++, frag = outer_frag(sa, inner_frag);
+	uint16_t id = (uint16_t)w->esp.ip_id++, frag = outer_frag(sa, inner_frag);
 	uint32_t sum = sa->outer_sum + tos + total + id + frag;
 	uint64_t w0, w2;
 	uint32_t w1;
@@ -200,7 +200,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 		return DPVPN_DROP_MAX;
 	}
 	/* RFC 3602: an unpredictable IV, from this lcore's random pool */
-	if (sa->iv_len != 0 && !crypto_random(w->mb, iv, sa->iv_len))
+	if (sa->iv_len != 0 && !crypto_random(w->esp.mb, iv, sa->iv_len))
 		return DPVPN_DROP_CRYPTO_ERROR;
 	esp_hmac_span(op, sa, esp, seq);
 	return DPVPN_DROP_MAX;
@@ -340,7 +340,7 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 
 	for (uint16_t i = 0; i < n; i++)
 		hdrs[i] = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
-	spd_classify_flows(w->spd_cache, hdrs, slots, n);
+	spd_classify_flows(w->esp.spd_cache, hdrs, slots, n);
 	/* what no policy took is routed, once a route-based tunnel exists */
 	if (unlikely(__atomic_load_n(&dp.n_tunifs, __ATOMIC_RELAXED) != 0))
 		tunif_route(w->index, hdrs, slots, n);
@@ -446,7 +446,7 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		pkts[k++] = m;
 	}
 	STAGE(st, t, HDR);
-	crypto_run(w->mb, ops, k);
+	crypto_run(w->esp.mb, ops, k);
 	STAGE(st, t, CRYPTO);
 	for (uint16_t i = 0; i < k; i++) {
 		if (unlikely(!ops[i].ok)) {

@@ -127,9 +127,9 @@ static inline bool
 bucket_ok(struct dp_worker *w, const struct rte_mbuf *m)
 {
 	if (control_class(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m)))
-		return dp_bucket_take_at(w->now_tsc, &w->hostc_tsc, &w->hostc_tokens, per_control,
+		return dp_bucket_take_at(w->now_tsc, &w->main.hostc_rate, per_control,
 					 depth_control);
-	return dp_bucket_take_at(w->now_tsc, &w->host_tsc, &w->host_tokens, per_other, depth_other);
+	return dp_bucket_take_at(w->now_tsc, &w->main.host_rate, per_other, depth_other);
 }
 
 void
@@ -145,7 +145,7 @@ host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		return;
 	}
 	m->port = port->id;
-	if (!put_ether(port, m) || rte_ring_enqueue(w->host, m) != 0)
+	if (!put_ether(port, m) || rte_ring_enqueue(w->main.host, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
 	/* host_in is counted when the main lcore has written it (to_twin) */
 }
@@ -162,7 +162,7 @@ host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struct rte
 		return;
 	}
 	m->port = (uint16_t)(HOST_TUN_PORT | id);	/* raw IP: no Ethernet header */
-	if (rte_ring_enqueue(w->host, m) != 0)
+	if (rte_ring_enqueue(w->main.host, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
 }
 
@@ -247,7 +247,7 @@ from_twin(struct dp_lstats *st, uint16_t p, struct dp_twin *t)
 		}
 		m->port = p;
 		m->packet_type = is_ip(m) ? DP_PTYPE_HOST : 0;
-		if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0)
+		if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
 			dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	}
 }
@@ -278,7 +278,7 @@ from_tun_twin(struct dp_lstats *st, uint16_t id, struct dp_twin *t)
 		}
 		m->port = (uint16_t)(HOST_TUN_PORT | id);
 		m->packet_type = DP_PTYPE_TUN;
-		if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0)
+		if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
 			dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	}
 }
@@ -304,7 +304,7 @@ host_poll(void)
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		/* a ring's worth at most: the lcore also serves the socket and IKE */
 		for (unsigned int b = 0; b < DP_HOST_RING / DP_HOST_BURST; b++) {
-			unsigned int n = rte_ring_dequeue_burst(dp.workers[i].host, (void **)pkts,
+			unsigned int n = rte_ring_dequeue_burst(dp.workers[i].main.host, (void **)pkts,
 								DP_HOST_BURST, NULL);
 
 			for (unsigned int k = 0; k < n; k++)
@@ -505,8 +505,8 @@ host_ring_init(struct dp_worker *w, int sock)
 	depth_other = bucket_depth(dp.host_rate);
 	depth_control = bucket_depth(dp.host_rate_control);
 	snprintf(name, sizeof(name), "host%u", w->index);
-	w->host = rte_ring_create(name, DP_HOST_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	return w->host == NULL ? -ENOMEM : 0;
+	w->main.host = rte_ring_create(name, DP_HOST_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	return w->main.host == NULL ? -ENOMEM : 0;
 }
 
 void
@@ -515,7 +515,7 @@ host_teardown(void)
 	struct rte_mbuf *m;
 
 	for (unsigned int i = 0; i < dp.n_workers; i++)
-		while (dp.workers[i].host != NULL && rte_ring_dequeue(dp.workers[i].host,
+		while (dp.workers[i].main.host != NULL && rte_ring_dequeue(dp.workers[i].main.host,
 								       (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 	for (uint16_t p = 0; p < dp.n_ports; p++)

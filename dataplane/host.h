@@ -5,7 +5,7 @@
  *
  * Workers hand what is addressed to the gateway and not theirs to consume
  * (not ESP, IKE or the ARP / ND the dataplane answers) to their own ring
- * w->host, behind two token buckets per worker (the control class: BGP,
+ * w->main.host, behind two token buckets per worker (the control class: BGP,
  * OSPF, BFD, VRRP, DHCP, RA / RS; the other class: the rest).  The main lcore
  * alone touches the twins: it writes those rings' frames into the twins and
  * reads what the host sends, which leaves through the port on worker 0's

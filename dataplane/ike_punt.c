@@ -43,11 +43,11 @@ ike_punt(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 		dp_drop(st, m, DPVPN_DROP_IKE);
 		return;
 	}
-	if (!dp_bucket_take(&w->ike_tsc, &w->ike_tokens, dp.ike_rate, ike_burst())) {
+	if (!dp_bucket_take(&w->main.ike_rate, dp.ike_rate, ike_burst())) {
 		dp_drop(st, m, DPVPN_DROP_IKE_LIMIT);
 		return;
 	}
-	if (rte_ring_enqueue(w->ike, m) != 0)
+	if (rte_ring_enqueue(w->main.ike, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	else
 		dp_main_kick();
@@ -166,9 +166,9 @@ ike_poll(void)
 		struct dp_worker *w = &dp.workers[i];
 		unsigned int n;
 
-		if (w->ike == NULL)
+		if (w->main.ike == NULL)
 			continue;
-		n = rte_ring_dequeue_burst(w->ike, (void **)pkts, DP_BURST, NULL);
+		n = rte_ring_dequeue_burst(w->main.ike, (void **)pkts, DP_BURST, NULL);
 		for (unsigned int k = 0; k < n; k++)
 			ike_push(pkts[k]);
 	}
@@ -299,7 +299,7 @@ ike_emit(const struct dpvpn_ike_pkt *p, bool v6, uint32_t off, uint32_t n, bool 
 	memcpy(pkt + iph, dgram + off, n);
 	m->packet_type = DP_PTYPE_LOCAL_IP;
 	m->port = p->port;
-	if (rte_ring_enqueue(dp.workers[0].txq_ring, m) != 0) {
+	if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0) {
 		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
 		snprintf(err, elen, "IKE_TX: worker 0's TX ring is full");
 		return -ENOBUFS;

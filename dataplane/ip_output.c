@@ -23,7 +23,7 @@ ask_resolve(struct dp_worker *w, uint16_t port, uint8_t family, const void *addr
 
 	memcpy(req.addr, addr, family == DPVPN_AF_INET6 ? 16 : 4);
 	/* Best effort: if the ring is full the main lcore is busy resolving. */
-	if (rte_ring_enqueue_elem(w->resolve, &req, sizeof(req)) == 0)
+	if (rte_ring_enqueue_elem(w->out.resolve, &req, sizeof(req)) == 0)
 		dp_main_kick();
 }
 
@@ -66,17 +66,17 @@ send_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16
 		trace_tap_slow(&m, 1, port, true, true);
 	st->tx++;
 #ifdef DPVPN_STAGE_CYCLES
-	if (w->txb[port]->length + 1 >= w->txb[port]->size) {	/* it flushes: the PMD's TX */
+	if (w->out.txb[port]->length + 1 >= w->out.txb[port]->size) {	/* it flushes: the PMD's TX */
 		uint64_t t = rte_rdtsc(), d;
 
-		rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+		rte_eth_tx_buffer(port, w->txq, w->out.txb[port], m);
 		d = rte_rdtsc() - t;
 		st->stage_cycles[DP_STAGE_TX] += d;
 		st->stage_cycles[DP_STAGE_ROUTE] -= d;	/* worker_tx charged it to route */
 		return;
 	}
 #endif
-	rte_eth_tx_buffer(port, w->txq, w->txb[port], m);
+	rte_eth_tx_buffer(port, w->txq, w->out.txb[port], m);
 }
 
 /* A next hop found resolved: what this worker held for it goes first. */
@@ -85,7 +85,7 @@ send_held(struct dp_worker *w, struct dp_lstats *st, uint16_t port, uint8_t fami
 	  const void *next, const struct rte_ether_addr *mac)
 {
 	struct rte_mbuf *held[NEIGHQ_PER_HOP];
-	uint16_t n = neighq_take(&w->nq, port, family, next, mac, held);
+	uint16_t n = neighq_take(&w->out.nq, port, family, next, mac, held);
 
 	for (uint16_t i = 0; i < n; i++)
 		send_frame(w, st, held[i], port);
@@ -102,7 +102,7 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 	uint8_t addr[16];
 
 	memcpy(addr, next, family == DPVPN_AF_INET6 ? 16 : 4);	/* next may be in m */
-	if (neighq_hold(&w->nq, st, m, port, family, addr, rte_get_timer_cycles()))
+	if (neighq_hold(&w->out.nq, st, m, port, family, addr, rte_get_timer_cycles()))
 		ask_resolve(w, port, family, addr);
 }
 
@@ -160,7 +160,7 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 							 RTE_ETHER_TYPE_IPV4);
 		hold(w, st, m, port, family, next);
 		return false;
-	} else if (unlikely(w->nq.held != 0)) {	/* what waited for this next hop goes first */
+	} else if (unlikely(w->out.nq.held != 0)) {	/* what waited for this next hop goes first */
 		send_held(w, st, port, family, next, &mac);
 	}
 	memcpy(c->next, next, v6 ? 16 : 4);
@@ -219,13 +219,13 @@ send_resolved(struct dp_worker *w, struct dp_lstats *st)
 {
 	struct rte_mbuf *out[NEIGHQ_MAX];
 	struct dp_resolve_req asks[NEIGHQ_HOPS];
-	uint16_t nasks, n = neighq_poll(&w->nq, st, rte_get_timer_cycles(), out, asks, &nasks);
+	uint16_t nasks, n = neighq_poll(&w->out.nq, st, rte_get_timer_cycles(), out, asks, &nasks);
 
 	for (uint16_t i = 0; i < n; i++)
 		send_frame(w, st, out[i], out[i]->port);
 	/* best effort, as ask_resolve: asked again a tenth of a second later */
 	for (uint16_t i = 0; i < nasks; i++)
-		(void)rte_ring_enqueue_elem(w->resolve, &asks[i], sizeof(asks[i]));
+		(void)rte_ring_enqueue_elem(w->out.resolve, &asks[i], sizeof(asks[i]));
 	if (nasks > 0)
 		dp_main_kick();
 }

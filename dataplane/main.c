@@ -339,29 +339,29 @@ worker_init(struct dp_worker *w, unsigned int lcore, unsigned int index)
 	w->index = index;
 	w->rxq = w->txq = (uint16_t)index;
 	snprintf(name, sizeof(name), "punt%u", index);
-	w->punt = rte_ring_create(name, DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->main.punt = rte_ring_create(name, DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "resolve%u", index);
-	w->resolve = rte_ring_create_elem(name, sizeof(struct dp_resolve_req), DP_RESOLVE_RING, sock,
+	w->out.resolve = rte_ring_create_elem(name, sizeof(struct dp_resolve_req), DP_RESOLVE_RING, sock,
 					  RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "work%u", index);
-	w->work = rte_ring_create(name, DP_WORK_RING, sock, RING_F_SC_DEQ);
+	w->spread.work = rte_ring_create(name, DP_WORK_RING, sock, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "txq%u", index);
-	w->txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->main.txq_ring = rte_ring_create(name, DP_TXQ_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "ike%u", index);
-	w->ike = rte_ring_create(name, DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	w->mb = crypto_mgr_create();
-	w->spd_cache = rte_zmalloc_socket("spd_cache", sizeof(*w->spd_cache), RTE_CACHE_LINE_SIZE,
-					  sock);
-	if (w->punt == NULL || w->resolve == NULL || w->txq_ring == NULL || w->work == NULL ||
-	    w->ike == NULL || w->spd_cache == NULL ||
-	    w->mb == NULL || reass_init(w) != 0 || host_ring_init(w, sock) != 0)
+	w->main.ike = rte_ring_create(name, DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->esp.mb = crypto_mgr_create();
+	w->esp.spd_cache = rte_zmalloc_socket("spd_cache", sizeof(*w->esp.spd_cache),
+					      RTE_CACHE_LINE_SIZE, sock);
+	if (w->main.punt == NULL || w->out.resolve == NULL || w->main.txq_ring == NULL ||
+	    w->spread.work == NULL || w->main.ike == NULL || w->esp.spd_cache == NULL ||
+	    w->esp.mb == NULL || reass_init(w) != 0 || host_ring_init(w, sock) != 0)
 		return -ENOMEM;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		w->txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
-		if (w->txb[p] == NULL)
+		w->out.txb[p] = rte_zmalloc_socket("txb", RTE_ETH_TX_BUFFER_SIZE(DP_BURST), 0, sock);
+		if (w->out.txb[p] == NULL)
 			return -ENOMEM;
-		rte_eth_tx_buffer_init(w->txb[p], DP_BURST);
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], worker_tx_unsent, &dp_lstats[lcore]);
+		rte_eth_tx_buffer_init(w->out.txb[p], DP_BURST);
+		rte_eth_tx_buffer_set_err_callback(w->out.txb[p], worker_tx_unsent, &dp_lstats[lcore]);
 	}
 	return 0;
 }
@@ -494,9 +494,9 @@ rings_pending(void)
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		struct dp_worker *w = &dp.workers[i];
 
-		if (!rte_ring_empty(w->punt) || !rte_ring_empty(w->resolve) ||
-		    (w->ike != NULL && !rte_ring_empty(w->ike)) ||
-		    (w->host != NULL && !rte_ring_empty(w->host)))
+		if (!rte_ring_empty(w->main.punt) || !rte_ring_empty(w->out.resolve) ||
+		    (w->main.ike != NULL && !rte_ring_empty(w->main.ike)) ||
+		    (w->main.host != NULL && !rte_ring_empty(w->main.host)))
 			return true;
 	}
 	return false;
@@ -542,7 +542,7 @@ teardown(struct crypto_mgr *mb)
 		rte_eth_dev_close(p);	/* net_pcap flushes its files here */
 	}
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
-		crypto_mgr_free(dp.workers[i].mb);
+		crypto_mgr_free(dp.workers[i].esp.mb);
 		reass_free(&dp.workers[i]);
 	}
 	crypto_mgr_free(mb);
@@ -678,7 +678,7 @@ main(int argc, char **argv)
 	if (rc != 0) {
 		/* what setup() made before it failed (the rest is EAL memory) */
 		for (unsigned int i = 0; i < dp.n_workers && i < DP_MAX_WORKERS; i++) {
-			crypto_mgr_free(dp.workers[i].mb);
+			crypto_mgr_free(dp.workers[i].esp.mb);
 			reass_free(&dp.workers[i]);
 		}
 		crypto_mgr_free(mb);

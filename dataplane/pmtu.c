@@ -19,7 +19,7 @@
 static bool
 icmp_allowed(struct dp_worker *w, struct dp_lstats *st)
 {
-	if (!dp_bucket_take(&w->icmp_tsc, &w->icmp_tokens, PMTU_ICMP_RATE, PMTU_ICMP_BURST)) {
+	if (!dp_bucket_take(&w->icmp_rate, PMTU_ICMP_RATE, PMTU_ICMP_BURST)) {
 		st->icmp_limited++;
 		return false;
 	}

@@ -28,18 +28,18 @@ reass_init(struct dp_worker *w)
 
 	/* the library says what it allocated at INFO on USER1: not news */
 	rte_log_set_level(RTE_LOGTYPE_USER1, RTE_LOG_WARNING);
-	w->frag_tbl = rte_ip_frag_table_create(REASS_BUCKETS, REASS_BUCKET_ENTRIES,
+	w->reass.tbl = rte_ip_frag_table_create(REASS_BUCKETS, REASS_BUCKET_ENTRIES,
 					       REASS_MAX_ENTRIES, cycles, (int)rte_socket_id());
-	w->frag_dr = rte_zmalloc("dpvpn_death_row", sizeof(*w->frag_dr), RTE_CACHE_LINE_SIZE);
-	return w->frag_tbl == NULL || w->frag_dr == NULL ? -1 : 0;
+	w->reass.dr = rte_zmalloc("dpvpn_death_row", sizeof(*w->reass.dr), RTE_CACHE_LINE_SIZE);
+	return w->reass.tbl == NULL || w->reass.dr == NULL ? -1 : 0;
 }
 
 void
 reass_free(struct dp_worker *w)
 {
-	if (w->frag_tbl != NULL)
-		rte_ip_frag_table_destroy(w->frag_tbl);
-	rte_free(w->frag_dr);
+	if (w->reass.tbl != NULL)
+		rte_ip_frag_table_destroy(w->reass.tbl);
+	rte_free(w->reass.dr);
 }
 
 /* An IPv4 fragment addressed to port?  (m starts at its Ethernet header.) */
@@ -135,7 +135,7 @@ flatten(struct rte_mbuf *chain, enum dpvpn_drop_reason *why)
 static void
 bury(struct dp_worker *w, struct dp_lstats *st)
 {
-	struct rte_ip_frag_death_row *dr = w->frag_dr;
+	struct rte_ip_frag_death_row *dr = w->reass.dr;
 
 	if (dr->cnt == 0)
 		return;
@@ -165,8 +165,8 @@ reass_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *por
 			now = rte_get_timer_cycles();
 		st->frag_in++;
 		whole = ip != NULL ?
-			rte_ipv4_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip) :
-			rte_ipv6_frag_reassemble_packet(w->frag_tbl, w->frag_dr, m, now, ip6, f6);
+			rte_ipv4_frag_reassemble_packet(w->reass.tbl, w->reass.dr, m, now, ip) :
+			rte_ipv6_frag_reassemble_packet(w->reass.tbl, w->reass.dr, m, now, ip6, f6);
 		if (whole == NULL)
 			continue;	/* held until the rest comes, or given up */
 		st->reassembled++;	/* then a packet like any other: kept or dropped */
@@ -186,6 +186,6 @@ void
 reass_tick(struct dp_worker *w, struct dp_lstats *st)
 {
 	/* at most a death row's worth of expired entries per call */
-	rte_ip_frag_table_del_expired_entries(w->frag_tbl, w->frag_dr, rte_get_timer_cycles());
+	rte_ip_frag_table_del_expired_entries(w->reass.tbl, w->reass.dr, rte_get_timer_cycles());
 	bury(w, st);
 }

@@ -107,7 +107,7 @@ setup(void **state)
 	dp.pool = rte_pktmbuf_pool_create("t", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	dp.rcu = rte_zmalloc(NULL, rte_rcu_qsbr_get_memsize(4), 64);
 	rte_rcu_qsbr_init(dp.rcu, 4);
-	wk.mb = crypto_mgr_create();
+	wk.esp.mb = crypto_mgr_create();
 	st = &dp_lstats[0];
 	/* gateway A's outside port, jumbo: no packet of these tests is over
 	 * the tunnel MTU (tests/test_pmtu.py covers that end to end) */
@@ -115,13 +115,14 @@ setup(void **state)
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
 					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
 	/* no routes: what the stages send themselves (ICMP errors) is no-route */
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init(ROUTE_MAX_DEFAULT))
+	if (dp.pool == NULL || wk.esp.mb == NULL || sa_init(1, 64) || spd_init(64) ||
+	    route_init(ROUTE_MAX_DEFAULT))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_OUT);
-	if (sa_add(&c, wk.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err)))
+	if (sa_add(&c, wk.esp.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err)))
 		return -1;
 	sa_cfg(&c, DPVPN_DIR_IN);
-	return sa_add(&c, wk.mb, err, sizeof(err));
+	return sa_add(&c, wk.esp.mb, err, sizeof(err));
 }
 
 /* An inner IPv4/UDP packet of total length len (>= 20). */
@@ -379,7 +380,7 @@ test_selector_lists(void **state)
 		c.more_lts[0] = V4PFX(o ? IP4(10, 1, 0, 0) : IP4(10, 2, 0, 0), 16);
 		c.more_rts[0] = V4PFX(o ? IP4(10, 2, 0, 0) : IP4(10, 1, 0, 0), 16);
 		c.more_lts[1] = c.more_rts[1] = V4PFX(IP4(10, 3, 0, 0), 16);
-		assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+		assert_int_equal(sa_add(&c, wk.esp.mb, err, sizeof(err)), 0);
 	}
 	for (size_t i = 0; i < RTE_DIM(cases); i++) {
 		/* gateway A's policy sends it by the list SA whatever its addresses */
@@ -403,10 +404,10 @@ test_selector_lists(void **state)
 	sa_cfg(&c, DPVPN_DIR_IN);
 	c.spi = RTE_BE32(0x1003);
 	c.n_more_rts = DPVPN_SEL_MAX;
-	assert_int_not_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	assert_int_not_equal(sa_add(&c, wk.esp.mb, err, sizeof(err)), 0);
 	c.n_more_rts = 1;
 	c.more_rts[0] = (struct dpvpn_prefix){ .family = DPVPN_AF_INET6, .len = 64 };
-	assert_int_not_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	assert_int_not_equal(sa_add(&c, wk.esp.mb, err, sizeof(err)), 0);
 	assert_int_equal(sa_del(spi, DPVPN_DIR_OUT, err, sizeof(err)), 0);
 	assert_int_equal(sa_del(spi, DPVPN_DIR_IN, err, sizeof(err)), 0);
 }
@@ -426,16 +427,16 @@ test_known_answers(void **state)
 		memcpy(aad + 4, v->seq, 4);
 		memcpy(op.iv, v->salt, 4);
 		memcpy(op.iv + 4, v->iv, 8);
-		assert_true(crypto_key_init(wk.mb, k, v->key_len == 16 ? DPVPN_ALG_AES128_GCM :
+		assert_true(crypto_key_init(wk.esp.mb, k, v->key_len == 16 ? DPVPN_ALG_AES128_GCM :
 					    DPVPN_ALG_AES256_GCM, v->key, v->key_len, NULL, 0));
 		memcpy(buf, v->plain, v->plain_len);
 		op.dir = CRYPTO_ENCRYPT;
-		crypto_run(wk.mb, &op, 1);
+		crypto_run(wk.esp.mb, &op, 1);
 		assert_true(op.ok);
 		if (memcmp(buf, v->cipher, v->plain_len) || memcmp(tag, v->icv, 16))
 			fail_msg("%s: encryption differs", v->name);
 		op.dir = CRYPTO_DECRYPT;
-		crypto_run(wk.mb, &op, 1);
+		crypto_run(wk.esp.mb, &op, 1);
 		assert_true(op.ok);
 		assert_memory_equal(buf, v->plain, v->plain_len);
 		assert_true(crypto_icv_equal(op.computed, v->icv, 16));
@@ -529,7 +530,7 @@ out_sa_df(uint32_t spi, uint8_t df)
 	sa_cfg(&c, DPVPN_DIR_OUT);
 	c.spi = rte_cpu_to_be_32(spi);
 	c.df = df;
-	assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+	assert_int_equal(sa_add(&c, wk.esp.mb, err, sizeof(err)), 0);
 	return sa_find(c.spi, DPVPN_DIR_OUT);
 }
 
@@ -696,7 +697,7 @@ test_known_answer_packets(void **state)
 		c.key_len = (uint8_t)v->key_len;
 		memcpy(c.key, v->key, v->key_len);
 		memcpy(c.salt, v->salt, 4);
-		assert_int_equal(sa_add(&c, wk.mb, err, sizeof(err)), 0);
+		assert_int_equal(sa_add(&c, wk.esp.mb, err, sizeof(err)), 0);
 		m = rte_pktmbuf_alloc(dp.pool);
 		ip = (struct rte_ipv4_hdr *)rte_pktmbuf_append(m, 20 + 16 + v->plain_len + 16);
 		assert_non_null(ip);

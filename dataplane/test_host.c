@@ -65,10 +65,10 @@ setup(void **state)
 					.addr = IP4(198, 19, 0, 1), .prefix_len = 24,
 					.mask = RTE_BE32(0xffffff00), .twin = 1,
 					.mac = { { 0x02, 0, 0, 0, 0, 0x01 } } };
-	wk->txq_ring = rte_ring_create("txq", 1024, 0, 0);
+	wk->main.txq_ring = rte_ring_create("txq", 1024, 0, 0);
 	to_host = rte_ring_create("to_host", TWIN_ROOM, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	from_host = rte_ring_create("from_host", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (wk->txq_ring == NULL || to_host == NULL || from_host == NULL ||
+	if (wk->main.txq_ring == NULL || to_host == NULL || from_host == NULL ||
 	    host_ring_init(wk, 0) != 0)
 		return -1;
 	eth = rte_eth_from_rings("twin", &from_host, 1, &to_host, 1, 0);
@@ -219,11 +219,11 @@ test_from_host(void **state)
 	assert_int_equal(rte_ring_enqueue(from_host, a), 0);
 	host_poll();
 	assert_int_equal(st->host_out - out0, 2);
-	assert_int_equal(rte_ring_dequeue(wk->txq_ring, (void **)&got), 0);
+	assert_int_equal(rte_ring_dequeue(wk->main.txq_ring, (void **)&got), 0);
 	assert_ptr_equal(got, m);
 	assert_int_equal(got->port, 1);
 	assert_int_equal(got->packet_type, DP_PTYPE_HOST);
-	assert_int_equal(rte_ring_dequeue(wk->txq_ring, (void **)&got), 0);
+	assert_int_equal(rte_ring_dequeue(wk->main.txq_ring, (void **)&got), 0);
 	assert_ptr_equal(got, a);
 	assert_int_equal(got->packet_type, 0);
 	rte_pktmbuf_free(m);

@@ -118,17 +118,17 @@ setup(void **state)
 	dp.ports[1] = (struct dp_port){ .id = 1, .role = DPVPN_ROLE_OUTSIDE, .mtu = 1500,
 					.addr = GW_A, .prefix_len = 24,
 					.mask = RTE_BE32(0xffffff00) };
-	wk->mb = crypto_mgr_create();
-	wk->punt = rte_ring_create("punt", 64, 0, 0);
-	wk->resolve = rte_ring_create_elem("resolve", sizeof(struct dp_resolve_req), 64, 0, 0);
-	wk->txq_ring = rte_ring_create("txq", 64, 0, 0);
-	if (dp.pool == NULL || wk->mb == NULL || wk->punt == NULL || wk->resolve == NULL ||
-	    wk->txq_ring == NULL || reass_init(wk) != 0 ||
+	wk->esp.mb = crypto_mgr_create();
+	wk->main.punt = rte_ring_create("punt", 64, 0, 0);
+	wk->out.resolve = rte_ring_create_elem("resolve", sizeof(struct dp_resolve_req), 64, 0, 0);
+	wk->main.txq_ring = rte_ring_create("txq", 64, 0, 0);
+	if (dp.pool == NULL || wk->esp.mb == NULL || wk->main.punt == NULL || wk->out.resolve == NULL ||
+	    wk->main.txq_ring == NULL || reass_init(wk) != 0 ||
 	    neigh_init() != 0 || sa_init(1, 64) != 0 || spd_init(64) != 0)
 		return -1;
 	memcpy(c.key, "0123456789abcdef", 16);
 	snprintf(c.name, sizeof(c.name), "test");
-	return sa_add(&c, wk->mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err));
+	return sa_add(&c, wk->esp.mb, err, sizeof(err)) || spd_add(&p, err, sizeof(err));
 }
 
 /* An IPv4/UDP packet of len bytes, DF as asked. */
@@ -288,12 +288,12 @@ test_arp_request_without_mbufs(void **state)
 	(void)state;
 	memcpy(req.addr, &gw, 4);
 	drain();
-	assert_int_equal(rte_ring_enqueue_elem(wk->resolve, &req, sizeof(req)), 0);
+	assert_int_equal(rte_ring_enqueue_elem(wk->out.resolve, &req, sizeof(req)), 0);
 	arp_poll();
 	refill();
 	assert_int_equal(st->arp_out, out + 1);
 	assert_int_equal(st->drops[DPVPN_DROP_NO_MBUF], before + 1);
-	assert_int_equal(rte_ring_count(wk->txq_ring), 0);
+	assert_int_equal(rte_ring_count(wk->main.txq_ring), 0);
 	assert_int_equal(rte_mempool_in_use_count(dp.pool), base);
 }
 
@@ -339,7 +339,7 @@ test_nd_advert_without_mbufs(void **state)
 
 	(void)state;
 	drain();
-	assert_int_equal(rte_ring_enqueue(wk->punt, m), 0);
+	assert_int_equal(rte_ring_enqueue(wk->main.punt, m), 0);
 	arp_poll();
 	refill();
 	assert_int_equal(st->drops[DPVPN_DROP_BAD_ND], bad);	/* the NS was sound ... */
@@ -348,11 +348,11 @@ test_nd_advert_without_mbufs(void **state)
 	assert_int_equal(st->drops[DPVPN_DROP_NO_MBUF], before + 1);
 	assert_int_equal(rte_mempool_in_use_count(dp.pool), base);
 	/* with buffers, the same NS is answered */
-	assert_int_equal(rte_ring_enqueue(wk->punt, solicitation()), 0);
+	assert_int_equal(rte_ring_enqueue(wk->main.punt, solicitation()), 0);
 	arp_poll();
 	assert_int_equal(st->arp_out, out + 2);
-	assert_int_equal(rte_ring_count(wk->txq_ring), 1);
-	assert_int_equal(rte_ring_dequeue(wk->txq_ring, (void **)&m), 0);
+	assert_int_equal(rte_ring_count(wk->main.txq_ring), 1);
+	assert_int_equal(rte_ring_dequeue(wk->main.txq_ring, (void **)&m), 0);
 	rte_pktmbuf_free(m);
 	assert_int_equal(rte_mempool_in_use_count(dp.pool), base);
 }
@@ -366,17 +366,17 @@ test_frame_dropped_ring_full(void **state)
 	struct dp_resolve_req req = { .port = 1, .family = DPVPN_AF_INET };
 	uint32_t next = RTE_BE32(IP4(198, 19, 0, 3));
 	struct rte_mbuf *m[64];
-	unsigned int n = rte_ring_free_count(wk->txq_ring);
+	unsigned int n = rte_ring_free_count(wk->main.txq_ring);
 
 	(void)state;
 	assert_int_equal(rte_pktmbuf_alloc_bulk(dp.pool, m, n), 0);
-	assert_int_equal(rte_ring_enqueue_bulk(wk->txq_ring, (void **)m, n, NULL), n);
+	assert_int_equal(rte_ring_enqueue_bulk(wk->main.txq_ring, (void **)m, n, NULL), n);
 	memcpy(req.addr, &next, 4);
-	assert_int_equal(rte_ring_enqueue_elem(wk->resolve, &req, sizeof(req)), 0);
+	assert_int_equal(rte_ring_enqueue_elem(wk->out.resolve, &req, sizeof(req)), 0);
 	arp_poll();
 	assert_int_equal(st->arp_out, out + 1);
 	assert_int_equal(st->drops[DPVPN_DROP_PUNT_FULL], full + 1);
-	assert_int_equal(rte_ring_dequeue_bulk(wk->txq_ring, (void **)m, n, NULL), n);
+	assert_int_equal(rte_ring_dequeue_bulk(wk->main.txq_ring, (void **)m, n, NULL), n);
 	rte_pktmbuf_free_bulk(m, n);
 	assert_int_equal(rte_mempool_in_use_count(dp.pool), base);
 }

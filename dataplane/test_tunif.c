@@ -87,7 +87,7 @@ add_sa(uint32_t spi, uint8_t dir, uint8_t flags, uint8_t tunif, uint32_t remote,
 	c.local = V4ADDR(dir == DPVPN_DIR_OUT ? IP4(198, 19, 0, 1) : IP4(198, 19, 0, 2));
 	c.remote = V4ADDR(dir == DPVPN_DIR_OUT ? remote : IP4(198, 19, 0, 1));
 	snprintf(c.name, sizeof(c.name), "t%x", rte_be_to_cpu_32(spi));
-	rc = sa_add(&c, wk.mb, err, sizeof(err));
+	rc = sa_add(&c, wk.esp.mb, err, sizeof(err));
 	if (rc != 0)
 		fprintf(stderr, "sa_add: %s\n", err);
 	return rc;
@@ -135,12 +135,13 @@ setup(void **state)
 	dp.pool = rte_pktmbuf_pool_create("t", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	dp.rcu = rte_zmalloc(NULL, rte_rcu_qsbr_get_memsize(4), 64);
 	rte_rcu_qsbr_init(dp.rcu, 4);
-	wk.mb = crypto_mgr_create();
+	wk.esp.mb = crypto_mgr_create();
 	st = &dp_lstats[0];
 	dp.n_ports = 1;
 	dp.ports[0] = (struct dp_port){ .role = DPVPN_ROLE_OUTSIDE, .mtu = 9000,
 					.addr = RTE_BE32(IP4(198, 19, 0, 1)) };
-	if (dp.pool == NULL || wk.mb == NULL || sa_init(1, 64) || spd_init(64) || route_init(ROUTE_MAX_DEFAULT))
+	if (dp.pool == NULL || wk.esp.mb == NULL || sa_init(1, 64) || spd_init(64) ||
+	    route_init(ROUTE_MAX_DEFAULT))
 		return -1;
 	/* t1 both ways (SPIs mirrored: B's inbound SA opens A's packets), t2 out */
 	if (add_sa(SPI_T1, DPVPN_DIR_OUT, DPVPN_SA_F_ROUTE, 0, IP4(198, 19, 0, 2), any, any) ||

@@ -51,7 +51,7 @@ static bool
 punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, struct rte_mbuf *m)
 {
 	m->port = port->id;
-	if (rte_ring_enqueue(w->punt, m) != 0)
+	if (rte_ring_enqueue(w->main.punt, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	else
 		dp_main_kick();
@@ -277,7 +277,7 @@ static uint16_t
 hand_off(struct dp_worker *w, struct dp_lstats *st, uint16_t port, struct rte_mbuf **pkts,
 	 uint16_t n)
 {
-	struct dp_worker *to = &dp.workers[w->rr++ % dp.n_workers];
+	struct dp_worker *to = &dp.workers[w->spread.rr++ % dp.n_workers];
 	unsigned int sent;
 
 	if (to == w)
@@ -286,7 +286,7 @@ hand_off(struct dp_worker *w, struct dp_lstats *st, uint16_t port, struct rte_mb
 	 * (net_ring, --tester-loop, passes the sender's mbuf through as it is) */
 	for (uint16_t i = 0; i < n; i++)
 		pkts[i]->port = port;
-	sent = rte_ring_enqueue_burst(to->work, (void **)pkts, n, NULL);
+	sent = rte_ring_enqueue_burst(to->spread.work, (void **)pkts, n, NULL);
 	st->handoff += sent;
 	memmove(pkts, pkts + sent, (n - sent) * sizeof(pkts[0]));
 	return (uint16_t)(n - sent);
@@ -449,7 +449,7 @@ static unsigned int
 drain_main(struct dp_worker *w, struct dp_lstats *st)
 {
 	struct rte_mbuf *pkts[DP_BURST];
-	unsigned int n = rte_ring_dequeue_burst(w->txq_ring, (void **)pkts, DP_BURST, NULL);
+	unsigned int n = rte_ring_dequeue_burst(w->main.txq_ring, (void **)pkts, DP_BURST, NULL);
 
 	for (unsigned int i = 0; i < n; i++) {
 		if (pkts[i]->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: routed */
@@ -464,7 +464,7 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 			continue;
 		}
 		st->tx++;
-		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->txb[pkts[i]->port], pkts[i]);
+		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->out.txb[pkts[i]->port], pkts[i]);
 	}
 	return n;
 }
@@ -474,7 +474,7 @@ static unsigned int
 drain_work(struct dp_worker *w, struct dp_lstats *st)
 {
 	struct rte_mbuf *pkts[DP_BURST];
-	unsigned int n = rte_ring_dequeue_burst(w->work, (void **)pkts, DP_BURST, NULL);
+	unsigned int n = rte_ring_dequeue_burst(w->spread.work, (void **)pkts, DP_BURST, NULL);
 
 	for (unsigned int i = 0; i < n;) {
 		unsigned int run = 1;
@@ -518,7 +518,7 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	uint64_t t0 = rte_rdtsc();
 
 	w->now_tsc = t0;
-	if (unlikely(w->nq.held != 0))	/* before anything newer to the same next hops */
+	if (unlikely(w->out.nq.held != 0))	/* before anything newer to the same next hops */
 		send_resolved(w, st);
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
 		STAGE_CLOCK(t);
@@ -540,7 +540,7 @@ poll_once(struct dp_worker *w, struct dp_lstats *st, unsigned int *empty)
 	got += drain_main(w, st);
 	STAGE_CLOCK(t);
 	for (uint16_t p = 0; p < dp.n_ports; p++)
-		rte_eth_tx_buffer_flush(p, w->txq, w->txb[p]);
+		rte_eth_tx_buffer_flush(p, w->txq, w->out.txb[p]);
 	STAGE(st, t, TX);
 	if (got == 0) {
 		idle(empty);
@@ -606,7 +606,7 @@ worker_main(void *arg)
 		}
 		poll_once(w, st, &empty);
 	}
-	neighq_flush(&w->nq, st, DPVPN_DROP_NO_NEIGH);	/* what waited for a MAC: counted */
+	neighq_flush(&w->out.nq, st, DPVPN_DROP_NO_NEIGH);	/* what waited for a MAC: counted */
 	rte_rcu_qsbr_thread_offline(dp.rcu, w->lcore);
 	rte_rcu_qsbr_thread_unregister(dp.rcu, w->lcore);
 	return 0;

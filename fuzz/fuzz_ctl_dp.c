@@ -334,7 +334,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	snprintf(sock_path, sizeof(sock_path), "%s/dp.sock", dir);
 	snprintf(trace_path, sizeof(trace_path), "%s/trace.pcapng", dir);
-	rc = ctl_open(sock_path, fuzz_w->mb);
+	rc = ctl_open(sock_path, fuzz_w->esp.mb);
 	if (rc != 0) {
 		fprintf(stderr, "fuzz_ctl_dp: %s: %s\n", sock_path, strerror(-rc));
 		abort();

@@ -175,24 +175,24 @@ worker(void)
 
 	w->lcore = rte_lcore_id();
 	w->index = 0;
-	w->punt = rte_ring_create("fuzz_punt", DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	w->resolve = rte_ring_create_elem("fuzz_resolve", sizeof(struct dp_resolve_req),
+	w->main.punt = rte_ring_create("fuzz_punt", DP_PUNT_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->out.resolve = rte_ring_create_elem("fuzz_resolve", sizeof(struct dp_resolve_req),
 					  DP_RESOLVE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	w->work = rte_ring_create("fuzz_work", DP_WORK_RING, sock, RING_F_SC_DEQ);
-	w->txq_ring = rte_ring_create("fuzz_txq", DP_TXQ_RING, sock,
+	w->spread.work = rte_ring_create("fuzz_work", DP_WORK_RING, sock, RING_F_SC_DEQ);
+	w->main.txq_ring = rte_ring_create("fuzz_txq", DP_TXQ_RING, sock,
 				      RING_F_SP_ENQ | RING_F_SC_DEQ);
-	w->ike = rte_ring_create("fuzz_ike", DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	w->mb = crypto_mgr_create();
-	if (w->punt == NULL || w->resolve == NULL || w->work == NULL || w->txq_ring == NULL ||
-	    w->ike == NULL ||
-	    w->mb == NULL || reass_init(w) != 0)
+	w->main.ike = rte_ring_create("fuzz_ike", DP_IKE_RING, sock, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	w->esp.mb = crypto_mgr_create();
+	if (w->main.punt == NULL || w->out.resolve == NULL || w->spread.work == NULL ||
+	    w->main.txq_ring == NULL || w->main.ike == NULL || w->esp.mb == NULL ||
+	    reass_init(w) != 0)
 		die("worker: out of memory");
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		w->txb[p] = rte_zmalloc("fuzz_txb", RTE_ETH_TX_BUFFER_SIZE(TXB_SIZE), 0);
-		if (w->txb[p] == NULL)
+		w->out.txb[p] = rte_zmalloc("fuzz_txb", RTE_ETH_TX_BUFFER_SIZE(TXB_SIZE), 0);
+		if (w->out.txb[p] == NULL)
 			die("worker: out of memory");
-		rte_eth_tx_buffer_init(w->txb[p], TXB_SIZE);
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], worker_tx_unsent,
+		rte_eth_tx_buffer_init(w->out.txb[p], TXB_SIZE);
+		rte_eth_tx_buffer_set_err_callback(w->out.txb[p], worker_tx_unsent,
 						   &dp_lstats[w->lcore]);
 	}
 	fuzz_w = w;
@@ -399,8 +399,8 @@ fuzz_dp_install_sas(void)
 		sa_cfg(i, DPVPN_DIR_IN, &t->in);
 		sa_cfg(i, DPVPN_DIR_OUT, &t->out);
 		t->shared = defs[i].shared;
-		if (sa_add(&t->in, fuzz_w->mb, err, sizeof(err)) != 0 ||
-		    sa_add(&t->out, fuzz_w->mb, err, sizeof(err)) != 0)
+		if (sa_add(&t->in, fuzz_w->esp.mb, err, sizeof(err)) != 0 ||
+		    sa_add(&t->out, fuzz_w->esp.mb, err, sizeof(err)) != 0)
 			die("tunnel %u: %s", i, err);
 		if (defs[i].route) {	/* routed, not chosen by a policy */
 			route_tunnel(t);
@@ -430,11 +430,9 @@ fuzz_dp_reset(void)
 		in->used_packets = in->used_bytes = out->used_packets = out->used_bytes = 0;
 		in->life_state = out->life_state = DPVPN_LIFE_OK;
 	}
-	fuzz_w->ip_id = 0;
-	fuzz_w->icmp_tsc = 0;
-	fuzz_w->icmp_tokens = 0;
-	fuzz_w->echo_tsc = 0;
-	fuzz_w->echo_tokens = 0;
+	fuzz_w->esp.ip_id = 0;
+	fuzz_w->icmp_rate = (struct dp_bucket){ 0 };
+	fuzz_w->echo_rate = (struct dp_bucket){ 0 };
 	pool_in_use = rte_mempool_in_use_count(dp.pool);
 	if (debug)
 		before = *fuzz_st;
@@ -645,7 +643,7 @@ static void
 drain_txb(void)
 {
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		struct rte_eth_dev_tx_buffer *b = fuzz_w->txb[p];
+		struct rte_eth_dev_tx_buffer *b = fuzz_w->out.txb[p];
 
 		for (uint16_t i = 0; i < b->length; i++) {
 			check_frame(p, b->pkts[i]);
@@ -699,7 +697,7 @@ drain_txq(void)
 {
 	struct rte_mbuf *m;
 
-	while (rte_ring_dequeue(fuzz_w->txq_ring, (void **)&m) == 0) {
+	while (rte_ring_dequeue(fuzz_w->main.txq_ring, (void **)&m) == 0) {
 		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 
 		if (m->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: an IP packet */
@@ -735,11 +733,11 @@ forget_neighbours(void)
 static void
 flush_reassembly(void)
 {
-	struct rte_ip_frag_death_row *dr = fuzz_w->frag_dr;
+	struct rte_ip_frag_death_row *dr = fuzz_w->reass.dr;
 	uint32_t n;
 
 	do {
-		rte_ip_frag_table_del_expired_entries(fuzz_w->frag_tbl, dr, UINT64_MAX);
+		rte_ip_frag_table_del_expired_entries(fuzz_w->reass.tbl, dr, UINT64_MAX);
 		n = dr->cnt;
 		rte_ip_frag_free_death_row(dr, 0);
 	} while (n > 0);
@@ -757,15 +755,15 @@ held_packets(void)
 	struct dp_resolve_req asks[NEIGHQ_HOPS];
 	uint16_t nasks, n;
 
-	if (fuzz_w->nq.held == 0)
+	if (fuzz_w->out.nq.held == 0)
 		return;
-	n = neighq_poll(&fuzz_w->nq, fuzz_st, rte_get_timer_cycles(), out, asks, &nasks);
+	n = neighq_poll(&fuzz_w->out.nq, fuzz_st, rte_get_timer_cycles(), out, asks, &nasks);
 	for (uint16_t i = 0; i < n; i++) {
 		fuzz_st->tx++;
-		rte_eth_tx_buffer(out[i]->port, 0, fuzz_w->txb[out[i]->port], out[i]);
+		rte_eth_tx_buffer(out[i]->port, 0, fuzz_w->out.txb[out[i]->port], out[i]);
 	}
 	drain_txb();
-	neighq_flush(&fuzz_w->nq, fuzz_st, DPVPN_DROP_NO_NEIGH);
+	neighq_flush(&fuzz_w->out.nq, fuzz_st, DPVPN_DROP_NO_NEIGH);
 }
 
 void
@@ -775,7 +773,7 @@ fuzz_dp_finish(void)
 	unsigned int now;
 
 	drain_txb();
-	while (rte_ring_count(fuzz_w->punt) > 0 || rte_ring_count(fuzz_w->resolve) > 0) {
+	while (rte_ring_count(fuzz_w->main.punt) > 0 || rte_ring_count(fuzz_w->out.resolve) > 0) {
 		slow = true;
 		arp_poll();
 	}

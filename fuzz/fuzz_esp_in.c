@@ -262,7 +262,7 @@ seal(struct sa *sa, uint8_t *esp, size_t ct_len, uint64_t seq)
 	} else {
 		esp_hmac_span(&op, sa, esp, seq);
 	}
-	crypto_run(fuzz_w->mb, &op, 1);	/* a refused job leaves garbage: fine */
+	crypto_run(fuzz_w->esp.mb, &op, 1);	/* a refused job leaves garbage: fine */
 }
 
 static void

@@ -189,7 +189,7 @@ install_mirror(unsigned int i)
 	memset(c.life_seconds, 0, sizeof(c.life_seconds));
 	if (c.flags & DPVPN_SA_F_ROUTE)
 		c.tunif = 1;	/* rpf off: what any inside host sent comes out */
-	if (sa_add(&c, fuzz_w->mb, err, sizeof(err)) != 0) {
+	if (sa_add(&c, fuzz_w->esp.mb, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fuzz_ip: mirror of tunnel %u: %s\n", i, err);
 		abort();
 	}
