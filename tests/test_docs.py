@@ -4,7 +4,9 @@ README.md stays short (10 KiB at most), every relative link in README.md and
 doc/*.md leads to a file (and a #anchor to a heading of it), every drop
 reason of DPVPN_DROP_REASONS is explained in doc/troubleshooting.md, and
 every key the config parser takes (control/config*.c's key tables) is in
-dpvpn.conf(5).  Text only: no lab, no root needed, well under a second.
+dpvpn.conf(5); and ([house] issue 29, requirement 5) every file and
+function doc/architecture.md names exists, and its table of where each drop
+reason is decided has every reason.  Text only: no lab, no root needed, well under a second.
 Each checker is also run on a broken input (test_*_can_fail), so that none
 of them passes whatever the docs say."""
 import ast
@@ -352,3 +354,107 @@ def test_missing_claim_check_can_fail(tmp_path):
     man.write_text(".SH KEYS\n.TP\n.B auth\nHow peers prove who they are.  Work in progress.\n")
     assert false_missing_claims([str(man)], keys) == [
         f"{os.path.relpath(str(man), ROOT)}:4: 'Work in progress' about auth: Work in progress"]
+
+
+# ---- [house] issue 29, requirement 5: doc/architecture.md keeps its file and function names true ----
+
+ARCHITECTURE = os.path.join(ROOT, "doc", "architecture.md")
+SOURCE_DIRS = ("dataplane", "control", "ike", "include")
+# a repository path: one or more directories, then a file with an extension
+# or nothing (`dataplane/worker.c`, `ike/`); not `/run/...`, `a/b`, `0/0`
+REPO_PATH = re.compile(r"(?:[\w.-]+/)+(?:[\w-][\w.-]*\.\w+)?")
+SOURCE_NAME = re.compile(r"[\w-]+\.[ch]")         # a bare source file: `worker.c`
+FUNCTION = re.compile(r"([A-Za-z_]\w*)\(\)")       # `esp_decap_burst()`
+# where a definition may start: at a line's start, the name, or a return type
+# on the same line and then the name ("static inline uint64_t mono_ms(void)")
+DEF_HEAD = re.compile(r"^(?:[A-Za-z_][\w \t*]*?[ \t*])?([A-Za-z_]\w*)\(", re.M)
+MACRO_HEAD = re.compile(r"^#[ \t]*define[ \t]+([A-Za-z_]\w*)\(", re.M)
+END_OF_HEAD = re.compile(r"[;{]")
+
+
+def code_spans(text):
+    """The `code spans` of Markdown, fenced code blocks left out."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def source_files(root):
+    return sorted(p for d in SOURCE_DIRS
+                  for p in glob.glob(os.path.join(root, d, "**", "*.[ch]"), recursive=True))
+
+
+def defined_functions(root):
+    """Names of the functions defined in SOURCE_DIRS' .c and .h files (a name
+    at a line's start, its parameters, then '{' before any ';': a prototype is
+    no definition) and of their function-like macros."""
+    names = set()
+    for path in source_files(root):
+        text = re.sub(r"/\*.*?\*/", " ", read(path), flags=re.S)
+        names.update(MACRO_HEAD.findall(text))
+        for m in DEF_HEAD.finditer(text):
+            end = END_OF_HEAD.search(text, m.end())
+            if end is not None and end.group() == "{":
+                names.add(m.group(1))
+    return names
+
+
+def stale_names(page, root=ROOT):
+    """What a page names that the repository at root does not hold: each
+    backticked repository path (`dataplane/worker.c`, `ike/`) that does not
+    exist, each bare source file name (`worker.c`) found in none of
+    SOURCE_DIRS, each `name()` defined in none of them."""
+    spans = code_spans(read(page))
+    where = os.path.relpath(page, ROOT)
+    bare = {os.path.basename(p) for p in source_files(root)}
+    defined = defined_functions(root)
+    bad = []
+    for s in dict.fromkeys(spans):          # each once, in page order
+        if REPO_PATH.fullmatch(s):
+            path = os.path.join(root, s)
+            if not (os.path.isdir(path) if s.endswith("/") else os.path.exists(path)):
+                bad.append(f"{where}: `{s}`: no such path")
+        elif SOURCE_NAME.fullmatch(s) and s not in bare:
+            bad.append(f"{where}: `{s}`: in none of {', '.join(SOURCE_DIRS)}")
+        elif FUNCTION.fullmatch(s) and FUNCTION.fullmatch(s).group(1) not in defined:
+            bad.append(f"{where}: `{s}`: defined in none of {', '.join(SOURCE_DIRS)}")
+    return bad
+
+
+def test_architecture_names_exist():
+    """Every file, directory and function doc/architecture.md names is there,
+    and its table of where each drop reason is decided has every reason."""
+    text = read(ARCHITECTURE)
+    spans = code_spans(text)
+    assert sum(bool(FUNCTION.fullmatch(s)) for s in spans) > 100
+    assert sum(bool(REPO_PATH.fullmatch(s)) for s in spans) > 50
+    bad = stale_names(ARCHITECTURE)
+    assert not bad, "doc/architecture.md names what is not there:\n" + "\n".join(bad)
+    header = read(os.path.join(ROOT, "include", "dpvpn_proto.h"))
+    table = text[text.index("## Where each drop reason is decided"):]
+    missing = undocumented_reasons(header, table)
+    assert not missing, f"drop reasons without a row in doc/architecture.md: {missing}"
+
+
+def test_architecture_check_can_fail(tmp_path):
+    (tmp_path / "dataplane").mkdir()
+    (tmp_path / "ike").mkdir()
+    (tmp_path / "dataplane" / "a.c").write_text(
+        "/* a.c - b() is only declared: static int b(int x) { */\n"
+        "#include \"a.h\"\n\n"
+        "static void\nfoo(int x,\n    int y)\n{\n}\n\n"
+        "int bar(int x);\n\n"
+        "static inline uint64_t baz(void) { return 0; }\n\n"
+        "void __attribute__((format(printf, 1, 2)))\nqux(const char *f, ...)\n{\n}\n")
+    (tmp_path / "dataplane" / "a.h").write_text(
+        "#define STEP(x) do { } while (0)\nint b(int x);\nvoid\nc(int x);\n")
+    assert {"foo", "baz", "qux", "STEP"} <= defined_functions(str(tmp_path))
+    assert not {"b", "bar", "c"} & defined_functions(str(tmp_path))
+    page = tmp_path / "page.md"
+    ok = ("`dataplane/a.c`, `dataplane/`, `ike/`, `a.h`, `foo()`, `baz()`, `qux()`, `STEP()`,\n"
+          "`/run/dpvpn/x.sock`, `0/0`, `IKE_RX/IKE_TX`, `time(NULL)`, `struct dp_out`\n\n"
+          "```\nnothing() here: dataplane/gone.c\n```\n")
+    page.write_text(ok)
+    assert not stale_names(str(page), str(tmp_path))
+    for broken in ("`dataplane/gone.c`", "`control/`", "`gone.c`", "`bar()`", "`gone()`"):
+        page.write_text(ok + broken + "\n")
+        assert len(stale_names(str(page), str(tmp_path))) == 1, broken
