@@ -27,7 +27,7 @@ dp_send_frame(struct rte_mbuf *m, uint16_t port)
 {
 	main_stats()->arp_out++;
 	m->port = port;
-	if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
+	if (!dp_main_tx(m, DP_KIND_FRAME, 0))
 		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
 }
 

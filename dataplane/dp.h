@@ -21,6 +21,7 @@
 #include <rte_ring.h>
 
 #include "dpvpn_proto.h"
+#include "meta.h"
 #include "neighq.h"
 
 struct crypto_mgr;
@@ -395,21 +396,8 @@ void worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte
 void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
 void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
-/* Main lcore: send a frame it built through worker 0's TX ring (arp_out). */
+/* Main lcore: send a frame it built through worker 0 (dp_main_tx; arp_out). */
 void dp_send_frame(struct rte_mbuf *m, uint16_t port);
-/*
- * The main lcore's own IP packets (no Ethernet header: IKE_TX) ride worker 0's
- * TX ring too, marked so; that worker routes them as it routes ESP.
- */
-#define DP_PTYPE_LOCAL_IP	0x0fffffffu
-/*
- * What the gateway answers to a packet from an inside port (echo replies,
- * ICMP errors) is marked so: it may go back through an inside port or a
- * tunnel, never in clear out of an outside port (an inside host with a
- * source address that routes outside would have the gateway carry its
- * words there, past the policies): dropped as answer-outside (worker_tx).
- */
-#define DP_PTYPE_ANSWER_INSIDE	0x0ffffffeu
 /* Main lcore: a frame it could not build, the pool being empty (arp_out, no-mbuf). */
 void dp_frame_nombuf(void);
 static inline struct dp_lstats *

@@ -139,12 +139,13 @@ trailer(uint8_t *tail, uint16_t pad, uint8_t nh)
 
 /*
  * Turn m (an inner IPv4 or IPv6 packet) into an ESP packet for sa (outer
- * IPv4 or IPv6) with sequence number seq, and describe the encryption in op.
- * DPVPN_DROP_MAX on success.
+ * IPv4 or IPv6) with sequence number seq, and describe the encryption in op;
+ * ttl_step: the inner TTL or hop limit goes down by one (not for what the
+ * host wrote into a tunnel twin).  DPVPN_DROP_MAX on success.
  */
 static enum dpvpn_drop_reason
 encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
-	  struct crypto_op *op)
+	  struct crypto_op *op, bool ttl_step)
 {
 	uint16_t inner_len = rte_pktmbuf_data_len(m);
 	uint16_t pad = (uint16_t)(-(inner_len + ESP_TRAILER_LEN) & (sa->block - 1));
@@ -161,7 +162,7 @@ encap_one(struct dp_worker *w, struct sa *sa, uint64_t seq, struct rte_mbuf *m,
 	limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_ACQUIRE);
 	if (unlikely(seq > limit && limit != 0))
 		return DPVPN_DROP_SEQ_UNRESERVED;
-	nh = inner_hop(inner, &tc, &inner_frag, likely(m->packet_type != DP_PTYPE_TUN));
+	nh = inner_hop(inner, &tc, &inner_frag, ttl_step);
 	tail = (uint8_t *)rte_pktmbuf_append(m, pad + ESP_TRAILER_LEN + sa->icv_len);
 	if (tail == NULL)
 		return DPVPN_DROP_TOO_BIG;
@@ -261,7 +262,7 @@ expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 	sa->stats[w->index].drop_other++;
 	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
 	if (r != NULL) {
-		r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
+		dp_mark_answer_inside(r);	/* m came in on an inside port */
 		dp_out_add(out, r);
 	}
 }
@@ -291,7 +292,7 @@ too_big(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port, s
 		struct rte_mbuf *r = pmtu_icmp_too_big(w, st, port, m, sa->mtu);
 
 		if (r != NULL) {
-			r->packet_type = DP_PTYPE_ANSWER_INSIDE;	/* m came in on an inside port */
+			dp_mark_answer_inside(r);	/* m came in on an inside port */
 			dp_out_add(out, r);
 		}
 		sa->stats[w->index].drop_other++;
@@ -416,11 +417,12 @@ encap_failed(struct dp_worker *w, struct dp_lstats *st, struct sa *sa, struct rt
  * built for the whole burst first and crypto_run then encrypts it in one go:
  * measured, the AES-GCM calls back to back beat each one right after its
  * header (64 B: 190 against 227 cycles per packet here).  Returns the good ones;
- * *outer: one of them is over its port's MTU and to be fragmented.
+ * *outer: one of them is over its port's MTU and to be fragmented; ttl_step
+ * as encap_one's.
  */
 static uint16_t
 encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, struct sa **sas,
-	   uint16_t n, bool *outer)
+	   uint16_t n, bool *outer, bool ttl_step)
 {
 	struct crypto_op ops[DP_BURST];
 	uint64_t seqs[DP_BURST];
@@ -436,7 +438,7 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 		enum dpvpn_drop_reason why;
 
 		lens[k] = rte_pktmbuf_data_len(m);
-		why = encap_one(w, sa, seqs[i], m, &ops[k]);
+		why = encap_one(w, sa, seqs[i], m, &ops[k], ttl_step);
 		if (why != DPVPN_DROP_MAX) {
 			encap_failed(w, st, sa, m, why);
 			continue;
@@ -507,7 +509,7 @@ out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **
 		st->fragmented++;
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
-		f = encap_core(w, st, frags, fsas, f, &outer);
+		f = encap_core(w, st, frags, fsas, f, &outer, true);
 		for (uint16_t j = 0; j < f; j++)
 			dp_out_add(out, frags[j]);
 	}
@@ -530,10 +532,7 @@ esp_encap_sa(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, stru
 		dp_drop(st, m, DPVPN_DROP_PMTU);
 		return 0;
 	}
-	m->packet_type = DP_PTYPE_TUN;		/* encap_one: the host's, no TTL step */
-	good = encap_core(w, st, &m, &sa, 1, &outer);
-	if (good != 0)
-		m->packet_type = 0;
+	good = encap_core(w, st, &m, &sa, 1, &outer, false);	/* the host's: no TTL step */
 	if (likely(good == 0 || !outer))
 		return good;
 	out_with_fragments(w, st, &m, &sa, good, NULL, NULL, 0, out);
@@ -550,7 +549,7 @@ esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	bool outer = false;
 
 	n = select_sa(w, st, port, pkts, n, sas, out, big, big_sa, &nbig);
-	good = encap_core(w, st, pkts, sas, n, &outer);
+	good = encap_core(w, st, pkts, sas, n, &outer, true);
 	if (likely(nbig == 0 && !outer))
 		return good;
 	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out);

@@ -145,6 +145,7 @@ host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		return;
 	}
 	m->port = port->id;
+	dp_meta(m)->kind = DP_KIND_FRAME;
 	if (!put_ether(port, m) || rte_ring_enqueue(w->main.host, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
 	/* host_in is counted when the main lcore has written it (to_twin) */
@@ -161,7 +162,8 @@ host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struct rte
 		dp_drop(st, m, DPVPN_DROP_HOST_LIMIT);
 		return;
 	}
-	m->port = (uint16_t)(HOST_TUN_PORT | id);	/* raw IP: no Ethernet header */
+	dp_meta(m)->kind = DP_KIND_TUN;	/* raw IP: no Ethernet header */
+	dp_meta(m)->tunif = id;
 	if (rte_ring_enqueue(w->main.host, m) != 0)
 		dp_drop(st, m, DPVPN_DROP_HOST_FULL);
 }
@@ -171,11 +173,8 @@ host_punt_tun(struct dp_worker *w, struct dp_lstats *st, uint16_t id, struct rte
  * host_in unless it is a copy (an ARP / ND reply, consumed already: arp_in).
  */
 static void
-to_twin(struct dp_lstats *st, struct rte_mbuf *m, bool copy)
+to_twin(struct dp_lstats *st, struct rte_mbuf *m, struct dp_twin *t, bool copy)
 {
-	struct dp_twin *t = m->port & HOST_TUN_PORT ? &dp_tun_twins[m->port & ~HOST_TUN_PORT] :
-			    &dp_twins[m->port];
-
 	if (!t->created) {	/* closed since the worker queued it */
 		dp_drop(st, m, DPVPN_DROP_HOST_DOWN);
 		return;
@@ -196,7 +195,7 @@ host_copy(struct rte_mbuf *m)
 		rte_pktmbuf_free(m);	/* consumed (arp_in), as without a twin */
 		return;
 	}
-	to_twin(main_stats(), m, true);
+	to_twin(main_stats(), m, &dp_twins[m->port], true);
 }
 
 static inline bool
@@ -246,8 +245,7 @@ from_twin(struct dp_lstats *st, uint16_t p, struct dp_twin *t)
 			continue;
 		}
 		m->port = p;
-		m->packet_type = is_ip(m) ? DP_PTYPE_HOST : 0;
-		if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
+		if (!dp_main_tx(m, is_ip(m) ? DP_KIND_HOST : DP_KIND_FRAME, 0))
 			dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	}
 }
@@ -276,9 +274,7 @@ from_tun_twin(struct dp_lstats *st, uint16_t id, struct dp_twin *t)
 			dp_drop(st, m, why);
 			continue;
 		}
-		m->port = (uint16_t)(HOST_TUN_PORT | id);
-		m->packet_type = DP_PTYPE_TUN;
-		if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0)
+		if (!dp_main_tx(m, DP_KIND_TUN, id))
 			dp_drop(st, m, DPVPN_DROP_PUNT_FULL);
 	}
 }
@@ -307,8 +303,12 @@ host_poll(void)
 			unsigned int n = rte_ring_dequeue_burst(dp.workers[i].main.host, (void **)pkts,
 								DP_HOST_BURST, NULL);
 
-			for (unsigned int k = 0; k < n; k++)
-				to_twin(st, pkts[k], false);
+			for (unsigned int k = 0; k < n; k++) {
+				const struct dp_meta *meta = dp_meta(pkts[k]);
+
+				to_twin(st, pkts[k], meta->kind == DP_KIND_TUN ?
+					&dp_tun_twins[meta->tunif] : &dp_twins[pkts[k]->port], false);
+			}
 			if (n < DP_HOST_BURST)
 				break;
 		}

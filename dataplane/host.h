@@ -50,14 +50,12 @@ extern struct dp_twin dp_twins[DP_MAX_PORTS];
  * Tunnel twins (net_tun: raw IP, no MAC), indexed by tunnel interface id
  * (tunif.h).  net_tun ignores persist: the interface dies with the
  * dataplane, and dpvpnd makes and addresses it again after a reconnect.
- * A frame on a worker's host ring bound for one has m->port
- * HOST_TUN_PORT | id; what the host writes into one rides worker 0's TX
- * ring as DP_PTYPE_TUN, m->port the same, to be encrypted into the
- * tunnel's outbound SA.
+ * A frame on a worker's host ring bound for one is DP_KIND_TUN with the
+ * id in its dp_meta (meta.h); what the host writes into one goes to worker
+ * 0 the same way (dp_main_tx), to be encrypted into the tunnel's outbound
+ * SA.
  */
 extern struct dp_twin dp_tun_twins[DPVPN_TUNIF_MAX];
-#define HOST_TUN_PORT		0x8000u
-#define DP_PTYPE_TUN		0x0ffffffcu
 
 /*
  * Is m (IP header first) for the link rather than an address: IPv4
@@ -92,10 +90,9 @@ void host_punt(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *
  */
 void host_copy(struct rte_mbuf *m);
 /*
- * The host's IP frames (from a twin) ride worker 0's TX ring marked so: that
+ * The host's IP frames (from a twin) go to worker 0 as DP_KIND_HOST: that
  * worker gives them to host_protected() before it sends them.
  */
-#define DP_PTYPE_HOST	0x0ffffffdu
 /*
  * Worker 0, a frame from a twin: an IP packet that an outbound policy selects
  * is the host's own traffic into a tunnel, and is encrypted as Linux's XFRM

@@ -297,9 +297,8 @@ ike_emit(const struct dpvpn_ike_pkt *p, bool v6, uint32_t off, uint32_t n, bool 
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 	}
 	memcpy(pkt + iph, dgram + off, n);
-	m->packet_type = DP_PTYPE_LOCAL_IP;
 	m->port = p->port;
-	if (rte_ring_enqueue(dp.workers[0].main.txq_ring, m) != 0) {
+	if (!dp_main_tx(m, DP_KIND_LOCAL_IP, 0)) {
 		dp_drop(main_stats(), m, DPVPN_DROP_PUNT_FULL);
 		snprintf(err, elen, "IKE_TX: worker 0's TX ring is full");
 		return -ENOBUFS;

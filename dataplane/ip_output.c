@@ -139,7 +139,7 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
 		return false;
 	}
-	if (unlikely(m->packet_type == DP_PTYPE_ANSWER_INSIDE) &&
+	if (unlikely(dp_is_answer_inside(m)) &&
 	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
 		dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
 		return false;
@@ -191,10 +191,10 @@ route_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint
 		bool v6 = ip[0] >> 4 == 6;
 		void *eth;
 
-		if (unlikely(!dst_hit(&c, ip, v6) || m->packet_type == DP_PTYPE_ANSWER_INSIDE)) {
+		if (unlikely(!dst_hit(&c, ip, v6) || dp_is_answer_inside(m))) {
 			if (!route_one(w, st, &c, m, ip, v6, transit))
 				continue;
-			m->packet_type = 0;
+			dp_clear_answer_inside(m);
 		}
 		eth = rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
 		if (unlikely(eth == NULL)) {

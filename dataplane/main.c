@@ -650,6 +650,12 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
+	rc = dp_meta_init();
+	if (rc != 0) {
+		fprintf(stderr, "dpvpn-dataplane: mbuf metadata: %s\n", rte_strerror(-rc));
+		rte_eal_cleanup();
+		return 1;
+	}
 	rc = tester_loop ? tester_loop_ports(rte_lcore_count() - 1) : 0;
 	if (rc != 0) {
 		fprintf(stderr, "dpvpn-dataplane: --tester-loop: %s\n", rte_strerror(-rc));

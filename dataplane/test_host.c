@@ -5,7 +5,7 @@
  * the control class still passes), host-down, the Ethernet header put back
  * (unicast, broadcast, multicast), the main lcore's pass into the twin
  * (host_in; a full twin: host-full) and out of it (host_out, worker 0's TX
- * ring, IP marked DP_PTYPE_HOST).  Every packet is counted once and freed:
+ * ring, IP marked DP_KIND_HOST).  Every packet is counted once and freed:
  * the pool's in-use count comes back to 0.
  */
 #include <setjmp.h>
@@ -54,6 +54,8 @@ setup(void **state)
 	(void)state;
 	snprintf(prefix, sizeof(prefix), "test_host_%d", getpid());
 	if (rte_eal_init((int)RTE_DIM(argv), argv) < 0)
+		return -1;
+	if (dp_meta_init() != 0)
 		return -1;
 	dp.pool = rte_pktmbuf_pool_create("t", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	st = &dp_lstats[rte_lcore_id()];
@@ -222,10 +224,10 @@ test_from_host(void **state)
 	assert_int_equal(rte_ring_dequeue(wk->main.txq_ring, (void **)&got), 0);
 	assert_ptr_equal(got, m);
 	assert_int_equal(got->port, 1);
-	assert_int_equal(got->packet_type, DP_PTYPE_HOST);
+	assert_int_equal(dp_meta(got)->kind, DP_KIND_HOST);
 	assert_int_equal(rte_ring_dequeue(wk->main.txq_ring, (void **)&got), 0);
 	assert_ptr_equal(got, a);
-	assert_int_equal(got->packet_type, 0);
+	assert_int_equal(dp_meta(got)->kind, DP_KIND_FRAME);
 	rte_pktmbuf_free(m);
 	rte_pktmbuf_free(a);
 }

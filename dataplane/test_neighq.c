@@ -53,6 +53,8 @@ setup(void **state)
 	snprintf(prefix, sizeof(prefix), "test_neighq_%d", getpid());
 	if (rte_eal_init((int)RTE_DIM(argv), argv) < 0)
 		return -1;
+	if (dp_meta_init() != 0)
+		return -1;
 	dp.pool = rte_pktmbuf_pool_create("t", POOL, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	st = &dp_lstats[rte_lcore_id()];
 	hz = rte_get_timer_hz();

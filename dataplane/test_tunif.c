@@ -132,6 +132,8 @@ setup(void **state)
 	snprintf(prefix, sizeof(prefix), "test_tunif_%d", getpid());
 	if (rte_eal_init((int)RTE_DIM(argv), argv) < 0)
 		return -1;
+	if (dp_meta_init() != 0)
+		return -1;
 	dp.pool = rte_pktmbuf_pool_create("t", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
 	dp.rcu = rte_zmalloc(NULL, rte_rcu_qsbr_get_memsize(4), 64);
 	rte_rcu_qsbr_init(dp.rcu, 4);

@@ -204,7 +204,7 @@ classify(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 
 /*
  * From an inside port, for the gateway itself: echo requests answered (the
- * replies, to out, may not leave by an outside port: DP_PTYPE_ANSWER_INSIDE),
+ * replies, to out, may not leave by an outside port: dp_mark_answer_inside),
  * the rest dropped.  One whose address stopped being ours meanwhile is
  * forwarded after all (added to pkts).
  */
@@ -217,7 +217,7 @@ answer_inside(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
 	k = echo_local(w, st, self, nself, out->pkts + first, &nrep, ECHO_HOPS);
 	out->n += nrep;
 	for (uint16_t i = first; i < out->n; i++)
-		out->pkts[i]->packet_type = DP_PTYPE_ANSWER_INSIDE;
+		dp_mark_answer_inside(out->pkts[i]);
 	for (uint16_t i = 0; i < k; i++)
 		pkts[(*n)++] = self[i];
 }
@@ -408,7 +408,6 @@ host_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 	struct dp_out out;
 	uint16_t k;
 
-	m->packet_type = 0;
 	if (!host_protected(m, &why)) {
 		if (why == DPVPN_DROP_MAX)
 			return false;
@@ -428,11 +427,10 @@ static void
 tun_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 {
 	enum dpvpn_drop_reason why;
-	struct sa *sa = tunif_out_sa((uint16_t)(m->port & ~HOST_TUN_PORT), &why);
+	struct sa *sa = tunif_out_sa(dp_meta(m)->tunif, &why);
 	struct dp_out out;
 	uint16_t k;
 
-	m->packet_type = 0;
 	if (sa == NULL) {
 		dp_drop(st, m, why);
 		return;
@@ -444,7 +442,7 @@ tun_frame(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m)
 		worker_tx(w, st, out.pkts, out.n);
 }
 
-/* Frames the main lcore built (ARP) go out on this worker's queues. */
+/* What the main lcore handed to worker 0 (dp_main_tx), by its kind (meta.h). */
 static unsigned int
 drain_main(struct dp_worker *w, struct dp_lstats *st)
 {
@@ -452,19 +450,24 @@ drain_main(struct dp_worker *w, struct dp_lstats *st)
 	unsigned int n = rte_ring_dequeue_burst(w->main.txq_ring, (void **)pkts, DP_BURST, NULL);
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (pkts[i]->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: routed */
-			pkts[i]->packet_type = 0;
+		struct rte_mbuf *m = pkts[i];
+
+		switch (dp_meta(m)->kind) {
+		case DP_KIND_LOCAL_IP:		/* IKE_TX: routed */
 			worker_tx(w, st, &pkts[i], 1);
 			continue;
-		}
-		if (pkts[i]->packet_type == DP_PTYPE_HOST && host_frame(w, st, pkts[i]))
+		case DP_KIND_HOST:
+			if (host_frame(w, st, m))
+				continue;
+			break;			/* not for a tunnel: leaves as the kernel built it */
+		case DP_KIND_TUN:
+			tun_frame(w, st, m);
 			continue;
-		if (pkts[i]->packet_type == DP_PTYPE_TUN) {
-			tun_frame(w, st, pkts[i]);
-			continue;
+		default:
+			break;
 		}
 		st->tx++;
-		rte_eth_tx_buffer(pkts[i]->port, w->txq, w->out.txb[pkts[i]->port], pkts[i]);
+		rte_eth_tx_buffer(m->port, w->txq, w->out.txb[m->port], m);
 	}
 	return n;
 }

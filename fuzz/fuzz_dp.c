@@ -108,6 +108,8 @@ eal_init(const char *prog)
 	snprintf(prefix, sizeof(prefix), "%s_%d", prog, getpid());
 	if (rte_eal_init((int)RTE_DIM(argv), argv) < 0)
 		die("EAL: %s", rte_strerror(rte_errno));
+	if (dp_meta_init() != 0)
+		die("EAL: %s", rte_strerror(rte_errno));
 	/* ethdev calls on ports without devices (the control target) log each time */
 	rte_log_set_global_level(RTE_LOG_EMERG);
 }
@@ -700,7 +702,7 @@ drain_txq(void)
 	while (rte_ring_dequeue(fuzz_w->main.txq_ring, (void **)&m) == 0) {
 		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 
-		if (m->packet_type == DP_PTYPE_LOCAL_IP) {	/* IKE_TX: an IP packet */
+		if (dp_meta(m)->kind == DP_KIND_LOCAL_IP) {	/* IKE_TX: an IP packet */
 			const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
 
 			if (m->port >= dp.n_ports || rte_pktmbuf_data_len(m) < 28 ||
