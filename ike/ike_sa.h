@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ike_sa.h - the IKEv2 SA state machine (RFC 7296) of dpvpnd, as a library
- * with no sockets, no clock and no globals.  The owner feeds it every
- * datagram of the IKE channel (ike_input) and the time (ike_tick), and it
- * answers through callbacks: datagrams to send, CHILD_SAs to install or
- * remove, IKE SAs that ended.  Times are milliseconds on any monotonic
- * scale the owner chooses, passed in, never read here.
+ * with no sockets and no globals.  The owner feeds it every datagram of the
+ * IKE channel (ike_input) and the time (ike_tick), and it answers through
+ * callbacks: datagrams to send, CHILD_SAs to install or remove, IKE SAs
+ * that ended.  Times are milliseconds on any monotonic scale the owner
+ * chooses, passed in, never read here; the one wall-clock read is a
+ * certificate's validity (ike_auth.c, time(NULL)).
  *
- * What it speaks (PSK only, one CHILD_SA per IKE SA):
+ * What it speaks, in outline (each exchange's file says the rest): PSK and
+ * certificates (ike_auth.c, ike_pki.c), several CHILD_SAs per IKE SA and
+ * PFS (ike_child.c), configuration payloads and address pools for remote
+ * access (ike_cp.c, ike_pool.c), fragmentation (ike_frag.c, RFC 7383),
+ * INITIAL_CONTACT; the first CHILD_SA:
  *   IKE_SA_INIT  proposal selection (2.7), INVALID_KE_PAYLOAD and the retry
  *                with the group asked for, COOKIE (2.6) above a threshold of
  *                half-open SAs, NAT detection (2.23): with a NAT on either
