@@ -197,9 +197,7 @@ class SwanSA:
                 f"address = {self.local}/24\n\n" + self.dpvpn_tunnel())
 
     def write_dpvpn_config(self, path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.dpvpn_config())
+        write_file(path, self.dpvpn_config(), 0o600)
         return path
 
 
@@ -296,91 +294,95 @@ def ensure_installed(timeout=180):
     return missing()
 
 
+# --- strongSwan's configuration ----------------------------------------------
+# The one builder of charon's configuration for the tests: strongswan.conf
+# and swanctl.conf as trees of dicts (Charon.strongswan, Charon.swanctl_conf),
+# which a test changes (or replaces) before Charon.write_config().
+SWANCTL_PLUGINS = "random nonce openssl pem pkcs1 x509 pubkey"
+SWANCTL_PLUGINS_PKCS8 = "random nonce openssl pem pkcs1 pkcs8 x509 pubkey"   # a key file
+
+
+def settings_text(tree, depth=0):
+    """strongSwan's settings syntax of a tree, in order: a dict is a section,
+    a list of dicts the same section written again for each, anything else
+    `key = value` (`include value` for the key include; None: left out).  A
+    section's settings come before its subsections, so that a setting added
+    to a section stands with the others."""
+    pad = "    " * depth
+    out = []
+    for key, value in sorted(tree.items(), key=lambda kv: isinstance(kv[1], (dict, list))):
+        if value is None:
+            continue
+        if isinstance(value, (dict, list)):
+            for section in value if isinstance(value, list) else [value]:
+                out.append(f"{pad}{key} {{\n{settings_text(section, depth + 1)}{pad}}}\n")
+        else:
+            out.append(f"{pad}{key} {value}\n" if key == "include" else f"{pad}{key} = {value}\n")
+    return "".join(out)
+
+
+def strongswan_conf(rundir):
+    """strongswan.conf of one charon of the lab, its files in rundir: its
+    plugins with kernel-libipsec (ESP in userspace), its vici socket, a
+    filelog with the CHILD_SA keys (chd = 4, what parse_child reads), no
+    virtual IP installed, no keepalives, 3 retransmissions; swanctl's plugins."""
+    return {
+        "charon": {
+            "load_modular": "yes", "install_virtual_ip": "no", "keep_alive": "0s",
+            "retransmit_tries": 3,
+            "plugins": [{"include": "/etc/strongswan.d/charon/*.conf"},
+                        {"kernel-libipsec": {"load": "yes"},
+                         "vici": {"socket": f"unix://{rundir}/run/charon.vici"}}],
+            "filelog": {"swan": {"path": f"{rundir}/charon.log", "append": "no",
+                                 "flush_line": "yes", "default": 1, "ike": 2, "chd": 4,
+                                 "knl": 2}},
+            "syslog": {},
+        },
+        "swanctl": {"load": SWANCTL_PLUGINS},
+    }
+
+
+def child(local_ts=None, remote_ts=None, esp="aes128gcm16"):
+    """A CHILD_SA of swanctl.conf: tunnel mode, never rekeyed or expired by
+    charon (time, bytes, packets), nothing done at DPD, close or load;
+    a traffic selector left out (None) is charon's default (dynamic)."""
+    return {"mode": "tunnel", "local_ts": local_ts, "remote_ts": remote_ts,
+            "esp_proposals": esp, "rekey_time": "0s", "life_time": "0s",
+            "rekey_bytes": 0, "rekey_packets": 0, "dpd_action": "none",
+            "close_action": "none", "start_action": "none"}
+
+
+def swanctl_conf(name, local_id, remote_id, children, local_addrs=None, remote_addrs=None,
+                 vips=None, cert=None, psk=None, ike=None):
+    """swanctl.conf with one IKEv2 connection, name: UDP encapsulation (as
+    kernel-libipsec needs), no MOBIKE, no DPD, no IKE rekeying or
+    reauthentication, proposals ike (None: IKE_PROPOSAL, read now: tests
+    patch it).  Authentication by psk (a secret for the two identities) or by
+    certificates: cert, charon's own (a file of swanctl/x509, always sent).
+    children: {name: child(...)}; vips: the virtual IP charon asks for."""
+    auth = "pubkey" if cert else "psk"
+    tree = {"connections": {name: {
+        "version": 2, "local_addrs": local_addrs, "remote_addrs": remote_addrs,
+        "vips": vips, "encap": "yes", "mobike": "no", "dpd_delay": "0s",
+        "rekey_time": "0s", "reauth_time": "0s", "proposals": ike or IKE_PROPOSAL,
+        "send_cert": "always" if cert else None,
+        "local": {"auth": auth, "certs": cert, "id": local_id},
+        "remote": {"auth": auth, "id": remote_id},
+        "children": children}}}
+    if psk is not None:
+        tree["secrets"] = {f"ike-{name}": {"id-a": local_id, "id-b": remote_id,
+                                           "secret": f'"{psk}"'}}
+    return tree
+
+
+def write_file(path, data, mode=0o644):
+    """data (str or bytes) into path, created with mode (umask applies)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
 # --- the lab --------------------------------------------------------------------
-STRONGSWAN_CONF = """\
-# strongswan.conf of one charon of tests/swan.py
-charon {{
-    load_modular = yes
-    install_virtual_ip = no
-    keep_alive = 0s
-    retransmit_tries = 3
-    plugins {{
-        include /etc/strongswan.d/charon/*.conf
-    }}
-    plugins {{
-        kernel-libipsec {{
-            load = yes
-        }}
-        vici {{
-            socket = unix://{dir}/run/charon.vici
-        }}
-    }}
-    filelog {{
-        swan {{
-            path = {dir}/charon.log
-            append = no
-            flush_line = yes
-            default = 1
-            ike = 2
-            chd = 4
-            knl = 2
-        }}
-    }}
-    syslog {{
-    }}
-}}
-swanctl {{
-    load = random nonce openssl pem pkcs1 x509 pubkey
-}}
-"""
-
-SWANCTL_CONF = """\
-connections {{
-    dpsw {{
-        version = 2
-        local_addrs = {local}
-        remote_addrs = {remote}
-        encap = yes
-        mobike = no
-        dpd_delay = 0s
-        rekey_time = 0s
-        reauth_time = 0s
-        proposals = {ike}
-        local {{
-            auth = psk
-            id = {local}
-        }}
-        remote {{
-            auth = psk
-            id = {remote}
-        }}
-        children {{
-            net {{
-                mode = tunnel
-                local_ts = {local_ts}
-                remote_ts = {remote_ts}
-                esp_proposals = {esp}
-                rekey_time = 0s
-                life_time = 0s
-                rekey_bytes = 0
-                rekey_packets = 0
-                dpd_action = none
-                close_action = none
-                start_action = none
-            }}
-        }}
-    }}
-}}
-secrets {{
-    ike-dpsw {{
-        id-a = {local}
-        id-b = {remote}
-        secret = "{psk}"
-    }}
-}}
-"""
-
-
 class Charon:
     """One charon in a netns and a mount namespace of its own."""
 
@@ -393,14 +395,34 @@ class Charon:
         self.conf = os.path.join(self.dir, "strongswan.conf")
         self.log = os.path.join(self.dir, "charon.log")
         self.vici = f"unix://{self.dir}/run/charon.vici"
-        with open(self.conf, "w") as f:
-            f.write(STRONGSWAN_CONF.format(dir=self.dir))
-        with open(os.path.join(self.dir, "swanctl", "swanctl.conf"), "w") as f:
-            f.write(SWANCTL_CONF.format(local=local, remote=remote, local_ts=local_ts,
-                                        remote_ts=remote_ts, esp=esp, ike=IKE_PROPOSAL,
-                                        psk=PSK))
-        os.chmod(os.path.join(self.dir, "swanctl", "swanctl.conf"), 0o600)
+        self.strongswan = strongswan_conf(self.dir)
+        self.swanctl_conf = swanctl_conf(
+            "dpsw", local, remote, {"net": child(local_ts, remote_ts, esp)},
+            local_addrs=local, remote_addrs=remote, psk=PSK)
+        self.write_config()
         self.proc = None
+
+    def write_config(self):
+        """strongswan.conf and swanctl/swanctl.conf (0600: a PSK) of the trees
+        self.strongswan and self.swanctl_conf, which a test may change first."""
+        write_file(self.conf, "# strongswan.conf of one charon of tests/swan.py\n" +
+                   settings_text(self.strongswan), 0o666)
+        write_file(os.path.join(self.dir, "swanctl", "swanctl.conf"),
+                   settings_text(self.swanctl_conf), 0o600)
+
+    def add_credentials(self, cert, key, cas):
+        """charon's certificate (swanctl/x509/swan.pem, for swanctl_conf's
+        cert="swan.pem"), its private key (swanctl/pkcs8/swan.key, 0600:
+        swanctl then loads its pkcs8 plugin) and the CA certificates cas
+        ({file name: PEM}, swanctl/x509ca); PEM as bytes."""
+        d = os.path.join(self.dir, "swanctl")
+        for sub in ("x509", "x509ca", "pkcs8"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        write_file(os.path.join(d, "x509", "swan.pem"), cert)
+        for name, data in cas.items():
+            write_file(os.path.join(d, "x509ca", name), data)
+        write_file(os.path.join(d, "pkcs8", "swan.key"), key, 0o600)
+        self.strongswan["swanctl"]["load"] = SWANCTL_PLUGINS_PKCS8
 
     def start(self, timeout=20):
         # unshare -m: private mounts; /run is then this charon's own directory

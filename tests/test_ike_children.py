@@ -61,22 +61,6 @@ esp-proposals = aes256gcm16-ecp256
 start = yes
 """
 
-CHILD_B = """\
-            b {
-                mode = tunnel
-                local_ts = 10.61.0.0/24,10.62.0.0/24
-                remote_ts = 10.71.0.0/24
-                esp_proposals = aes256gcm16-ecp256
-                rekey_time = 0s
-                life_time = 0s
-                rekey_bytes = 0
-                rekey_packets = 0
-                dpd_action = none
-                close_action = none
-                start_action = none
-            }
-"""
-
 RE_CHILD = re.compile(r"^  (\S+): #\d+, reqid \d+, (\S+), \S+, ESP:(\S+)\n(?:    .*\n)*?"
                       r"    in  ([0-9a-f]{8}),.*\n    out ([0-9a-f]{8}),", re.M)
 
@@ -101,13 +85,10 @@ def sl():
         fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(swan.PSK)
-        swconf = os.path.join(s.swan.dir, "swanctl", "swanctl.conf")
-        with open(swconf) as f:
-            text = f.read()
-        end = "            }\n        }\n    }\n}\nsecrets"
-        assert end in text, text
-        with open(swconf, "w") as f:
-            f.write(text.replace(end, "            }\n" + CHILD_B + end[13:], 1))
+        # charon's second CHILD_SA of the IKE SA, b: kid-b's mirror
+        s.swan.swanctl_conf["connections"]["dpsw"]["children"]["b"] = swan.child(
+            "10.61.0.0/24,10.62.0.0/24", "10.71.0.0/24", "aes256gcm16-ecp256")
+        s.swan.write_config()
         s.swan.start()
         path = os.path.join(s.workdir, "peer.conf")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

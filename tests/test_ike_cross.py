@@ -35,8 +35,8 @@ GRACE_MS = 300          # dpvpnd's old CHILD_SA outlives its rekey this long
 # meanwhile, reaches charon while its own is under way, and charon's reaches
 # dpvpnd after dpvpnd sent its own: the rekeys cross
 SEND_DELAY_MS = 60
-SEND_DELAY = (f"    send_delay = {SEND_DELAY_MS}\n    send_delay_type = 36\n"
-              "    send_delay_request = yes\n    send_delay_response = no\n")
+SEND_DELAY = {"send_delay": SEND_DELAY_MS, "send_delay_type": 36,
+              "send_delay_request": "yes", "send_delay_response": "no"}
 RE_IKE = re.compile(r"^dpsw: #\d+, (\S+), IKEv2, ([0-9a-f]{16})_i\*? ([0-9a-f]{16})_r", re.M)
 
 
@@ -74,10 +74,8 @@ def sl():
                 del os.environ["DPVPND_REKEY_GRACE_MS"]
             else:
                 os.environ["DPVPND_REKEY_GRACE_MS"] = old
-        with open(s.swan.conf) as f:
-            conf = f.read()
-        with open(s.swan.conf, "w") as f:       # see SEND_DELAY_MS
-            f.write(conf.replace("charon {\n", "charon {\n" + SEND_DELAY, 1))
+        s.swan.strongswan["charon"].update(SEND_DELAY)      # see SEND_DELAY_MS
+        s.swan.write_config()
         s.swan.start()
         out = s.swan.swanctl("--initiate", "--child", "net", "--timeout", "20", timeout=30,
                              check=False)

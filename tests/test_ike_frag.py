@@ -49,12 +49,8 @@ def frag_lab(sl, initiator, dpvpnd_frag="yes", big=True):
     # gateway's copy, lab.Gateway's, which dpvpnd reads)
     with open(sl.gw.config, "a") as f:
         f.write(f"fragmentation = {dpvpnd_frag}\nfragment-size = {FRAG}\n")
-    with open(sl.swan.conf) as f:
-        conf = f.read()
-    assert "    keep_alive = 0s\n" in conf
-    with open(sl.swan.conf, "w") as f:
-        f.write(conf.replace("    keep_alive = 0s\n",
-                             f"    keep_alive = 0s\n    fragment_size = {FRAG}\n", 1))
+    sl.swan.strongswan["charon"]["fragment_size"] = FRAG
+    sl.swan.write_config()
 
 
 @pytest.mark.parametrize("initiator", ["charon", "dpvpnd"])

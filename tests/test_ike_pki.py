@@ -14,8 +14,9 @@ its counter and one log line naming the certificate.
                              swan.example.org peer.example.org
 
 (tests/swan.py builds the namespaces; its charon #2 is never started.)
-charon's swanctl.conf is rewritten for `auth = pubkey`; dpvpnd's tunnel has
-`auth = pubkey`, its certificate file holds the leaf and the intermediate.
+charon's swanctl.conf is tests/swan.py's swanctl_conf with a certificate
+(`auth = pubkey`); dpvpnd's tunnel has `auth = pubkey`, its certificate file
+holds the leaf and the intermediate.
 """
 import datetime
 import os
@@ -55,46 +56,6 @@ remote-id = {remote_id}
 start = {start}
 encap = udp
 """
-
-SWANCTL_PKI = """\
-connections {{
-    dpsw {{
-        version = 2
-        local_addrs = {local}
-        remote_addrs = {remote}
-        encap = yes
-        mobike = no
-        dpd_delay = 0s
-        rekey_time = 0s
-        reauth_time = 0s
-        proposals = {ike}
-        send_cert = always
-        local {{
-            auth = pubkey
-            certs = swan.pem
-            id = {local_id}
-        }}
-        remote {{
-            auth = pubkey
-            id = peer.example.org
-        }}
-        children {{
-            net {{
-                mode = tunnel
-                local_ts = {local_ts}
-                remote_ts = {remote_ts}
-                esp_proposals = aes128gcm16
-                rekey_time = 0s
-                life_time = 0s
-                dpd_action = none
-                close_action = none
-                start_action = none
-            }}
-        }}
-    }}
-}}
-"""
-
 
 # ---- certificates ------------------------------------------------------------
 
@@ -166,10 +127,7 @@ def crl_of(issuer, serials):
     return b.sign(issuer[1], hashes.SHA256())
 
 
-def write(path, data, mode=0o644):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+write = swan.write_file
 
 
 class Pki:
@@ -195,8 +153,9 @@ class Pki:
 
 def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
               remote_id="fqdn:*.example.org", swan_id="swan.example.org", swan_mid=True,
-              peer_days=(-1, 365), peer_subject=None):
-    """charon with swan_cert; dpvpnd (not started) with a peer_kind key."""
+              peer_days=(-1, 365), peer_subject=None, peer_id="peer.example.org"):
+    """charon with swan_cert, told peer_id as dpvpnd's identity; dpvpnd (not
+    started) with a peer_kind key."""
     pe = sl.ns_pe
     for dev in ("pe-in", "pe-out"):
         sl.ip(pe, "addr", "flush", "dev", dev)
@@ -219,22 +178,14 @@ def setup_lab(sl, pki, peer_kind, swan_cert, swan_key, start="no", crl=None,
                                  crl=f"crl = {w}/ca.crl\n" if crl is not None else "").encode(),
           0o600)
     # charon's files: its certificate with the intermediate, the root as its CA
-    d = os.path.join(sl.swan.dir, "swanctl")
-    for sub in ("x509", "x509ca", "pkcs8"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    write(os.path.join(d, "x509", "swan.pem"), pem(swan_cert))
-    write(os.path.join(d, "x509ca", "root.pem"), pem(pki.root))
+    cas = {"root.pem": pem(pki.root)}
     if swan_mid:    # charon has the intermediate: its CERTREQ names it, we leave it out
-        write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
-    write(os.path.join(d, "pkcs8", "swan.key"), pem(swan_key), 0o600)
-    write(os.path.join(d, "swanctl.conf"), SWANCTL_PKI.format(
-        local=swan.SWAN_OUT, remote=swan.PEER_OUT, ike=swan.IKE_PROPOSAL,
-        local_ts=swan.SWAN_NET, remote_ts=swan.PEER_NET, local_id=swan_id).encode(), 0o600)
-    with open(sl.swan.conf) as f:
-        conf = f.read()
-    with open(sl.swan.conf, "w") as f:
-        f.write(conf.replace("load = random nonce openssl pem pkcs1 x509 pubkey",
-                             "load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey"))
+        cas["mid.pem"] = pem(pki.mid)
+    sl.swan.add_credentials(pem(swan_cert), pem(swan_key), cas)
+    sl.swan.swanctl_conf = swan.swanctl_conf(
+        "dpsw", swan_id, peer_id, {"net": swan.child(swan.SWAN_NET, swan.PEER_NET)},
+        local_addrs=swan.SWAN_OUT, remote_addrs=swan.PEER_OUT, cert="swan.pem")
+    sl.swan.write_config()
     sl.gw = lab.Gateway("gw-peer", path,
                         ["net_af_packet0,iface=pe-in",
                          "net_af_packet1,iface=pe-out,qdisc_bypass=0"],
@@ -322,23 +273,18 @@ def test_long_subject_dn_is_the_identity():
     need_swan()
     pki = Pki()
     scert, skey = pki.leaf("swan.example.org", "ecdsa")
+    dn = ", ".join(f"{k}={v}" for k, v in (
+        ("C", "CH"), ("ST", "Canton of Zurich"), ("L", "Zurich"), ("O", "Example"),
+        ("OU", "Network Operations and Engineering"), ("OU", "Site-to-site VPN gateways"),
+        ("CN", "peer.example.org")))
     with swan.SwanLab("aes128gcm16") as sl:
-        pcert = setup_lab(sl, pki, "ecdsa", scert, skey, peer_subject=LONG_DN)
+        pcert = setup_lab(sl, pki, "ecdsa", scert, skey, peer_subject=LONG_DN,
+                          peer_id=f'"{dn}"')
         assert len(pcert.subject.public_bytes()) == 186
         with open(sl.gw.config) as f:
             conf = f.read()
         with open(sl.gw.config, "w") as f:
             f.write(conf.replace("local-id = fqdn:peer.example.org\n", ""))
-        dn = ", ".join(f"{k}={v}" for k, v in (
-            ("C", "CH"), ("ST", "Canton of Zurich"), ("L", "Zurich"), ("O", "Example"),
-            ("OU", "Network Operations and Engineering"), ("OU", "Site-to-site VPN gateways"),
-            ("CN", "peer.example.org")))
-        swc = os.path.join(sl.swan.dir, "swanctl", "swanctl.conf")
-        with open(swc) as f:
-            text = f.read()
-        assert "id = peer.example.org" in text
-        with open(swc, "w") as f:
-            f.write(text.replace("id = peer.example.org", f'id = "{dn}"'))
         bring_up(sl, "charon")
         log = sl.swan.log_text()
         assert f"authentication of '{dn}' with" in log, log[-3000:]

@@ -61,64 +61,17 @@ remote-id = fqdn:*.example.org
 encap = udp
 """
 
-SWANCTL_RW = """\
-connections {{
-    rw {{
-        version = 2
-        remote_addrs = {remote}
-        vips = 0.0.0.0
-        encap = yes
-        mobike = no
-        dpd_delay = 0s
-        rekey_time = 0s
-        reauth_time = 0s
-        proposals = {ike}
-        send_cert = always
-        local {{
-            auth = pubkey
-            certs = swan.pem
-            id = {cn}
-        }}
-        remote {{
-            auth = pubkey
-            id = peer.example.org
-        }}
-        children {{
-            net {{
-                mode = tunnel
-                remote_ts = {remote_ts}
-                esp_proposals = aes128gcm16
-                rekey_time = 0s
-                life_time = 0s
-                dpd_action = none
-                close_action = none
-                start_action = none
-            }}
-        }}
-    }}
-}}
-"""
-
-
 def client_files(ch, pki, cn):
-    """charon ch as a road warrior with a certificate for cn."""
+    """charon ch as a road warrior with a certificate for cn: it asks for a
+    virtual IP (vips = 0.0.0.0) and installs the one it gets."""
     scert, skey = pki.leaf(cn, "ecdsa")
-    d = os.path.join(ch.dir, "swanctl")
-    for sub in ("x509", "x509ca", "pkcs8"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    write(os.path.join(d, "x509", "swan.pem"), pem(scert))
-    write(os.path.join(d, "x509ca", "root.pem"), pem(pki.root))
-    write(os.path.join(d, "x509ca", "mid.pem"), pem(pki.mid))
-    write(os.path.join(d, "pkcs8", "swan.key"), pem(skey), 0o600)
-    write(os.path.join(d, "swanctl.conf"), SWANCTL_RW.format(
-        remote=swan.PEER_OUT, ike=swan.IKE_PROPOSAL, remote_ts=swan.PEER_NET,
-        cn=cn).encode(), 0o600)
-    with open(ch.conf) as f:
-        conf = f.read()
-    with open(ch.conf, "w") as f:
-        f.write(conf.replace("load = random nonce openssl pem pkcs1 x509 pubkey",
-                             "load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey")
-                .replace("install_virtual_ip = no", "install_virtual_ip = yes"))
+    ch.add_credentials(pem(scert), pem(skey),
+                       {"root.pem": pem(pki.root), "mid.pem": pem(pki.mid)})
+    ch.strongswan["charon"]["install_virtual_ip"] = "yes"
+    ch.swanctl_conf = swan.swanctl_conf(
+        "rw", cn, "peer.example.org", {"net": swan.child(remote_ts=swan.PEER_NET)},
+        remote_addrs=swan.PEER_OUT, vips="0.0.0.0", cert="swan.pem")
+    ch.write_config()
 
 
 def setup_lab(sl, pki, pool=POOL):
@@ -347,12 +300,10 @@ def test_road_warrior_ipv6_address():
         conf = conf.replace(f"local-ts = {swan.PEER_NET}", "local-ts = fd00:d::/64")
         with open(sl.gw.config, "w") as f:
             f.write(conf)
-        swc = os.path.join(sl.swan.dir, "swanctl", "swanctl.conf")
-        with open(swc) as f:
-            text = f.read()
-        with open(swc, "w") as f:
-            f.write(text.replace("vips = 0.0.0.0", "vips = ::")
-                    .replace(f"remote_ts = {swan.PEER_NET}", "remote_ts = fd00:d::/64"))
+        rw = sl.swan.swanctl_conf["connections"]["rw"]
+        rw["vips"] = "::"
+        rw["children"]["net"]["remote_ts"] = "fd00:d::/64"
+        sl.swan.write_config()
         connect(sl, "fd00:77::1")
         clients = sl.gw.ctl("show", "ike")["clients"]
         assert [c["vip"] for c in clients] == ["fd00:77::1/128"], clients
