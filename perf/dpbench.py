@@ -50,7 +50,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "helpers"))
 sys.path.insert(0, HERE)
 import lab  # noqa: E402
 import probe  # noqa: E402

@@ -11,7 +11,7 @@ shared machine falls on all three alike:
 
   none     no flood
   host     UDP frames at A's outside address (198.19.0.1:9) from B's side
-           of the wire, as fast as tests/flood.py sends them: the host
+           of the wire, as fast as tests/helpers/flood.py sends them: the host
            path's traffic (bucket, ring; most counted host-limit)
   other    the same frames and rate, but for 198.19.0.77 (no such address:
            the worker drops them `not-local`, the host path never sees
@@ -38,12 +38,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "helpers"))
 import lab  # noqa: E402
 from scapy.all import IP, UDP, Ether  # noqa: E402
 from test_host import host_lab  # noqa: E402
 
-FLOOD = os.path.join(os.path.dirname(HERE), "tests", "flood.py")
+FLOOD = os.path.join(os.path.dirname(HERE), "tests", "helpers", "flood.py")
 
 def frames(net, dst):
     mac_a = {p["id"]: p for p in net.a.ctl("show", "ports")["ports"]}[1]["mac"]

@@ -48,7 +48,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 sys.path.insert(0, os.path.join(ROOT, "tester"))
 import lab  # noqa: E402
 import tester as T  # noqa: E402

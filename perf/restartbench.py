@@ -6,7 +6,7 @@ many IKE tunnels ([scale] issue 28, requirement 3).
     sudo perf/restartbench.py --tunnels 10000 --rate 200 --setup-slack 90 --pps 20000 --seconds 8 --at 2
     sudo perf/restartbench.py --whole --tunnels 10000 --pps 20000 --seconds 40 --at 2
 
-The tester's lab (tests/testerlab.py: dpvpn-dataplane --tester and a dpvpn
+The tester's lab (tests/helpers/testerlab.py: dpvpn-dataplane --tester and a dpvpn
 DUT over two veth pairs in a namespace of its own): the tester's dpvpnd
 initiates every tunnel (IKEv2, PSK) at --rate a second while traffic flows,
 each tunnel's set-up timed by its first packet both ways; then a trial of
@@ -41,7 +41,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "helpers"))
 import testerlab  # noqa: E402
 from testerlab import T  # noqa: E402
 

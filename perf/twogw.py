@@ -47,7 +47,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "helpers"))
 import lab  # noqa: E402
 
 PKTGEN = os.path.join(lab.BUILD, "perf", "pktgen", "dpvpn-pktgen")

@@ -32,7 +32,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 sys.path.insert(0, os.path.join(ROOT, "perf"))
 sys.path.insert(0, HERE)
 import lab  # noqa: E402

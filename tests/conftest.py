@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """pytest set-up for dpvpn's end-to-end tests (run them with scripts/test)."""
 import os
+import sys
 
 import pytest
 
-import lab
+# The helpers (lab, swan, frr, pcapgw, esp_oracle, flood, soak, testerlab)
+# live in tests/helpers/: the test files import them by name.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))
+
+import lab  # noqa: E402
 
 MARKERS = {
     "tunnel": "the [tunnel] issue: ESP tunnel end to end",
@@ -44,7 +49,7 @@ ON_REQUEST = {
     "test_soak.py::test_soak_30s":
         "the normal build's soak with its RSS bound (30 s and more of mixed traffic, "
         "reloads and rekeys; `DPVPN_LONG=1 scripts/test -k soak`, or the 10-minute "
-        "`tests/soak.py`): CI runs the same soak for 20 s in its ASan pass, where it "
+        "`tests/helpers/soak.py`): CI runs the same soak for 20 s in its ASan pass, where it "
         "finds leaks and use after free",
 }
 

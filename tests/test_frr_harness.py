@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""tests/frr.py works, and control/nl.c's RIB follows what FRR puts in the
+"""tests/helpers/frr.py works, and control/nl.c's RIB follows what FRR puts in the
 kernel: eBGP between two namespaces over two links, no dpvpn dataplane (the
 route-based tunnels come from another branch; here each veth stands for a
 tunnel twin).

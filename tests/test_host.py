@@ -378,7 +378,7 @@ def test_host_flood_limited(net):
     missed0 = out_port(net.a)["rx_missed"]
     t0 = time.monotonic()
     flood = net.bg("flood", net.ns_gwb, sys.executable,
-                   os.path.join(os.path.dirname(__file__), "flood.py"), frames, "gwb-out",
+                   os.path.join(os.path.dirname(__file__), "helpers", "flood.py"), frames, "gwb-out",
                    str(seconds), "100000000")
     # the tunnel meanwhile: host A -> host B through the SAs, every ping back
     # (the workers never wait for the host path: a full ring or an empty

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Hostile traffic on the outside port while a legitimate iperf3 runs.
 
-tests/flood.py sends, as fast as one CPU of this VM lets Python write a raw
+tests/helpers/flood.py sends, as fast as one CPU of this VM lets Python write a raw
 socket, frames out of gateway A's end of the gateway link to gateway B's
 outside port: random garbage, non-IP frames, truncated ESP, ESP for unknown
 SPIs, ESP with a wrong ICV, replays, ESP whose ICV is right but whose

@@ -16,7 +16,7 @@ aes256gcm16-ecp256): a KE payload in its CREATE_CHILD_SA both ways.
     kid-b:   10.71.0.0/24  <-> 10.61.0.0/24 and 10.62.0.0/24 (a list: two TS in
              TSr), aes256gcm16-ecp256 (charon's child "b")
 
-(tests/swan.py builds the namespaces; charon #2 is never started.)  dpvpnd
+(tests/helpers/swan.py builds the namespaces; charon #2 is never started.)  dpvpnd
 initiates both (start = yes): IKE_AUTH carries to-swan's, then
 CREATE_CHILD_SA kid-b's.  Then, in order, on the one IKE SA:
 - pings S -> D through each CHILD_SA; both ends hold the same two pairs;

@@ -11,7 +11,7 @@ SPIs, and no ping was lost.
     eth0 ==veth== sw-in      sw-out ==veth== pe-out        pe-in ==veth== eth0
                              198.19.0.1      198.19.0.2
 
-(tests/swan.py builds the namespaces; charon initiates, dpvpnd answers.)
+(tests/helpers/swan.py builds the namespaces; charon initiates, dpvpnd answers.)
 charon sends its CREATE_CHILD_SA requests 60 ms late (send_delay), so that
 they cross dpvpnd's, started 0 to 30 ms after swanctl; the test counts the
 crossings (`show ike` rekey_collisions) and needs most rounds to cross."""

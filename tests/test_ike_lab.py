@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""IKEv2 between two dpvpn gateways ([ike] issue): the lab of tests/lab.py
+"""IKEv2 between two dpvpn gateways ([ike] issue): the lab of tests/helpers/lab.py
 with its tunnel keyed by IKE (keying = ike, a PSK file) instead of static
 keys.  Gateway A initiates (start = yes), B waits (start = no); the IKE
 messages cross the dataplanes' IKE channels (UDP 500 on the gateway link);

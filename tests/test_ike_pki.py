@@ -13,8 +13,8 @@ its counter and one log line naming the certificate.
                              198.19.0.1      198.19.0.2
                              swan.example.org peer.example.org
 
-(tests/swan.py builds the namespaces; its charon #2 is never started.)
-charon's swanctl.conf is tests/swan.py's swanctl_conf with a certificate
+(tests/helpers/swan.py builds the namespaces; its charon #2 is never started.)
+charon's swanctl.conf is tests/helpers/swan.py's swanctl_conf with a certificate
 (`auth = pubkey`); dpvpnd's tunnel has `auth = pubkey`, its certificate file
 holds the leaf and the intermediate.
 """

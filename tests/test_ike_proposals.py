@@ -10,7 +10,7 @@ with nothing lost.
     eth0 ==veth== sw-in      sw-out ==veth== pe-out        pe-in ==veth== eth0
                              198.19.0.1      198.19.0.2
 
-(tests/swan.py builds the namespaces and charon's swanctl.conf; its IKE
+(tests/helpers/swan.py builds the namespaces and charon's swanctl.conf; its IKE
 proposal is swan.IKE_PROPOSAL, patched per test here.)"""
 import os
 import re

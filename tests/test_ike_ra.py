@@ -11,7 +11,7 @@ outer address, remote-ts = the lease) and removes it when the IKE SA ends.
                              sw-out ==veth== pe-out        pe-in ==veth== eth0
                              198.19.0.1      198.19.0.2
 
-(tests/swan.py builds the namespaces; host S and charon #2 are not used.)
+(tests/helpers/swan.py builds the namespaces; host S and charon #2 are not used.)
 """
 import os
 import re
@@ -118,7 +118,7 @@ def test_road_warrior_gets_address_and_pings():
         setup_lab(sl, pki)
         connect(sl, "10.77.0.1")
         # the DNS server of the section's `dns` reached charon, whose resolve
-        # plugin wrote it into its own /etc/resolv.conf (tests/swan.py's bind
+        # plugin wrote it into its own /etc/resolv.conf (tests/helpers/swan.py's bind
         # mount), not the host's: conftest's _host_untouched checks the host's
         with open(os.path.join(sl.swan.dir, "resolv.conf")) as f:
             assert "nameserver 198.18.1.53" in f.read(), sl.swan.log_text()[-3000:]

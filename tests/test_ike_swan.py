@@ -10,7 +10,7 @@ channel must reach charon, which must act on it.
     eth0 ==veth== sw-in      sw-out ==veth== pe-out        pe-in ==veth== eth0
                              198.19.0.1      198.19.0.2
 
-(tests/swan.py builds the namespaces; charon #2 is never started.)  The
+(tests/helpers/swan.py builds the namespaces; charon #2 is never started.)  The
 answer is IKE_SA_INIT's error response NO_PROPOSAL_CHOSEN, built by scapy:
 charon logs that it received it and gives up, which proves the reply path
 through the dataplane (addresses, ports, checksums, ARP) to a real peer."""

@@ -9,7 +9,7 @@ fd00:K:2::/64 behind the peer), so one dataplane carries all of them at once
 (64 IPv4 and 64 IPv6 policies: both rte_acl classifiers) and a packet that
 went through the wrong SA would not verify.  Outbound: clear packets for every tunnel go in on
 the inside port; each ESP packet that comes out is opened by the independent
-peer (tests/esp_oracle.py).  Inbound: the peer seals packets for every
+peer (tests/helpers/esp_oracle.py).  Inbound: the peer seals packets for every
 tunnel; what comes out of the inside port must be the inner packets, TTL
 one less.  ESN tunnels start their outbound counter just below 2^32
 (out-seq-start) and the peer sends across 2^32 too; one non-ESN tunnel

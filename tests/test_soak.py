@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The soak (tests/soak.py) for 30 s (DPVPN_SOAK_SECONDS; 60 until CI's
+"""The soak (tests/helpers/soak.py) for 30 s (DPVPN_SOAK_SECONDS; 60 until CI's
 default pass neared its 30-minute budget; CI runs it in the ASan pass only,
 20 s, and the normal build's run with DPVPN_LONG=1): mixed sizes, reloads, SA add/delete and
 rekeys every few seconds; at the end the packet pools are back where they
 started, RSS grew by at most 4 MiB after the warm-up round, and every
-gateway's counters balance.  The 10-minute run: `tests/soak.py`."""
+gateway's counters balance.  The 10-minute run: `tests/helpers/soak.py`."""
 import os
 
 import pytest

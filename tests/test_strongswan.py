@@ -8,7 +8,7 @@ keys come from charon's `chd = 4` log and are proven on a strongSwan to
 strongSwan ping (tshark decrypts it with them).  Charon #1 then rekeys, charon
 #2 is killed with SIGKILL, and dpvpn takes the peer's place with the new
 CHILD_SA's keys as static SAs: ping and iperf3 both ways between S and D,
-and only ESP in UDP 4500 on the outer link.  See tests/swan.py."""
+and only ESP in UDP 4500 on the outer link.  See tests/helpers/swan.py."""
 import time
 
 import pytest

@@ -9,7 +9,7 @@
 Both dataplanes drive their veth ends with net_af_packet inside the "gw"
 namespace, so the gateway-to-gateway link is a Linux link tshark can watch,
 and nothing of the lab is visible in the root namespace.  Used by the
-end-to-end tests (pytest) and by scripts/demo (`python3 tests/lab.py demo`).
+end-to-end tests (pytest) and by scripts/demo (`python3 tests/helpers/lab.py demo`).
 Every wait is bounded; Lab.close() removes processes and namespaces even
 after a failure.
 """
@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("DPVPN_BUILD", os.path.join(ROOT, "build"))
 DATAPLANE = os.path.join(BUILD, "dataplane", "dpvpn-dataplane")
 DPVPND = os.path.join(BUILD, "control", "dpvpnd")

@@ -3,7 +3,7 @@
 every few seconds, for a while (10 minutes by default; tests/test_soak.py
 runs 60 s in CI).
 
-    /usr/bin/python3 tests/soak.py [--seconds 600] [--seed N] [--rss-bound-mib 4]
+    /usr/bin/python3 tests/helpers/soak.py [--seconds 600] [--seed N] [--rss-bound-mib 4]
 
 Traffic, each a bounded process restarted when it ends: iperf3 TCP (MSS
 clamping), iperf3 UDP at a modest rate with a datagram size drawn from

@@ -12,7 +12,7 @@ Without a dataplane (fast):
   accepted by dpvpnd -n in a tunnel of that cipher, new bytes each run,
   never over an existing file without -f.
 
-In the lab (tests/lab.py), gateway A given the wrong inbound key, so that
+In the lab (tests/helpers/lab.py), gateway A given the wrong inbound key, so that
 what B sends fails A's integrity check as it would with mismatched keys:
 
     host A == gw A (in-key wrong) == gw B == host B

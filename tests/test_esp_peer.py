@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Issue 13, items 12 and 13: what an independent ESP peer may send, and a
 router's manners.  One run of the real dataplane on net_pcap ports (gateway
-A, configured by the real dpvpnd), scapy as the peer (tests/esp_oracle.py):
+A, configured by the real dpvpnd), scapy as the peer (tests/helpers/esp_oracle.py):
 
     scapy --in0.pcap--> [0 inside  dpvpn A  outside 1] <--in1.pcap-- scapy
           <-out0.pcap--                                 --out1.pcap->

@@ -28,12 +28,12 @@ dpvpn's sequence numbers, which start at 1, pass charon #1's replay window.
 Phase 2 (SwanLab.release_peer, SwanLab.start_dpvpn): charon #2 is killed
 with SIGKILL, so it sends no DELETE and charon #1 (DPD off) keeps its
 CHILD_SA; the peer netns loses every kernel address and route, and a dpvpn
-gateway (tests/lab.py Gateway) drives pe-in (port 0) and pe-out (port 1)
+gateway (tests/helpers/lab.py Gateway) drives pe-in (port 0) and pe-out (port 1)
 with net_af_packet, configured with the static SAs of SwanSA.dpvpn_config().
 
 Every wait is bounded; SwanLab.close() kills every process and removes every
 namespace and the work directory (kept if DPVPN_KEEP_LAB is set), even after
-a failure.  Run by hand: `python3 tests/swan.py [PROPOSAL]` (phase 1 and 2,
+a failure.  Run by hand: `python3 tests/helpers/swan.py [PROPOSAL]` (phase 1 and 2,
 ping both ways).
 """
 import json
@@ -189,7 +189,7 @@ class SwanSA:
     def dpvpn_config(self):
         """A whole dpvpn.conf for the peer gateway (ports as in lab-b.conf);
         the sockets are given to dpvpnd on its command line (-D/-s)."""
-        return ("; dpvpn.conf for the peer of strongSwan (tests/swan.py): keys of a\n"
+        return ("; dpvpn.conf for the peer of strongSwan (tests/helpers/swan.py): keys of a\n"
                 "; CHILD_SA charon negotiated a moment ago.\n\n"
                 "[port inside]\nid = 0\nrole = inside\n"
                 f"address = {PEER_GW_IN}/24\n\n"
@@ -405,7 +405,7 @@ class Charon:
     def write_config(self):
         """strongswan.conf and swanctl/swanctl.conf (0600: a PSK) of the trees
         self.strongswan and self.swanctl_conf, which a test may change first."""
-        write_file(self.conf, "# strongswan.conf of one charon of tests/swan.py\n" +
+        write_file(self.conf, "# strongswan.conf of one charon of tests/helpers/swan.py\n" +
                    settings_text(self.strongswan), 0o666)
         write_file(os.path.join(self.dir, "swanctl", "swanctl.conf"),
                    settings_text(self.swanctl_conf), 0o600)

@@ -8,7 +8,7 @@ takes each IKE SA up again (ike_sa_import): no new exchange, no packet lost,
 liveness checks and rekeys go on.  Here dpvpnd is killed with SIGKILL at
 random moments (DPVPN_FAULT_SEED repeats a run) under a ping flood and
 started again, as systemd's Restart=on-failure does, on either gateway of the
-IKE lab (tests/lab.py: A initiates, B answers; PSK, then certificates), and
+IKE lab (tests/helpers/lab.py: A initiates, B answers; PSK, then certificates), and
 for a gateway with two strongSwan road warriors (tests/test_ike_ra.py's
 lab).  Each time: every ping answered, no IKE_SA_INIT on the gateway link
 after the first, the log says the IKE SA was taken up, and afterwards a
@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.ops, pytest.mark.ike]
 @pytest.fixture
 def rng():
     s = int(os.environ.get("DPVPN_FAULT_SEED", random.randrange(1 << 32)))
-    print(f"\ntest_ops_restart: seed {s} (DPVPN_FAULT_SEED={s} repeats this run)")
+    print(f"\ntest_dpvpnd_restart: seed {s} (DPVPN_FAULT_SEED={s} repeats this run)")
     return random.Random(s)
 
 
@@ -115,7 +115,7 @@ def kill_rounds(net, rng, rounds):
     for gw in (net.a, net.b):
         est = [s for s in ike(gw)["sas"] if s["state"] == "established"]
         assert len(est) == 1 and est[0]["child"], ike(gw)
-    print("test_ops_restart: " + "; ".join(log))
+    print("test_dpvpnd_restart: " + "; ".join(log))
     return log
 
 
@@ -239,4 +239,4 @@ def test_road_warriors_survive_dpvpnd_kill9(rng):
         assert " 0% packet loss" in r.stdout, r.stdout
         cap.stop()
         assert ike_sa_inits(pcap) == 0, "an IKE_SA_INIT on the wire"
-        print(f"test_ops_restart: road warriors {got} kept through 4 restarts")
+        print(f"test_dpvpnd_restart: road warriors {got} kept through 4 restarts")
