@@ -458,3 +458,28 @@ def test_architecture_check_can_fail(tmp_path):
     for broken in ("`dataplane/gone.c`", "`control/`", "`gone.c`", "`bar()`", "`gone()`"):
         page.write_text(ok + broken + "\n")
         assert len(stale_names(str(page), str(tmp_path))) == 1, broken
+
+
+def test_feature_index_current():
+    """doc/tests.md, the index of features to tests, is what
+    tests/helpers/feature_index.py makes of the test files' docstrings now:
+    a test file added, renamed or redescribed shows there (regenerate it with
+    `/usr/bin/python3 tests/helpers/feature_index.py --write`)."""
+    import feature_index
+    now = feature_index.index(os.path.join(ROOT, "tests"))
+    assert read(os.path.join(ROOT, "doc", "tests.md")) == now, \
+        "doc/tests.md is stale: run tests/helpers/feature_index.py --write"
+
+
+def test_feature_index_follows_the_files(tmp_path):
+    """The index lists a feature file, its markers, its docstring's first
+    sentence (without the issue it came with) and each test with its own."""
+    import feature_index
+    (tmp_path / "test_widget.py").write_text(
+        '"""Issue 99, item 1: the widget turns.  More."""\nimport pytest\n\n'
+        'pytestmark = [pytest.mark.ops, pytest.mark.nosan]\n\n\n'
+        'def test_turns():\n    """It turns once. Then stops."""\n\n\n'
+        'class TestBack:\n    def test_back(self):\n        pass\n')
+    text = feature_index.index(str(tmp_path))
+    assert "| [widget](#test_widget) | nosan, ops | the widget turns. | 2 |" in text
+    assert "- `test_turns`: It turns once." in text and "- `test_back`\n" in text
