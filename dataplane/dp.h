@@ -207,13 +207,15 @@ struct dp_worker {
 	uint16_t rxq, txq;		/* queue ids on every port */
 	uint32_t loops;
 	uint64_t now_tsc;		/* this poll's start: SAs' last packet (sa_stamp) */
-	struct dp_w_main main;
+	/* what every burst reads, the TX buffers from the second cache line on */
 	struct dp_w_spread spread;
 	struct dp_w_esp esp;
+	struct dp_w_output out;
+	/* the exception paths' */
+	struct dp_w_main main;
 	struct dp_w_reass reass;
 	struct dp_bucket icmp_rate;	/* ICMP errors (pmtu.c) */
 	struct dp_bucket echo_rate;	/* echo replies (echo.c) */
-	struct dp_w_output out;
 } __rte_cache_aligned;
 
 struct dp_state {
