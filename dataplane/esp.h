@@ -88,6 +88,13 @@ esp_hmac_span(struct crypto_op *op, const struct sa *sa, uint8_t *esp, uint64_t 
 uint16_t esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			 struct rte_mbuf **pkts, uint16_t n, struct dp_out *out);
 /*
+ * esp_encap_burst for decrypted packets routed into another tunnel
+ * (transit): their TTL step is taken already (route_tx), none here.
+ */
+uint16_t esp_encap_transit(struct dp_worker *w, struct dp_lstats *st,
+			   const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n,
+			   struct dp_out *out);
+/*
  * One packet the host wrote into a tunnel twin (host.h), into sa, the
  * tunnel's outbound SA: no policy or route chooses it and its TTL is
  * neither checked nor lowered (the host originates it: eBGP's TTL 1, GTSM's
@@ -98,14 +105,13 @@ uint16_t esp_encap_sa(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf
 		      struct sa *sa, struct dp_out *out);
 /*
  * port: the outside port the packets came in on (its address is checked).
- * Returns the inner packets to forward, at the front of pkts[]; packets
- * that must go back into a tunnel (ICMP Time Exceeded for an inner packet
- * whose TTL expired here) go to tunnel, each with m->port the inside port
- * whose address it comes from, for the poll loop to encrypt and send; inner
- * packets addressed to the gateway itself go to self (empty when called).
+ * Returns the inner packets to forward, at the front of pkts[], their TTL /
+ * hop limit as they came (the output stage takes the step: route_tx with a
+ * struct dp_fwd, ip_output.h); inner packets addressed to the gateway
+ * itself go to self (empty when called).
  */
 uint16_t esp_decap_burst(struct dp_worker *w, struct dp_lstats *st,
 			 const struct dp_port *port, struct rte_mbuf **pkts, uint16_t n,
-			 struct dp_out *tunnel, struct dp_out *self);
+			 struct dp_out *self);
 
 #endif /* ESP_H */

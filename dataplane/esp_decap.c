@@ -209,7 +209,7 @@ outer_tc(const struct rte_mbuf *m)
 	return ((const struct rte_ipv4_hdr *)ip)->type_of_service;
 }
 
-/* inner_rules for IPv6: ECN (RFC 6040) in the traffic class, hop limit. */
+/* inner_rules for IPv6: ECN (RFC 6040) in the traffic class. */
 static enum dpvpn_drop_reason
 inner_rules6(struct rte_ipv6_hdr *in, uint8_t outer_tc)
 {
@@ -220,9 +220,6 @@ inner_rules6(struct rte_ipv6_hdr *in, uint8_t outer_tc)
 		return DPVPN_DROP_ECN_DROP;
 	if (ecn != (tc & RTE_IPV4_HDR_ECN_MASK))
 		ip6_set_tc(in, (uint8_t)((tc & ~RTE_IPV4_HDR_ECN_MASK) | ecn));
-	if (in->hop_limits <= 1)
-		return DPVPN_DROP_TTL_EXPIRED;
-	in->hop_limits--;
 	return DPVPN_DROP_MAX;
 }
 
@@ -250,8 +247,9 @@ inner_check6(const struct sa *sa, struct rte_mbuf *m, uint16_t inner_len)
 }
 
 /*
- * The inner header as it leaves: ECN combined with the outer one (RFC 6040)
- * and TTL one less (the gateway forwards it).
+ * The inner header as it leaves: ECN combined with the outer one (RFC 6040).
+ * Its TTL is the output stage's to step, where it is forwarded
+ * (ip_output.c): a packet for the gateway or its host is not forwarded.
  */
 static enum dpvpn_drop_reason
 inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
@@ -267,7 +265,7 @@ inner_rules(struct rte_ipv4_hdr *in, uint8_t outer_tos)
 		in->hdr_checksum = 0;
 		in->hdr_checksum = rte_ipv4_cksum(in);
 	}
-	return ip4_dec_ttl(in) ? DPVPN_DROP_MAX : DPVPN_DROP_TTL_EXPIRED;
+	return DPVPN_DROP_MAX;
 }
 
 /* After decryption: ICV, replay window, trailer, inner header, selectors. */
@@ -329,40 +327,6 @@ decap_finish(struct sa *sa, struct rte_mbuf *m, const struct crypto_op *op, uint
 }
 
 /*
- * The inner packet's TTL / hop limit expired here (RFC 1812 5.3.1): ICMP
- * Time Exceeded back to its source, into the tunnel (the poll loop hands it
- * to esp_encap_burst, which finds the SA by the error's addresses), from the
- * address of the inside port the packet would have left by: the address the
- * tunnel's selectors hold (transit, routed into another tunnel: the first
- * inside port's).  Its m->port says which port that is.
- */
-static void
-expired_in_tunnel(struct dp_worker *w, struct dp_lstats *st, const struct rte_mbuf *m,
-		  struct dp_out *tunnel)
-{
-	const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *), *next6;
-	uint32_t next4;
-	uint16_t p;
-	struct rte_mbuf *r;
-	enum route_to to = ip[0] >> 4 == 6 ?
-		route6_lookup(((const struct rte_ipv6_hdr *)ip)->dst_addr, &p, &next6) :
-		route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &p, &next4);
-
-	if (to == ROUTE_TO_TUNNEL)	/* transit: a hub's */
-		for (p = 0; p < dp.n_ports && dp.ports[p].role != DPVPN_ROLE_INSIDE; p++)
-			;
-	else if (to == ROUTE_TO_NONE || dp.ports[p].role != DPVPN_ROLE_INSIDE)
-		return;
-	if (p == dp.n_ports)
-		return;
-	r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
-	if (r == NULL)
-		return;
-	r->port = p;
-	dp_out_add(tunnel, r);
-}
-
-/*
  * A replay drop left of the window (or before the first packet) is late, not
  * repeated: counted apart too, so reordering beyond the window (a stalled
  * worker, a reordering path: raise replay_window) tells itself from replays.
@@ -406,7 +370,7 @@ to_self(struct dp_worker *w, struct dp_lstats *st, const struct sa *sa, int p,
 
 uint16_t
 esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
-		struct rte_mbuf **pkts, uint16_t n, struct dp_out *tunnel, struct dp_out *self)
+		struct rte_mbuf **pkts, uint16_t n, struct dp_out *self)
 {
 	struct crypto_op ops[DP_BURST];
 	struct sa *sas[DP_BURST];
@@ -448,7 +412,7 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 	for (uint16_t i = 0; i < k; i++) {
 		struct sa_stats *s = &sas[i]->stats[w->index];
 		enum dpvpn_drop_reason why = decap_finish(sas[i], pkts[i], &ops[i], seqs[i]);
-		bool to_host = false, ttl_kept = false;
+		bool to_host = false;
 		int own;
 
 		if (why == DPVPN_DROP_MAX && unlikely(sas[i]->route)) {
@@ -457,20 +421,11 @@ esp_decap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 			to_host = tunif_to_host(w->index, sas[i], ip);	/* host.h */
 			if (!to_host && !tunif_rx(w->index, sas[i], ip))
 				why = DPVPN_DROP_RPF;
-		} else if (why == DPVPN_DROP_TTL_EXPIRED && unlikely(sas[i]->route) &&
-			   tunif_to_host(w->index, sas[i], rte_pktmbuf_mtod(pkts[i], uint8_t *))) {
-			why = DPVPN_DROP_MAX;	/* delivered, not forwarded: TTL 1 is fine */
-			to_host = true;
-			ttl_kept = true;
 		}
-		if (to_host && !ttl_kept)	/* inner_rules took one off: put it back */
-			ip_ttl_restore(rte_pktmbuf_mtod(pkts[i], uint8_t *));
 		if (why != DPVPN_DROP_MAX) {
 			count_sa_drop(s, why);
 			if (why == DPVPN_DROP_REPLAY)
 				count_replay_late(st, sas[i], seqs[i]);
-			if (unlikely(why == DPVPN_DROP_TTL_EXPIRED))
-				expired_in_tunnel(w, st, pkts[i], tunnel);
 			dp_drop(st, pkts[i], why);
 			continue;
 		}

@@ -325,14 +325,15 @@ fits(const struct sa *sa, const uint8_t *ip, uint16_t len)
 }
 
 /*
- * Policy lookup for the burst, then per packet its SA's state, TTL, MSS
- * clamp and MTU: the packets to encrypt as they are stay in pkts[], their
- * SAs in sas[]; those to fragment first go to big[] (too_big).
+ * Policy lookup for the burst, then per packet its SA's state, TTL (with
+ * ttl_step: the step is encap's), MSS clamp and MTU: the packets to encrypt
+ * as they are stay in pkts[], their SAs in sas[]; those to fragment first
+ * go to big[] (too_big).
  */
 static uint16_t
 select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 	  struct rte_mbuf **pkts, uint16_t n, struct sa **sas, struct dp_out *out,
-	  struct rte_mbuf **big, struct sa **big_sa, uint16_t *nbig)
+	  struct rte_mbuf **big, struct sa **big_sa, uint16_t *nbig, bool ttl_step)
 {
 	const uint8_t *hdrs[DP_BURST];
 	int32_t slots[DP_BURST];
@@ -368,8 +369,8 @@ select_sa(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			continue;
 		}
 		/* checked before a sequence number is spent on it */
-		if ((ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
-		     ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
+		if (ttl_step && (ip[0] >> 4 == 6 ? ((const struct rte_ipv6_hdr *)ip)->hop_limits :
+				 ((const struct rte_ipv4_hdr *)ip)->time_to_live) <= 1) {
 			expired(w, st, port, sa, m, out);
 			continue;
 		}
@@ -469,12 +470,13 @@ encap_core(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, st
 /*
  * The rare path, when fragments are involved: everything goes to out, in
  * order (the burst, outer fragments in their place, then the inner fragments
- * of what was too big), so the peer sees sequence numbers rise.
+ * of what was too big), so the peer sees sequence numbers rise.  ttl_step:
+ * whether the fragments of what was too big take encap's TTL step.
  */
 static void
 out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts,
 		   struct sa **sas, uint16_t n, struct rte_mbuf **big, struct sa **big_sa,
-		   uint16_t nbig, struct dp_out *out)
+		   uint16_t nbig, struct dp_out *out, bool ttl_step)
 {
 	struct rte_mbuf *frags[PMTU_MAX_FRAGS];
 	struct sa *fsas[PMTU_MAX_FRAGS];
@@ -509,7 +511,7 @@ out_with_fragments(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **
 		st->fragmented++;
 		for (uint16_t j = 0; j < f; j++)
 			fsas[j] = big_sa[i];
-		f = encap_core(w, st, frags, fsas, f, &outer, true);
+		f = encap_core(w, st, frags, fsas, f, &outer, ttl_step);
 		for (uint16_t j = 0; j < f; j++)
 			dp_out_add(out, frags[j]);
 	}
@@ -535,7 +537,24 @@ esp_encap_sa(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, stru
 	good = encap_core(w, st, &m, &sa, 1, &outer, false);	/* the host's: no TTL step */
 	if (likely(good == 0 || !outer))
 		return good;
-	out_with_fragments(w, st, &m, &sa, good, NULL, NULL, 0, out);
+	out_with_fragments(w, st, &m, &sa, good, NULL, NULL, 0, out, false);
+	return 0;
+}
+
+static inline uint16_t
+encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+	    struct rte_mbuf **pkts, uint16_t n, struct dp_out *out, bool ttl_step)
+{
+	struct sa *sas[DP_BURST], *big_sa[DP_BURST];
+	struct rte_mbuf *big[DP_BURST];
+	uint16_t nbig, good;
+	bool outer = false;
+
+	n = select_sa(w, st, port, pkts, n, sas, out, big, big_sa, &nbig, ttl_step);
+	good = encap_core(w, st, pkts, sas, n, &outer, ttl_step);
+	if (likely(nbig == 0 && !outer))
+		return good;
+	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out, ttl_step);
 	return 0;
 }
 
@@ -543,15 +562,12 @@ uint16_t
 esp_encap_burst(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		struct rte_mbuf **pkts, uint16_t n, struct dp_out *out)
 {
-	struct sa *sas[DP_BURST], *big_sa[DP_BURST];
-	struct rte_mbuf *big[DP_BURST];
-	uint16_t nbig, good;
-	bool outer = false;
+	return encap_burst(w, st, port, pkts, n, out, true);
+}
 
-	n = select_sa(w, st, port, pkts, n, sas, out, big, big_sa, &nbig);
-	good = encap_core(w, st, pkts, sas, n, &outer, true);
-	if (likely(nbig == 0 && !outer))
-		return good;
-	out_with_fragments(w, st, pkts, sas, good, big, big_sa, nbig, out);
-	return 0;
+uint16_t
+esp_encap_transit(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
+		  struct rte_mbuf **pkts, uint16_t n, struct dp_out *out)
+{
+	return encap_burst(w, st, port, pkts, n, out, false);
 }

@@ -146,22 +146,20 @@ ip4_dec_ttl(struct rte_ipv4_hdr *ip)
 }
 
 /*
- * The TTL / hop limit one more, as it was before ip4_dec_ttl or a hop limit
- * step: a decrypted packet for a tunnel twin (delivered, not forwarded), or
- * one forwarded again into a tunnel (transit: encapsulation takes the step).
+ * The step of a forwarded IPv4 or IPv6 packet (ip: its header): TTL or hop
+ * limit one less; false, and the packet unchanged, if it would expire.
  */
-static inline void
-ip_ttl_restore(uint8_t *ip)
+static inline bool
+ip_ttl_step(uint8_t *ip, bool v6)
 {
-	if (ip[0] >> 4 == 6) {
-		((struct rte_ipv6_hdr *)ip)->hop_limits++;
-		return;
-	}
-	struct rte_ipv4_hdr *in = (struct rte_ipv4_hdr *)ip;
+	struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)ip;
 
-	in->time_to_live++;
-	in->hdr_checksum = 0;
-	in->hdr_checksum = rte_ipv4_cksum(in);
+	if (!v6)
+		return ip4_dec_ttl((struct rte_ipv4_hdr *)ip);
+	if (ip6->hop_limits <= 1)
+		return false;
+	ip6->hop_limits--;
+	return true;
 }
 
 /*

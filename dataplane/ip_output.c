@@ -12,7 +12,9 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
+#include "ip.h"
 #include "ip_output.h"
+#include "pmtu.h"
 #include "route.h"
 #include "trace.h"
 
@@ -107,14 +109,67 @@ hold(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint16_t por
 }
 
 /*
+ * A forwarded packet's TTL / hop limit expired here (RFC 1812 5.3.1): m is
+ * dropped, and ICMP Time Exceeded goes back to its source through the
+ * tunnel it came by (fwd->tunnel), from the address of inside port p
+ * (p >= dp.n_ports or not an inside port: no error, as for a packet routed
+ * out of an outside port or nowhere).
+ */
+static void
+fwd_expired(struct dp_worker *w, struct dp_lstats *st, const struct dp_fwd *fwd,
+	struct rte_mbuf *m, uint16_t p)
+{
+	struct rte_mbuf *r = NULL;
+
+	if (p < dp.n_ports && dp.ports[p].role == DPVPN_ROLE_INSIDE)
+		r = pmtu_icmp_expired(w, st, &dp.ports[p], m);
+	dp_drop(st, m, DPVPN_DROP_TTL_EXPIRED);
+	if (r != NULL) {
+		r->port = p;
+		dp_out_add(fwd->tunnel, r);
+	}
+}
+
+/* The first inside port: a transit packet's Time Exceeded comes from its address. */
+static uint16_t
+first_inside(void)
+{
+	uint16_t p;
+
+	for (p = 0; p < dp.n_ports && dp.ports[p].role != DPVPN_ROLE_INSIDE; p++)
+		;
+	return p;
+}
+
+/*
+ * Not routed to a port: into a tunnel (decrypted packets, fwd: their step,
+ * then transit) or dropped no-route; false, m is gone.
+ */
+static bool
+not_to_port(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint8_t *ip, bool v6,
+	    enum route_to to, const struct dp_fwd *fwd)
+{
+	if (fwd != NULL && to != ROUTE_TO_PORT && !ip_ttl_step(ip, v6)) {
+		fwd_expired(w, st, fwd, m, to == ROUTE_TO_TUNNEL ? first_inside() : UINT16_MAX);
+		return false;
+	}
+	if (to == ROUTE_TO_TUNNEL && fwd != NULL && fwd->transit != NULL)
+		dp_out_add(fwd->transit, m);
+	else
+		dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
+	return false;
+}
+
+/*
  * The route and next hop of m (data at its IP header), into c; false when
  * m is gone: dropped (no route, an answer for an inside host routed out of
- * an outside port), held for its next hop's MAC (neighq.h) or, routed into
- * a tunnel, added to transit (decrypted packets; NULL: no-route).
+ * an outside port, a forwarded packet's TTL expired), held for its next
+ * hop's MAC (neighq.h) or, routed into a tunnel, added to fwd->transit.
+ * A forwarded packet (fwd) takes its TTL step here, before it is held.
  */
 static bool
 route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct rte_mbuf *m,
-	  const uint8_t *ip, bool v6, struct dp_out *transit)
+	  uint8_t *ip, bool v6, const struct dp_fwd *fwd)
 {
 	uint8_t family = v6 ? DPVPN_AF_INET6 : DPVPN_AF_INET;
 	struct rte_ether_addr mac;
@@ -132,16 +187,15 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 		to = route_lookup(((const struct rte_ipv4_hdr *)ip)->dst_addr, &port, &next4);
 		next = &next4;
 	}
-	if (to != ROUTE_TO_PORT) {
-		if (to == ROUTE_TO_TUNNEL && transit != NULL)
-			dp_out_add(transit, m);
-		else
-			dp_drop(st, m, DPVPN_DROP_NO_ROUTE);
-		return false;
-	}
+	if (to != ROUTE_TO_PORT)
+		return not_to_port(w, st, m, ip, v6, to, fwd);
 	if (unlikely(dp_is_answer_inside(m)) &&
 	    dp.ports[port].role == DPVPN_ROLE_OUTSIDE) {
 		dp_drop(st, m, DPVPN_DROP_ANSWER_OUTSIDE);
+		return false;
+	}
+	if (fwd != NULL && !ip_ttl_step(ip, v6)) {
+		fwd_expired(w, st, fwd, m, port);
 		return false;
 	}
 	if (c->family == family && c->port == port &&
@@ -175,12 +229,13 @@ route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct
 }
 
 /*
- * Route, resolve and queue IPv4 and IPv6 packets for transmission; those
- * routed into a tunnel go to transit (NULL: dropped no-route).
+ * Route, resolve and queue IPv4 and IPv6 packets for transmission;
+ * forwarded ones (fwd) take their TTL step: in route_one when the route is
+ * looked up, else here (ip_output.h).
  */
 void
 route_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint16_t n,
-	 struct dp_out *transit)
+	 const struct dp_fwd *fwd)
 {
 	struct dst_cache c = { .family = 0 };
 	const uint64_t answer_inside = dp_answer_inside;	/* one load, not one a packet */
@@ -188,14 +243,17 @@ route_tx(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf **pkts, uint
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
-		const uint8_t *ip = rte_pktmbuf_mtod(m, const uint8_t *);
+		uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
 		bool v6 = ip[0] >> 4 == 6;
 		void *eth;
 
 		if (unlikely(!dst_hit(&c, ip, v6) || (m->ol_flags & answer_inside) != 0)) {
-			if (!route_one(w, st, &c, m, ip, v6, transit))
+			if (!route_one(w, st, &c, m, ip, v6, fwd))
 				continue;
 			dp_clear_answer_inside(m);
+		} else if (fwd != NULL && unlikely(!ip_ttl_step(ip, v6))) {
+			fwd_expired(w, st, fwd, m, c.port);
+			continue;
 		}
 		eth = rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
 		if (unlikely(eth == NULL)) {

@@ -255,7 +255,7 @@ through(struct rte_mbuf *m, uint32_t want_spi)
 {
 	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	assert_int_equal(spi_of(m), want_spi);
-	if (esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()) == 0)
+	if (esp_decap_burst(&wk, st, &peer_port, &m, 1, self()) == 0)
 		return false;
 	rte_pktmbuf_free(m);
 	return true;
@@ -272,7 +272,7 @@ test_route_sa_both_families(void **state)
 	m = pkt6();
 	assert_int_equal(esp_encap_burst(&wk, st, &in_port, &m, 1, out()), 1);
 	assert_int_equal(spi_of(m), SPI_T1);
-	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, out(), self()), 1);
+	assert_int_equal(esp_decap_burst(&wk, st, &peer_port, &m, 1, self()), 1);
 	assert_int_equal(rte_pktmbuf_mtod(m, uint8_t *)[0] >> 4, 6);	/* IPv6 came out */
 	assert_int_equal(rte_pktmbuf_data_len(m), 100);
 	rte_pktmbuf_free(m);

@@ -295,10 +295,9 @@ hand_off(struct dp_worker *w, struct dp_lstats *st, uint16_t port, struct rte_mb
 /*
  * Decrypted packets whose route leads into a tunnel interface (a hub: spoke
  * to spoke, as Linux forwards between XFRM interfaces): encrypted again, by
- * a policy if one selects them, else by their route (select_sa).  The TTL
- * step decapsulation took is put back first, so the gateway takes one step
- * per packet, in encapsulation (which answers an expired one with ICMP).
- * The result joins out; an outer packet routed into a tunnel in turn
+ * a policy if one selects them, else by their route (select_sa).  Their one
+ * TTL step was route_tx's, none in encapsulation (esp_encap_transit).  The
+ * result joins out; an outer packet routed into a tunnel in turn
  * (recursion) is dropped no-route there.
  */
 static void
@@ -307,9 +306,7 @@ forward_transit(struct dp_worker *w, struct dp_lstats *st, const struct dp_port 
 {
 	uint16_t k;
 
-	for (uint16_t i = 0; i < t->n; i++)
-		ip_ttl_restore(rte_pktmbuf_mtod(t->pkts[i], uint8_t *));
-	k = esp_encap_burst(w, st, port, t->pkts, t->n, out);
+	k = esp_encap_transit(w, st, port, t->pkts, t->n, out);
 	for (uint16_t i = 0; i < k; i++)
 		dp_out_add(out, t->pkts[i]);
 }
@@ -320,7 +317,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 {
 	struct dp_out out, tunnel, self, transit;	/* after the burst; to encrypt first;
 							 * for us; into another tunnel */
-	struct dp_out *tr = NULL;
+	struct dp_fwd fwd = { .transit = NULL, .tunnel = &tunnel }, *f = NULL;
 	STAGE_CLOCK(t);
 
 	out.n = tunnel.n = self.n = transit.n = 0;
@@ -345,7 +342,7 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 		if (!port->twin)	/* else the host answers (host_punt) */
 			n = echo_outside(w, st, port, pkts, n, out.pkts, &out.n);
 		STAGE(st, t, CLASSIFY);
-		n = esp_decap_burst(w, st, port, pkts, n, &tunnel, &self);
+		n = esp_decap_burst(w, st, port, pkts, n, &self);
 		if (unlikely(dp.tester)) {	/* back to back: to our address */
 			n = tester_sink(w, pkts, n, 0);
 			self.n = tester_sink(w, self.pkts, self.n, 0);
@@ -355,17 +352,18 @@ poll_port(struct dp_worker *w, struct dp_lstats *st, const struct dp_port *port,
 			trace_tap(DPVPN_TRACE_DECRYPTED, self.pkts, self.n, port->id, false, false);
 			tunnel_local(w, st, pkts, &n, &self, &tunnel);
 		}
-		if (unlikely(tunnel.n > 0))
-			into_tunnel(w, st, &tunnel, &out);
 		if (unlikely(__atomic_load_n(&dp.n_tunifs, __ATOMIC_RELAXED) != 0))
-			tr = &transit;
+			fwd.transit = &transit;
+		f = &fwd;	/* decrypted: forwarded, with their TTL step */
 	}
 	else {
 		for (uint16_t i = 0; i < n; i++)
 			dp_drop(st, pkts[i], DPVPN_DROP_NO_ROLE);
 		n = 0;
 	}
-	route_tx(w, st, pkts, n, tr);
+	route_tx(w, st, pkts, n, f);
+	if (unlikely(tunnel.n > 0))	/* echo replies, Time Exceeded: into their tunnel */
+		into_tunnel(w, st, &tunnel, &out);
 	if (unlikely(transit.n > 0))
 		forward_transit(w, st, port, &transit, &out);
 	if (unlikely(out.n > 0))
