@@ -9,13 +9,14 @@
 
 #include "ike_types.h"
 
-/* ike_sa.c */
-/* sa->why, whatever its length (kept as it was if there is no memory). */
-void ike_why(struct ike_sa *sa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ---- ike_transport.c: below the exchanges ---- */
+
 void ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 int ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc,
 		const char *err);
+/* sa->why, whatever its length (kept as it was if there is no memory). */
+void ike_why(struct ike_sa *sa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ike_store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len);
 int ike_random_nonzero(uint8_t *p, size_t n);
 const char *ike_notify_name(uint16_t type);
@@ -23,23 +24,44 @@ int ike_view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, 
 		size_t elen);
 const struct ike_pl *ike_find_pl(const struct view *v, uint8_t type);
 bool ike_find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt);
-/* ike_auth.c: IKE_SA_INIT's part of certificates (RFC 7427 4, RFC 7296 3.7) */
-void ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq);
-void ike_pki_init_get(struct ike_sa *sa, const struct view *v);
-void ike_pki_certreq_get(struct ike_sa *sa, const struct view *v);
 uint16_t ike_error_notify(const struct view *v);
 void ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len);
 void ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len);
+/* A stored message (our request, our response) to local, remote: frag says it is fragments. */
+void ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag);
 void ike_encap_start(struct ike_ctx *ctx, struct ike_sa *sa);
+/* An authenticated request from local, remote: on our port 4500, IKE follows it there. */
+void ike_request_from(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote);
 void ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
 		uint32_t id);
+/* the SK payload's cipher (ike_seal_msg, ike_open_msg, and fragments) */
+size_t ike_sk_iv_len(const struct ike_sa *sa);
+size_t ike_sk_icv_len(const struct ike_sa *sa);
+int ike_sk_iv(struct ike_sa *sa, uint8_t *iv);
+int ike_sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+		uint8_t *pt, size_t plen);
+int ike_sk_open(const struct ike_sa *sa, const uint8_t *aad, size_t aad_len, const uint8_t *data,
+		size_t len, uint8_t *plain, size_t *plen);
 int ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in,
 		uint8_t *out, size_t cap, size_t *len);
+/* A message's SK payload (or its fragments) opened and parsed into v: 0, 1 (a fragment
+ * kept, others to come) or a negative errno; *plain (*cap bytes) for ike_plain_free. */
+int ike_open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
+		const uint8_t *msg, size_t len, uint64_t now, uint8_t **plain, size_t *cap,
+		struct view *v);
+void ike_plain_free(uint8_t *plain, size_t cap);
 int ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
 		const uint8_t *m, size_t len, uint64_t now);
 void ike_request_done(struct ike_sa *sa);
 int ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 		const struct ike_buf *in);
+int ike_respond_again(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
+		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
+		size_t len);
+
+/* ike_sa.c */
 uint64_t ike_rekey_retry_at(uint64_t now);
 struct ike_sa *ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now);
 void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
@@ -54,16 +76,10 @@ void ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa);
 struct ike_sa *ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i);
 int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);
 
-/* ike_sa.c: the SK payload's cipher, shared with ike_frag.c */
-size_t ike_sk_iv_len(const struct ike_sa *sa);
-size_t ike_sk_icv_len(const struct ike_sa *sa);
-int ike_sk_iv(struct ike_sa *sa, uint8_t *iv);
-int ike_sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
-		uint8_t *pt, size_t plen);
-int ike_sk_open(const struct ike_sa *sa, const uint8_t *aad, size_t aad_len, const uint8_t *data,
-		size_t len, uint8_t *plain, size_t *plen);
-void ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
-		const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag);
+/* ike_auth.c: IKE_SA_INIT's part of certificates (RFC 7427 4, RFC 7296 3.7) */
+void ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq);
+void ike_pki_init_get(struct ike_sa *sa, const struct view *v);
+void ike_pki_certreq_get(struct ike_sa *sa, const struct view *v);
 
 /*
  * ike_frag.c: IKE fragmentation (RFC 7383).  A sealed message stored as
