@@ -82,7 +82,7 @@ void ike_pki_init_get(struct ike_sa *sa, const struct view *v);
 void ike_pki_certreq_get(struct ike_sa *sa, const struct view *v);
 
 /*
- * ike_frag.c: IKE fragmentation (RFC 7383).  A sealed message stored as
+ * ike_transport.c's fragments (RFC 7383).  A sealed message stored as
  * fragments is their datagrams, each after its length (2 bytes, network
  * order); ike_xmit_stored sends them all.
  */

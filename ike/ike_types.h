@@ -20,7 +20,7 @@
 
 #define COOKIE_PRF	IKE_PRF_HMAC_SHA2_256	/* our cookies' MAC, whatever SAs negotiate */
 #define MSG_MAX		8192	/* what we build: an IKE_AUTH with an RSA chain, or its
-				 * fragments with their framing (ike_frag.c) */
+				 * fragments with their framing (ike_transport.c) */
 #define NONCE_LEN	32
 #define MAX_PL		24	/* payloads per chain */
 #define MAX_PROPS	16	/* proposals per SA payload */
@@ -130,7 +130,7 @@ struct child_sa {
 };
 
 /*
- * A message in reassembly (RFC 7383 2.6, ike_frag.c): one request and one
+ * A message in reassembly (RFC 7383 2.6, ike_transport.c): one request and one
  * response per SA at a time, as strongSwan keeps one per direction.
  */
 struct frag_rx {
@@ -233,7 +233,7 @@ struct ike_sa {
 	uint64_t rx, tx, retransmits;
 	char *why;			/* for ike_down after our own Delete (ike_why;
 					 * malloc'd, whole; NULL: none) */
-	/* IKE fragmentation (RFC 7383, ike_frag.c) */
+	/* IKE fragmentation (RFC 7383, ike_transport.c) */
 	bool frag_peer;			/* its IKE_SA_INIT said FRAGMENTATION_SUPPORTED */
 	bool sealed_frag;		/* ike_seal_msg's last message is fragments */
 	bool req_frag, resp_frag;	/* req, last_resp hold fragments (ike_frag_send) */
