@@ -304,6 +304,49 @@ struct ike_ctx {
 #define IKE_SA_BUCKETS		16384	/* SAs by SPIi: <= 1 a bucket at 10 000 */
 #define IKE_CONN_BUCKETS	4096
 
+/*
+ * An established IKE SA's record, as its owner keeps it (ike_keep.c writes
+ * it, ike_import.c reads it back): this head, n_kids struct keep_kid, then
+ * the stored messages (req_len, last_req_len, last_resp_len bytes).
+ */
+#define KEEP_MAGIC	0x6b454b49u	/* "IKEk" */
+#define KEEP_VERSION	1
+#define KEEP_MSG_MAX	1024		/* a stored message longer than this is not kept */
+#define KEEP_IV_AHEAD	(1ull << 20)	/* > messages sent between two takes */
+
+struct keep_kid {
+	char conn[IKE_CONN_NAME_MAX];	/* "": the IKE SA's connection */
+	struct child child;
+	uint64_t child_rekeys;
+	uint64_t rekey_retry_ms;
+};
+
+struct keep_rec {
+	uint32_t magic, version, size;	/* size: of this struct */
+	uint32_t n_kids;
+	char conn[IKE_CONN_NAME_MAX];
+	char unsettled[WHY_LEN];	/* "": settled */
+	uint8_t spi_i[IKE_SPI_LEN], spi_r[IKE_SPI_LEN];
+	struct ike_addr local, remote;
+	struct ike_prop_ike prop;
+	struct ike_keys keys;
+	uint64_t iv_ctr;
+	uint32_t next_req_id, peer_next_id;
+	uint8_t initiator, encap, nat_local, nat_remote, frag_peer, has_vip;
+	uint8_t dpd_out, req_frag, resp_frag;
+	struct ike_prefix vip;
+	struct ike_ident peer_id;
+	uint32_t peer_hashes;
+	uint64_t created_ms, last_rx_ms, ike_rekey_retry_ms;
+	uint64_t ike_rekeys, rx, tx, retransmits;
+	uint64_t rekey_collisions, rekey_won, rekey_lost;
+	uint32_t req_id;
+	uint16_t req_len, last_req_len, last_resp_len;	/* bytes after the kids */
+};
+
+_Static_assert(sizeof(struct keep_rec) + IKE_KIDS_MAX * sizeof(struct keep_kid) +
+	       3 * KEEP_MSG_MAX <= IKE_KEEP_MAX, "a record fits IKE_KEEP_MAX");
+
 /* A parsed payload chain. */
 struct view {
 	struct ike_pl pl[MAX_PL];
