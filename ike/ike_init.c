@@ -88,6 +88,25 @@ cookie_make(const struct ike_ctx *ctx, const uint8_t *ni, size_t ni_len,
 		       &len);
 }
 
+/* Derive the IKE SA's keys from the peer's KE; the DH key goes either way. */
+static int
+derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
+{
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t glen = sizeof(gir);
+	int rc;
+
+	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
+	if (rc == 0)
+		rc = ike_derive_sa_keys(sa->prop.prf, sa->prop.encr_bits / 8, sa->prop.integ,
+					sa->ni, sa->ni_len, sa->nr, sa->nr_len, gir, glen,
+					sa->spi_i, sa->spi_r, &sa->keys);
+	explicit_bzero(gir, sizeof(gir));
+	ike_dh_free(sa->dh);
+	sa->dh = NULL;
+	return rc;
+}
+
 /* ---- IKE_SA_INIT, initiator --------------------------------------------- */
 
 static int
@@ -310,7 +329,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	memcpy(sa->spi_r, h->spi_r, IKE_SPI_LEN);
 	memcpy(sa->nr, ip.nonce, ip.nonce_len);
 	sa->nr_len = ip.nonce_len;
-	rc = ike_derive_keys(sa, &ip.ke);
+	rc = derive_keys(sa, &ip.ke);
 	if (rc == 0)
 		rc = ike_store(&sa->init_resp, &sa->init_resp_len, msg, len);
 	if (rc != 0) {
@@ -427,7 +446,7 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 
 	rc = ike_dh_new(sa->prop.dh, &sa->dh, pub, &publen);
 	if (rc == 0)
-		rc = ike_derive_keys(sa, &ip->ke);
+		rc = derive_keys(sa, &ip->ke);
 	if (rc != 0)
 		return rc;
 	ike_prop_chosen_build(&sa->prop, ip->num, &prop);

@@ -61,20 +61,26 @@ int ike_respond_again(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_a
 		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
 		size_t len);
 
-/* ike_sa.c */
-uint64_t ike_rekey_retry_at(uint64_t now);
+/* ---- ike_table.c: the SA table and an SA's life ---- */
+
 struct ike_sa *ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now);
-void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
-void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
-void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
-void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
+/* sa's connection is c (NULL: none yet): off its old one's list, on c's. */
+void ike_sa_set_conn(struct ike_sa *sa, struct conn *c);
+void ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa);
+struct ike_sa *ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i);
 /* sa's peer_id is set (authenticated, taken up, or a rekey's): into ctx->by_peer, once. */
 void ike_sa_peer_hash(struct ike_ctx *ctx, struct ike_sa *sa);
 /* The chain (by_peer) of the SAs whose peer identity may be id. */
 struct ike_sa *ike_sa_peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id);
-void ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa);
-struct ike_sa *ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i);
-int ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke);
+/* The SA a message is for, or NULL with the reason: unknown SPIs, or our own role. */
+struct ike_sa *ike_sa_lookup(struct ike_ctx *ctx, const struct ike_hdr *h, enum ike_reject *why);
+/* Whether h is for one of the last IKE SAs that ended here. */
+bool ike_sa_ended_lately(const struct ike_ctx *ctx, const struct ike_hdr *h);
+uint64_t ike_rekey_retry_at(uint64_t now);
+void ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st);
+void ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c);
+void ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa);
+void ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why);
 
 /* ike_auth.c: IKE_SA_INIT's part of certificates (RFC 7427 4, RFC 7296 3.7) */
 void ike_pki_init_put(const struct ike_sa *sa, struct ike_buf *b, bool certreq);
@@ -106,8 +112,6 @@ struct conn *ike_conn_by_name(struct ike_ctx *ctx, const char *name);
 /* A child connection (ike_sa set) by name, or NULL. */
 struct conn *ike_kid_conn_by_name(struct ike_ctx *ctx, const char *name);
 struct ike_sa *ike_sa_of_conn(struct ike_ctx *ctx, const struct conn *c);
-/* sa's connection is c (NULL: none yet): off its old one's list, on c's. */
-void ike_sa_set_conn(struct ike_sa *sa, struct conn *c);
 struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
 struct conn **ike_conn_id_bucket(const struct ike_ctx *ctx, uint8_t type, const uint8_t *data,
