@@ -1093,6 +1093,11 @@ create_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, stru
 	return nerr;
 }
 
+/*
+ * The peer's CREATE_CHILD_SA about a CHILD_SA: its rekey (REKEY_SA), or
+ * another one.  One that rekeys the IKE SA is ike_rekey.c's: the
+ * dispatcher (ike_sa.c on_request) tells them apart.
+ */
 int
 ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	      const struct view *v, uint64_t now)
@@ -1102,8 +1107,6 @@ ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike
 	struct ike_buf in;
 	int rc;
 
-	if (ike_is_ike_rekey(v))
-		return ike_rekey_request(ctx, sa, h, v, now);
 	ike_buf_init(&in, inner, sizeof(inner));
 	nerr = rekey_accept(ctx, sa, v, &in, &want, now);
 	if (nerr == IKE_N_NO_ADDITIONAL_SAS)	/* no REKEY_SA: another CHILD_SA */

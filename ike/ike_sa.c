@@ -152,6 +152,8 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 			rc = ike_auth_request(ctx, sa, h, &v, now);
 		} else if (h->exchange == IKE_INFORMATIONAL) {
 			rc = ike_info_request(ctx, sa, h, &v, now);
+		} else if (ike_is_ike_rekey(&v)) {
+			rc = ike_rekey_request(ctx, sa, h, &v, now);
 		} else {
 			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
 		}
