@@ -579,7 +579,8 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 }
 
 int
-ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+		  struct ike_next *nx)
 {
 	uint16_t nerr = ike_error_notify(v);
 	char err[ERR_LEN], why[WHY_LEN], what[ERR_LEN + 48];
@@ -614,7 +615,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
 	if (!KID(sa)->child.up)
-		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+		return ike_then(nx, sa, REQ_DEL_IKE);
 	ike_log(ctx, sa, "IKE SA established (initiator)");
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
 }

@@ -59,7 +59,7 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 }
 
 int
-ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_next *nx)
 {
 	enum req_kind k = sa->req_kind;
 
@@ -70,7 +70,7 @@ ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	}
 	if (k == REQ_DEL_CHILD)
 		ike_child_gone(ctx, sa);
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
 }
 
 int

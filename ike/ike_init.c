@@ -307,7 +307,7 @@ init_check_choice(const struct ike_sa *sa, struct init_pl *ip, const struct ike_
 
 int
 ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	      const uint8_t *msg, size_t len, uint64_t now)
+	      const uint8_t *msg, size_t len, uint64_t now, struct ike_next *nx)
 {
 	struct init_pl ip;
 	char err[ERR_LEN];
@@ -346,10 +346,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	if (sa->nat_local || sa->nat_remote || sa->conn->cfg.force_encap)
 		ike_encap_start(ctx, sa);
 	ike_request_done(sa);
-	rc = ike_auth_send(ctx, sa, now);
-	if (rc != 0)
-		ike_sa_end(ctx, sa, "cannot send IKE_AUTH");
-	return rc;
+	return ike_then(nx, sa, REQ_AUTH);	/* IKE_AUTH next */
 }
 
 /* ---- IKE_SA_INIT, responder --------------------------------------------- */

@@ -153,7 +153,7 @@ bool ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix 
 
 /* ike_init.c */
 int ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-		const uint8_t *msg, size_t len, uint64_t now);
+		const uint8_t *msg, size_t len, uint64_t now, struct ike_next *nx);
 int ike_init_request(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
 		size_t len, uint64_t now);
@@ -162,7 +162,8 @@ int ike_init_request(struct ike_ctx *ctx, const struct ike_addr *local,
 int ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 int ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		const struct view *v, uint64_t now);
-int ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now);
+int ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+		struct ike_next *nx);
 
 /* ike_child.c */
 /* The owner's view of a CHILD_SA's selectors (tl, tr: one prefix at least each). */
@@ -179,16 +180,17 @@ int ike_kid_add(struct ike_sa *sa, struct conn *c);
 /* Initiator: CREATE_CHILD_SA for KID(sa) (queued behind a request out). */
 int ike_child_create_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 int ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
-			      uint64_t now);
+		uint64_t now, struct ike_next *nx);
 int ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
-		uint64_t now);
+		uint64_t now, struct ike_next *nx);
 int ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-		const struct view *v, uint64_t now);
+		const struct view *v, uint64_t now, struct ike_next *nx);
 
 /* ike_rekey.c */
 int ike_rekey_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 bool ike_rekey_due(const struct ike_sa *sa, uint64_t now);
-int ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now);
+int ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+		struct ike_next *nx);
 bool ike_is_ike_rekey(const struct view *v);
 int ike_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		const struct view *v, uint64_t now);
@@ -197,11 +199,12 @@ int ike_nonce_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /* ike_info.c */
 int ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64_t now);
-int ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
+int ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_next *nx);
 int ike_info_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		const struct view *v, uint64_t now);
 
-/* ike_timer.c */
+/* ike_sa.c: the manager (the timer asks it too) */
+/* After an exchange of ours ends: what was asked for meanwhile, if anything. */
 int ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 
 /* ike_keep.c: sa changed (a message in or out, CHILD_SAs handed over): its

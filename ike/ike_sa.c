@@ -29,6 +29,82 @@
 
 #include "ike_int.h"
 
+/* ---- the manager: which request of ours goes next ------------------------ */
+
+/* After an exchange of ours ends: what was asked for meanwhile. */
+int
+ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	if (sa->want_del_ike) {
+		sa->want_del_ike = false;
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	}
+	if (sa->n_del_spis != 0)	/* of child connections gone */
+		return ike_info_send(ctx, sa, REQ_DEL_SPIS, now);
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {	/* each CHILD_SA in turn */
+		struct child_sa *k = KID(sa);
+
+		if (k->want_del_child) {
+			k->want_del_child = false;
+			if (k->child.up)
+				return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
+		}
+		if (k->want_del_dup) {
+			k->want_del_dup = false;
+			if (k->dup.up)
+				return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
+		}
+		if (k->want_rekey) {
+			k->want_rekey = false;
+			if (k->child.up && !k->old.up && !k->dup.up)
+				return ike_child_rekey_send(ctx, sa, now);
+		}
+	}
+	sa->ck = 0;
+	if (sa->want_ike_rekey) {
+		sa->want_ike_rekey = false;
+		return ike_rekey_send(ctx, sa, now);
+	}
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++)
+		if (KID(sa)->want_create && sa->state == IKE_ST_ESTABLISHED)
+			return ike_child_create_send(ctx, sa, now);
+	sa->ck = 0;
+	return 0;
+}
+
+/* The initiator's IKE_AUTH, once IKE_SA_INIT is answered. */
+static int
+auth_start(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	int rc = ike_auth_send(ctx, sa, now);
+
+	if (rc != 0)
+		ike_sa_end(ctx, sa, "cannot send IKE_AUTH");
+	return rc;
+}
+
+/*
+ * The requests an exchange's handler left (nx), started in order as soon as
+ * it returns, as its last calls started them when the exchanges did it
+ * themselves: the result is the last step's (rc, the handler's, if none).
+ */
+static int
+next_run(struct ike_ctx *ctx, const struct ike_next *nx, int rc, uint64_t now)
+{
+	for (unsigned i = 0; i < nx->n; i++) {
+		struct ike_sa *sa = nx->step[i].sa;
+		enum req_kind kind = nx->step[i].kind;
+
+		if (kind == REQ_NONE)
+			rc = ike_next_request(ctx, sa, now);
+		else if (kind == REQ_AUTH)
+			rc = auth_start(ctx, sa, now);
+		else
+			rc = ike_info_send(ctx, sa, kind, now);
+	}
+	return rc;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static uint8_t
@@ -44,19 +120,43 @@ req_exchange(enum req_kind k)
  * was out (ike_conn.c kid_remove): a CHILD_SA it made goes at once.
  */
 static int
-orphan_answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+orphan_answer(struct ike_sa *sa, const struct view *v, struct ike_next *nx)
 {
 	sa->req_orphan = false;
 	ike_request_done(sa);
 	if (ike_error_notify(v) == 0 && sa->n_del_spis < 3 * IKE_KIDS_MAX)
 		sa->del_spis[sa->n_del_spis++] = sa->orphan_spi;
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
+}
+
+/* Our request's answer, opened, to the exchange that sent the request. */
+static int
+answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+       struct ike_next *nx)
+{
+	sa->last_rx_ms = now;
+	sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
+	if (sa->req_orphan)
+		return orphan_answer(sa, v, nx);
+	switch (sa->req_kind) {
+	case REQ_AUTH:
+		return ike_auth_response(ctx, sa, v, now, nx);
+	case REQ_REKEY:
+		return ike_child_rekey_response(ctx, sa, v, now, nx);
+	case REQ_CREATE:
+		return ike_child_create_response(ctx, sa, v, now, nx);
+	case REQ_IKE_REKEY:
+		return ike_rekey_response(ctx, sa, v, now, nx);
+	default:
+		return ike_info_response(ctx, sa, nx);
+	}
 }
 
 static int
 on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	    const uint8_t *msg, size_t len, uint64_t now)
 {
+	struct ike_next nx = { 0 };
 	char err[ERR_LEN];
 	struct view v;
 	uint8_t *plain;
@@ -78,26 +178,16 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (h->exchange != req_exchange(sa->req_kind))
 		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not that "
 			      "of our request");
-	if (sa->req_kind == REQ_INIT)
-		return ike_init_response(ctx, sa, h, msg, len, now);
+	if (sa->req_kind == REQ_INIT) {
+		rc = ike_init_response(ctx, sa, h, msg, len, now, &nx);
+		return next_run(ctx, &nx, rc, now);
+	}
 	rc = ike_open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
 	if (rc == 1)
 		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0) {
-		sa->last_rx_ms = now;
-		sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
-		if (sa->req_orphan)
-			rc = orphan_answer(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_AUTH)
-			rc = ike_auth_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_REKEY)
-			rc = ike_child_rekey_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_CREATE)
-			rc = ike_child_create_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_IKE_REKEY)
-			rc = ike_rekey_response(ctx, sa, &v, now);
-		else
-			rc = ike_info_response(ctx, sa, now);
+		rc = answer(ctx, sa, &v, now, &nx);
+		rc = next_run(ctx, &nx, rc, now);
 	}
 	ike_plain_free(plain, cap);
 	return rc;
@@ -121,11 +211,26 @@ request_allowed(const struct ike_sa *sa, uint8_t exchange)
 	}
 }
 
+/* The peer's request, opened, to the exchange that answers it. */
+static int
+request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const struct view *v,
+	uint64_t now, struct ike_next *nx)
+{
+	if (h->exchange == IKE_AUTH)
+		return ike_auth_request(ctx, sa, h, v, now);
+	if (h->exchange == IKE_INFORMATIONAL)
+		return ike_info_request(ctx, sa, h, v, now);
+	if (ike_is_ike_rekey(v))	/* CREATE_CHILD_SA rekeying the IKE SA */
+		return ike_rekey_request(ctx, sa, h, v, now);
+	return ike_child_rekey_request(ctx, sa, h, v, now, nx);
+}
+
 static int
 on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	   const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
 	   size_t len, uint64_t now)
 {
+	struct ike_next nx = { 0 };
 	struct view v;
 	uint8_t *plain;
 	size_t cap;
@@ -148,15 +253,8 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 		ike_request_from(ctx, sa, local, remote);
 		sa->last_rx_ms = now;
 		sa->peer_next_id++;
-		if (h->exchange == IKE_AUTH) {
-			rc = ike_auth_request(ctx, sa, h, &v, now);
-		} else if (h->exchange == IKE_INFORMATIONAL) {
-			rc = ike_info_request(ctx, sa, h, &v, now);
-		} else if (ike_is_ike_rekey(&v)) {
-			rc = ike_rekey_request(ctx, sa, h, &v, now);
-		} else {
-			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
-		}
+		rc = request(ctx, sa, h, &v, now, &nx);
+		rc = next_run(ctx, &nx, rc, now);
 	}
 	ike_plain_free(plain, cap);
 	return rc;

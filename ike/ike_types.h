@@ -347,6 +347,33 @@ struct keep_rec {
 _Static_assert(sizeof(struct keep_rec) + IKE_KIDS_MAX * sizeof(struct keep_kid) +
 	       3 * KEEP_MSG_MAX <= IKE_KEEP_MAX, "a record fits IKE_KEEP_MAX");
 
+/*
+ * What an exchange's handler leaves to the manager (ike_sa.c): the requests
+ * of ours that go next, in order, once it returns.  An exchange starts no
+ * other exchange itself: as in strongSwan, the task manager decides the
+ * next exchange, not the task.  A step's kind is the request (REQ_AUTH,
+ * REQ_DEL_IKE, REQ_DEL_CHILD of KID(sa)), or REQ_NONE: whatever sa had
+ * asked for meanwhile (ike_next_request).
+ */
+#define IKE_NEXT_MAX	2	/* a handler leaves two at most (ike_rekey_response) */
+
+struct ike_next {
+	unsigned n;
+	struct ike_next_step {
+		struct ike_sa *sa;
+		enum req_kind kind;
+	} step[IKE_NEXT_MAX];
+};
+
+/* One more step for the manager; 0, what a handler that ends with it returns. */
+static inline int
+ike_then(struct ike_next *nx, struct ike_sa *sa, enum req_kind kind)
+{
+	if (nx->n < IKE_NEXT_MAX)
+		nx->step[nx->n++] = (struct ike_next_step){ sa, kind };
+	return 0;
+}
+
 /* A parsed payload chain. */
 struct view {
 	struct ike_pl pl[MAX_PL];
