@@ -116,6 +116,9 @@ struct conn *ike_conn_by_addr(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote);
 struct conn **ike_conn_id_bucket(const struct ike_ctx *ctx, uint8_t type, const uint8_t *data,
 		size_t len);
+/* Off the table and freed, once their SAs and CHILD_SAs are gone (ike_conn_remove). */
+void ike_conn_drop(struct ike_ctx *ctx, struct conn *c);
+void ike_kid_conn_drop(struct conn *k);
 
 /* ike_prop.c */
 void ike_prop_build(const struct ike_prop_cfg *e, uint8_t num, struct ike_proposal *p);

@@ -117,7 +117,7 @@ req_exchange(enum req_kind k)
 
 /*
  * The answer to our CREATE_CHILD_SA of a child connection removed while it
- * was out (ike_conn.c kid_remove): a CHILD_SA it made goes at once.
+ * was out (kid_remove): a CHILD_SA it made goes at once.
  */
 static int
 orphan_answer(struct ike_sa *sa, const struct view *v, struct ike_next *nx)
@@ -441,6 +441,62 @@ ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	if (sa->state != IKE_ST_ESTABLISHED || !KID(sa)->child.up)
 		return -ENOENT;
 	return ike_info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
+}
+
+/* A child connection goes: its CHILD_SA deleted (best effort), its slot freed. */
+static int
+kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+{
+	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
+	int i = sa ? ike_kid_find(sa, k) : -1;
+
+	if (i >= 0) {
+		struct child_sa *kd = ike_kid(sa, (unsigned)i);
+		const struct child *ch[3] = { &kd->child, &kd->old, &kd->dup };
+
+		sa->ck = (unsigned)i;
+		/* its CHILD_SAs are deleted at the peer, now or after our request out */
+		for (unsigned n = 0; n < 3; n++)
+			if (ch[n]->up && sa->n_del_spis < IKE_KIDS_MAX * 3)
+				sa->del_spis[sa->n_del_spis++] = ch[n]->spi_in;
+		if (sa->req_kid == (unsigned)i &&
+		    (sa->req_kind == REQ_CREATE || sa->req_kind == REQ_REKEY)) {
+			sa->req_orphan = true;		/* its answer's new one, too */
+			sa->orphan_spi = kd->rk_spi;
+		}
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_SPIS, now_ms);
+		ike_child_gone(ctx, sa);
+		ike_child_down(ctx, sa, &KID(sa)->old);
+		ike_child_down(ctx, sa, &KID(sa)->dup);
+		ike_dh_free(KID(sa)->rk_dh);
+		*KID(sa) = (struct child_sa){ 0 };	/* a free slot */
+		sa->ck = 0;
+	}
+	ike_kid_conn_drop(k);
+	return 0;
+}
+
+int
+ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa, *next;
+
+	if (c == NULL && ike_kid_conn_by_name(ctx, name) != NULL)
+		return kid_remove(ctx, ike_kid_conn_by_name(ctx, name), now_ms);
+	if (c == NULL)
+		return -ENOENT;
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		next = sa->next;
+		if (sa->conn != c)
+			continue;
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
+		ike_sa_end(ctx, sa, "connection removed");
+	}
+	ike_conn_drop(ctx, c);
+	return 0;
 }
 
 void
