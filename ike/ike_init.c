@@ -148,51 +148,13 @@ init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	return rc;
 }
 
-/*
- * A child connection's CHILD_SA: by CREATE_CHILD_SA on its parent's IKE SA,
- * which is started first if there is none (the CHILD_SA waits for it).
- */
-static int
-kid_initiate(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
-{
-	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
-	int rc, i;
-
-	if (sa == NULL) {
-		rc = ike_initiate(ctx, k->parent->cfg.name, now_ms);
-		sa = ike_sa_of_conn(ctx, k->parent);
-		if (sa == NULL)
-			return rc != 0 ? rc : -ENOENT;
-	}
-	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
-		return -EAGAIN;
-	if (ike_kid_find(sa, k) >= 0)
-		return -EALREADY;
-	i = ike_kid_add(sa, k);
-	if (i < 0)
-		return -ENOSPC;
-	sa->ck = (unsigned)i;
-	rc = ike_child_create_send(ctx, sa, now_ms);
-	sa->ck = 0;
-	return rc;
-}
-
+/* Initiator: an IKE SA of connection c, its IKE_SA_INIT out (ended if that cannot go). */
 int
-ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+ike_init_start(struct ike_ctx *ctx, struct conn *c, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name), *k;
-	struct ike_sa *sa;
+	struct ike_sa *sa = ike_sa_new(ctx, c, true, now_ms);
 	int rc;
 
-	if (c == NULL && (k = ike_kid_conn_by_name(ctx, name)) != NULL)
-		return kid_initiate(ctx, k, now_ms);
-	if (c == NULL)
-		return -ENOENT;
-	if (c->cfg.remote_any)
-		return -EINVAL;		/* remote access waits for its clients */
-	if (ike_sa_of_conn(ctx, c) != NULL)
-		return -EALREADY;
-	sa = ike_sa_new(ctx, c, true, now_ms);
 	if (sa == NULL)
 		return -ENOMEM;
 	sa->owner_knows = true;

@@ -157,6 +157,7 @@ bool ike_ts_narrow(const struct ike_ts *ts, unsigned n, const struct ike_prefix 
 /* ike_init.c */
 int ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 		const uint8_t *msg, size_t len, uint64_t now, struct ike_next *nx);
+int ike_init_start(struct ike_ctx *ctx, struct conn *c, uint64_t now_ms);
 int ike_init_request(struct ike_ctx *ctx, const struct ike_addr *local,
 		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
 		size_t len, uint64_t now);

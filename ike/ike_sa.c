@@ -294,6 +294,51 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 /* ---- the owner's calls -------------------------------------------------- */
 
 /*
+ * A child connection's CHILD_SA: by CREATE_CHILD_SA on its parent's IKE SA,
+ * which is started first if there is none (the CHILD_SA waits for it).
+ */
+static int
+kid_initiate(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+{
+	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
+	int rc, i;
+
+	if (sa == NULL) {
+		rc = ike_initiate(ctx, k->parent->cfg.name, now_ms);
+		sa = ike_sa_of_conn(ctx, k->parent);
+		if (sa == NULL)
+			return rc != 0 ? rc : -ENOENT;
+	}
+	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
+		return -EAGAIN;
+	if (ike_kid_find(sa, k) >= 0)
+		return -EALREADY;
+	i = ike_kid_add(sa, k);
+	if (i < 0)
+		return -ENOSPC;
+	sa->ck = (unsigned)i;
+	rc = ike_child_create_send(ctx, sa, now_ms);
+	sa->ck = 0;
+	return rc;
+}
+
+int
+ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = ike_conn_by_name(ctx, name), *k;
+
+	if (c == NULL && (k = ike_kid_conn_by_name(ctx, name)) != NULL)
+		return kid_initiate(ctx, k, now_ms);
+	if (c == NULL)
+		return -ENOENT;
+	if (c->cfg.remote_any)
+		return -EINVAL;		/* remote access waits for its clients */
+	if (ike_sa_of_conn(ctx, c) != NULL)
+		return -EALREADY;
+	return ike_init_start(ctx, c, now_ms);
+}
+
+/*
  * The IKE SA of connection name and, in *kid, the index of name's CHILD_SA
  * in it (a child connection's, ike_sa set); NULL if none (or -1 in *kid:
  * the child connection has none in it).
