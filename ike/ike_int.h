@@ -54,6 +54,7 @@ int ike_open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 void ike_plain_free(uint8_t *plain, size_t cap);
 int ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
 		const uint8_t *m, size_t len, uint64_t now);
+void ike_request_resend(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now);
 void ike_request_done(struct ike_sa *sa);
 int ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
 		const struct ike_buf *in);

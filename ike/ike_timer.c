@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike_timer.c - time: retransmission with backoff (2.1), half-open and
+ * ike_timer.c - time (ike_tick): when our request goes again (2.1; the
+ * transport's ike_request_resend sends it) or is given up, half-open and
  * replaced SAs' expiry, lifetime rekeys and liveness checks that are due.
  * Which of our requests goes next once one is answered is the manager's
- * (ike_sa.c ike_next_request), which a Delete that came due asks too.
+ * (ike_sa.c ike_next_request), which a Delete that came due asks too.  On
+ * top with the dispatcher: it calls the exchanges, nothing calls it.
  */
 #include <stdio.h>
 
@@ -32,13 +34,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		ike_sa_end(ctx, sa, why);
 		return;
 	}
-	sa->tries++;
-	sa->timeout_ms *= 2;
-	sa->next_tx_ms = now + sa->timeout_ms;
-	sa->retransmits++;
-	ctx->stats.retransmits++;
-	/* All its fragments again, the same bytes (RFC 7383 2.6.1). */
-	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, sa->req, sa->req_len, sa->req_frag);
+	ike_request_resend(ctx, sa, now);
 }
 
 /* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */

@@ -492,6 +492,19 @@ ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, ui
 	return 0;
 }
 
+/* Our request again, the same bytes, its timeout doubled (2.1): the timer's. */
+void
+ike_request_resend(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+{
+	sa->tries++;
+	sa->timeout_ms *= 2;
+	sa->next_tx_ms = now + sa->timeout_ms;
+	sa->retransmits++;
+	ctx->stats.retransmits++;
+	/* All its fragments again, the same bytes (RFC 7383 2.6.1). */
+	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, sa->req, sa->req_len, sa->req_frag);
+}
+
 void
 ike_request_done(struct ike_sa *sa)
 {
