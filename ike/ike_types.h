@@ -272,7 +272,7 @@ struct ike_ctx {
 	struct conn *conns;
 	struct ike_sa *sas;
 	/*
-	 * Hashes (ike_conn.c, ike_sa.c): at 10 000 SAs and connections a scan of
+	 * Hashes (ike_conn.c, ike_table.c): at 10 000 SAs and connections a scan of
 	 * the lists per message was the cost of a message.  Chained, fixed
 	 * sizes, keyed with a random hash_key (a peer picks its SPIi).
 	 */
