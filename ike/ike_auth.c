@@ -4,7 +4,9 @@
  * payloads, with a PSK or with certificates (CERT, CERTREQ, signatures of
  * RFC 7296 and RFC 7427 made and checked by ike_pki.c), the connection chosen
  * by the peer's identity, and the IKE SA established with its first
- * CHILD_SA (made by ike_child.c).
+ * CHILD_SA (made by ike_child.c).  An exchange (ike_int.h): what goes next
+ * (a Delete of an IKE SA without its CHILD_SA, or what was queued) is the
+ * manager's (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>

@@ -4,7 +4,9 @@
  * IKE_AUTH makes, and CREATE_CHILD_SA rekeying it (RFC 7296 1.3.3, 2.8),
  * make before break, in both roles, with PFS where the ESP proposals have
  * a DH group: a KE payload each way, KEYMAT from g^ir (new) (2.17), and
- * the INVALID_KE_PAYLOAD retry (1.3.3).
+ * the INVALID_KE_PAYLOAD retry (1.3.3).  An exchange (ike_int.h): a Delete
+ * or a request queued meanwhile, after an answer, is the manager's
+ * (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>

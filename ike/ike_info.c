@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ike_info.c - INFORMATIONAL (RFC 7296 1.4) in both roles: liveness checks
- * and Delete of a CHILD_SA or of the IKE SA.
+ * and Delete of a CHILD_SA or of the IKE SA.  An exchange (ike_int.h): what
+ * goes after our request's answer is the manager's (ike_sa.c), left to it
+ * in struct ike_next.
  */
 #include "ike_int.h"
 

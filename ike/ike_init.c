@@ -4,6 +4,9 @@
  * request, its retries after COOKIE and INVALID_KE_PAYLOAD, the response
  * and the keys; the responder's choice, its stateless refusals, cookies
  * (2.6) and half-open SAs; NAT detection (2.23) and the move to port 4500.
+ * An exchange (ike_int.h): IKE_AUTH after the answer is the manager's
+ * (ike_sa.c), left to it in struct ike_next; the owner's ike_initiate (in
+ * ike_sa.c) starts an SA here with ike_init_start.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,9 @@
 /*
  * ike_rekey.c - CREATE_CHILD_SA rekeying the IKE SA (RFC 7296 1.3.2,
  * 2.18) in both roles: new SPIs and keys from the old SK_d, a successor SA
- * that takes the CHILD_SA over, and the old SA's end.
+ * that takes the CHILD_SA over, and the old SA's end.  An exchange
+ * (ike_int.h): our Delete of the old SA and what the new one had queued go
+ * out by the manager (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>

@@ -1,25 +1,33 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike_sa.c - the IKEv2 SA state machine (see ike_sa.h): the context, the
- * dispatch of a received message, and the owner's calls.  What every
- * exchange uses to read and write messages is ike_transport.c; the SA table
- * and an SA's start and end, ike_table.c.
+ * ike_sa.c - the IKEv2 engine's top (see ike_sa.h): the dispatcher, the
+ * manager and the owner's calls, above the exchanges.
  *
- * Each IKE SA keeps two message-ID streams (RFC 7296 2.3), both with a
- * window of one: the requests we send (one outstanding, retransmitted from a
- * stored copy until answered or given up) and the requests the peer sends
- * (the last one and its response kept, so that a retransmission gets the
- * same bytes back without being processed twice).  Nothing is decided on a
- * message before it is authenticated, except in IKE_SA_INIT where there is
- * nothing to authenticate with yet; there the responder keeps no state for
- * a message it refuses (INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN, COOKIE).
+ * The dispatcher (ike_input) finds a message's SA, keeps the two
+ * message-ID streams (RFC 7296 2.3) in step, each with a window of one (the
+ * requests we send, one outstanding; the requests the peer sends, the last
+ * one and its response kept, so that a retransmission gets the same bytes
+ * back without being processed twice), opens the message and hands it to
+ * its exchange.  Nothing is decided on a message before it is
+ * authenticated, except in IKE_SA_INIT where there is nothing to
+ * authenticate with yet; there the responder keeps no state for a message
+ * it refuses (INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN, COOKIE).
  *
- * The rest, sharing ike_int.h: ike_transport.c (below the exchanges),
- * ike_table.c (the SA table), ike_conn.c (the connections), ike_prop.c
- * (proposals and traffic selectors), ike_init.c (IKE_SA_INIT), ike_auth.c
- * (IKE_AUTH), ike_child.c (CHILD_SAs and their rekey), ike_rekey.c (the IKE
- * SA rekey), ike_info.c (INFORMATIONAL), ike_timer.c (retransmission and
- * timers).
+ * The manager decides which request of ours goes next, as strongSwan's task
+ * manager does, not its tasks: an exchange's handler returns what it leaves
+ * to do (struct ike_next), and next_run starts it as soon as the handler
+ * returns; ike_next_request takes what was asked for while a request was
+ * out (the timer asks it too).  The owner's calls (ike_new, ike_initiate,
+ * ike_terminate, the rekeys, ike_conn_remove, the walks) start exchanges
+ * the same way.
+ *
+ * Below, sharing ike_int.h (which lists them by layer): ike_transport.c
+ * (reading and writing messages), ike_table.c (the SA table), ike_conn.c
+ * (the connections), ike_prop.c (proposals and traffic selectors), and the
+ * exchanges: ike_init.c (IKE_SA_INIT), ike_auth.c (IKE_AUTH), ike_child.c
+ * (CHILD_SAs and their rekey), ike_rekey.c (the IKE SA rekey), ike_info.c
+ * (INFORMATIONAL).  Beside it on top: ike_timer.c (time), ike_import.c (an
+ * SA taken up from its record).
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
