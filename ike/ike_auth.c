@@ -4,7 +4,9 @@
  * payloads, with a PSK or with certificates (CERT, CERTREQ, signatures of
  * RFC 7296 and RFC 7427 made and checked by ike_pki.c), the connection chosen
  * by the peer's identity, and the IKE SA established with its first
- * CHILD_SA (made by ike_child.c).
+ * CHILD_SA (made by ike_child.c).  An exchange (ike_int.h): what goes next
+ * (a Delete of an IKE SA without its CHILD_SA, or what was queued) is the
+ * manager's (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
@@ -579,7 +581,8 @@ ike_auth_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h
 }
 
 int
-ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+		  struct ike_next *nx)
 {
 	uint16_t nerr = ike_error_notify(v);
 	char err[ERR_LEN], why[WHY_LEN], what[ERR_LEN + 48];
@@ -614,7 +617,7 @@ ike_auth_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, 
 	}
 	/* An IKE SA without its CHILD_SA carries nothing: delete it. */
 	if (!KID(sa)->child.up)
-		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+		return ike_then(nx, sa, REQ_DEL_IKE);
 	ike_log(ctx, sa, "IKE SA established (initiator)");
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
 }

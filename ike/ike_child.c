@@ -4,7 +4,9 @@
  * IKE_AUTH makes, and CREATE_CHILD_SA rekeying it (RFC 7296 1.3.3, 2.8),
  * make before break, in both roles, with PFS where the ESP proposals have
  * a DH group: a KE payload each way, KEYMAT from g^ir (new) (2.17), and
- * the INVALID_KE_PAYLOAD retry (1.3.3).
+ * the INVALID_KE_PAYLOAD retry (1.3.3).  An exchange (ike_int.h): a Delete
+ * or a request queued meanwhile, after an answer, is the manager's
+ * (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
@@ -641,7 +643,7 @@ create_answer(struct ike_sa *sa, const struct view *v, const struct ike_pl *no,
  */
 int
 ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
-			  uint64_t now)
+			  uint64_t now, struct ike_next *nx)
 {
 	struct child_sa *k = KID(sa);
 	struct child_new cn = { .spi_in = k->rk_spi, .initiator = true, .ni = k->rk_nonce,
@@ -656,7 +658,7 @@ ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 
 	ike_request_done(sa);
 	if (!k->creating)	/* its connection went meanwhile (a reload): nothing to make */
-		return ike_next_request(ctx, sa, now);
+		return ike_then(nx, sa, REQ_NONE);
 	k->creating = false;
 	if (nerr == IKE_N_INVALID_KE_PAYLOAD && rekey_ke_retry(ctx, sa, v, now))
 		return 0;
@@ -683,7 +685,7 @@ ike_child_create_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct v
 	explicit_bzero(gir, sizeof(gir));
 	rk_dh_end(sa);
 	explicit_bzero(k->rk_nonce, sizeof(k->rk_nonce));
-	return del ? ike_info_send(ctx, sa, REQ_DEL_CHILD, now) : ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, del ? REQ_DEL_CHILD : REQ_NONE);
 }
 
 /*
@@ -769,7 +771,8 @@ rekey_cross_ours(struct ike_ctx *ctx, struct ike_sa *sa, const struct child_new 
 }
 
 int
-ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+			 struct ike_next *nx)
 {
 	struct child_new cn = { .spi_in = KID(sa)->rk_spi, .initiator = true,
 				.ni = KID(sa)->rk_nonce, .ni_len = sizeof(KID(sa)->rk_nonce) };
@@ -782,7 +785,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 
 	ike_request_done(sa);
 	if (KID(sa)->rk_spi == 0)	/* its connection went meanwhile: slot zeroed */
-		return ike_next_request(ctx, sa, now);
+		return ike_then(nx, sa, REQ_NONE);
 	if (nerr == IKE_N_INVALID_KE_PAYLOAD && rekey_ke_retry(ctx, sa, v, now))
 		return 0;
 	if (nerr != 0) {
@@ -800,7 +803,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 			explicit_bzero(KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
 			explicit_bzero(gir, sizeof(gir));
 			rk_dh_end(sa);
-			return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+			return ike_then(nx, sa, REQ_DEL_IKE);
 		}
 		if (KID(sa)->cross_pending) {
 			rc = rekey_cross_ours(ctx, sa, &cn, now);
@@ -813,7 +816,7 @@ ike_child_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct vi
 	explicit_bzero(gir, sizeof(gir));
 	rk_dh_end(sa);
 	explicit_bzero(KID(sa)->rk_nonce, sizeof(KID(sa)->rk_nonce));
-	return rc == 0 ? ike_next_request(ctx, sa, now) : rc;
+	return rc == 0 ? ike_then(nx, sa, REQ_NONE) : rc;
 }
 
 /* A rekey of the peer's that crosses ours (2.8.1): which of ours it meets. */
@@ -1093,17 +1096,20 @@ create_accept(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, stru
 	return nerr;
 }
 
+/*
+ * The peer's CREATE_CHILD_SA about a CHILD_SA: its rekey (REKEY_SA), or
+ * another one.  One that rekeys the IKE SA is ike_rekey.c's: the
+ * dispatcher (ike_sa.c on_request) tells them apart.
+ */
 int
 ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	      const struct view *v, uint64_t now)
+	      const struct view *v, uint64_t now, struct ike_next *nx)
 {
 	uint8_t inner[MSG_MAX], g[2];
 	uint16_t nerr, want = 0;
 	struct ike_buf in;
 	int rc;
 
-	if (ike_is_ike_rekey(v))
-		return ike_rekey_request(ctx, sa, h, v, now);
 	ike_buf_init(&in, inner, sizeof(inner));
 	nerr = rekey_accept(ctx, sa, v, &in, &want, now);
 	if (nerr == IKE_N_NO_ADDITIONAL_SAS)	/* no REKEY_SA: another CHILD_SA */
@@ -1118,6 +1124,6 @@ ike_child_rekey_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike
 	rc = ike_respond(ctx, sa, h, &in);
 	explicit_bzero(inner, sizeof(inner));
 	if (rc == 0 && KID(sa)->want_del_dup && sa->req_kind == REQ_NONE)
-		rc = ike_next_request(ctx, sa, now);	/* we lost a crossing: our Delete */
+		ike_then(nx, sa, REQ_NONE);	/* we lost a crossing: our Delete */
 	return rc;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ike_conn.c - the connection table: a connection's configuration checked,
- * added, found by name or by its addresses, and removed (its SAs end with it).
+ * added, found by name or by its addresses, and dropped.  A table and
+ * nothing more: removing a connection with its SAs (ike_conn_remove: their
+ * Deletes, their end) is the owner's call in ike_sa.c, which drops it here.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
@@ -351,37 +353,12 @@ ike_conn_check(const struct ike_conn_cfg *cfg, char *err, size_t elen)
 	return check_cfg(cfg, err, elen);
 }
 
-/* A child connection goes: its CHILD_SA deleted (best effort), its slot freed. */
-static int
-kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+/* A child connection off its parent's list and freed (its CHILD_SAs are gone). */
+void
+ike_kid_conn_drop(struct conn *k)
 {
-	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
 	struct conn **pp;
-	int i = sa ? ike_kid_find(sa, k) : -1;
 
-	if (i >= 0) {
-		struct child_sa *kd = ike_kid(sa, (unsigned)i);
-		const struct child *ch[3] = { &kd->child, &kd->old, &kd->dup };
-
-		sa->ck = (unsigned)i;
-		/* its CHILD_SAs are deleted at the peer, now or after our request out */
-		for (unsigned n = 0; n < 3; n++)
-			if (ch[n]->up && sa->n_del_spis < IKE_KIDS_MAX * 3)
-				sa->del_spis[sa->n_del_spis++] = ch[n]->spi_in;
-		if (sa->req_kid == (unsigned)i &&
-		    (sa->req_kind == REQ_CREATE || sa->req_kind == REQ_REKEY)) {
-			sa->req_orphan = true;		/* its answer's new one, too */
-			sa->orphan_spi = kd->rk_spi;
-		}
-		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
-			(void)ike_info_send(ctx, sa, REQ_DEL_SPIS, now_ms);
-		ike_child_gone(ctx, sa);
-		ike_child_down(ctx, sa, &KID(sa)->old);
-		ike_child_down(ctx, sa, &KID(sa)->dup);
-		ike_dh_free(KID(sa)->rk_dh);
-		*KID(sa) = (struct child_sa){ 0 };	/* a free slot */
-		sa->ck = 0;
-	}
 	for (pp = &k->parent->kids; *pp != NULL; pp = &(*pp)->sib)
 		if (*pp == k) {
 			*pp = k->sib;
@@ -389,27 +366,14 @@ kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
 		}
 	explicit_bzero(k, sizeof(*k));
 	free(k);
-	return 0;
 }
 
-int
-ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+/* A connection off the table and freed, its children too (its SAs are gone). */
+void
+ike_conn_drop(struct ike_ctx *ctx, struct conn *c)
 {
-	struct conn **pp, *c = ike_conn_by_name(ctx, name);
-	struct ike_sa *sa, *next;
+	struct conn **pp;
 
-	if (c == NULL && ike_kid_conn_by_name(ctx, name) != NULL)
-		return kid_remove(ctx, ike_kid_conn_by_name(ctx, name), now_ms);
-	if (c == NULL)
-		return -ENOENT;
-	for (sa = ctx->sas; sa != NULL; sa = next) {
-		next = sa->next;
-		if (sa->conn != c)
-			continue;
-		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
-			(void)ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
-		ike_sa_end(ctx, sa, "connection removed");
-	}
 	for (pp = &ctx->conns; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -427,5 +391,4 @@ ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	ike_cp_conn_free(c);
 	explicit_bzero(c, sizeof(*c));	/* the PSK */
 	free(c);
-	return 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ike_info.c - INFORMATIONAL (RFC 7296 1.4) in both roles: liveness checks
- * and Delete of a CHILD_SA or of the IKE SA.
+ * and Delete of a CHILD_SA or of the IKE SA.  An exchange (ike_int.h): what
+ * goes after our request's answer is the manager's (ike_sa.c), left to it
+ * in struct ike_next.
  */
 #include "ike_int.h"
 
@@ -59,7 +61,7 @@ ike_info_send(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint64
 }
 
 int
-ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
+ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_next *nx)
 {
 	enum req_kind k = sa->req_kind;
 
@@ -70,7 +72,7 @@ ike_info_response(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	}
 	if (k == REQ_DEL_CHILD)
 		ike_child_gone(ctx, sa);
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
 }
 
 int

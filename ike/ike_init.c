@@ -4,6 +4,9 @@
  * request, its retries after COOKIE and INVALID_KE_PAYLOAD, the response
  * and the keys; the responder's choice, its stateless refusals, cookies
  * (2.6) and half-open SAs; NAT detection (2.23) and the move to port 4500.
+ * An exchange (ike_int.h): IKE_AUTH after the answer is the manager's
+ * (ike_sa.c), left to it in struct ike_next; the owner's ike_initiate (in
+ * ike_sa.c) starts an SA here with ike_init_start.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -88,6 +91,25 @@ cookie_make(const struct ike_ctx *ctx, const uint8_t *ni, size_t ni_len,
 		       &len);
 }
 
+/* Derive the IKE SA's keys from the peer's KE; the DH key goes either way. */
+static int
+derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
+{
+	uint8_t gir[IKE_DH_MAX_SECRET];
+	size_t glen = sizeof(gir);
+	int rc;
+
+	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
+	if (rc == 0)
+		rc = ike_derive_sa_keys(sa->prop.prf, sa->prop.encr_bits / 8, sa->prop.integ,
+					sa->ni, sa->ni_len, sa->nr, sa->nr_len, gir, glen,
+					sa->spi_i, sa->spi_r, &sa->keys);
+	explicit_bzero(gir, sizeof(gir));
+	ike_dh_free(sa->dh);
+	sa->dh = NULL;
+	return rc;
+}
+
 /* ---- IKE_SA_INIT, initiator --------------------------------------------- */
 
 static int
@@ -129,51 +151,13 @@ init_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 	return rc;
 }
 
-/*
- * A child connection's CHILD_SA: by CREATE_CHILD_SA on its parent's IKE SA,
- * which is started first if there is none (the CHILD_SA waits for it).
- */
-static int
-kid_initiate(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
-{
-	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
-	int rc, i;
-
-	if (sa == NULL) {
-		rc = ike_initiate(ctx, k->parent->cfg.name, now_ms);
-		sa = ike_sa_of_conn(ctx, k->parent);
-		if (sa == NULL)
-			return rc != 0 ? rc : -ENOENT;
-	}
-	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
-		return -EAGAIN;
-	if (ike_kid_find(sa, k) >= 0)
-		return -EALREADY;
-	i = ike_kid_add(sa, k);
-	if (i < 0)
-		return -ENOSPC;
-	sa->ck = (unsigned)i;
-	rc = ike_child_create_send(ctx, sa, now_ms);
-	sa->ck = 0;
-	return rc;
-}
-
+/* Initiator: an IKE SA of connection c, its IKE_SA_INIT out (ended if that cannot go). */
 int
-ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+ike_init_start(struct ike_ctx *ctx, struct conn *c, uint64_t now_ms)
 {
-	struct conn *c = ike_conn_by_name(ctx, name), *k;
-	struct ike_sa *sa;
+	struct ike_sa *sa = ike_sa_new(ctx, c, true, now_ms);
 	int rc;
 
-	if (c == NULL && (k = ike_kid_conn_by_name(ctx, name)) != NULL)
-		return kid_initiate(ctx, k, now_ms);
-	if (c == NULL)
-		return -ENOENT;
-	if (c->cfg.remote_any)
-		return -EINVAL;		/* remote access waits for its clients */
-	if (ike_sa_of_conn(ctx, c) != NULL)
-		return -EALREADY;
-	sa = ike_sa_new(ctx, c, true, now_ms);
 	if (sa == NULL)
 		return -ENOMEM;
 	sa->owner_knows = true;
@@ -288,7 +272,7 @@ init_check_choice(const struct ike_sa *sa, struct init_pl *ip, const struct ike_
 
 int
 ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
-	      const uint8_t *msg, size_t len, uint64_t now)
+	      const uint8_t *msg, size_t len, uint64_t now, struct ike_next *nx)
 {
 	struct init_pl ip;
 	char err[ERR_LEN];
@@ -310,7 +294,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	memcpy(sa->spi_r, h->spi_r, IKE_SPI_LEN);
 	memcpy(sa->nr, ip.nonce, ip.nonce_len);
 	sa->nr_len = ip.nonce_len;
-	rc = ike_derive_keys(sa, &ip.ke);
+	rc = derive_keys(sa, &ip.ke);
 	if (rc == 0)
 		rc = ike_store(&sa->init_resp, &sa->init_resp_len, msg, len);
 	if (rc != 0) {
@@ -327,10 +311,7 @@ ike_init_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *
 	if (sa->nat_local || sa->nat_remote || sa->conn->cfg.force_encap)
 		ike_encap_start(ctx, sa);
 	ike_request_done(sa);
-	rc = ike_auth_send(ctx, sa, now);
-	if (rc != 0)
-		ike_sa_end(ctx, sa, "cannot send IKE_AUTH");
-	return rc;
+	return ike_then(nx, sa, REQ_AUTH);	/* IKE_AUTH next */
 }
 
 /* ---- IKE_SA_INIT, responder --------------------------------------------- */
@@ -427,7 +408,7 @@ init_reply(struct ike_ctx *ctx, struct ike_sa *sa, const struct init_pl *ip)
 
 	rc = ike_dh_new(sa->prop.dh, &sa->dh, pub, &publen);
 	if (rc == 0)
-		rc = ike_derive_keys(sa, &ip->ke);
+		rc = derive_keys(sa, &ip->ke);
 	if (rc != 0)
 		return rc;
 	ike_prop_chosen_build(&sa->prop, ip->num, &prop);

@@ -2,7 +2,9 @@
 /*
  * ike_rekey.c - CREATE_CHILD_SA rekeying the IKE SA (RFC 7296 1.3.2,
  * 2.18) in both roles: new SPIs and keys from the old SK_d, a successor SA
- * that takes the CHILD_SA over, and the old SA's end.
+ * that takes the CHILD_SA over, and the old SA's end.  An exchange
+ * (ike_int.h): our Delete of the old SA and what the new one had queued go
+ * out by the manager (ike_sa.c), left to it in struct ike_next.
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
@@ -219,12 +221,13 @@ ike_rekey_cross_take(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
  * Both crossing IKE SA rekeys made (2.8.2): ours (nsa, its exchange's
  * lowest nonce ours_min) and the peer's (sa->ike_cross).  The one with the
  * lower nonce is redundant: if ours, we delete it and the peer deletes sa;
- * else the peer deletes its own, and we sa, as after a lone rekey.  The
- * other takes the CHILD_SAs.  Returns the survivor.
+ * else the peer deletes its own, and we sa, as after a lone rekey (our
+ * Delete: nx's first step).  The other takes the CHILD_SAs.  Returns the
+ * survivor.
  */
 static struct ike_sa *
 ike_cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_sa *nsa,
-		  const uint8_t *ours_min, size_t ours_min_len, uint64_t now)
+		  const uint8_t *ours_min, size_t ours_min_len, uint64_t now, struct ike_next *nx)
 {
 	struct ike_sa *peers = sa->ike_cross;
 	bool lost = ike_nonce_cmp(ours_min, ours_min_len, sa->irk_min, sa->irk_min_len) < 0;
@@ -241,10 +244,7 @@ ike_cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_sa *nsa,
 	lose->created_ms = now;
 	ike_log(ctx, win, "crossing IKE SA rekeys: %s (lowest nonce in %s exchange)",
 	      lost ? "lost" : "won", lost ? "our" : "the peer's");
-	if (lost)
-		ike_info_send(ctx, lose, REQ_DEL_IKE, now);
-	else
-		ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+	ike_then(nx, lost ? lose : sa, REQ_DEL_IKE);
 	return win;
 }
 
@@ -255,7 +255,8 @@ ike_cross_resolve(struct ike_ctx *ctx, struct ike_sa *sa, struct ike_sa *nsa,
  * we do not have: the old one is deleted, as for a CHILD_SA rekey.
  */
 int
-ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+		   struct ike_next *nx)
 {
 	struct ike_rekey rk = { .initiator = true, .prop = sa->prop, .ni = sa->irk_nonce,
 				.ni_len = sizeof(sa->irk_nonce) };
@@ -273,9 +274,9 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		if (sa->ike_cross != NULL) {
 			nsa = sa->ike_cross;
 			ike_rekey_cross_take(ctx, sa, now);
-			return ike_next_request(ctx, nsa, now);
+			return ike_then(nx, nsa, REQ_NONE);
 		}
-		return ike_next_request(ctx, sa, now);
+		return ike_then(nx, sa, REQ_NONE);
 	}
 	memcpy(rk.spi_i, sa->irk_spi, IKE_SPI_LEN);
 	rc = ike_rekey_answer(sa, v, &rk, err, sizeof(err));
@@ -288,20 +289,20 @@ ike_rekey_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v,
 		struct ike_sa *win;
 
 		win = ike_cross_resolve(ctx, sa, nsa, i_low ? rk.ni : rk.nr,
-					i_low ? rk.ni_len : rk.nr_len, now);
+					i_low ? rk.ni_len : rk.nr_len, now, nx);
 		explicit_bzero(&rk, sizeof(rk));
 		irk_wipe(sa);
-		return ike_next_request(ctx, win, now);
+		return ike_then(nx, win, REQ_NONE);
 	}
 	explicit_bzero(&rk, sizeof(rk));
 	irk_wipe(sa);
 	if (rc != 0) {
 		ike_why(sa, "IKE SA rekey answer refused");
-		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
+		return ike_then(nx, sa, REQ_DEL_IKE);
 	}
 	sa_hand_over(ctx, sa, nsa, now);
-	ike_info_send(ctx, sa, REQ_DEL_IKE, now);
-	return ike_next_request(ctx, nsa, now);
+	ike_then(nx, sa, REQ_DEL_IKE);		/* the old one's Delete, */
+	return ike_then(nx, nsa, REQ_NONE);	/* then what the new one has queued */
 }
 
 /*

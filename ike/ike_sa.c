@@ -1,771 +1,119 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike_sa.c - the IKEv2 SA state machine (see ike_sa.h): the context and its
- * SA list, what every exchange uses (payload chains, sending, an SA's start
- * and end), the dispatch of a received message, and the owner's calls.
+ * ike_sa.c - the IKEv2 engine's top (see ike_sa.h): the dispatcher, the
+ * manager and the owner's calls, above the exchanges.
  *
- * Each IKE SA keeps two message-ID streams (RFC 7296 2.3), both with a
- * window of one: the requests we send (one outstanding, retransmitted from a
- * stored copy until answered or given up) and the requests the peer sends
- * (the last one and its response kept, so that a retransmission gets the
- * same bytes back without being processed twice).  Nothing is decided on a
- * message before it is authenticated, except in IKE_SA_INIT where there is
- * nothing to authenticate with yet; there the responder keeps no state for
- * a message it refuses (INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN, COOKIE).
+ * The dispatcher (ike_input) finds a message's SA, keeps the two
+ * message-ID streams (RFC 7296 2.3) in step, each with a window of one (the
+ * requests we send, one outstanding; the requests the peer sends, the last
+ * one and its response kept, so that a retransmission gets the same bytes
+ * back without being processed twice), opens the message and hands it to
+ * its exchange.  Nothing is decided on a message before it is
+ * authenticated, except in IKE_SA_INIT where there is nothing to
+ * authenticate with yet; there the responder keeps no state for a message
+ * it refuses (INVALID_KE_PAYLOAD, NO_PROPOSAL_CHOSEN, COOKIE).
  *
- * * The rest, sharing ike_int.h: ike_conn.c (the connections), ike_prop.c
- * (proposals and traffic selectors), ike_init.c (IKE_SA_INIT), ike_auth.c
- * (IKE_AUTH), ike_child.c (CHILD_SAs and their rekey), ike_rekey.c (the IKE SA
- * rekey), ike_info.c (INFORMATIONAL), ike_timer.c (retransmission and timers).
+ * The manager decides which request of ours goes next, as strongSwan's task
+ * manager does, not its tasks: an exchange's handler returns what it leaves
+ * to do (struct ike_next), and next_run starts it as soon as the handler
+ * returns; ike_next_request takes what was asked for while a request was
+ * out (the timer asks it too).  The owner's calls (ike_new, ike_initiate,
+ * ike_terminate, the rekeys, ike_conn_remove, the walks) start exchanges
+ * the same way.
+ *
+ * Below, sharing ike_int.h (which lists them by layer): ike_transport.c
+ * (reading and writing messages), ike_table.c (the SA table), ike_conn.c
+ * (the connections), ike_prop.c (proposals and traffic selectors), and the
+ * exchanges: ike_init.c (IKE_SA_INIT), ike_auth.c (IKE_AUTH), ike_child.c
+ * (CHILD_SAs and their rekey), ike_rekey.c (the IKE SA rekey), ike_info.c
+ * (INFORMATIONAL).  Beside it on top: ike_timer.c (time), ike_import.c (an
+ * SA taken up from its record).
  */
 #define _GNU_SOURCE		/* explicit_bzero */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ike_int.h"
 
-/* ---- small helpers ------------------------------------------------------ */
+/* ---- the manager: which request of ours goes next ------------------------ */
 
-static const char *const reject_names[] = {
-#define IKE_REJ_NAME(e, s) s,
-	IKE_REJECT_LIST(IKE_REJ_NAME)
-#undef IKE_REJ_NAME
-};
-
-const char *
-ike_reject_name(enum ike_reject r)
-{
-	return (unsigned)r < IKE_REJ_COUNT ? reject_names[r] : "?";
-}
-
-const char *
-ike_state_name(enum ike_state s)
-{
-	static const char *const names[] = {
-		[IKE_ST_INIT_SENT] = "init-sent", [IKE_ST_HALF_OPEN] = "half-open",
-		[IKE_ST_AUTH_SENT] = "auth-sent", [IKE_ST_ESTABLISHED] = "established",
-		[IKE_ST_DELETING] = "deleting", [IKE_ST_REKEYED] = "rekeyed",
-	};
-
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
-}
-
-void __attribute__((format(printf, 3, 4)))
-ike_log(struct ike_ctx *ctx, const struct ike_sa *sa, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-
-	if (ctx->ops.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	ctx->ops.log(ctx->opaque, sa && sa->conn ? sa->conn->cfg.name : "-", buf);
-}
-
-/* Count a refused message and pass rc on. */
+/* After an exchange of ours ends: what was asked for meanwhile. */
 int
-ike_drop(struct ike_ctx *ctx, const struct ike_sa *sa, enum ike_reject r, int rc, const char *err)
+ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
-	ctx->stats.reject[r]++;
-	ike_log(ctx, sa, "dropped (%s): %s", reject_names[r], err ? err : "");
-	return rc;
-}
-
-/* Replace *dst with a copy of src: 0 or -ENOMEM (and *dst left empty). */
-int
-ike_store(uint8_t **dst, size_t *dlen, const uint8_t *src, size_t len)
-{
-	free(*dst);
-	*dlen = 0;
-	*dst = malloc(len);
-	if (*dst == NULL)
-		return -ENOMEM;
-	memcpy(*dst, src, len);
-	*dlen = len;
-	return 0;
-}
-
-/* A random value that is not zero: SPIs, where zero means "none". */
-int
-ike_random_nonzero(uint8_t *p, size_t n)
-{
-	int rc;
-
-	do {
-		rc = ike_random(p, n);
-	} while (rc == 0 && is_zero(p, n));
-	return rc;
-}
-
-const char *
-ike_notify_name(uint16_t type)
-{
-	switch (type) {
-	case IKE_N_INVALID_SYNTAX: return "INVALID_SYNTAX";
-	case IKE_N_NO_PROPOSAL_CHOSEN: return "NO_PROPOSAL_CHOSEN";
-	case IKE_N_INVALID_KE_PAYLOAD: return "INVALID_KE_PAYLOAD";
-	case IKE_N_AUTHENTICATION_FAILED: return "AUTHENTICATION_FAILED";
-	case IKE_N_TS_UNACCEPTABLE: return "TS_UNACCEPTABLE";
-	case IKE_N_NO_ADDITIONAL_SAS: return "NO_ADDITIONAL_SAS";
-	case IKE_N_TEMPORARY_FAILURE: return "TEMPORARY_FAILURE";
-	default: return "error";
+	if (sa->want_del_ike) {
+		sa->want_del_ike = false;
+		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
 	}
-}
+	if (sa->n_del_spis != 0)	/* of child connections gone */
+		return ike_info_send(ctx, sa, REQ_DEL_SPIS, now);
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {	/* each CHILD_SA in turn */
+		struct child_sa *k = KID(sa);
 
-/* ---- payload chains ----------------------------------------------------- */
-
-/* Parse a chain and every Notify in it, so that later lookups need no checks. */
-int
-ike_view_parse(uint8_t first, const uint8_t *p, size_t len, struct view *v, char *err, size_t elen)
-{
-	int rc = ike_chain_parse(first, p, len, v->pl, MAX_PL, &v->n, err, elen);
-
-	for (unsigned i = 0; rc == 0 && i < v->n; i++) {
-		struct ike_notify nt;
-
-		if (v->pl[i].type == IKE_PL_NOTIFY)
-			rc = ike_notify_parse(v->pl[i].body, v->pl[i].len, &nt, err, elen);
-	}
-	return rc;
-}
-
-const struct ike_pl *
-ike_find_pl(const struct view *v, uint8_t type)
-{
-	for (unsigned i = 0; i < v->n; i++)
-		if (v->pl[i].type == type)
-			return &v->pl[i];
-	return NULL;
-}
-
-/* The first Notify of type after index *from (start with 0); false if none. */
-bool
-ike_find_notify(const struct view *v, uint16_t type, unsigned *from, struct ike_notify *nt)
-{
-	char err[8];
-
-	for (unsigned i = *from; i < v->n; i++) {
-		if (v->pl[i].type != IKE_PL_NOTIFY)
-			continue;
-		ike_notify_parse(v->pl[i].body, v->pl[i].len, nt, err, sizeof(err));
-		if (nt->type == type) {
-			*from = i + 1;
-			return true;
+		if (k->want_del_child) {
+			k->want_del_child = false;
+			if (k->child.up)
+				return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
+		}
+		if (k->want_del_dup) {
+			k->want_del_dup = false;
+			if (k->dup.up)
+				return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
+		}
+		if (k->want_rekey) {
+			k->want_rekey = false;
+			if (k->child.up && !k->old.up && !k->dup.up)
+				return ike_child_rekey_send(ctx, sa, now);
 		}
 	}
-	return false;
-}
-
-/* The type of the first error Notify, 0 if none. */
-uint16_t
-ike_error_notify(const struct view *v)
-{
-	struct ike_notify nt;
-	char err[8];
-
-	for (unsigned i = 0; i < v->n; i++) {
-		if (v->pl[i].type != IKE_PL_NOTIFY)
-			continue;
-		ike_notify_parse(v->pl[i].body, v->pl[i].len, &nt, err, sizeof(err));
-		if (nt.type != 0 && nt.type <= IKE_N_ERROR_MAX)
-			return nt.type;
-	}
-	return 0;
-}
-
-void
-ike_put_notify(struct ike_buf *b, uint16_t type, const void *data, size_t len)
-{
-	struct ike_notify nt = { .type = type, .data = data, .data_len = len };
-
-	ike_build_notify(b, &nt);
-}
-
-/* ---- sending ------------------------------------------------------------ */
-
-void
-ike_xmit(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *m, size_t len)
-{
-	ike_keep_now(ctx, sa);
-	ctx->stats.tx++;
-	sa->tx++;
-	ctx->ops.send(ctx->opaque, &sa->local, &sa->remote, m, len);
-}
-
-/* A stored message (our request, our response) to local, remote: frag says it is fragments. */
-void
-ike_xmit_stored(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
-	    const struct ike_addr *remote, const uint8_t *m, size_t len, bool frag)
-{
-	ike_keep_now(ctx, sa);
-	if (frag) {
-		ike_frag_send(ctx, sa, local, remote, m, len);
-		return;
-	}
-	ctx->stats.tx++;
-	sa->tx++;
-	ctx->ops.send(ctx->opaque, local, remote, m, len);
-}
-
-/*
- * From now on IKE on port 4500 both ends (2.23), and the CHILD_SA ESP in UDP;
- * ours is the conn's natt_port if it names one (the peer answers where a
- * request came from, as it would through a NAT).
- */
-void
-ike_encap_start(struct ike_ctx *ctx, struct ike_sa *sa)
-{
-	uint16_t mine = sa->conn->cfg.natt_port ? sa->conn->cfg.natt_port : NATT_PORT;
-
-	if (!sa->encap)
-		ike_log(ctx, sa, "NAT %s: IKE moves to port %u (ours %u), ESP in UDP",
-		      sa->nat_local || sa->nat_remote ? "detected" : "forced", NATT_PORT, mine);
-	sa->encap = true;
-	sa->local.port = mine;
-	sa->remote.port = NATT_PORT;
-}
-
-/*
- * An authenticated request that came to our port 4500: answer where it came
- * from and go on from there (2.23: the peer's NAT mapping is what reaches
- * it; the peer may have moved to 4500 first).  On port 500 nothing moves, and
- * once on 4500 an SA does not go back.
- */
-static void
-request_from(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
-	     const struct ike_addr *remote)
-{
-	if (local->port != NATT_PORT)
-		return;
-	if (!sa->encap)
-		ike_log(ctx, sa, "request on port %u: IKE moves there, ESP in UDP", NATT_PORT);
-	sa->encap = true;
-	sa->local = *local;
-	sa->remote = *remote;
-}
-
-void
-ike_hdr_for(const struct ike_sa *sa, struct ike_hdr *h, uint8_t exchange, bool response,
-	uint32_t id)
-{
-	memset(h, 0, sizeof(*h));
-	memcpy(h->spi_i, sa->spi_i, IKE_SPI_LEN);
-	memcpy(h->spi_r, sa->spi_r, IKE_SPI_LEN);
-	h->exchange = exchange;
-	h->flags = (uint8_t)((sa->initiator ? IKE_F_INITIATOR : 0) |
-			     (response ? IKE_F_RESPONSE : 0));
-	h->msg_id = id;
-}
-
-/* The SK payload's IV and ICV lengths under the negotiated cipher. */
-size_t
-ike_sk_iv_len(const struct ike_sa *sa)
-{
-	return sa->prop.integ == 0 ? IKE_GCM_IV_LEN : IKE_CBC_IV_LEN;
-}
-
-size_t
-ike_sk_icv_len(const struct ike_sa *sa)
-{
-	return sa->prop.integ == 0 ? IKE_GCM_ICV_LEN : ike_integ_icv_len(sa->prop.integ);
-}
-
-/*
- * The IV: with GCM a counter (each direction has its own key, SK_ei or
- * SK_er, and only this side encrypts under this one); with CBC it must be
- * unpredictable (RFC 7296 3.14), so random.
- */
-int
-ike_sk_iv(struct ike_sa *sa, uint8_t *iv)
-{
-	if (sa->prop.integ != 0)
-		return ike_random(iv, IKE_CBC_IV_LEN);
-	for (unsigned i = 0; i < IKE_GCM_IV_LEN; i++)
-		iv[i] = (uint8_t)(sa->iv_ctr >> (56 - 8 * i));
-	sa->iv_ctr++;
-	return 0;
-}
-
-/* Encrypts pt (plen bytes, padded) in place and appends the ICV. */
-int
-ike_sk_seal(const struct ike_sa *sa, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
-	uint8_t *pt, size_t plen)
-{
-	const uint8_t *ek = sa->initiator ? sa->keys.sk_ei : sa->keys.sk_er;
-	const uint8_t *ak = sa->initiator ? sa->keys.sk_ai : sa->keys.sk_ar;
-
-	if (sa->prop.integ == 0)
-		return ike_aead_seal(ek, sa->keys.enc_len, iv, aad, aad_len, pt, plen, pt);
-	return ike_cbc_seal(ek, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len, iv,
-			    aad, aad_len, pt, plen, pt);
-}
-
-/*
- * Decrypt data (an SK or SKF payload's IV, ciphertext and ICV; aad what
- * precedes it) into plain, unpadded: plen bytes.  -EMSGSIZE too short for
- * IV and ICV, -EBADMSG the ICV does not verify, -ERANGE the pad length
- * runs beyond the data.
- */
-int
-ike_sk_open(const struct ike_sa *sa, const uint8_t *aad, size_t aad_len, const uint8_t *data,
-	    size_t len, uint8_t *plain, size_t *plen)
-{
-	const uint8_t *key = sa->initiator ? sa->keys.sk_er : sa->keys.sk_ei;
-	const uint8_t *ak = sa->initiator ? sa->keys.sk_ar : sa->keys.sk_ai;
-	const size_t ivl = ike_sk_iv_len(sa), icvl = ike_sk_icv_len(sa);
-	int rc;
-
-	if (len < ivl + icvl + 1)
-		return -EMSGSIZE;
-	if (sa->prop.integ == 0)
-		rc = ike_aead_open(key, sa->keys.enc_len, data, aad, aad_len, data + ivl,
-				   len - ivl, plain);
-	else
-		rc = ike_cbc_open(key, sa->keys.enc_len, sa->prop.integ, ak, sa->keys.integ_len,
-				  data, aad, aad_len, data + ivl, len - ivl, plain);
-	if (rc != 0)
-		return -EBADMSG;
-	return ike_sk_unpad(plain, len - ivl - icvl, plen) == 0 ? 0 : -ERANGE;
-}
-
-/*
- * A message of header h whose only payload is SK around the chain in, into
- * out.  GCM needs no padding; CBC pads to its block with zeros (3.14 lets
- * the sender choose the padding's bytes).  When it is too big for the path
- * and both ends do RFC 7383, out gets its fragments instead, and
- * sa->sealed_frag says so (ike_frag.c).
- */
-int
-ike_seal_msg(struct ike_sa *sa, const struct ike_hdr *h, const struct ike_buf *in, uint8_t *out,
-	 size_t cap, size_t *len)
-{
-	const size_t block = sa->prop.integ == 0 ? 1 : IKE_CBC_IV_LEN;
-	const size_t pad = (block - (in->len + 1) % block) % block;
-	size_t plen = in->len + pad + 1, sk;
-	uint8_t iv[IKE_CBC_IV_LEN];
-	struct ike_buf b;
-	uint8_t *ct;
-	int rc;
-
-	if (in->overflow)
-		return -ENOSPC;
-	rc = ike_sk_iv(sa, iv);
-	if (rc != 0)
-		return rc;
-	ike_buf_init(&b, out, cap);
-	ike_build_hdr(&b, h);
-	sk = ike_sk_begin(&b, IKE_PL_SK, in->first);
-	ike_put_bytes(&b, iv, ike_sk_iv_len(sa));
-	ct = ike_reserve(&b, plen + ike_sk_icv_len(sa));
-	ike_pl_end(&b, sk);
-	rc = ike_finish(&b);
-	if (rc != 0)
-		return rc;
-	memcpy(ct, in->p, in->len);
-	memset(ct + in->len, 0, pad);
-	ct[in->len + pad] = (uint8_t)pad;
-	rc = ike_sk_seal(sa, iv, out, sk + IKE_GEN_HDR_LEN, ct, plen);
-	*len = b.len;
-	sa->sealed_frag = false;
-	if (rc == 0 && ike_frag_wanted(sa, h, b.len)) {
-		rc = ike_frag_seal(sa, h, in, out, cap, len);
-		sa->sealed_frag = rc == 0;
-	}
-	return rc;
-}
-
-/* Send a new request and keep it for retransmission. */
-int
-ike_request_start(struct ike_ctx *ctx, struct ike_sa *sa, enum req_kind kind, uint32_t id,
-	      const uint8_t *m, size_t len, uint64_t now)
-{
-	int rc = ike_store(&sa->req, &sa->req_len, m, len);
-
-	if (rc != 0)
-		return rc;
-	sa->req_kind = kind;
-	sa->req_kid = sa->ck;		/* the CHILD_SA its answer is about */
-	sa->req_id = id;
-	sa->next_req_id = id + 1;
-	sa->tries = 1;
-	sa->timeout_ms = sa->conn->cfg.retrans_ms;
-	sa->next_tx_ms = now + sa->timeout_ms;
-	sa->req_frag = kind != REQ_INIT && sa->sealed_frag;
-	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, m, len, sa->req_frag);
-	return 0;
-}
-
-void
-ike_request_done(struct ike_sa *sa)
-{
-	free(sa->req);
-	sa->req = NULL;
-	sa->req_len = 0;
-	sa->req_kind = REQ_NONE;
-}
-
-/* Send the response to the peer's current request, kept for its retransmissions. */
-int
-ike_respond(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *req,
-	const struct ike_buf *in)
-{
-	uint8_t out[MSG_MAX];
-	struct ike_hdr h;
-	size_t len;
-	int rc;
-
-	ike_hdr_for(sa, &h, req->exchange, true, req->msg_id);
-	rc = ike_seal_msg(sa, &h, in, out, sizeof(out), &len);
-	if (rc == 0)
-		rc = ike_store(&sa->last_resp, &sa->last_resp_len, out, len);
-	if (rc == 0) {
-		sa->resp_frag = sa->sealed_frag;
-		ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, out, len, sa->resp_frag);
-	}
-	return rc;
-}
-
-/* ---- SA lifetime -------------------------------------------------------- */
-
-/* When a refused lifetime rekey is tried again. */
-uint64_t
-ike_rekey_retry_at(uint64_t now)
-{
-	uint16_t r = 0;
-
-	(void)ike_random((uint8_t *)&r, sizeof(r));	/* failed: no jitter */
-	return now + REKEY_RETRY_MS + r % (REKEY_JITTER_MS + 1);
-}
-
-struct ike_sa *
-ike_sa_new(struct ike_ctx *ctx, struct conn *c, bool initiator, uint64_t now)
-{
-	struct ike_sa *sa = calloc(1, sizeof(*sa));
-
-	if (sa == NULL)
-		return NULL;
-	ike_sa_set_conn(sa, c);
-	sa->n_kids = 1;			/* kid0: IKE_AUTH's CHILD_SA */
-	sa->initiator = initiator;
-	sa->created_ms = now;
-	sa->last_rx_ms = now;
-	sa->next = ctx->sas;
-	if (ctx->sas != NULL)
-		ctx->sas->prev = sa;
-	ctx->sas = sa;
-	return sa;
-}
-
-void
-ike_sa_set_conn(struct ike_sa *sa, struct conn *c)
-{
-	if (sa->conn != NULL) {
-		if (sa->conn_prev != NULL)
-			sa->conn_prev->conn_next = sa->conn_next;
-		else
-			sa->conn->sas = sa->conn_next;
-		if (sa->conn_next != NULL)
-			sa->conn_next->conn_prev = sa->conn_prev;
-	}
-	sa->conn = c;
-	sa->conn_prev = NULL;
-	sa->conn_next = c != NULL ? c->sas : NULL;
-	if (c == NULL)
-		return;
-	if (c->sas != NULL)
-		c->sas->conn_prev = sa;
-	c->sas = sa;
-}
-
-/* The chain of SAs whose SPIi may be spi_i (ike_int.h's ctx->by_spi). */
-struct ike_sa *
-ike_sa_bucket(const struct ike_ctx *ctx, const uint8_t *spi_i)
-{
-	return ctx->by_spi[ike_hash(ctx->hash_key, spi_i, IKE_SPI_LEN) % IKE_SA_BUCKETS];
-}
-
-static size_t
-peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id)
-{
-	uint8_t k[1 + IKE_IDENT_MAX];
-
-	k[0] = id->type;
-	memcpy(k + 1, id->data, id->len);
-	return ike_hash(ctx->hash_key, k, 1u + id->len) % IKE_SA_BUCKETS;
-}
-
-struct ike_sa *
-ike_sa_peer_bucket(const struct ike_ctx *ctx, const struct ike_ident *id)
-{
-	return ctx->by_peer[peer_bucket(ctx, id)];
-}
-
-void
-ike_sa_peer_hash(struct ike_ctx *ctx, struct ike_sa *sa)
-{
-	struct ike_sa **b;
-
-	if (sa->peer_hashed || sa->peer_id.len == 0)
-		return;
-	b = &ctx->by_peer[peer_bucket(ctx, &sa->peer_id)];
-	sa->by_peer = *b;
-	*b = sa;
-	sa->peer_hashed = true;
-}
-
-/* sa's spi_i is set (once: ours drawn, or the peer's taken): messages find it by that. */
-void
-ike_sa_hash(struct ike_ctx *ctx, struct ike_sa *sa)
-{
-	struct ike_sa **b = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i, IKE_SPI_LEN) %
-					 IKE_SA_BUCKETS];
-
-	sa->by_spi = *b;
-	*b = sa;
-	sa->hashed = true;
-}
-
-/* Whether h is for one of the last IKE SAs that ended here. */
-static bool
-ended_lately(const struct ike_ctx *ctx, const struct ike_hdr *h)
-{
-	static const uint8_t none[IKE_SPI_LEN];
-
-	if (!memcmp(h->spi_i, none, IKE_SPI_LEN))
-		return false;		/* (the ring's empty slots) */
-	for (unsigned i = 0; i < IKE_ENDED_MAX; i++)
-		if (!memcmp(ctx->ended[i].spi_i, h->spi_i, IKE_SPI_LEN) &&
-		    !memcmp(ctx->ended[i].spi_r, h->spi_r, IKE_SPI_LEN))
-			return true;
-	return false;
-}
-
-static void
-sa_unlink(struct ike_ctx *ctx, struct ike_sa *sa)
-{
-	struct ike_ended *e = &ctx->ended[ctx->ended_next++ % IKE_ENDED_MAX];
-
-	memcpy(e->spi_i, sa->spi_i, IKE_SPI_LEN);
-	memcpy(e->spi_r, sa->spi_r, IKE_SPI_LEN);
-	if (sa->hashed) {
-		struct ike_sa **pp = &ctx->by_spi[ike_hash(ctx->hash_key, sa->spi_i,
-							  IKE_SPI_LEN) % IKE_SA_BUCKETS];
-
-		while (*pp != sa)
-			pp = &(*pp)->by_spi;
-		*pp = sa->by_spi;
-	}
-	if (sa->peer_hashed) {
-		struct ike_sa **pp = &ctx->by_peer[peer_bucket(ctx, &sa->peer_id)];
-
-		while (*pp != sa)
-			pp = &(*pp)->by_peer;
-		*pp = sa->by_peer;
-	}
-	if (sa->prev != NULL)
-		sa->prev->next = sa->next;
-	else
-		ctx->sas = sa->next;
-	if (sa->next != NULL)
-		sa->next->prev = sa->prev;
-	ike_sa_set_conn(sa, NULL);
-}
-
-void
-ike_why(struct ike_sa *sa, const char *fmt, ...)
-{
-	char *why;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&why, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	free(sa->why);
-	sa->why = why;
-}
-
-static void
-sa_free(struct ike_sa *sa)
-{
-	free(sa->why);
-	sa->why = NULL;
-	ike_keys_wipe(&sa->keys);
-	ike_dh_free(sa->dh);
-	ike_dh_free(sa->irk_dh);
-	for (unsigned i = 0; i < sa->n_kids; i++) {
-		struct child_sa *k = ike_kid(sa, i);
-
-		ike_dh_free(k->rk_dh);
-		explicit_bzero(k, sizeof(*k));
-		if (i > 0)
-			free(k);
-	}
-	free(sa->init_req);
-	free(sa->init_resp);
-	free(sa->req);
-	free(sa->last_req);
-	free(sa->last_resp);
-	ike_frag_reset(sa);
-	explicit_bzero(sa, sizeof(*sa));	/* nonces, SPIs: nothing of it outlives it */
-	free(sa);
-}
-
-void
-ike_set_state(struct ike_ctx *ctx, struct ike_sa *sa, enum ike_state st)
-{
-	if (sa->state == IKE_ST_HALF_OPEN && st != IKE_ST_HALF_OPEN)
-		ctx->half_open--;
-	sa->state = st;
-	ike_keep_mark(ctx, sa);
-}
-
-void
-ike_child_down(struct ike_ctx *ctx, struct ike_sa *sa, struct child *c)
-{
-	if (!c->up)
-		return;
-	c->up = false;
-	ctx->ops.child_down(ctx->opaque, KCFG(sa)->name, c->spi_in, c->spi_out,
-			    c->tr.n > 0 ? &c->tr.p[0] : NULL);
-}
-
-void
-ike_child_gone(struct ike_ctx *ctx, struct ike_sa *sa)
-{
-	ike_child_down(ctx, sa, &KID(sa)->child);
-}
-
-/* Tell the owner (child first), unlink and free. */
-void
-ike_sa_end(struct ike_ctx *ctx, struct ike_sa *sa, const char *why)
-{
-	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {
-		ike_child_gone(ctx, sa);
-		ike_child_down(ctx, sa, &KID(sa)->old);
-		ike_child_down(ctx, sa, &KID(sa)->dup);
-	}
 	sa->ck = 0;
-	for (struct ike_sa *o = sa->cross_target ? ctx->sas : NULL; o != NULL; o = o->next)
-		if (o->ike_cross == sa)
-			o->ike_cross = NULL;	/* a crossing rekey's successor went first */
-	if (sa->owner_knows)
-		ctx->ops.ike_down(ctx->opaque, sa->conn->cfg.name, why);
-	ike_log(ctx, sa, "IKE SA ends: %s", why);
-	ike_set_state(ctx, sa, IKE_ST_ESTABLISHED);	/* leaves the half-open count */
-	ike_cp_release(sa);		/* remote access: the lease goes offline */
-	ike_keep_forget(ctx, sa);
-	sa_unlink(ctx, sa);
-	sa_free(sa);
+	if (sa->want_ike_rekey) {
+		sa->want_ike_rekey = false;
+		return ike_rekey_send(ctx, sa, now);
+	}
+	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++)
+		if (KID(sa)->want_create && sa->state == IKE_ST_ESTABLISHED)
+			return ike_child_create_send(ctx, sa, now);
+	sa->ck = 0;
+	return 0;
 }
 
-/* Derive the IKE SA's keys from the peer's KE; the DH key goes either way. */
-int
-ike_derive_keys(struct ike_sa *sa, const struct ike_ke *ke)
+/* The initiator's IKE_AUTH, once IKE_SA_INIT is answered. */
+static int
+auth_start(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 {
-	uint8_t gir[IKE_DH_MAX_SECRET];
-	size_t glen = sizeof(gir);
-	int rc;
+	int rc = ike_auth_send(ctx, sa, now);
 
-	rc = ike_dh_derive(sa->dh, ke->data, ke->len, gir, &glen);
-	if (rc == 0)
-		rc = ike_derive_sa_keys(sa->prop.prf, sa->prop.encr_bits / 8, sa->prop.integ,
-					sa->ni, sa->ni_len, sa->nr, sa->nr_len, gir, glen,
-					sa->spi_i, sa->spi_r, &sa->keys);
-	explicit_bzero(gir, sizeof(gir));
-	ike_dh_free(sa->dh);
-	sa->dh = NULL;
+	if (rc != 0)
+		ike_sa_end(ctx, sa, "cannot send IKE_AUTH");
+	return rc;
+}
+
+/*
+ * The requests an exchange's handler left (nx), started in order as soon as
+ * it returns, as its last calls started them when the exchanges did it
+ * themselves: the result is the last step's (rc, the handler's, if none).
+ */
+static int
+next_run(struct ike_ctx *ctx, const struct ike_next *nx, int rc, uint64_t now)
+{
+	for (unsigned i = 0; i < nx->n; i++) {
+		struct ike_sa *sa = nx->step[i].sa;
+		enum req_kind kind = nx->step[i].kind;
+
+		if (kind == REQ_NONE)
+			rc = ike_next_request(ctx, sa, now);
+		else if (kind == REQ_AUTH)
+			rc = auth_start(ctx, sa, now);
+		else
+			rc = ike_info_send(ctx, sa, kind, now);
+	}
 	return rc;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
-
-/* The SK payload (the last of the chain) decrypted into plain (cap bytes, malloc'd). */
-static int
-open_sk(struct ike_ctx *ctx, struct ike_sa *sa, const uint8_t *msg, size_t len,
-	const struct ike_pl *sk, uint8_t **plain, size_t *cap, size_t *plen)
-{
-	char err[ERR_LEN];
-	int rc;
-
-	*plain = malloc(len);
-	if (*plain == NULL)
-		return -ENOMEM;
-	*cap = len;
-	rc = ike_sk_open(sa, msg, (size_t)(sk->body - msg), sk->body, sk->len, *plain, plen);
-	if (rc == -EMSGSIZE) {
-		snprintf(err, sizeof(err), "sk.length: %u, at least %zu", sk->len,
-			 ike_sk_iv_len(sa) + ike_sk_icv_len(sa) + 1);
-		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG, err);
-	}
-	if (rc == -EBADMSG)
-		return ike_drop(ctx, sa, IKE_REJ_ICV_FAIL, rc, "sk: ICV does not verify");
-	if (rc != 0)
-		return ike_drop(ctx, sa, IKE_REJ_MALFORMED, rc, "sk.pad_length: beyond the data");
-	return 0;
-}
-
-/*
- * Decrypt the SK payload, or put the message together from its SKF
- * fragments (ike_frag.c), into *plain (*cap bytes, malloc'd: the caller
- * wipes and frees it) and parse what it holds.  0, or 1 for a fragment kept
- * while others are missing, or a negative errno (dropped, counted).
- */
-static int
-open_msg(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const uint8_t *msg,
-	 size_t len, uint64_t now, uint8_t **plain, size_t *cap, struct view *v)
-{
-	const struct ike_pl *sk;
-	char err[ERR_LEN];
-	struct view outer;
-	uint8_t first;
-	size_t plen;
-	int rc;
-
-	*plain = NULL;
-	*cap = 0;
-	rc = ike_view_parse(h->next, msg + IKE_HDR_LEN, len - IKE_HDR_LEN, &outer, err,
-			    sizeof(err));
-	if (rc != 0)
-		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
-			      rc, err);
-	sk = outer.n ? &outer.pl[outer.n - 1] : NULL;
-	if (sk != NULL && sk->type == IKE_PL_SKF) {
-		rc = ike_frag_input(ctx, sa, h, msg, sk, now, plain, &plen, &first);
-		if (rc != 0)
-			return rc;
-		*cap = plen;
-	} else {
-		if (sk == NULL || sk->type != IKE_PL_SK)
-			return ike_drop(ctx, sa, IKE_REJ_MALFORMED, -EBADMSG,
-				      "sk: no Encrypted payload");
-		first = sk->inner_first;
-		rc = open_sk(ctx, sa, msg, len, sk, plain, cap, &plen);
-		if (rc != 0)
-			return rc;
-	}
-	rc = ike_view_parse(first, *plain, plen, v, err, sizeof(err));
-	if (rc != 0)
-		return ike_drop(ctx, sa, rc == -ENOTSUP ? IKE_REJ_UNSUPPORTED : IKE_REJ_MALFORMED,
-			      rc, err);
-	return 0;
-}
-
-static void
-plain_free(uint8_t *plain, size_t cap)
-{
-	if (plain == NULL)
-		return;
-	explicit_bzero(plain, cap);
-	free(plain);
-}
 
 static uint8_t
 req_exchange(enum req_kind k)
@@ -777,22 +125,46 @@ req_exchange(enum req_kind k)
 
 /*
  * The answer to our CREATE_CHILD_SA of a child connection removed while it
- * was out (ike_conn.c kid_remove): a CHILD_SA it made goes at once.
+ * was out (kid_remove): a CHILD_SA it made goes at once.
  */
 static int
-orphan_answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now)
+orphan_answer(struct ike_sa *sa, const struct view *v, struct ike_next *nx)
 {
 	sa->req_orphan = false;
 	ike_request_done(sa);
 	if (ike_error_notify(v) == 0 && sa->n_del_spis < 3 * IKE_KIDS_MAX)
 		sa->del_spis[sa->n_del_spis++] = sa->orphan_spi;
-	return ike_next_request(ctx, sa, now);
+	return ike_then(nx, sa, REQ_NONE);
+}
+
+/* Our request's answer, opened, to the exchange that sent the request. */
+static int
+answer(struct ike_ctx *ctx, struct ike_sa *sa, const struct view *v, uint64_t now,
+       struct ike_next *nx)
+{
+	sa->last_rx_ms = now;
+	sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
+	if (sa->req_orphan)
+		return orphan_answer(sa, v, nx);
+	switch (sa->req_kind) {
+	case REQ_AUTH:
+		return ike_auth_response(ctx, sa, v, now, nx);
+	case REQ_REKEY:
+		return ike_child_rekey_response(ctx, sa, v, now, nx);
+	case REQ_CREATE:
+		return ike_child_create_response(ctx, sa, v, now, nx);
+	case REQ_IKE_REKEY:
+		return ike_rekey_response(ctx, sa, v, now, nx);
+	default:
+		return ike_info_response(ctx, sa, nx);
+	}
 }
 
 static int
 on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	    const uint8_t *msg, size_t len, uint64_t now)
 {
+	struct ike_next nx = { 0 };
 	char err[ERR_LEN];
 	struct view v;
 	uint8_t *plain;
@@ -814,28 +186,18 @@ on_response(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h,
 	if (h->exchange != req_exchange(sa->req_kind))
 		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not that "
 			      "of our request");
-	if (sa->req_kind == REQ_INIT)
-		return ike_init_response(ctx, sa, h, msg, len, now);
-	rc = open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
+	if (sa->req_kind == REQ_INIT) {
+		rc = ike_init_response(ctx, sa, h, msg, len, now, &nx);
+		return next_run(ctx, &nx, rc, now);
+	}
+	rc = ike_open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
 	if (rc == 1)
 		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0) {
-		sa->last_rx_ms = now;
-		sa->ck = sa->req_kid < sa->n_kids ? sa->req_kid : 0;
-		if (sa->req_orphan)
-			rc = orphan_answer(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_AUTH)
-			rc = ike_auth_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_REKEY)
-			rc = ike_child_rekey_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_CREATE)
-			rc = ike_child_create_response(ctx, sa, &v, now);
-		else if (sa->req_kind == REQ_IKE_REKEY)
-			rc = ike_rekey_response(ctx, sa, &v, now);
-		else
-			rc = ike_info_response(ctx, sa, now);
+		rc = answer(ctx, sa, &v, now, &nx);
+		rc = next_run(ctx, &nx, rc, now);
 	}
-	plain_free(plain, cap);
+	ike_plain_free(plain, cap);
 	return rc;
 }
 
@@ -857,23 +219,18 @@ request_allowed(const struct ike_sa *sa, uint8_t exchange)
 	}
 }
 
-/*
- * A fragment of the request we answered already (RFC 7383 2.6.1): fragment 1,
- * once authenticated, has the whole response sent again; the others nothing.
- */
+/* The peer's request, opened, to the exchange that answers it. */
 static int
-resent_fragment(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
-		const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
-		size_t len)
+request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_hdr *h, const struct view *v,
+	uint64_t now, struct ike_next *nx)
 {
-	uint16_t number;
-	int rc = ike_frag_resent(ctx, sa, h, msg, len, &number);
-
-	if (rc != 0 || number != 1)
-		return rc;
-	ctx->stats.resent_responses++;
-	ike_xmit_stored(ctx, sa, local, remote, sa->last_resp, sa->last_resp_len, sa->resp_frag);
-	return 0;
+	if (h->exchange == IKE_AUTH)
+		return ike_auth_request(ctx, sa, h, v, now);
+	if (h->exchange == IKE_INFORMATIONAL)
+		return ike_info_request(ctx, sa, h, v, now);
+	if (ike_is_ike_rekey(v))	/* CREATE_CHILD_SA rekeying the IKE SA */
+		return ike_rekey_request(ctx, sa, h, v, now);
+	return ike_child_rekey_request(ctx, sa, h, v, now, nx);
 }
 
 static int
@@ -881,72 +238,34 @@ on_request(struct ike_ctx *ctx, struct ike_sa *sa, const struct ike_addr *local,
 	   const struct ike_addr *remote, const struct ike_hdr *h, const uint8_t *msg,
 	   size_t len, uint64_t now)
 {
+	struct ike_next nx = { 0 };
 	struct view v;
 	uint8_t *plain;
 	size_t cap;
 	int rc;
 
-	if (sa->last_req != NULL && h->msg_id + 1 == sa->peer_next_id) {
-		if (h->next == IKE_PL_SKF)
-			return resent_fragment(ctx, sa, local, remote, h, msg, len);
-		if (len != sa->last_req_len || memcmp(msg, sa->last_req, len) != 0)
-			return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: "
-				      "that of the last request, but the message differs");
-		/* To where the copy came from, which moves nothing (2.11, 2.23). */
-		ctx->stats.resent_responses++;
-		ike_xmit_stored(ctx, sa, local, remote, sa->last_resp, sa->last_resp_len,
-				sa->resp_frag);
-		return 0;
-	}
+	if (sa->last_req != NULL && h->msg_id + 1 == sa->peer_next_id)
+		return ike_respond_again(ctx, sa, local, remote, h, msg, len);
 	if (h->msg_id != sa->peer_next_id)
 		return ike_drop(ctx, sa, IKE_REJ_BAD_MSGID, -EBADMSG, "ike.message_id: outside "
 			      "the window");
 	if (!request_allowed(sa, h->exchange))
 		return ike_drop(ctx, sa, IKE_REJ_BAD_EXCHANGE, -EBADMSG, "ike.exchange: not "
 			      "expected in this state");
-	rc = open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
+	rc = ike_open_msg(ctx, sa, h, msg, len, now, &plain, &cap, &v);
 	if (rc == 1)
 		return 0;	/* a fragment: the rest are to come */
 	if (rc == 0)
 		rc = ike_store(&sa->last_req, &sa->last_req_len, msg, len);
 	if (rc == 0) {
-		request_from(ctx, sa, local, remote);
+		ike_request_from(ctx, sa, local, remote);
 		sa->last_rx_ms = now;
 		sa->peer_next_id++;
-		if (h->exchange == IKE_AUTH) {
-			rc = ike_auth_request(ctx, sa, h, &v, now);
-		} else if (h->exchange == IKE_INFORMATIONAL) {
-			rc = ike_info_request(ctx, sa, h, &v, now);
-		} else {
-			rc = ike_child_rekey_request(ctx, sa, h, &v, now);
-		}
+		rc = request(ctx, sa, h, &v, now, &nx);
+		rc = next_run(ctx, &nx, rc, now);
 	}
-	plain_free(plain, cap);
+	ike_plain_free(plain, cap);
 	return rc;
-}
-
-/* The SA a message is for, or NULL with the reason: unknown SPIs, or our own role. */
-static struct ike_sa *
-sa_lookup(struct ike_ctx *ctx, const struct ike_hdr *h, enum ike_reject *why)
-{
-	bool from_initiator = h->flags & IKE_F_INITIATOR;
-
-	*why = IKE_REJ_BAD_SPI;
-	for (struct ike_sa *sa = ike_sa_bucket(ctx, h->spi_i); sa != NULL; sa = sa->by_spi) {
-		ctx->probes++;
-		if (memcmp(sa->spi_i, h->spi_i, IKE_SPI_LEN) != 0)
-			continue;
-		/* Our IKE_SA_INIT's answer brings the responder's SPI, or none (errors). */
-		if (memcmp(sa->spi_r, h->spi_r, IKE_SPI_LEN) != 0 &&
-		    !(sa->state == IKE_ST_INIT_SENT && h->exchange == IKE_SA_INIT))
-			continue;
-		if (sa->initiator == from_initiator) {
-			*why = IKE_REJ_BAD_FLAGS;
-			continue;
-		}
-		return sa;
-	}
-	return NULL;
 }
 
 int
@@ -966,8 +285,8 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 			      rc, err);
 	if (h.exchange == IKE_SA_INIT && !(h.flags & IKE_F_RESPONSE))
 		return ike_init_request(ctx, local, remote, &h, msg, len, now_ms);
-	sa = sa_lookup(ctx, &h, &why);
-	if (sa == NULL && why == IKE_REJ_BAD_SPI && ended_lately(ctx, &h)) {
+	sa = ike_sa_lookup(ctx, &h, &why);
+	if (sa == NULL && why == IKE_REJ_BAD_SPI && ike_sa_ended_lately(ctx, &h)) {
 		ctx->stats.after_end++;	/* e.g. the answer to a reload's Delete: no error */
 		return 0;
 	}
@@ -981,6 +300,51 @@ ike_input(struct ike_ctx *ctx, const struct ike_addr *local, const struct ike_ad
 }
 
 /* ---- the owner's calls -------------------------------------------------- */
+
+/*
+ * A child connection's CHILD_SA: by CREATE_CHILD_SA on its parent's IKE SA,
+ * which is started first if there is none (the CHILD_SA waits for it).
+ */
+static int
+kid_initiate(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+{
+	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
+	int rc, i;
+
+	if (sa == NULL) {
+		rc = ike_initiate(ctx, k->parent->cfg.name, now_ms);
+		sa = ike_sa_of_conn(ctx, k->parent);
+		if (sa == NULL)
+			return rc != 0 ? rc : -ENOENT;
+	}
+	if (sa->state == IKE_ST_DELETING || sa->want_del_ike)
+		return -EAGAIN;
+	if (ike_kid_find(sa, k) >= 0)
+		return -EALREADY;
+	i = ike_kid_add(sa, k);
+	if (i < 0)
+		return -ENOSPC;
+	sa->ck = (unsigned)i;
+	rc = ike_child_create_send(ctx, sa, now_ms);
+	sa->ck = 0;
+	return rc;
+}
+
+int
+ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = ike_conn_by_name(ctx, name), *k;
+
+	if (c == NULL && (k = ike_kid_conn_by_name(ctx, name)) != NULL)
+		return kid_initiate(ctx, k, now_ms);
+	if (c == NULL)
+		return -ENOENT;
+	if (c->cfg.remote_any)
+		return -EINVAL;		/* remote access waits for its clients */
+	if (ike_sa_of_conn(ctx, c) != NULL)
+		return -EALREADY;
+	return ike_init_start(ctx, c, now_ms);
+}
 
 /*
  * The IKE SA of connection name and, in *kid, the index of name's CHILD_SA
@@ -1130,6 +494,62 @@ ike_child_close(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 	if (sa->state != IKE_ST_ESTABLISHED || !KID(sa)->child.up)
 		return -ENOENT;
 	return ike_info_send(ctx, sa, REQ_DEL_CHILD, now_ms);
+}
+
+/* A child connection goes: its CHILD_SA deleted (best effort), its slot freed. */
+static int
+kid_remove(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
+{
+	struct ike_sa *sa = ike_sa_of_conn(ctx, k->parent);
+	int i = sa ? ike_kid_find(sa, k) : -1;
+
+	if (i >= 0) {
+		struct child_sa *kd = ike_kid(sa, (unsigned)i);
+		const struct child *ch[3] = { &kd->child, &kd->old, &kd->dup };
+
+		sa->ck = (unsigned)i;
+		/* its CHILD_SAs are deleted at the peer, now or after our request out */
+		for (unsigned n = 0; n < 3; n++)
+			if (ch[n]->up && sa->n_del_spis < IKE_KIDS_MAX * 3)
+				sa->del_spis[sa->n_del_spis++] = ch[n]->spi_in;
+		if (sa->req_kid == (unsigned)i &&
+		    (sa->req_kind == REQ_CREATE || sa->req_kind == REQ_REKEY)) {
+			sa->req_orphan = true;		/* its answer's new one, too */
+			sa->orphan_spi = kd->rk_spi;
+		}
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_SPIS, now_ms);
+		ike_child_gone(ctx, sa);
+		ike_child_down(ctx, sa, &KID(sa)->old);
+		ike_child_down(ctx, sa, &KID(sa)->dup);
+		ike_dh_free(KID(sa)->rk_dh);
+		*KID(sa) = (struct child_sa){ 0 };	/* a free slot */
+		sa->ck = 0;
+	}
+	ike_kid_conn_drop(k);
+	return 0;
+}
+
+int
+ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
+{
+	struct conn *c = ike_conn_by_name(ctx, name);
+	struct ike_sa *sa, *next;
+
+	if (c == NULL && ike_kid_conn_by_name(ctx, name) != NULL)
+		return kid_remove(ctx, ike_kid_conn_by_name(ctx, name), now_ms);
+	if (c == NULL)
+		return -ENOENT;
+	for (sa = ctx->sas; sa != NULL; sa = next) {
+		next = sa->next;
+		if (sa->conn != c)
+			continue;
+		if (sa->state == IKE_ST_ESTABLISHED && sa->req_kind == REQ_NONE)
+			(void)ike_info_send(ctx, sa, REQ_DEL_IKE, now_ms);	/* best effort */
+		ike_sa_end(ctx, sa, "connection removed");
+	}
+	ike_conn_drop(ctx, c);
+	return 0;
 }
 
 void

@@ -11,7 +11,7 @@
  * What it speaks, in outline (each exchange's file says the rest): PSK and
  * certificates (ike_auth.c, ike_pki.c), several CHILD_SAs per IKE SA and
  * PFS (ike_child.c), configuration payloads and address pools for remote
- * access (ike_cp.c, ike_pool.c), fragmentation (ike_frag.c, RFC 7383),
+ * access (ike_cp.c, ike_pool.c), fragmentation (ike_transport.c, RFC 7383),
  * INITIAL_CONTACT; the first CHILD_SA:
  *   IKE_SA_INIT  proposal selection (2.7), INVALID_KE_PAYLOAD and the retry
  *                with the group asked for, COOKIE (2.6) above a threshold of

@@ -1,55 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ike_timer.c - time: retransmission with backoff (2.1), half-open and
- * replaced SAs' expiry, lifetime rekeys and liveness checks that are due,
- * and which of our requests goes next once one is answered.
+ * ike_timer.c - time (ike_tick): when our request goes again (2.1; the
+ * transport's ike_request_resend sends it) or is given up, half-open and
+ * replaced SAs' expiry, lifetime rekeys and liveness checks that are due.
+ * Which of our requests goes next once one is answered is the manager's
+ * (ike_sa.c ike_next_request), which a Delete that came due asks too.  On
+ * top with the dispatcher: it calls the exchanges, nothing calls it.
  */
 #include <stdio.h>
 
 #include "ike_int.h"
-
-/* ---- our next request --------------------------------------------------- */
-
-/* After an exchange of ours ends: what was asked for meanwhile. */
-int
-ike_next_request(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
-{
-	if (sa->want_del_ike) {
-		sa->want_del_ike = false;
-		return ike_info_send(ctx, sa, REQ_DEL_IKE, now);
-	}
-	if (sa->n_del_spis != 0)	/* of child connections gone */
-		return ike_info_send(ctx, sa, REQ_DEL_SPIS, now);
-	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++) {	/* each CHILD_SA in turn */
-		struct child_sa *k = KID(sa);
-
-		if (k->want_del_child) {
-			k->want_del_child = false;
-			if (k->child.up)
-				return ike_info_send(ctx, sa, REQ_DEL_CHILD, now);
-		}
-		if (k->want_del_dup) {
-			k->want_del_dup = false;
-			if (k->dup.up)
-				return ike_info_send(ctx, sa, REQ_DEL_DUP, now);
-		}
-		if (k->want_rekey) {
-			k->want_rekey = false;
-			if (k->child.up && !k->old.up && !k->dup.up)
-				return ike_child_rekey_send(ctx, sa, now);
-		}
-	}
-	sa->ck = 0;
-	if (sa->want_ike_rekey) {
-		sa->want_ike_rekey = false;
-		return ike_rekey_send(ctx, sa, now);
-	}
-	for (sa->ck = 0; sa->ck < sa->n_kids; sa->ck++)
-		if (KID(sa)->want_create && sa->state == IKE_ST_ESTABLISHED)
-			return ike_child_create_send(ctx, sa, now);
-	sa->ck = 0;
-	return 0;
-}
 
 /* ---- timers ------------------------------------------------------------- */
 
@@ -74,13 +34,7 @@ retransmit(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		ike_sa_end(ctx, sa, why);
 		return;
 	}
-	sa->tries++;
-	sa->timeout_ms *= 2;
-	sa->next_tx_ms = now + sa->timeout_ms;
-	sa->retransmits++;
-	ctx->stats.retransmits++;
-	/* All its fragments again, the same bytes (RFC 7383 2.6.1). */
-	ike_xmit_stored(ctx, sa, &sa->local, &sa->remote, sa->req, sa->req_len, sa->req_frag);
+	ike_request_resend(ctx, sa, now);
 }
 
 /* The initiator of the IKE SA rekeys a CHILD_SA this old (so both ends never race). */
