@@ -175,7 +175,7 @@ def test_flood_while_iperf3(net):
     with open(path + ".prime", "w") as f:
         json.dump(prime, f)
     sent = json.loads(net.ns(net.ns_gw, sys.executable, os.path.join(lab.ROOT, "tests",
-                                                                     "flood.py"),
+                                                                     "helpers", "flood.py"),
                              path + ".prime", "gwa-out", "5", str(2 * PRIMED)).stdout)
     assert sent == {"replay": PRIMED, "bad-padding": PRIMED}, sent
     lab.wait_for(lambda: delta(drops(net.b), b0).get("bad-padding", 0) == PRIMED, 10,
@@ -189,7 +189,7 @@ def test_flood_while_iperf3(net):
     before = {gw.name: drops(gw) for gw in net.gws}
     port0, wire0 = outside_port(net.b), veth_rx(net, "gwb-out")
     flood = net.bg("flood", net.ns_gw, sys.executable,
-                   os.path.join(lab.ROOT, "tests", "flood.py"), path, "gwa-out",
+                   os.path.join(lab.ROOT, "tests", "helpers", "flood.py"), path, "gwa-out",
                    str(SECONDS + 4), "100000000")
     time.sleep(1)
     loaded = net.iperf(seconds=SECONDS, rate=RATE)["end"]["sum_received"]["bits_per_second"]

@@ -27,7 +27,8 @@ def first_sentence(text):
     para = " ".join(text.strip().split("\n\n")[0].split())
     # the issue it came with is the markers' to say
     para = re.sub(r"^(Issue \d+|\[\w+\] issue \d+)[^:.]*:\s*", "", para)
-    m = re.match(r"(.+?[.!?])(\s|$)", para)
+    # a sentence ends at . ! or ? before a blank, not after an abbreviation
+    m = re.match(r"(.+?(?<!\breq)(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bno)[.!?])(\s|$)", para)
     s = m.group(1) if m else para
     return s.replace("|", "\\|")
 
