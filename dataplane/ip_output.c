@@ -167,7 +167,7 @@ not_to_port(struct dp_worker *w, struct dp_lstats *st, struct rte_mbuf *m, uint8
  * hop's MAC (neighq.h) or, routed into a tunnel, added to fwd->transit.
  * A forwarded packet (fwd) takes its TTL step here, before it is held.
  */
-static bool
+static __rte_noinline bool	/* the miss path: kept out of route_tx's loop, as before the move */
 route_one(struct dp_worker *w, struct dp_lstats *st, struct dst_cache *c, struct rte_mbuf *m,
 	  uint8_t *ip, bool v6, const struct dp_fwd *fwd)
 {
