@@ -560,6 +560,14 @@ do_seq_grant(const void *req, struct reply *r)
 }
 
 static int
+do_seq_set(const void *req, struct reply *r)
+{
+	const struct dpvpn_seq_set *g = req;
+
+	return sa_seq_set(g->spi, g->used, g->limit, r->err, sizeof(r->err));
+}
+
+static int
 do_sa_add(const void *req, struct reply *r)
 {
 	return sa_add(req, ctl_mb, r->err, sizeof(r->err));
@@ -820,6 +828,7 @@ static const struct {
 	[DPVPN_MSG_BATCH_COMMIT] = { "BATCH_COMMIT", 0, do_batch_commit },
 	[DPVPN_MSG_EVENTS] = { "EVENTS", sizeof(struct dpvpn_dump_req), do_events },
 	[DPVPN_MSG_SEQ_GRANT] = { "SEQ_GRANT", sizeof(struct dpvpn_seq_grant), do_seq_grant },
+	[DPVPN_MSG_SEQ_SET] = { "SEQ_SET", sizeof(struct dpvpn_seq_set), do_seq_set },
 	[DPVPN_MSG_SHOW_LCORES] = { "SHOW_LCORES", sizeof(struct dpvpn_dump_req), do_show_lcores },
 	[DPVPN_MSG_TRACE_START] = { "TRACE_START", sizeof(struct dpvpn_trace_req), do_trace_start },
 	[DPVPN_MSG_TRACE_STATUS] = { "TRACE_STATUS", 0, do_trace_status },

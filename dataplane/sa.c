@@ -130,8 +130,9 @@ check_cfg(const struct dpvpn_sa_cfg *c, char *eb, size_t len)
 		return fail(eb, len, -EINVAL, "sa.mtu/frag_outer: MTU %u not 0 or %u..9000, or "
 			    "outer fragmentation without an IPv4 outer header", c->mtu,
 			    DPVPN_MTU_MIN);
-	if (c->seq_limit != 0 && (c->dir != DPVPN_DIR_OUT || c->seq_limit <= c->seq_start))
-		return fail(eb, len, -EINVAL, "sa.seq_limit: %" PRIu64 " must be above "
+	/* limit = start: silent until a grant (an HA standby's copy, doc/ha.md) */
+	if (c->seq_limit != 0 && (c->dir != DPVPN_DIR_OUT || c->seq_limit < c->seq_start))
+		return fail(eb, len, -EINVAL, "sa.seq_limit: %" PRIu64 " must not be below "
 			    "sa.seq_start on an outbound SA", c->seq_limit);
 	if (c->seq_start != 0 && (c->dir != DPVPN_DIR_OUT ||
 				  c->seq_start > (c->esn ? UINT64_MAX - 1 : UINT32_MAX)))
@@ -553,7 +554,8 @@ seq_check(struct sa *sa, uint64_t now_tsc)
 	uint64_t limit = __atomic_load_n(&sa->seq_limit, __ATOMIC_RELAXED);
 	uint64_t seq = __atomic_load_n(&sa->seq, __ATOMIC_RELAXED);
 
-	if (limit == 0 || (seq < limit && limit - seq > sa->seq_span / 2))
+	if (limit == 0 || sa->seq_span == 0 ||	/* silent: asks for nothing (doc/ha.md) */
+	    (seq < limit && limit - seq > sa->seq_span / 2))
 		return;
 	if (sa->seq_asked_tsc != 0 && now_tsc - sa->seq_asked_tsc < rte_get_timer_hz())
 		return;
@@ -585,6 +587,35 @@ sa_seq_grant(uint32_t spi, uint64_t limit, char *eb, size_t len)
 	sa->seq_asked_tsc = 0;
 	__atomic_store_n(&sa->seq_limit, limit, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/*
+ * SEQ_SET: an HA standby taking over (doc/ha.md): the SA counts numbers up
+ * to used as used (the old active may have sent them), then may use up to
+ * limit.  Only ever raised; a worker's fetch_add between the load and the
+ * exchange makes the exchange fail and look again.
+ */
+int
+sa_seq_set(uint32_t spi, uint64_t used, uint64_t limit, char *eb, size_t len)
+{
+	int slot = sa_find(spi, DPVPN_DIR_OUT);
+	struct sa *sa;
+	uint64_t cur;
+
+	if (slot < 0)
+		return fail(eb, len, -ENOENT, "seq_set.spi: no outbound SA 0x%08x",
+			    rte_be_to_cpu_32(spi));
+	sa = slots[slot];
+	if (limit < used || (!sa->esn && used > UINT32_MAX))
+		return fail(eb, len, -EINVAL, "seq_set.used: %" PRIu64 " above limit %" PRIu64
+			    " or the SA's sequence space", used, limit);
+	cur = __atomic_load_n(&sa->seq, __ATOMIC_RELAXED);
+	while (cur < used && !__atomic_compare_exchange_n(&sa->seq, &cur, used, false,
+							  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	if (__atomic_load_n(&sa->seq_limit, __ATOMIC_RELAXED) == 0)
+		return 0;	/* no limit: nothing to raise */
+	return sa_seq_grant(spi, limit, eb, len);
 }
 
 static void

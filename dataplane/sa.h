@@ -221,6 +221,8 @@ struct sa *sa_slot(uint32_t slot);
 unsigned int sa_count(void);
 /* Raise an outbound SA's sequence limit (SEQ_GRANT). */
 int sa_seq_grant(uint32_t spi, uint64_t limit, char *errbuf, size_t len);
+/* Raise an outbound SA's used numbers to used and its limit to limit (SEQ_SET). */
+int sa_seq_set(uint32_t spi, uint64_t used, uint64_t limit, char *errbuf, size_t len);
 /* Dump: info for the idx-th installed SA; false past the end. */
 bool sa_info(unsigned int idx, struct dpvpn_sa_info *info);
 /* At exit, the workers stopped: every SA removed, its keys wiped. */

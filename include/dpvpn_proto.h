@@ -97,6 +97,11 @@
  *   KEEP_LIST      struct dpvpn_dump_req     -> struct dpvpn_dump_hdr + records,
  *                                                   each struct dpvpn_keep + data,
  *                                                   as many as fit (count)
+ *   SEQ_SET        struct dpvpn_seq_set      -> -   an outbound SA's numbers up to
+ *                                                   used count as used, and it may
+ *                                                   use up to limit (both only
+ *                                                   raised): an HA standby taking
+ *                                                   over (doc/ha.md)
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -106,7 +111,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	28
+#define DPVPN_PROTO_VERSION	29
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -155,6 +160,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_KEEP_SET,
 	DPVPN_MSG_KEEP_DEL,
 	DPVPN_MSG_KEEP_LIST,
+	DPVPN_MSG_SEQ_SET,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -215,6 +221,14 @@ struct dpvpn_seq_grant {
 	uint32_t spi;		/* network order */
 	uint32_t reserved;
 	uint64_t limit;
+};
+
+/* Outbound SA: numbers up to used are used, up to limit may be (SEQ_SET). */
+struct dpvpn_seq_set {
+	uint32_t spi;		/* network order */
+	uint32_t reserved;
+	uint64_t used;
+	uint64_t limit;		/* >= used; 0 on an SA without a limit: ignored */
 };
 
 /* ESP transforms; sizes and names in dpvpn_alg.h. */
@@ -398,7 +412,8 @@ struct dpvpn_sa_cfg {
 	uint64_t seq_start;	/* outbound: numbers up to this one count as used;
 				 * the first packet gets seq_start + 1 */
 	uint64_t seq_limit;	/* outbound: the last number it may use until a
-				 * SEQ_GRANT raises it; 0 = no limit.  dpvpnd persists
+				 * SEQ_GRANT raises it; 0 = no limit; = seq_start:
+				 * none yet (silent).  dpvpnd persists
 				 * each limit before it grants it, so a restart never
 				 * reuses a number (and so an AEAD nonce) */
 	uint16_t mtu;		/* outbound: the largest inner packet sent as one ESP
