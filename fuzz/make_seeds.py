@@ -1228,10 +1228,80 @@ def ike_auth_cp_seed(spi_i, spi_r):
     return hdr + sk
 
 
+# ---- fuzz_ha_wire: the HA sync channel's frames (control/ha_wire.h) ----
+
+(HA_HELLO, HA_SNAP_BEGIN, HA_SNAP_END, HA_IKE_SET, HA_IKE_DEL, HA_SA_ADD, HA_SA_DEL,
+ HA_SEQ, HA_ACK, HA_MARKS, HA_ROLE) = range(1, 12)
+HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 1, 28
+KEEP_MAX = 16384
+
+
+def ha_frame(mtype, body, seq=1, flags=0, hdr_len=None):
+    """Header (u16 type, u16 flags, u32 seq, u32 body length), big-endian, and body."""
+    return struct.pack('>HHII', mtype, flags, seq,
+                       len(body) if hdr_len is None else hdr_len) + body
+
+
+def ha_name(s):
+    return s.encode().ljust(32, b'\0')
+
+
+def ha_hello(node=ha_name('gw-a'), role=1):
+    return struct.pack('>IIBBHQ', HA_WIRE_VERSION << 16 | DPVPN_PROTO_VERSION,
+                       ctypes.sizeof(SaCfg), role, 100, 0, 7) + node
+
+
+def ha_marks(n, count=None):
+    return struct.pack('>H', n if count is None else count) + b''.join(
+        struct.pack('>IQ', 0x2001 + i, 1000 * i + 64) for i in range(n))
+
+
+def ha_wire_seeds():
+    """One valid frame of every type (SA_ADD: fuzz_ctl_dp's SAs, host order,
+    as dpvpnd builds them), the largest IKE_SET and MARKS, and frames each
+    wrong in one field."""
+    key = bytes(range(0xa0, 0xb0))
+    record = bytes((i * 7 + 3) & 0xff for i in range(200))
+    sa_out, sa_in = bytes(sa_cfg(0, False)), bytes(sa_cfg(4, True))
+    seq = ha_name('tun0') + struct.pack('>IQ', 0x1001, 1 << 26)
+    seeds = {
+        'hello': ha_frame(HA_HELLO, ha_hello()),
+        'snap-begin': ha_frame(HA_SNAP_BEGIN, struct.pack('>Q', 7), seq=2),
+        'snap-end': ha_frame(HA_SNAP_END, struct.pack('>I', 12), seq=15),
+        'ike-set': ha_frame(HA_IKE_SET, key + struct.pack('>I', len(record)) + record, seq=3),
+        'ike-set-largest': ha_frame(HA_IKE_SET, key + struct.pack('>I', KEEP_MAX) +
+                                    bytes(i & 0xff for i in range(KEEP_MAX)), seq=4),
+        'ike-del': ha_frame(HA_IKE_DEL, key, seq=5),
+        'sa-add-out': ha_frame(HA_SA_ADD, struct.pack('>I', len(sa_out)) + sa_out, seq=6),
+        'sa-add-in': ha_frame(HA_SA_ADD, struct.pack('>I', len(sa_in)) + sa_in, seq=7),
+        'sa-del': ha_frame(HA_SA_DEL, ha_name('tun0') + struct.pack('>IB', 0x2001, 1), seq=8),
+        'seq': ha_frame(HA_SEQ, seq, seq=9),
+        'ack': ha_frame(HA_ACK, struct.pack('>I', 9), seq=10),
+        'marks-1': ha_frame(HA_MARKS, ha_marks(1), seq=11),
+        'marks-256': ha_frame(HA_MARKS, ha_marks(256), seq=12),
+        'role': ha_frame(HA_ROLE, struct.pack('>BQ', 2, 8), seq=13),
+        # each refused, for one field
+        'bad-short-header': ha_frame(HA_ACK, b'')[:5],
+        'bad-flags': ha_frame(HA_ACK, struct.pack('>I', 9), flags=1),
+        'bad-type': ha_frame(99, struct.pack('>I', 9)),
+        'bad-hdr-len': ha_frame(HA_ACK, struct.pack('>I', 9), hdr_len=5),
+        'bad-trailing-byte': ha_frame(HA_SEQ, seq + b'\0'),
+        'bad-hello-node': ha_frame(HA_HELLO, ha_hello(node=b'n' * 32)),
+        'bad-hello-role': ha_frame(HA_HELLO, ha_hello(role=3)),
+        'bad-ike-set-len': ha_frame(HA_IKE_SET, key + struct.pack('>I', 20000) + record),
+        'bad-sa-add-len': ha_frame(HA_SA_ADD, struct.pack('>I', 500) + sa_out[:500]),
+        'bad-sa-del-dir': ha_frame(HA_SA_DEL, ha_name('tun0') + struct.pack('>IB', 0x2001, 0)),
+        'bad-seq-limit': ha_frame(HA_SEQ, ha_name('tun0') + struct.pack('>IQ', 0x1001, 0)),
+        'bad-marks-count': ha_frame(HA_MARKS, ha_marks(3, count=4)),
+        'bad-role': ha_frame(HA_ROLE, struct.pack('>BQ', 3, 8)),
+    }
+    return seeds
+
+
 def main():
     targets = {'fuzz_esp_in': esp_in_seeds, 'fuzz_ip': ip_seeds, 'fuzz_ctl_dp': ctl_dp_seeds,
                'fuzz_ctl_d': ctl_d_seeds, 'fuzz_config': config_seeds,
-               'fuzz_ike_msg': ike_msg_seeds}
+               'fuzz_ike_msg': ike_msg_seeds, 'fuzz_ha_wire': ha_wire_seeds}
     only = sys.argv[1:]         # make_seeds.py [TARGET...]: just these
     for target, make in targets.items():
         if only and target not in only:

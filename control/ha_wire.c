@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ha_wire.c - the HA sync channel's frames (see ha_wire.h).  One table,
+ * types[], says per type its name, its body's length and the functions
+ * that check, write and read it; both directions consult it before they
+ * touch a body.  The checks of a message's values (check_*) are shared by
+ * ha_encode and ha_decode, so nothing is encoded that decoding refuses;
+ * what only the wire can get wrong (lengths, reserved bytes, the zeros
+ * after a name's NUL) is read_*'s.  Every read is preceded by a check of
+ * the bytes there: the frame comes from the other node, authenticated by
+ * the transport, but a bug or another version there must not become one
+ * here.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ha_wire.h"
+
+#define HELLO_LEN	(4 + 4 + 1 + 1 + 2 + 8 + DPVPN_NAME_LEN)
+#define SNAP_BEGIN_LEN	8
+#define SNAP_END_LEN	4
+#define IKE_SET_MIN	(DPVPN_KEEP_KEY_LEN + 4)	/* key, len; then the record */
+#define IKE_DEL_LEN	DPVPN_KEEP_KEY_LEN
+#define SA_ADD_MIN	4				/* len; then the struct */
+#define SA_ADD_LEN	(SA_ADD_MIN + sizeof(struct dpvpn_sa_cfg))
+#define SA_DEL_LEN	(DPVPN_NAME_LEN + 4 + 1)
+#define SEQ_LEN		(DPVPN_NAME_LEN + 4 + 8)
+#define ACK_LEN		4
+#define MARKS_MIN	2				/* count; then the entries */
+#define MARK_LEN	(4 + 8)
+#define ROLE_LEN	(1 + 8)
+
+_Static_assert(HA_BODY_MAX == IKE_SET_MIN + DPVPN_KEEP_MAX, "IKE_SET is the largest body");
+_Static_assert(HELLO_LEN <= HA_BODY_MAX && SA_ADD_LEN <= HA_BODY_MAX &&
+	       SA_DEL_LEN <= HA_BODY_MAX && SEQ_LEN <= HA_BODY_MAX &&
+	       MARKS_MIN + HA_MARKS_MAX * MARK_LEN <= HA_BODY_MAX &&
+	       ROLE_LEN <= HA_BODY_MAX && SNAP_BEGIN_LEN <= HA_BODY_MAX &&
+	       SNAP_END_LEN <= HA_BODY_MAX && IKE_DEL_LEN <= HA_BODY_MAX && ACK_LEN <= HA_BODY_MAX,
+	       "every body fits HA_BODY_MAX");
+/* SA_ADD's struct follows the header and its len: aligned in an aligned frame. */
+_Static_assert((HA_HDR_LEN + SA_ADD_MIN) % _Alignof(struct dpvpn_sa_cfg) == 0,
+	       "SA_ADD's struct misaligned in the frame");
+_Static_assert(_Alignof(struct dpvpn_sa_cfg) <= 8, "a frame 8-byte aligned is not enough");
+_Static_assert(HA_MARKS_MAX <= UINT16_MAX, "marks.count is a u16");
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static int __attribute__((format(printf, 3, 4)))
+bad(char *err, size_t elen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, elen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- values: the checks encode and decode share ---- */
+
+/* A name: NUL-terminated within its field, not empty, printable ASCII. */
+static int
+check_name(const char *name, const char *field, char *err, size_t elen)
+{
+	const char *nul = memchr(name, '\0', DPVPN_NAME_LEN);
+
+	if (nul == NULL)
+		return bad(err, elen, "%s: not NUL-terminated", field);
+	if (nul == name)
+		return bad(err, elen, "%s: empty", field);
+	for (const char *c = name; c < nul; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			return bad(err, elen, "%s: byte 0x%02x at %d is not printable ASCII",
+				   field, (uint8_t)*c, (int)(c - name));
+	return 0;
+}
+
+static int
+check_role(uint8_t role, const char *field, char *err, size_t elen)
+{
+	if (role > HA_ROLE_FAULT)
+		return bad(err, elen, "%s: %u unknown", field, role);
+	return 0;
+}
+
+static int
+check_dir(uint8_t dir, const char *field, char *err, size_t elen)
+{
+	if (dir != DPVPN_DIR_IN && dir != DPVPN_DIR_OUT)
+		return bad(err, elen, "%s: %u, not %d (in) or %d (out)", field, dir,
+			   DPVPN_DIR_IN, DPVPN_DIR_OUT);
+	return 0;
+}
+
+static int
+check_spi(uint32_t spi, const char *field, char *err, size_t elen)
+{
+	if (spi == 0)
+		return bad(err, elen, "%s: 0", field);
+	return 0;
+}
+
+static int
+check_hello(const struct ha_msg *m, char *err, size_t elen)
+{
+	if (check_role(m->u.hello.role, "hello.role", err, elen))
+		return -1;
+	return check_name(m->u.hello.node, "hello.node", err, elen);
+}
+
+static int
+check_ike_set(const struct ha_msg *m, char *err, size_t elen)
+{
+	if (m->u.ike_set.len == 0)
+		return bad(err, elen, "ike_set.len: 0");
+	if (m->u.ike_set.len > DPVPN_KEEP_MAX)
+		return bad(err, elen, "ike_set.len: %u above %d", m->u.ike_set.len,
+			   DPVPN_KEEP_MAX);
+	if (m->u.ike_set.rec == NULL)
+		return bad(err, elen, "ike_set.rec: NULL");
+	return 0;
+}
+
+static int
+check_sa_add(const struct ha_msg *m, char *err, size_t elen)
+{
+	const struct dpvpn_sa_cfg *sa = m->u.sa_add.sa;
+
+	if (sa == NULL)
+		return bad(err, elen, "sa_add.sa: NULL");
+	if (check_spi(sa->spi, "sa_add.spi", err, elen) ||
+	    check_dir(sa->dir, "sa_add.dir", err, elen))
+		return -1;
+	return check_name(sa->name, "sa_add.name", err, elen);
+}
+
+static int
+check_sa_del(const struct ha_msg *m, char *err, size_t elen)
+{
+	if (check_name(m->u.sa_del.name, "sa_del.name", err, elen) ||
+	    check_spi(m->u.sa_del.spi, "sa_del.spi", err, elen))
+		return -1;
+	return check_dir(m->u.sa_del.dir, "sa_del.dir", err, elen);
+}
+
+static int
+check_seq(const struct ha_msg *m, char *err, size_t elen)
+{
+	if (check_name(m->u.seq.name, "seq.name", err, elen) ||
+	    check_spi(m->u.seq.spi, "seq.spi", err, elen))
+		return -1;
+	if (m->u.seq.limit == 0)
+		return bad(err, elen, "seq.limit: 0");
+	return 0;
+}
+
+static int
+check_marks_count(uint32_t count, char *err, size_t elen)
+{
+	if (count == 0)
+		return bad(err, elen, "marks.count: 0");
+	if (count > HA_MARKS_MAX)
+		return bad(err, elen, "marks.count: %u above %d", count, HA_MARKS_MAX);
+	return 0;
+}
+
+/* The entries are read in their wire form, wherever they are. */
+static int
+check_marks(const struct ha_msg *m, char *err, size_t elen)
+{
+	if (check_marks_count(m->u.marks.count, err, elen))
+		return -1;
+	if (m->u.marks.raw == NULL)
+		return bad(err, elen, "marks.raw: NULL");
+	for (unsigned i = 0; i < m->u.marks.count; i++)
+		if (get32(m->u.marks.raw + i * MARK_LEN) == 0)
+			return bad(err, elen, "marks[%u].spi: 0", i);
+	return 0;
+}
+
+static int
+check_role_msg(const struct ha_msg *m, char *err, size_t elen)
+{
+	return check_role(m->u.role.role, "role.role", err, elen);
+}
+
+/* ---- writing: bodies of checked messages, into room already counted ---- */
+
+/* Up to the NUL, zeros after it (the check saw a NUL within the field). */
+static void
+put_name(uint8_t *p, const char *name)
+{
+	size_t n = strnlen(name, DPVPN_NAME_LEN);
+
+	memcpy(p, name, n);
+	memset(p + n, 0, DPVPN_NAME_LEN - n);
+}
+
+static void
+put_hello(uint8_t *p, const struct ha_msg *m)
+{
+	put32(p, m->u.hello.version);
+	put32(p + 4, m->u.hello.sa_size);
+	p[8] = m->u.hello.role;
+	p[9] = m->u.hello.priority;
+	put16(p + 10, 0);
+	put64(p + 12, m->u.hello.epoch);
+	put_name(p + 20, m->u.hello.node);
+}
+
+static void
+put_snap_begin(uint8_t *p, const struct ha_msg *m)
+{
+	put64(p, m->u.snap_begin.epoch);
+}
+
+static void
+put_snap_end(uint8_t *p, const struct ha_msg *m)
+{
+	put32(p, m->u.snap_end.count);
+}
+
+static void
+put_ike_set(uint8_t *p, const struct ha_msg *m)
+{
+	memcpy(p, m->u.ike_set.key, DPVPN_KEEP_KEY_LEN);
+	put32(p + DPVPN_KEEP_KEY_LEN, m->u.ike_set.len);
+	memcpy(p + IKE_SET_MIN, m->u.ike_set.rec, m->u.ike_set.len);
+}
+
+static void
+put_ike_del(uint8_t *p, const struct ha_msg *m)
+{
+	memcpy(p, m->u.ike_del.key, DPVPN_KEEP_KEY_LEN);
+}
+
+/* The one struct that travels as it is (ha_wire.h: same program both ends). */
+static void
+put_sa_add(uint8_t *p, const struct ha_msg *m)
+{
+	put32(p, sizeof(struct dpvpn_sa_cfg));
+	memcpy(p + SA_ADD_MIN, m->u.sa_add.sa, sizeof(struct dpvpn_sa_cfg));
+}
+
+static void
+put_sa_del(uint8_t *p, const struct ha_msg *m)
+{
+	put_name(p, m->u.sa_del.name);
+	put32(p + DPVPN_NAME_LEN, ntohl(m->u.sa_del.spi));
+	p[DPVPN_NAME_LEN + 4] = m->u.sa_del.dir;
+}
+
+static void
+put_seq(uint8_t *p, const struct ha_msg *m)
+{
+	put_name(p, m->u.seq.name);
+	put32(p + DPVPN_NAME_LEN, ntohl(m->u.seq.spi));
+	put64(p + DPVPN_NAME_LEN + 4, m->u.seq.limit);
+}
+
+static void
+put_ack(uint8_t *p, const struct ha_msg *m)
+{
+	put32(p, m->u.ack.seq);
+}
+
+static void
+put_marks(uint8_t *p, const struct ha_msg *m)
+{
+	put16(p, m->u.marks.count);
+	memcpy(p + MARKS_MIN, m->u.marks.raw, (size_t)m->u.marks.count * MARK_LEN);
+}
+
+static void
+put_role(uint8_t *p, const struct ha_msg *m)
+{
+	p[0] = m->u.role.role;
+	put64(p + 1, m->u.role.epoch);
+}
+
+/* ---- reading: n is the body's length, at least the type's least ---- */
+
+/* A name's field: copied, and zero after its NUL (else it would not encode back). */
+static int
+get_name(char *name, const uint8_t *p, const char *field, char *err, size_t elen)
+{
+	const uint8_t *nul = memchr(p, '\0', DPVPN_NAME_LEN);
+
+	memcpy(name, p, DPVPN_NAME_LEN);
+	for (const uint8_t *c = nul; c != NULL && c < p + DPVPN_NAME_LEN; c++)
+		if (*c != 0)
+			return bad(err, elen, "%s: byte %d after the NUL is not 0", field,
+				   (int)(c - p));
+	return 0;
+}
+
+static int
+read_hello(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n;
+	m->u.hello.version = get32(p);
+	m->u.hello.sa_size = get32(p + 4);
+	m->u.hello.role = p[8];
+	m->u.hello.priority = p[9];
+	if (get16(p + 10) != 0)
+		return bad(err, elen, "hello.reserved: 0x%04x, not 0", get16(p + 10));
+	m->u.hello.epoch = get64(p + 12);
+	if (get_name(m->u.hello.node, p + 20, "hello.node", err, elen))
+		return -1;
+	return check_hello(m, err, elen);
+}
+
+static int
+read_snap_begin(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n, (void)err, (void)elen;
+	m->u.snap_begin.epoch = get64(p);
+	return 0;
+}
+
+static int
+read_snap_end(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n, (void)err, (void)elen;
+	m->u.snap_end.count = get32(p);
+	return 0;
+}
+
+/* The record's len is checked before the bytes that follow it: it names the fault. */
+static int
+read_ike_set(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	memcpy(m->u.ike_set.key, p, DPVPN_KEEP_KEY_LEN);
+	m->u.ike_set.len = get32(p + DPVPN_KEEP_KEY_LEN);
+	m->u.ike_set.rec = p + IKE_SET_MIN;
+	if (check_ike_set(m, err, elen))
+		return -1;
+	if (n - IKE_SET_MIN != m->u.ike_set.len)
+		return bad(err, elen, "ike_set.len: %u, but %zu bytes follow", m->u.ike_set.len,
+			   n - IKE_SET_MIN);
+	return 0;
+}
+
+static int
+read_ike_del(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n, (void)err, (void)elen;
+	memcpy(m->u.ike_del.key, p, DPVPN_KEEP_KEY_LEN);
+	return 0;
+}
+
+/* The struct is handed out where it lies: only if it lies aligned. */
+static int
+read_sa_add(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	uint32_t len = get32(p);
+
+	if (len != sizeof(struct dpvpn_sa_cfg))
+		return bad(err, elen, "sa_add.len: %u, not %zu (struct dpvpn_sa_cfg here)", len,
+			   sizeof(struct dpvpn_sa_cfg));
+	if (n - SA_ADD_MIN != len)
+		return bad(err, elen, "sa_add.len: %u, but %zu bytes follow", len, n - SA_ADD_MIN);
+	if ((uintptr_t)(p + SA_ADD_MIN) % _Alignof(struct dpvpn_sa_cfg) != 0)
+		return bad(err, elen, "sa_add: frame buffer not 8-byte aligned");
+	m->u.sa_add.sa = (const struct dpvpn_sa_cfg *)(const void *)(p + SA_ADD_MIN);
+	return check_sa_add(m, err, elen);
+}
+
+static int
+read_sa_del(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n;
+	if (get_name(m->u.sa_del.name, p, "sa_del.name", err, elen))
+		return -1;
+	m->u.sa_del.spi = htonl(get32(p + DPVPN_NAME_LEN));
+	m->u.sa_del.dir = p[DPVPN_NAME_LEN + 4];
+	return check_sa_del(m, err, elen);
+}
+
+static int
+read_seq(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n;
+	if (get_name(m->u.seq.name, p, "seq.name", err, elen))
+		return -1;
+	m->u.seq.spi = htonl(get32(p + DPVPN_NAME_LEN));
+	m->u.seq.limit = get64(p + DPVPN_NAME_LEN + 4);
+	return check_seq(m, err, elen);
+}
+
+static int
+read_ack(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n, (void)err, (void)elen;
+	m->u.ack.seq = get32(p);
+	return 0;
+}
+
+/* count, then exactly count entries, each checked where it lies. */
+static int
+read_marks(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	uint16_t count = get16(p);
+
+	if (check_marks_count(count, err, elen))
+		return -1;
+	if (n - MARKS_MIN != (size_t)count * MARK_LEN)
+		return bad(err, elen, "marks.count: %u entries take %u bytes, but %zu follow",
+			   count, count * MARK_LEN, n - MARKS_MIN);
+	m->u.marks.count = count;
+	m->u.marks.raw = p + MARKS_MIN;
+	return check_marks(m, err, elen);
+}
+
+static int
+read_role(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n;
+	m->u.role.role = p[0];
+	m->u.role.epoch = get64(p + 1);
+	return check_role_msg(m, err, elen);
+}
+
+/* ---- the table ---- */
+
+struct type_info {
+	const char *name;	/* ha_type_name */
+	const char *member;	/* struct ha_msg's union member: errors name it */
+	size_t len;		/* the body's length; with more, its least */
+	bool more;		/* variable length: size() says how long */
+	int (*check)(const struct ha_msg *m, char *err, size_t elen);	/* NULL: any value */
+	void (*put)(uint8_t *p, const struct ha_msg *m);
+	int (*read)(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen);
+};
+
+static const struct type_info types[HA_TYPE_END] = {
+	[HA_HELLO] = { "hello", "hello", HELLO_LEN, false, check_hello, put_hello,
+		       read_hello },
+	[HA_SNAP_BEGIN] = { "snap-begin", "snap_begin", SNAP_BEGIN_LEN, false, NULL,
+			    put_snap_begin, read_snap_begin },
+	[HA_SNAP_END] = { "snap-end", "snap_end", SNAP_END_LEN, false, NULL, put_snap_end,
+			  read_snap_end },
+	[HA_IKE_SET] = { "ike-set", "ike_set", IKE_SET_MIN, true, check_ike_set, put_ike_set,
+			 read_ike_set },
+	[HA_IKE_DEL] = { "ike-del", "ike_del", IKE_DEL_LEN, false, NULL, put_ike_del,
+			 read_ike_del },
+	[HA_SA_ADD] = { "sa-add", "sa_add", SA_ADD_MIN, true, check_sa_add, put_sa_add,
+			read_sa_add },
+	[HA_SA_DEL] = { "sa-del", "sa_del", SA_DEL_LEN, false, check_sa_del, put_sa_del,
+			read_sa_del },
+	[HA_SEQ] = { "seq", "seq", SEQ_LEN, false, check_seq, put_seq, read_seq },
+	[HA_ACK] = { "ack", "ack", ACK_LEN, false, NULL, put_ack, read_ack },
+	[HA_MARKS] = { "marks", "marks", MARKS_MIN, true, check_marks, put_marks, read_marks },
+	[HA_ROLE] = { "role", "role", ROLE_LEN, false, check_role_msg, put_role, read_role },
+};
+
+static const struct type_info *
+type_info(uint16_t type)
+{
+	return type < HA_TYPE_END && types[type].name != NULL ? &types[type] : NULL;
+}
+
+/* The body's length of a checked message. */
+static size_t
+body_len(const struct type_info *t, const struct ha_msg *m)
+{
+	switch (m->type) {
+	case HA_IKE_SET:
+		return IKE_SET_MIN + m->u.ike_set.len;
+	case HA_SA_ADD:
+		return SA_ADD_LEN;
+	case HA_MARKS:
+		return MARKS_MIN + (size_t)m->u.marks.count * MARK_LEN;
+	default:
+		return t->len;
+	}
+}
+
+static void
+put_hdr(uint8_t *buf, uint16_t type, uint32_t seq, size_t body)
+{
+	put16(buf, type);
+	put16(buf + 2, 0);
+	put32(buf + 4, seq);
+	put32(buf + 8, (uint32_t)body);
+}
+
+size_t
+ha_encode(uint8_t *buf, size_t cap, const struct ha_msg *m)
+{
+	const struct type_info *t = type_info(m->type);
+	char err[128];
+	size_t body;
+
+	if (t == NULL || (t->check != NULL && t->check(m, err, sizeof(err)) != 0))
+		return 0;
+	body = body_len(t, m);
+	if (cap < HA_HDR_LEN || cap - HA_HDR_LEN < body)
+		return 0;
+	put_hdr(buf, m->type, m->seq, body);
+	t->put(buf + HA_HDR_LEN, m);
+	return HA_HDR_LEN + body;
+}
+
+size_t
+ha_encode_marks(uint8_t *buf, size_t cap, uint32_t seq, const struct ha_mark *marks,
+		uint16_t count)
+{
+	size_t body = MARKS_MIN + (size_t)count * MARK_LEN;
+	char err[64];
+	uint8_t *p;
+
+	if (marks == NULL || check_marks_count(count, err, sizeof(err)) != 0)
+		return 0;
+	for (unsigned i = 0; i < count; i++)
+		if (marks[i].spi == 0)
+			return 0;
+	if (cap < HA_HDR_LEN || cap - HA_HDR_LEN < body)
+		return 0;
+	put_hdr(buf, HA_MARKS, seq, body);
+	put16(buf + HA_HDR_LEN, count);
+	p = buf + HA_HDR_LEN + MARKS_MIN;
+	for (unsigned i = 0; i < count; i++, p += MARK_LEN) {
+		put32(p, ntohl(marks[i].spi));
+		put64(p + 4, marks[i].high);
+	}
+	return HA_HDR_LEN + body;
+}
+
+/* The header: the frame's length first, then the fields that say how to read the rest. */
+static const struct type_info *
+read_hdr(const uint8_t *buf, size_t len, struct ha_msg *m, char *err, size_t elen)
+{
+	const struct type_info *t;
+	uint32_t body;
+
+	if (len < HA_HDR_LEN) {
+		bad(err, elen, "hdr: %zu bytes, shorter than the header's %d", len, HA_HDR_LEN);
+		return NULL;
+	}
+	m->type = get16(buf);
+	m->seq = get32(buf + 4);
+	body = get32(buf + 8);
+	t = type_info(m->type);
+	if (get16(buf + 2) != 0)
+		bad(err, elen, "hdr.flags: 0x%04x, not 0", get16(buf + 2));
+	else if (body > HA_BODY_MAX)
+		bad(err, elen, "hdr.len: %u above %d", body, HA_BODY_MAX);
+	else if (body != len - HA_HDR_LEN)
+		bad(err, elen, "hdr.len: %u, but %zu bytes follow", body, len - HA_HDR_LEN);
+	else if (t == NULL)
+		bad(err, elen, "hdr.type: %u unknown", m->type);
+	else
+		return t;
+	return NULL;
+}
+
+int
+ha_decode(const uint8_t *buf, size_t len, struct ha_msg *m, char *err, size_t errlen)
+{
+	const struct type_info *t;
+	size_t n;
+
+	memset(m, 0, sizeof(*m));
+	t = read_hdr(buf, len, m, err, errlen);
+	if (t == NULL)
+		return -1;
+	n = len - HA_HDR_LEN;
+	if (!t->more && n != t->len)
+		return bad(err, errlen, "%s: body of %zu bytes, not %zu", t->member, n, t->len);
+	if (t->more && n < t->len)
+		return bad(err, errlen, "%s: body of %zu bytes, shorter than %zu", t->member, n,
+			   t->len);
+	return t->read(buf + HA_HDR_LEN, n, m, err, errlen);
+}
+
+void
+ha_mark_get(const struct ha_msg *m, uint16_t i, struct ha_mark *out)
+{
+	const uint8_t *p;
+
+	memset(out, 0, sizeof(*out));
+	if (m->type != HA_MARKS || m->u.marks.raw == NULL || i >= m->u.marks.count)
+		return;
+	p = m->u.marks.raw + (size_t)i * MARK_LEN;
+	out->spi = htonl(get32(p));
+	out->high = get64(p + 4);
+}
+
+const char *
+ha_type_name(uint16_t type)
+{
+	const struct type_info *t = type_info(type);
+
+	return t ? t->name : "?";
+}
+
+const char *
+ha_role_name(uint8_t role)
+{
+	static const char *const names[] = {
+		[HA_ROLE_BACKUP] = "backup", [HA_ROLE_MASTER] = "master", [HA_ROLE_FAULT] = "fault",
+	};
+
+	return role < sizeof(names) / sizeof(names[0]) ? names[role] : "?";
+}
