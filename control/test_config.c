@@ -181,8 +181,8 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] fragment: expected inner (before encryption, RFC 4459) or outer, "
 	  "got 'both'", { 0 } },
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
-	  "(expected dataplane, control, port, neighbor (or neighbour), route, routes or tunnel)",
-	  { 0 } },
+	  "(expected dataplane, control, port, neighbor (or neighbour), route, routes, tunnel "
+	  "or ha)", { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
 	/* [ops] 27.4: the bad address alone, not also "local: ... is not the address of an
