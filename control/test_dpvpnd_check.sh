@@ -55,6 +55,17 @@ grep -q "^$tmp/ike-a.conf:[0-9]*: \[tunnel to-b\] psk-file: $tmp/ike.psk: mode 0
 	"$tmp/out" || fail "ike.psk 0644: no mode error in: $(cat "$tmp/out")"
 grep -q "dpvpn lab" "$tmp/out" && fail "ike.psk 0644: the key was printed"
 
+# [ha]: the sync key is a key file like the others.
+install -m 600 "$configs/ike.psk" "$tmp/ike.psk"
+install -m 644 "$configs/ha-sync.key" "$tmp/ha-sync.key"
+install -m 644 "$configs/ha-a.conf" "$tmp/ha-a.conf"
+"$dpvpnd" -n -c "$tmp/ha-a.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "ha-sync.key 0644: exit $rc, expected 1"
+grep -q "^$tmp/ha-a.conf:[0-9]*: \[ha\] sync-key: $tmp/ha-sync.key: mode 0644 " \
+	"$tmp/out" || fail "ha-sync.key 0644: no mode error in: $(cat "$tmp/out")"
+grep -q "$(cat "$configs/ha-sync.key")" "$tmp/out" && fail "ha-sync.key 0644: the key was printed"
+
 cat > "$tmp/bad.conf" <<'CONF'
 [port inside]
 id = 0
