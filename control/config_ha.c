@@ -158,6 +158,7 @@ static int key_ha_sync_key(struct parser *p, const char *val)
 	size_t n = 0;
 	ssize_t got;
 	int fd, rc = -1;
+	bool nul;
 
 	if (cfg_key_path(p, val, path) || (fd = cfg_open_key_file(p, path, true)) < 0)
 		return -1;
@@ -167,9 +168,10 @@ static int key_ha_sync_key(struct parser *p, const char *val)
 		cfg_kerr(p, "%s: %s", path, got < 0 ? strerror(errno) : "too big for a key file");
 		goto out;
 	}
+	nul = memchr(buf, '\0', (size_t)got) != NULL;	/* before cfg_trim cuts the end */
 	buf[got] = '\0';
 	s = cfg_trim(buf);
-	if (strpbrk(s, "\r\n") != NULL)
+	if (nul || strpbrk(s, "\r\n") != NULL)
 		cfg_kerr(p, "%s: expected the key as hex on one line", path);
 	else if (cfg_decode_hex(s, h->key, sizeof(h->key), &n, why, sizeof(why)))
 		cfg_kerr(p, "%s: bad hex: %s", path, why);
@@ -218,6 +220,7 @@ static int key_ha_dead(struct parser *p, const char *val)
 {
 	uint64_t v;
 
+	ha(p)->dead_ms = 0;	/* refused: not compared with heartbeat-ms (check_timers) */
 	if (cfg_parse_uint(val, false, CFG_HA_DEAD_MS_MAX, &v) || v < CFG_HA_DEAD_MS_MIN)
 		return cfg_kerr(p, "expected milliseconds %d..%d, got '%s'", CFG_HA_DEAD_MS_MIN,
 				CFG_HA_DEAD_MS_MAX, val);
@@ -230,6 +233,7 @@ static int key_ha_heartbeat(struct parser *p, const char *val)
 {
 	uint64_t v;
 
+	ha(p)->heartbeat_ms = 0;	/* refused: as dead-ms */
 	if (cfg_parse_uint(val, false, CFG_HA_DEAD_MS_MAX / 3, &v) ||
 	    v < CFG_HA_HEARTBEAT_MS_MIN)
 		return cfg_kerr(p, "expected milliseconds %d..%d (and at most dead-ms / 3), "
@@ -366,13 +370,22 @@ static void default_node(struct parser *p)
 			   "printable characters (give node = NAME)", CFG_NAME_MAX);
 }
 
-/* heartbeat-ms at most dead-ms / 3: the error at the key the file gave. */
+/*
+ * heartbeat-ms at most dead-ms / 3: the error at the key the file gave.  A
+ * refused one (0) is not compared (one error for one mistake); the default
+ * is put back, as in a config that is refused anyway.
+ */
 static void check_timers(struct parser *p)
 {
-	const struct cfg_ha *h = ha(p);
+	struct cfg_ha *h = ha(p);
 	unsigned most = h->dead_ms / 3;
 	int hb_line = key_at(p, "heartbeat-ms"), dead_line = key_at(p, "dead-ms");
 
+	if (h->dead_ms == 0 || h->heartbeat_ms == 0) {
+		h->dead_ms = h->dead_ms ? h->dead_ms : CFG_HA_DEAD_MS;
+		h->heartbeat_ms = h->heartbeat_ms ? h->heartbeat_ms : CFG_HA_HEARTBEAT_MS;
+		return;
+	}
 	if (h->heartbeat_ms <= most)
 		return;
 	if (hb_line)

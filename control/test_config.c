@@ -876,6 +876,11 @@ static const struct tcase cases[] = {
 	  "24: [ha] dead-ms: 299 leaves no room for three heartbeats of 100 ms (heartbeat-ms's "
 	  "default): give heartbeat-ms = 99 or less", HA_KEY(0600) },
 	{ "ha dead-ms at the default heartbeat", HA_GOOD "dead-ms = 300\n", NULL, HA_KEY(0600) },
+	/* one error for one mistake: a refused value is not compared with the other */
+	{ "ha dead-ms refused, heartbeat-ms given", HA_GOOD "dead-ms = 100\nheartbeat-ms = 400\n",
+	  "24: [ha] dead-ms: expected milliseconds 200..60000, got '100'", HA_KEY(0600) },
+	{ "ha heartbeat-ms refused, dead-ms given", HA_GOOD "heartbeat-ms = 5\ndead-ms = 200\n",
+	  "24: [ha] heartbeat-ms: " HA_MS_ERR "'5'", HA_KEY(0600) },
 	{ "ha virtual-address alone", HA_GOOD "virtual-address = outside\n",
 	  "24: [ha] virtual-address: " HA_VIP_ERR "'outside'", HA_KEY(0600) },
 	{ "ha virtual-address grp", HA_GOOD "virtual-address = outside 198.19.0.10/24 grp a\n",
@@ -1747,8 +1752,9 @@ static void test_ha_values(void **state)
 	const struct sockaddr_in6 *sin6;
 	const struct sockaddr_in *sin;
 	const struct cfg_ha *h;
-	char path[64], kpath[64], host[256] = "";
+	char path[64], kpath[64], host[256] = "", want[512];
 	struct cfg_addr a = { .family = DPVPN_AF_INET, .v4 = 0xc613000a };	/* 198.19.0.10 */
+	FILE *f;
 	uint16_t port_id = 0;
 	struct cfg cfg;
 
@@ -1821,6 +1827,19 @@ static void test_ha_values(void **state)
 	assert_int_equal(cfg_load(&cfg, path), -1);
 	assert_int_equal(cfg.ha.key_len, 0);
 	assert_memory_equal(cfg.ha.key, zero, sizeof(zero));
+	cfg_free(&cfg);
+	/* nor does the text after a NUL pass unseen */
+	f = fopen(kpath, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(HA_KEY_HEX "\0" "00\n", 1, sizeof(HA_KEY_HEX) + 3, f),
+			 sizeof(HA_KEY_HEX) + 3);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:23: [ha] sync-key: %s: expected the key as hex on one "
+		 "line", path, kpath);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	assert_int_equal(cfg.ha.key_len, 0);
 	cfg_free(&cfg);
 	/* no [ha]: nothing */
 	write_file(path, GOOD, 0600);
