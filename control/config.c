@@ -125,7 +125,7 @@ static void move_errors(struct parser *p)
 
 static const struct sect_def *const sections[] = {
 	&cfg_sect_dataplane, &cfg_sect_control, &cfg_sect_port, &cfg_sect_neighbor,
-	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel, &cfg_sect_routes,
+	&cfg_sect_neighbour, &cfg_sect_route, &cfg_sect_tunnel, &cfg_sect_routes, &cfg_sect_ha,
 };
 
 #define N_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
@@ -191,7 +191,7 @@ static int open_section(struct parser *p, char *type, char *name)
 
 	if (!d) {
 		cfg_err_at(p, p->line, "unknown section type '%s' (expected dataplane, control, "
-			   "port, neighbor (or neighbour), route, routes or tunnel)", type);
+			   "port, neighbor (or neighbour), route, routes, tunnel or ha)", type);
 		return -1;
 	}
 	if (d->named && !*name) {
@@ -606,6 +606,7 @@ void cfg_wipe_keys(struct cfg *cfg)
 		explicit_bzero(cfg->tunnels[i]->in.authmat, sizeof(cfg->tunnels[i]->in.authmat));
 		explicit_bzero(cfg->tunnels[i]->ike.psk, sizeof(cfg->tunnels[i]->ike.psk));
 	}
+	explicit_bzero(cfg->ha.key, sizeof(cfg->ha.key));
 }
 
 void cfg_free(struct cfg *cfg)

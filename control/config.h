@@ -10,8 +10,8 @@
  * prefix carries its family (DPVPN_AF_INET or DPVPN_AF_INET6; 0: not given).
  *
  * Key material lives only in the fixed arrays of struct cfg_tunnel, which are
- * allocated one by one (never moved by realloc) and wiped by cfg_wipe_keys()
- * and cfg_free().
+ * allocated one by one (never moved by realloc), and in struct cfg_ha's key;
+ * all of it is wiped by cfg_wipe_keys() and cfg_free().
  */
 #ifndef DPVPN_CONTROL_CONFIG_H
 #define DPVPN_CONTROL_CONFIG_H
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "dpvpn_proto.h"
@@ -256,6 +257,57 @@ struct cfg_tunnel {
 	uint8_t fp[32];		/* keyed digest of all four keys (reload compares it) */
 };
 
+/*
+ * [ha] (config_ha.c): this gateway as one of a pair, active and standby (or
+ * each active for one group of addresses), with keepalived's VRRP moving the
+ * virtual addresses and dpvpnd syncing its IKE and CHILD SAs to the other
+ * node over a TLS 1.3 channel keyed by sync-key.  on = 0: no [ha] section
+ * (everything else zero).
+ */
+#define CFG_HA_VIP_MAX		16	/* virtual-address = lines */
+#define CFG_HA_GROUP_MAX	2	/* groups: one a node when both are active */
+#define CFG_HA_PORT		4510	/* the sync channel's default TCP port */
+#define CFG_HA_KEY_MIN		32	/* sync-key bytes (64..128 hex digits) */
+#define CFG_HA_KEY_MAX		64
+#define CFG_HA_PRIORITY		100	/* VRRP priority, as keepalived's default */
+#define CFG_HA_DEAD_MS		1000
+#define CFG_HA_DEAD_MS_MIN	200
+#define CFG_HA_DEAD_MS_MAX	60000
+#define CFG_HA_HEARTBEAT_MS	100
+#define CFG_HA_HEARTBEAT_MS_MIN	20	/* and at most dead-ms / 3 */
+#define CFG_HA_GROUP_DEFAULT	"dpvpn"	/* keepalived's vrrp_instance */
+
+/* takeover-rekey = : whether a node that takes over rekeys every CHILD_SA. */
+enum cfg_ha_rekey {
+	CFG_HA_REKEY_AUTO,	/* only when the sync channel was down at takeover */
+	CFG_HA_REKEY_ALWAYS,
+	CFG_HA_REKEY_NEVER,
+};
+
+/* virtual-address = PORT ADDR/LEN [group NAME] */
+struct cfg_ha_vip {
+	char port[DPVPN_NAME_LEN];	/* a [port] name (checked at the end) */
+	struct cfg_prefix addr;		/* the address, with the port's prefix length */
+	char group[DPVPN_NAME_LEN];	/* the vrrp_instance that moves it */
+	int line;
+};
+
+struct cfg_ha {
+	int on, line;			/* line: of the [ha] header */
+	char node[DPVPN_NAME_LEN];	/* default: the host name, cut to 31 bytes */
+	/* the sync addresses as given ("ADDR[:PORT]", "[ADDR6]:PORT") and parsed
+	 * (port CFG_HA_PORT when none); one family, local != peer */
+	char local[80], peer[80];
+	struct sockaddr_storage local_sa, peer_sa;
+	uint8_t key[CFG_HA_KEY_MAX];	/* secret: sync-key's bytes */
+	size_t key_len;			/* CFG_HA_KEY_MIN..CFG_HA_KEY_MAX */
+	uint8_t priority;		/* 1..254 */
+	uint8_t takeover_rekey;		/* enum cfg_ha_rekey */
+	unsigned dead_ms, heartbeat_ms;
+	struct cfg_ha_vip vips[CFG_HA_VIP_MAX];
+	size_t n_vips;
+};
+
 struct cfg {
 	char path[4096];
 	char dp_socket[CFG_PATH_MAX];
@@ -273,6 +325,7 @@ struct cfg {
 	size_t n_routes;
 	struct cfg_tunnel **tunnels;	/* one allocation each: never moved */
 	size_t n_tunnels;
+	struct cfg_ha ha;		/* [ha]; ha.on 0: none */
 	char **errors;		/* "FILE:LINE: message", sorted by line */
 	size_t n_errors;
 };
@@ -296,8 +349,8 @@ cfg_tunnel_n_ts(const struct cfg_tunnel *t, bool local)
  * (or errno-style failure to open, also reported as an error string). */
 int cfg_load(struct cfg *cfg, const char *path);
 void cfg_print_errors(const struct cfg *cfg, FILE *out);
-/* Is addr an outside port's address or in its extra-addresses?  *port_id
- * (if not NULL): that port's id. */
+/* Is addr an outside port's address, in its extra-addresses, or one of
+ * [ha]'s virtual addresses on it?  *port_id (if not NULL): that port's id. */
 bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint16_t *port_id);
 /* Cipher key length of an alg (0: NULL or unknown). */
 size_t cfg_alg_key_len(uint8_t alg);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_check.c - checks across sections, run once the whole file is read
- * (cfg_check_all): port ids and references, extra addresses, tunnels' local
- * addresses, UDP and fragmentation options, lifetimes and in-SPIs; and
- * cfg_check_family, the one-family check that [route] and [tunnel] run at
+ * (cfg_check_all): port ids and references, extra addresses, [ha]'s virtual
+ * addresses (config_ha.c), tunnels' local addresses (a virtual address on an
+ * outside port counts), UDP and fragmentation options, lifetimes and in-SPIs;
+ * and cfg_check_family, the one-family check that [route] and [tunnel] run at
  * their section's end.
  */
 #define _GNU_SOURCE
@@ -171,7 +172,18 @@ static bool in_prefix4(const struct cfg_prefix *p, const struct cfg_addr *a)
 	       (a->v4 & cfg_prefix_mask(p->len)) == p->addr.v4;
 }
 
-/* An outside port's address, or one of its extra-addresses. */
+/* An [ha] virtual address on port (the node that is master has it). */
+static bool is_port_vip(const struct cfg *c, const struct cfg_port *port,
+			const struct cfg_addr *addr)
+{
+	for (size_t i = 0; i < c->ha.n_vips; i++)
+		if (!strcmp(c->ha.vips[i].port, port->name) &&
+		    cfg_addr_equal(&c->ha.vips[i].addr.addr, addr))
+			return true;
+	return false;
+}
+
+/* An outside port's address, one of its extra-addresses, or a virtual address on it. */
 bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint16_t *port_id)
 {
 	for (size_t i = 0; i < c->n_ports; i++) {
@@ -179,8 +191,11 @@ bool cfg_is_outside_addr(const struct cfg *c, const struct cfg_addr *addr, uint1
 		const struct cfg_prefix *a = addr->family == DPVPN_AF_INET6 ? &port->addr6 :
 									     &port->addr4;
 
-		if (port->role == DPVPN_ROLE_OUTSIDE && a->addr.family &&
-		    (cfg_addr_equal(&a->addr, addr) || in_prefix4(&port->extra4, addr))) {
+		if (port->role != DPVPN_ROLE_OUTSIDE)
+			continue;
+		if ((a->addr.family && (cfg_addr_equal(&a->addr, addr) ||
+					in_prefix4(&port->extra4, addr))) ||
+		    is_port_vip(c, port, addr)) {
 			if (port_id != NULL)
 				*port_id = port->id;
 			return true;
@@ -267,9 +282,10 @@ static void check_tunnels(struct parser *p)
 
 		if (t->local.family && !p->port_addr_bad && !is_outside_addr(c, &t->local))
 			cfg_err_at(p, t->local_line, "[tunnel %s] local: %s is not the address of "
-				   "an outside port%s", t->name, cfg_fmt_addr(&t->local, buf),
+				   "an outside port%s%s", t->name, cfg_fmt_addr(&t->local, buf),
 				   any_extra(c) && t->local.family == DPVPN_AF_INET ?
-				   " (nor in its extra-addresses)" : "");
+				   " (nor in its extra-addresses)" : "",
+				   c->ha.n_vips ? " (nor an [ha] virtual-address on one)" : "");
 		if (t->port_line && !t->udp)
 			cfg_err_at(p, t->port_line, "[tunnel %s] local-port/remote-port/"
 				   "local-ports need encap = udp", t->name);
@@ -291,6 +307,7 @@ void cfg_check_all(struct parser *p)
 	check_host(p);
 	resolve_ports(p);
 	cfg_check_ike_sa(p);	/* first: children get their parent's addresses */
+	cfg_check_ha(p);
 	check_tunnels(p);
 	cfg_check_route_tunnels(p);
 }

@@ -15,6 +15,8 @@
  *                    [routes] (route = PREFIX via tunnel NAME | via GW port NAME)
  *   config_tunnel.c  [tunnel NAME], its static keys and key files
  *   config_ike.c     [tunnel NAME]'s keying = ike keys and checks
+ *   config_ha.c      [ha]: the pair of gateways, its sync channel and virtual
+ *                    addresses
  *   config_check.c   checks across sections, once the whole file is read
  */
 #ifndef DPVPN_CONFIG_PARSE_H
@@ -38,6 +40,7 @@ enum sect_type {
 	SECT_ROUTE,
 	SECT_TUNNEL,
 	SECT_ROUTES,
+	SECT_HA,
 };
 
 /* The parser's state while it reads one file. */
@@ -62,7 +65,7 @@ struct parser {
 	bool port_addr_bad;	/* a port's address was refused: the tunnels' local is not
 				 * checked against the ports (no knock-on error) */
 	const char *key;	/* key being handled, for messages */
-	int seen_dataplane, seen_control, seen_routes;
+	int seen_dataplane, seen_control, seen_routes, seen_ha;
 	struct perror_ent *errs;
 	size_t n_errs;
 	/* Section names seen, "TYPE:NAME": a hash so that 100k tunnels parse
@@ -111,6 +114,7 @@ extern const struct sect_def cfg_sect_port;
 extern const struct sect_def cfg_sect_neighbor, cfg_sect_neighbour, cfg_sect_route;
 extern const struct sect_def cfg_sect_routes;
 extern const struct sect_def cfg_sect_tunnel;
+extern const struct sect_def cfg_sect_ha;
 
 /* The entry of the current section: in array ARR of struct cfg, or the tunnel. */
 #define CUR(p, arr)	(&(p)->cfg->arr[(p)->idx])
@@ -203,6 +207,8 @@ void cfg_finish_pki(struct parser *p, struct cfg_tunnel *t);
 void cfg_check_all(struct parser *p);
 /* config_route.c: every route's tunnels exist and are mode = route. */
 void cfg_check_route_tunnels(struct parser *p);
+/* config_ha.c: [ha]'s virtual addresses are on [port]s, and none a port's own. */
+void cfg_check_ha(struct parser *p);
 /* An error when two addresses (or prefixes) of a section are of two families. */
 void cfg_check_family(struct parser *p, const char *sect, const char *name, int line,
 		      const char *key_b, const struct cfg_addr *b, int len_b,

@@ -89,6 +89,23 @@
 #define ROUTE_ONLY ": not with mode = route (its selectors are 0.0.0.0/0 and ::/0; [routes] " \
 	"choose its traffic)"
 
+/* [ha]: lines 20-23 after GOOD (local 21, peer 22, sync-key 23); 24 on: more.
+ * The sync key's hex is what assert_no_key_text looks for. */
+#define HA_KEY_HEX "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define HA_KEY(mode) { "sync.key", HA_KEY_HEX "\n", mode, 0 }
+#define HA_KEY_TEXT(text) { "sync.key", text, 0600, 0 }
+#define HA_SECT(local, peer) "[ha]\nlocal = " local "\npeer = " peer "\nsync-key = sync.key\n"
+#define HA_HEAD HA_SECT("10.255.0.1", "10.255.0.2")
+#define HA_GOOD GOOD HA_HEAD
+#define HA_ADDR_ERR "expected ADDRESS[:PORT] (198.18.255.1, 198.18.255.1:4510, " \
+	"[2001:db8:ff::1]:4510), got "
+#define HA_VIP_ERR "expected PORT ADDRESS/LEN [group NAME] (outside 198.19.0.10/24 group " \
+	"dpvpn), got "
+#define HA_VIP_ADDR_ERR "expected an IPv4 address with prefix length 1..32 (198.19.0.10/24) " \
+	"or an IPv6 address with prefix length 1..128 (2001:db8::10/64), got "
+#define HA_MS_ERR "expected milliseconds 20..20000 (and at most dead-ms / 3), got "
+#define HA_KEY_LEN_ERR ": expected 64..128 hex digits (a 32..64-byte key), got "
+
 struct keyfile {
 	const char *name;
 	const char *text;
@@ -181,8 +198,8 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] fragment: expected inner (before encryption, RFC 4459) or outer, "
 	  "got 'both'", { 0 } },
 	{ "unknown section", PORTS "[bridge br0]\n", "10: unknown section type 'bridge' "
-	  "(expected dataplane, control, port, neighbor (or neighbour), route, routes or tunnel)",
-	  { 0 } },
+	  "(expected dataplane, control, port, neighbor (or neighbour), route, routes, tunnel "
+	  "or ha)", { 0 } },
 	{ "bad cidr", "[port a]\nid = 0\nrole = inside\naddress = 198.18.1.300/24\n",
 	  "4: [port a] address: " PORT_ERR ", got '198.18.1.300/24'", { 0 } },
 	/* [ops] 27.4: the bad address alone, not also "local: ... is not the address of an
@@ -758,6 +775,161 @@ static const struct tcase cases[] = {
 	  "20: [tunnel t] ike-lifetime: only with keying = ike", { 0 } },
 	{ "duplicate keying", IKE_GOOD "keying = ike\n",
 	  "18: [tunnel t] keying: duplicate key", PSK(0600) },
+	/* [ha] (config_ha.c) */
+	{ "ha", HA_GOOD, NULL, HA_KEY(0600) },
+	{ "ha every key", HA_GOOD "node = gw-a.example\npriority = 254\n"
+	  "virtual-address = outside 198.19.0.10/24\n"
+	  "virtual-address = inside\t2001:db8:1::10/64   group b\ntakeover-rekey = never\n"
+	  "dead-ms = 60000\nheartbeat-ms = 20000\n", NULL, HA_KEY(0600) },
+	{ "ha first", HA_HEAD PORTS TUN_HEAD SPIS KEYS, NULL, HA_KEY(0600) },
+	{ "ha ipv6", GOOD HA_SECT("[2001:db8:ff::1]:4510", "[2001:db8:ff::2]"), NULL,
+	  HA_KEY(0600) },
+	{ "ha one address, two ports", GOOD HA_SECT("127.0.0.1:4510", "127.0.0.1:4511"), NULL,
+	  HA_KEY(0600) },
+	{ "ha no local", GOOD "[ha]\npeer = 10.255.0.2\nsync-key = sync.key\n",
+	  "20: [ha] missing required key 'local'", HA_KEY(0600) },
+	{ "ha no peer", GOOD "[ha]\nlocal = 10.255.0.1\nsync-key = sync.key\n",
+	  "20: [ha] missing required key 'peer'", HA_KEY(0600) },
+	{ "ha no sync-key", GOOD "[ha]\nlocal = 10.255.0.1\npeer = 10.255.0.2\n",
+	  "20: [ha] missing required key 'sync-key'", { 0 } },
+	{ "ha empty", GOOD "[ha]\n", "20: [ha] missing required key 'local'", { 0 }, 3 },
+	{ "ha twice", HA_GOOD "[ha]\n", "24: duplicate section [ha]", HA_KEY(0600) },
+	{ "ha named", GOOD "[ha pair]\n", "20: [ha] takes no name, got 'pair'", { 0 } },
+	{ "ha unknown key", HA_GOOD "priorty = 5\n",
+	  "24: [ha] priorty: unknown key; did you mean priority?", HA_KEY(0600) },
+	{ "ha node blank", HA_GOOD "node = gw a\n", "24: [ha] node: expected 1..31 printable "
+	  "characters without blanks, got 'gw a'", HA_KEY(0600) },
+	{ "ha node long", HA_GOOD "node = gw-a.a-rather-longer.example.org\n",
+	  "24: [ha] node: expected 1..31 printable characters without blanks, got "
+	  "'gw-a.a-rather-longer.example.org'", HA_KEY(0600) },
+	{ "ha local bad", GOOD HA_SECT("10.255.0.300", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'10.255.0.300'", HA_KEY(0600) },
+	{ "ha local port 0", GOOD HA_SECT("10.255.0.1:0", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'10.255.0.1:0'", HA_KEY(0600) },
+	{ "ha local port big", GOOD HA_SECT("10.255.0.1:65536", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'10.255.0.1:65536'", HA_KEY(0600) },
+	{ "ha local empty port", GOOD HA_SECT("10.255.0.1:", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'10.255.0.1:'", HA_KEY(0600) },
+	{ "ha local any", GOOD HA_SECT("0.0.0.0", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'0.0.0.0'", HA_KEY(0600) },
+	{ "ha ipv6 bare", GOOD HA_SECT("[2001:db8:ff::1]", "2001:db8:ff::2"),
+	  "22: [ha] peer: " HA_ADDR_ERR "'2001:db8:ff::2'", HA_KEY(0600) },
+	{ "ha ipv6 unclosed", GOOD HA_SECT("[2001:db8:ff::1", "[2001:db8:ff::2]"),
+	  "21: [ha] local: " HA_ADDR_ERR "'[2001:db8:ff::1'", HA_KEY(0600) },
+	{ "ha ipv6 after bracket", GOOD HA_SECT("[2001:db8:ff::1]4510", "[2001:db8:ff::2]"),
+	  "21: [ha] local: " HA_ADDR_ERR "'[2001:db8:ff::1]4510'", HA_KEY(0600) },
+	{ "ha ipv4 in brackets", GOOD HA_SECT("[10.255.0.1]:4510", "10.255.0.2"),
+	  "21: [ha] local: " HA_ADDR_ERR "'[10.255.0.1]:4510'", HA_KEY(0600) },
+	{ "ha families", GOOD HA_SECT("10.255.0.1", "[2001:db8:ff::2]:4510"),
+	  "22: [ha] peer: [2001:db8:ff::2]:4510 is IPv6, local 10.255.0.1 is IPv4: one family",
+	  HA_KEY(0600) },
+	{ "ha peer is local", GOOD HA_SECT("10.255.0.1", "10.255.0.1:4510"),
+	  "22: [ha] peer: 10.255.0.1:4510 is local's address and port: give the other node's",
+	  HA_KEY(0600) },
+	{ "ha local is virtual", GOOD HA_SECT("198.19.0.10", "198.19.0.11") "virtual-address = "
+	  "outside 198.19.0.10/24\n", "21: [ha] local: 198.19.0.10 is a virtual-address (line "
+	  "24), which moves: the sync channel needs each node's own address", HA_KEY(0600) },
+	{ "ha sync-key mode", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key: mode 0640 lets "
+	  "group or others access the key (chmod 600 it)", HA_KEY(0640) },
+	{ "ha sync-key missing", HA_GOOD,
+	  "23: [ha] sync-key: @DIR@/sync.key: No such file or directory", { 0 } },
+	{ "ha sync-key short", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key" HA_KEY_LEN_ERR "62",
+	  HA_KEY_TEXT("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd\n") },
+	{ "ha sync-key long", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key" HA_KEY_LEN_ERR "130",
+	  HA_KEY_TEXT(HA_KEY_HEX HA_KEY_HEX "01\n") },
+	{ "ha sync-key longest", HA_GOOD, NULL, HA_KEY_TEXT("  0x" HA_KEY_HEX HA_KEY_HEX "\n") },
+	{ "ha sync-key odd", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key: bad hex: expected an "
+	  "even, nonzero number of hex digits, got 65", HA_KEY_TEXT(HA_KEY_HEX "0") },
+	{ "ha sync-key not hex", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key: bad hex: not a hex "
+	  "digit at position 5", HA_KEY_TEXT("0123x56789abcdef0123456789abcdef0123456789abcdef"
+					     "0123456789abcdef\n") },
+	{ "ha sync-key two lines", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key: expected the key "
+	  "as hex on one line", HA_KEY_TEXT("0123456789abcdef0123456789abcdef\n"
+					    "0123456789abcdef0123456789abcdef\n") },
+	{ "ha sync-key empty", HA_GOOD, "23: [ha] sync-key: @DIR@/sync.key: bad hex: expected "
+	  "an even, nonzero number of hex digits, got 0", HA_KEY_TEXT("\n") },
+	{ "ha priority 0", HA_GOOD "priority = 0\n", "24: [ha] priority: expected a VRRP "
+	  "priority 1..254 (as in keepalived's vrrp_instance; 255 is an address owner's), got "
+	  "'0'", HA_KEY(0600) },
+	{ "ha priority 255", HA_GOOD "priority = 255\n", "24: [ha] priority: expected a VRRP "
+	  "priority 1..254 (as in keepalived's vrrp_instance; 255 is an address owner's), got "
+	  "'255'", HA_KEY(0600) },
+	{ "ha priority 1", HA_GOOD "priority = 1\n", NULL, HA_KEY(0600) },
+	{ "ha takeover-rekey word", HA_GOOD "takeover-rekey = sometimes\n",
+	  "24: [ha] takeover-rekey: expected auto (rekey when the sync channel was down at "
+	  "takeover), always or never, got 'sometimes'", HA_KEY(0600) },
+	{ "ha takeover-rekey always", HA_GOOD "takeover-rekey = always\n", NULL, HA_KEY(0600) },
+	{ "ha dead-ms small", HA_GOOD "dead-ms = 199\n",
+	  "24: [ha] dead-ms: expected milliseconds 200..60000, got '199'", HA_KEY(0600) },
+	{ "ha dead-ms big", HA_GOOD "dead-ms = 60001\n",
+	  "24: [ha] dead-ms: expected milliseconds 200..60000, got '60001'", HA_KEY(0600) },
+	{ "ha heartbeat-ms small", HA_GOOD "heartbeat-ms = 19\n",
+	  "24: [ha] heartbeat-ms: " HA_MS_ERR "'19'", HA_KEY(0600) },
+	{ "ha heartbeat-ms big", HA_GOOD "heartbeat-ms = 20001\n",
+	  "24: [ha] heartbeat-ms: " HA_MS_ERR "'20001'", HA_KEY(0600) },
+	{ "ha heartbeat-ms over dead-ms / 3", HA_GOOD "heartbeat-ms = 201\ndead-ms = 600\n",
+	  "24: [ha] heartbeat-ms: 201 is more than dead-ms / 3 = 200 (three heartbeats at "
+	  "least before the peer is declared gone)", HA_KEY(0600) },
+	{ "ha heartbeat-ms at dead-ms / 3", HA_GOOD "dead-ms = 200\nheartbeat-ms = 66\n", NULL,
+	  HA_KEY(0600) },
+	{ "ha dead-ms under the default heartbeat", HA_GOOD "dead-ms = 299\n",
+	  "24: [ha] dead-ms: 299 leaves no room for three heartbeats of 100 ms (heartbeat-ms's "
+	  "default): give heartbeat-ms = 99 or less", HA_KEY(0600) },
+	{ "ha dead-ms at the default heartbeat", HA_GOOD "dead-ms = 300\n", NULL, HA_KEY(0600) },
+	/* one error for one mistake: a refused value is not compared with the other */
+	{ "ha dead-ms refused, heartbeat-ms given", HA_GOOD "dead-ms = 100\nheartbeat-ms = 400\n",
+	  "24: [ha] dead-ms: expected milliseconds 200..60000, got '100'", HA_KEY(0600) },
+	{ "ha heartbeat-ms refused, dead-ms given", HA_GOOD "heartbeat-ms = 5\ndead-ms = 200\n",
+	  "24: [ha] heartbeat-ms: " HA_MS_ERR "'5'", HA_KEY(0600) },
+	{ "ha virtual-address alone", HA_GOOD "virtual-address = outside\n",
+	  "24: [ha] virtual-address: " HA_VIP_ERR "'outside'", HA_KEY(0600) },
+	{ "ha virtual-address grp", HA_GOOD "virtual-address = outside 198.19.0.10/24 grp a\n",
+	  "24: [ha] virtual-address: " HA_VIP_ERR "'outside 198.19.0.10/24 grp a'",
+	  HA_KEY(0600) },
+	{ "ha virtual-address group without name", HA_GOOD "virtual-address = outside "
+	  "198.19.0.10/24 group\n", "24: [ha] virtual-address: " HA_VIP_ERR "'outside "
+	  "198.19.0.10/24 group'", HA_KEY(0600) },
+	{ "ha virtual-address more", HA_GOOD "virtual-address = outside 198.19.0.10/24 group a "
+	  "b\n", "24: [ha] virtual-address: " HA_VIP_ERR "'outside 198.19.0.10/24 group a b'",
+	  HA_KEY(0600) },
+	{ "ha virtual-address port name", HA_GOOD "virtual-address = out/side 198.19.0.10/24\n",
+	  "24: [ha] virtual-address: 'out/side' is not a [port] name (1..31 characters of A-Z "
+	  "a-z 0-9 - _ .)", HA_KEY(0600) },
+	{ "ha virtual-address no length", HA_GOOD "virtual-address = outside 198.19.0.10\n",
+	  "24: [ha] virtual-address: " HA_VIP_ADDR_ERR "'198.19.0.10'", HA_KEY(0600) },
+	{ "ha virtual-address length 0", HA_GOOD "virtual-address = outside 198.19.0.10/0\n",
+	  "24: [ha] virtual-address: " HA_VIP_ADDR_ERR "'198.19.0.10/0'", HA_KEY(0600) },
+	{ "ha virtual-address group name", HA_GOOD "virtual-address = outside 198.19.0.10/24 "
+	  "group a:b\n", "24: [ha] virtual-address: group: 'a:b' is not a name (1..31 "
+	  "characters of A-Z a-z 0-9 - _ .: keepalived's vrrp_instance)", HA_KEY(0600) },
+	{ "ha virtual-address twice", HA_GOOD "virtual-address = outside 198.19.0.10/24\n"
+	  "virtual-address = inside 198.19.0.10/32 group b\n",
+	  "25: [ha] virtual-address: 198.19.0.10 is already a virtual address (line 24)",
+	  HA_KEY(0600) },
+	{ "ha three groups", HA_GOOD "virtual-address = outside 198.19.0.10/24\n"
+	  "virtual-address = outside 198.19.0.11/24 group b\n"
+	  "virtual-address = inside 198.18.1.10/24 group b\n"
+	  "virtual-address = inside 198.18.1.11/24 group c\n",
+	  "27: [ha] virtual-address: a third group, c (dpvpn and b have addresses): at most 2, "
+	  "each node master of one when both are active", HA_KEY(0600) },
+	{ "ha virtual-address no port", HA_GOOD "virtual-address = outsid 198.19.0.10/24\n",
+	  "24: [ha] virtual-address: no [port] named 'outsid'", HA_KEY(0600) },
+	{ "ha virtual-address port's own", HA_GOOD "virtual-address = outside 198.18.1.1/24\n",
+	  "24: [ha] virtual-address: 198.18.1.1 is an address of [port inside] (a port's own "
+	  "stays with its node)", HA_KEY(0600) },
+	{ "ha virtual-address in extra-addresses", PORTS "extra-addresses = 198.19.128.0/17\n"
+	  TUN_HEAD SPIS KEYS HA_HEAD "virtual-address = outside 198.19.128.7/17\n",
+	  "25: [ha] virtual-address: 198.19.128.7 is an address of [port outside] (a port's own "
+	  "stays with its node)", HA_KEY(0600) },
+	/* a tunnel's local may be an outside port's virtual address, not an inside one's */
+	{ "ha virtual address as local", PORTS TUN("t", "198.19.0.10") SPIS KEYS HA_HEAD
+	  "virtual-address = outside 198.19.0.10/24\n", NULL, HA_KEY(0600) },
+	{ "ha virtual address as local, v6", PORTS46 TUN_TS4("2001:db8::10", "2001:db8::2")
+	  SPIS KEYS HA_HEAD "virtual-address = outside 2001:db8::10/64\n", NULL, HA_KEY(0600) },
+	{ "ha inside virtual address as local", PORTS TUN("t", "198.18.1.10") SPIS KEYS HA_HEAD
+	  "virtual-address = inside 198.18.1.10/24\n", "11: [tunnel t] local: 198.18.1.10 is "
+	  "not the address of an outside port (nor an [ha] virtual-address on one)",
+	  HA_KEY(0600) },
 };
 
 #define N_CASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1572,9 +1744,174 @@ static void test_remote_access(void **state)
 	}
 }
 
+/* [ha]: what the parser stores, its defaults, and the sync key's wipe. */
+static void test_ha_values(void **state)
+{
+	static const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0xff, [15] = 2 };
+	static const uint8_t zero[CFG_HA_KEY_MAX];
+	const struct sockaddr_in6 *sin6;
+	const struct sockaddr_in *sin;
+	const struct cfg_ha *h;
+	char path[64], kpath[64], host[256] = "", want[512];
+	struct cfg_addr a = { .family = DPVPN_AF_INET, .v4 = 0xc613000a };	/* 198.19.0.10 */
+	FILE *f;
+	uint16_t port_id = 0;
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ha.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/sync.key", tmpdir);
+	write_file(kpath, "0x" HA_KEY_HEX HA_KEY_HEX "\n", 0600);
+	write_file(path, PORTS TUN("t", "198.19.0.10") SPIS KEYS
+		   HA_SECT("10.255.0.1:4600", "[2001:db8:ff::2]") "node = gw-a\npriority = 150\n"
+		   "virtual-address = outside 198.19.0.10/24\n"
+		   "virtual-address = inside 198.18.1.10/24 group in\n"
+		   "takeover-rekey = never\ndead-ms = 3000\nheartbeat-ms = 250\n", 0600);
+	/* one family: the IPv6 peer is refused, everything else is kept */
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	assert_int_equal(cfg.n_errors, 1);
+	h = &cfg.ha;
+	assert_int_equal(h->on, 1);
+	assert_int_equal(h->line, 20);
+	assert_string_equal(h->node, "gw-a");
+	assert_string_equal(h->local, "10.255.0.1:4600");
+	sin = (const struct sockaddr_in *)&h->local_sa;
+	assert_int_equal(sin->sin_family, AF_INET);
+	assert_int_equal(ntohs(sin->sin_port), 4600);
+	assert_int_equal(ntohl(sin->sin_addr.s_addr), 0x0aff0001);
+	assert_string_equal(h->peer, "[2001:db8:ff::2]");
+	sin6 = (const struct sockaddr_in6 *)&h->peer_sa;
+	assert_int_equal(sin6->sin6_family, AF_INET6);
+	assert_int_equal(ntohs(sin6->sin6_port), CFG_HA_PORT);
+	assert_memory_equal(&sin6->sin6_addr, v6, 16);
+	assert_int_equal(h->key_len, 64);
+	assert_int_equal(h->key[0], 0x01);
+	assert_int_equal(h->key[63], 0xef);
+	assert_int_equal(h->priority, 150);
+	assert_int_equal(h->takeover_rekey, CFG_HA_REKEY_NEVER);
+	assert_int_equal(h->dead_ms, 3000);
+	assert_int_equal(h->heartbeat_ms, 250);
+	assert_int_equal(h->n_vips, 2);
+	assert_string_equal(h->vips[0].port, "outside");
+	assert_int_equal(h->vips[0].addr.addr.v4, 0xc613000a);
+	assert_int_equal(h->vips[0].addr.len, 24);
+	assert_string_equal(h->vips[0].group, CFG_HA_GROUP_DEFAULT);
+	assert_int_equal(h->vips[0].line, 26);
+	assert_string_equal(h->vips[1].port, "inside");
+	assert_string_equal(h->vips[1].group, "in");
+	/* the outside port's virtual address is that port's; the inside one's is not */
+	assert_true(cfg_is_outside_addr(&cfg, &a, &port_id));
+	assert_int_equal(port_id, 1);
+	a.v4 = 0xc612010a;	/* 198.18.1.10 */
+	assert_false(cfg_is_outside_addr(&cfg, &a, NULL));
+	cfg_wipe_keys(&cfg);
+	assert_memory_equal(h->key, zero, sizeof(zero));
+	cfg_free(&cfg);
+	/* the defaults: the host name, priority 100, auto, 1000 and 100 ms */
+	write_file(path, HA_GOOD, 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	host[CFG_NAME_MAX] = '\0';
+	assert_string_equal(cfg.ha.node, host);
+	assert_int_equal(cfg.ha.priority, CFG_HA_PRIORITY);
+	assert_int_equal(cfg.ha.takeover_rekey, CFG_HA_REKEY_AUTO);
+	assert_int_equal(cfg.ha.dead_ms, 1000);
+	assert_int_equal(cfg.ha.heartbeat_ms, 100);
+	assert_int_equal(cfg.ha.n_vips, 0);
+	assert_int_equal(cfg.ha.key_len, 64);
+	assert_int_equal(ntohs(((const struct sockaddr_in *)&cfg.ha.peer_sa)->sin_port), 4510);
+	/* cfg_free wipes it too (its memory is zeroed after) */
+	cfg_free(&cfg);
+	/* a refused key leaves nothing behind */
+	write_file(kpath, HA_KEY_HEX "0\n", 0600);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	assert_int_equal(cfg.ha.key_len, 0);
+	assert_memory_equal(cfg.ha.key, zero, sizeof(zero));
+	cfg_free(&cfg);
+	/* nor does the text after a NUL pass unseen */
+	f = fopen(kpath, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(HA_KEY_HEX "\0" "00\n", 1, sizeof(HA_KEY_HEX) + 3, f),
+			 sizeof(HA_KEY_HEX) + 3);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:23: [ha] sync-key: %s: expected the key as hex on one "
+		 "line", path, kpath);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	assert_int_equal(cfg.ha.key_len, 0);
+	cfg_free(&cfg);
+	/* no [ha]: nothing */
+	write_file(path, GOOD, 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.ha.on, 0);
+	assert_int_equal(cfg.ha.node[0], '\0');
+	cfg_free(&cfg);
+	unlink(kpath);
+	unlink(path);
+}
+
+/* Like a PSK file, the sync key may not be a symbolic link (O_NOFOLLOW). */
+static void test_ha_symlink(void **state)
+{
+	char path[64], kpath[64], link[64], want[512];
+	struct cfg cfg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/halink.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/target.key", tmpdir);
+	snprintf(link, sizeof(link), "%s/sync.key", tmpdir);
+	write_file(path, HA_GOOD, 0600);
+	write_file(kpath, HA_KEY_HEX "\n", 0600);
+	assert_int_equal(symlink("target.key", link), 0);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:23: [ha] sync-key: %s: a symbolic link: refused "
+		 "(name the file itself)", path, link);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	unlink(link);
+	assert_int_equal(rename(kpath, link), 0);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	cfg_free(&cfg);
+	unlink(link);
+	unlink(path);
+}
+
+/* Up to CFG_HA_VIP_MAX virtual addresses; the next one is refused at its line. */
+static void test_ha_vip_max(void **state)
+{
+	char path[64], kpath[64], text[4096], want[512];
+	struct cfg cfg;
+	int n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/havips.conf", tmpdir);
+	snprintf(kpath, sizeof(kpath), "%s/sync.key", tmpdir);
+	write_file(kpath, HA_KEY_HEX "\n", 0600);
+	n = snprintf(text, sizeof(text), "%s", HA_GOOD);
+	for (int i = 0; i < CFG_HA_VIP_MAX; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n,
+			      "virtual-address = outside 198.19.0.%d/24\n", 100 + i);
+	write_file(path, text, 0600);
+	assert_int_equal(cfg_load(&cfg, path), 0);
+	assert_int_equal(cfg.ha.n_vips, CFG_HA_VIP_MAX);
+	cfg_free(&cfg);
+	snprintf(text + n, sizeof(text) - (size_t)n, "virtual-address = outside 198.19.0.99/24\n");
+	write_file(path, text, 0600);
+	assert_int_equal(cfg_load(&cfg, path), -1);
+	snprintf(want, sizeof(want), "%s:%d: [ha] virtual-address: more than %d virtual "
+		 "addresses", path, 24 + CFG_HA_VIP_MAX, CFG_HA_VIP_MAX);
+	assert_int_equal(cfg.n_errors, 1);
+	assert_string_equal(cfg.errors[0], want);
+	cfg_free(&cfg);
+	unlink(kpath);
+	unlink(path);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[N_CASES + 16];
+	struct CMUnitTest tests[N_CASES + 19];
 	int rc;
 
 	if (!mkdtemp(tmpdir)) {
@@ -1600,7 +1937,10 @@ int main(void)
 	tests[N_CASES + 13] = (struct CMUnitTest)cmocka_unit_test(test_ike_sa_inherits);
 	tests[N_CASES + 14] = (struct CMUnitTest)cmocka_unit_test(test_ts_same_bytes);
 	tests[N_CASES + 15] = (struct CMUnitTest)cmocka_unit_test(test_routes);
-	rc = _cmocka_run_group_tests("config", tests, N_CASES + 16, NULL, NULL);
+	tests[N_CASES + 16] = (struct CMUnitTest)cmocka_unit_test(test_ha_values);
+	tests[N_CASES + 17] = (struct CMUnitTest)cmocka_unit_test(test_ha_symlink);
+	tests[N_CASES + 18] = (struct CMUnitTest)cmocka_unit_test(test_ha_vip_max);
+	rc = _cmocka_run_group_tests("config", tests, N_CASES + 19, NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

@@ -19,6 +19,8 @@ for f in "$configs"/*.conf; do
 	# the package's annotated example needs its group (dpvpn) and new keys:
 	# tests/test_debian_files.py and tests/test_package.py check it
 	[ "$c" = example.conf ] && continue
+	# not a dpvpn.conf: keepalived's, beside ha-a.conf (keepalived -t checks it)
+	case $c in keepalived-*.conf) continue ;; esac
 	cmd=$(sed -n 's/^;   \(install .*\)$/\1/p' "$f")
 	[ "$(printf '%s\n' "$cmd" | grep -c .)" -eq 1 ] ||
 		fail "$c: no (or more than one) ';   install ...' line"
@@ -54,6 +56,17 @@ rc=$?
 grep -q "^$tmp/ike-a.conf:[0-9]*: \[tunnel to-b\] psk-file: $tmp/ike.psk: mode 0644 " \
 	"$tmp/out" || fail "ike.psk 0644: no mode error in: $(cat "$tmp/out")"
 grep -q "dpvpn lab" "$tmp/out" && fail "ike.psk 0644: the key was printed"
+
+# [ha]: the sync key is a key file like the others.
+install -m 600 "$configs/ike.psk" "$tmp/ike.psk"
+install -m 644 "$configs/ha-sync.key" "$tmp/ha-sync.key"
+install -m 644 "$configs/ha-a.conf" "$tmp/ha-a.conf"
+"$dpvpnd" -n -c "$tmp/ha-a.conf" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "ha-sync.key 0644: exit $rc, expected 1"
+grep -q "^$tmp/ha-a.conf:[0-9]*: \[ha\] sync-key: $tmp/ha-sync.key: mode 0644 " \
+	"$tmp/out" || fail "ha-sync.key 0644: no mode error in: $(cat "$tmp/out")"
+grep -q "$(cat "$configs/ha-sync.key")" "$tmp/out" && fail "ha-sync.key 0644: the key was printed"
 
 cat > "$tmp/bad.conf" <<'CONF'
 [port inside]

@@ -1133,6 +1133,36 @@ psk-file = %(psk)s
           'keying = ike\npsk-file = a.key\nvirtual-ip = 10.0.0.1\nvirtual-ip = request\n'
           'pool = 10.50.0.0/24\n') % (OUT4, OUT4, OUT4, OUT4, OUT4)
     out['ike-remote-access.conf'] = (base + ra).encode()
+    # [ha]: a pair's node, sync channel (b.key is a good sync key: 64 hex
+    # digits), virtual addresses, one of them a tunnel's local; then refused
+    # values of every key, and the key files that are not one
+    ha = ('[ha]\nnode = gw-a\nlocal = 10.255.0.1:4510\npeer = 10.255.0.2\nsync-key = b.key\n'
+          'priority = 150\nvirtual-address = outside 198.19.0.10/24\n'
+          'virtual-address = inside 198.18.1.10/24\n'
+          'virtual-address = outside 2001:db8:ff::10/64 group b\n'
+          'virtual-address = inside\t2001:db8:1::10/64 group b\n'
+          'takeover-rekey = always\ndead-ms = 900\nheartbeat-ms = 300\n')
+    vip_tun = tunnels[0].replace('local = %s' % OUT4, 'local = 198.19.0.10')
+    out['ha.conf'] = (base + ha + vip_tun).encode()
+    out['ha-ipv6.conf'] = (base + '[ha]\nlocal = [2001:db8:ff::1]:4600\n'
+                           'peer = [2001:db8:ff::2]\nsync-key = b.key\n' + tunnels[0]).encode()
+    bad = ('[ha]\nnode = gw a\nlocal = [10.255.0.1]\npeer = 2001:db8::2\nsync-key = open.key\n'
+           'priority = 0\npriority = 255\nvirtual-address = outside\n'
+           'virtual-address = outside 198.19.0.1/24\nvirtual-address = nope 10.9.0.1/24\n'
+           'virtual-address = outside 198.19.0.11/0\nvirtual-address = x/y 198.19.0.12/24\n'
+           'virtual-address = outside 198.19.0.13/24 group a:b\n'
+           'virtual-address = outside 198.19.0.14/24 group c\n'
+           'virtual-address = outside 198.19.0.15/24 group d\n'
+           'virtual-address = inside 198.19.0.14/32\n'
+           'takeover-rekey = maybe\ndead-ms = 100\nheartbeat-ms = 5\nsync = yes\n'
+           '[ha]\nlocal = 10.255.0.1\n[ha x]\n' +
+           tunnels[0].replace('local = %s' % OUT4, 'local = 198.19.0.14'))
+    out['ha-bad.conf'] = (base + bad).encode()
+    # one [ha] a file: each of fuzz_config.c's key files that is no sync key
+    for k in ('a.key', 'two.key', 'big.key', 'missing.key'):
+        out['ha-%s.conf' % k.replace('.', '-')] = (
+            base + '[ha]\nlocal = 10.255.0.1\npeer = 10.255.0.1:4510\nsync-key = %s\n'
+            'dead-ms = 299\n' % k + tunnels[0]).encode()
     return out
 
 

@@ -203,7 +203,8 @@ def test_install_check_purge(deb, root):
               "/usr/lib/systemd/system/dpvpnd.service",
               "/usr/lib/systemd/system/dpvpn-dataplane.service",
               "/usr/share/doc/dpvpn/copyright", EXAMPLES + "/example.conf",
-              EXAMPLES + "/sysctl-hugepages.conf", "/etc/default/dpvpn"):
+              EXAMPLES + "/sysctl-hugepages.conf", EXAMPLES + "/keepalived-dpvpn.conf",
+              "/etc/default/dpvpn"):
         assert os.path.exists(root + f), f
     assert ok(root, "dpkg-query -W -f '${Conffiles}' dpvpn").split()[0] == "/etc/default/dpvpn"
     # the docs as .md, not .md.gz, so that their relative links lead somewhere
