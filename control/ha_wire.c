@@ -33,13 +33,16 @@
 #define MARKS_MIN	2				/* count; then the entries */
 #define MARK_LEN	(4 + 8)
 #define ROLE_LEN	(1 + 8)
+#define PREFIX_LEN	(1 + 1 + 16)
+#define POLICY_LEN	(1 + 2 * PREFIX_LEN + 4 + 4)
 
 _Static_assert(HA_BODY_MAX == IKE_SET_MIN + DPVPN_KEEP_MAX, "IKE_SET is the largest body");
 _Static_assert(HELLO_LEN <= HA_BODY_MAX && SA_ADD_LEN <= HA_BODY_MAX &&
 	       SA_DEL_LEN <= HA_BODY_MAX && SEQ_LEN <= HA_BODY_MAX &&
 	       MARKS_MIN + HA_MARKS_MAX * MARK_LEN <= HA_BODY_MAX &&
 	       ROLE_LEN <= HA_BODY_MAX && SNAP_BEGIN_LEN <= HA_BODY_MAX &&
-	       SNAP_END_LEN <= HA_BODY_MAX && IKE_DEL_LEN <= HA_BODY_MAX && ACK_LEN <= HA_BODY_MAX,
+	       SNAP_END_LEN <= HA_BODY_MAX && IKE_DEL_LEN <= HA_BODY_MAX && ACK_LEN <= HA_BODY_MAX &&
+	       POLICY_LEN <= HA_BODY_MAX,
 	       "every body fits HA_BODY_MAX");
 /* SA_ADD's struct follows the header and its len: aligned in an aligned frame. */
 _Static_assert((HA_HDR_LEN + SA_ADD_MIN) % _Alignof(struct dpvpn_sa_cfg) == 0,
@@ -462,6 +465,86 @@ read_role(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 	return check_role_msg(m, err, elen);
 }
 
+/* ---- POLICY ---- */
+
+/* A prefix: a family, a length within it, no host bits, zeros past IPv4's 4. */
+static int
+check_prefix(const struct dpvpn_prefix *x, const char *field, char *err, size_t elen)
+{
+	unsigned bits = x->family == DPVPN_AF_INET ? 32 : 128;
+	const uint8_t *a = x->v6;
+
+	if (x->family != DPVPN_AF_INET && x->family != DPVPN_AF_INET6)
+		return bad(err, elen, "%s.family: %u, not %d or %d", field, x->family,
+			   DPVPN_AF_INET, DPVPN_AF_INET6);
+	if (x->len > bits)
+		return bad(err, elen, "%s.len: %u above %u", field, x->len, bits);
+	for (unsigned i = x->len; i < 128; i++)
+		if (a[i / 8] & (0x80 >> (i % 8)))
+			return bad(err, elen, "%s: a bit set past /%u", field, x->len);
+	if (x->reserved[0] || x->reserved[1])
+		return bad(err, elen, "%s: reserved bytes not 0", field);
+	return 0;
+}
+
+static int
+check_policy(const struct ha_msg *m, char *err, size_t elen)
+{
+	const struct dpvpn_policy *p = &m->u.policy.p;
+
+	if (m->u.policy.op != HA_POLICY_ADD && m->u.policy.op != HA_POLICY_DEL)
+		return bad(err, elen, "policy.op: %u, not %d (add) or %d (del)", m->u.policy.op,
+			   HA_POLICY_ADD, HA_POLICY_DEL);
+	if (check_prefix(&p->src, "policy.src", err, elen) ||
+	    check_prefix(&p->dst, "policy.dst", err, elen))
+		return -1;
+	if (p->src.family != p->dst.family)
+		return bad(err, elen, "policy.dst.family: %u, not src's %u", p->dst.family,
+			   p->src.family);
+	if (m->u.policy.op == HA_POLICY_ADD)
+		return check_spi(p->spi, "policy.spi", err, elen);
+	return 0;
+}
+
+static void
+put_prefix(uint8_t *p, const struct dpvpn_prefix *x)
+{
+	p[0] = x->family;
+	p[1] = x->len;
+	memcpy(p + 2, x->v6, 16);
+}
+
+static void
+put_policy(uint8_t *p, const struct ha_msg *m)
+{
+	p[0] = m->u.policy.op;
+	put_prefix(p + 1, &m->u.policy.p.src);
+	put_prefix(p + 1 + PREFIX_LEN, &m->u.policy.p.dst);
+	put32(p + 1 + 2 * PREFIX_LEN, ntohl(m->u.policy.p.spi));
+	put32(p + 5 + 2 * PREFIX_LEN, m->u.policy.p.priority);
+}
+
+static void
+get_prefix(struct dpvpn_prefix *x, const uint8_t *p)
+{
+	memset(x, 0, sizeof(*x));
+	x->family = p[0];
+	x->len = p[1];
+	memcpy(x->v6, p + 2, 16);
+}
+
+static int
+read_policy(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
+{
+	(void)n;
+	m->u.policy.op = p[0];
+	get_prefix(&m->u.policy.p.src, p + 1);
+	get_prefix(&m->u.policy.p.dst, p + 1 + PREFIX_LEN);
+	m->u.policy.p.spi = htonl(get32(p + 1 + 2 * PREFIX_LEN));
+	m->u.policy.p.priority = get32(p + 5 + 2 * PREFIX_LEN);
+	return check_policy(m, err, elen);
+}
+
 /* ---- the table ---- */
 
 struct type_info {
@@ -493,6 +576,8 @@ static const struct type_info types[HA_TYPE_END] = {
 	[HA_ACK] = { "ack", "ack", ACK_LEN, false, NULL, put_ack, read_ack },
 	[HA_MARKS] = { "marks", "marks", MARKS_MIN, true, check_marks, put_marks, read_marks },
 	[HA_ROLE] = { "role", "role", ROLE_LEN, false, check_role_msg, put_role, read_role },
+	[HA_POLICY] = { "policy", "policy", POLICY_LEN, false, check_policy, put_policy,
+			read_policy },
 };
 
 static const struct type_info *

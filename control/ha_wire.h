@@ -58,6 +58,13 @@
  *           6 + 12i u64 high        the highest number it accepted  2 + 12 count
  *   ROLE         0 u8  role       enum ha_role
  *                1 u64 epoch                                           9
+ *   POLICY       0 u8  op         HA_POLICY_ADD (1) or HA_POLICY_DEL (2)
+ *                1 u8  family     src: DPVPN_AF_INET (4) or _INET6 (6)
+ *                2 u8  len          prefix length, host bits zero
+ *                3 u8  addr[16]     (IPv4: the first 4, the rest zero)
+ *               19 ...            dst: the same 18 bytes, src's family
+ *               37 u32 spi        the outbound SA it selects (add: not 0)
+ *               41 u32 priority                                        45
  *
  * A body shorter or longer than its type's layout says is refused: no
  * trailing bytes.  ha_decode names the field it refuses and why
@@ -116,8 +123,11 @@ enum ha_type {
 	HA_ACK,
 	HA_MARKS,
 	HA_ROLE,
+	HA_POLICY,
 	HA_TYPE_END
 };
+
+enum { HA_POLICY_ADD = 1, HA_POLICY_DEL = 2 };
 
 enum ha_role {
 	HA_ROLE_BACKUP = 0,
@@ -181,6 +191,10 @@ struct ha_msg {
 			uint8_t role;
 			uint64_t epoch;
 		} role;
+		struct {
+			uint8_t op;		/* HA_POLICY_ADD or _DEL */
+			struct dpvpn_policy p;	/* POLICY_ADD's; spi in network order */
+		} policy;
 	} u;
 };
 

@@ -107,6 +107,13 @@ sample(uint16_t type, struct ha_msg *m)
 		m->u.role.role = HA_ROLE_FAULT;
 		m->u.role.epoch = 42;
 		break;
+	case HA_POLICY:
+		m->u.policy.op = HA_POLICY_ADD;
+		m->u.policy.p = (struct dpvpn_policy){
+			.src = { .family = DPVPN_AF_INET, .len = 24, .v4 = htonl(0xc6120200) },
+			.dst = { .family = DPVPN_AF_INET, .len = 24, .v4 = htonl(0xc6120100) },
+			.spi = htonl(0x2001), .priority = 100 };
+		break;
 	}
 }
 
@@ -203,6 +210,7 @@ test_body_sizes(void **state)
 		[HA_HELLO] = 52, [HA_SNAP_BEGIN] = 8, [HA_SNAP_END] = 4, [HA_IKE_SET] = 120,
 		[HA_IKE_DEL] = 16, [HA_SA_ADD] = 4 + sizeof(struct dpvpn_sa_cfg), [HA_SA_DEL] = 37,
 		[HA_SEQ] = 44, [HA_ACK] = 4, [HA_MARKS] = 2 + 3 * 12, [HA_ROLE] = 9,
+		[HA_POLICY] = 45,
 	};
 	struct ha_msg m;
 
@@ -223,7 +231,7 @@ test_truncated_and_extended_refused(void **state)
 		[HA_HELLO] = "hello", [HA_SNAP_BEGIN] = "snap_begin", [HA_SNAP_END] = "snap_end",
 		[HA_IKE_SET] = "ike_set", [HA_IKE_DEL] = "ike_del", [HA_SA_ADD] = "sa_add",
 		[HA_SA_DEL] = "sa_del", [HA_SEQ] = "seq", [HA_ACK] = "ack", [HA_MARKS] = "marks",
-		[HA_ROLE] = "role",
+		[HA_ROLE] = "role", [HA_POLICY] = "policy",
 	};
 	struct ha_msg m;
 
@@ -261,7 +269,7 @@ test_field_errors(void **state)
 		{ HA_ACK, 2, 2, 0x8000, "hdr.flags: 0x8000, not 0" },
 		{ HA_ACK, 0, 2, 99, "hdr.type: 99 unknown" },
 		{ HA_ACK, 0, 2, 0, "hdr.type: 0 unknown" },
-		{ HA_ACK, 0, 2, HA_TYPE_END, "hdr.type: 12 unknown" },
+		{ HA_ACK, 0, 2, HA_TYPE_END, "hdr.type: 13 unknown" },
 		{ HA_ACK, 8, 4, 5, "hdr.len: 5, but 4 bytes follow" },
 		{ HA_ACK, 8, 4, 0xffffffff, "hdr.len: 4294967295 above 16404" },
 		{ HA_ACK, 0, 2, HA_SEQ, "seq: body of 4 bytes, not 44" },
@@ -300,6 +308,12 @@ test_field_errors(void **state)
 		{ HA_MARKS, 14 + 12, 4, 0, "marks[1].spi: 0" },
 		{ HA_ROLE, 12, 1, 3, "role.role: 3 unknown" },
 		{ HA_ROLE, 12, 1, 0xff, "role.role: 255 unknown" },
+		{ HA_POLICY, 12, 1, 3, "policy.op: 3, not 1 (add) or 2 (del)" },
+		{ HA_POLICY, 13, 1, 5, "policy.src.family: 5, not 4 or 6" },
+		{ HA_POLICY, 14, 1, 33, "policy.src.len: 33 above 32" },
+		{ HA_POLICY, 18, 1, 1, "policy.src: a bit set past /24" },
+		{ HA_POLICY, 31, 1, 6, "policy.dst.family: 6, not src's 4" },
+		{ HA_POLICY, 49, 4, 0, "policy.spi: 0" },
 	};
 	struct ha_msg m;
 
@@ -582,7 +596,7 @@ test_names_of_types_and_roles(void **state)
 		[HA_HELLO] = "hello", [HA_SNAP_BEGIN] = "snap-begin", [HA_SNAP_END] = "snap-end",
 		[HA_IKE_SET] = "ike-set", [HA_IKE_DEL] = "ike-del", [HA_SA_ADD] = "sa-add",
 		[HA_SA_DEL] = "sa-del", [HA_SEQ] = "seq", [HA_ACK] = "ack", [HA_MARKS] = "marks",
-		[HA_ROLE] = "role",
+		[HA_ROLE] = "role", [HA_POLICY] = "policy",
 	};
 
 	(void)state;

@@ -1261,8 +1261,8 @@ def ike_auth_cp_seed(spi_i, spi_r):
 # ---- fuzz_ha_wire: the HA sync channel's frames (control/ha_wire.h) ----
 
 (HA_HELLO, HA_SNAP_BEGIN, HA_SNAP_END, HA_IKE_SET, HA_IKE_DEL, HA_SA_ADD, HA_SA_DEL,
- HA_SEQ, HA_ACK, HA_MARKS, HA_ROLE) = range(1, 12)
-HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 1, 28
+ HA_SEQ, HA_ACK, HA_MARKS, HA_ROLE, HA_POLICY) = range(1, 13)
+HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 1, 29
 KEEP_MAX = 16384
 
 
@@ -1284,6 +1284,16 @@ def ha_hello(node=ha_name('gw-a'), role=1):
 def ha_marks(n, count=None):
     return struct.pack('>H', n if count is None else count) + b''.join(
         struct.pack('>IQ', 0x2001 + i, 1000 * i + 64) for i in range(n))
+
+
+def ha_policy(op, spi, family=4, host_bits=False):
+    """A POLICY body: op, src and dst prefixes (family, len, 16 bytes), spi, priority."""
+    def prefix(net):
+        if family == 4:
+            return struct.pack('>BB', 4, 24) + bytes([198, 18, net, 1 if host_bits else 0]) + \
+                bytes(12)
+        return struct.pack('>BB', 6, 64) + bytes.fromhex(f"20010db80018000{net}") + bytes(8)
+    return struct.pack('>B', op) + prefix(2) + prefix(1) + struct.pack('>II', spi, 100)
 
 
 def ha_wire_seeds():
@@ -1310,6 +1320,8 @@ def ha_wire_seeds():
         'marks-1': ha_frame(HA_MARKS, ha_marks(1), seq=11),
         'marks-256': ha_frame(HA_MARKS, ha_marks(256), seq=12),
         'role': ha_frame(HA_ROLE, struct.pack('>BQ', 2, 8), seq=13),
+        'policy-add': ha_frame(HA_POLICY, ha_policy(1, 0x2001), seq=14),
+        'policy-del6': ha_frame(HA_POLICY, ha_policy(2, 0, family=6), seq=15),
         # each refused, for one field
         'bad-short-header': ha_frame(HA_ACK, b'')[:5],
         'bad-flags': ha_frame(HA_ACK, struct.pack('>I', 9), flags=1),
@@ -1324,6 +1336,8 @@ def ha_wire_seeds():
         'bad-seq-limit': ha_frame(HA_SEQ, ha_name('tun0') + struct.pack('>IQ', 0x1001, 0)),
         'bad-marks-count': ha_frame(HA_MARKS, ha_marks(3, count=4)),
         'bad-role': ha_frame(HA_ROLE, struct.pack('>BQ', 3, 8)),
+        'bad-policy-op': ha_frame(HA_POLICY, ha_policy(3, 0x2001)),
+        'bad-policy-host-bits': ha_frame(HA_POLICY, ha_policy(1, 0x2001, host_bits=True)),
     }
     return seeds
 
