@@ -20,7 +20,7 @@
  * only uid 0 or dpvpnd's euid may send them):
  *   {"cmd":"status"}
  *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"counters"|"policies"|"trace"|"routes"
- *          |"neighbours"|"lcores"|"ike"}
+ *          |"neighbours"|"lcores"|"ike"|"ha"}
  *   {"cmd":"show","what":"sa"|"tunnels"|"ports"|"policies"|"routes","first":N}   one page of a
  *                                        table
  *   {"cmd":"route","op":"add"|"del","dst":PREFIX,"port":N,"via":IP|null}
@@ -36,6 +36,8 @@
  *   {"cmd":"tunnel","name":NAME,"state":"up"|"down"}
  *   {"cmd":"ike","op":"initiate"|"terminate"|"rekey"|"rekey-ike","name":NAME}   a
  *                                        keying = ike tunnel's IKE SA; rekey: its CHILD_SA
+ *   {"cmd":"ha","role":"master"|"backup"|"fault"}   this node's role in an HA pair
+ *                                        (keepalived's notify scripts; doc/ha.md)
  *   {"cmd":"trace","point":"inside-rx"|"pre-encrypt"|"decrypted"|"outside-tx",
  *    "count":1..100000,"file":ABSOLUTE-PATH}   a new pcapng file; "point":"off" stops
  * Any other member is an error, as are a missing or unknown "cmd" or "what".

@@ -311,6 +311,7 @@ static const struct {
 	{ "lcores", ctl_show_lcores, false },
 	{ "ike", ctl_show_ike, false },
 	{ "tunnels", ctl_show_tunnels, true },
+	{ "ha", ctl_show_ha, false },
 };
 
 /* Members other than those named in ALLOWED (NULL-terminated) are errors. */
@@ -565,6 +566,30 @@ static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_le
 	return json_pack("{s:s}", "message", msg);
 }
 
+/* {"cmd":"ha","role":"master"|"backup"|"fault"} (root): keepalived's notify. */
+static json_t *do_ha(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
+{
+	static const char *const members[] = { "cmd", "role", NULL };
+	const char *role = json_string_value(json_object_get(req, "role"));
+	char msg[512];
+
+	if (only_members(req, members, err, err_len))
+		return NULL;
+	if (role == NULL) {
+		snprintf(err, err_len, "expected \"role\": master, backup or fault");
+		return NULL;
+	}
+	if (!ctx->peer_privileged) {
+		snprintf(err, err_len, "permission denied: ha is for root only");
+		return NULL;
+	}
+	if (ctx->ha_command == NULL || ctx->ha_command(role, msg, sizeof(msg)) != 0) {
+		snprintf(err, err_len, "%s", ctx->ha_command ? msg : "no [ha] in this dpvpnd");
+		return NULL;
+	}
+	return json_pack("{s:s}", "message", msg);
+}
+
 static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
 	json_t *c;
@@ -606,8 +631,10 @@ static json_t *run_request(struct ctl_ctx *ctx, json_t *req, char *err, size_t e
 		return do_policy_sa(ctx, req, 0, err, err_len);
 	if (!strcmp(cmd, "ike"))
 		return do_ike(ctx, req, err, err_len);
+	if (!strcmp(cmd, "ha"))
+		return do_ha(ctx, req, err, err_len);
 	snprintf(err, err_len, "unknown \"cmd\": \"%.64s\" (expected status, show, reload, "
-		 "clear, tunnel, trace, route, neighbour, policy, sa or ike)", cmd);
+		 "clear, tunnel, trace, route, neighbour, policy, sa, ike or ha)", cmd);
 	return NULL;
 }
 

@@ -731,6 +731,15 @@ json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len)
 	return json_pack("{s:o}", "lcores", a);
 }
 
+json_t *ctl_show_ha(struct ctl_ctx *ctx, char *err, size_t err_len)
+{
+	if (ctx->show_ha == NULL) {
+		snprintf(err, err_len, "no [ha] in this dpvpnd");
+		return NULL;
+	}
+	return ctx->show_ha(err, err_len);
+}
+
 json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len)
 {
 	if (ctx->show_ike == NULL) {

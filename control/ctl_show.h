@@ -64,6 +64,9 @@ struct ctl_ctx {
 	/* route add|del done: the prefix is dpvpnctl's (it wins over the kernel's
 	 * mirrored routes, mirror.h) or no longer; NULL: nothing to tell */
 	void (*route_changed)(const struct dpvpn_prefix *dst, int add);
+	/* HA (ha.h): ha master|backup|fault (keepalived's notify); show ha.  NULL: none */
+	int (*ha_command)(const char *role, char *msg, size_t len);
+	json_t *(*show_ha)(char *err, size_t err_len);
 };
 
 /* Each returns a new result object, or NULL with err set (from dp->err). */
@@ -76,6 +79,7 @@ json_t *ctl_show_routes(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_lcores(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_neighs(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_ike(struct ctl_ctx *ctx, char *err, size_t err_len);
+json_t *ctl_show_ha(struct ctl_ctx *ctx, char *err, size_t err_len);
 json_t *ctl_show_tunnels(struct ctl_ctx *ctx, char *err, size_t err_len);
 /* "last_packet_ms": N, or null for UINT64_MAX (none yet). */
 json_t *ctl_idle_json(uint64_t idle_ms);

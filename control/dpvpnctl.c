@@ -801,6 +801,40 @@ static void print_reload(json_t *r)
 	}
 }
 
+/* A member's text, "" if it has none. */
+static const char *ha_str(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+
+	return v ? v : "";
+}
+
+static long long ha_num(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+/* show ha: this node's role, its peer, the sync channel, the last takeover. */
+static void print_ha(json_t *r)
+{
+	json_t *p = json_object_get(r, "peer"), *t = json_object_get(r, "last_takeover");
+
+	printf("node %s: %s, priority %lld, epoch %lld\n", ha_str(r, "node"), ha_str(r, "role"),
+	       ha_num(r, "priority"), ha_num(r, "epoch"));
+	printf("peer %s (%s): %s; sync channel %s%s%s\n", ha_str(p, "address"),
+	       *ha_str(p, "node") ? ha_str(p, "node") : "not heard from", ha_str(p, "role"),
+	       json_is_true(json_object_get(p, "channel")) ? "up" : "down",
+	       *ha_str(p, "why") ? ": " : "", ha_str(p, "why"));
+	printf("sync: %s; %lld SAs, %lld policies of IKE tunnels; %lld blocks waiting for the "
+	       "peer\n", ha_str(r, "sync"), ha_num(r, "sas"), ha_num(r, "policies"),
+	       ha_num(r, "pending_grants"));
+	if (json_is_object(t))
+		printf("last takeover: %.1f s ago, gap %lld ms\n", ha_num(t, "ago_ms") / 1000.0,
+		       ha_num(t, "gap_ms"));
+	else
+		printf("last takeover: none\n");
+}
+
 static const struct command commands[] = {
 	{ { "reload", NULL }, "{\"cmd\":\"reload\"}", print_reload },
 	{ { "clear", NULL }, "{\"cmd\":\"clear\"}", print_reload },
@@ -816,6 +850,7 @@ static const struct command commands[] = {
 	{ { "show", "policies" }, "{\"cmd\":\"show\",\"what\":\"policies\"}", print_policies },
 	{ { "show", "ike" }, "{\"cmd\":\"show\",\"what\":\"ike\"}", print_ike },
 	{ { "show", "tunnels" }, "{\"cmd\":\"show\",\"what\":\"tunnels\"}", print_tunnels },
+	{ { "show", "ha" }, "{\"cmd\":\"show\",\"what\":\"ha\"}", print_ha },
 };
 
 /* ---- talking to dpvpnd ---- */
@@ -899,7 +934,7 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status\n"
 		"  show sa | tunnels | ports | counters [--all] | policies | routes | neighbours\n"
-		"       | lcores | trace | ike\n"
+		"       | lcores | trace | ike | ha\n"
 		"  initiate NAME | terminate NAME | rekey NAME | rekey-ike NAME   a keying = ike\n"
 		"              tunnel's IKE SA: start it, end it, rekey its CHILD_SA or itself (root)\n"
 		"  route add DST PORT [VIA] | route add DST tunnel NAME [NAME...]\n"
@@ -911,6 +946,8 @@ static void usage(FILE *out)
 		"  clear       show counters, sa, ports, lcores and tunnels count from 0 from now\n"
 		"              on (root; dpvpnd keeps baselines, metrics stay raw)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
+		"  ha master|backup|fault   this node's role in an HA pair: keepalived's\n"
+		"              notify scripts (root; doc/ha.md)\n"
 		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
 		"              (N times; default until interrupted)\n"
 		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
@@ -1220,7 +1257,7 @@ static void unknown_command(int argc, char **argv)
 	}
 	if (!strcmp(argv[0], "show"))
 		fprintf(stderr, "; show what? sa, tunnels, ports, counters, policies, routes, "
-			"neighbours, lcores, trace or ike\n");
+			"neighbours, lcores, trace, ike or ha\n");
 	else
 		fprintf(stderr, " (dpvpnctl help lists them)\n");
 }
@@ -1235,6 +1272,14 @@ static int ike_op(const char *path, int n, char **a)
 		return NOT_THIS_FORM;
 	return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ike", "op", a[0],
 					   "name", a[1]));
+}
+
+/* ha master|backup|fault */
+static int ha_role(const char *path, int n, char **a)
+{
+	if (n != 2)
+		return NOT_THIS_FORM;
+	return send_change(path, json_pack("{s:s,s:s}", "cmd", "ha", "role", a[1]));
 }
 
 /* tunnel NAME up|down */
@@ -1335,7 +1380,7 @@ static const struct {
 	{ "initiate", ike_op }, { "terminate", ike_op }, { "rekey", ike_op },
 	{ "rekey-ike", ike_op }, { "tunnel", tunnel_state }, { "route", route_neigh },
 	{ "neighbour", route_neigh }, { "policy", policy_sa }, { "sa", policy_sa },
-	{ "trace", trace_cmd }, { "monitor", monitor_cmd },
+	{ "trace", trace_cmd }, { "monitor", monitor_cmd }, { "ha", ha_role },
 };
 
 /* The command in a[0..n-1] (after the options): its exit status. */

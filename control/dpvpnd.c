@@ -34,6 +34,7 @@
 #include "ctl_base.h"
 #include "ctl_server.h"
 #include "dp_client.h"
+#include "ha.h"
 #include "ikd.h"
 #include "icvwatch.h"
 #include "install.h"
@@ -49,7 +50,7 @@
 #define MAX_WAIT_S	3600
 
 enum { PFD_SIGNAL, PFD_DATAPLANE, PFD_LISTEN, PFD_METRICS, PFD_IKE, PFD_NETLINK,
-       PFD_CLIENTS };
+       PFD_HA, PFD_HA2, PFD_CLIENTS };
 #define IKE_TICK_MS	100	/* IKE timers: retransmissions, liveness, restarts */
 
 struct opts {
@@ -295,6 +296,8 @@ static void grant(struct dp_client *dp, const struct dpvpn_event *ev)
 		return;
 	}
 	g.limit = limit;
+	if (ha_seq_hold(name, spi, limit))
+		return;		/* granted once the HA backup has it (ha.c) */
 	if (dp_call(dp, DPVPN_MSG_SEQ_GRANT, &g, sizeof(g), NULL, 0))
 		fprintf(stderr, "dpvpnd: seq grant 0x%08x: %s\n", spi, dp->err);
 }
@@ -437,20 +440,23 @@ static int reload(char *msg, size_t len)
 	drop_down_tunnels(&next);
 	/* keying = ike tunnels: checked first (refused whole), changed ones ended
 	 * before the install, new ones added after it */
+	bool ike = ha_master();		/* an HA backup runs no IKE: its master's SAs stay */
+
 	if (inst_reload_check(current, &next, msg, len) != 0 ||
-	    ikd_reload_check(&next, msg, len) != 0) {
+	    (ike && ikd_reload_check(&next, msg, len) != 0)) {
 		fprintf(stderr, "dpvpnd: reload %s\n", msg);
 		ctl_tunnels_refused(&next, msg);
 		cfg_free(&next);
 		return -1;
 	}
-	ikd_reload_drop(&next);
+	if (ike)
+		ikd_reload_drop(&next);
 	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len, &changes);
-	if (rc == 0) {
+	if (rc == 0 && ike) {
 		size_t used = strlen(msg);
 
 		irc = ikd_reload_add(&next, msg + used, len - used);
-	} else {
+	} else if (ike) {
 		ikd_reload_cancel();
 	}
 	fprintf(stderr, "dpvpnd: %s\n", msg);
@@ -553,6 +559,10 @@ static int on_signal(int sfd)
 static void ike_restart(struct loop *l, struct dp_client *dp)
 {
 	ikd_close();
+	if (!ha_master()) {	/* an HA backup runs no IKE */
+		l->pfd[PFD_IKE].fd = -1;
+		return;
+	}
 	if (ikd_open(config_path, current->dp_socket, dp, seq, opts->verbose) != 0)
 		fprintf(stderr, "dpvpnd: IKE not restarted: keying = ike tunnels stay down\n");
 	l->pfd[PFD_IKE].fd = ikd_fd();
@@ -621,6 +631,29 @@ static int reconnect(struct loop *l)
 	}
 }
 
+/* The HA sync channel's descriptors in their two slots (-1: none). */
+static void ha_poll_slots(struct loop *l)
+{
+	struct pollfd p[2];
+	int n = ha_pollfds(p, 2);
+
+	for (int i = 0; i < 2; i++)
+		l->pfd[PFD_HA + i] = i < n ? p[i] : (struct pollfd){ .fd = -1 };
+}
+
+/* HA: this node became master (ha.c): IKE opens and takes the records up. */
+static int ha_take_over(void)
+{
+	ikd_close();
+	return ikd_open(config_path, current->dp_socket, the_dp, seq, opts->verbose);
+}
+
+/* HA: backup again: IKE closes; the SAs and records stay. */
+static void ha_release(void)
+{
+	ikd_close();
+}
+
 /* 0: SIGTERM/SIGINT, 1: a fatal error. */
 static int run_loop(struct loop *l)
 {
@@ -636,9 +669,15 @@ static int run_loop(struct loop *l)
 			icvw_poll(&icv, dp, mono_ms());
 			next_icv = mono_ms() + ICVW_POLL_MS;
 		}
+		int wait = l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS, hw;
+
 		l->pfd[PFD_IKE].fd = ikd_fd();	/* a reload may have opened it; -1 if closed */
 		l->pfd[PFD_NETLINK].fd = mirror_fd();	/* a reload or reconnect reopens it */
-		if (poll(l->pfd, l->n, l->pfd[PFD_IKE].fd >= 0 ? IKE_TICK_MS : EVENTS_EVERY_MS) < 0) {
+		ha_poll_slots(l);
+		hw = ha_timeout_ms();
+		if (hw >= 0 && hw < wait)
+			wait = hw;
+		if (poll(l->pfd, l->n, wait) < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "dpvpnd: poll: %s\n", strerror(errno));
@@ -652,6 +691,8 @@ static int run_loop(struct loop *l)
 			ikd_input();
 		if (l->pfd[PFD_NETLINK].revents && !dp->lost)
 			mirror_read();	/* while lost: read after the reconnect's reopen */	/* closed: the dataplane went; restarted with it */
+		if (!dp->lost)
+			ha_run();	/* the sync channel; a backup applies what came */
 		if (!dp->lost)
 			ikd_tick();
 		if (!dp->lost) {
@@ -704,6 +745,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 		.tunnels = walk_tunnels, .ike_tunnel = ikd_tunnel,
 		.ike_tunnel_json = ikd_tunnel_json,
 		.changes = changes_json, .route_changed = mirror_ctl_route,
+		.ha_command = ha_role_command, .show_ha = ha_show,
 	};
 	struct loop l = { .n = PFD_CLIENTS, .ctx = &ctx };
 	int sfd = signal_fd(), lfd, rc;
@@ -724,7 +766,11 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	l.pfd[PFD_IKE] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	mirror_open(dp, current, opts->verbose);	/* logged; forwarding goes on without */
 	l.pfd[PFD_NETLINK] = (struct pollfd){ .fd = mirror_fd(), .events = POLLIN };
-	if (ikd_open(config_path, cfg->dp_socket, dp, seq, opts->verbose) != 0) {
+	static const struct ha_ops ha_ops = { .take_over = ha_take_over, .release = ha_release };
+
+	if (ha_open(cfg, dp, seq, &ha_ops, opts->verbose) != 0 ||
+	    (ha_master() && ikd_open(config_path, cfg->dp_socket, dp, seq, opts->verbose) != 0)) {
+		ha_close();
 		close(lfd);
 		close(sfd);
 		return 1;
@@ -744,6 +790,7 @@ static int serve(struct dp_client *dp, struct cfg *cfg)
 	mirror_close();
 	icvw_free(&icv);
 	ikd_close();
+	ha_close();
 	metrics_close(l.metrics);
 	for (nfds_t i = PFD_CLIENTS; i < l.n; i++)
 		close(l.pfd[i].fd);

@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 
 #include "config.h"
+#include "ha.h"
 #include "ike_sa.h"
 #include "ikd_int.h"
 #include "install.h"
@@ -130,6 +131,8 @@ static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const ui
 		memcpy(h + 1, rec, len);
 		m->len = (uint32_t)(sizeof(*h) + len);
 	}
+	/* an HA backup keeps the same record in its dataplane (ha.h) */
+	ha_keep(m->key, type == DPVPN_MSG_KEEP_SET ? (const void *)h : NULL, m->len);
 	if (quiet)
 		rc = keep_quiet(type, buf, (uint32_t)(sizeof(*m) + m->len));
 	else

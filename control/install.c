@@ -25,6 +25,20 @@
 
 #define INST_POLICY_PRIORITY	100	/* one policy per tunnel; room for others */
 
+static const struct inst_tap *tap;
+
+void inst_set_tap(const struct inst_tap *t)
+{
+	tap = t;
+}
+
+/* The dataplane took msg for t: HA's standby gets it too (inst_set_tap). */
+static void tapped(const struct cfg_tunnel *t, uint16_t type, const void *msg, uint32_t len)
+{
+	if (tap != NULL && tap->sent != NULL)
+		tap->sent(t, type, msg, len);
+}
+
 static int call(struct dp_client *dp, bool verbose, const char *what, uint16_t type,
 		const void *msg, uint32_t len)
 {
@@ -324,6 +338,9 @@ static int reserve(struct seqstate *seq, const struct cfg_tunnel *t, uint32_t sp
 			t->name, strerror(errno));
 		return -1;
 	}
+	/* HA: silent (limit = start, never 0: no limit) until the standby has it */
+	if (tap != NULL && tap->hold != NULL && tap->hold(t->name, spi, m->seq_limit))
+		m->seq_limit = m->seq_start = m->seq_start ? m->seq_start : 1;
 	return 0;
 }
 
@@ -408,6 +425,8 @@ static int install_sa(struct dp_client *dp, const struct cfg_tunnel *t,
 	snprintf(what, sizeof(what), "tunnel %s %s SA", t->name,
 		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
 	rc = call(dp, verbose, what, DPVPN_MSG_SA_ADD, &m, sizeof(m));
+	if (rc == 0)
+		tapped(t, DPVPN_MSG_SA_ADD, &m, sizeof(m));
 	explicit_bzero(&m, sizeof(m));
 	return rc;
 }
@@ -596,6 +615,7 @@ static int del_policy(struct dp_client *dp, const struct cfg_tunnel *t, unsigned
 
 	if (dp_call(dp, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol), NULL, 0) == 0 ||
 	    dp->status == -ENOENT) {
+		tapped(t, DPVPN_MSG_POLICY_DEL, &pol, sizeof(pol));
 		if (verbose)
 			fprintf(stderr, "dpvpnd: tunnel %s foreign policy removal: done\n", t->name);
 		return 0;
@@ -692,6 +712,7 @@ static int fill_gaps(struct dp_client *dp, const struct cfg_tunnel *t, unsigned 
 
 		if (call(dp, verbose, what, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol)))
 			return -1;
+		tapped(t, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));
 	}
 	return 0;
 }
@@ -814,6 +835,7 @@ int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool ve
 			call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
 			return -1;
 		}
+		tapped(t, DPVPN_MSG_POLICY_ADD, &pol, sizeof(pol));	/* (replaces by selectors) */
 	}
 	return call(dp, verbose, "policies", DPVPN_MSG_BATCH_COMMIT, NULL, 0);
 }
@@ -985,6 +1007,7 @@ static int del_sa(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi
 	snprintf(what, sizeof(what), "tunnel %s %s SA removal", t->name,
 		 dir == DPVPN_DIR_IN ? "inbound" : "outbound");
 	if (dp_call(dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0) == 0 || dp->status == -ENOENT) {
+		tapped(t, DPVPN_MSG_SA_DEL, &id, sizeof(id));
 		if (verbose)
 			fprintf(stderr, "dpvpnd: %s: done\n", what);
 		/* the interface went down with its outbound SA (tunif_sa_gone): the twin too */

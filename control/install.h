@@ -45,6 +45,20 @@ int inst_tunnel_sas(struct dp_client *dp, const struct cfg_tunnel *t, bool verbo
 int inst_batch_begin(struct dp_client *dp, struct seqstate *seq, bool verbose);
 int inst_batch_commit(struct dp_client *dp, struct seqstate *seq, bool verbose);
 int inst_policy_switch(struct dp_client *dp, const struct cfg_tunnel *t, bool verbose);
+/*
+ * HA (control/ha.c): called after the dataplane took a change made for
+ * tunnel t -- SA_ADD (keys included: the callee wipes its copies), SA_DEL,
+ * POLICY_ADD, POLICY_DEL -- so that a standby gets the same; and asked,
+ * after an outbound SA's block of sequence numbers is on disk, whether the
+ * SA must wait for it (true: installed silent, granted once the standby has
+ * the block).  NULL (the default): nothing.
+ */
+struct inst_tap {
+	void (*sent)(const struct cfg_tunnel *t, uint16_t type, const void *msg, uint32_t len);
+	bool (*hold)(const char *name, uint32_t spi, uint64_t limit);
+};
+void inst_set_tap(const struct inst_tap *tap);
+
 int inst_sa_del(struct dp_client *dp, const struct cfg_tunnel *t, uint32_t spi, uint8_t dir,
 		bool verbose);
 /* Remember cfg's key digests (before its keys are wiped): reload compares them. */

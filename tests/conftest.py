@@ -28,6 +28,7 @@ MARKERS = {
     "ops": "the [ops] issue (27): what an operator meets in the second week",
     "ci": "the [ci] issue (31): every test in CI's default pass",
     "house": "the [house] issue (29): the code's structure, no behaviour change",
+    "ha": "the [ha] issue (30): two gateways, one set of tunnels (state sync, takeover)",
     "frr": "BGP and BFD with FRR over route-based tunnels (FRR's daemons per namespace)",
     "package": "builds the .deb and installs it into a clean Debian 12 root (lintian, purge); "
                "left out of the sanitizer pass (it builds its own package, not build-asan)",

@@ -1,0 +1,971 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ha.c - a pair of gateways, one set of tunnels (ha.h, doc/ha.md): the
+ * node's role, what its IKE tunnels hold in the dataplane (the journal),
+ * the sync channel's messages both ways, and the takeover.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ha.h"
+#include "ha_chan.h"
+#include "ha_wire.h"
+#include "install.h"
+#include "mono.h"
+
+/*
+ * The journal: what this node's dataplane holds for IKE tunnels, with the
+ * keys (a backup that connects later gets it whole; the journal of a backup
+ * is what it applied, so that once master it can give it on).  Arrays
+ * searched in full: a change costs O(SAs), about 20 us at 10 000 tunnels.
+ */
+struct j_sa {
+	struct dpvpn_sa_cfg m;		/* as sent to the dataplane: keys */
+};
+
+struct pending {			/* a block granted once the backup has it */
+	uint32_t msgno;
+	uint32_t spi;			/* host order */
+	uint64_t limit;
+};
+
+static struct {
+	bool on, verbose;
+	struct cfg_ha cfg;		/* its key wiped at ha_close */
+	struct dp_client *dp;
+	struct seqstate *seq;
+	struct ha_ops ops;
+	struct ha_chan *chan;
+	uint8_t role;
+	uint64_t epoch;			/* takeovers seen, this node's or the peer's */
+	/* the peer, from its HELLO and ROLE */
+	bool peer_hello, incompatible;
+	uint8_t peer_role, peer_priority;
+	uint64_t peer_epoch;
+	char peer_node[DPVPN_NAME_LEN];
+	/* the stream: our message numbers, the peer's acknowledgement, its numbers */
+	uint32_t tx_seq, acked, rx_last, rx_acked;
+	bool synced;			/* backup: a whole state applied since the channel came up */
+	uint32_t snap_end_seq;		/* master: the last snapshot's end, in our numbers */
+	uint64_t down_since, last_rx, took_over_at, gap_ms;
+	uint64_t applied, apply_errors, resyncs;
+	struct j_sa *sas;
+	size_t n_sas, cap_sas;
+	struct dpvpn_policy *pols;
+	size_t n_pols, cap_pols;
+	struct pending *pend;
+	size_t n_pend, cap_pend;
+} ha;
+
+static uint8_t frame[HA_FRAME_MAX] __attribute__((aligned(8)));
+static uint8_t rxbuf[HA_FRAME_MAX] __attribute__((aligned(8)));
+
+bool ha_configured(void)
+{
+	return ha.on;
+}
+
+bool ha_master(void)
+{
+	return !ha.on || ha.role == HA_ROLE_MASTER;
+}
+
+/* ---- the journal ---- */
+
+static size_t sa_find(uint32_t spi, uint8_t dir)
+{
+	for (size_t i = 0; i < ha.n_sas; i++)
+		if (ha.sas[i].m.spi == spi && ha.sas[i].m.dir == dir)
+			return i;
+	return SIZE_MAX;
+}
+
+static bool same_sel(const struct dpvpn_policy *a, const struct dpvpn_policy *b)
+{
+	return !memcmp(&a->src, &b->src, sizeof(a->src)) && !memcmp(&a->dst, &b->dst, sizeof(a->dst));
+}
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? 2 * *cap : 64;
+	void *q;
+
+	if (n < *cap)
+		return p;
+	q = realloc(p, c * size);	/* (no keys in these: see grow_sas) */
+	if (q != NULL)
+		*cap = c;
+	return q;
+}
+
+/* The SA array grows by copy: the old one (keys) wiped before it is freed. */
+static struct j_sa *grow_sas(void)
+{
+	size_t c = ha.cap_sas ? 2 * ha.cap_sas : 64;
+	struct j_sa *s;
+
+	if (ha.n_sas < ha.cap_sas)
+		return ha.sas;
+	s = calloc(c, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	if (ha.sas != NULL) {
+		memcpy(s, ha.sas, ha.n_sas * sizeof(*s));
+		explicit_bzero(ha.sas, ha.cap_sas * sizeof(*s));
+		free(ha.sas);
+	}
+	ha.cap_sas = c;
+	return s;
+}
+
+static void j_sa_set(const struct dpvpn_sa_cfg *m)
+{
+	size_t i = sa_find(m->spi, m->dir);
+
+	if (i == SIZE_MAX) {
+		struct j_sa *s = grow_sas();
+
+		if (s == NULL) {
+			fprintf(stderr, "dpvpnd: ha: out of memory: SA 0x%08x not journalled\n",
+				ntohl(m->spi));
+			return;
+		}
+		ha.sas = s;
+		i = ha.n_sas++;
+	}
+	ha.sas[i].m = *m;
+}
+
+static void j_pol_del_spi(uint32_t spi)
+{
+	for (size_t i = ha.n_pols; i-- > 0;)
+		if (ha.pols[i].spi == spi)
+			ha.pols[i] = ha.pols[--ha.n_pols];
+}
+
+static void j_sa_del(uint32_t spi, uint8_t dir)
+{
+	size_t i = sa_find(spi, dir);
+
+	if (dir == DPVPN_DIR_OUT)	/* its policies went with it */
+		j_pol_del_spi(spi);
+	if (i == SIZE_MAX)
+		return;
+	ha.sas[i] = ha.sas[--ha.n_sas];
+	explicit_bzero(&ha.sas[ha.n_sas], sizeof(ha.sas[0]));
+}
+
+static void j_pol(uint16_t type, const struct dpvpn_policy *p)
+{
+	for (size_t i = 0; i < ha.n_pols; i++) {
+		if (!same_sel(&ha.pols[i], p))
+			continue;
+		if (type == DPVPN_MSG_POLICY_ADD)
+			ha.pols[i] = *p;
+		else
+			ha.pols[i] = ha.pols[--ha.n_pols];
+		return;
+	}
+	if (type != DPVPN_MSG_POLICY_ADD)
+		return;
+	struct dpvpn_policy *q = grow(ha.pols, &ha.cap_pols, ha.n_pols, sizeof(*q));
+
+	if (q == NULL)
+		return;
+	ha.pols = q;
+	ha.pols[ha.n_pols++] = *p;
+}
+
+static struct ha_chan_cfg chan_cfg;	/* (its key points into ha.cfg) */
+static bool reset_due;
+
+/*
+ * The stream cannot go on (a message not queued, a reservation not saved):
+ * the channel is closed and opened again, so that the peer sees it go down
+ * and the state is sent whole once it is back.  Done from ha_run.
+ */
+static void chan_reset(void)
+{
+	char err[256];
+
+	reset_due = false;
+	ha_chan_close(ha.chan);
+	ha.chan = ha_chan_open(&chan_cfg, err, sizeof(err));
+	if (ha.chan == NULL)
+		fprintf(stderr, "dpvpnd: ha: sync channel not opened again: %s\n", err);
+}
+
+/* ---- sending ---- */
+
+static bool peer_backup(void)
+{
+	return ha.chan != NULL && ha_chan_up(ha.chan) && ha.peer_hello && !ha.incompatible &&
+	       ha.peer_role != HA_ROLE_MASTER;
+}
+
+/* One message to the peer; the frame (keys) wiped after. */
+static void send_msg(struct ha_msg *m)
+{
+	size_t n;
+	int rc;
+
+	if (ha.chan == NULL || !ha_chan_up(ha.chan))
+		return;
+	m->seq = ++ha.tx_seq;
+	n = ha_encode(frame, sizeof(frame), m);
+	if (n == 0) {
+		fprintf(stderr, "dpvpnd: ha: a %s message did not encode\n", ha_type_name(m->type));
+		return;
+	}
+	rc = ha_chan_send(ha.chan, frame, n);
+	explicit_bzero(frame, n);
+	if (rc != 0 && rc != -ENOTCONN && !reset_due) {
+		fprintf(stderr, "dpvpnd: ha: to the peer: %s: the channel starts again (the "
+			"peer gets the whole state once back)\n", strerror(-rc));
+		reset_due = true;
+	}
+}
+
+static void send_hello(void)
+{
+	struct ha_msg m = { .type = HA_HELLO };
+
+	m.u.hello.version = HA_HELLO_VERSION;
+	m.u.hello.sa_size = sizeof(struct dpvpn_sa_cfg);
+	m.u.hello.role = ha.role;
+	m.u.hello.priority = ha.cfg.priority;
+	m.u.hello.epoch = ha.epoch;
+	snprintf(m.u.hello.node, sizeof(m.u.hello.node), "%s", ha.cfg.node);
+	send_msg(&m);
+}
+
+static void send_role(void)
+{
+	struct ha_msg m = { .type = HA_ROLE, .u.role = { .role = ha.role, .epoch = ha.epoch } };
+
+	send_msg(&m);
+}
+
+static void send_sa_add(const struct dpvpn_sa_cfg *sa)
+{
+	struct ha_msg m = { .type = HA_SA_ADD, .u.sa_add.sa = sa };
+
+	send_msg(&m);
+}
+
+static void send_policy(uint16_t type, const struct dpvpn_policy *p)
+{
+	struct ha_msg m = { .type = HA_POLICY };
+
+	m.u.policy.op = type == DPVPN_MSG_POLICY_ADD ? HA_POLICY_ADD : HA_POLICY_DEL;
+	m.u.policy.p = *p;
+	send_msg(&m);
+}
+
+static void send_seq(const char *name, uint32_t spi, uint64_t limit)
+{
+	struct ha_msg m = { .type = HA_SEQ };
+
+	snprintf(m.u.seq.name, sizeof(m.u.seq.name), "%s", name);
+	m.u.seq.spi = htonl(spi);	/* (the codec's SPIs: network order) */
+	m.u.seq.limit = limit;
+	send_msg(&m);
+}
+
+/* The records this dataplane keeps, each as IKE_SET. */
+static uint32_t send_records(void)
+{
+	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
+	uint32_t start = 0, total = 0, sent = 0;
+
+	do {
+		struct dpvpn_dump_req req = { .start = start };
+		const struct dpvpn_dump_hdr *h = (const struct dpvpn_dump_hdr *)reply;
+		size_t at = sizeof(*h);
+		uint32_t got, count;
+
+		if (dp_call_var(ha.dp, DPVPN_MSG_KEEP_LIST, &req, sizeof(req), reply, sizeof(reply),
+				&got) != 0 || got < sizeof(*h))
+			break;
+		total = h->total;
+		count = h->count;
+		for (uint32_t i = 0; i < count; i++) {
+			struct dpvpn_keep rh;
+			struct ha_msg m = { .type = HA_IKE_SET };
+
+			if (at + sizeof(rh) > got)
+				break;
+			memcpy(&rh, reply + at, sizeof(rh));
+			if (rh.len > got - at - sizeof(rh) || rh.len == 0 || rh.len > DPVPN_KEEP_MAX)
+				break;
+			memcpy(m.u.ike_set.key, rh.key, sizeof(rh.key));
+			m.u.ike_set.len = rh.len;
+			m.u.ike_set.rec = reply + at + sizeof(rh);
+			send_msg(&m);
+			sent++;
+			at += sizeof(rh) + rh.len;
+		}
+		explicit_bzero(reply, got);
+		start += count;
+		if (count == 0)
+			break;
+	} while (start < total);
+	return sent;
+}
+
+/* Every outbound SA's reservation (static tunnels' too): SEQ. */
+static uint32_t send_limits(void)
+{
+	struct dpvpn_sa_info *sa;
+	uint32_t n, sent = 0;
+
+	if (dp_dump(ha.dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n) != 0)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		char name[DPVPN_NAME_LEN];
+		uint64_t limit;
+
+		if (sa[i].dir != DPVPN_DIR_OUT)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
+		limit = seq_get(ha.seq, name, ntohl(sa[i].spi));
+		if (limit != 0) {
+			send_seq(name, ntohl(sa[i].spi), limit);
+			sent++;
+		}
+	}
+	free(sa);
+	return sent;
+}
+
+/*
+ * The backup gets the whole state: what it holds of IKE tunnels goes, ours
+ * comes, then SNAP_END.  Limits first: an SA arrives silent at or above them.
+ */
+static void send_snapshot(void)
+{
+	struct ha_msg m = { .type = HA_SNAP_BEGIN, .u.snap_begin.epoch = ha.epoch };
+	uint32_t count = 0;
+
+	send_msg(&m);
+	count += send_limits();
+	for (size_t i = 0; i < ha.n_sas; i++, count++)
+		send_sa_add(&ha.sas[i].m);
+	for (size_t i = 0; i < ha.n_pols; i++, count++)
+		send_policy(DPVPN_MSG_POLICY_ADD, &ha.pols[i]);
+	count += send_records();
+	m = (struct ha_msg){ .type = HA_SNAP_END, .u.snap_end.count = count };
+	send_msg(&m);
+	ha.snap_end_seq = ha.tx_seq;
+	ha.resyncs++;
+	fprintf(stderr, "dpvpnd: ha: the whole state to %s: %u messages (%zu SAs, %zu policies)\n",
+		ha.peer_node, count, ha.n_sas, ha.n_pols);
+}
+
+/* ---- the master's taps ---- */
+
+static void tap_sent(const struct cfg_tunnel *t, uint16_t type, const void *msg, uint32_t len)
+{
+	(void)len;	/* (each type's own size) */
+	if (!ha.on || ha.role != HA_ROLE_MASTER || !t->ike.on)
+		return;
+	switch (type) {
+	case DPVPN_MSG_SA_ADD:
+		j_sa_set(msg);
+		if (peer_backup())
+			send_sa_add(msg);
+		break;
+	case DPVPN_MSG_SA_DEL: {
+		const struct dpvpn_sa_id *id = msg;
+		struct ha_msg m = { .type = HA_SA_DEL };
+
+		j_sa_del(id->spi, id->dir);
+		snprintf(m.u.sa_del.name, sizeof(m.u.sa_del.name), "%s", t->name);
+		m.u.sa_del.spi = id->spi;
+		m.u.sa_del.dir = id->dir;
+		if (peer_backup())
+			send_msg(&m);
+		break;
+	}
+	case DPVPN_MSG_POLICY_ADD:
+	case DPVPN_MSG_POLICY_DEL:
+		j_pol(type, msg);
+		if (peer_backup())
+			send_policy(type, msg);
+		break;
+	default:
+		break;
+	}
+}
+
+static void grant_now(uint32_t spi, uint64_t limit)
+{
+	struct dpvpn_seq_grant g = { .spi = htonl(spi), .limit = limit };
+
+	if (dp_call(ha.dp, DPVPN_MSG_SEQ_GRANT, &g, sizeof(g), NULL, 0) != 0 &&
+	    ha.dp->status != -ENOENT)	/* (an SA gone since: nothing to grant) */
+		fprintf(stderr, "dpvpnd: ha: seq grant 0x%08x: %s\n", spi, ha.dp->err);
+}
+
+bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit)
+{
+	struct pending *p;
+
+	if (!ha.on || ha.role != HA_ROLE_MASTER || !peer_backup())
+		return false;	/* no backup to wait for: at once */
+	p = grow(ha.pend, &ha.cap_pend, ha.n_pend, sizeof(*p));
+	if (p == NULL)
+		return false;
+	ha.pend = p;
+	send_seq(name, spi, limit);
+	ha.pend[ha.n_pend++] = (struct pending){ .msgno = ha.tx_seq, .spi = spi, .limit = limit };
+	return true;
+}
+
+static bool hold_tap(const char *name, uint32_t spi, uint64_t limit)
+{
+	return ha_seq_hold(name, spi, limit);
+}
+
+/* The backup has every message up to acked (or is gone: all). */
+static void grant_pending(bool all)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < ha.n_pend; i++) {
+		if (all || (int32_t)(ha.acked - ha.pend[i].msgno) >= 0)
+			grant_now(ha.pend[i].spi, ha.pend[i].limit);
+		else
+			ha.pend[k++] = ha.pend[i];
+	}
+	ha.n_pend = k;
+}
+
+void ha_keep(const uint8_t *key, const void *rec, uint32_t len)
+{
+	struct ha_msg m = { .type = rec ? HA_IKE_SET : HA_IKE_DEL };
+
+	if (!ha.on || ha.role != HA_ROLE_MASTER || !peer_backup())
+		return;
+	if (rec != NULL) {
+		memcpy(m.u.ike_set.key, key, DPVPN_KEEP_KEY_LEN);
+		m.u.ike_set.len = len;
+		m.u.ike_set.rec = rec;
+	} else {
+		memcpy(m.u.ike_del.key, key, DPVPN_KEEP_KEY_LEN);
+	}
+	send_msg(&m);
+}
+
+/* ---- the backup applies ---- */
+
+static int dp_apply(uint16_t type, const void *msg, uint32_t len)
+{
+	int rc = dp_call(ha.dp, type, msg, len, NULL, 0);
+
+	if (rc != 0 && ha.dp->status == -EEXIST && type == DPVPN_MSG_SA_ADD) {
+		const struct dpvpn_sa_cfg *m = msg;
+		struct dpvpn_sa_id id = { .spi = m->spi, .dir = m->dir };
+
+		(void)dp_call(ha.dp, DPVPN_MSG_SA_DEL, &id, sizeof(id), NULL, 0);
+		rc = dp_call(ha.dp, type, msg, len, NULL, 0);
+	}
+	if (rc != 0 && ha.dp->status == -ENOENT &&
+	    (type == DPVPN_MSG_SA_DEL || type == DPVPN_MSG_POLICY_DEL || type == DPVPN_MSG_KEEP_DEL))
+		rc = 0;		/* gone already: as wanted */
+	if (rc != 0) {
+		ha.apply_errors++;
+		fprintf(stderr, "dpvpnd: ha: from %s: %s\n", ha.peer_node, ha.dp->err);
+	}
+	return rc;
+}
+
+/* An SA as the backup holds it: an outbound one silent at the highest block. */
+static void apply_sa_add(const struct dpvpn_sa_cfg *in)
+{
+	struct dpvpn_sa_cfg m = *in;
+
+	if (m.dir == DPVPN_DIR_OUT) {
+		char name[DPVPN_NAME_LEN];
+		uint64_t l;
+
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, m.name);
+		l = seq_get(ha.seq, name, ntohl(m.spi));
+		l = l > m.seq_limit ? l : m.seq_limit;
+		l = l > m.seq_start ? l : m.seq_start;
+		m.seq_start = m.seq_limit = l ? l : 1;
+	}
+	if (dp_apply(DPVPN_MSG_SA_ADD, &m, sizeof(m)) == 0)
+		j_sa_set(in);
+	explicit_bzero(&m, sizeof(m));
+}
+
+static void apply_keep(const struct ha_msg *m)
+{
+	static uint8_t buf[sizeof(struct dpvpn_keep) + DPVPN_KEEP_MAX] __attribute__((aligned(8)));
+	struct dpvpn_keep *k = (struct dpvpn_keep *)buf;
+	uint32_t len = 0;
+
+	memset(k, 0, sizeof(*k));
+	if (m->type == HA_IKE_SET) {
+		memcpy(k->key, m->u.ike_set.key, sizeof(k->key));
+		memcpy(k + 1, m->u.ike_set.rec, m->u.ike_set.len);
+		k->len = len = m->u.ike_set.len;
+	} else {
+		memcpy(k->key, m->u.ike_del.key, sizeof(k->key));
+	}
+	dp_apply(m->type == HA_IKE_SET ? DPVPN_MSG_KEEP_SET : DPVPN_MSG_KEEP_DEL, buf,
+		 (uint32_t)sizeof(*k) + len);
+	explicit_bzero(buf, sizeof(*k) + len);
+}
+
+/* SNAP_BEGIN: what the backup holds of IKE tunnels goes. */
+static void forget_all(void)
+{
+	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
+	uint8_t (*keys)[DPVPN_KEEP_KEY_LEN] = NULL;
+	uint32_t n_keys = 0, got;
+	struct dpvpn_dump_req req = { .start = 0 };
+
+	for (size_t i = 0; i < ha.n_sas; i++) {
+		struct dpvpn_sa_id id = { .spi = ha.sas[i].m.spi, .dir = ha.sas[i].m.dir };
+
+		dp_apply(DPVPN_MSG_SA_DEL, &id, sizeof(id));
+	}
+	for (size_t i = 0; i < ha.n_pols; i++)
+		dp_apply(DPVPN_MSG_POLICY_DEL, &ha.pols[i], sizeof(ha.pols[i]));
+	explicit_bzero(ha.sas, ha.cap_sas * sizeof(*ha.sas));
+	ha.n_sas = ha.n_pols = 0;
+	/* the records, listed first (a removal moves them about), then removed */
+	for (;;) {
+		const struct dpvpn_dump_hdr *h = (const struct dpvpn_dump_hdr *)reply;
+		size_t at = sizeof(*h);
+
+		if (dp_call_var(ha.dp, DPVPN_MSG_KEEP_LIST, &req, sizeof(req), reply, sizeof(reply),
+				&got) != 0 || got < sizeof(*h) || h->count == 0)
+			break;
+		void *nk = realloc(keys, (n_keys + h->count) * sizeof(*keys));
+
+		if (nk == NULL)
+			break;
+		keys = nk;
+		for (uint32_t i = 0; i < h->count && at + sizeof(struct dpvpn_keep) <= got; i++) {
+			struct dpvpn_keep rh;
+
+			memcpy(&rh, reply + at, sizeof(rh));
+			memcpy(keys[n_keys++], rh.key, sizeof(rh.key));
+			at += sizeof(rh) + rh.len;
+		}
+		req.start += h->count;
+		explicit_bzero(reply, got);
+		if (req.start >= ((const struct dpvpn_dump_hdr *)reply)->total && got >= sizeof(*h))
+			break;
+	}
+	for (uint32_t i = 0; i < n_keys; i++) {
+		struct dpvpn_keep del = { .len = 0 };
+
+		memcpy(del.key, keys[i], sizeof(del.key));
+		dp_apply(DPVPN_MSG_KEEP_DEL, &del, sizeof(del));
+	}
+	free(keys);
+}
+
+static void apply(const struct ha_msg *m)
+{
+	switch (m->type) {
+	case HA_SNAP_BEGIN:
+		ha.synced = false;
+		forget_all();
+		break;
+	case HA_SNAP_END:
+		ha.synced = true;
+		fprintf(stderr, "dpvpnd: ha: in sync with %s (%zu SAs, %zu policies)\n",
+			ha.peer_node, ha.n_sas, ha.n_pols);
+		break;
+	case HA_IKE_SET:
+	case HA_IKE_DEL:
+		apply_keep(m);
+		break;
+	case HA_SA_ADD:
+		apply_sa_add(m->u.sa_add.sa);
+		break;
+	case HA_SA_DEL: {
+		struct dpvpn_sa_id id = { .spi = m->u.sa_del.spi, .dir = m->u.sa_del.dir };
+
+		dp_apply(DPVPN_MSG_SA_DEL, &id, sizeof(id));
+		j_sa_del(id.spi, id.dir);
+		break;
+	}
+	case HA_POLICY: {
+		uint16_t type = m->u.policy.op == HA_POLICY_ADD ? DPVPN_MSG_POLICY_ADD :
+								   DPVPN_MSG_POLICY_DEL;
+
+		if (type == DPVPN_MSG_POLICY_ADD)	/* in place of one on its selectors */
+			(void)dp_call(ha.dp, DPVPN_MSG_POLICY_DEL, &m->u.policy.p,
+				      sizeof(m->u.policy.p), NULL, 0);
+		if (dp_apply(type, &m->u.policy.p, sizeof(m->u.policy.p)) == 0)
+			j_pol(type, &m->u.policy.p);
+		break;
+	}
+	case HA_SEQ: {
+		uint32_t spi = ntohl(m->u.seq.spi);
+
+		if (m->u.seq.limit > seq_get(ha.seq, m->u.seq.name, spi) &&
+		    seq_put(ha.seq, m->u.seq.name, spi, m->u.seq.limit) != 0) {
+			ha.apply_errors++;	/* not on disk: no ACK may say it is */
+			fprintf(stderr, "dpvpnd: ha: sequence reservation of %s not saved (%s): "
+				"the channel starts again\n", m->u.seq.name, strerror(errno));
+			reset_due = true;
+			return;
+		}
+		break;
+	}
+	default:
+		return;
+	}
+	ha.applied++;
+}
+
+/* ---- the peer ---- */
+
+static void on_hello(const struct ha_msg *m)
+{
+	ha.peer_hello = true;
+	ha.peer_role = m->u.hello.role;
+	ha.peer_priority = m->u.hello.priority;
+	ha.peer_epoch = m->u.hello.epoch;
+	snprintf(ha.peer_node, sizeof(ha.peer_node), "%s", m->u.hello.node);
+	ha.incompatible = m->u.hello.version != HA_HELLO_VERSION ||
+			  m->u.hello.sa_size != sizeof(struct dpvpn_sa_cfg);
+	if (ha.incompatible) {
+		fprintf(stderr, "dpvpnd: ha: peer %s runs another version (sync %08x, SA %u "
+			"bytes; here %08x, %zu): nothing synced\n", ha.peer_node, m->u.hello.version,
+			m->u.hello.sa_size, HA_HELLO_VERSION, sizeof(struct dpvpn_sa_cfg));
+		return;
+	}
+	fprintf(stderr, "dpvpnd: ha: peer %s is %s (priority %u)\n", ha.peer_node,
+		ha_role_name(ha.peer_role), ha.peer_priority);
+	if (ha.role == HA_ROLE_MASTER && ha.peer_role == HA_ROLE_MASTER)
+		fprintf(stderr, "dpvpnd: ha: both nodes are master (split brain): check VRRP "
+			"between them\n");
+	if (ha.role == HA_ROLE_MASTER && ha.peer_role != HA_ROLE_MASTER)
+		send_snapshot();
+}
+
+static void on_message(const struct ha_msg *m)
+{
+	ha.last_rx = mono_ms();
+	ha.rx_last = m->seq;
+	switch (m->type) {
+	case HA_HELLO:
+		on_hello(m);
+		return;
+	case HA_ROLE: {
+		uint8_t was = ha.peer_role;
+
+		ha.peer_role = m->u.role.role;
+		ha.peer_epoch = m->u.role.epoch;
+		fprintf(stderr, "dpvpnd: ha: peer %s is now %s\n", ha.peer_node,
+			ha_role_name(ha.peer_role));
+		if (ha.role == HA_ROLE_MASTER && was == HA_ROLE_MASTER &&
+		    ha.peer_role != HA_ROLE_MASTER)
+			send_snapshot();
+		return;
+	}
+	case HA_ACK:
+		ha.acked = m->u.ack.seq;
+		grant_pending(false);
+		return;
+	case HA_MARKS:
+		return;		/* (inbound high marks: not yet applied) */
+	default:
+		break;
+	}
+	if (ha.role == HA_ROLE_MASTER || ha.incompatible)
+		return;		/* a master takes no state from its peer */
+	apply(m);
+}
+
+static void channel_events(int ev)
+{
+	if (ev & HA_CHAN_EV_DOWN) {
+		ha.down_since = mono_ms();
+		ha.peer_hello = false;
+		ha.synced = false;
+		fprintf(stderr, "dpvpnd: ha: sync channel down: %s\n", ha_chan_why(ha.chan));
+		if (ha.n_pend > 0)
+			fprintf(stderr, "dpvpnd: ha: peer gone: %zu sequence blocks granted without "
+				"it\n", ha.n_pend);
+		grant_pending(true);
+	}
+	if (ev & HA_CHAN_EV_UP) {
+		ha.down_since = 0;
+		ha.tx_seq = ha.acked = ha.rx_last = ha.rx_acked = 0;
+		fprintf(stderr, "dpvpnd: ha: sync channel up\n");
+		send_hello();
+	}
+}
+
+void ha_run(void)
+{
+	ssize_t n;
+	int ev;
+
+	if (!ha.on)
+		return;
+	if (ha.chan == NULL || reset_due) {
+		if (ha.chan != NULL)
+			channel_events(HA_CHAN_EV_DOWN);
+		chan_reset();
+		if (ha.chan == NULL)
+			return;
+	}
+	ev = ha_chan_run(ha.chan, mono_ms());
+	if (ev & (HA_CHAN_EV_UP | HA_CHAN_EV_DOWN))
+		channel_events(ev);
+	while (!reset_due && (n = ha_chan_recv(ha.chan, rxbuf, sizeof(rxbuf))) > 0) {
+		struct ha_msg m;
+		char err[160];
+
+		if (ha_decode(rxbuf, (size_t)n, &m, err, sizeof(err)) != 0) {
+			ha.apply_errors++;
+			fprintf(stderr, "dpvpnd: ha: from %s: bad message: %s\n", ha.peer_node, err);
+		} else {
+			on_message(&m);
+		}
+		explicit_bzero(rxbuf, (size_t)n);
+	}
+	if (!reset_due && ha_chan_up(ha.chan) && ha.rx_last != ha.rx_acked) {	/* applied: said once a pass */
+		struct ha_msg a = { .type = HA_ACK, .u.ack.seq = ha.rx_last };
+
+		ha.rx_acked = ha.rx_last;
+		send_msg(&a);
+		(void)ha_chan_run(ha.chan, mono_ms());	/* (on its way now) */
+	}
+}
+
+int ha_pollfds(struct pollfd *pfd, int max)
+{
+	return ha.on && ha.chan != NULL ? ha_chan_pollfds(ha.chan, pfd, max) : 0;
+}
+
+int ha_timeout_ms(void)
+{
+	if (!ha.on)
+		return -1;
+	return ha.chan != NULL && !reset_due ? ha_chan_timeout_ms(ha.chan, mono_ms()) : 100;
+}
+
+/* ---- roles ---- */
+
+/*
+ * Every outbound SA continues above the highest block either node reserved
+ * (this node's state file has the old master's, as synced): on disk, then
+ * SEQ_SET.  0, or -1 if the state could not be saved (nothing granted).
+ */
+static int continue_above(void)
+{
+	struct dpvpn_sa_info *sa;
+	uint32_t n, raised = 0;
+	int rc = 0;
+
+	if (dp_dump(ha.dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n) != 0) {
+		fprintf(stderr, "dpvpnd: ha: takeover: SAs: %s\n", ha.dp->err);
+		return -1;
+	}
+	seq_batch_begin(ha.seq);
+	for (uint32_t i = 0; i < n; i++) {
+		char name[DPVPN_NAME_LEN];
+		uint64_t used, limit, cap = sa[i].esn ? UINT64_MAX - 1 : UINT32_MAX;
+
+		if (sa[i].dir != DPVPN_DIR_OUT)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
+		used = seq_get(ha.seq, name, ntohl(sa[i].spi));
+		used = used > sa[i].seq ? used : sa[i].seq;
+		if (used == 0)
+			continue;	/* no reservation: an SA without a limit */
+		limit = cap - used > seq_block(ha.seq) ? used + seq_block(ha.seq) : cap;
+		sa[i].seq = used;
+		sa[i].drop_seq = limit;		/* (kept for the grant below) */
+		if (seq_put(ha.seq, name, ntohl(sa[i].spi), limit) != 0)
+			rc = -1;
+	}
+	if (seq_batch_end(ha.seq) != 0 || rc != 0) {
+		fprintf(stderr, "dpvpnd: ha: takeover: sequence state not saved (%s): no SA "
+			"sends until it is\n", strerror(errno));
+		free(sa);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct dpvpn_seq_set s = { .spi = sa[i].spi, .used = sa[i].seq,
+					   .limit = sa[i].drop_seq };
+
+		if (sa[i].dir != DPVPN_DIR_OUT || s.used == 0)
+			continue;
+		if (dp_call(ha.dp, DPVPN_MSG_SEQ_SET, &s, sizeof(s), NULL, 0) != 0)
+			fprintf(stderr, "dpvpnd: ha: takeover: SA 0x%08x: %s\n", ntohl(s.spi),
+				ha.dp->err);
+		else
+			raised++;
+	}
+	free(sa);
+	if (ha.verbose)
+		fprintf(stderr, "dpvpnd: ha: takeover: %u outbound SAs continue above the old "
+			"master's numbers\n", raised);
+	return 0;
+}
+
+static int become_master(char *msg, size_t len)
+{
+	uint64_t t0 = mono_ms(), quiet = ha.last_rx ? t0 - ha.last_rx : 0;
+	bool stale = !ha.synced;
+
+	if (continue_above() != 0) {
+		snprintf(msg, len, "takeover refused: the sequence state could not be saved");
+		return -1;
+	}
+	ha.role = HA_ROLE_MASTER;
+	ha.epoch++;
+	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
+		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
+	ha.took_over_at = mono_ms();
+	ha.gap_ms = quiet + (ha.took_over_at - t0);
+	send_role();
+	if (peer_backup())
+		send_snapshot();	/* what it holds is the old master's: ours now */
+	snprintf(msg, len, "master (epoch %" PRIu64 "): %zu IKE SAs' CHILD_SAs taken over in "
+		 "%" PRIu64 " ms%s", ha.epoch, ha.n_sas / 2, ha.took_over_at - t0,
+		 stale ? "; the sync state was not complete" : "");
+	fprintf(stderr, "dpvpnd: ha: %s\n", msg);
+	return 0;
+}
+
+int ha_role_command(const char *role, char *msg, size_t len)
+{
+	uint8_t want;
+
+	if (!ha.on) {
+		snprintf(msg, len, "no [ha] section in the config");
+		return -1;
+	}
+	if (!strcmp(role, "master"))
+		want = HA_ROLE_MASTER;
+	else if (!strcmp(role, "backup"))
+		want = HA_ROLE_BACKUP;
+	else if (!strcmp(role, "fault"))
+		want = HA_ROLE_FAULT;
+	else {
+		snprintf(msg, len, "role: expected master, backup or fault, got '%.32s'", role);
+		return -1;
+	}
+	if (want == ha.role) {
+		snprintf(msg, len, "%s already", ha_role_name(want));
+		return 0;
+	}
+	if (want == HA_ROLE_MASTER)
+		return become_master(msg, len);
+	if (ha.role == HA_ROLE_MASTER && ha.ops.release != NULL)
+		ha.ops.release();	/* IKE closed: the SAs stay, records too */
+	ha.role = want;
+	grant_pending(true);
+	send_role();
+	snprintf(msg, len, "%s: IKE stopped here; the SAs stay until the master's state "
+		 "replaces them", ha_role_name(want));
+	fprintf(stderr, "dpvpnd: ha: %s\n", msg);
+	return 0;
+}
+
+json_t *ha_show(char *err, size_t len)
+{
+	uint64_t now = mono_ms();
+	bool up;
+	char sync[96];
+
+	if (!ha.on) {
+		snprintf(err, len, "no [ha] section in the config");
+		return NULL;
+	}
+	up = ha.chan != NULL && ha_chan_up(ha.chan);
+	if (!up)
+		snprintf(sync, sizeof(sync), "down since %" PRIu64 " s",
+			 ha.down_since ? (now - ha.down_since) / 1000 : 0);
+	else if (ha.incompatible)
+		snprintf(sync, sizeof(sync), "incompatible peer");
+	else if (ha.role == HA_ROLE_MASTER && ha.tx_seq != ha.acked)
+		snprintf(sync, sizeof(sync), "behind by %u", ha.tx_seq - ha.acked);
+	else if (ha.role != HA_ROLE_MASTER && !ha.synced)
+		snprintf(sync, sizeof(sync), "receiving the whole state");
+	else
+		snprintf(sync, sizeof(sync), "in sync");
+	return json_pack("{s:s,s:s,s:i,s:I,s:s,s:{s:s,s:s,s:s,s:b,s:s},s:I,s:I,s:I,s:I,s:I,s:I,"
+			 "s:o}",
+		"role", ha_role_name(ha.role), "node", ha.cfg.node, "priority", ha.cfg.priority,
+		"epoch", (json_int_t)ha.epoch, "sync", sync,
+		"peer", "address", ha.cfg.peer, "node", ha.peer_hello ? ha.peer_node : "",
+		"role", ha.peer_hello ? ha_role_name(ha.peer_role) : "unknown", "channel", up,
+		"why", up ? "" : ha.chan ? ha_chan_why(ha.chan) : "not open",
+		"sas", (json_int_t)ha.n_sas, "policies", (json_int_t)ha.n_pols,
+		"pending_grants", (json_int_t)ha.n_pend, "applied", (json_int_t)ha.applied,
+		"errors", (json_int_t)ha.apply_errors, "resyncs", (json_int_t)ha.resyncs,
+		"last_takeover", ha.took_over_at == 0 ? json_null() :
+			json_pack("{s:I,s:I}", "ago_ms", (json_int_t)(now - ha.took_over_at),
+				  "gap_ms", (json_int_t)ha.gap_ms));
+}
+
+/* ---- open and close ---- */
+
+static const struct inst_tap tap = { .sent = tap_sent, .hold = hold_tap };
+
+int ha_open(const struct cfg *cfg, struct dp_client *dp, struct seqstate *seq,
+	    const struct ha_ops *ops, bool verbose)
+{
+	struct ha_chan_cfg *cc = &chan_cfg;
+	char err[256];
+
+	if (!cfg->ha.on)
+		return 0;
+	ha.cfg = cfg->ha;
+	ha.dp = dp;
+	ha.seq = seq;
+	ha.ops = *ops;
+	ha.verbose = verbose;
+	ha.role = HA_ROLE_BACKUP;	/* until keepalived says otherwise */
+	*cc = (struct ha_chan_cfg){ .local = ha.cfg.local_sa, .peer = ha.cfg.peer_sa,
+				    .psk = ha.cfg.key, .psk_len = ha.cfg.key_len,
+				    .hb_ms = ha.cfg.heartbeat_ms, .dead_ms = ha.cfg.dead_ms };
+	ha.chan = ha_chan_open(cc, err, sizeof(err));
+	if (ha.chan == NULL) {
+		fprintf(stderr, "dpvpnd: ha: sync channel on %s: %s\n", ha.cfg.local, err);
+		explicit_bzero(&ha.cfg, sizeof(ha.cfg));
+		return -1;
+	}
+	ha.on = true;
+	ha.down_since = mono_ms();
+	inst_set_tap(&tap);
+	fprintf(stderr, "dpvpnd: ha: node %s, backup until keepalived says master; sync "
+		"%s <-> %s\n", ha.cfg.node, ha.cfg.local, ha.cfg.peer);
+	return 0;
+}
+
+void ha_close(void)
+{
+	if (!ha.on)
+		return;
+	inst_set_tap(NULL);
+	if (ha.chan != NULL)
+		ha_chan_close(ha.chan);
+	if (ha.sas != NULL)
+		explicit_bzero(ha.sas, ha.cap_sas * sizeof(*ha.sas));
+	free(ha.sas);
+	free(ha.pols);
+	free(ha.pend);
+	explicit_bzero(&ha.cfg, sizeof(ha.cfg));
+	explicit_bzero(&chan_cfg, sizeof(chan_cfg));
+	memset(&ha, 0, sizeof(ha));
+}
