@@ -63,6 +63,26 @@ arp_sound(const struct rte_mbuf *m, const struct rte_arp_hdr *a)
 	       a->arp_hlen == RTE_ETHER_ADDR_LEN && a->arp_plen == sizeof(uint32_t);
 }
 
+/*
+ * A neighbour announcing its address (sender = target, not ours: an HA
+ * pair's new master, RFC 5227 2.3): an entry already known takes the new
+ * MAC (RFC 826: the sender's pair is merged whatever the target); none is
+ * made for it.  true: it was one, counted.
+ */
+static bool
+gratuitous(const struct dp_port *p, const struct rte_arp_hdr *a)
+{
+	uint32_t sip = a->arp_data.arp_sip;
+
+	if (sip == 0 || sip != a->arp_data.arp_tip || dp_port_owns4(p, sip) ||
+	    !dp_in_prefix(sip, p->addr & p->mask, p->mask))
+		return false;
+	main_stats()->arp_in++;
+	if (neigh_lookup(p->id, DPVPN_AF_INET, &sip, &(struct rte_ether_addr){ 0 }))
+		neigh_set(p->id, DPVPN_AF_INET, &sip, &a->arp_data.arp_sha, false);
+	return true;
+}
+
 void
 arp_input(struct rte_mbuf *m)
 {
@@ -71,6 +91,10 @@ arp_input(struct rte_mbuf *m)
 	const struct dp_port *p = &dp.ports[m->port];
 	uint32_t sip, tip;
 
+	if (arp_sound(m, a) && gratuitous(p, a)) {
+		host_copy(m);	/* the host's cache follows too (or freed: no twin) */
+		return;
+	}
 	/* for the port's address or one of its extra-addresses (a whole prefix
 	 * answered: what a gateway with a block of public addresses does) */
 	if (!arp_sound(m, a) || !dp_port_owns4(p, a->arp_data.arp_tip)) {
@@ -117,6 +141,30 @@ arp_request(const struct dp_port *p, uint32_t tip)
 	dp_send_frame(m, p->id);
 }
 
+/*
+ * A gratuitous ARP (RFC 5227 2.3: a request for addr from addr, broadcast):
+ * the link's hosts move addr to this port's MAC (an HA takeover, doc/ha.md).
+ */
+static void
+arp_announce(const struct dp_port *p, uint32_t addr)
+{
+	static const struct rte_ether_addr zero;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
+	struct rte_ether_hdr *eth;
+
+	if (m == NULL) {
+		dp_frame_nombuf();
+		return;
+	}
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) +
+							  sizeof(struct rte_arp_hdr));
+	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
+	eth->src_addr = p->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, addr, &zero, addr);
+	dp_send_frame(m, p->id);
+}
+
 static void
 resolve(const struct dp_resolve_req *req)
 {
@@ -156,9 +204,38 @@ punt_input(struct rte_mbuf *m)
 		arp_input(m);
 }
 
+/* p's virtual addresses' gratuitous ARPs that are due (VIP_SET set them). */
+void
+vip_announce_due(struct dp_port *p, uint64_t now)
+{
+	uint8_t held = p->vip_held;
+	bool sent = false;
+
+	if (now < p->vip_announce_tsc)
+		return;
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++) {
+		if (p->vip_announce[i] == 0)
+			continue;
+		if (held >> i & 1) {
+			arp_announce(p, p->vip4[i]);
+			p->vip_announce[i]--;
+			sent = true;
+		} else {
+			p->vip_announce[i] = 0;	/* released meanwhile */
+		}
+	}
+	if (sent)
+		p->vip_announce_tsc = now + rte_get_timer_hz();
+}
+
 void
 arp_poll(void)
 {
+	uint64_t now = rte_get_timer_cycles();
+
+	for (uint16_t p = 0; p < dp.n_ports; p++)
+		if (dp.ports[p].vip_held != 0)
+			vip_announce_due(&dp.ports[p], now);
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		struct dp_worker *w = &dp.workers[i];
 		struct rte_mbuf *pkts[DP_BURST];

@@ -73,7 +73,31 @@ struct dp_port {
 	uint64_t base_link_rx, base_ipackets;
 	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
 	uint8_t twin;		/* has a host twin (host.h): what is ours goes there */
+	/* an HA pair's virtual addresses (VIP_SET, port.c): vip4[i] is the port's
+	 * too while bit i of vip_held is set (main lcore writes, workers read) */
+	uint8_t vip_held;
+	uint32_t vip4[DPVPN_VIP_MAX];	/* network order, 0 = none */
+	/* main lcore: gratuitous ARPs still to send for each, and when the next */
+	uint8_t vip_announce[DPVPN_VIP_MAX];
+	uint64_t vip_announce_tsc;
 };
+
+/* Gratuitous ARPs for a virtual address newly held, one every second (a
+ * neighbour that refreshed its entry less than its locktime ago, Linux's 1 s,
+ * ignores the first: RFC 5227's ANNOUNCE_NUM is 2). */
+#define DP_VIP_ANNOUNCE		3
+
+/* Is dst one of p's virtual addresses (held only, or configured at all)? */
+static inline bool
+dp_port_vip4(const struct dp_port *p, uint32_t dst, bool held_only)
+{
+	uint8_t held = __atomic_load_n(&p->vip_held, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
+		if (p->vip4[i] == dst && dst != 0 && (!held_only || (held >> i & 1)))
+			return true;
+	return false;
+}
 
 /*
  * What a stage hands back to the poll loop besides the burst it returns:
@@ -274,15 +298,18 @@ dp_drop(struct dp_lstats *st, struct rte_mbuf *m, enum dpvpn_drop_reason why)
 }
 
 /*
- * Is dst (network order) one of p's IPv4 addresses: its address, or one of
- * its extra-addresses?  One compare more than the address alone, and only
- * when that one fails: no loop, whatever the prefix's size.
+ * Is dst (network order) one of p's IPv4 addresses: its address, one of
+ * its extra-addresses, or a virtual address it holds?  One compare more
+ * than the address alone, and only when that one fails: no loop, whatever
+ * the prefix's size; the virtual addresses' loop (4 at most) only on a
+ * port that holds one (an HA master's).
  */
 static inline bool
 dp_port_owns4(const struct dp_port *p, uint32_t dst)
 {
 	return p->addr != 0 &&
-	       (dst == p->addr || rte_be_to_cpu_32(dst) - p->extra_first < p->extra_count);
+	       (dst == p->addr || rte_be_to_cpu_32(dst) - p->extra_first < p->extra_count ||
+		(p->vip_held != 0 && dp_port_vip4(p, dst, true)));
 }
 
 /* The port whose IPv4 address dst is (only: that port alone), or -1. */
@@ -398,6 +425,8 @@ void worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte
 void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
 void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
+/* Main lcore: p's virtual addresses' gratuitous ARPs that are due (port.c: VIP_SET). */
+void vip_announce_due(struct dp_port *p, uint64_t now);
 /* Main lcore: send a frame it built through worker 0 (dp_main_tx; arp_out). */
 void dp_send_frame(struct rte_mbuf *m, uint16_t port);
 /* Main lcore: a frame it could not build, the pool being empty (arp_out, no-mbuf). */

@@ -258,6 +258,55 @@ port_set_mtu(uint16_t id, uint16_t mtu, char *eb, size_t len)
 	return 0;
 }
 
+/*
+ * An HA pair's virtual addresses (doc/ha.md): each a unicast IPv4 address,
+ * not the port's own, none twice; held ones are the port's (dp_port_owns4)
+ * once their bit is published, after the address (workers read both).
+ */
+int
+port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len)
+{
+	struct dp_port *p = &dp.ports[v->port_id];
+	uint8_t was = p->vip_held, held = v->held;
+
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++) {
+		uint32_t h = rte_be_to_cpu_32(v->vip[i]);
+
+		if (v->vip[i] == 0 && (held >> i & 1)) {
+			snprintf(eb, len, "vip_set.held: bit %u for no address", i);
+			return -EINVAL;
+		}
+		if (v->vip[i] != 0 && (h >> 28 >= 0xe || h >> 24 == 0 || h >> 24 == 127 ||
+				       v->vip[i] == p->addr)) {
+			snprintf(eb, len, "vip_set.vip[%u]: not a unicast address other than the "
+				 "port's", i);
+			return -EINVAL;
+		}
+		for (unsigned k = 0; k < i; k++)
+			if (v->vip[i] != 0 && v->vip[k] == v->vip[i]) {
+				snprintf(eb, len, "vip_set.vip[%u]: twice", i);
+				return -EINVAL;
+			}
+	}
+	if (v->reserved[0] || v->reserved[1] || v->reserved[2] || v->reserved[3] ||
+	    v->reserved[4] || (held >> DPVPN_VIP_MAX) != 0) {
+		snprintf(eb, len, "vip_set.reserved/held: bits or bytes set that mean nothing");
+		return -EINVAL;
+	}
+	__atomic_store_n(&p->vip_held, was & held, __ATOMIC_RELEASE);	/* released first */
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
+		if (p->vip4[i] != v->vip[i]) {
+			__atomic_store_n(&p->vip_held, p->vip_held & ~(1u << i), __ATOMIC_RELEASE);
+			p->vip4[i] = v->vip[i];
+		}
+	__atomic_store_n(&p->vip_held, held, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
+		p->vip_announce[i] = (held >> i & 1) && !(was >> i & 1) ? DP_VIP_ANNOUNCE : 0;
+	p->vip_announce_tsc = 0;	/* the first at once (arp_poll) */
+	vip_announce_due(p, rte_get_timer_cycles());
+	return 0;
+}
+
 /* A checked configuration's addresses and role into the port. */
 void
 port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c)

@@ -37,5 +37,8 @@ int port_set_mtu(uint16_t id, uint16_t mtu, char *eb, size_t len);
 /* A checked configuration's role and addresses into the port; what the
  * workers hold for next hops is dropped (dp.neigh_gen). */
 void port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c);
+/* VIP_SET: the port's virtual addresses and which it holds; each newly held
+ * is announced (a gratuitous ARP).  0 or -EINVAL with the field named. */
+int port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len);
 
 #endif /* PORT_H */

@@ -182,7 +182,8 @@ outer_port_mtu(const struct dpvpn_sa_cfg *c)
 	for (uint16_t i = 0; i < dp.n_ports; i++) {
 		const struct dp_port *p = &dp.ports[i];
 
-		if (c->local.family == DPVPN_AF_INET ? dp_port_owns4(p, c->local.v4) :
+		if (c->local.family == DPVPN_AF_INET ?
+		    dp_port_owns4(p, c->local.v4) || dp_port_vip4(p, c->local.v4, false) :
 		    (p->has6 && memcmp(p->addr6, c->local.v6, 16) == 0))
 			return p->mtu ? p->mtu : RTE_ETHER_MTU;
 	}

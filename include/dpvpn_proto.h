@@ -102,6 +102,12 @@
  *                                                   use up to limit (both only
  *                                                   raised): an HA standby taking
  *                                                   over (doc/ha.md)
+ *   VIP_SET        struct dpvpn_vip_set      -> -   a port's virtual addresses (an
+ *                                                   HA pair's, doc/ha.md) and which
+ *                                                   of them it holds: those are its
+ *                                                   own (ARP, ESP, IKE), each newly
+ *                                                   held announced by a gratuitous
+ *                                                   ARP
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -111,7 +117,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	29
+#define DPVPN_PROTO_VERSION	30
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -161,6 +167,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_KEEP_DEL,
 	DPVPN_MSG_KEEP_LIST,
 	DPVPN_MSG_SEQ_SET,
+	DPVPN_MSG_VIP_SET,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -221,6 +228,15 @@ struct dpvpn_seq_grant {
 	uint32_t spi;		/* network order */
 	uint32_t reserved;
 	uint64_t limit;
+};
+
+/* A port's virtual addresses (VIP_SET): IPv4, network order, 0 = none. */
+#define DPVPN_VIP_MAX	4
+struct dpvpn_vip_set {
+	uint16_t port_id;
+	uint8_t held;		/* bit i: vip[i] is this port's now (the HA master's) */
+	uint8_t reserved[5];
+	uint32_t vip[DPVPN_VIP_MAX];
 };
 
 /* Outbound SA: numbers up to used are used, up to limit may be (SEQ_SET). */
