@@ -625,6 +625,7 @@ static int reconnect(struct loop *l)
 			mirror_forget_ctl();
 			mirror_open(dp, current, opts->verbose);
 			icvw_reset(&icv);	/* its counters start from 0 */
+			ha_dataplane_back();
 			ike_restart(l, dp);
 			return 0;
 		}

@@ -15,6 +15,7 @@
 #include "ha.h"
 #include "ha_chan.h"
 #include "ha_wire.h"
+#include "ikd.h"
 #include "install.h"
 #include "mono.h"
 
@@ -51,9 +52,13 @@ static struct {
 	/* the stream: our message numbers, the peer's acknowledgement, its numbers */
 	uint32_t tx_seq, acked, rx_last, rx_acked;
 	bool synced;			/* backup: a whole state applied since the channel came up */
+	bool had_snapshot;		/* backup: the last connection brought a whole state */
+	uint64_t stale_takeovers;
 	uint32_t snap_end_seq;		/* master: the last snapshot's end, in our numbers */
 	uint64_t down_since, last_rx, took_over_at, gap_ms;
 	uint64_t applied, apply_errors, resyncs;
+	struct dpvpn_vip_set vipset[CFG_HA_VIP_MAX];	/* per port with virtual addresses */
+	size_t n_vipset;
 	struct j_sa *sas;
 	size_t n_sas, cap_sas;
 	struct dpvpn_policy *pols;
@@ -579,11 +584,11 @@ static void apply(const struct ha_msg *m)
 {
 	switch (m->type) {
 	case HA_SNAP_BEGIN:
-		ha.synced = false;
+		ha.synced = ha.had_snapshot = false;
 		forget_all();
 		break;
 	case HA_SNAP_END:
-		ha.synced = true;
+		ha.synced = ha.had_snapshot = true;
 		fprintf(stderr, "dpvpnd: ha: in sync with %s (%zu SAs, %zu policies)\n",
 			ha.peer_node, ha.n_sas, ha.n_pols);
 		break;
@@ -761,14 +766,75 @@ int ha_timeout_ms(void)
 	return ha.chan != NULL && !reset_due ? ha_chan_timeout_ms(ha.chan, mono_ms()) : 100;
 }
 
+/* ---- virtual addresses ---- */
+
+/* Each port's IPv4 virtual addresses, from the config (IPv6 ones: not yet). */
+static void vips_from(const struct cfg *cfg)
+{
+	ha.n_vipset = 0;
+	for (size_t i = 0; i < cfg->ha.n_vips; i++) {
+		const struct cfg_ha_vip *v = &cfg->ha.vips[i];
+		struct dpvpn_vip_set *s = NULL;
+		size_t p, k;
+
+		if (v->addr.addr.family != DPVPN_AF_INET) {
+			fprintf(stderr, "dpvpnd: ha: virtual address on port %s: IPv6 ones are not "
+				"held by the dataplane yet (doc/ha.md)\n", v->port);
+			continue;
+		}
+		for (p = 0; p < cfg->n_ports && strcmp(cfg->ports[p].name, v->port); p++)
+			;
+		if (p == cfg->n_ports)
+			continue;	/* (the config check refuses it) */
+		for (k = 0; k < ha.n_vipset; k++)
+			if (ha.vipset[k].port_id == cfg->ports[p].id)
+				s = &ha.vipset[k];
+		if (s == NULL) {
+			s = &ha.vipset[ha.n_vipset++];
+			*s = (struct dpvpn_vip_set){ .port_id = cfg->ports[p].id };
+		}
+		for (k = 0; k < DPVPN_VIP_MAX && s->vip[k] != 0; k++)
+			;
+		if (k == DPVPN_VIP_MAX) {
+			fprintf(stderr, "dpvpnd: ha: port %s: more than %d virtual addresses: %s "
+				"left out\n", v->port, DPVPN_VIP_MAX, "one");
+			continue;
+		}
+		s->vip[k] = htonl(v->addr.addr.v4);
+	}
+}
+
+/* The dataplane's ports hold their virtual addresses (master) or not. */
+static void vips_set(bool held)
+{
+	for (size_t i = 0; i < ha.n_vipset; i++) {
+		struct dpvpn_vip_set s = ha.vipset[i];
+
+		s.held = 0;
+		for (unsigned k = 0; held && k < DPVPN_VIP_MAX; k++)
+			s.held |= (uint8_t)((s.vip[k] != 0) << k);
+		if (dp_call(ha.dp, DPVPN_MSG_VIP_SET, &s, sizeof(s), NULL, 0) != 0)
+			fprintf(stderr, "dpvpnd: ha: virtual addresses of port %u: %s\n",
+				s.port_id, ha.dp->err);
+	}
+}
+
+void ha_dataplane_back(void)
+{
+	if (ha.on)
+		vips_set(ha.role == HA_ROLE_MASTER);
+}
+
 /* ---- roles ---- */
 
 /*
  * Every outbound SA continues above the highest block either node reserved
  * (this node's state file has the old master's, as synced): on disk, then
- * SEQ_SET.  0, or -1 if the state could not be saved (nothing granted).
+ * SEQ_SET.  rekey: an IKE tunnel's stays silent instead (its CHILD_SA is
+ * rekeyed: new keys, numbers from 1).  0, or -1 if the state could not be
+ * saved (nothing granted).
  */
-static int continue_above(void)
+static int continue_above(bool rekey)
 {
 	struct dpvpn_sa_info *sa;
 	uint32_t n, raised = 0;
@@ -785,6 +851,10 @@ static int continue_above(void)
 
 		if (sa[i].dir != DPVPN_DIR_OUT)
 			continue;
+		if (rekey && sa_find(sa[i].spi, DPVPN_DIR_OUT) != SIZE_MAX) {
+			sa[i].seq = 0;		/* silent until its rekey replaces it */
+			continue;
+		}
 		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
 		used = seq_get(ha.seq, name, ntohl(sa[i].spi));
 		used = used > sa[i].seq ? used : sa[i].seq;
@@ -821,27 +891,56 @@ static int continue_above(void)
 	return 0;
 }
 
+/*
+ * May the old master have granted blocks this node never saw?  It grants
+ * one without an acknowledgement only once it has heard nothing from here
+ * for dead-ms: not before, if this node heard from it less than dead-ms
+ * minus a heartbeat ago (the connection's two ways fail together).  Nor can
+ * it, without a whole state received since the last connection began.
+ */
+static bool stale_state(uint64_t now)
+{
+	return !ha.had_snapshot || ha.last_rx == 0 ||
+	       now - ha.last_rx + ha.cfg.heartbeat_ms >= ha.cfg.dead_ms;
+}
+
 static int become_master(char *msg, size_t len)
 {
 	uint64_t t0 = mono_ms(), quiet = ha.last_rx ? t0 - ha.last_rx : 0;
-	bool stale = !ha.synced;
+	bool stale = stale_state(t0);
+	bool rekey = ha.cfg.takeover_rekey == CFG_HA_REKEY_ALWAYS ||
+		     (ha.cfg.takeover_rekey == CFG_HA_REKEY_AUTO && stale);
+	size_t rekeys = 0;
 
-	if (continue_above() != 0) {
+	if (continue_above(rekey) != 0) {
 		snprintf(msg, len, "takeover refused: the sequence state could not be saved");
 		return -1;
 	}
 	ha.role = HA_ROLE_MASTER;
 	ha.epoch++;
+	vips_set(true);		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
 	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
 		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
+	if (rekey)
+		rekeys = ikd_rekey_all();
+	if (stale && !rekey)
+		fprintf(stderr, "dpvpnd: ha: takeover with a sync state that may be stale, and "
+			"takeover-rekey = never: outbound SAs continue above the last blocks "
+			"known here\n");
 	ha.took_over_at = mono_ms();
 	ha.gap_ms = quiet + (ha.took_over_at - t0);
 	send_role();
 	if (peer_backup())
 		send_snapshot();	/* what it holds is the old master's: ours now */
-	snprintf(msg, len, "master (epoch %" PRIu64 "): %zu IKE SAs' CHILD_SAs taken over in "
-		 "%" PRIu64 " ms%s", ha.epoch, ha.n_sas / 2, ha.took_over_at - t0,
-		 stale ? "; the sync state was not complete" : "");
+	snprintf(msg, len, "master (epoch %" PRIu64 "): %zu SAs of IKE tunnels taken over in "
+		 "%" PRIu64 " ms%s", ha.epoch, ha.n_sas, ha.took_over_at - t0,
+		 !stale ? "" : rekey ? "; the sync state may be stale: CHILD_SAs rekeyed" :
+				       "; the sync state may be stale");
+	if (rekey)
+		fprintf(stderr, "dpvpnd: ha: %zu CHILD_SA rekeys asked for; their old outbound "
+			"SAs send nothing meanwhile\n", rekeys);
+	if (stale)
+		ha.stale_takeovers++;
 	fprintf(stderr, "dpvpnd: ha: %s\n", msg);
 	return 0;
 }
@@ -872,6 +971,7 @@ int ha_role_command(const char *role, char *msg, size_t len)
 		return become_master(msg, len);
 	if (ha.role == HA_ROLE_MASTER && ha.ops.release != NULL)
 		ha.ops.release();	/* IKE closed: the SAs stay, records too */
+	vips_set(false);
 	ha.role = want;
 	grant_pending(true);
 	send_role();
@@ -903,19 +1003,41 @@ json_t *ha_show(char *err, size_t len)
 		snprintf(sync, sizeof(sync), "receiving the whole state");
 	else
 		snprintf(sync, sizeof(sync), "in sync");
-	return json_pack("{s:s,s:s,s:i,s:I,s:s,s:{s:s,s:s,s:s,s:b,s:s},s:I,s:I,s:I,s:I,s:I,s:I,"
-			 "s:o}",
+	json_t *o = json_pack("{s:s,s:s,s:i,s:I,s:s,s:{s:s,s:s,s:s,s:b,s:s}}",
 		"role", ha_role_name(ha.role), "node", ha.cfg.node, "priority", ha.cfg.priority,
 		"epoch", (json_int_t)ha.epoch, "sync", sync,
 		"peer", "address", ha.cfg.peer, "node", ha.peer_hello ? ha.peer_node : "",
 		"role", ha.peer_hello ? ha_role_name(ha.peer_role) : "unknown", "channel", up,
-		"why", up ? "" : ha.chan ? ha_chan_why(ha.chan) : "not open",
-		"sas", (json_int_t)ha.n_sas, "policies", (json_int_t)ha.n_pols,
-		"pending_grants", (json_int_t)ha.n_pend, "applied", (json_int_t)ha.applied,
-		"errors", (json_int_t)ha.apply_errors, "resyncs", (json_int_t)ha.resyncs,
-		"last_takeover", ha.took_over_at == 0 ? json_null() :
-			json_pack("{s:I,s:I}", "ago_ms", (json_int_t)(now - ha.took_over_at),
-				  "gap_ms", (json_int_t)ha.gap_ms));
+		"why", up ? "" : ha.chan ? ha_chan_why(ha.chan) : "not open");
+	json_t *vips = json_array();
+	const struct { const char *k; uint64_t v; } n[] = {
+		{ "sas", ha.n_sas }, { "policies", ha.n_pols }, { "pending_grants", ha.n_pend },
+		{ "applied", ha.applied }, { "errors", ha.apply_errors },
+		{ "resyncs", ha.resyncs }, { "stale_takeovers", ha.stale_takeovers },
+	};
+
+	if (o == NULL || vips == NULL) {
+		json_decref(o);
+		json_decref(vips);
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		json_object_set_new(o, n[i].k, json_integer((json_int_t)n[i].v));
+	for (size_t i = 0; i < ha.n_vipset; i++)
+		for (unsigned k = 0; k < DPVPN_VIP_MAX && ha.vipset[i].vip[k] != 0; k++) {
+			char a[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &ha.vipset[i].vip[k], a, sizeof(a));
+			json_array_append_new(vips, json_pack("{s:i,s:s,s:b}", "port",
+				ha.vipset[i].port_id, "address", a, "held",
+				ha.role == HA_ROLE_MASTER));
+		}
+	json_object_set_new(o, "virtual_addresses", vips);
+	json_object_set_new(o, "last_takeover", ha.took_over_at == 0 ? json_null() :
+		json_pack("{s:I,s:I}", "ago_ms", (json_int_t)(now - ha.took_over_at),
+			  "gap_ms", (json_int_t)ha.gap_ms));
+	return o;
 }
 
 /* ---- open and close ---- */
@@ -948,6 +1070,8 @@ int ha_open(const struct cfg *cfg, struct dp_client *dp, struct seqstate *seq,
 	ha.on = true;
 	ha.down_since = mono_ms();
 	inst_set_tap(&tap);
+	vips_from(cfg);
+	vips_set(false);	/* known, not held: a backup answers no ARP for them */
 	fprintf(stderr, "dpvpnd: ha: node %s, backup until keepalived says master; sync "
 		"%s <-> %s\n", ha.cfg.node, ha.cfg.local, ha.cfg.peer);
 	return 0;

@@ -52,6 +52,21 @@ static bool in_extra(const struct cfg_port *p, const struct ike_addr *a)
 	return (ntohl(v4) & mask) == p->extra4.addr.v4;
 }
 
+/* Is a one of p's [ha] virtual addresses (held or not: the dataplane says)? */
+static bool is_vip(const struct cfg_port *p, const struct ike_addr *a)
+{
+	for (size_t i = 0; i < ikd.n_vips; i++) {
+		struct ike_addr va;
+
+		if (strcmp(ikd.vips[i].port, p->name) != 0)
+			continue;
+		ikd_to_ike_addr(&va, &ikd.vips[i].addr.addr, 0);
+		if (va.family == a->family && !memcmp(va.ip, a->ip, a->family == AF_INET6 ? 16 : 4))
+			return true;
+	}
+	return false;
+}
+
 /* The outside port whose address a is, or holds a among its extra-addresses
  * (IKE_TX's source), or -1. */
 static int port_of(const struct ike_addr *a)
@@ -64,7 +79,8 @@ static int port_of(const struct ike_addr *a)
 			continue;
 		ikd_to_ike_addr(&pa, a->family == AF_INET6 ? &p->addr6.addr : &p->addr4.addr, 0);
 		if ((a->family == AF_INET6 ? p->addr6.addr.family : p->addr4.addr.family) != 0 &&
-		    (!memcmp(pa.ip, a->ip, a->family == AF_INET6 ? 16 : 4) || in_extra(p, a)))
+		    (!memcmp(pa.ip, a->ip, a->family == AF_INET6 ? 16 : 4) || in_extra(p, a) ||
+		     is_vip(p, a)))
 			return (int)p->id;
 	}
 	return -1;
@@ -152,6 +168,8 @@ int ikd_start(const char *dp_socket, const struct cfg *cfg)
 	}
 	memcpy(ikd.ports, cfg->ports, cfg->n_ports * sizeof(*ikd.ports));
 	ikd.n_ports = cfg->n_ports;
+	memcpy(ikd.vips, cfg->ha.vips, sizeof(ikd.vips));
+	ikd.n_vips = cfg->ha.n_vips;
 	ikd.start_window = getenv("DPVPND_IKE_START_WINDOW") ?
 		(size_t)strtoul(getenv("DPVPND_IKE_START_WINDOW"), NULL, 10) : IKD_START_WINDOW;
 	/* above this many half-open responder SAs, IKE_SA_INIT needs a cookie (2.6) */
@@ -381,7 +399,7 @@ void ikd_close(void)
 	free(ikd.ports);
 	ikd.conns = NULL;
 	ikd.ports = NULL;
-	ikd.n_conns = ikd.cap_conns = ikd.n_ports = 0;
+	ikd.n_conns = ikd.cap_conns = ikd.n_ports = ikd.n_vips = 0;
 	ikd.next_tick = 0;
 	memset(&ikd.conn_idx, 0, sizeof(ikd.conn_idx));
 	memset(&ikd.client_idx, 0, sizeof(ikd.client_idx));

@@ -63,6 +63,11 @@ void ikd_reload_cancel(void);
 
 /* A soft lifetime event of the dataplane: 1 if an IKE tunnel's (rekeyed). */
 int ikd_soft_lifetime(const char *name, uint32_t spi);
+/*
+ * Every CHILD_SA that is up rekeyed now (an HA takeover whose sync state
+ * may be stale: doc/ha.md); how many rekeys were asked for.
+ */
+size_t ikd_rekey_all(void);
 /* Operator requests: show ike (a new object), initiate / terminate / rekey NAME. */
 enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY, IKD_REKEY_IKE };
 json_t *ikd_show(char *err, size_t err_len);

@@ -291,3 +291,19 @@ int ikd_soft_lifetime(const char *name, uint32_t spi)
 		rc == 0 ? "rekeying" : rc == -EBUSY ? "a rekey is under way" : strerror(-rc));
 	return 1;
 }
+
+size_t ikd_rekey_all(void)
+{
+	uint64_t now = mono_ms();
+	size_t n = 0;
+
+	for (size_t i = 0; ikd.ctx != NULL && i < ikd.n_conns; i++)
+		if (ikd.conns[i].up && !ikd.conns[i].tpl.ra.any &&
+		    ike_child_rekey(ikd.ctx, ikd.conns[i].tpl.name, now) == 0)
+			n++;
+	for (size_t i = 0; ikd.ctx != NULL && i < ikd.n_clients; i++)
+		if (ikd.clients[i].c.up &&
+		    ike_child_rekey_spi(ikd.ctx, ikd.clients[i].c.spi_in, now) == 0)
+			n++;
+	return n;
+}

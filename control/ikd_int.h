@@ -107,6 +107,8 @@ struct ikd_state {
 	bool verbose;
 	struct cfg_port *ports;		/* copies, for the port of a local address */
 	size_t n_ports;
+	struct cfg_ha_vip vips[CFG_HA_VIP_MAX];	/* [ha] virtual addresses: theirs too */
+	size_t n_vips;
 	struct ikd_conn *conns;
 	size_t n_conns, cap_conns;
 	struct ikd_client *clients;	/* remote access */
