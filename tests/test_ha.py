@@ -1,0 +1,309 @@
+# SPDX-License-Identifier: BSD-3-Clause
+r"""Two gateways, one set of tunnels ([ha] issue 30): state sync and takeover.
+
+Gateway B of the IKE lab is a pair, B1 and B2, with one [ha] section each:
+their dpvpnds, each in a namespace of its own, sync over TLS 1.3 with a
+pre-shared key on a link of their own, which a test can cut.  The peer, gateway A, initiates; B1 is made
+master (`dpvpnctl ha master`, as keepalived's notify script does) and
+answers; B2 stays backup and gets every IKE SA record, CHILD_SA and
+sequence reservation.  Then B1 dies (kill -9 of both processes) and B2 takes
+over: the same IKE SA and CHILD_SA SPIs, no IKE_SA_INIT on the wire, pings
+through, no (SPI, sequence number) sent twice, and a rekey afterwards.
+
+Each node has its own addresses (outside 198.19.0.3 and .4, inside
+198.18.2.3 and .4) and the pair's virtual ones: 198.19.0.2, the tunnel's
+local, and 198.18.2.1, host B's gateway.  The master's dataplane holds them
+(ARP answered, ESP and IKE taken) and announces them with a gratuitous ARP
+when it takes over; the backup's answers nothing for them.  keepalived is
+stood in for by `dpvpnctl ha master`, the command its notify script runs.
+
+    host A == gateway A (gwa-out) ==[br-out]== B1 ==[br-in]== host B
+                                         \== B2 ==/
+    B1's dpvpnd (namespace s1) 10.255.0.1 ==sync== 10.255.0.2 B2's dpvpnd (s2)
+"""
+import os
+import secrets
+import shutil
+import tempfile
+
+import pytest
+from scapy.all import ESP, IP, UDP, rdpcap
+
+import lab
+from test_dpvpnd_restart import ike_sa_inits
+from test_ike_lab import child_of, ike, psk_file, pskdir  # noqa: F401
+
+pytestmark = [pytest.mark.ha, pytest.mark.ike]
+
+OWN = {"b1": 3, "b2": 4}        # each node's own host number on both links
+
+
+class Pair(lab.Managed):
+    """Gateway A and the pair B1/B2 in one namespace, hosts in their own."""
+
+    def __init__(self, psk, seq_block=1024):
+        self.psk = psk
+        self.seq_block = seq_block
+        self.tag = secrets.token_hex(2)
+        self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
+        self.ns_s = {n: f"dpvpn-{self.tag}-s{n[-1]}" for n in ("b1", "b2")}
+        self.workdir = tempfile.mkdtemp(prefix="dpvpn-ha-")
+        self.gws, self.procs = [], []
+
+    def ns(self, ns, *args, **kw):
+        return lab.sh("ip", "netns", "exec", ns, *args, **kw)
+
+    def ip(self, ns, *args):
+        return lab.sh("ip", "-n", ns, *args)
+
+    def _veth(self, a, b, ns_b=None):
+        g = self.ns_gw
+        self.ip(g, "link", "add", a, "type", "veth", "peer", "name", b,
+                *(["netns", ns_b] if ns_b else []))
+        for dev, ns in ((a, g), (b, ns_b or g)):
+            self.ns(ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
+                    "gro", "off", check=False)
+            self.ns(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+            self.ip(ns, "link", "set", dev, "up")
+
+    def _net(self):
+        g = self.ns_gw
+        for n in (self.ns_a, self.ns_b, g, *self.ns_s.values()):
+            lab.sh("ip", "netns", "add", n)
+            self.ip(n, "link", "set", "lo", "up")
+        s1, s2 = self.ns_s["b1"], self.ns_s["b2"]
+        self.ip(s1, "link", "add", "sync", "type", "veth", "peer", "name", "sync", "netns", s2)
+        for i, ns in ((1, s1), (2, s2)):
+            self.ip(ns, "addr", "add", f"10.255.0.{i}/30", "dev", "sync")
+            self.ip(ns, "link", "set", "sync", "up")
+        for br in ("br-out", "br-in"):
+            self.ip(g, "link", "add", br, "type", "bridge", "forward_delay", "0")
+            self.ns(g, "sysctl", "-qw", f"net.ipv6.conf.{br}.disable_ipv6=1", check=False)
+            self.ip(g, "link", "set", br, "up")
+        self._veth("gwa-in", "eth0", self.ns_a)
+        self._veth("gwa-out", "a-br")
+        self._veth("hb-br", "eth0", self.ns_b)
+        for n in ("b1", "b2"):
+            self._veth(f"{n}-out", f"{n}-out-br")
+            self._veth(f"{n}-in", f"{n}-in-br")
+        for dev, br in (("a-br", "br-out"), ("hb-br", "br-in"), ("b1-out-br", "br-out"),
+                        ("b1-in-br", "br-in"), ("b2-out-br", "br-out"), ("b2-in-br", "br-in")):
+            self.ip(g, "link", "set", dev, "master", br)
+        for ns, net in ((self.ns_a, 1), (self.ns_b, 2)):
+            self.ip(ns, "link", "set", "eth0", "mtu", str(lab.HOST_MTU))
+            self.ip(ns, "addr", "add", f"198.18.{net}.2/24", "dev", "eth0")
+            self.ip(ns, "route", "add", "default", "via", f"198.18.{net}.1")
+
+    def sync_link(self, up):
+        """The sync link up or down (both ends: a cut cable)."""
+        for ns in self.ns_s.values():
+            self.ip(ns, "link", "set", "sync", "up" if up else "down")
+
+    def _ha(self, me, other):
+        key = os.path.join(self.workdir, "sync.key")
+        if not os.path.exists(key):
+            with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
+        return (f"\n[ha]\nnode = {me}\nlocal = 10.255.0.{me[-1]}\n"
+                f"peer = 10.255.0.{other[-1]}\nsync-key = {key}\n"
+                "dead-ms = 3000\nheartbeat-ms = 100\n"
+                "virtual-address = outside 198.19.0.2/24\n"
+                "virtual-address = inside 198.18.2.1/24\n")
+
+    def open(self):
+        self._net()
+        ike = lab.Lab.__new__(lab.Lab)      # (its config edits only)
+        ike.ike = {"psk": self.psk, "a": "start = yes\n", "b": "start = no\n"}
+        edit_a, edit_b = lab.Lab._ike_edits(ike)
+        block = (("[control]\n", f"[control]\nseq-block = {self.seq_block}\n"),)
+        self.a = lab.Gateway("gw-a", os.path.join(lab.CONFIGS, "lab-a.conf"),
+                             ["net_af_packet0,iface=gwa-in",
+                              "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
+                             self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
+                             replace=edit_a + block)
+        self.gws.append(self.a)
+        self.b = {}
+        for n, other, lc in (("b1", "b2", "0"), ("b2", "b1", "1")):
+            own = (("address = 198.18.2.1/24", f"address = 198.18.2.{OWN[n]}/24"),
+                   ("address = 198.19.0.2/24", f"address = 198.19.0.{OWN[n]}/24"))
+            gw = lab.Gateway(n, os.path.join(lab.CONFIGS, "lab-b.conf"),
+                             [f"net_af_packet0,iface={n}-in",
+                              f"net_af_packet1,iface={n}-out,qdisc_bypass=0"],
+                             self.workdir, ["-l", "0-1", "--main-lcore", lc], self.ns_gw,
+                             replace=edit_b + block + own, extra_config=self._ha(n, other))
+            gw.dpvpnd_netns = self.ns_s[n]
+            self.gws.append(gw)
+            self.b[n] = gw
+        for gw in self.gws:
+            gw.start()
+
+    def capture(self, dev, name):
+        path = os.path.join(self.workdir, f"{name}.pcap")
+        p = lab.Proc("tcpdump-" + name, ["tcpdump", "-i", dev, "--immediate-mode", "-U",
+                                         "-w", path], self.workdir, self.ns_gw)
+        self.procs.append(p)
+        lab.wait_for(lambda: "listening" in p.output(), 10, "tcpdump")
+        return p, path
+
+    def ping(self, count=5, timeout=15):
+        return self.ns(self.ns_a, "ping", "-c", str(count), "-i", "0.2", "-W", "1",
+                       "-w", str(timeout), "198.18.2.2", check=False, timeout=timeout + 5)
+
+    def close(self):
+        for p in self.procs:
+            p.stop()
+        for gw in self.gws:
+            gw.stop()
+        for n in (self.ns_a, self.ns_b, self.ns_gw, *self.ns_s.values()):
+            lab.sh("ip", "netns", "del", n, check=False)
+        if os.environ.get("DPVPN_KEEP_LAB"):
+            print(f"lab: kept {self.workdir}")
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def show_ha(gw):
+    return gw.ctl("show", "ha")
+
+
+def esp_seqs(pcap, src):
+    """(SPI, sequence number) of every ESP packet from src in a capture."""
+    out = []
+    for p in rdpcap(pcap):
+        if IP in p and p[IP].src == src and ESP in p:
+            out.append((p[ESP].spi, p[ESP].seq))
+    return out
+
+
+def test_backup_holds_the_masters_tunnels_and_takes_over(pskdir):
+    """B2 gets B1's IKE SA and CHILD_SAs over the sync channel and, once B1
+    is gone and B2 master, carries the tunnel on: same SPIs, no new
+    IKE_SA_INIT, its sequence numbers above every block B1 reserved, no
+    (SPI, sequence number) on the wire twice, a rekey afterwards."""
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        assert show_ha(b1)["role"] == "backup" and show_ha(b2)["role"] == "backup"
+        lab.wait_for(lambda: show_ha(b1)["peer"]["channel"] and
+                     show_ha(b2)["peer"]["role"] == "backup", 20, "the sync channel up")
+        r = b1.ctl("ha", "master")
+        assert "master" in r["message"], r
+        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
+                     "the IKE tunnel between A and B1")
+        ca = child_of(net.a, "to-b")
+        net.ping(count=2)           # ARP on the host links
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        # B2 holds what B1 holds for the IKE tunnel, in sync
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync with B1's CHILD_SA")
+        assert b2.sa_ids() == b1.sa_ids(), (b2.sa_ids(), b1.sa_ids())
+        h1 = show_ha(b1)
+        assert h1["role"] == "master" and h1["peer"]["role"] == "backup", h1
+        assert h1["pending_grants"] == 0, h1
+        # B2's copy of the outbound SA is silent: it sends nothing yet
+        out2 = [s for s in b2.ctl("show", "sa")["sas"] if s["dir"] == "out"][0]
+        assert out2["packets"] == 0, out2
+        ike_b1 = [s for s in ike(b1)["sas"] if s["name"] == "to-a"][0]
+
+        cap, pcap = net.capture("a-br", "peer")
+        r = net.ping(count=10)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        # B1 dies; B2 is told it is master: it holds the addresses and says so
+        b1.dpvpnd.kill9()
+        b1.dataplane.kill9()
+        r = b2.ctl("ha", "master")
+        assert "master" in r["message"], r
+        out = b2.dpvpnd.output()
+        assert "taken up again" in out, out
+        r = net.ping(count=10)
+        assert " 0% packet loss" in r.stdout, (r.stdout, b2.dpvpnd.output())
+        ike_b2 = [s for s in ike(b2)["sas"] if s["name"] == "to-a"][0]
+        assert (ike_b2["spi_i"], ike_b2["spi_r"]) == (ike_b1["spi_i"], ike_b1["spi_r"]), \
+            (ike_b1, ike_b2)
+        c2 = child_of(b2, "to-a")
+        assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
+        h2 = show_ha(b2)
+        assert h2["role"] == "master" and h2["last_takeover"] is not None, h2
+        # a rekey after the takeover works (the IKE SA's message IDs followed)
+        b2.ctl("rekey", "to-a")
+        lab.wait_for(lambda: (child_of(b2, "to-a") or {}).get("spi_in") not in
+                     (None, c2["spi_in"]), 20, "the CHILD_SA rekeyed by B2")
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        lab.Lab.stop_capture(cap)
+        assert ike_sa_inits(pcap) == 0
+        seqs = esp_seqs(pcap, "198.19.0.2")
+        assert len(seqs) >= 20, seqs
+        assert len(seqs) == len(set(seqs)), "an (SPI, sequence number) sent twice"
+        spi = ca["spi_in"]
+        spi = int(spi, 16) if isinstance(spi, str) else spi
+        old = [q for s, q in seqs if s == spi]
+        # B2 went on above B1's first block of seq-block numbers
+        assert min(old) < 1024 < max(old), old
+
+
+def test_backup_that_connects_later_gets_the_whole_state(pskdir):
+    """A backup whose dpvpnd starts after the tunnel is up (or restarts) gets
+    the whole state first: the SAs and the IKE SA record, then changes."""
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        b1.ctl("ha", "master")
+        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
+                     "the IKE tunnel between A and B1")
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync")
+        b2.restart_dpvpnd("again")
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync again after its restart")
+        assert b2.sa_ids() == b1.sa_ids()
+        assert show_ha(b1)["resyncs"] >= 2
+        # a bad role is refused, naming the field
+        r = lab.sh(lab.DPVPNCTL, "-s", b2.ctl_sock, "ha", "boss", check=False)
+        assert r.returncode != 0 and "role" in r.stderr, r.stderr
+
+
+def test_takeover_after_the_sync_link_was_cut_rekeys(pskdir):
+    """The sync link is cut while B1 is master and goes on (past a block of
+    sequence numbers B2 never hears of); then B1 dies and B2 takes over with
+    a state that may be stale: it sends nothing on the old outbound SA and
+    rekeys the CHILD_SA at once (takeover-rekey = auto), so no (SPI,
+    sequence number) is sent twice, still without an IKE_SA_INIT."""
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        lab.wait_for(lambda: show_ha(b2)["peer"]["channel"], 20, "the sync channel up")
+        b1.ctl("ha", "master")
+        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
+                     "the IKE tunnel between A and B1")
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync with B1's CHILD_SA")
+        ca = child_of(net.a, "to-b")
+        net.ping(count=2)
+        cap, pcap = net.capture("a-br", "peer")
+        net.sync_link(False)
+        lab.wait_for(lambda: not show_ha(b1)["peer"]["channel"] and
+                     not show_ha(b2)["peer"]["channel"], 20, "both ends: the sync channel down")
+        # B1 goes on past its first block of 1024 numbers: blocks B2 never hears of
+        net.ns(net.ns_a, "ping", "-q", "-i", "0.002", "-c", "1500", "-w", "20", "198.18.2.2",
+               check=False, timeout=30)
+        b1.dpvpnd.kill9()
+        b1.dataplane.kill9()
+        r = b2.ctl("ha", "master")
+        assert "rekeyed" in r["message"], r
+        old_out = ca["spi_in"]
+        lab.wait_for(lambda: (old_out, "out") not in b2.sa_ids() and
+                     (child_of(b2, "to-a") or {}).get("spi_out") not in (None, old_out), 20,
+                     "B2's new CHILD_SA, the old outbound SA gone")
+        r = net.ping(count=10)
+        assert " 0% packet loss" in r.stdout, (r.stdout, b2.dpvpnd.output())
+        lab.Lab.stop_capture(cap)
+        assert ike_sa_inits(pcap) == 0
+        seqs = esp_seqs(pcap, "198.19.0.2")
+        assert len(seqs) == len(set(seqs)), "an (SPI, sequence number) sent twice"
+        spi = ca["spi_in"]
+        spi = int(spi, 16) if isinstance(spi, str) else spi
+        old = [q for s, q in seqs if s == spi]
+        assert max(old) > 1024, "B1 did not pass its first block while cut off"
+        assert show_ha(b2)["stale_takeovers"] == 1
