@@ -29,6 +29,18 @@ struct j_sa {
 	struct dpvpn_sa_cfg m;		/* as sent to the dataplane: keys */
 };
 
+/*
+ * The backup's inbound high marks by SPI (network order): open addressing,
+ * a power of 2 at most half full, no removal (a mark of an SA gone is
+ * refused at takeover: -ENOENT); cleared by SNAP_BEGIN.
+ */
+struct marks {
+	struct ha_mark *e;		/* spi 0: empty */
+	size_t n, cap;
+};
+
+#define HA_MARKS_EVERY_MS	1000	/* the master sends its inbound high marks */
+
 struct pending {			/* a block granted once the backup has it */
 	uint32_t msgno;
 	uint32_t spi;			/* host order */
@@ -54,6 +66,7 @@ static struct {
 	bool synced;			/* backup: a whole state applied since the channel came up */
 	bool had_snapshot;		/* backup: the last connection brought a whole state */
 	uint64_t stale_takeovers;
+	size_t floors;			/* inbound windows raised at the last takeover */
 	uint32_t snap_end_seq;		/* master: the last snapshot's end, in our numbers */
 	uint64_t down_since, last_rx, took_over_at, gap_ms;
 	uint64_t applied, apply_errors, resyncs;
@@ -65,6 +78,8 @@ static struct {
 	size_t n_pols, cap_pols;
 	struct pending *pend;
 	size_t n_pend, cap_pend;
+	struct marks marks;
+	uint64_t next_marks;
 } ha;
 
 static uint8_t frame[HA_FRAME_MAX] __attribute__((aligned(8)));
@@ -203,6 +218,49 @@ static void chan_reset(void)
 	ha.chan = ha_chan_open(&chan_cfg, err, sizeof(err));
 	if (ha.chan == NULL)
 		fprintf(stderr, "dpvpnd: ha: sync channel not opened again: %s\n", err);
+}
+
+/* ---- the backup's inbound high marks ---- */
+
+static struct ha_mark *mark_slot(struct marks *t, uint32_t spi)
+{
+	size_t i = (spi * 2654435761u) & (t->cap - 1);
+
+	while (t->e[i].spi != 0 && t->e[i].spi != spi)
+		i = (i + 1) & (t->cap - 1);
+	return &t->e[i];
+}
+
+static void mark_set(struct marks *t, uint32_t spi, uint64_t high)
+{
+	struct ha_mark *m;
+
+	if (2 * (t->n + 1) > t->cap) {
+		struct marks bigger = { .cap = t->cap ? 2 * t->cap : 1024 };
+
+		bigger.e = calloc(bigger.cap, sizeof(*bigger.e));
+		if (bigger.e == NULL)
+			return;		/* (its window starts where it is: logged at takeover) */
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->e[i].spi != 0)
+				*mark_slot(&bigger, t->e[i].spi) = t->e[i];
+		bigger.n = t->n;
+		free(t->e);
+		*t = bigger;
+	}
+	m = mark_slot(t, spi);
+	if (m->spi == 0) {
+		m->spi = spi;
+		t->n++;
+	}
+	if (high > m->high)
+		m->high = high;
+}
+
+static void marks_clear(struct marks *t)
+{
+	free(t->e);
+	*t = (struct marks){ 0 };
 }
 
 /* ---- sending ---- */
@@ -346,6 +404,31 @@ static uint32_t send_limits(void)
 	}
 	free(sa);
 	return sent;
+}
+
+/* Every inbound SA's highest number accepted, HA_MARKS_MAX a frame. */
+static void send_marks(void)
+{
+	struct ha_mark batch[HA_MARKS_MAX];
+	struct dpvpn_sa_info *sa;
+	uint32_t n;
+	uint16_t k = 0;
+
+	if (dp_dump(ha.dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa, &n) != 0)
+		return;
+	for (uint32_t i = 0; i <= n; i++) {
+		if (k == HA_MARKS_MAX || (i == n && k > 0)) {
+			size_t len = ha_encode_marks(frame, sizeof(frame), ++ha.tx_seq, batch, k);
+			int rc = len ? ha_chan_send(ha.chan, frame, len) : 0;
+
+			if (rc != 0 && rc != -ENOTCONN)
+				reset_due = true;	/* (the stream has a hole: start again) */
+			k = 0;
+		}
+		if (i < n && sa[i].dir == DPVPN_DIR_IN && sa[i].seq != 0)
+			batch[k++] = (struct ha_mark){ .spi = sa[i].spi, .high = sa[i].seq };
+	}
+	free(sa);
 }
 
 /*
@@ -586,6 +669,7 @@ static void apply(const struct ha_msg *m)
 	case HA_SNAP_BEGIN:
 		ha.synced = ha.had_snapshot = false;
 		forget_all();
+		marks_clear(&ha.marks);
 		break;
 	case HA_SNAP_END:
 		ha.synced = ha.had_snapshot = true;
@@ -687,7 +771,15 @@ static void on_message(const struct ha_msg *m)
 		grant_pending(false);
 		return;
 	case HA_MARKS:
-		return;		/* (inbound high marks: not yet applied) */
+		if (ha.role == HA_ROLE_MASTER)
+			return;
+		for (uint16_t i = 0; i < m->u.marks.count; i++) {
+			struct ha_mark k;
+
+			ha_mark_get(m, i, &k);
+			mark_set(&ha.marks, k.spi, k.high);
+		}
+		return;
 	default:
 		break;
 	}
@@ -744,6 +836,11 @@ void ha_run(void)
 			on_message(&m);
 		}
 		explicit_bzero(rxbuf, (size_t)n);
+	}
+	if (!reset_due && ha.role == HA_ROLE_MASTER && peer_backup() &&
+	    mono_ms() >= ha.next_marks) {
+		send_marks();
+		ha.next_marks = mono_ms() + HA_MARKS_EVERY_MS;
 	}
 	if (!reset_due && ha_chan_up(ha.chan) && ha.rx_last != ha.rx_acked) {	/* applied: said once a pass */
 		struct ha_msg a = { .type = HA_ACK, .u.ack.seq = ha.rx_last };
@@ -904,6 +1001,30 @@ static bool stale_state(uint64_t now)
 	       now - ha.last_rx + ha.cfg.heartbeat_ms >= ha.cfg.dead_ms;
 }
 
+/*
+ * Each inbound SA's window starts at the old master's last synced high
+ * mark (up to HA_MARKS_EVERY_MS old: a packet it took since may be replayed
+ * here once, doc/ha.md).  How many windows were raised.
+ */
+static size_t replay_floors(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ha.marks.cap; i++) {
+		struct dpvpn_replay_floor f = { .spi = ha.marks.e[i].spi,
+						.high = ha.marks.e[i].high };
+
+		if (f.spi == 0)
+			continue;
+		if (dp_call(ha.dp, DPVPN_MSG_REPLAY_FLOOR, &f, sizeof(f), NULL, 0) == 0)
+			n++;
+		else if (ha.dp->status != -ENOENT)
+			fprintf(stderr, "dpvpnd: ha: takeover: inbound SA 0x%08x: %s\n",
+				ntohl(f.spi), ha.dp->err);
+	}
+	return n;
+}
+
 static int become_master(char *msg, size_t len)
 {
 	uint64_t t0 = mono_ms(), quiet = ha.last_rx ? t0 - ha.last_rx : 0;
@@ -916,6 +1037,7 @@ static int become_master(char *msg, size_t len)
 		snprintf(msg, len, "takeover refused: the sequence state could not be saved");
 		return -1;
 	}
+	ha.floors = replay_floors();	/* before the addresses: no packet yet */
 	ha.role = HA_ROLE_MASTER;
 	ha.epoch++;
 	vips_set(true);		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
@@ -1014,6 +1136,7 @@ json_t *ha_show(char *err, size_t len)
 		{ "sas", ha.n_sas }, { "policies", ha.n_pols }, { "pending_grants", ha.n_pend },
 		{ "applied", ha.applied }, { "errors", ha.apply_errors },
 		{ "resyncs", ha.resyncs }, { "stale_takeovers", ha.stale_takeovers },
+		{ "marks", ha.marks.n }, { "replay_floors", ha.floors },
 	};
 
 	if (o == NULL || vips == NULL) {
@@ -1089,6 +1212,7 @@ void ha_close(void)
 	free(ha.sas);
 	free(ha.pols);
 	free(ha.pend);
+	marks_clear(&ha.marks);
 	explicit_bzero(&ha.cfg, sizeof(ha.cfg));
 	explicit_bzero(&chan_cfg, sizeof(chan_cfg));
 	memset(&ha, 0, sizeof(ha));

@@ -145,6 +145,14 @@ do_port_set(const void *req, struct reply *r)
 	return host_twin_set(c->port_id, c->host_iface, r->err, sizeof(r->err));
 }
 
+static int
+do_replay_floor(const void *req, struct reply *r)
+{
+	const struct dpvpn_replay_floor *f = req;
+
+	return sa_replay_floor(f->spi, f->high, r->err, sizeof(r->err));
+}
+
 /* VIP_SET: an HA pair's virtual addresses of a port (port.c). */
 static int
 do_vip_set(const void *req, struct reply *r)
@@ -840,6 +848,8 @@ static const struct {
 	[DPVPN_MSG_SEQ_GRANT] = { "SEQ_GRANT", sizeof(struct dpvpn_seq_grant), do_seq_grant },
 	[DPVPN_MSG_SEQ_SET] = { "SEQ_SET", sizeof(struct dpvpn_seq_set), do_seq_set },
 	[DPVPN_MSG_VIP_SET] = { "VIP_SET", sizeof(struct dpvpn_vip_set), do_vip_set },
+	[DPVPN_MSG_REPLAY_FLOOR] = { "REPLAY_FLOOR", sizeof(struct dpvpn_replay_floor),
+				     do_replay_floor },
 	[DPVPN_MSG_SHOW_LCORES] = { "SHOW_LCORES", sizeof(struct dpvpn_dump_req), do_show_lcores },
 	[DPVPN_MSG_TRACE_START] = { "TRACE_START", sizeof(struct dpvpn_trace_req), do_trace_start },
 	[DPVPN_MSG_TRACE_STATUS] = { "TRACE_STATUS", 0, do_trace_status },

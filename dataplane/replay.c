@@ -18,3 +18,28 @@ replay_init(struct replay_window *w, uint32_t size, bool shared)
 	w->shared = shared;
 	return true;
 }
+
+/*
+ * Every number up to high counts as seen: the window's top is high and the
+ * blocks of (high - size, high] are full up to it.  Raised only; the main
+ * lcore's, while no worker updates the window (an HA takeover before the
+ * virtual addresses are held, doc/ha.md).
+ */
+void
+replay_floor(struct replay_window *w, uint64_t high)
+{
+	uint64_t lo;
+
+	if (high <= replay_load_top(w))
+		return;
+	if (w->size != 0) {
+		lo = high >= w->size ? (high - w->size + 1) >> 6 : 0;
+		for (uint64_t idx = lo; idx <= high >> 6; idx++) {
+			struct replay_block *b = &w->blk[idx & w->mask];
+
+			b->bits = idx < high >> 6 ? ~0ull : ~0ull >> (63 - (high & 63));
+			b->idx = idx;
+		}
+	}
+	__atomic_store_n(&w->top, high, __ATOMIC_RELEASE);
+}

@@ -69,6 +69,8 @@ replay_prefetch(const struct replay_window *w, uint32_t seq)
 }
 
 bool replay_init(struct replay_window *w, uint32_t size, bool shared);
+/* Every number up to high seen (raised only; no worker updating it meanwhile). */
+void replay_floor(struct replay_window *w, uint64_t high);
 
 /* Inline: once per packet on the inbound fast path. */
 

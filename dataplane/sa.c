@@ -597,6 +597,21 @@ sa_seq_grant(uint32_t spi, uint64_t limit, char *eb, size_t len)
  * exchange makes the exchange fail and look again.
  */
 int
+sa_replay_floor(uint32_t spi, uint64_t high, char *eb, size_t len)
+{
+	int slot = sa_find(spi, DPVPN_DIR_IN);
+
+	if (slot < 0)
+		return fail(eb, len, -ENOENT, "replay_floor.spi: no inbound SA 0x%08x",
+			    rte_be_to_cpu_32(spi));
+	if (!slots[slot]->esn && high > UINT32_MAX)
+		return fail(eb, len, -EINVAL, "replay_floor.high: %" PRIu64 " past the SA's "
+			    "32-bit numbers", high);
+	replay_floor(&slots[slot]->replay, high);
+	return 0;
+}
+
+int
 sa_seq_set(uint32_t spi, uint64_t used, uint64_t limit, char *eb, size_t len)
 {
 	int slot = sa_find(spi, DPVPN_DIR_OUT);

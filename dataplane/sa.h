@@ -221,6 +221,8 @@ struct sa *sa_slot(uint32_t slot);
 unsigned int sa_count(void);
 /* Raise an outbound SA's sequence limit (SEQ_GRANT). */
 int sa_seq_grant(uint32_t spi, uint64_t limit, char *errbuf, size_t len);
+/* An inbound SA's window: every number up to high seen (REPLAY_FLOOR). */
+int sa_replay_floor(uint32_t spi, uint64_t high, char *errbuf, size_t len);
 /* Raise an outbound SA's used numbers to used and its limit to limit (SEQ_SET). */
 int sa_seq_set(uint32_t spi, uint64_t used, uint64_t limit, char *errbuf, size_t len);
 /* Dump: info for the idx-th installed SA; false past the end. */

@@ -294,6 +294,33 @@ test_shared_by_threads(void **state)
 	assert_int_equal(mt_win.top, MT_N);
 }
 
+/* replay_floor: every number up to high refused, those above taken once. */
+static void
+test_floor(void **state)
+{
+	static const uint32_t sizes[] = { 64, 1024, 4096 };
+	static const uint64_t highs[] = { 1, 63, 64, 65, 1000, 5000, 1ull << 33 };
+
+	(void)state;
+	for (unsigned s = 0; s < 3; s++)
+		for (unsigned h = 0; h < 7; h++) {
+			struct replay_window w;
+			uint64_t high = highs[h];
+
+			assert_true(replay_init(&w, sizes[s], s == 1));
+			assert_true(replay_update(&w, 1));
+			replay_floor(&w, high);
+			assert_int_equal(replay_load_top(&w), high > 1 ? high : 1);
+			for (uint64_t q = high > 5000 ? high - 5000 : 1; q <= high; q++)
+				assert_false(replay_check(&w, q) && replay_update(&w, q));
+			for (uint64_t q = high + 1; q <= high + 130; q++)
+				assert_true(replay_check(&w, q) && replay_update(&w, q));
+			assert_false(replay_update(&w, high + 7));
+			replay_floor(&w, 2);	/* raised only */
+			assert_int_equal(replay_load_top(&w), high + 130);
+		}
+}
+
 int
 main(void)
 {
@@ -306,6 +333,7 @@ main(void)
 		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_random_against_model),
 		cmocka_unit_test(test_shared_by_threads),
+		cmocka_unit_test(test_floor),
 	};
 
 	return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

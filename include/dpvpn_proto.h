@@ -108,6 +108,10 @@
  *                                                   own (ARP, ESP, IKE), each newly
  *                                                   held announced by a gratuitous
  *                                                   ARP
+ *   REPLAY_FLOOR   struct dpvpn_replay_floor -> -   an inbound SA's anti-replay
+ *                                                   window takes every number up
+ *                                                   to high as seen (raised only):
+ *                                                   an HA standby taking over
  *
  * Dumps are paged: the request names the first index, the reply says how many
  * entries exist in all and how many follow in this message.
@@ -117,7 +121,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	30
+#define DPVPN_PROTO_VERSION	31
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -168,6 +172,7 @@ enum dpvpn_msg_type {
 	DPVPN_MSG_KEEP_LIST,
 	DPVPN_MSG_SEQ_SET,
 	DPVPN_MSG_VIP_SET,
+	DPVPN_MSG_REPLAY_FLOOR,
 	DPVPN_MSG_TYPE_MAX
 };
 
@@ -228,6 +233,13 @@ struct dpvpn_seq_grant {
 	uint32_t spi;		/* network order */
 	uint32_t reserved;
 	uint64_t limit;
+};
+
+/* Inbound SA: numbers up to high count as received (REPLAY_FLOOR). */
+struct dpvpn_replay_floor {
+	uint32_t spi;		/* network order */
+	uint32_t reserved;
+	uint64_t high;
 };
 
 /* A port's virtual addresses (VIP_SET): IPv4, network order, 0 = none. */

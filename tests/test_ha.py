@@ -166,11 +166,25 @@ def show_ha(gw):
     return gw.ctl("show", "ha")
 
 
+def replay_to(net, gw, pcap, src):
+    """The first ESP packet from src in pcap, sent again to gw's outside port
+    (into its link, as an attacker on the switch would); the frame's (SPI,
+    sequence number)."""
+    mac = [p["mac"] for p in gw.ctl("show", "ports")["ports"] if p["id"] == 1][0]
+    code = (f"from scapy.all import ESP, IP, Ether, rdpcap, sendp\n"
+            f"p = [p for p in rdpcap({pcap!r}) if IP in p and p[IP].proto == 50 and "
+            f"p[IP].src == {src!r}][0]\n"
+            f"sendp(Ether(dst={mac!r}) / p[IP], iface={gw.name + '-out-br'!r}, verbose=False)\n"
+            f"print(p[ESP].spi, p[ESP].seq)\n")
+    out = net.ns(net.ns_gw, "/usr/bin/python3", "-c", code).stdout.split()
+    return int(out[0]), int(out[1])
+
+
 def esp_seqs(pcap, src):
     """(SPI, sequence number) of every ESP packet from src in a capture."""
     out = []
     for p in rdpcap(pcap):
-        if IP in p and p[IP].src == src and ESP in p:
+        if IP in p and p[IP].src == src and p[IP].proto == 50:
             out.append((p[ESP].spi, p[ESP].seq))
     return out
 
@@ -232,6 +246,15 @@ def test_backup_holds_the_masters_tunnels_and_takes_over(pskdir):
         r = net.ping(count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
         lab.Lab.stop_capture(cap)
+        # a packet A sent B1 before the takeover, replayed to B2: its window
+        # started at B1's last synced high mark
+        drops = [s for s in b2.ctl("show", "sa")["sas"] if s["dir"] == "in"]
+        before = sum(s["drops"]["replay"] for s in drops)
+        spi, q = replay_to(net, b2, pcap, "198.19.0.1")
+        lab.wait_for(lambda: sum(s["drops"]["replay"] for s in b2.ctl("show", "sa")["sas"]
+                                 if s["dir"] == "in") == before + 1, 10,
+                     f"B2 refusing the replayed (0x{spi:08x}, {q}) as a replay")
+        assert show_ha(b2)["replay_floors"] >= 1
         assert ike_sa_inits(pcap) == 0
         seqs = esp_seqs(pcap, "198.19.0.2")
         assert len(seqs) >= 20, seqs
