@@ -437,6 +437,9 @@ host_twin_set(uint16_t port, const char *iface, char *err, size_t elen)
 	snprintf(t->iface, sizeof(t->iface), "%s", iface);
 	t->created = 1;
 	__atomic_store_n(&dp.ports[port].twin, 1, __ATOMIC_RELAXED);
+	/* link multicast for the host (VRRP, OSPF): a NIC's filter passes it only
+	 * so (a PMD without the switch, net_af_packet, passes it anyway) */
+	(void)rte_eth_allmulticast_enable(port);
 	fprintf(stderr, "dpvpn-dataplane: port %u: host interface %s (DPDK port %u)\n", port,
 		iface, t->eth);
 	return 0;

@@ -44,6 +44,11 @@ mac_ok(const struct dp_port *port, const struct rte_ether_addr *dst)
 	/* IPv6 multicast (33:33:...), for Neighbour Discovery */
 	if (port->has6 && dst->addr_bytes[0] == 0x33 && dst->addr_bytes[1] == 0x33)
 		return true;
+	/* IPv4 multicast (01:00:5e:0..., RFC 1112) for the host's twin: VRRP,
+	 * OSPF, IGMP (host_link_dst sends them there) */
+	if (port->twin && dst->addr_bytes[0] == 0x01 && dst->addr_bytes[1] == 0x00 &&
+	    dst->addr_bytes[2] == 0x5e && !(dst->addr_bytes[3] & 0x80))
+		return true;
 	return rte_is_same_ether_addr(dst, &port->mac);
 }
 
