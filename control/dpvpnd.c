@@ -594,6 +594,7 @@ static int reconnect(struct loop *l)
 	fprintf(stderr, "dpvpnd: dataplane connection lost: waiting for it to come back "
 		"(forwarding stops until then)\n");
 	dp_close(dp);
+	ha_dataplane_lost();
 	for (;;) {
 		struct pollfd sig = l->pfd[PFD_SIGNAL];
 		struct cfg fresh;

@@ -916,6 +916,23 @@ static void vips_set(bool held)
 	}
 }
 
+/*
+ * The dataplane went away: this node holds nothing now (its addresses went
+ * with it), so it is no longer master, whatever keepalived last said; its
+ * keepalived sees the twins go and says fault, then backup once they are
+ * back.  Nothing is sent on the channel until the dataplane is back (the
+ * peer declares this node gone after dead-ms).
+ */
+void ha_dataplane_lost(void)
+{
+	if (!ha.on || ha.role != HA_ROLE_MASTER)
+		return;
+	ha.role = HA_ROLE_FAULT;
+	ha.n_pend = 0;		/* (no dataplane to grant them to) */
+	fprintf(stderr, "dpvpnd: ha: the dataplane went away: master no longer (fault until "
+		"keepalived says otherwise)\n");
+}
+
 void ha_dataplane_back(void)
 {
 	if (ha.on)

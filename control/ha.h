@@ -64,6 +64,8 @@ void ha_keep(const uint8_t *key, const void *rec, uint32_t len);
 /* dpvpnd's grant: true if the block waits for the backup (ha.c grants it). */
 bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit);
 
+/* The dataplane went away: a master becomes fault (it holds nothing now). */
+void ha_dataplane_lost(void);
 /* A new dataplane was given the config: the virtual addresses as the role says. */
 void ha_dataplane_back(void);
 /* dpvpnctl ha master|backup|fault (keepalived's notify): 0, or -1 and why. */
