@@ -153,14 +153,43 @@ do_replay_floor(const void *req, struct reply *r)
 	return sa_replay_floor(f->spi, f->high, r->err, sizeof(r->err));
 }
 
-/* VIP_SET: an HA pair's virtual addresses of a port (port.c). */
+/*
+ * VIP_SET: an HA pair's virtual addresses of a port (port.c).  They are
+ * held only while the connection that set them lasts: a dpvpnd that dies
+ * cannot say it is master no longer, and its keepalived gives the
+ * addresses to the other node (doc/ha.md).
+ */
+static int vip_owner = -1;
+
 static int
 do_vip_set(const void *req, struct reply *r)
 {
 	const struct dpvpn_vip_set *v = req;
 	int rc = check_port(v->port_id, "vip_set.port_id", r);
 
-	return rc != 0 ? rc : port_set_vips(v, r->err, sizeof(r->err));
+	if (rc == 0)
+		rc = port_set_vips(v, r->err, sizeof(r->err));
+	if (rc == 0)
+		vip_owner = cur_fd;
+	return rc;
+}
+
+/* The connection that set the virtual addresses closed: none held now. */
+static void
+vips_orphaned(int fd)
+{
+	bool held = false;
+
+	if (fd != vip_owner)
+		return;
+	vip_owner = -1;
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		held |= dp.ports[p].vip_held != 0;
+		__atomic_store_n(&dp.ports[p].vip_held, 0, __ATOMIC_RELEASE);
+	}
+	if (held)
+		fprintf(stderr, "dpvpn-dataplane: the dpvpnd that held the virtual addresses "
+			"went away: released\n");
 }
 
 static int
@@ -988,6 +1017,7 @@ serve(int fd)
 	if (got <= 0) {
 		if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
 			ike_closed(fd);
+			vips_orphaned(fd);
 			for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 				if (clients[i] == fd)
 					clients[i] = -1;

@@ -157,9 +157,11 @@ class Pair(lab.Managed):
             self.b[n] = gw
         for gw in self.gws:
             gw.start()
-        if self.keepalived:
-            for n, prio in (("b1", 150), ("b2", 100)):
-                self.start_keepalived(n, prio)
+        if self.keepalived:     # B1 first, as a pair is brought up: master alone
+            self.start_keepalived("b1", 150)
+            lab.wait_for(lambda: show_ha(self.b["b1"])["role"] == "master", 20,
+                         "B1's keepalived: master")
+            self.start_keepalived("b2", 100)
 
     def start_keepalived(self, n, prio):
         """keepalived for node n on its twins: VRRP version 3 at 100 ms, the
@@ -176,6 +178,13 @@ class Pair(lab.Managed):
 	vrrp_version 3
 	vrrp_garp_master_repeat 3
 }}
+vrrp_script dpvpnd_up {{
+	script "{lab.DPVPNCTL} -s {gw.ctl_sock} show ha"
+	interval 1
+	timeout 1
+	fall 1
+	rise 1
+}}
 vrrp_instance dpvpn {{
 	state BACKUP
 	nopreempt
@@ -185,6 +194,9 @@ vrrp_instance dpvpn {{
 	priority {prio}
 	track_interface {{
 		tw-in
+	}}
+	track_script {{
+		dpvpnd_up
 	}}
 	virtual_ipaddress {{
 		198.19.0.2/24 dev tw-out
@@ -458,6 +470,47 @@ def test_keepalived_moves_the_tunnels_when_the_master_dies(pskdir):
         lab.wait_for(lambda: show_ha(b1)["role"] == "backup" and
                      show_ha(b1)["sync"] == "in sync" and show_ha(b1)["sas"] == 2, 30,
                      "B1 backup again, in sync with B2")
+        assert show_ha(b2)["role"] == "master"
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        lab.Lab.stop_capture(cap)
+        assert ike_sa_inits(pcap) == 0
+        seqs = esp_seqs(pcap, "198.19.0.2")
+        assert len(seqs) == len(set(seqs)), "an (SPI, sequence number) sent twice"
+
+
+def test_keepalived_takes_over_when_the_masters_dpvpnd_dies(pskdir):
+    """kill -9 of the master's dpvpnd alone: its dataplane releases the
+    virtual addresses at once (the connection that set them closed), its
+    keepalived's track script (dpvpnctl show ha) fails and it goes to FAULT,
+    B2 takes over with the same SPIs; the restarted dpvpnd comes back as
+    backup and in sync."""
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk, keepalived=True) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        lab.wait_for(lambda: show_ha(b1)["role"] == "master" and
+                     show_ha(b2)["role"] == "backup" and show_ha(b2)["peer"]["channel"], 30,
+                     "keepalived: B1 master, B2 backup")
+        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
+                     "the IKE tunnel between A and B1")
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync with B1's CHILD_SA")
+        ca = child_of(net.a, "to-b")
+        net.ping(count=2)
+        cap, pcap = net.capture("a-br", "peer")
+        b1.dpvpnd.kill9()
+        lab.wait_for(lambda: "released" in b1.dataplane.output(), 10,
+                     "B1's dataplane releasing the virtual addresses")
+        lab.wait_for(lambda: show_ha(b2)["role"] == "master", 15,
+                     "B2's keepalived: master, once B1's tracked dpvpnd failed")
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        c2 = child_of(b2, "to-a")
+        assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
+        b1.start_dpvpnd()
+        lab.wait_for(lambda: show_ha(b1)["role"] == "backup" and
+                     show_ha(b1)["sync"] == "in sync" and show_ha(b1)["sas"] == 2, 30,
+                     "B1's new dpvpnd: backup, in sync with B2")
         assert show_ha(b2)["role"] == "master"
         r = net.ping(count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
