@@ -42,13 +42,14 @@ OWN = {"b1": 3, "b2": 4}        # each node's own host number on both links
 class Pair(lab.Managed):
     """Gateway A and the pair B1/B2 in one namespace, hosts in their own."""
 
-    def __init__(self, psk, seq_block=1024, keepalived=False):
+    def __init__(self, psk, seq_block=1024, keepalived=False, ike_a=""):
         """keepalived: each node of the pair in its namespace (s1, s2) with its
         dataplane, dpvpnd and keepalived, the ports' twins (host-interface)
         carrying VRRP; its notify scripts run dpvpnctl ha."""
         self.psk = psk
         self.seq_block = seq_block
         self.keepalived = keepalived
+        self.ike_a = ike_a     # more lines for gateway A's tunnel
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
         self.ns_s = {n: f"dpvpn-{self.tag}-s{n[-1]}" for n in ("b1", "b2")}
@@ -130,7 +131,7 @@ class Pair(lab.Managed):
     def open(self):
         self._net()
         ike = lab.Lab.__new__(lab.Lab)      # (its config edits only)
-        ike.ike = {"psk": self.psk, "a": "start = yes\n", "b": "start = no\n"}
+        ike.ike = {"psk": self.psk, "a": "start = yes\n" + self.ike_a, "b": "start = no\n"}
         edit_a, edit_b = lab.Lab._ike_edits(ike)
         block = (("[control]\n", f"[control]\nseq-block = {self.seq_block}\n"),)
         self.a = lab.Gateway("gw-a", os.path.join(lab.CONFIGS, "lab-a.conf"),
@@ -266,13 +267,17 @@ def esp_seqs(pcap, src):
     return out
 
 
-def test_backup_holds_the_masters_tunnels_and_takes_over(pskdir):
+def test_backup_holds_the_masters_tunnels_and_takes_over(pskdir, monkeypatch):
     """B2 gets B1's IKE SA and CHILD_SAs over the sync channel and, once B1
     is gone and B2 master, carries the tunnel on: same SPIs, no new
     IKE_SA_INIT, its sequence numbers above every block B1 reserved, no
-    (SPI, sequence number) on the wire twice, a rekey afterwards."""
+    (SPI, sequence number) on the wire twice, a packet of A's replayed to it
+    refused, a rekey afterwards, A's liveness checks answered (dpd = 1), and
+    a Delete from B2 ends the IKE SA at A, which starts a new one."""
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_MS", "200")     # a missed DPD: A gives up fast
+    monkeypatch.setenv("DPVPND_IKE_RETRANS_TRIES", "3")
     psk = psk_file(pskdir, "lab.psk")
-    with Pair(psk) as net:
+    with Pair(psk, ike_a="dpd = 1\n") as net:
         b1, b2 = net.b["b1"], net.b["b2"]
         assert show_ha(b1)["role"] == "backup" and show_ha(b2)["role"] == "backup"
         lab.wait_for(lambda: show_ha(b1)["peer"]["channel"] and
@@ -341,6 +346,21 @@ def test_backup_holds_the_masters_tunnels_and_takes_over(pskdir):
         old = [q for s, q in seqs if s == spi]
         # B2 went on above B1's first block of seq-block numbers
         assert min(old) < 1024 < max(old), old
+        # A's liveness checks (dpd = 1, 3 tries 200 ms apart) answered by B2
+        rx = [s for s in ike(net.a)["sas"] if s["name"] == "to-b"][0]["rx"]
+        lab.wait_for(lambda: [s for s in ike(net.a)["sas"] if s["name"] == "to-b"][0]["rx"] >=
+                     rx + 2, 15, "A's liveness checks answered by B2")
+        ia = [s for s in ike(net.a)["sas"] if s["name"] == "to-b"][0]
+        assert (ia["spi_i"], ia["spi_r"]) == (ike_b1["spi_i"], ike_b1["spi_r"]), ia
+        # a Delete of the IKE SA from B2: A ends it and (start = yes) makes a new one
+        b2.ctl("terminate", "to-a")
+        lab.wait_for(lambda: "IKE SA ended" in net.a.dpvpnd.output(), 15, "A: the IKE SA ended")
+        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b2, "to-a"), 40,
+                     "a new IKE SA between A and B2")
+        assert [s for s in ike(net.a)["sas"] if s["name"] == "to-b"][0]["spi_i"] != \
+            ike_b1["spi_i"]
+        r = net.ping(count=3)
+        assert " 0% packet loss" in r.stdout, r.stdout
 
 
 def test_backup_that_connects_later_gets_the_whole_state(pskdir):
