@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 
+#include "dpvpn_be.h"
 #include "ha_chan.h"
 
 #define HB_MS		100			/* cfg defaults (ha_chan.h) */
@@ -174,21 +175,6 @@ buf_take(struct buf *b, size_t n)
 	b->head = b->tail = 0;
 	if (b->cap > BUF_KEEP)
 		buf_free(b);
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* ---- addresses ---- */
@@ -685,7 +671,7 @@ paused(const struct ha_chan *c)
 static int
 frame_start(struct ha_chan *c, uint64_t now)
 {
-	uint32_t len = get_be32(c->hdr);
+	uint32_t len = be_get32(c->hdr);
 
 	c->hdr_n = 0;
 	if (len == 0)
@@ -1012,7 +998,7 @@ ha_chan_send(struct ha_chan *c, const void *msg, size_t len)
 		return -ENOBUFS;
 	if (buf_room(&c->out, FRAME_HDR + len))
 		return -ENOMEM;
-	put_be32(hdr, (uint32_t)len);
+	be_put32(hdr, (uint32_t)len);
 	buf_put(&c->out, hdr, sizeof(hdr));
 	buf_put(&c->out, msg, len);
 	return 0;
@@ -1025,7 +1011,7 @@ ha_chan_recv(struct ha_chan *c, void *buf, size_t cap)
 
 	if (c->in_ready == 0)
 		return 0;
-	len = get_be32(c->in.p + c->in.head);
+	len = be_get32(c->in.p + c->in.head);
 	if (len > cap)
 		return -EMSGSIZE;
 	memcpy(buf, c->in.p + c->in.head + FRAME_HDR, len);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dpvpn_be.h"
 #include "ha_wire.h"
 
 #define HELLO_LEN	(4 + 4 + 1 + 1 + 2 + 8 + DPVPN_NAME_LEN)
@@ -49,45 +50,6 @@ _Static_assert((HA_HDR_LEN + SA_ADD_MIN) % _Alignof(struct dpvpn_sa_cfg) == 0,
 	       "SA_ADD's struct misaligned in the frame");
 _Static_assert(_Alignof(struct dpvpn_sa_cfg) <= 8, "a frame 8-byte aligned is not enough");
 _Static_assert(HA_MARKS_MAX <= UINT16_MAX, "marks.count is a u16");
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
 
 static int __attribute__((format(printf, 3, 4)))
 bad(char *err, size_t elen, const char *fmt, ...)
@@ -217,7 +179,7 @@ check_marks(const struct ha_msg *m, char *err, size_t elen)
 	if (m->u.marks.raw == NULL)
 		return bad(err, elen, "marks.raw: NULL");
 	for (unsigned i = 0; i < m->u.marks.count; i++)
-		if (get32(m->u.marks.raw + i * MARK_LEN) == 0)
+		if (be_get32(m->u.marks.raw + i * MARK_LEN) == 0)
 			return bad(err, elen, "marks[%u].spi: 0", i);
 	return 0;
 }
@@ -243,32 +205,32 @@ put_name(uint8_t *p, const char *name)
 static void
 put_hello(uint8_t *p, const struct ha_msg *m)
 {
-	put32(p, m->u.hello.version);
-	put32(p + 4, m->u.hello.sa_size);
+	be_put32(p, m->u.hello.version);
+	be_put32(p + 4, m->u.hello.sa_size);
 	p[8] = m->u.hello.role;
 	p[9] = m->u.hello.priority;
-	put16(p + 10, 0);
-	put64(p + 12, m->u.hello.epoch);
+	be_put16(p + 10, 0);
+	be_put64(p + 12, m->u.hello.epoch);
 	put_name(p + 20, m->u.hello.node);
 }
 
 static void
 put_snap_begin(uint8_t *p, const struct ha_msg *m)
 {
-	put64(p, m->u.snap_begin.epoch);
+	be_put64(p, m->u.snap_begin.epoch);
 }
 
 static void
 put_snap_end(uint8_t *p, const struct ha_msg *m)
 {
-	put32(p, m->u.snap_end.count);
+	be_put32(p, m->u.snap_end.count);
 }
 
 static void
 put_ike_set(uint8_t *p, const struct ha_msg *m)
 {
 	memcpy(p, m->u.ike_set.key, DPVPN_KEEP_KEY_LEN);
-	put32(p + DPVPN_KEEP_KEY_LEN, m->u.ike_set.len);
+	be_put32(p + DPVPN_KEEP_KEY_LEN, m->u.ike_set.len);
 	memcpy(p + IKE_SET_MIN, m->u.ike_set.rec, m->u.ike_set.len);
 }
 
@@ -282,7 +244,7 @@ put_ike_del(uint8_t *p, const struct ha_msg *m)
 static void
 put_sa_add(uint8_t *p, const struct ha_msg *m)
 {
-	put32(p, sizeof(struct dpvpn_sa_cfg));
+	be_put32(p, sizeof(struct dpvpn_sa_cfg));
 	memcpy(p + SA_ADD_MIN, m->u.sa_add.sa, sizeof(struct dpvpn_sa_cfg));
 }
 
@@ -290,7 +252,7 @@ static void
 put_sa_del(uint8_t *p, const struct ha_msg *m)
 {
 	put_name(p, m->u.sa_del.name);
-	put32(p + DPVPN_NAME_LEN, ntohl(m->u.sa_del.spi));
+	be_put32(p + DPVPN_NAME_LEN, ntohl(m->u.sa_del.spi));
 	p[DPVPN_NAME_LEN + 4] = m->u.sa_del.dir;
 }
 
@@ -298,20 +260,20 @@ static void
 put_seq(uint8_t *p, const struct ha_msg *m)
 {
 	put_name(p, m->u.seq.name);
-	put32(p + DPVPN_NAME_LEN, ntohl(m->u.seq.spi));
-	put64(p + DPVPN_NAME_LEN + 4, m->u.seq.limit);
+	be_put32(p + DPVPN_NAME_LEN, ntohl(m->u.seq.spi));
+	be_put64(p + DPVPN_NAME_LEN + 4, m->u.seq.limit);
 }
 
 static void
 put_ack(uint8_t *p, const struct ha_msg *m)
 {
-	put32(p, m->u.ack.seq);
+	be_put32(p, m->u.ack.seq);
 }
 
 static void
 put_marks(uint8_t *p, const struct ha_msg *m)
 {
-	put16(p, m->u.marks.count);
+	be_put16(p, m->u.marks.count);
 	memcpy(p + MARKS_MIN, m->u.marks.raw, (size_t)m->u.marks.count * MARK_LEN);
 }
 
@@ -319,7 +281,7 @@ static void
 put_role(uint8_t *p, const struct ha_msg *m)
 {
 	p[0] = m->u.role.role;
-	put64(p + 1, m->u.role.epoch);
+	be_put64(p + 1, m->u.role.epoch);
 }
 
 /* ---- reading: n is the body's length, at least the type's least ---- */
@@ -342,13 +304,13 @@ static int
 read_hello(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	(void)n;
-	m->u.hello.version = get32(p);
-	m->u.hello.sa_size = get32(p + 4);
+	m->u.hello.version = be_get32(p);
+	m->u.hello.sa_size = be_get32(p + 4);
 	m->u.hello.role = p[8];
 	m->u.hello.priority = p[9];
-	if (get16(p + 10) != 0)
-		return bad(err, elen, "hello.reserved: 0x%04x, not 0", get16(p + 10));
-	m->u.hello.epoch = get64(p + 12);
+	if (be_get16(p + 10) != 0)
+		return bad(err, elen, "hello.reserved: 0x%04x, not 0", be_get16(p + 10));
+	m->u.hello.epoch = be_get64(p + 12);
 	if (get_name(m->u.hello.node, p + 20, "hello.node", err, elen))
 		return -1;
 	return check_hello(m, err, elen);
@@ -358,7 +320,7 @@ static int
 read_snap_begin(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	(void)n, (void)err, (void)elen;
-	m->u.snap_begin.epoch = get64(p);
+	m->u.snap_begin.epoch = be_get64(p);
 	return 0;
 }
 
@@ -366,7 +328,7 @@ static int
 read_snap_end(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	(void)n, (void)err, (void)elen;
-	m->u.snap_end.count = get32(p);
+	m->u.snap_end.count = be_get32(p);
 	return 0;
 }
 
@@ -375,7 +337,7 @@ static int
 read_ike_set(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	memcpy(m->u.ike_set.key, p, DPVPN_KEEP_KEY_LEN);
-	m->u.ike_set.len = get32(p + DPVPN_KEEP_KEY_LEN);
+	m->u.ike_set.len = be_get32(p + DPVPN_KEEP_KEY_LEN);
 	m->u.ike_set.rec = p + IKE_SET_MIN;
 	if (check_ike_set(m, err, elen))
 		return -1;
@@ -397,7 +359,7 @@ read_ike_del(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t ele
 static int
 read_sa_add(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
-	uint32_t len = get32(p);
+	uint32_t len = be_get32(p);
 
 	if (len != sizeof(struct dpvpn_sa_cfg))
 		return bad(err, elen, "sa_add.len: %u, not %zu (struct dpvpn_sa_cfg here)", len,
@@ -416,7 +378,7 @@ read_sa_del(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen
 	(void)n;
 	if (get_name(m->u.sa_del.name, p, "sa_del.name", err, elen))
 		return -1;
-	m->u.sa_del.spi = htonl(get32(p + DPVPN_NAME_LEN));
+	m->u.sa_del.spi = htonl(be_get32(p + DPVPN_NAME_LEN));
 	m->u.sa_del.dir = p[DPVPN_NAME_LEN + 4];
 	return check_sa_del(m, err, elen);
 }
@@ -427,8 +389,8 @@ read_seq(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 	(void)n;
 	if (get_name(m->u.seq.name, p, "seq.name", err, elen))
 		return -1;
-	m->u.seq.spi = htonl(get32(p + DPVPN_NAME_LEN));
-	m->u.seq.limit = get64(p + DPVPN_NAME_LEN + 4);
+	m->u.seq.spi = htonl(be_get32(p + DPVPN_NAME_LEN));
+	m->u.seq.limit = be_get64(p + DPVPN_NAME_LEN + 4);
 	return check_seq(m, err, elen);
 }
 
@@ -436,7 +398,7 @@ static int
 read_ack(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	(void)n, (void)err, (void)elen;
-	m->u.ack.seq = get32(p);
+	m->u.ack.seq = be_get32(p);
 	return 0;
 }
 
@@ -444,7 +406,7 @@ read_ack(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 static int
 read_marks(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
-	uint16_t count = get16(p);
+	uint16_t count = be_get16(p);
 
 	if (check_marks_count(count, err, elen))
 		return -1;
@@ -461,7 +423,7 @@ read_role(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 {
 	(void)n;
 	m->u.role.role = p[0];
-	m->u.role.epoch = get64(p + 1);
+	m->u.role.epoch = be_get64(p + 1);
 	return check_role_msg(m, err, elen);
 }
 
@@ -520,8 +482,8 @@ put_policy(uint8_t *p, const struct ha_msg *m)
 	p[0] = m->u.policy.op;
 	put_prefix(p + 1, &m->u.policy.p.src);
 	put_prefix(p + 1 + PREFIX_LEN, &m->u.policy.p.dst);
-	put32(p + 1 + 2 * PREFIX_LEN, ntohl(m->u.policy.p.spi));
-	put32(p + 5 + 2 * PREFIX_LEN, m->u.policy.p.priority);
+	be_put32(p + 1 + 2 * PREFIX_LEN, ntohl(m->u.policy.p.spi));
+	be_put32(p + 5 + 2 * PREFIX_LEN, m->u.policy.p.priority);
 }
 
 static void
@@ -540,8 +502,8 @@ read_policy(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen
 	m->u.policy.op = p[0];
 	get_prefix(&m->u.policy.p.src, p + 1);
 	get_prefix(&m->u.policy.p.dst, p + 1 + PREFIX_LEN);
-	m->u.policy.p.spi = htonl(get32(p + 1 + 2 * PREFIX_LEN));
-	m->u.policy.p.priority = get32(p + 5 + 2 * PREFIX_LEN);
+	m->u.policy.p.spi = htonl(be_get32(p + 1 + 2 * PREFIX_LEN));
+	m->u.policy.p.priority = be_get32(p + 5 + 2 * PREFIX_LEN);
 	return check_policy(m, err, elen);
 }
 
@@ -605,10 +567,10 @@ body_len(const struct type_info *t, const struct ha_msg *m)
 static void
 put_hdr(uint8_t *buf, uint16_t type, uint32_t seq, size_t body)
 {
-	put16(buf, type);
-	put16(buf + 2, 0);
-	put32(buf + 4, seq);
-	put32(buf + 8, (uint32_t)body);
+	be_put16(buf, type);
+	be_put16(buf + 2, 0);
+	be_put32(buf + 4, seq);
+	be_put32(buf + 8, (uint32_t)body);
 }
 
 size_t
@@ -644,11 +606,11 @@ ha_encode_marks(uint8_t *buf, size_t cap, uint32_t seq, const struct ha_mark *ma
 	if (cap < HA_HDR_LEN || cap - HA_HDR_LEN < body)
 		return 0;
 	put_hdr(buf, HA_MARKS, seq, body);
-	put16(buf + HA_HDR_LEN, count);
+	be_put16(buf + HA_HDR_LEN, count);
 	p = buf + HA_HDR_LEN + MARKS_MIN;
 	for (unsigned i = 0; i < count; i++, p += MARK_LEN) {
-		put32(p, ntohl(marks[i].spi));
-		put64(p + 4, marks[i].high);
+		be_put32(p, ntohl(marks[i].spi));
+		be_put64(p + 4, marks[i].high);
 	}
 	return HA_HDR_LEN + body;
 }
@@ -664,12 +626,12 @@ read_hdr(const uint8_t *buf, size_t len, struct ha_msg *m, char *err, size_t ele
 		bad(err, elen, "hdr: %zu bytes, shorter than the header's %d", len, HA_HDR_LEN);
 		return NULL;
 	}
-	m->type = get16(buf);
-	m->seq = get32(buf + 4);
-	body = get32(buf + 8);
+	m->type = be_get16(buf);
+	m->seq = be_get32(buf + 4);
+	body = be_get32(buf + 8);
 	t = type_info(m->type);
-	if (get16(buf + 2) != 0)
-		bad(err, elen, "hdr.flags: 0x%04x, not 0", get16(buf + 2));
+	if (be_get16(buf + 2) != 0)
+		bad(err, elen, "hdr.flags: 0x%04x, not 0", be_get16(buf + 2));
 	else if (body > HA_BODY_MAX)
 		bad(err, elen, "hdr.len: %u above %d", body, HA_BODY_MAX);
 	else if (body != len - HA_HDR_LEN)
@@ -709,8 +671,8 @@ ha_mark_get(const struct ha_msg *m, uint16_t i, struct ha_mark *out)
 	if (m->type != HA_MARKS || m->u.marks.raw == NULL || i >= m->u.marks.count)
 		return;
 	p = m->u.marks.raw + (size_t)i * MARK_LEN;
-	out->spi = htonl(get32(p));
-	out->high = get64(p + 4);
+	out->spi = htonl(be_get32(p));
+	out->high = be_get64(p + 4);
 }
 
 const char *

@@ -1081,24 +1081,25 @@ static void test_keyfile_symlink(void **state)
 }
 
 /*
- * Unlike key files, a PSK file may not be a symbolic link, even to a private
- * file: O_NOFOLLOW.
+ * conf (written as NAME.conf) names key file LINK, a symbolic link to a
+ * private file holding key: refused at where ("LINE: [SECTION] KEY") with
+ * the link's name; the same file under that name: taken.
  */
-static void test_psk_symlink(void **state)
+static void symlink_refused(const char *name, const char *conf, const char *key,
+			    const char *link_name, const char *where)
 {
 	char path[64], kpath[64], link[64], want[512];
 	struct cfg cfg;
 
-	(void)state;
-	snprintf(path, sizeof(path), "%s/psklink.conf", tmpdir);
-	snprintf(kpath, sizeof(kpath), "%s/target.psk", tmpdir);
-	snprintf(link, sizeof(link), "%s/a.psk", tmpdir);
-	write_file(path, IKE_GOOD, 0600);
-	write_file(kpath, PSK_TEXT, 0600);
-	assert_int_equal(symlink("target.psk", link), 0);
+	snprintf(path, sizeof(path), "%s/%s.conf", tmpdir, name);
+	snprintf(kpath, sizeof(kpath), "%s/target.key", tmpdir);
+	snprintf(link, sizeof(link), "%s/%s", tmpdir, link_name);
+	write_file(path, conf, 0600);
+	write_file(kpath, key, 0600);
+	assert_int_equal(symlink("target.key", link), 0);
 	assert_int_equal(cfg_load(&cfg, path), -1);
-	snprintf(want, sizeof(want), "%s:17: [tunnel t] psk-file: %s: a symbolic link: refused "
-		 "(name the file itself)", path, link);
+	snprintf(want, sizeof(want), "%s:%s: %s: a symbolic link: refused (name the file "
+		 "itself)", path, where, link);
 	assert_int_equal(cfg.n_errors, 1);
 	assert_string_equal(cfg.errors[0], want);
 	cfg_free(&cfg);
@@ -1108,6 +1109,16 @@ static void test_psk_symlink(void **state)
 	cfg_free(&cfg);
 	unlink(link);
 	unlink(path);
+}
+
+/*
+ * Unlike key files, a PSK file may not be a symbolic link, even to a private
+ * file: O_NOFOLLOW.
+ */
+static void test_psk_symlink(void **state)
+{
+	(void)state;
+	symlink_refused("psklink", IKE_GOOD, PSK_TEXT, "a.psk", "17: [tunnel t] psk-file");
 }
 
 /* What the parser stores for keying = ike, its defaults, and the wipe. */
@@ -1854,28 +1865,8 @@ static void test_ha_values(void **state)
 /* Like a PSK file, the sync key may not be a symbolic link (O_NOFOLLOW). */
 static void test_ha_symlink(void **state)
 {
-	char path[64], kpath[64], link[64], want[512];
-	struct cfg cfg;
-
 	(void)state;
-	snprintf(path, sizeof(path), "%s/halink.conf", tmpdir);
-	snprintf(kpath, sizeof(kpath), "%s/target.key", tmpdir);
-	snprintf(link, sizeof(link), "%s/sync.key", tmpdir);
-	write_file(path, HA_GOOD, 0600);
-	write_file(kpath, HA_KEY_HEX "\n", 0600);
-	assert_int_equal(symlink("target.key", link), 0);
-	assert_int_equal(cfg_load(&cfg, path), -1);
-	snprintf(want, sizeof(want), "%s:23: [ha] sync-key: %s: a symbolic link: refused "
-		 "(name the file itself)", path, link);
-	assert_int_equal(cfg.n_errors, 1);
-	assert_string_equal(cfg.errors[0], want);
-	cfg_free(&cfg);
-	unlink(link);
-	assert_int_equal(rename(kpath, link), 0);
-	assert_int_equal(cfg_load(&cfg, path), 0);
-	cfg_free(&cfg);
-	unlink(link);
-	unlink(path);
+	symlink_refused("halink", HA_GOOD, HA_KEY_HEX "\n", "sync.key", "23: [ha] sync-key");
 }
 
 /* Up to CFG_HA_VIP_MAX virtual addresses; the next one is refused at its line. */

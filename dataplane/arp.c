@@ -121,8 +121,13 @@ arp_input(struct rte_mbuf *m)
 	dp_send_frame(m, p->id);
 }
 
+/*
+ * A request for tip from sip, broadcast: sip the port's own address (a
+ * next hop resolved), or sip = tip = a virtual address just taken (a
+ * gratuitous ARP, RFC 5227 2.3: the link's hosts move it to this MAC).
+ */
 static void
-arp_request(const struct dp_port *p, uint32_t tip)
+arp_request(const struct dp_port *p, uint32_t sip, uint32_t tip)
 {
 	static const struct rte_ether_addr zero;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
@@ -137,31 +142,7 @@ arp_request(const struct dp_port *p, uint32_t tip)
 	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
 	eth->src_addr = p->mac;
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, p->addr, &zero, tip);
-	dp_send_frame(m, p->id);
-}
-
-/*
- * A gratuitous ARP (RFC 5227 2.3: a request for addr from addr, broadcast):
- * the link's hosts move addr to this port's MAC (an HA takeover, doc/ha.md).
- */
-static void
-arp_announce(const struct dp_port *p, uint32_t addr)
-{
-	static const struct rte_ether_addr zero;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
-	struct rte_ether_hdr *eth;
-
-	if (m == NULL) {
-		dp_frame_nombuf();
-		return;
-	}
-	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) +
-							  sizeof(struct rte_arp_hdr));
-	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
-	eth->src_addr = p->mac;
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, addr, &zero, addr);
+	fill_arp((struct rte_arp_hdr *)(eth + 1), RTE_ARP_OP_REQUEST, p, sip, &zero, tip);
 	dp_send_frame(m, p->id);
 }
 
@@ -189,7 +170,7 @@ resolve(const struct dp_resolve_req *req)
 		return;
 	}
 	memcpy(&addr, req->addr, sizeof(addr));
-	arp_request(p, addr);
+	arp_request(p, p->addr, addr);
 }
 
 /* A frame a worker punted: ARP, or ICMPv6 Neighbour Discovery. */
@@ -217,7 +198,7 @@ vip_announce_due(struct dp_port *p, uint64_t now)
 		if (p->vip_announce[i] == 0)
 			continue;
 		if (held >> i & 1) {
-			arp_announce(p, p->vip4[i]);
+			arp_request(p, p->vip4[i], p->vip4[i]);
 			p->vip_announce[i]--;
 			sent = true;
 		} else {
