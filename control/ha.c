@@ -627,7 +627,8 @@ static void forget_all(void)
 	}
 	for (size_t i = 0; i < ha.n_pols; i++)
 		dp_apply(DPVPN_MSG_POLICY_DEL, &ha.pols[i], sizeof(ha.pols[i]));
-	explicit_bzero(ha.sas, ha.cap_sas * sizeof(*ha.sas));
+	if (ha.sas != NULL)
+		explicit_bzero(ha.sas, ha.cap_sas * sizeof(*ha.sas));
 	ha.n_sas = ha.n_pols = 0;
 	/* the records, listed first (a removal moves them about), then removed */
 	for (;;) {
