@@ -17,6 +17,7 @@
 
 #include "host.h"
 #include "ip.h"
+#include "port.h"
 #include "spd.h"
 
 #define LINK_POLL_HZ	50	/* twins' link states read this often (host-down until then) */
@@ -289,6 +290,30 @@ link_read(struct dp_twin *t)
 	__atomic_store_n(&t->up, link.link_status == RTE_ETH_LINK_UP, __ATOMIC_RELAXED);
 }
 
+/*
+ * A port's link, followed by its twin's: down when the port's goes down, up
+ * when it comes back, so that what watches the twin sees the cable
+ * (keepalived's track_interface: an HA master whose outside link is cut
+ * goes to FAULT, doc/ha.md).  Changes only: a twin an operator set down
+ * stays down while its port's link does not change.
+ */
+static void
+port_link_follow(uint16_t p, struct dp_twin *t)
+{
+	uint8_t down;
+
+	if (!__atomic_load_n(&dp.started, __ATOMIC_ACQUIRE))
+		return;
+	down = !port_link_up(p);
+	if (down == t->port_down)
+		return;
+	t->port_down = down;
+	if (down ? rte_eth_dev_set_link_down(t->eth) : rte_eth_dev_set_link_up(t->eth))
+		return;
+	fprintf(stderr, "dpvpn-dataplane: port %u: link %s: host interface %s %s too\n", p,
+		down ? "down" : "up", t->iface, down ? "down" : "up");
+}
+
 void
 host_poll(void)
 {
@@ -324,9 +349,12 @@ host_poll(void)
 	if (now < next_link)
 		return;
 	next_link = now + rte_get_timer_hz() / LINK_POLL_HZ;
-	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp_twins[p].created)
-			link_read(&dp_twins[p]);
+	for (uint16_t p = 0; p < dp.n_ports; p++) {
+		if (!dp_twins[p].created)
+			continue;
+		port_link_follow(p, &dp_twins[p]);
+		link_read(&dp_twins[p]);
+	}
 	for (uint16_t id = 0; n_tun_twins != 0 && id < DPVPN_TUNIF_MAX; id++)
 		if (dp_tun_twins[id].created)
 			link_read(&dp_tun_twins[id]);

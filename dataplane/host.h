@@ -40,6 +40,7 @@ struct dp_twin {
 	uint16_t eth;		/* its ethdev id (>= dp.n_ports) */
 	uint8_t created;
 	uint8_t up;		/* created and the Linux link up: workers read it */
+	uint8_t port_down;	/* its port's link was down at the last look (port twins) */
 	char iface[16];		/* the Linux interface */
 	char dev[32];		/* the DPDK device name */
 	uint64_t in, out;	/* frames written to it / read from it (main lcore) */

@@ -307,6 +307,27 @@ port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len)
 	return 0;
 }
 
+/*
+ * Is the port's link up?  A port on a Linux interface (net_af_packet, whose
+ * PMD says up from START on whatever the cable does) by the interface's
+ * carrier; any other by its PMD.  Main lcore (a file read or an ethdev call).
+ */
+bool
+port_link_up(uint16_t id)
+{
+	const struct dp_port *p = &dp.ports[id];
+	struct rte_eth_link link = { 0 };
+	uint64_t carrier;
+
+	if (p->iface[0] != '\0') {
+		if (!sys_u64(p->iface, "carrier", &carrier))
+			return false;	/* (EINVAL: the interface itself is down) */
+		return carrier != 0;
+	}
+	rte_eth_link_get_nowait(id, &link);
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
 /* A checked configuration's addresses and role into the port. */
 void
 port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c)

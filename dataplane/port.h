@@ -40,5 +40,7 @@ void port_set_addrs(struct dp_port *p, const struct dpvpn_port_cfg *c);
 /* VIP_SET: the port's virtual addresses and which it holds; each newly held
  * is announced (a gratuitous ARP).  0 or -EINVAL with the field named. */
 int port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len);
+/* Is the port's link up (its Linux interface's carrier, or its PMD's word)? */
+bool port_link_up(uint16_t id);
 
 #endif /* PORT_H */

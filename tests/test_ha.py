@@ -536,3 +536,28 @@ def test_keepalived_takes_over_when_the_masters_dpvpnd_dies(pskdir):
         assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
         b1.start_dpvpnd()
         old_master_back(net, cap, pcap)
+
+
+def test_keepalived_moves_the_tunnels_when_the_masters_outside_link_goes(pskdir):
+    """B1's outside cable is cut (its dataplane and dpvpnd live on): its
+    port's twin goes down with the port's link, so B1's keepalived (which
+    tracks the twins) goes to FAULT and says so, B1 lets the addresses go,
+    B2 takes over with the sync channel up (no stale state: no rekey, the
+    same SPIs); the cable back, B1 is backup (nopreempt) and in sync."""
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk, keepalived=True) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        ca = keepalived_pair_up(net)
+        cap, pcap = net.capture("a-br", "peer")
+        net.ip(net.ns_gw, "link", "set", "b1-out-br", "down")
+        lab.wait_for(lambda: show_ha(b1)["role"] == "fault" and
+                     show_ha(b2)["role"] == "master", 15,
+                     "B1's keepalived: fault (its outside twin down); B2's: master")
+        assert "link down: host interface tw-out down too" in b1.dataplane.output()
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        c2 = child_of(b2, "to-a")
+        assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
+        assert show_ha(b2)["stale_takeovers"] == 0
+        net.ip(net.ns_gw, "link", "set", "b1-out-br", "up")
+        old_master_back(net, cap, pcap)
