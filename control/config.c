@@ -623,3 +623,12 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->errors);
 	memset(cfg, 0, sizeof(*cfg));
 }
+
+/* The line of key name in the current section, 0 if it was not given. */
+int cfg_key_line(const struct parser *p, const char *name)
+{
+	for (size_t i = 0; i < p->def->n_keys; i++)
+		if (!strcmp(p->def->keys[i].name, name))
+			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
+	return 0;
+}

@@ -28,15 +28,6 @@ static struct cfg_ha *ha(struct parser *p)
 	return &p->cfg->ha;
 }
 
-/* The line of key name in the current section, 0 if not given. */
-static int key_at(const struct parser *p, const char *name)
-{
-	for (size_t i = 0; i < p->def->n_keys; i++)
-		if (!strcmp(p->def->keys[i].name, name))
-			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
-	return 0;
-}
-
 static int key_ha_node(struct parser *p, const char *val)
 {
 	size_t len = strlen(val);
@@ -379,7 +370,7 @@ static void check_timers(struct parser *p)
 {
 	struct cfg_ha *h = ha(p);
 	unsigned most = h->dead_ms / 3;
-	int hb_line = key_at(p, "heartbeat-ms"), dead_line = key_at(p, "dead-ms");
+	int hb_line = cfg_key_line(p, "heartbeat-ms"), dead_line = cfg_key_line(p, "dead-ms");
 
 	if (h->dead_ms == 0 || h->heartbeat_ms == 0) {
 		h->dead_ms = h->dead_ms ? h->dead_ms : CFG_HA_DEAD_MS;
@@ -404,7 +395,7 @@ static void check_sync(struct parser *p)
 	const struct cfg_ha *h = ha(p);
 	struct cfg_addr l, r;
 	uint16_t lport = from_sockaddr(&h->local_sa, &l), rport = from_sockaddr(&h->peer_sa, &r);
-	int line[2] = { key_at(p, "local"), key_at(p, "peer") };
+	int line[2] = { cfg_key_line(p, "local"), cfg_key_line(p, "peer") };
 	const struct cfg_addr *a[2] = { &l, &r };
 	static const char *const key[2] = { "local", "peer" };
 	char buf[INET6_ADDRSTRLEN];

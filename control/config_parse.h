@@ -125,6 +125,8 @@ extern const struct sect_def cfg_sect_ha;
 /* An error at a line of the file (0: about the whole file). */
 __attribute__((format(printf, 3, 4)))
 void cfg_err_at(struct parser *p, int line, const char *fmt, ...);
+/* The line of key name in the current section, 0 if it was not given. */
+int cfg_key_line(const struct parser *p, const char *name);
 /* An error about the key being handled, at its line; returns -1. */
 __attribute__((format(printf, 2, 3)))
 int cfg_kerr(struct parser *p, const char *fmt, ...);

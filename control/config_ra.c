@@ -107,14 +107,6 @@ int cfg_key_tun_virtual_ip(struct parser *p, const char *val)
 	return 0;
 }
 
-static int seen_at(const struct parser *p, const char *name)
-{
-	for (size_t i = 0; i < p->def->n_keys; i++)
-		if (!strcmp(p->def->keys[i].name, name))
-			return p->seen & KEY_BIT(i) ? p->key_line[i] : 0;
-	return 0;
-}
-
 /* remote = %any with the rest of the section: the pool of local-ts's family
  * becomes remote-ts (each client's CHILD_SA is narrowed to its lease in it). */
 static void finish_any(struct parser *p, struct cfg_tunnel *t)
@@ -128,8 +120,8 @@ static void finish_any(struct parser *p, struct cfg_tunnel *t)
 	if (t->rts_line)
 		cfg_err_at(p, t->rts_line, "[tunnel %s] remote-ts: not with remote = %%any "
 			   "(each client's is its address from pool)", t->name);
-	if (t->ike.start && seen_at(p, "start"))
-		cfg_err_at(p, seen_at(p, "start"), "[tunnel %s] start: not with remote = %%any "
+	if (t->ike.start && cfg_key_line(p, "start"))
+		cfg_err_at(p, cfg_key_line(p, "start"), "[tunnel %s] start: not with remote = %%any "
 			   "(it waits for clients)", t->name);
 	t->ike.start = 0;
 	if (ra->n_pools == 0) {
