@@ -566,11 +566,16 @@ static json_t *do_ike(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_le
 	return json_pack("{s:s}", "message", msg);
 }
 
-/* {"cmd":"ha","role":"master"|"backup"|"fault"} (root): keepalived's notify. */
+/*
+ * {"cmd":"ha","role":"master"|"backup"|"fault"[,"group":NAME]} (root):
+ * keepalived's notify (no group: every group of the [ha] section).
+ */
 static json_t *do_ha(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len)
 {
-	static const char *const members[] = { "cmd", "role", NULL };
+	static const char *const members[] = { "cmd", "role", "group", NULL };
 	const char *role = json_string_value(json_object_get(req, "role"));
+	json_t *jg = json_object_get(req, "group");
+	const char *group = json_string_value(jg);
 	char msg[512];
 
 	if (only_members(req, members, err, err_len))
@@ -579,11 +584,15 @@ static json_t *do_ha(struct ctl_ctx *ctx, json_t *req, char *err, size_t err_len
 		snprintf(err, err_len, "expected \"role\": master, backup or fault");
 		return NULL;
 	}
+	if (jg != NULL && group == NULL) {
+		snprintf(err, err_len, "\"group\": expected a string");
+		return NULL;
+	}
 	if (!ctx->peer_privileged) {
 		snprintf(err, err_len, "permission denied: ha is for root only");
 		return NULL;
 	}
-	if (ctx->ha_command == NULL || ctx->ha_command(role, msg, sizeof(msg)) != 0) {
+	if (ctx->ha_command == NULL || ctx->ha_command(role, group, msg, sizeof(msg)) != 0) {
 		snprintf(err, err_len, "%s", ctx->ha_command ? msg : "no [ha] in this dpvpnd");
 		return NULL;
 	}

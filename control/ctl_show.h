@@ -65,7 +65,7 @@ struct ctl_ctx {
 	 * mirrored routes, mirror.h) or no longer; NULL: nothing to tell */
 	void (*route_changed)(const struct dpvpn_prefix *dst, int add);
 	/* HA (ha.h): ha master|backup|fault (keepalived's notify); show ha.  NULL: none */
-	int (*ha_command)(const char *role, char *msg, size_t len);
+	int (*ha_command)(const char *role, const char *group, char *msg, size_t len);
 	json_t *(*show_ha)(char *err, size_t err_len);
 };
 

@@ -946,8 +946,9 @@ static void usage(FILE *out)
 		"  clear       show counters, sa, ports, lcores and tunnels count from 0 from now\n"
 		"              on (root; dpvpnd keeps baselines, metrics stay raw)\n"
 		"  tunnel NAME up|down   install or remove one tunnel of the config (root)\n"
-		"  ha master|backup|fault   this node's role in an HA pair: keepalived's\n"
-		"              notify scripts (root; doc/ha.md)\n"
+		"  ha master|backup|fault [GROUP]   this node's role in an HA pair, in one\n"
+		"              group (a VRRP instance) or all: keepalived's notify scripts\n"
+		"              (root; doc/ha.md)\n"
 		"  monitor [N] rates per SA and port and drops, refreshed each second\n"
 		"              (N times; default until interrupted)\n"
 		"  trace POINT N FILE [SECONDS]   capture N packets at inside-rx, pre-encrypt,\n"
@@ -1274,9 +1275,12 @@ static int ike_op(const char *path, int n, char **a)
 					   "name", a[1]));
 }
 
-/* ha master|backup|fault */
+/* ha master|backup|fault [GROUP] */
 static int ha_role(const char *path, int n, char **a)
 {
+	if (n == 3)
+		return send_change(path, json_pack("{s:s,s:s,s:s}", "cmd", "ha", "role", a[1],
+						   "group", a[2]));
 	if (n != 2)
 		return NOT_THIS_FORM;
 	return send_change(path, json_pack("{s:s,s:s}", "cmd", "ha", "role", a[1]));

@@ -452,6 +452,7 @@ static int reload(char *msg, size_t len)
 	if (ike)
 		ikd_reload_drop(&next);
 	rc = inst_reload(the_dp, current, &next, seq, opts->verbose, msg, len, &changes);
+	ha_tunnels(rc == 0 ? &next : current);	/* (each tunnel's HA group, before IKE's) */
 	if (rc == 0 && ike) {
 		size_t used = strlen(msg);
 

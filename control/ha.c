@@ -27,7 +27,25 @@
  */
 struct j_sa {
 	struct dpvpn_sa_cfg m;		/* as sent to the dataplane: keys */
+	uint8_t group;			/* of its tunnel (group_of) */
 };
+
+struct j_pol {
+	struct dpvpn_policy p;
+	uint8_t group;
+};
+
+/*
+ * The names of the tunnels of the second group (their local address is one
+ * of its virtual addresses): open addressing, a power of 2 at most half
+ * full, rebuilt from each config.  Every other tunnel is the first group's.
+ */
+struct names {
+	char (*e)[DPVPN_NAME_LEN];
+	size_t cap;
+};
+
+#define HA_GROUPS	CFG_HA_GROUP_MAX
 
 /*
  * The backup's inbound high marks by SPI (network order): open addressing,
@@ -54,11 +72,19 @@ static struct {
 	struct seqstate *seq;
 	struct ha_ops ops;
 	struct ha_chan *chan;
-	uint8_t role;
+	/* groups: the config's `group`s of virtual-address, in order (one, or two
+	 * when both nodes are active); each a VRRP instance of keepalived */
+	unsigned n_groups;
+	char group[HA_GROUPS][DPVPN_NAME_LEN];
+	struct names second;		/* the second group's tunnels */
+	uint8_t role[HA_GROUPS];	/* keepalived's word, per group */
+	uint8_t owned;			/* bit g: this node carries group g now */
+	uint8_t split;			/* bit g: both nodes master of g (split brain) */
+	uint64_t split_brains;
 	uint64_t epoch;			/* takeovers seen, this node's or the peer's */
 	/* the peer, from its HELLO and ROLE */
 	bool peer_hello, incompatible;
-	uint8_t peer_role, peer_priority;
+	uint8_t peer_role[HA_GROUPS], peer_priority;
 	uint64_t peer_epoch;
 	char peer_node[DPVPN_NAME_LEN];
 	/* the stream: our message numbers, the peer's acknowledgement, its numbers */
@@ -69,12 +95,13 @@ static struct {
 	size_t floors;			/* inbound windows raised at the last takeover */
 	uint32_t snap_end_seq;		/* master: the last snapshot's end, in our numbers */
 	uint64_t down_since, last_rx, took_over_at, gap_ms;
-	uint64_t applied, apply_errors, resyncs;
+	uint64_t applied, apply_errors, resyncs, ignored;
 	struct dpvpn_vip_set vipset[CFG_HA_VIP_MAX];	/* per port with virtual addresses */
+	uint8_t vipgroup[CFG_HA_VIP_MAX][DPVPN_VIP_MAX];	/* each one's group */
 	size_t n_vipset;
 	struct j_sa *sas;
 	size_t n_sas, cap_sas;
-	struct dpvpn_policy *pols;
+	struct j_pol *pols;
 	size_t n_pols, cap_pols;
 	struct pending *pend;
 	size_t n_pend, cap_pend;
@@ -92,7 +119,144 @@ bool ha_configured(void)
 
 bool ha_master(void)
 {
-	return !ha.on || ha.role == HA_ROLE_MASTER;
+	return !ha.on || ha.owned != 0;
+}
+
+/* ---- groups ---- */
+
+static uint32_t name_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+/* The slot of name's first n bytes: its own, or the empty one it would take. */
+static char *names_slot(const struct names *t, const char *name, size_t n)
+{
+	size_t i = name_hash(name, n) & (t->cap - 1);
+
+	while (t->e[i][0] != '\0' && (strncmp(t->e[i], name, n) || t->e[i][n] != '\0'))
+		i = (i + 1) & (t->cap - 1);
+	return t->e[i];
+}
+
+/*
+ * A tunnel's group by the name of its SA, record or reservation (a
+ * remote-access client's "conn/..." by its conn's): the second when its
+ * local address is one of the second group's virtual addresses.
+ */
+static uint8_t group_of(const char *name)
+{
+	size_t n;
+
+	if (ha.n_groups < 2 || ha.second.cap == 0)
+		return 0;
+	n = strcspn(name, "/");
+	n = n < DPVPN_NAME_LEN - 1 ? n : DPVPN_NAME_LEN - 1;
+	return names_slot(&ha.second, name, n)[0] != '\0';
+}
+
+static bool same_addr(const struct cfg_addr *a, const struct cfg_addr *b)
+{
+	return a->family == b->family && (a->family == DPVPN_AF_INET ? a->v4 == b->v4 :
+					  !memcmp(a->v6, b->v6, sizeof(a->v6)));
+}
+
+static int group_index(const char *name)
+{
+	for (unsigned g = 0; g < ha.n_groups; g++)
+		if (!strcmp(ha.group[g], name))
+			return (int)g;
+	return -1;
+}
+
+void ha_tunnels(const struct cfg *cfg)
+{
+	struct names t = { .cap = 64 };
+	size_t n = cfg->n_tunnels;
+
+	if (!ha.on || ha.n_groups < 2)
+		return;
+	while (t.cap < 2 * n + 2)
+		t.cap *= 2;
+	t.e = calloc(t.cap, sizeof(*t.e));
+	if (t.e == NULL) {
+		fprintf(stderr, "dpvpnd: ha: out of memory: every tunnel counted in group %s\n",
+			ha.group[0]);
+		t.cap = 0;
+	}
+	for (size_t i = 0; t.e != NULL && i < cfg->n_tunnels; i++) {
+		const struct cfg_tunnel *tu = cfg->tunnels[i];
+
+		for (size_t v = 0; v < cfg->ha.n_vips; v++)
+			if (same_addr(&tu->local, &cfg->ha.vips[v].addr.addr) &&
+			    group_index(cfg->ha.vips[v].group) == 1) {
+				char *e = names_slot(&t, tu->name, strlen(tu->name));
+
+				snprintf(e, DPVPN_NAME_LEN, "%s", tu->name);
+				break;
+			}
+	}
+	free(ha.second.e);
+	ha.second = t;
+}
+
+/* Is the peer there to talk to (a HELLO of our version on a channel up)? */
+static bool peer_up(void)
+{
+	return ha.chan != NULL && ha_chan_up(ha.chan) && ha.peer_hello && !ha.incompatible;
+}
+
+/*
+ * Both nodes master of one group (split brain: VRRP between them cut): the
+ * higher priority carries it, on equal ones the node whose name sorts
+ * first; the other acts as its backup until one of them is told otherwise.
+ */
+static bool we_win(void)
+{
+	return ha.cfg.priority != ha.peer_priority ? ha.cfg.priority > ha.peer_priority :
+						     strcmp(ha.cfg.node, ha.peer_node) < 0;
+}
+
+/* The peer is up and heard from within three heartbeats: alive, not frozen. */
+static bool peer_fresh(void)
+{
+	return peer_up() && mono_ms() - ha.last_rx < 3 * (uint64_t)ha.cfg.heartbeat_ms;
+}
+
+static bool both_master(unsigned g)
+{
+	return peer_fresh() && ha.role[g] == HA_ROLE_MASTER && ha.peer_role[g] == HA_ROLE_MASTER;
+}
+
+/* The groups this node should carry now. */
+static uint8_t want_owned(void)
+{
+	uint8_t w = 0;
+
+	for (unsigned g = 0; g < ha.n_groups; g++)
+		if (ha.role[g] == HA_ROLE_MASTER && !(both_master(g) && !we_win()))
+			w |= (uint8_t)(1u << g);
+	return w;
+}
+
+/* The peer carries group g: it takes no state of g from here. */
+static bool peer_carries(unsigned g)
+{
+	return peer_up() && ha.peer_role[g] == HA_ROLE_MASTER && !(both_master(g) && we_win());
+}
+
+static bool owns_group(uint8_t g)
+{
+	return (ha.owned >> g) & 1;
+}
+
+bool ha_owns(const char *tunnel)
+{
+	return !ha.on || owns_group(group_of(tunnel));
 }
 
 /* ---- the journal ---- */
@@ -103,6 +267,15 @@ static size_t sa_find(uint32_t spi, uint8_t dir)
 		if (ha.sas[i].m.spi == spi && ha.sas[i].m.dir == dir)
 			return i;
 	return SIZE_MAX;
+}
+
+/* An SA's group, by the tunnel name it carries. */
+static uint8_t sa_group(const struct dpvpn_sa_cfg *m)
+{
+	char name[DPVPN_NAME_LEN];
+
+	snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, m->name);
+	return group_of(name);
 }
 
 static bool same_sel(const struct dpvpn_policy *a, const struct dpvpn_policy *b)
@@ -159,12 +332,13 @@ static void j_sa_set(const struct dpvpn_sa_cfg *m)
 		i = ha.n_sas++;
 	}
 	ha.sas[i].m = *m;
+	ha.sas[i].group = sa_group(m);
 }
 
 static void j_pol_del_spi(uint32_t spi)
 {
 	for (size_t i = ha.n_pols; i-- > 0;)
-		if (ha.pols[i].spi == spi)
+		if (ha.pols[i].p.spi == spi)
 			ha.pols[i] = ha.pols[--ha.n_pols];
 }
 
@@ -180,25 +354,45 @@ static void j_sa_del(uint32_t spi, uint8_t dir)
 	explicit_bzero(&ha.sas[ha.n_sas], sizeof(ha.sas[0]));
 }
 
-static void j_pol(uint16_t type, const struct dpvpn_policy *p)
+/* A policy's journal entry, or SIZE_MAX. */
+static size_t pol_find(const struct dpvpn_policy *p)
 {
-	for (size_t i = 0; i < ha.n_pols; i++) {
-		if (!same_sel(&ha.pols[i], p))
-			continue;
+	for (size_t i = 0; i < ha.n_pols; i++)
+		if (same_sel(&ha.pols[i].p, p))
+			return i;
+	return SIZE_MAX;
+}
+
+static void j_pol(uint16_t type, const struct dpvpn_policy *p, uint8_t group)
+{
+	size_t i = pol_find(p);
+	struct j_pol *q;
+
+	if (i != SIZE_MAX) {
 		if (type == DPVPN_MSG_POLICY_ADD)
-			ha.pols[i] = *p;
+			ha.pols[i] = (struct j_pol){ .p = *p, .group = group };
 		else
 			ha.pols[i] = ha.pols[--ha.n_pols];
 		return;
 	}
 	if (type != DPVPN_MSG_POLICY_ADD)
 		return;
-	struct dpvpn_policy *q = grow(ha.pols, &ha.cap_pols, ha.n_pols, sizeof(*q));
-
+	q = grow(ha.pols, &ha.cap_pols, ha.n_pols, sizeof(*q));
 	if (q == NULL)
 		return;
 	ha.pols = q;
-	ha.pols[ha.n_pols++] = *p;
+	ha.pols[ha.n_pols++] = (struct j_pol){ .p = *p, .group = group };
+}
+
+/* A policy's group: its outbound SA's (the SA comes first), else its entry's. */
+static uint8_t pol_group(const struct dpvpn_policy *p)
+{
+	size_t i = p->spi ? sa_find(p->spi, DPVPN_DIR_OUT) : SIZE_MAX;
+
+	if (i != SIZE_MAX)
+		return ha.sas[i].group;
+	i = pol_find(p);
+	return i != SIZE_MAX ? ha.pols[i].group : 0;
 }
 
 static struct ha_chan_cfg chan_cfg;	/* (its key points into ha.cfg) */
@@ -265,10 +459,10 @@ static void marks_clear(struct marks *t)
 
 /* ---- sending ---- */
 
-static bool peer_backup(void)
+/* The peer takes group g's state from here (it is there and does not carry g). */
+static bool peer_backup_of(uint8_t g)
 {
-	return ha.chan != NULL && ha_chan_up(ha.chan) && ha.peer_hello && !ha.incompatible &&
-	       ha.peer_role != HA_ROLE_MASTER;
+	return peer_up() && !peer_carries(g);
 }
 
 /* One message to the peer; the frame (keys) wiped after. */
@@ -300,7 +494,8 @@ static void send_hello(void)
 
 	m.u.hello.version = HA_HELLO_VERSION;
 	m.u.hello.sa_size = sizeof(struct dpvpn_sa_cfg);
-	m.u.hello.role = ha.role;
+	m.u.hello.role = ha.role[0];
+	m.u.hello.role_b = ha.role[1];
 	m.u.hello.priority = ha.cfg.priority;
 	m.u.hello.epoch = ha.epoch;
 	snprintf(m.u.hello.node, sizeof(m.u.hello.node), "%s", ha.cfg.node);
@@ -309,7 +504,8 @@ static void send_hello(void)
 
 static void send_role(void)
 {
-	struct ha_msg m = { .type = HA_ROLE, .u.role = { .role = ha.role, .epoch = ha.epoch } };
+	struct ha_msg m = { .type = HA_ROLE, .u.role = { .role = ha.role[0], .role_b = ha.role[1],
+							  .epoch = ha.epoch } };
 
 	send_msg(&m);
 }
@@ -340,8 +536,16 @@ static void send_seq(const char *name, uint32_t spi, uint64_t limit)
 	send_msg(&m);
 }
 
-/* The records this dataplane keeps, each as IKE_SET. */
-static uint32_t send_records(void)
+/* An IKE SA record's group, by its tunnel. */
+static uint8_t rec_group(const void *rec, uint32_t len)
+{
+	char name[DPVPN_NAME_LEN];
+
+	return ikd_keep_tunnel(rec, len, name) ? group_of(name) : 0;
+}
+
+/* The records this dataplane keeps of the groups in mask, each as IKE_SET. */
+static uint32_t send_records(uint8_t mask)
 {
 	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
 	uint32_t start = 0, total = 0, sent = 0;
@@ -369,9 +573,11 @@ static uint32_t send_records(void)
 			memcpy(m.u.ike_set.key, rh.key, sizeof(rh.key));
 			m.u.ike_set.len = rh.len;
 			m.u.ike_set.rec = reply + at + sizeof(rh);
+			at += sizeof(rh) + rh.len;
+			if (!(mask >> rec_group(m.u.ike_set.rec, rh.len) & 1))
+				continue;
 			send_msg(&m);
 			sent++;
-			at += sizeof(rh) + rh.len;
 		}
 		explicit_bzero(reply, got);
 		start += count;
@@ -381,8 +587,8 @@ static uint32_t send_records(void)
 	return sent;
 }
 
-/* Every outbound SA's reservation (static tunnels' too): SEQ. */
-static uint32_t send_limits(void)
+/* Every outbound SA's reservation of the groups in mask (static tunnels' too): SEQ. */
+static uint32_t send_limits(uint8_t mask)
 {
 	struct dpvpn_sa_info *sa;
 	uint32_t n, sent = 0;
@@ -396,6 +602,8 @@ static uint32_t send_limits(void)
 		if (sa[i].dir != DPVPN_DIR_OUT)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
+		if (!(mask >> group_of(name) & 1))
+			continue;
 		limit = seq_get(ha.seq, name, ntohl(sa[i].spi));
 		if (limit != 0) {
 			send_seq(name, ntohl(sa[i].spi), limit);
@@ -404,6 +612,19 @@ static uint32_t send_limits(void)
 	}
 	free(sa);
 	return sent;
+}
+
+/* An inbound SA of a group this node carries (and the peer takes from here)? */
+static bool marks_of(const struct dpvpn_sa_info *sa)
+{
+	char name[DPVPN_NAME_LEN];
+	uint8_t g;
+
+	if (sa->dir != DPVPN_DIR_IN || sa->seq == 0)
+		return false;
+	snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa->name);
+	g = group_of(name);
+	return owns_group(g) && peer_backup_of(g);
 }
 
 /* Every inbound SA's highest number accepted, HA_MARKS_MAX a frame. */
@@ -425,47 +646,63 @@ static void send_marks(void)
 				reset_due = true;	/* (the stream has a hole: start again) */
 			k = 0;
 		}
-		if (i < n && sa[i].dir == DPVPN_DIR_IN && sa[i].seq != 0)
+		if (i < n && marks_of(&sa[i]))
 			batch[k++] = (struct ha_mark){ .spi = sa[i].spi, .high = sa[i].seq };
 	}
 	free(sa);
 }
 
 /*
- * The backup gets the whole state: what it holds of IKE tunnels goes, ours
- * comes, then SNAP_END.  Limits first: an SA arrives silent at or above them.
+ * The peer gets the whole state of the groups this node carries: what it
+ * holds of them goes, ours comes, then SNAP_END (it knows which groups from
+ * our roles).  Limits first: an SA arrives silent at or above them.
  */
 static void send_snapshot(void)
 {
 	struct ha_msg m = { .type = HA_SNAP_BEGIN, .u.snap_begin.epoch = ha.epoch };
+	uint8_t mask = 0;
 	uint32_t count = 0;
+	size_t sas = 0, pols = 0;
 
+	for (uint8_t g = 0; g < ha.n_groups; g++)
+		if (owns_group(g) && peer_backup_of(g))
+			mask |= (uint8_t)(1u << g);
+	if (mask == 0)
+		return;
 	send_msg(&m);
-	count += send_limits();
-	for (size_t i = 0; i < ha.n_sas; i++, count++)
-		send_sa_add(&ha.sas[i].m);
-	for (size_t i = 0; i < ha.n_pols; i++, count++)
-		send_policy(DPVPN_MSG_POLICY_ADD, &ha.pols[i]);
-	count += send_records();
+	count += send_limits(mask);
+	for (size_t i = 0; i < ha.n_sas; i++)
+		if (mask >> ha.sas[i].group & 1) {
+			send_sa_add(&ha.sas[i].m);
+			sas++;
+		}
+	for (size_t i = 0; i < ha.n_pols; i++)
+		if (mask >> ha.pols[i].group & 1) {
+			send_policy(DPVPN_MSG_POLICY_ADD, &ha.pols[i].p);
+			pols++;
+		}
+	count += (uint32_t)(sas + pols) + send_records(mask);
 	m = (struct ha_msg){ .type = HA_SNAP_END, .u.snap_end.count = count };
 	send_msg(&m);
 	ha.snap_end_seq = ha.tx_seq;
 	ha.resyncs++;
 	fprintf(stderr, "dpvpnd: ha: the whole state to %s: %u messages (%zu SAs, %zu policies)\n",
-		ha.peer_node, count, ha.n_sas, ha.n_pols);
+		ha.peer_node, count, sas, pols);
 }
 
 /* ---- the master's taps ---- */
 
 static void tap_sent(const struct cfg_tunnel *t, uint16_t type, const void *msg, uint32_t len)
 {
+	uint8_t g;
+
 	(void)len;	/* (each type's own size) */
-	if (!ha.on || ha.role != HA_ROLE_MASTER || !t->ike.on)
+	if (!ha.on || !t->ike.on || !owns_group(g = group_of(t->name)))
 		return;
 	switch (type) {
 	case DPVPN_MSG_SA_ADD:
 		j_sa_set(msg);
-		if (peer_backup())
+		if (peer_backup_of(g))
 			send_sa_add(msg);
 		break;
 	case DPVPN_MSG_SA_DEL: {
@@ -476,14 +713,14 @@ static void tap_sent(const struct cfg_tunnel *t, uint16_t type, const void *msg,
 		snprintf(m.u.sa_del.name, sizeof(m.u.sa_del.name), "%s", t->name);
 		m.u.sa_del.spi = id->spi;
 		m.u.sa_del.dir = id->dir;
-		if (peer_backup())
+		if (peer_backup_of(g))
 			send_msg(&m);
 		break;
 	}
 	case DPVPN_MSG_POLICY_ADD:
 	case DPVPN_MSG_POLICY_DEL:
-		j_pol(type, msg);
-		if (peer_backup())
+		j_pol(type, msg, g);
+		if (peer_backup_of(g))
 			send_policy(type, msg);
 		break;
 	default:
@@ -504,7 +741,7 @@ bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit)
 {
 	struct pending *p;
 
-	if (!ha.on || ha.role != HA_ROLE_MASTER || !peer_backup())
+	if (!ha.on || !owns_group(group_of(name)) || !peer_backup_of(group_of(name)))
 		return false;	/* no backup to wait for: at once */
 	p = grow(ha.pend, &ha.cap_pend, ha.n_pend, sizeof(*p));
 	if (p == NULL)
@@ -534,11 +771,12 @@ static void grant_pending(bool all)
 	ha.n_pend = k;
 }
 
-void ha_keep(const uint8_t *key, const void *rec, uint32_t len)
+void ha_keep(const char *conn, const uint8_t *key, const void *rec, uint32_t len)
 {
 	struct ha_msg m = { .type = rec ? HA_IKE_SET : HA_IKE_DEL };
+	uint8_t g = conn != NULL ? group_of(conn) : 0;
 
-	if (!ha.on || ha.role != HA_ROLE_MASTER || !peer_backup())
+	if (!ha.on || !owns_group(g) || !peer_backup_of(g))
 		return;
 	if (rec != NULL) {
 		memcpy(m.u.ike_set.key, key, DPVPN_KEEP_KEY_LEN);
@@ -612,24 +850,27 @@ static void apply_keep(const struct ha_msg *m)
 	explicit_bzero(buf, sizeof(*k) + len);
 }
 
-/* SNAP_BEGIN: what the backup holds of IKE tunnels goes. */
-static void forget_all(void)
+/* SNAP_BEGIN: what this node holds of the IKE tunnels of the groups in mask goes. */
+static void forget_groups(uint8_t mask)
 {
 	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
 	uint8_t (*keys)[DPVPN_KEEP_KEY_LEN] = NULL;
 	uint32_t n_keys = 0, got;
 	struct dpvpn_dump_req req = { .start = 0 };
 
-	for (size_t i = 0; i < ha.n_sas; i++) {
-		struct dpvpn_sa_id id = { .spi = ha.sas[i].m.spi, .dir = ha.sas[i].m.dir };
+	for (size_t i = ha.n_pols; i-- > 0;)
+		if (mask >> ha.pols[i].group & 1) {
+			dp_apply(DPVPN_MSG_POLICY_DEL, &ha.pols[i].p, sizeof(ha.pols[i].p));
+			ha.pols[i] = ha.pols[--ha.n_pols];
+		}
+	for (size_t i = ha.n_sas; i-- > 0;)
+		if (mask >> ha.sas[i].group & 1) {
+			struct dpvpn_sa_id id = { .spi = ha.sas[i].m.spi, .dir = ha.sas[i].m.dir };
 
-		dp_apply(DPVPN_MSG_SA_DEL, &id, sizeof(id));
-	}
-	for (size_t i = 0; i < ha.n_pols; i++)
-		dp_apply(DPVPN_MSG_POLICY_DEL, &ha.pols[i], sizeof(ha.pols[i]));
-	if (ha.sas != NULL)
-		explicit_bzero(ha.sas, ha.cap_sas * sizeof(*ha.sas));
-	ha.n_sas = ha.n_pols = 0;
+			dp_apply(DPVPN_MSG_SA_DEL, &id, sizeof(id));
+			ha.sas[i] = ha.sas[--ha.n_sas];
+			explicit_bzero(&ha.sas[ha.n_sas], sizeof(ha.sas[0]));
+		}
 	/* the records, listed first (a removal moves them about), then removed */
 	for (;;) {
 		const struct dpvpn_dump_hdr *h = (const struct dpvpn_dump_hdr *)reply;
@@ -647,7 +888,9 @@ static void forget_all(void)
 			struct dpvpn_keep rh;
 
 			memcpy(&rh, reply + at, sizeof(rh));
-			memcpy(keys[n_keys++], rh.key, sizeof(rh.key));
+			if (rh.len <= got - at - sizeof(rh) &&
+			    mask >> rec_group(reply + at + sizeof(rh), rh.len) & 1)
+				memcpy(keys[n_keys++], rh.key, sizeof(rh.key));
 			at += sizeof(rh) + rh.len;
 		}
 		req.start += h->count;
@@ -664,12 +907,51 @@ static void forget_all(void)
 	free(keys);
 }
 
+/* The groups the peer's snapshot brings: those it carries, not this node. */
+static uint8_t peer_groups(void)
+{
+	uint8_t mask = 0;
+
+	for (uint8_t g = 0; g < ha.n_groups; g++)
+		if (peer_carries(g) && !owns_group(g))
+			mask |= (uint8_t)(1u << g);
+	return mask;
+}
+
+/*
+ * The group a message of the peer's state is of (the tunnel it names), or
+ * -1 for one that is not of a group (the snapshot's ends).
+ */
+static int msg_group(const struct ha_msg *m)
+{
+	switch (m->type) {
+	case HA_IKE_SET:
+		return rec_group(m->u.ike_set.rec, m->u.ike_set.len);
+	case HA_SA_ADD:
+		return sa_group(m->u.sa_add.sa);
+	case HA_SA_DEL:
+		return group_of(m->u.sa_del.name);
+	case HA_SEQ:
+		return group_of(m->u.seq.name);
+	case HA_POLICY:
+		return pol_group(&m->u.policy.p);
+	default:
+		return -1;	/* (IKE_DEL names a key only: see doc/ha.md) */
+	}
+}
+
 static void apply(const struct ha_msg *m)
 {
+	int g = msg_group(m);
+
+	if (g >= 0 && owns_group((uint8_t)g)) {
+		ha.ignored++;	/* ours: a master takes no state of its groups */
+		return;
+	}
 	switch (m->type) {
 	case HA_SNAP_BEGIN:
 		ha.synced = ha.had_snapshot = false;
-		forget_all();
+		forget_groups(peer_groups());
 		marks_clear(&ha.marks);
 		break;
 	case HA_SNAP_END:
@@ -699,7 +981,7 @@ static void apply(const struct ha_msg *m)
 			(void)dp_call(ha.dp, DPVPN_MSG_POLICY_DEL, &m->u.policy.p,
 				      sizeof(m->u.policy.p), NULL, 0);
 		if (dp_apply(type, &m->u.policy.p, sizeof(m->u.policy.p)) == 0)
-			j_pol(type, &m->u.policy.p);
+			j_pol(type, &m->u.policy.p, (uint8_t)g);
 		break;
 	}
 	case HA_SEQ: {
@@ -723,10 +1005,34 @@ static void apply(const struct ha_msg *m)
 
 /* ---- the peer ---- */
 
+static void settle(char *msg, size_t len);
+
+/* The groups whose state this node sends the peer. */
+static uint8_t feeding(void)
+{
+	uint8_t mask = 0;
+
+	for (uint8_t g = 0; g < ha.n_groups; g++)
+		if (owns_group(g) && peer_backup_of(g))
+			mask |= (uint8_t)(1u << g);
+	return mask;
+}
+
+/* After the peer's roles changed: ours settled; a group it now takes from here: whole. */
+static void peer_changed(uint8_t fed_before)
+{
+	settle(NULL, 0);
+	if (feeding() & ~fed_before)
+		send_snapshot();
+}
+
 static void on_hello(const struct ha_msg *m)
 {
+	uint8_t fed = feeding();
+
 	ha.peer_hello = true;
-	ha.peer_role = m->u.hello.role;
+	ha.peer_role[0] = m->u.hello.role;
+	ha.peer_role[1] = m->u.hello.role_b;
 	ha.peer_priority = m->u.hello.priority;
 	ha.peer_epoch = m->u.hello.epoch;
 	snprintf(ha.peer_node, sizeof(ha.peer_node), "%s", m->u.hello.node);
@@ -738,13 +1044,10 @@ static void on_hello(const struct ha_msg *m)
 			m->u.hello.sa_size, HA_HELLO_VERSION, sizeof(struct dpvpn_sa_cfg));
 		return;
 	}
-	fprintf(stderr, "dpvpnd: ha: peer %s is %s (priority %u)\n", ha.peer_node,
-		ha_role_name(ha.peer_role), ha.peer_priority);
-	if (ha.role == HA_ROLE_MASTER && ha.peer_role == HA_ROLE_MASTER)
-		fprintf(stderr, "dpvpnd: ha: both nodes are master (split brain): check VRRP "
-			"between them\n");
-	if (ha.role == HA_ROLE_MASTER && ha.peer_role != HA_ROLE_MASTER)
-		send_snapshot();
+	fprintf(stderr, "dpvpnd: ha: peer %s is %s%s%s (priority %u)\n", ha.peer_node,
+		ha_role_name(ha.peer_role[0]), ha.n_groups > 1 ? " and " : "",
+		ha.n_groups > 1 ? ha_role_name(ha.peer_role[1]) : "", ha.peer_priority);
+	peer_changed(fed);
 }
 
 static void on_message(const struct ha_msg *m)
@@ -756,24 +1059,23 @@ static void on_message(const struct ha_msg *m)
 		on_hello(m);
 		return;
 	case HA_ROLE: {
-		uint8_t was = ha.peer_role;
+		uint8_t fed = feeding();
 
-		ha.peer_role = m->u.role.role;
+		ha.peer_role[0] = m->u.role.role;
+		ha.peer_role[1] = m->u.role.role_b;
 		ha.peer_epoch = m->u.role.epoch;
-		fprintf(stderr, "dpvpnd: ha: peer %s is now %s\n", ha.peer_node,
-			ha_role_name(ha.peer_role));
-		if (ha.role == HA_ROLE_MASTER && was == HA_ROLE_MASTER &&
-		    ha.peer_role != HA_ROLE_MASTER)
-			send_snapshot();
+		fprintf(stderr, "dpvpnd: ha: peer %s is now %s%s%s\n", ha.peer_node,
+			ha_role_name(ha.peer_role[0]), ha.n_groups > 1 ? " and " : "",
+			ha.n_groups > 1 ? ha_role_name(ha.peer_role[1]) : "");
+		if (peer_up())
+			peer_changed(fed);
 		return;
 	}
 	case HA_ACK:
 		ha.acked = m->u.ack.seq;
 		grant_pending(false);
 		return;
-	case HA_MARKS:
-		if (ha.role == HA_ROLE_MASTER)
-			return;
+	case HA_MARKS:		/* (of the peer's groups: used when one is taken over) */
 		for (uint16_t i = 0; i < m->u.marks.count; i++) {
 			struct ha_mark k;
 
@@ -784,9 +1086,8 @@ static void on_message(const struct ha_msg *m)
 	default:
 		break;
 	}
-	if (ha.role == HA_ROLE_MASTER || ha.incompatible)
-		return;		/* a master takes no state from its peer */
-	apply(m);
+	if (!ha.incompatible)
+		apply(m);	/* (not a group this node carries: apply checks) */
 }
 
 static void channel_events(int ev)
@@ -800,6 +1101,7 @@ static void channel_events(int ev)
 			fprintf(stderr, "dpvpnd: ha: peer gone: %zu sequence blocks granted without "
 				"it\n", ha.n_pend);
 		grant_pending(true);
+		settle(NULL, 0);	/* a group yielded to the peer in a split brain: ours */
 	}
 	if (ev & HA_CHAN_EV_UP) {
 		ha.down_since = 0;
@@ -838,8 +1140,12 @@ void ha_run(void)
 		}
 		explicit_bzero(rxbuf, (size_t)n);
 	}
-	if (!reset_due && ha.role == HA_ROLE_MASTER && peer_backup() &&
-	    mono_ms() >= ha.next_marks) {
+	for (unsigned g = 0; g < ha.n_groups && g < HA_GROUPS; g++)
+		if (ha.role[g] == HA_ROLE_MASTER && !owns_group((uint8_t)g) && !both_master(g)) {
+			settle(NULL, 0);	/* yielded, and the peer silent or master no more */
+			break;
+		}
+	if (!reset_due && feeding() && mono_ms() >= ha.next_marks) {
 		send_marks();
 		ha.next_marks = mono_ms() + HA_MARKS_EVERY_MS;
 	}
@@ -899,22 +1205,29 @@ static void vips_from(const struct cfg *cfg)
 			continue;
 		}
 		s->vip[k] = htonl(v->addr.addr.v4);
+		ha.vipgroup[s - ha.vipset][k] = (uint8_t)group_index(v->group);
 	}
 }
 
-/* The dataplane's ports hold their virtual addresses (master) or not. */
-static void vips_set(bool held)
+/* The dataplane's ports hold the virtual addresses of the groups in mask, no others. */
+static void vips_hold(uint8_t mask)
 {
 	for (size_t i = 0; i < ha.n_vipset; i++) {
 		struct dpvpn_vip_set s = ha.vipset[i];
 
 		s.held = 0;
-		for (unsigned k = 0; held && k < DPVPN_VIP_MAX; k++)
-			s.held |= (uint8_t)((s.vip[k] != 0) << k);
+		for (unsigned k = 0; k < DPVPN_VIP_MAX; k++)
+			s.held |= (uint8_t)((s.vip[k] != 0 && (mask >> ha.vipgroup[i][k] & 1)) << k);
 		if (dp_call(ha.dp, DPVPN_MSG_VIP_SET, &s, sizeof(s), NULL, 0) != 0)
 			fprintf(stderr, "dpvpnd: ha: virtual addresses of port %u: %s\n",
 				s.port_id, ha.dp->err);
 	}
+}
+
+/* As this node carries groups now. */
+static void vips_set(void)
+{
+	vips_hold(ha.owned);
 }
 
 /*
@@ -926,10 +1239,16 @@ static void vips_set(bool held)
  */
 void ha_dataplane_lost(void)
 {
-	if (!ha.on || ha.role != HA_ROLE_MASTER)
+	if (!ha.on || ha.owned == 0)
 		return;
-	ha.role = HA_ROLE_FAULT;
+	for (unsigned g = 0; g < ha.n_groups && g < HA_GROUPS; g++)
+		if (owns_group((uint8_t)g))
+			ha.role[g] = HA_ROLE_FAULT;
+	ha.owned = 0;
 	ha.n_pend = 0;		/* (no dataplane to grant them to) */
+	send_role();		/* the peer may take over at once: said before the silence */
+	if (ha.chan != NULL)
+		(void)ha_chan_run(ha.chan, mono_ms());
 	fprintf(stderr, "dpvpnd: ha: the dataplane went away: master no longer (fault until "
 		"keepalived says otherwise)\n");
 }
@@ -937,7 +1256,7 @@ void ha_dataplane_lost(void)
 void ha_dataplane_back(void)
 {
 	if (ha.on)
-		vips_set(ha.role == HA_ROLE_MASTER);
+		vips_set();
 }
 
 /* ---- roles ---- */
@@ -949,7 +1268,7 @@ void ha_dataplane_back(void)
  * rekeyed: new keys, numbers from 1).  0, or -1 if the state could not be
  * saved (nothing granted).
  */
-static int continue_above(bool rekey)
+static int continue_above(bool rekey, uint8_t mask)
 {
 	struct dpvpn_sa_info *sa;
 	uint32_t n, raised = 0;
@@ -966,11 +1285,12 @@ static int continue_above(bool rekey)
 
 		if (sa[i].dir != DPVPN_DIR_OUT)
 			continue;
-		if (rekey && sa_find(sa[i].spi, DPVPN_DIR_OUT) != SIZE_MAX) {
-			sa[i].seq = 0;		/* silent until its rekey replaces it */
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
+		if (!(mask >> group_of(name) & 1) ||	/* (a group this node carries already) */
+		    (rekey && sa_find(sa[i].spi, DPVPN_DIR_OUT) != SIZE_MAX)) {
+			sa[i].seq = 0;		/* rekey: silent until its rekey replaces it */
 			continue;
 		}
-		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
 		used = seq_get(ha.seq, name, ntohl(sa[i].spi));
 		used = used > sa[i].seq ? used : sa[i].seq;
 		if (used == 0)
@@ -1020,60 +1340,110 @@ static bool stale_state(uint64_t now)
 }
 
 /*
- * Each inbound SA's window starts at the old master's last synced high
- * mark (up to HA_MARKS_EVERY_MS old: a packet it took since may be replayed
- * here once, doc/ha.md).  How many windows were raised.
+ * Each inbound SA of the groups in mask starts its window at the old
+ * master's last synced high mark (up to HA_MARKS_EVERY_MS old: a packet it
+ * took since may be replayed here once, doc/ha.md).  How many were raised.
  */
-static size_t replay_floors(void)
+static size_t replay_floors(uint8_t mask)
 {
-	size_t n = 0;
+	struct dpvpn_sa_info *sa;
+	uint32_t n;
+	size_t raised = 0;
 
-	for (size_t i = 0; i < ha.marks.cap; i++) {
-		struct dpvpn_replay_floor f = { .spi = ha.marks.e[i].spi,
-						.high = ha.marks.e[i].high };
+	if (ha.marks.n == 0 || dp_dump(ha.dp, DPVPN_MSG_SHOW_SA, sizeof(*sa), (void **)&sa,
+					 &n) != 0)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		char name[DPVPN_NAME_LEN];
+		const struct ha_mark *m;
+		struct dpvpn_replay_floor f;
 
-		if (f.spi == 0)
+		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, sa[i].name);
+		if (sa[i].dir != DPVPN_DIR_IN || !(mask >> group_of(name) & 1))
 			continue;
+		m = mark_slot(&ha.marks, sa[i].spi);
+		if (m->spi == 0)
+			continue;
+		f = (struct dpvpn_replay_floor){ .spi = m->spi, .high = m->high };
 		if (dp_call(ha.dp, DPVPN_MSG_REPLAY_FLOOR, &f, sizeof(f), NULL, 0) == 0)
-			n++;
+			raised++;
 		else if (ha.dp->status != -ENOENT)
 			fprintf(stderr, "dpvpnd: ha: takeover: inbound SA 0x%08x: %s\n",
 				ntohl(f.spi), ha.dp->err);
 	}
-	return n;
+	free(sa);
+	return raised;
 }
 
-static int become_master(char *msg, size_t len)
+/* ikd_rekey_all's choice: the tunnels of the groups being rekeyed. */
+static uint8_t rekey_mask;
+/* settle's: the groups in a split brain before it looked again */
+static uint8_t split_before;
+
+static bool in_rekey_mask(const char *tunnel)
+{
+	return rekey_mask >> group_of(tunnel) & 1;
+}
+
+static size_t rekey_groups(uint8_t mask)
+{
+	rekey_mask = mask;
+	return ikd_rekey_all(in_rekey_mask);
+}
+
+/* Names of the groups in mask, for messages ("dpvpn", "a and b"). */
+static const char *group_names(uint8_t mask, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned g = 0; g < ha.n_groups && at < len; g++)
+		if (mask >> g & 1)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " and " : "",
+					       ha.group[g]);
+	return buf;
+}
+
+/*
+ * This node carries the groups in mask from now: their outbound SAs
+ * continue above the old master's numbers, their windows start at its
+ * marks, the addresses are held, IKE (re)opens for every group carried.
+ */
+static int take_groups(uint8_t mask, char *msg, size_t len)
 {
 	uint64_t t0 = mono_ms(), quiet = ha.last_rx ? t0 - ha.last_rx : 0;
-	bool stale = stale_state(t0);
+	/* a group yielded in a split brain: its winner may still send on its SAs */
+	bool stale = stale_state(t0) || (split_before & mask);
 	bool rekey = ha.cfg.takeover_rekey == CFG_HA_REKEY_ALWAYS ||
 		     (ha.cfg.takeover_rekey == CFG_HA_REKEY_AUTO && stale);
-	size_t rekeys = 0;
+	size_t rekeys = 0, sas = 0;
+	char names[2 * DPVPN_NAME_LEN + 8];
 
-	if (continue_above(rekey) != 0) {
-		snprintf(msg, len, "takeover refused: the sequence state could not be saved");
+	group_names(mask, names, sizeof(names));
+	if (continue_above(rekey, mask) != 0) {
+		snprintf(msg, len, "takeover of %s refused: the sequence state could not be "
+			 "saved", names);
 		return -1;
 	}
-	ha.floors = replay_floors();	/* before the addresses: no packet yet */
-	ha.role = HA_ROLE_MASTER;
+	ha.floors = replay_floors(mask);	/* before the addresses: no packet yet */
+	ha.owned |= mask;
 	ha.epoch++;
-	vips_set(true);		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
+	vips_set();		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
 	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
 		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
 	if (rekey)
-		rekeys = ikd_rekey_all();
+		rekeys = rekey_groups(mask);
 	if (stale && !rekey)
 		fprintf(stderr, "dpvpnd: ha: takeover with a sync state that may be stale, and "
 			"takeover-rekey = never: outbound SAs continue above the last blocks "
 			"known here\n");
 	ha.took_over_at = mono_ms();
 	ha.gap_ms = quiet + (ha.took_over_at - t0);
-	send_role();
-	if (peer_backup())
-		send_snapshot();	/* what it holds is the old master's: ours now */
-	snprintf(msg, len, "master (epoch %" PRIu64 "): %zu SAs of IKE tunnels taken over in "
-		 "%" PRIu64 " ms%s", ha.epoch, ha.n_sas, ha.took_over_at - t0,
+	for (size_t i = 0; i < ha.n_sas; i++)
+		sas += mask >> ha.sas[i].group & 1;
+	snprintf(msg, len, "master (epoch %" PRIu64 ")%s%s: %zu SAs of IKE tunnels taken over "
+		 "in %" PRIu64 " ms%s", ha.epoch, ha.n_groups > 1 ? " of " : "",
+		 ha.n_groups > 1 ? names : "", sas, ha.took_over_at - t0,
 		 !stale ? "" : rekey ? "; the sync state may be stale: CHILD_SAs rekeyed" :
 				       "; the sync state may be stale");
 	if (rekey)
@@ -1085,9 +1455,88 @@ static int become_master(char *msg, size_t len)
 	return 0;
 }
 
-int ha_role_command(const char *role, char *msg, size_t len)
+/* This node no longer carries the groups in mask: IKE closes (or goes on for the rest). */
+static void release_groups(uint8_t mask, char *msg, size_t len)
 {
-	uint8_t want;
+	char names[2 * DPVPN_NAME_LEN + 8];
+
+	ha.owned &= (uint8_t)~mask;
+	vips_set();
+	if (ha.ops.release != NULL)
+		ha.ops.release();	/* IKE closed: the SAs stay, records too */
+	if (ha.owned != 0 && ha.ops.take_over != NULL && ha.ops.take_over() != 0)
+		fprintf(stderr, "dpvpnd: ha: IKE did not start again for the groups still "
+			"carried\n");
+	grant_pending(true);
+	snprintf(msg, len, "%s no longer carried here: IKE stopped for them; the SAs stay "
+		 "until the master's state replaces them", group_names(mask, names, sizeof(names)));
+	fprintf(stderr, "dpvpnd: ha: %s\n", msg);
+}
+
+/*
+ * Split brain (both nodes master of a group, VRRP between them cut): found
+ * when the peer's role says so.  The winner (we_win) carries the group on,
+ * rekeys its CHILD_SAs (the other may have sent on the same SAs meanwhile)
+ * and announces its addresses again; the other yields (want_owned).
+ */
+static void split_brain(void)
+{
+	for (uint8_t g = 0; g < ha.n_groups; g++) {
+		uint8_t bit = (uint8_t)(1u << g);
+
+		if (!both_master(g)) {
+			ha.split &= (uint8_t)~bit;
+			continue;
+		}
+		if (ha.split & bit)
+			continue;
+		ha.split |= bit;
+		ha.split_brains++;
+		fprintf(stderr, "dpvpnd: ha: split brain: %s and %s are both master of %s (check "
+			"VRRP between them); %s carries it (priority %u against %u)\n", ha.cfg.node,
+			ha.peer_node, ha.group[g], we_win() ? ha.cfg.node : ha.peer_node,
+			ha.cfg.priority, ha.peer_priority);
+		if (we_win() && owns_group(g)) {
+			size_t n = rekey_groups(bit);
+
+			vips_hold(ha.owned & (uint8_t)~bit);	/* again: gratuitous ARPs */
+			vips_set();
+			fprintf(stderr, "dpvpnd: ha: split brain: %zu CHILD_SAs of %s rekeyed, its "
+				"addresses announced again\n", n, ha.group[g]);
+		}
+	}
+}
+
+/* The groups carried as the roles say now: taken over, given up. */
+static void settle(char *msg, size_t len)
+{
+	char own[256];
+	uint8_t want, lose, gain;
+
+	if (msg == NULL) {
+		msg = own;
+		len = sizeof(own);
+	}
+	msg[0] = '\0';
+	split_before = ha.split;
+	split_brain();
+	want = want_owned();
+	lose = ha.owned & (uint8_t)~want;
+	gain = want & (uint8_t)~ha.owned;
+	if (lose)
+		release_groups(lose, msg, len);
+	if (gain && take_groups(gain, msg, len) != 0)
+		fprintf(stderr, "dpvpnd: ha: %s\n", msg);
+	if (lose || gain) {
+		send_role();
+		send_snapshot();	/* what the peer holds of them is the old master's: ours now */
+	}
+}
+
+int ha_role_command(const char *role, const char *group, char *msg, size_t len)
+{
+	uint8_t want, mask = 0, before;
+	bool same = true;
 
 	if (!ha.on) {
 		snprintf(msg, len, "no [ha] section in the config");
@@ -1103,22 +1552,59 @@ int ha_role_command(const char *role, char *msg, size_t len)
 		snprintf(msg, len, "role: expected master, backup or fault, got '%.32s'", role);
 		return -1;
 	}
-	if (want == ha.role) {
+	if (group != NULL && group[0] != '\0') {
+		int g = group_index(group);
+
+		if (g < 0) {
+			snprintf(msg, len, "group: '%.32s' is not one of the [ha] section's (%s%s%s)",
+				 group, ha.group[0], ha.n_groups > 1 ? ", " : "",
+				 ha.n_groups > 1 ? ha.group[1] : "");
+			return -1;
+		}
+		mask = (uint8_t)(1u << g);
+	} else {
+		mask = (uint8_t)((1u << ha.n_groups) - 1);	/* all of them */
+	}
+	for (unsigned g = 0; g < ha.n_groups && g < HA_GROUPS; g++)
+		if (mask >> g & 1) {
+			same = same && ha.role[g] == want;
+			ha.role[g] = want;
+		}
+	if (same) {
 		snprintf(msg, len, "%s already", ha_role_name(want));
 		return 0;
 	}
-	if (want == HA_ROLE_MASTER)
-		return become_master(msg, len);
-	if (ha.role == HA_ROLE_MASTER && ha.ops.release != NULL)
-		ha.ops.release();	/* IKE closed: the SAs stay, records too */
-	vips_set(false);
-	ha.role = want;
-	grant_pending(true);
-	send_role();
-	snprintf(msg, len, "%s: IKE stopped here; the SAs stay until the master's state "
-		 "replaces them", ha_role_name(want));
-	fprintf(stderr, "dpvpnd: ha: %s\n", msg);
+	before = ha.owned;
+	settle(msg, len);
+	if (ha.owned == before) {	/* (nothing taken or given up: only said) */
+		send_role();
+		snprintf(msg, len, "%s%s", ha_role_name(want),
+			 want == HA_ROLE_MASTER && !(ha.owned & mask) ?
+			 ": the peer carries it (split brain: doc/ha.md)" : "");
+	}
+	if (want == HA_ROLE_MASTER && !(ha.owned & mask) && strstr(msg, "refused"))
+		return -1;
 	return 0;
+}
+
+/* A group's role as shown: master (carried here), yielded (split brain), backup, fault. */
+static const char *group_role(unsigned g)
+{
+	if (owns_group((uint8_t)g))
+		return "master";
+	return ha.role[g] == HA_ROLE_MASTER ? "yielded" : ha_role_name(ha.role[g]);
+}
+
+static json_t *groups_json(void)
+{
+	json_t *a = json_array();
+
+	for (unsigned g = 0; a != NULL && g < ha.n_groups; g++)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:b}", "name", ha.group[g],
+			"role", group_role(g), "peer_role", peer_up() ?
+			ha_role_name(ha.peer_role[g]) : "unknown", "split_brain",
+			(ha.split >> g) & 1));
+	return a;
 }
 
 json_t *ha_show(char *err, size_t len)
@@ -1137,23 +1623,24 @@ json_t *ha_show(char *err, size_t len)
 			 ha.down_since ? (now - ha.down_since) / 1000 : 0);
 	else if (ha.incompatible)
 		snprintf(sync, sizeof(sync), "incompatible peer");
-	else if (ha.role == HA_ROLE_MASTER && ha.tx_seq != ha.acked)
+	else if (feeding() && ha.tx_seq != ha.acked)
 		snprintf(sync, sizeof(sync), "behind by %u", ha.tx_seq - ha.acked);
-	else if (ha.role != HA_ROLE_MASTER && !ha.synced)
+	else if (peer_groups() && !ha.synced)
 		snprintf(sync, sizeof(sync), "receiving the whole state");
 	else
 		snprintf(sync, sizeof(sync), "in sync");
 	json_t *o = json_pack("{s:s,s:s,s:i,s:I,s:s,s:{s:s,s:s,s:s,s:b,s:s}}",
-		"role", ha_role_name(ha.role), "node", ha.cfg.node, "priority", ha.cfg.priority,
+		"role", group_role(0), "node", ha.cfg.node, "priority", ha.cfg.priority,
 		"epoch", (json_int_t)ha.epoch, "sync", sync,
 		"peer", "address", ha.cfg.peer, "node", ha.peer_hello ? ha.peer_node : "",
-		"role", ha.peer_hello ? ha_role_name(ha.peer_role) : "unknown", "channel", up,
+		"role", ha.peer_hello ? ha_role_name(ha.peer_role[0]) : "unknown", "channel", up,
 		"why", up ? "" : ha.chan ? ha_chan_why(ha.chan) : "not open");
 	json_t *vips = json_array();
 	const struct { const char *k; uint64_t v; } n[] = {
 		{ "sas", ha.n_sas }, { "policies", ha.n_pols }, { "pending_grants", ha.n_pend },
 		{ "applied", ha.applied }, { "errors", ha.apply_errors },
 		{ "resyncs", ha.resyncs }, { "stale_takeovers", ha.stale_takeovers },
+		{ "split_brains", ha.split_brains }, { "ignored", ha.ignored },
 		{ "marks", ha.marks.n }, { "replay_floors", ha.floors },
 	};
 
@@ -1170,11 +1657,13 @@ json_t *ha_show(char *err, size_t len)
 			char a[INET_ADDRSTRLEN];
 
 			inet_ntop(AF_INET, &ha.vipset[i].vip[k], a, sizeof(a));
-			json_array_append_new(vips, json_pack("{s:i,s:s,s:b}", "port",
-				ha.vipset[i].port_id, "address", a, "held",
-				ha.role == HA_ROLE_MASTER));
+			json_array_append_new(vips, json_pack("{s:i,s:s,s:s,s:b}", "port",
+				ha.vipset[i].port_id, "address", a, "group",
+				ha.group[ha.vipgroup[i][k]], "held",
+				owns_group(ha.vipgroup[i][k])));
 		}
 	json_object_set_new(o, "virtual_addresses", vips);
+	json_object_set_new(o, "groups", groups_json());
 	json_object_set_new(o, "last_takeover", ha.took_over_at == 0 ? json_null() :
 		json_pack("{s:I,s:I}", "ago_ms", (json_int_t)(now - ha.took_over_at),
 			  "gap_ms", (json_int_t)ha.gap_ms));
@@ -1198,7 +1687,14 @@ int ha_open(const struct cfg *cfg, struct dp_client *dp, struct seqstate *seq,
 	ha.seq = seq;
 	ha.ops = *ops;
 	ha.verbose = verbose;
-	ha.role = HA_ROLE_BACKUP;	/* until keepalived says otherwise */
+	ha.role[0] = ha.role[1] = HA_ROLE_BACKUP;	/* until keepalived says otherwise */
+	ha.n_groups = 0;
+	for (size_t i = 0; i < cfg->ha.n_vips; i++)
+		if (group_index(cfg->ha.vips[i].group) < 0 && ha.n_groups < HA_GROUPS)
+			snprintf(ha.group[ha.n_groups++], DPVPN_NAME_LEN, "%s",
+				 cfg->ha.vips[i].group);
+	if (ha.n_groups == 0)
+		snprintf(ha.group[ha.n_groups++], DPVPN_NAME_LEN, "%s", CFG_HA_GROUP_DEFAULT);
 	*cc = (struct ha_chan_cfg){ .local = ha.cfg.local_sa, .peer = ha.cfg.peer_sa,
 				    .psk = ha.cfg.key, .psk_len = ha.cfg.key_len,
 				    .hb_ms = ha.cfg.heartbeat_ms, .dead_ms = ha.cfg.dead_ms };
@@ -1211,8 +1707,9 @@ int ha_open(const struct cfg *cfg, struct dp_client *dp, struct seqstate *seq,
 	ha.on = true;
 	ha.down_since = mono_ms();
 	inst_set_tap(&tap);
+	ha_tunnels(cfg);
 	vips_from(cfg);
-	vips_set(false);	/* known, not held: a backup answers no ARP for them */
+	vips_set();	/* known, not held: a backup answers no ARP for them */
 	fprintf(stderr, "dpvpnd: ha: node %s, backup until keepalived says master; sync "
 		"%s <-> %s\n", ha.cfg.node, ha.cfg.local, ha.cfg.peer);
 	return 0;
@@ -1230,6 +1727,7 @@ void ha_close(void)
 	free(ha.sas);
 	free(ha.pols);
 	free(ha.pend);
+	free(ha.second.e);
 	marks_clear(&ha.marks);
 	explicit_bzero(&ha.cfg, sizeof(ha.cfg));
 	explicit_bzero(&chan_cfg, sizeof(chan_cfg));

@@ -50,8 +50,12 @@ int ha_open(const struct cfg *cfg, struct dp_client *dp, struct seqstate *seq,
 	    const struct ha_ops *ops, bool verbose);
 void ha_close(void);
 bool ha_configured(void);
-/* This node may run IKE and send: master, or no [ha]. */
+/* This node may run IKE and send: master of a group, or no [ha]. */
 bool ha_master(void);
+/* This node carries the tunnel (its group's master, or no [ha]): IKE runs it here. */
+bool ha_owns(const char *tunnel);
+/* The config's tunnels, each in its group (ha_open, and after each reload). */
+void ha_tunnels(const struct cfg *cfg);
 
 /* poll(): up to 2 descriptors; how long the loop may sleep. */
 int ha_pollfds(struct pollfd *pfd, int max);
@@ -60,7 +64,7 @@ int ha_timeout_ms(void);
 void ha_run(void);
 
 /* ikd_keep.c: an IKE SA's record as kept in the dataplane (rec NULL: gone). */
-void ha_keep(const uint8_t *key, const void *rec, uint32_t len);
+void ha_keep(const char *conn, const uint8_t *key, const void *rec, uint32_t len);
 /* dpvpnd's grant: true if the block waits for the backup (ha.c grants it). */
 bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit);
 
@@ -68,8 +72,11 @@ bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit);
 void ha_dataplane_lost(void);
 /* A new dataplane was given the config: the virtual addresses as the role says. */
 void ha_dataplane_back(void);
-/* dpvpnctl ha master|backup|fault (keepalived's notify): 0, or -1 and why. */
-int ha_role_command(const char *role, char *msg, size_t len);
+/*
+ * dpvpnctl ha master|backup|fault [GROUP] (keepalived's notify; no group:
+ * every group): 0, or -1 and why.
+ */
+int ha_role_command(const char *role, const char *group, char *msg, size_t len);
 /* dpvpnctl show ha. */
 json_t *ha_show(char *err, size_t len);
 

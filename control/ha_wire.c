@@ -21,7 +21,7 @@
 #include "dpvpn_be.h"
 #include "ha_wire.h"
 
-#define HELLO_LEN	(4 + 4 + 1 + 1 + 2 + 8 + DPVPN_NAME_LEN)
+#define HELLO_LEN	(4 + 4 + 1 + 1 + 1 + 1 + 8 + DPVPN_NAME_LEN)
 #define SNAP_BEGIN_LEN	8
 #define SNAP_END_LEN	4
 #define IKE_SET_MIN	(DPVPN_KEEP_KEY_LEN + 4)	/* key, len; then the record */
@@ -33,7 +33,7 @@
 #define ACK_LEN		4
 #define MARKS_MIN	2				/* count; then the entries */
 #define MARK_LEN	(4 + 8)
-#define ROLE_LEN	(1 + 8)
+#define ROLE_LEN	(1 + 8 + 1)
 #define PREFIX_LEN	(1 + 1 + 16)
 #define POLICY_LEN	(1 + 2 * PREFIX_LEN + 4 + 4)
 
@@ -109,7 +109,8 @@ check_spi(uint32_t spi, const char *field, char *err, size_t elen)
 static int
 check_hello(const struct ha_msg *m, char *err, size_t elen)
 {
-	if (check_role(m->u.hello.role, "hello.role", err, elen))
+	if (check_role(m->u.hello.role, "hello.role", err, elen) ||
+	    check_role(m->u.hello.role_b, "hello.role_b", err, elen))
 		return -1;
 	return check_name(m->u.hello.node, "hello.node", err, elen);
 }
@@ -187,7 +188,8 @@ check_marks(const struct ha_msg *m, char *err, size_t elen)
 static int
 check_role_msg(const struct ha_msg *m, char *err, size_t elen)
 {
-	return check_role(m->u.role.role, "role.role", err, elen);
+	return check_role(m->u.role.role, "role.role", err, elen) ||
+	       check_role(m->u.role.role_b, "role.role_b", err, elen) ? -1 : 0;
 }
 
 /* ---- writing: bodies of checked messages, into room already counted ---- */
@@ -209,7 +211,8 @@ put_hello(uint8_t *p, const struct ha_msg *m)
 	be_put32(p + 4, m->u.hello.sa_size);
 	p[8] = m->u.hello.role;
 	p[9] = m->u.hello.priority;
-	be_put16(p + 10, 0);
+	p[10] = m->u.hello.role_b;
+	p[11] = 0;
 	be_put64(p + 12, m->u.hello.epoch);
 	put_name(p + 20, m->u.hello.node);
 }
@@ -282,6 +285,7 @@ put_role(uint8_t *p, const struct ha_msg *m)
 {
 	p[0] = m->u.role.role;
 	be_put64(p + 1, m->u.role.epoch);
+	p[9] = m->u.role.role_b;
 }
 
 /* ---- reading: n is the body's length, at least the type's least ---- */
@@ -308,8 +312,9 @@ read_hello(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 	m->u.hello.sa_size = be_get32(p + 4);
 	m->u.hello.role = p[8];
 	m->u.hello.priority = p[9];
-	if (be_get16(p + 10) != 0)
-		return bad(err, elen, "hello.reserved: 0x%04x, not 0", be_get16(p + 10));
+	m->u.hello.role_b = p[10];
+	if (p[11] != 0)
+		return bad(err, elen, "hello.reserved: 0x%02x, not 0", p[11]);
 	m->u.hello.epoch = be_get64(p + 12);
 	if (get_name(m->u.hello.node, p + 20, "hello.node", err, elen))
 		return -1;
@@ -424,6 +429,7 @@ read_role(const uint8_t *p, size_t n, struct ha_msg *m, char *err, size_t elen)
 	(void)n;
 	m->u.role.role = p[0];
 	m->u.role.epoch = be_get64(p + 1);
+	m->u.role.role_b = p[9];
 	return check_role_msg(m, err, elen);
 }
 

@@ -32,7 +32,10 @@
  *                4 u32 sa_size    sizeof(struct dpvpn_sa_cfg) of the sender
  *                8 u8  role       enum ha_role
  *                9 u8  priority   the node's configured priority
- *               10 u16 reserved   0
+ *               10 u8  role_b     enum ha_role in the second group (the
+ *                                   config's second `group` of
+ *                                   virtual-address; backup when none)
+ *               11 u8  reserved   0
  *               12 u64 epoch      the sender's role epoch
  *               20 char node[32]  the sender's node name               52 bytes
  *   SNAP_BEGIN   0 u64 epoch      a full snapshot follows               8
@@ -56,8 +59,9 @@
  *   MARKS        0 u16 count      1..HA_MARKS_MAX inbound SAs, then
  *           2 + 12i u32 spi         entry i: not 0,
  *           6 + 12i u64 high        the highest number it accepted  2 + 12 count
- *   ROLE         0 u8  role       enum ha_role
- *                1 u64 epoch                                           9
+ *   ROLE         0 u8  role       enum ha_role (the first group)
+ *                1 u64 epoch
+ *                9 u8  role_b     enum ha_role (the second group)      10
  *   POLICY       0 u8  op         HA_POLICY_ADD (1) or HA_POLICY_DEL (2)
  *                1 u8  family     src: DPVPN_AF_INET (4) or _INET6 (6)
  *                2 u8  len          prefix length, host bits zero
@@ -102,7 +106,7 @@
 
 #include "dpvpn_proto.h"
 
-#define HA_WIRE_VERSION	1
+#define HA_WIRE_VERSION	2	/* 2: a role per group (HELLO, ROLE) */
 /* What HELLO's version carries: this format and the dataplane protocol's. */
 #define HA_HELLO_VERSION	((uint32_t)HA_WIRE_VERSION << 16 | DPVPN_PROTO_VERSION)
 #define HA_HDR_LEN	12
@@ -149,7 +153,7 @@ struct ha_msg {
 		struct {
 			uint32_t version;	/* HA_HELLO_VERSION */
 			uint32_t sa_size;	/* sizeof(struct dpvpn_sa_cfg) */
-			uint8_t role, priority;
+			uint8_t role, priority, role_b;	/* role_b: the second group's */
 			uint64_t epoch;
 			char node[DPVPN_NAME_LEN];
 		} hello;
@@ -188,7 +192,7 @@ struct ha_msg {
 			const uint8_t *raw;	/* count wire entries: read with ha_mark_get */
 		} marks;
 		struct {
-			uint8_t role;
+			uint8_t role, role_b;	/* the first group's, the second's */
 			uint64_t epoch;
 		} role;
 		struct {

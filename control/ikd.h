@@ -64,10 +64,13 @@ void ikd_reload_cancel(void);
 /* A soft lifetime event of the dataplane: 1 if an IKE tunnel's (rekeyed). */
 int ikd_soft_lifetime(const char *name, uint32_t spi);
 /*
- * Every CHILD_SA that is up rekeyed now (an HA takeover whose sync state
- * may be stale: doc/ha.md); how many rekeys were asked for.
+ * Every CHILD_SA that is up of the tunnels which(name) says rekeyed now (an
+ * HA takeover whose sync state may be stale, a split brain: doc/ha.md); how
+ * many rekeys were asked for.
  */
-size_t ikd_rekey_all(void);
+size_t ikd_rekey_all(bool (*which)(const char *tunnel));
+/* The tunnel an IKE SA record (as ha.c syncs it) is of: name, or NULL if none. */
+const char *ikd_keep_tunnel(const void *rec, uint32_t len, char name[DPVPN_NAME_LEN]);
 /* Operator requests: show ike (a new object), initiate / terminate / rekey NAME. */
 enum { IKD_TERMINATE, IKD_INITIATE, IKD_REKEY, IKD_REKEY_IKE };
 json_t *ikd_show(char *err, size_t err_len);

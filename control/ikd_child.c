@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "ha.h"
 #include "ike_sa.h"
 #include "ikd.h"
 #include "ikd_int.h"
@@ -237,7 +238,7 @@ void ikd_on_ike_down(void *opaque, const char *conn, const char *why)
 		c->starting = false;	/* out of the start window */
 		free(c->last_end);
 		c->last_end = strdup(why);	/* NULL (no memory): said as not known */
-		if (c->tpl.ike.start && !c->held)
+		if (c->tpl.ike.start && !c->held && ha_owns(c->tpl.name))
 			c->retry_at = mono_ms() + IKD_RETRY_MS;
 	}
 }
@@ -292,17 +293,17 @@ int ikd_soft_lifetime(const char *name, uint32_t spi)
 	return 1;
 }
 
-size_t ikd_rekey_all(void)
+size_t ikd_rekey_all(bool (*which)(const char *tunnel))
 {
 	uint64_t now = mono_ms();
 	size_t n = 0;
 
 	for (size_t i = 0; ikd.ctx != NULL && i < ikd.n_conns; i++)
-		if (ikd.conns[i].up && !ikd.conns[i].tpl.ra.any &&
+		if (ikd.conns[i].up && !ikd.conns[i].tpl.ra.any && which(ikd.conns[i].tpl.name) &&
 		    ike_child_rekey(ikd.ctx, ikd.conns[i].tpl.name, now) == 0)
 			n++;
 	for (size_t i = 0; ikd.ctx != NULL && i < ikd.n_clients; i++)
-		if (ikd.clients[i].c.up &&
+		if (ikd.clients[i].c.up && which(ikd.clients[i].c.tpl.name) &&
 		    ike_child_rekey_spi(ikd.ctx, ikd.clients[i].c.spi_in, now) == 0)
 			n++;
 	return n;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "ha.h"
 #include "dpvpn_alg.h"
 #include "ike_msg.h"
 #include "ike_sa.h"
@@ -534,7 +535,8 @@ static int add_conn(const struct cfg_tunnel *t, const struct ike_conn_cfg *cc)
 	explicit_bzero(&c->tpl.ike.psk, sizeof(c->tpl.ike.psk));
 	c->tpl.ike.psk_len = 0;
 	inst_tunnel_digest(t, c->digest);
-	c->retry_at = t->ike.start ? 1 : 0;	/* due at once */
+	c->retry_at = t->ike.start && ha_owns(t->name) ? 1 : 0;	/* due at once; an HA
+									 * group's: by its master */
 	return 0;
 }
 

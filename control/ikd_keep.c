@@ -132,7 +132,7 @@ static void keep_one(void *arg, const char *conn, const uint8_t *spi_i, const ui
 		m->len = (uint32_t)(sizeof(*h) + len);
 	}
 	/* an HA backup keeps the same record in its dataplane (ha.h) */
-	ha_keep(m->key, type == DPVPN_MSG_KEEP_SET ? (const void *)h : NULL, m->len);
+	ha_keep(conn, m->key, type == DPVPN_MSG_KEEP_SET ? (const void *)h : NULL, m->len);
 	if (quiet)
 		rc = keep_quiet(type, buf, (uint32_t)(sizeof(*m) + m->len));
 	else
@@ -150,8 +150,24 @@ void ikd_keep_flush(void)
 		ike_keep_take(ikd.ctx);
 }
 
-/* One record of the last dpvpnd: its IKE SA taken up (true), or why not. */
-static bool keep_restore_one(const struct dpvpn_keep *r)
+const char *ikd_keep_tunnel(const void *rec, uint32_t len, char name[DPVPN_NAME_LEN])
+{
+	struct ikd_keep_hdr h;
+
+	if (len < sizeof(h))
+		return NULL;
+	memcpy(&h, rec, sizeof(h));
+	if (h.magic != IKD_KEEP_MAGIC || h.version != IKD_KEEP_VERSION)
+		return NULL;
+	snprintf(name, DPVPN_NAME_LEN, "%.*s", DPVPN_NAME_LEN - 1, h.tunnel);
+	return name;
+}
+
+/*
+ * One record of the last dpvpnd: its IKE SA taken up (1), or why not (0);
+ * -1: left as it is, an HA group's that this node does not carry (ha.h).
+ */
+static int keep_restore_one(const struct dpvpn_keep *r)
 {
 	const struct ikd_keep_hdr *h = (const struct ikd_keep_hdr *)(r + 1);
 	const struct ikd_conn *c = NULL;
@@ -164,6 +180,8 @@ static bool keep_restore_one(const struct dpvpn_keep *r)
 	if (ours) {
 		snprintf(name, sizeof(name), "%.*s", DPVPN_NAME_LEN - 1, h->tunnel);
 		c = ikd.ctx ? ikd_find_conn(name) : NULL;
+		if (!ha_owns(name))
+			return -1;
 	}
 	if (!ours)
 		snprintf(err, sizeof(err), "not a record of this dpvpnd's version");
@@ -189,7 +207,7 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 	static uint8_t reply[DPVPN_MSG_MAX] __attribute__((aligned(8)));
 	static uint8_t one[DPVPN_MSG_MAX] __attribute__((aligned(8)));	/* a record, aligned */
 	uint8_t (*gone)[DPVPN_KEEP_KEY_LEN] = NULL;
-	uint32_t start = 0, total = 0;
+	uint32_t start = 0, total = 0, n_gone = 0, n_read = 0;
 	int rc = 0;
 
 	do {
@@ -206,7 +224,7 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 		if (gone == NULL)
 			gone = calloc(h->total + 1, sizeof(*gone));
 		total = h->total;
-		for (uint32_t i = 0; i < h->count && gone != NULL && *seen < total; i++) {
+		for (uint32_t i = 0; i < h->count && gone != NULL && n_read < total; i++) {
 			const struct dpvpn_keep *r = (const struct dpvpn_keep *)one;
 			struct dpvpn_keep rh;
 
@@ -216,13 +234,21 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 			if (rh.len > got - at - sizeof(rh))
 				break;
 			memcpy(one, reply + at, sizeof(rh) + rh.len);
-			if (keep_restore_one(r))
+			switch (keep_restore_one(r)) {
+			case 1:
 				(*ok)++;
-			else
-				memcpy(gone[*seen - *ok], r->key, sizeof(r->key));
+				(*seen)++;
+				break;
+			case 0:
+				memcpy(gone[n_gone++], r->key, sizeof(r->key));
+				(*seen)++;
+				break;
+			default:	/* the other HA node's: not counted */
+				break;
+			}
 			explicit_bzero(one, sizeof(rh) + rh.len);	/* it holds IKE keys */
 			at += sizeof(rh) + rh.len;
-			(*seen)++;
+			n_read++;
 		}
 		count = h->count;	/* h is in reply: read before it is wiped */
 		explicit_bzero(reply, got);
@@ -230,7 +256,7 @@ int ikd_keep_restore(size_t *ok, size_t *seen)
 		if (count == 0 || gone == NULL)
 			break;
 	} while (start < total);
-	for (size_t i = 0; gone != NULL && i < *seen - *ok; i++) {
+	for (size_t i = 0; gone != NULL && i < n_gone; i++) {
 		struct dpvpn_keep del = { .len = 0 };
 
 		memcpy(del.key, gone[i], sizeof(del.key));
@@ -277,7 +303,7 @@ static int keep_sweep(void)
 		struct ikd_orphan *o = &ikd.orphans[ikd.n_orphans];
 
 		snprintf(o->name, sizeof(o->name), "%.*s", DPVPN_NAME_LEN - 1, sas[i].name);
-		if (ike_owner(o->name) == NULL ||
+		if (ike_owner(o->name) == NULL || !ha_owns(o->name) ||
 		    (ikd.n_claimed &&
 		     bsearch(&ref, ikd.claimed, ikd.n_claimed, sizeof(ref), ref_order)))
 			continue;

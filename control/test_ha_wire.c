@@ -51,6 +51,7 @@ sample(uint16_t type, struct ha_msg *m)
 		m->u.hello.sa_size = sizeof(struct dpvpn_sa_cfg);
 		m->u.hello.role = HA_ROLE_MASTER;
 		m->u.hello.priority = 200;
+		m->u.hello.role_b = HA_ROLE_FAULT;
 		m->u.hello.epoch = 0x1122334455667788ull;
 		strcpy(m->u.hello.node, "gw-a.example");
 		break;
@@ -106,6 +107,7 @@ sample(uint16_t type, struct ha_msg *m)
 	case HA_ROLE:
 		m->u.role.role = HA_ROLE_FAULT;
 		m->u.role.epoch = 42;
+		m->u.role.role_b = HA_ROLE_MASTER;
 		break;
 	case HA_POLICY:
 		m->u.policy.op = HA_POLICY_ADD;
@@ -141,6 +143,7 @@ assert_same(const struct ha_msg *a, const struct ha_msg *b)
 		assert_int_equal(a->u.hello.sa_size, b->u.hello.sa_size);
 		assert_int_equal(a->u.hello.role, b->u.hello.role);
 		assert_int_equal(a->u.hello.priority, b->u.hello.priority);
+		assert_int_equal(a->u.hello.role_b, b->u.hello.role_b);
 		assert_int_equal(a->u.hello.epoch, b->u.hello.epoch);
 		assert_string_equal(a->u.hello.node, b->u.hello.node);
 		break;
@@ -209,7 +212,7 @@ test_body_sizes(void **state)
 	static const size_t want[HA_TYPE_END] = {
 		[HA_HELLO] = 52, [HA_SNAP_BEGIN] = 8, [HA_SNAP_END] = 4, [HA_IKE_SET] = 120,
 		[HA_IKE_DEL] = 16, [HA_SA_ADD] = 4 + sizeof(struct dpvpn_sa_cfg), [HA_SA_DEL] = 37,
-		[HA_SEQ] = 44, [HA_ACK] = 4, [HA_MARKS] = 2 + 3 * 12, [HA_ROLE] = 9,
+		[HA_SEQ] = 44, [HA_ACK] = 4, [HA_MARKS] = 2 + 3 * 12, [HA_ROLE] = 10,
 		[HA_POLICY] = 45,
 	};
 	struct ha_msg m;
@@ -275,7 +278,8 @@ test_field_errors(void **state)
 		{ HA_ACK, 0, 2, HA_SEQ, "seq: body of 4 bytes, not 44" },
 		{ HA_ACK, 0, 2, HA_SA_ADD, "sa_add.len: " },
 		{ HA_HELLO, 20, 1, 3, "hello.role: 3 unknown" },
-		{ HA_HELLO, 22, 2, 0x100, "hello.reserved: 0x0100, not 0" },
+		{ HA_HELLO, 22, 1, 3, "hello.role_b: 3 unknown" },
+		{ HA_HELLO, 23, 1, 1, "hello.reserved: 0x01, not 0" },
 		{ HA_HELLO, 32 + 2, 1, 0x01, "hello.node: byte 0x01 at 2 is not printable ASCII" },
 		{ HA_HELLO, 32 + 2, 1, 0xc3, "hello.node: byte 0xc3 at 2 is not printable ASCII" },
 		{ HA_HELLO, 32 + 2, 1, 0x7f, "hello.node: byte 0x7f at 2 is not printable ASCII" },
@@ -308,6 +312,7 @@ test_field_errors(void **state)
 		{ HA_MARKS, 14 + 12, 4, 0, "marks[1].spi: 0" },
 		{ HA_ROLE, 12, 1, 3, "role.role: 3 unknown" },
 		{ HA_ROLE, 12, 1, 0xff, "role.role: 255 unknown" },
+		{ HA_ROLE, 21, 1, 4, "role.role_b: 4 unknown" },
 		{ HA_POLICY, 12, 1, 3, "policy.op: 3, not 1 (add) or 2 (del)" },
 		{ HA_POLICY, 13, 1, 5, "policy.src.family: 5, not 4 or 6" },
 		{ HA_POLICY, 14, 1, 33, "policy.src.len: 33 above 32" },

@@ -1262,7 +1262,7 @@ def ike_auth_cp_seed(spi_i, spi_r):
 
 (HA_HELLO, HA_SNAP_BEGIN, HA_SNAP_END, HA_IKE_SET, HA_IKE_DEL, HA_SA_ADD, HA_SA_DEL,
  HA_SEQ, HA_ACK, HA_MARKS, HA_ROLE, HA_POLICY) = range(1, 13)
-HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 1, 31
+HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 2, 31
 KEEP_MAX = 16384
 
 
@@ -1276,9 +1276,9 @@ def ha_name(s):
     return s.encode().ljust(32, b'\0')
 
 
-def ha_hello(node=ha_name('gw-a'), role=1):
-    return struct.pack('>IIBBHQ', HA_WIRE_VERSION << 16 | DPVPN_PROTO_VERSION,
-                       ctypes.sizeof(SaCfg), role, 100, 0, 7) + node
+def ha_hello(node=ha_name('gw-a'), role=1, role_b=0):
+    return struct.pack('>IIBBBBQ', HA_WIRE_VERSION << 16 | DPVPN_PROTO_VERSION,
+                       ctypes.sizeof(SaCfg), role, 100, role_b, 0, 7) + node
 
 
 def ha_marks(n, count=None):
@@ -1319,7 +1319,7 @@ def ha_wire_seeds():
         'ack': ha_frame(HA_ACK, struct.pack('>I', 9), seq=10),
         'marks-1': ha_frame(HA_MARKS, ha_marks(1), seq=11),
         'marks-256': ha_frame(HA_MARKS, ha_marks(256), seq=12),
-        'role': ha_frame(HA_ROLE, struct.pack('>BQ', 2, 8), seq=13),
+        'role': ha_frame(HA_ROLE, struct.pack('>BQB', 2, 8, 1), seq=13),
         'policy-add': ha_frame(HA_POLICY, ha_policy(1, 0x2001), seq=14),
         'policy-del6': ha_frame(HA_POLICY, ha_policy(2, 0, family=6), seq=15),
         # each refused, for one field
@@ -1335,7 +1335,9 @@ def ha_wire_seeds():
         'bad-sa-del-dir': ha_frame(HA_SA_DEL, ha_name('tun0') + struct.pack('>IB', 0x2001, 0)),
         'bad-seq-limit': ha_frame(HA_SEQ, ha_name('tun0') + struct.pack('>IQ', 0x1001, 0)),
         'bad-marks-count': ha_frame(HA_MARKS, ha_marks(3, count=4)),
-        'bad-role': ha_frame(HA_ROLE, struct.pack('>BQ', 3, 8)),
+        'bad-role': ha_frame(HA_ROLE, struct.pack('>BQB', 3, 8, 0)),
+        'bad-role-b': ha_frame(HA_ROLE, struct.pack('>BQB', 1, 8, 3)),
+        'bad-hello-role-b': ha_frame(HA_HELLO, ha_hello(role_b=7)),
         'bad-policy-op': ha_frame(HA_POLICY, ha_policy(3, 0x2001)),
         'bad-policy-host-bits': ha_frame(HA_POLICY, ha_policy(1, 0x2001, host_bits=True)),
     }
