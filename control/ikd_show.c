@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "ctl_show.h"
+#include "ha.h"
 #include "ike_sa.h"
 #include "ikd.h"
 #include "ikd_int.h"
@@ -249,7 +250,9 @@ json_t *ikd_show(char *err, size_t err_len)
 	json_t *sas, *rej, *pki, *fdrop, *res;
 
 	if (ikd.ctx == NULL) {
-		snprintf(err, err_len, "no IKE: no tunnel has keying = ike");
+		snprintf(err, err_len, "%s", ha_configured() && !ha_master() ?
+			 "no IKE: this node is an HA backup (its master runs IKE: show ha)" :
+			 "no IKE: no tunnel has keying = ike");
 		return NULL;
 	}
 	s = ike_get_stats(ikd.ctx);

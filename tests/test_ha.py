@@ -42,10 +42,16 @@ OWN = {"b1": 3, "b2": 4}        # each node's own host number on both links
 class Pair(lab.Managed):
     """Gateway A and the pair B1/B2 in one namespace, hosts in their own."""
 
-    def __init__(self, psk, seq_block=1024, keepalived=False, ike_a=""):
+    VIPS = "virtual-address = outside 198.19.0.2/24\nvirtual-address = inside 198.18.2.1/24\n"
+
+    def __init__(self, psk, seq_block=1024, keepalived=False, ike_a="", extra_a="",
+                 extra_b="", vips=VIPS):
         """keepalived: each node of the pair in its namespace (s1, s2) with its
         dataplane, dpvpnd and keepalived, the ports' twins (host-interface)
-        carrying VRRP; its notify scripts run dpvpnctl ha."""
+        carrying VRRP; its notify scripts run dpvpnctl ha.  extra_a, extra_b:
+        more config (sections) for gateway A and for B1 and B2; vips: the
+        pair's virtual-address lines."""
+        self.extra_a, self.extra_b, self.vips = extra_a, extra_b, vips
         self.psk = psk
         self.seq_block = seq_block
         self.keepalived = keepalived
@@ -124,9 +130,7 @@ class Pair(lab.Managed):
                 f.write(secrets.token_hex(32) + "\n")
         return (f"\n[ha]\nnode = {me}\nlocal = 10.255.0.{me[-1]}\n"
                 f"peer = 10.255.0.{other[-1]}\nsync-key = {key}\n"
-                "dead-ms = 3000\nheartbeat-ms = 100\n"
-                "virtual-address = outside 198.19.0.2/24\n"
-                "virtual-address = inside 198.18.2.1/24\n")
+                "dead-ms = 3000\nheartbeat-ms = 100\n" + self.vips)
 
     def open(self):
         self._net()
@@ -138,7 +142,7 @@ class Pair(lab.Managed):
                              ["net_af_packet0,iface=gwa-in",
                               "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
                              self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
-                             replace=edit_a + block)
+                             replace=edit_a + block, extra_config=self.extra_a)
         self.gws.append(self.a)
         self.b = {}
         for n, other, lc in (("b1", "b2", "0"), ("b2", "b1", "1")):
@@ -152,7 +156,8 @@ class Pair(lab.Managed):
                               f"net_af_packet1,iface={n}-out,qdisc_bypass=0"],
                              self.workdir, ["-l", "0-1", "--main-lcore", lc],
                              self.ns_s[n] if self.keepalived else self.ns_gw,
-                             replace=edit_b + block + own, extra_config=self._ha(n, other))
+                             replace=edit_b + block + own,
+                             extra_config=self.extra_b + self._ha(n, other))
             gw.dpvpnd_netns = self.ns_s[n]
             self.gws.append(gw)
             self.b[n] = gw
