@@ -45,13 +45,14 @@ class Pair(lab.Managed):
     VIPS = "virtual-address = outside 198.19.0.2/24\nvirtual-address = inside 198.18.2.1/24\n"
 
     def __init__(self, psk, seq_block=1024, keepalived=False, ike_a="", extra_a="",
-                 extra_b="", vips=VIPS):
+                 extra_b="", vips=VIPS, preempt=False):
         """keepalived: each node of the pair in its namespace (s1, s2) with its
         dataplane, dpvpnd and keepalived, the ports' twins (host-interface)
         carrying VRRP; its notify scripts run dpvpnctl ha.  extra_a, extra_b:
         more config (sections) for gateway A and for B1 and B2; vips: the
         pair's virtual-address lines."""
         self.extra_a, self.extra_b, self.vips = extra_a, extra_b, vips
+        self.preempt = preempt     # keepalived: the higher priority takes master back
         self.psk = psk
         self.seq_block = seq_block
         self.keepalived = keepalived
@@ -193,7 +194,7 @@ vrrp_script dpvpnd_up {{
 }}
 vrrp_instance dpvpn {{
 	state BACKUP
-	nopreempt
+	{"" if self.preempt else "nopreempt"}
 	interface tw-out
 	virtual_router_id 51
 	advert_int 0.1

@@ -18,6 +18,8 @@ cut).  The channel is up: both see it; the higher priority (here equal:
 the name that sorts first, b1) carries the group on and rekeys its CHILD_SA,
 B2 yields and takes B1's state as a backup does.
 """
+import os
+
 import pytest
 
 import lab
@@ -176,6 +178,41 @@ def test_split_brain_the_higher_node_carries_on_the_other_yields(pskdir):
         assert " 0% packet loss" in r.stdout, r.stdout
         c2 = child_of(b2, "to-a")
         assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
+        lab.Lab.stop_capture(cap)
+        assert ike_sa_inits(pcap) == 0
+        seqs = esp_seqs(pcap, "198.19.0.2")
+        assert len(seqs) >= 10 and len(seqs) == len(set(seqs)), seqs
+
+
+def test_failback_with_preemption(pskdir):
+    """keepalived without nopreempt: B1 (priority 150) master, its dataplane
+    killed, B2 takes over; once B1's dataplane is back B1 takes master back
+    (preemption) and B2 is backup again: the same IKE SA throughout, no
+    IKE_SA_INIT, no (SPI, sequence number) twice, traffic on."""
+    from test_ha import keepalived_pair_up
+    psk = psk_file(pskdir, "lab.psk")
+    with Pair(psk, keepalived=True, preempt=True) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        keepalived_pair_up(net)
+        ike_b1 = [s for s in ike(b1)["sas"] if s["name"] == "to-a"][0]
+        cap, pcap = net.capture("a-br", "peer")
+        b1.dataplane.kill9()
+        lab.wait_for(lambda: show_ha(b2)["role"] == "master", 10, "B2 master")
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        if os.path.exists(b1.dp_sock):
+            os.unlink(b1.dp_sock)
+        b1.start_dataplane(log_suffix="-2")
+        lab.wait_for(lambda: show_ha(b1)["role"] == "master" and
+                     show_ha(b2)["role"] == "backup", 30,
+                     "B1 master again (preemption), B2 backup")
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                     20, "B2 in sync with B1 again")
+        net.ping(count=2)
+        r = net.ping(count=10)
+        assert " 0% packet loss" in r.stdout, (r.stdout, b1.dpvpnd.output())
+        i1 = [s for s in ike(b1)["sas"] if s["name"] == "to-a"][0]
+        assert (i1["spi_i"], i1["spi_r"]) == (ike_b1["spi_i"], ike_b1["spi_r"]), (ike_b1, i1)
         lab.Lab.stop_capture(cap)
         assert ike_sa_inits(pcap) == 0
         seqs = esp_seqs(pcap, "198.19.0.2")
