@@ -1379,6 +1379,13 @@ static size_t replay_floors(uint8_t mask)
 static uint8_t rekey_mask;
 /* settle's: the groups in a split brain before it looked again */
 static uint8_t split_before;
+/* take_groups': a stale takeover's groups, whose IKE SAs are made anew */
+static uint8_t fresh_mask;
+
+bool ha_fresh(const char *tunnel)
+{
+	return ha.on && (fresh_mask >> group_of(tunnel) & 1);
+}
 
 static bool in_rekey_mask(const char *tunnel)
 {
@@ -1429,10 +1436,12 @@ static int take_groups(uint8_t mask, char *msg, size_t len)
 	ha.owned |= mask;
 	ha.epoch++;
 	vips_set();		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
+	fresh_mask = rekey && stale ? mask : 0;		/* new IKE SAs (initiators' tunnels) */
 	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
 		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
+	fresh_mask = 0;
 	if (rekey)
-		rekeys = rekey_groups(mask);
+		rekeys = rekey_groups(mask);	/* (those taken up: remote-access clients') */
 	if (stale && !rekey)
 		fprintf(stderr, "dpvpnd: ha: takeover with a sync state that may be stale, and "
 			"takeover-rekey = never: outbound SAs continue above the last blocks "
@@ -1444,7 +1453,8 @@ static int take_groups(uint8_t mask, char *msg, size_t len)
 	snprintf(msg, len, "master (epoch %" PRIu64 ")%s%s: %zu SAs of IKE tunnels taken over "
 		 "in %" PRIu64 " ms%s", ha.epoch, ha.n_groups > 1 ? " of " : "",
 		 ha.n_groups > 1 ? names : "", sas, ha.took_over_at - t0,
-		 !stale ? "" : rekey ? "; the sync state may be stale: CHILD_SAs rekeyed" :
+		 !stale ? "" : rekey ? "; the sync state may be stale: IKE SAs made anew "
+				       "(make before break), clients' CHILD_SAs rekeyed" :
 				       "; the sync state may be stale");
 	if (rekey)
 		fprintf(stderr, "dpvpnd: ha: %zu CHILD_SA rekeys asked for; their old outbound "

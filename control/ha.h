@@ -54,6 +54,11 @@ bool ha_configured(void);
 bool ha_master(void);
 /* This node carries the tunnel (its group's master, or no [ha]): IKE runs it here. */
 bool ha_owns(const char *tunnel);
+/*
+ * Taking the tunnel over with a sync state that may be stale: its IKE SA is
+ * not taken up, a new one replaces it (ikd_keep.c).
+ */
+bool ha_fresh(const char *tunnel);
 /* The config's tunnels, each in its group (ha_open, and after each reload). */
 void ha_tunnels(const struct cfg *cfg);
 

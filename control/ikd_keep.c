@@ -164,6 +164,22 @@ const char *ikd_keep_tunnel(const void *rec, uint32_t len, char name[DPVPN_NAME_
 }
 
 /*
+ * An HA takeover whose sync state may be stale: the record's message IDs
+ * may be behind the peer's (RFC 6311's case), so a new IKE SA is made at
+ * once (the tunnel and its ike-sa ones initiated) and replaces the old SAs
+ * make before break, as for a tunnel whose config changed.
+ */
+static void keep_fresh(const char *name, char *err, size_t len)
+{
+	struct ikd_conn *x = NULL;
+
+	while ((x = ikd_conn_family(name, x)) != NULL)
+		x->retry_at = 1;	/* due at once (start_due) */
+	snprintf(err, len, "the HA sync state may be stale: its message IDs too; a new IKE "
+		 "SA replaces it now, make before break");
+}
+
+/*
  * One record of the last dpvpnd: its IKE SA taken up (1), or why not (0);
  * -1: left as it is, an HA group's that this node does not carry (ha.h).
  */
@@ -189,6 +205,8 @@ static int keep_restore_one(const struct dpvpn_keep *r)
 		snprintf(err, sizeof(err), "the tunnel is no longer in the config");
 	else if (memcmp(c->digest, h->digest, sizeof(c->digest)) != 0)
 		snprintf(err, sizeof(err), "the tunnel's config changed while dpvpnd was away");
+	else if (!c->tpl.ra.any && ha_fresh(name))
+		keep_fresh(name, err, sizeof(err));
 	else
 		rc = ike_sa_import(ikd.ctx, (const uint8_t *)(h + 1), r->len - sizeof(*h),
 				   mono_ms(), err, sizeof(err));

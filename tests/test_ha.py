@@ -393,9 +393,11 @@ def test_backup_that_connects_later_gets_the_whole_state(pskdir):
 def test_takeover_after_the_sync_link_was_cut_rekeys(pskdir):
     """The sync link is cut while B1 is master and goes on (past a block of
     sequence numbers B2 never hears of); then B1 dies and B2 takes over with
-    a state that may be stale: it sends nothing on the old outbound SA and
-    rekeys the CHILD_SA at once (takeover-rekey = auto), so no (SPI,
-    sequence number) is sent twice, still without an IKE_SA_INIT."""
+    a state that may be stale, its IKE SA's message IDs too (RFC 6311's
+    case): it sends nothing on the old outbound SA and makes a new IKE SA at
+    once (takeover-rekey = auto), whose CHILD_SA replaces the old SAs make
+    before break: one IKE_SA_INIT, from B2, and no (SPI, sequence number)
+    sent twice."""
     psk = psk_file(pskdir, "lab.psk")
     with Pair(psk) as net:
         b1, b2 = net.b["b1"], net.b["b2"]
@@ -417,15 +419,16 @@ def test_takeover_after_the_sync_link_was_cut_rekeys(pskdir):
         b1.dpvpnd.kill9()
         b1.dataplane.kill9()
         r = b2.ctl("ha", "master")
-        assert "rekeyed" in r["message"], r
+        assert "IKE SAs made anew" in r["message"], r
         old_out = ca["spi_in"]
         lab.wait_for(lambda: (old_out, "out") not in b2.sa_ids() and
                      (child_of(b2, "to-a") or {}).get("spi_out") not in (None, old_out), 20,
                      "B2's new CHILD_SA, the old outbound SA gone")
         r = net.ping(count=10)
         assert " 0% packet loss" in r.stdout, (r.stdout, b2.dpvpnd.output())
+        assert "a new IKE SA replaces it now" in b2.dpvpnd.output()
         lab.Lab.stop_capture(cap)
-        assert ike_sa_inits(pcap) == 0
+        assert ike_sa_inits(pcap) == 2         # B2's new IKE SA: its request, A's answer
         seqs = esp_seqs(pcap, "198.19.0.2")
         assert len(seqs) == len(set(seqs)), "an (SPI, sequence number) sent twice"
         spi = ca["spi_in"]
