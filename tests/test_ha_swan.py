@@ -65,6 +65,16 @@ def swan_view(ch):
             "child": swan.parse_list_sas(text), "vips": RE_VIP.findall(text), "text": text}
 
 
+def ike_requests(log):
+    """charon's log: the IKE requests it generated and no response parsed
+    for [(exchange, message ID)], and its retransmissions [(try, message ID)]."""
+    asked = re.findall(r"generating (\S+) request (\d+)", log)
+    answered = set(re.findall(r"parsed (\S+) response (\d+)", log))
+    retrans = [(int(n), int(i)) for n, i in
+               re.findall(r"retransmit (\d+) of request with message ID (\d+)", log)]
+    return [r for r in asked if r not in answered], retrans
+
+
 def udp_frames(pcap):
     """(src, dst, sport, dport, payload) of every IPv4 UDP frame of an
     Ethernet capture, read by hand (scapy's rdpcap is slow for an iperf3
@@ -201,6 +211,7 @@ def test_strongswan_site_to_site_through_a_takeover(pskdir, takeover):
         ch = swan.Charon("charon-a", net.ns_pa, net.workdir, "198.19.0.1", VIP_OUT,
                          swan.SWAN_NET, swan.PEER_NET, "aes128gcm16")
         ch.swanctl_conf["connections"]["dpsw"]["dpd_delay"] = "1s"
+        ch.strongswan["charon"]["filelog"]["swan"]["time_format"] = '"%T"'
         ch.write_config()
         net.procs.append(ch)        # (stopped by the Pair's close)
         ch.start()
@@ -231,8 +242,8 @@ def test_strongswan_site_to_site_through_a_takeover(pskdir, takeover):
         cap, pcap = capture(net, "a-br", "peer")
         r = net.ping(count=10)
         assert " 0% packet loss" in r.stdout, r.stdout
-        kill_b1_b2_master(net)
         mark = len(ch.log_text())
+        kill_b1_b2_master(net)
         r = net.ping(count=10)
         assert " 0% packet loss" in r.stdout, r.stdout + b2.dpvpnd.output()[-3000:]
         after_mbit = iperf(net, "b2")
@@ -251,8 +262,17 @@ def test_strongswan_site_to_site_through_a_takeover(pskdir, takeover):
         sw2 = swan_view(ch)
         assert sw2["ike"] == sw1["ike"], (sw1["text"], sw2["text"])
         assert sw2["child"] == sw1["child"], (sw1["text"], sw2["text"])
+        # every request of charon's since B1 died answered; one caught in the
+        # gap (sent to B1, or before B2's gratuitous ARP) answered by B2 at
+        # its first retransmission; none once B2 had long been master
+        lab.wait_for(lambda: not ike_requests(ch.log_text()[mark:])[0], 6,
+                     "every request of charon's since B1 died answered: "
+                     f"{ike_requests(ch.log_text()[mark:])}")
         log = ch.log_text()[mark:]
-        assert "retransmit" not in log and "deleting IKE_SA" not in log, log[-3000:]
+        _, retrans = ike_requests(log)
+        assert all(n == 1 for n, _ in retrans), (retrans, log)
+        assert "deleting IKE_SA" not in log and "giving up" not in log, log[-3000:]
+        assert "retransmit" not in ch.log_text()[mark2:], ch.log_text()[mark2:]
         assert ike_sa_inits(pcap) == 0, "an IKE_SA_INIT on charon's link"
         seqs = no_seq_twice(pcap, 100)
         c2 = child_of(b2, "to-a")
@@ -270,7 +290,8 @@ def test_strongswan_site_to_site_through_a_takeover(pskdir, takeover):
         assert not drops.get("bad-icv") and not drops.get("replay"), drops
         print(f"\ntest_ha_swan: charon <-> pair ({takeover}): iperf3 {before_mbit:.0f} "
               f"Mbit/s via B1, {after_mbit:.0f} via B2; {len(seqs)} ESP packets from the "
-              f"pair, none twice; takeover {h2['last_takeover']}; B1's drops {drops1}, B2's "
+              f"pair, none twice; takeover {h2['last_takeover']}; charon's retransmissions "
+              f"(try, message ID) {retrans}; B1's drops {drops1}, B2's "
               f"{drops} (seq-unreserved: seq-block 1024 against dpvpnd's 200 ms event poll)")
 
 
