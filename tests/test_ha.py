@@ -44,22 +44,31 @@ class Pair(lab.Managed):
 
     VIPS = "virtual-address = outside 198.19.0.2/24\nvirtual-address = inside 198.18.2.1/24\n"
 
-    def __init__(self, psk, seq_block=1024, keepalived=False, ike_a="", extra_a="",
-                 extra_b="", vips=VIPS, preempt=False):
+    def __init__(self, psk, seq_block=1024, keepalived=False, ike_a="", gateway_a=True,
+                 ike_b="", extra_a="", extra_b="", vips=VIPS, preempt=False):
         """keepalived: each node of the pair in its namespace (s1, s2) with its
         dataplane, dpvpnd and keepalived, the ports' twins (host-interface)
-        carrying VRRP; its notify scripts run dpvpnctl ha.  extra_a, extra_b:
-        more config (sections) for gateway A and for B1 and B2; vips: the
-        pair's virtual-address lines."""
-        self.extra_a, self.extra_b, self.vips = extra_a, extra_b, vips
+        carrying VRRP; its notify scripts run dpvpnctl ha.  gateway_a=False:
+        no gateway A, a Linux router in its place (namespace ns_pa, gwa-in
+        198.18.1.1 and gwa-out 198.19.0.1) for another peer to run in
+        (tests/test_ha_swan.py: strongSwan).  ike_b: more lines for B's
+        tunnel; extra_a, extra_b: more config (sections) for gateway A and
+        for B1 and B2; vips: the pair's virtual-address lines; preempt:
+        keepalived without nopreempt."""
+        self.extra_a, self.vips = extra_a, vips
         self.preempt = preempt     # keepalived: the higher priority takes master back
         self.psk = psk
         self.seq_block = seq_block
         self.keepalived = keepalived
         self.ike_a = ike_a     # more lines for gateway A's tunnel
+        self.gateway_a = gateway_a
+        self.ike_b = ike_b     # more lines for the pair's tunnel to A
+        self.extra_b = extra_b  # more config for B1 and B2 (after [ha])
         self.tag = secrets.token_hex(2)
         self.ns_a, self.ns_b, self.ns_gw = (f"dpvpn-{self.tag}-{x}" for x in ("a", "b", "gw"))
         self.ns_s = {n: f"dpvpn-{self.tag}-s{n[-1]}" for n in ("b1", "b2")}
+        self.ns_pa = f"dpvpn-{self.tag}-pa"
+        self.more_ns = [] if gateway_a else [self.ns_pa]    # removed by close()
         self.workdir = tempfile.mkdtemp(prefix="dpvpn-ha-")
         self.gws, self.procs = [], []
 
@@ -81,7 +90,7 @@ class Pair(lab.Managed):
 
     def _net(self):
         g = self.ns_gw
-        for n in (self.ns_a, self.ns_b, g, *self.ns_s.values()):
+        for n in (self.ns_a, self.ns_b, g, *self.ns_s.values(), *self.more_ns):
             lab.sh("ip", "netns", "add", n)
             self.ip(n, "link", "set", "lo", "up")
             self.ns(n, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1", check=False)
@@ -96,6 +105,13 @@ class Pair(lab.Managed):
             self.ip(g, "link", "set", br, "up")
         self._veth("gwa-in", "eth0", self.ns_a)
         self._veth("gwa-out", "a-br")
+        if not self.gateway_a:      # a Linux router in gateway A's place
+            for dev, addr in (("gwa-in", "198.18.1.1/24"), ("gwa-out", "198.19.0.1/24")):
+                self.ip(g, "link", "set", dev, "netns", self.ns_pa)
+                self.ip(self.ns_pa, "addr", "add", addr, "dev", dev)
+                self.ip(self.ns_pa, "link", "set", dev, "up")
+            for key in ("ip_forward=1", "conf.all.rp_filter=0", "conf.default.rp_filter=0"):
+                self.ns(self.ns_pa, "sysctl", "-qw", "net.ipv4." + key)
         self._veth("hb-br", "eth0", self.ns_b)
         for n in ("b1", "b2"):
             self._veth(f"{n}-out", f"{n}-out-br")
@@ -119,6 +135,18 @@ class Pair(lab.Managed):
             self.ip(ns, "addr", "add", f"198.18.{net}.2/24", "dev", "eth0")
             self.ip(ns, "route", "add", "default", "via", f"198.18.{net}.1")
 
+    def outside_ns(self, name, addr):
+        """A namespace of its own on br-out (eth0, addr as ADDR/LEN), e.g.
+        a road warrior's; removed by close().  Its name."""
+        ns = f"dpvpn-{self.tag}-{name}"
+        lab.sh("ip", "netns", "add", ns)
+        self.more_ns.append(ns)
+        self.ip(ns, "link", "set", "lo", "up")
+        self._veth(f"{name}-br", "eth0", ns)
+        self.ip(self.ns_gw, "link", "set", f"{name}-br", "master", "br-out")
+        self.ip(ns, "addr", "add", addr, "dev", "eth0")
+        return ns
+
     def sync_link(self, up):
         """The sync link up or down (both ends: a cut cable)."""
         for ns in self.ns_s.values():
@@ -136,15 +164,19 @@ class Pair(lab.Managed):
     def open(self):
         self._net()
         ike = lab.Lab.__new__(lab.Lab)      # (its config edits only)
-        ike.ike = {"psk": self.psk, "a": "start = yes\n" + self.ike_a, "b": "start = no\n"}
+        ike.ike = {"psk": self.psk, "a": "start = yes\n" + self.ike_a,
+                   "b": "start = no\n" + self.ike_b}
         edit_a, edit_b = lab.Lab._ike_edits(ike)
         block = (("[control]\n", f"[control]\nseq-block = {self.seq_block}\n"),)
-        self.a = lab.Gateway("gw-a", os.path.join(lab.CONFIGS, "lab-a.conf"),
-                             ["net_af_packet0,iface=gwa-in",
-                              "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
-                             self.workdir, ["-l", "0-1", "--main-lcore", "1"], self.ns_gw,
-                             replace=edit_a + block, extra_config=self.extra_a)
-        self.gws.append(self.a)
+        self.a = None
+        if self.gateway_a:
+            self.a = lab.Gateway("gw-a", os.path.join(lab.CONFIGS, "lab-a.conf"),
+                                 ["net_af_packet0,iface=gwa-in",
+                                  "net_af_packet1,iface=gwa-out,qdisc_bypass=0"],
+                                 self.workdir, ["-l", "0-1", "--main-lcore", "1"],
+                                 self.ns_gw, replace=edit_a + block,
+                                 extra_config=self.extra_a)
+            self.gws.append(self.a)
         self.b = {}
         for n, other, lc in (("b1", "b2", "0"), ("b2", "b1", "1")):
             twin = "\nhost-interface = tw-{}" if self.keepalived else ""
@@ -158,7 +190,7 @@ class Pair(lab.Managed):
                              self.workdir, ["-l", "0-1", "--main-lcore", lc],
                              self.ns_s[n] if self.keepalived else self.ns_gw,
                              replace=edit_b + block + own,
-                             extra_config=self.extra_b + self._ha(n, other))
+                             extra_config=self._ha(n, other) + self.extra_b)
             gw.dpvpnd_netns = self.ns_s[n]
             self.gws.append(gw)
             self.b[n] = gw
@@ -238,7 +270,7 @@ vrrp_instance dpvpn {{
             p.stop()
         for gw in self.gws:
             gw.stop()
-        for n in (self.ns_a, self.ns_b, self.ns_gw, *self.ns_s.values()):
+        for n in (self.ns_a, self.ns_b, self.ns_gw, *self.ns_s.values(), *self.more_ns):
             lab.sh("ip", "netns", "del", n, check=False)
         if os.environ.get("DPVPN_KEEP_LAB"):
             print(f"lab: kept {self.workdir}")
