@@ -95,7 +95,7 @@ static struct {
 	size_t floors;			/* inbound windows raised at the last takeover */
 	uint32_t snap_end_seq;		/* master: the last snapshot's end, in our numbers */
 	uint64_t down_since, last_rx, took_over_at, gap_ms;
-	uint64_t applied, apply_errors, resyncs, ignored;
+	uint64_t applied, apply_errors, resyncs, ignored, blocks_refused;
 	struct dpvpn_vip_set vipset[CFG_HA_VIP_MAX];	/* per port with virtual addresses */
 	uint8_t vipgroup[CFG_HA_VIP_MAX][DPVPN_VIP_MAX];	/* each one's group */
 	size_t n_vipset;
@@ -741,7 +741,13 @@ bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit)
 {
 	struct pending *p;
 
-	if (!ha.on || !owns_group(group_of(name)) || !peer_backup_of(group_of(name)))
+	uint8_t g = group_of(name);
+
+	if (ha.on && !owns_group(g) && peer_carries(g)) {
+		ha.blocks_refused++;	/* the peer carries it: numbers here only at a takeover */
+		return true;
+	}
+	if (!ha.on || !owns_group(g) || !peer_backup_of(g))
 		return false;	/* no backup to wait for: at once */
 	p = grow(ha.pend, &ha.cap_pend, ha.n_pend, sizeof(*p));
 	if (p == NULL)
@@ -1651,6 +1657,7 @@ json_t *ha_show(char *err, size_t len)
 		{ "applied", ha.applied }, { "errors", ha.apply_errors },
 		{ "resyncs", ha.resyncs }, { "stale_takeovers", ha.stale_takeovers },
 		{ "split_brains", ha.split_brains }, { "ignored", ha.ignored },
+		{ "blocks_refused", ha.blocks_refused },
 		{ "marks", ha.marks.n }, { "replay_floors", ha.floors },
 	};
 

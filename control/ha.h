@@ -70,7 +70,11 @@ void ha_run(void);
 
 /* ikd_keep.c: an IKE SA's record as kept in the dataplane (rec NULL: gone). */
 void ha_keep(const char *conn, const uint8_t *key, const void *rec, uint32_t len);
-/* dpvpnd's grant: true if the block waits for the backup (ha.c grants it). */
+/*
+ * dpvpnd's grant: true if the block waits for the backup (ha.c grants it),
+ * or is refused (the SA's group is the peer's: continue_above raises it at
+ * a takeover).
+ */
 bool ha_seq_hold(const char *name, uint32_t spi, uint64_t limit);
 
 /* The dataplane went away: a master becomes fault (it holds nothing now). */
