@@ -1078,7 +1078,7 @@ static int become_master(char *msg, size_t len)
 	ha.floors = replay_floors();	/* before the addresses: no packet yet */
 	ha.role = HA_ROLE_MASTER;
 	ha.epoch++;
-	vips_set(true);		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
+	vips_set(true);		/* ARP/ND, ESP, IKE to them: ours; each announced */
 	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
 		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
 	if (rekey)
