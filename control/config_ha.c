@@ -445,8 +445,9 @@ static bool port_has(const struct cfg_port *port, const struct cfg_addr *a)
 }
 
 /*
- * After the whole file: each virtual address names a [port], and is no
- * port's own address (that one stays with its node; a virtual one moves).
+ * After the whole file: each virtual address names a [port] with an address
+ * of its family, and is no port's own address (that one stays with its
+ * node; a virtual one moves).
  */
 void cfg_check_ha(struct parser *p)
 {
@@ -456,9 +457,18 @@ void cfg_check_ha(struct parser *p)
 	for (size_t i = 0; i < c->ha.n_vips; i++) {
 		const struct cfg_ha_vip *v = &c->ha.vips[i];
 
-		if (port_named(c, v->port) == NULL)
+		const struct cfg_port *port = port_named(c, v->port);
+		bool v6 = v->addr.addr.family == DPVPN_AF_INET6;
+
+		if (port == NULL)
 			cfg_err_at(p, v->line, "[ha] virtual-address: no [port] named '%s'",
 				   v->port);
+		else if (!(v6 ? port->addr6 : port->addr4).addr.family)
+			/* the dataplane's neighbour answers come from the port
+			 * (dp_port_owns4/6 need its own address first) */
+			cfg_err_at(p, v->line, "[ha] virtual-address: %s is IPv%c and [port %s] "
+				   "has no IPv%c address of its own", cfg_fmt_addr(&v->addr.addr, buf),
+				   v6 ? '6' : '4', v->port, v6 ? '6' : '4');
 		for (size_t j = 0; j < c->n_ports; j++)
 			if (port_has(&c->ports[j], &v->addr.addr)) {
 				cfg_err_at(p, v->line, "[ha] virtual-address: %s is an address of "

@@ -97,7 +97,8 @@ static struct {
 	uint64_t down_since, last_rx, took_over_at, gap_ms;
 	uint64_t applied, apply_errors, resyncs, ignored, blocks_refused;
 	struct dpvpn_vip_set vipset[CFG_HA_VIP_MAX];	/* per port with virtual addresses */
-	uint8_t vipgroup[CFG_HA_VIP_MAX][DPVPN_VIP_MAX];	/* each one's group */
+	/* each one's group: IPv4 ones by index, IPv6 ones after DPVPN_VIP_MAX */
+	uint8_t vipgroup[CFG_HA_VIP_MAX][DPVPN_VIP_MAX + DPVPN_VIP6_MAX];
 	size_t n_vipset;
 	struct j_sa *sas;
 	size_t n_sas, cap_sas;
@@ -1178,40 +1179,64 @@ int ha_timeout_ms(void)
 
 /* ---- virtual addresses ---- */
 
-/* Each port's IPv4 virtual addresses, from the config (IPv6 ones: not yet). */
+/* The VIP_SET of the port with id, a new one if it has none yet. */
+static struct dpvpn_vip_set *vipset_of(uint16_t id)
+{
+	for (size_t k = 0; k < ha.n_vipset; k++)
+		if (ha.vipset[k].port_id == id)
+			return &ha.vipset[k];
+	ha.vipset[ha.n_vipset] = (struct dpvpn_vip_set){ .port_id = id };
+	return &ha.vipset[ha.n_vipset++];
+}
+
+/*
+ * a into s's first free IPv4 or IPv6 slot: its index as ha.vipgroup counts
+ * them (IPv6 ones after DPVPN_VIP_MAX), or -1 if there is none.
+ */
+static int vipset_add(struct dpvpn_vip_set *s, const struct cfg_addr *a)
+{
+	static const uint8_t none[16];
+	int k;
+
+	if (a->family == DPVPN_AF_INET) {
+		for (k = 0; k < DPVPN_VIP_MAX && s->vip[k] != 0; k++)
+			;
+		if (k == DPVPN_VIP_MAX)
+			return -1;
+		s->vip[k] = htonl(a->v4);
+		return k;
+	}
+	for (k = 0; k < DPVPN_VIP6_MAX && memcmp(s->vip6[k], none, 16) != 0; k++)
+		;
+	if (k == DPVPN_VIP6_MAX)
+		return -1;
+	memcpy(s->vip6[k], a->v6, 16);
+	return DPVPN_VIP_MAX + k;
+}
+
+/* Each port's virtual addresses, IPv4 and IPv6, from the config. */
 static void vips_from(const struct cfg *cfg)
 {
 	ha.n_vipset = 0;
 	for (size_t i = 0; i < cfg->ha.n_vips; i++) {
 		const struct cfg_ha_vip *v = &cfg->ha.vips[i];
-		struct dpvpn_vip_set *s = NULL;
-		size_t p, k;
+		bool v6 = v->addr.addr.family == DPVPN_AF_INET6;
+		size_t p;
+		int k;
 
-		if (v->addr.addr.family != DPVPN_AF_INET) {
-			fprintf(stderr, "dpvpnd: ha: virtual address on port %s: IPv6 ones are not "
-				"held by the dataplane yet (doc/ha.md)\n", v->port);
-			continue;
-		}
 		for (p = 0; p < cfg->n_ports && strcmp(cfg->ports[p].name, v->port); p++)
 			;
 		if (p == cfg->n_ports)
 			continue;	/* (the config check refuses it) */
-		for (k = 0; k < ha.n_vipset; k++)
-			if (ha.vipset[k].port_id == cfg->ports[p].id)
-				s = &ha.vipset[k];
-		if (s == NULL) {
-			s = &ha.vipset[ha.n_vipset++];
-			*s = (struct dpvpn_vip_set){ .port_id = cfg->ports[p].id };
-		}
-		for (k = 0; k < DPVPN_VIP_MAX && s->vip[k] != 0; k++)
-			;
-		if (k == DPVPN_VIP_MAX) {
-			fprintf(stderr, "dpvpnd: ha: port %s: more than %d virtual addresses: %s "
-				"left out\n", v->port, DPVPN_VIP_MAX, "one");
+		k = vipset_add(vipset_of(cfg->ports[p].id), &v->addr.addr);
+		if (k < 0) {
+			fprintf(stderr, "dpvpnd: ha: port %s: more than %d IPv%c virtual "
+				"addresses: one left out\n", v->port,
+				v6 ? DPVPN_VIP6_MAX : DPVPN_VIP_MAX, v6 ? '6' : '4');
 			continue;
 		}
-		s->vip[k] = htonl(v->addr.addr.v4);
-		ha.vipgroup[s - ha.vipset][k] = (uint8_t)group_index(v->group);
+		ha.vipgroup[vipset_of(cfg->ports[p].id) - ha.vipset][k] =
+			(uint8_t)group_index(v->group);
 	}
 }
 
@@ -1221,9 +1246,14 @@ static void vips_hold(uint8_t mask)
 	for (size_t i = 0; i < ha.n_vipset; i++) {
 		struct dpvpn_vip_set s = ha.vipset[i];
 
-		s.held = 0;
+		static const uint8_t none[16];
+
+		s.held = s.held6 = 0;
 		for (unsigned k = 0; k < DPVPN_VIP_MAX; k++)
 			s.held |= (uint8_t)((s.vip[k] != 0 && (mask >> ha.vipgroup[i][k] & 1)) << k);
+		for (unsigned k = 0; k < DPVPN_VIP6_MAX; k++)
+			s.held6 |= (uint8_t)((memcmp(s.vip6[k], none, 16) != 0 &&
+					      (mask >> ha.vipgroup[i][DPVPN_VIP_MAX + k] & 1)) << k);
 		if (dp_call(ha.dp, DPVPN_MSG_VIP_SET, &s, sizeof(s), NULL, 0) != 0)
 			fprintf(stderr, "dpvpnd: ha: virtual addresses of port %u: %s\n",
 				s.port_id, ha.dp->err);
@@ -1441,7 +1471,7 @@ static int take_groups(uint8_t mask, char *msg, size_t len)
 	ha.floors = replay_floors(mask);	/* before the addresses: no packet yet */
 	ha.owned |= mask;
 	ha.epoch++;
-	vips_set();		/* ARP, ESP, IKE to them: ours; a gratuitous ARP each */
+	vips_set();		/* ARP/ND, ESP, IKE to them: ours; each announced */
 	fresh_mask = rekey && stale ? mask : 0;		/* new IKE SAs (initiators' tunnels) */
 	if (ha.ops.take_over != NULL && ha.ops.take_over() != 0)
 		fprintf(stderr, "dpvpnd: ha: IKE did not start: keying = ike tunnels stay down\n");
@@ -1623,6 +1653,30 @@ static json_t *groups_json(void)
 	return a;
 }
 
+/* show ha's virtual addresses, IPv4 then IPv6 of each port, into the array vips. */
+static void show_vips(json_t *vips)
+{
+	static const uint8_t none[16];
+
+	for (size_t i = 0; i < ha.n_vipset; i++) {
+		const struct dpvpn_vip_set *s = &ha.vipset[i];
+
+		for (unsigned k = 0; k < DPVPN_VIP_MAX + DPVPN_VIP6_MAX; k++) {
+			bool v6 = k >= DPVPN_VIP_MAX;
+			const void *a = v6 ? (const void *)s->vip6[k - DPVPN_VIP_MAX] :
+					     (const void *)&s->vip[k];
+			char text[INET6_ADDRSTRLEN];
+
+			if (v6 ? memcmp(a, none, 16) == 0 : s->vip[k] == 0)
+				continue;
+			inet_ntop(v6 ? AF_INET6 : AF_INET, a, text, sizeof(text));
+			json_array_append_new(vips, json_pack("{s:i,s:s,s:s,s:b}", "port",
+				s->port_id, "address", text, "group", ha.group[ha.vipgroup[i][k]],
+				"held", owns_group(ha.vipgroup[i][k])));
+		}
+	}
+}
+
 json_t *ha_show(char *err, size_t len)
 {
 	uint64_t now = mono_ms();
@@ -1669,16 +1723,7 @@ json_t *ha_show(char *err, size_t len)
 	}
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
 		json_object_set_new(o, n[i].k, json_integer((json_int_t)n[i].v));
-	for (size_t i = 0; i < ha.n_vipset; i++)
-		for (unsigned k = 0; k < DPVPN_VIP_MAX && ha.vipset[i].vip[k] != 0; k++) {
-			char a[INET_ADDRSTRLEN];
-
-			inet_ntop(AF_INET, &ha.vipset[i].vip[k], a, sizeof(a));
-			json_array_append_new(vips, json_pack("{s:i,s:s,s:s,s:b}", "port",
-				ha.vipset[i].port_id, "address", a, "group",
-				ha.group[ha.vipgroup[i][k]], "held",
-				owns_group(ha.vipgroup[i][k])));
-		}
+	show_vips(vips);
 	json_object_set_new(o, "virtual_addresses", vips);
 	json_object_set_new(o, "groups", groups_json());
 	json_object_set_new(o, "last_takeover", ha.took_over_at == 0 ? json_null() :

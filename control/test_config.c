@@ -779,7 +779,7 @@ static const struct tcase cases[] = {
 	{ "ha", HA_GOOD, NULL, HA_KEY(0600) },
 	{ "ha every key", HA_GOOD "node = gw-a.example\npriority = 254\n"
 	  "virtual-address = outside 198.19.0.10/24\n"
-	  "virtual-address = inside\t2001:db8:1::10/64   group b\ntakeover-rekey = never\n"
+	  "virtual-address = inside\t198.18.1.10/24   group b\ntakeover-rekey = never\n"
 	  "dead-ms = 60000\nheartbeat-ms = 20000\n", NULL, HA_KEY(0600) },
 	{ "ha first", HA_HEAD PORTS TUN_HEAD SPIS KEYS, NULL, HA_KEY(0600) },
 	{ "ha ipv6", GOOD HA_SECT("[2001:db8:ff::1]:4510", "[2001:db8:ff::2]"), NULL,
@@ -912,6 +912,17 @@ static const struct tcase cases[] = {
 	  "virtual-address = inside 198.18.1.11/24 group c\n",
 	  "27: [ha] virtual-address: a third group, c (dpvpn and b have addresses): at most 2, "
 	  "each node master of one when both are active", HA_KEY(0600) },
+	/* an IPv6 one: on a port with an IPv6 address; a tunnel's local then */
+	{ "ha ipv6 virtual-address", PORTS46 TUN_TS6("2001:db8::10", "2001:db8::2") SPIS KEYS
+	  HA_HEAD "virtual-address = outside 2001:db8::10/64\n"
+	  "virtual-address = inside 2001:db8:1::10/64 group b\n", NULL, HA_KEY(0600) },
+	{ "ha ipv6 virtual-address, no IPv6 on the port", HA_GOOD "virtual-address = outside "
+	  "2001:db8::10/64\n", "24: [ha] virtual-address: 2001:db8::10 is IPv6 and [port "
+	  "outside] has no IPv6 address of its own", HA_KEY(0600) },
+	{ "ha ipv6 virtual-address, not the tunnel's port", PORTS46 TUN_TS6("2001:db8:1::10",
+	  "2001:db8::2") SPIS KEYS HA_HEAD "virtual-address = inside 2001:db8:1::10/64\n",
+	  "11: [tunnel t] local: 2001:db8:1::10 is not the address of an outside port (nor an "
+	  "[ha] virtual-address on one)", HA_KEY(0600) },
 	{ "ha virtual-address no port", HA_GOOD "virtual-address = outsid 198.19.0.10/24\n",
 	  "24: [ha] virtual-address: no [port] named 'outsid'", HA_KEY(0600) },
 	{ "ha virtual-address port's own", HA_GOOD "virtual-address = outside 198.18.1.1/24\n",

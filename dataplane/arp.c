@@ -185,26 +185,45 @@ punt_input(struct rte_mbuf *m)
 		arp_input(m);
 }
 
-/* p's virtual addresses' gratuitous ARPs that are due (VIP_SET set them). */
+/*
+ * Count down one address's announcements: sent if it is still held (true),
+ * else none left (released meanwhile).
+ */
+static bool
+announce_one(uint8_t *left, bool held)
+{
+	if (*left == 0)
+		return false;
+	if (!held) {
+		*left = 0;
+		return false;
+	}
+	(*left)--;
+	return true;
+}
+
+/*
+ * p's virtual addresses' gratuitous ARPs (IPv4) and unsolicited Neighbour
+ * Advertisements (IPv6) that are due (VIP_SET set them): one round a second.
+ */
 void
 vip_announce_due(struct dp_port *p, uint64_t now)
 {
-	uint8_t held = p->vip_held;
+	uint8_t held = p->vip_held, held6 = p->vip6_held;
 	bool sent = false;
 
 	if (now < p->vip_announce_tsc)
 		return;
-	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++) {
-		if (p->vip_announce[i] == 0)
-			continue;
-		if (held >> i & 1) {
+	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
+		if (announce_one(&p->vip_announce[i], held >> i & 1)) {
 			arp_request(p, p->vip4[i], p->vip4[i]);
-			p->vip_announce[i]--;
 			sent = true;
-		} else {
-			p->vip_announce[i] = 0;	/* released meanwhile */
 		}
-	}
+	for (unsigned i = 0; i < DPVPN_VIP6_MAX; i++)
+		if (announce_one(&p->vip6_announce[i], (held6 >> i & 1) && p->has6)) {
+			nd_announce(p, p->vip6[i]);
+			sent = true;
+		}
 	if (sent)
 		p->vip_announce_tsc = now + rte_get_timer_hz();
 }
@@ -215,7 +234,7 @@ arp_poll(void)
 	uint64_t now = rte_get_timer_cycles();
 
 	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp.ports[p].vip_held != 0)
+		if ((dp.ports[p].vip_held | dp.ports[p].vip6_held) != 0)
 			vip_announce_due(&dp.ports[p], now);
 	for (unsigned int i = 0; i < dp.n_workers; i++) {
 		struct dp_worker *w = &dp.workers[i];

@@ -184,8 +184,9 @@ vips_orphaned(int fd)
 		return;
 	vip_owner = -1;
 	for (uint16_t p = 0; p < dp.n_ports; p++) {
-		held |= dp.ports[p].vip_held != 0;
+		held |= (dp.ports[p].vip_held | dp.ports[p].vip6_held) != 0;
 		__atomic_store_n(&dp.ports[p].vip_held, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&dp.ports[p].vip6_held, 0, __ATOMIC_RELEASE);
 	}
 	if (held)
 		fprintf(stderr, "dpvpn-dataplane: the dpvpnd that held the virtual addresses "

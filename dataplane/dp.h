@@ -73,18 +73,25 @@ struct dp_port {
 	uint64_t base_link_rx, base_ipackets;
 	uint64_t flushed;	/* frames flush_stale() discarded (workers, atomic) */
 	uint8_t twin;		/* has a host twin (host.h): what is ours goes there */
-	/* an HA pair's virtual addresses (VIP_SET, port.c): vip4[i] is the port's
-	 * too while bit i of vip_held is set (main lcore writes, workers read) */
+	/* an HA pair's virtual addresses (VIP_SET, port.c): vip4[i] (vip6[i]) is
+	 * the port's too while bit i of vip_held (vip6_held) is set (main lcore
+	 * writes, workers read) */
 	uint8_t vip_held;
+	uint8_t vip6_held;
 	uint32_t vip4[DPVPN_VIP_MAX];	/* network order, 0 = none */
-	/* main lcore: gratuitous ARPs still to send for each, and when the next */
+	uint8_t vip6[DPVPN_VIP6_MAX][16];	/* all zero = none */
+	/* main lcore: gratuitous ARPs (unsolicited Neighbour Advertisements)
+	 * still to send for each, and when the next */
 	uint8_t vip_announce[DPVPN_VIP_MAX];
+	uint8_t vip6_announce[DPVPN_VIP6_MAX];
 	uint64_t vip_announce_tsc;
 };
 
 /* Gratuitous ARPs for a virtual address newly held, one every second (a
  * neighbour that refreshed its entry less than its locktime ago, Linux's 1 s,
- * ignores the first: RFC 5227's ANNOUNCE_NUM is 2). */
+ * ignores the first: RFC 5227's ANNOUNCE_NUM is 2).  As many unsolicited
+ * Neighbour Advertisements for an IPv6 one (RFC 4861 7.2.6: MAX_NEIGHBOR_
+ * ADVERTISEMENT, 3), as far apart. */
 #define DP_VIP_ANNOUNCE		3
 
 /* Is dst one of p's virtual addresses (held only, or configured at all)? */
@@ -95,6 +102,23 @@ dp_port_vip4(const struct dp_port *p, uint32_t dst, bool held_only)
 
 	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
 		if (p->vip4[i] == dst && dst != 0 && (!held_only || (held >> i & 1)))
+			return true;
+	return false;
+}
+
+/*
+ * Is dst one of p's IPv6 virtual addresses (held only, or configured at all)?
+ * A held bit is never set for an all-zero address (port_set_vips).
+ */
+static inline bool
+dp_port_vip6(const struct dp_port *p, const uint8_t *dst, bool held_only)
+{
+	static const uint8_t none[16];
+	uint8_t held = __atomic_load_n(&p->vip6_held, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < DPVPN_VIP6_MAX; i++)
+		if ((held_only ? (held >> i & 1) : memcmp(p->vip6[i], none, 16) != 0) &&
+		    memcmp(p->vip6[i], dst, 16) == 0)
 			return true;
 	return false;
 }
@@ -312,6 +336,18 @@ dp_port_owns4(const struct dp_port *p, uint32_t dst)
 		(p->vip_held != 0 && dp_port_vip4(p, dst, true)));
 }
 
+/*
+ * Is dst one of p's IPv6 addresses: its address, or a virtual address it
+ * holds?  As dp_port_owns4: the virtual addresses' loop (4 at most) only on
+ * a port that holds one.
+ */
+static inline bool
+dp_port_owns6(const struct dp_port *p, const uint8_t *dst)
+{
+	return p->has6 && (memcmp(dst, p->addr6, 16) == 0 ||
+			   (p->vip6_held != 0 && dp_port_vip6(p, dst, true)));
+}
+
 /* The port whose IPv4 address dst is (only: that port alone), or -1. */
 static inline int
 dp_owner4(uint32_t dst, const struct dp_port *only)
@@ -328,9 +364,9 @@ static inline int
 dp_owner6(const uint8_t *dst, const struct dp_port *only)
 {
 	if (only != NULL)
-		return only->has6 && memcmp(dst, only->addr6, 16) == 0 ? only->id : -1;
+		return dp_port_owns6(only, dst) ? only->id : -1;
 	for (uint16_t p = 0; p < dp.n_ports; p++)
-		if (dp.ports[p].has6 && memcmp(dst, dp.ports[p].addr6, 16) == 0)
+		if (dp_port_owns6(&dp.ports[p], dst))
 			return p;
 	return -1;
 }
@@ -425,7 +461,8 @@ void worker_rx(struct dp_worker *w, struct dp_lstats *st, uint16_t p, struct rte
 void worker_tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *userdata);
 void arp_poll(void);
 void arp_input(struct rte_mbuf *m);
-/* Main lcore: p's virtual addresses' gratuitous ARPs that are due (port.c: VIP_SET). */
+/* Main lcore: p's virtual addresses' gratuitous ARPs and unsolicited Neighbour
+ * Advertisements that are due (port.c: VIP_SET). */
 void vip_announce_due(struct dp_port *p, uint64_t now);
 /* Main lcore: send a frame it built through worker 0 (dp_main_tx; arp_out). */
 void dp_send_frame(struct rte_mbuf *m, uint16_t port);
@@ -439,5 +476,7 @@ main_stats(void)
 /* Neighbour Discovery (nd.c), on the main lcore: m starts at Ethernet. */
 void nd_input(struct rte_mbuf *m);
 void nd_solicit(const struct dp_port *p, const uint8_t *target);
+/* An unsolicited Neighbour Advertisement (Override) of target, p's, to all-nodes. */
+void nd_announce(const struct dp_port *p, const uint8_t *target);
 
 #endif /* DP_H */

@@ -131,7 +131,7 @@ decap_prepare(const struct dp_port *port, struct rte_mbuf *m, struct spi_cache *
 	if (out6) {
 		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)outer;
 
-		if (!port->has6 || memcmp(ip->dst_addr, port->addr6, 16) != 0)
+		if (!dp_port_owns6(port, ip->dst_addr))
 			return DPVPN_DROP_NOT_LOCAL;
 		ihl = sizeof(*ip);
 		proto = ip->proto;

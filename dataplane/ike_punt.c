@@ -378,8 +378,7 @@ ike_tx(const void *payload, uint32_t len, char *err, size_t elen)
 		return -EINVAL;
 	}
 	v6 = p->local.family == DPVPN_AF_INET6;
-	if (v6 ? !port->has6 || memcmp(p->local.v6, port->addr6, 16) != 0
-	       : !dp_port_owns4(port, p->local.v4)) {
+	if (v6 ? !dp_port_owns6(port, p->local.v6) : !dp_port_owns4(port, p->local.v4)) {
 		snprintf(err, elen, "ike.local: not port %u's IPv%c address (nor one of its "
 			 "extra addresses)", p->port, v6 ? '6' : '4');
 		return -EINVAL;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nd.c - IPv6 Neighbour Discovery (RFC 4861) on the main lcore, what ARP is
- * for IPv4: answers Neighbour Solicitations for the ports' IPv6 addresses
- * (as a router: R flag set), learns neighbours from Solicitations and
- * Advertisements, and solicits the next hops workers ask for (to the target's
- * solicited-node multicast group).  Frames go out through worker 0's ring.
- * Every received ND packet is checked as RFC 4861 7.1.1/7.1.2 ask (hop
- * limit 255, code 0, checksum, length, option lengths); others are counted
- * as bad-nd.
+ * for IPv4: answers Neighbour Solicitations for the ports' IPv6 addresses and
+ * the HA virtual addresses they hold (as a router: R flag set), announces a
+ * virtual address newly held with unsolicited Advertisements (7.2.6), learns
+ * neighbours from Solicitations and Advertisements, and solicits the next
+ * hops workers ask for (to the target's solicited-node multicast group).
+ * Frames go out through worker 0's ring.  Every received ND packet is
+ * checked as RFC 4861 7.1.1/7.1.2 ask (hop limit 255, code 0, checksum,
+ * length, option lengths); others are counted as bad-nd.
  */
 #include <string.h>
 
@@ -43,14 +44,6 @@ struct nd_lla_opt {
 } __rte_packed;
 
 #define ND_LEN	(sizeof(struct rte_ipv6_hdr) + sizeof(struct nd_msg) + sizeof(struct nd_lla_opt))
-
-static bool
-is_unspecified(const uint8_t *a)
-{
-	static const uint8_t zero[16];
-
-	return memcmp(a, zero, 16) == 0;
-}
 
 /* ff02::1:ffXX:XXXX for a (RFC 4291 2.7.1). */
 static void
@@ -96,10 +89,13 @@ find_lla(const uint8_t *opt, uint32_t len, uint8_t want, struct rte_ether_addr *
 	return DPVPN_DROP_MAX;
 }
 
-/* Build an NS or NA in a fresh mbuf; NULL if none is free. */
+/*
+ * Build an NS or NA in a fresh mbuf, from src (the port's address, or the
+ * virtual address an NA is for); NULL if none is free.
+ */
 static struct rte_mbuf *
-nd_build(const struct dp_port *p, uint8_t type, uint8_t flags, const uint8_t *dst,
-	 const struct rte_ether_addr *dst_mac, const uint8_t *target)
+nd_build(const struct dp_port *p, uint8_t type, uint8_t flags, const uint8_t *src,
+	 const uint8_t *dst, const struct rte_ether_addr *dst_mac, const uint8_t *target)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(dp.pool);
 	struct rte_ether_hdr *eth;
@@ -120,7 +116,7 @@ nd_build(const struct dp_port *p, uint8_t type, uint8_t flags, const uint8_t *ds
 	ip->payload_len = rte_cpu_to_be_16(sizeof(*nd) + sizeof(*o));
 	ip->proto = IPPROTO_ICMPV6;
 	ip->hop_limits = ND_HOPS;
-	memcpy(ip->src_addr, p->addr6, 16);
+	memcpy(ip->src_addr, src, 16);
 	memcpy(ip->dst_addr, dst, 16);
 	memset(nd, 0, sizeof(*nd));
 	nd->type = type;
@@ -142,7 +138,29 @@ nd_solicit(const struct dp_port *p, const uint8_t *target)
 
 	solicited_node(target, group);
 	multicast_mac(group, &mac);
-	m = nd_build(p, ND_NS, 0, group, &mac, target);
+	m = nd_build(p, ND_NS, 0, p->addr6, group, &mac, target);
+	if (m != NULL)
+		dp_send_frame(m, p->id);
+	else
+		dp_frame_nombuf();
+}
+
+static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
+
+/*
+ * An unsolicited Advertisement for target, one of p's addresses (an HA
+ * virtual address it took over), to all-nodes (RFC 4861 7.2.6): Override
+ * set, Solicited clear, our link-layer address in a TLLA option, so that
+ * every neighbour's entry for target moves to this port's MAC at once.
+ */
+void
+nd_announce(const struct dp_port *p, const uint8_t *target)
+{
+	struct rte_ether_addr mac;
+	struct rte_mbuf *m;
+
+	multicast_mac(all_nodes, &mac);
+	m = nd_build(p, ND_NA, NA_F_ROUTER | NA_F_OVERRIDE, target, all_nodes, &mac, target);
 	if (m != NULL)
 		dp_send_frame(m, p->id);
 	else
@@ -172,6 +190,39 @@ nd_check(struct rte_mbuf *m, const struct dp_port *p, struct rte_ipv6_hdr **ipp,
 	return DPVPN_DROP_MAX;
 }
 
+/*
+ * A solicitation for target, one of p's addresses (its own, or a virtual
+ * address it holds): answered from target.  m is freed or counted.
+ */
+static void
+nd_answer(struct rte_mbuf *m, const struct dp_port *p, const uint8_t *src,
+	  const uint8_t *target, const struct rte_ether_addr *lla, bool has_lla)
+{
+	struct rte_mbuf *r;
+
+	if (memcmp(src, (const uint8_t[16]){ 0 }, 16) == 0) {
+		/* duplicate address detection (7.2.4): answer to all-nodes */
+		struct rte_ether_addr mac;
+
+		multicast_mac(all_nodes, &mac);
+		r = nd_build(p, ND_NA, NA_F_ROUTER | NA_F_OVERRIDE, target, all_nodes, &mac,
+			     target);
+	} else {
+		if (!has_lla) {	/* 7.1.1: a unicast-source NS to us carries SLLA */
+			dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
+			return;
+		}
+		neigh_set(p->id, DPVPN_AF_INET6, src, lla, false);
+		r = nd_build(p, ND_NA, NA_F_ROUTER | NA_F_SOLICITED | NA_F_OVERRIDE, target, src,
+			     lla, target);
+	}
+	rte_pktmbuf_free(m);
+	if (r != NULL)
+		dp_send_frame(r, p->id);
+	else
+		dp_frame_nombuf();
+}
+
 void
 nd_input(struct rte_mbuf *m)
 {
@@ -180,9 +231,8 @@ nd_input(struct rte_mbuf *m)
 	bool has_lla;
 	struct rte_ipv6_hdr *ip;
 	struct nd_msg *nd;
-	uint8_t src[16];
+	uint8_t src[16], target[16];
 	uint32_t opt_len;
-	struct rte_mbuf *r;
 
 	if (nd_check(m, p, &ip, &nd) != DPVPN_DROP_MAX) {
 		dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
@@ -197,44 +247,27 @@ nd_input(struct rte_mbuf *m)
 	}
 	main_stats()->arp_in++;
 	memcpy(src, ip->src_addr, 16);
+	memcpy(target, nd->target, 16);
 	if (nd->type == ND_NA) {
-		/* 7.2.5: an advertisement updates the target's entry */
-		if (has_lla && dp_in_prefix6(nd->target, p->addr6, p->prefix6_len))
-			neigh_set(p->id, DPVPN_AF_INET6, nd->target, &lla, false);
+		/* 7.2.5: an advertisement updates the target's entry; not for an
+		 * address of ours (the other node of an HA pair announcing a
+		 * virtual address: no neighbour entry for it, held or not) */
+		if (has_lla && dp_in_prefix6(target, p->addr6, p->prefix6_len) &&
+		    !dp_port_owns6(p, target) && !dp_port_vip6(p, target, false))
+			neigh_set(p->id, DPVPN_AF_INET6, target, &lla, false);
 		/* the host's ND asked for it too (or freed: no twin); as it came */
 		rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
 		host_copy(m);
 		return;
 	}
-	/* A solicitation: for one of our addresses, or not ours to answer. */
-	if (memcmp(nd->target, p->addr6, 16) != 0) {
-		if (p->twin) {	/* the host's, maybe (its link-local address) */
-			rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
-			host_copy(m);
-		} else {
-			dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
-		}
-		return;
-	}
-	if (is_unspecified(src)) {
-		/* duplicate address detection (7.2.4): answer to all-nodes */
-		static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
-		struct rte_ether_addr mac;
-
-		multicast_mac(all_nodes, &mac);
-		r = nd_build(p, ND_NA, NA_F_ROUTER | NA_F_OVERRIDE, all_nodes, &mac, p->addr6);
+	/* A solicitation: for one of our addresses, or not ours to answer (a
+	 * virtual address this port does not hold: the master answers). */
+	if (dp_port_owns6(p, target)) {
+		nd_answer(m, p, src, target, &lla, has_lla);
+	} else if (p->twin) {	/* the host's, maybe (its link-local address) */
+		rte_pktmbuf_prepend(m, sizeof(struct rte_ether_hdr));
+		host_copy(m);
 	} else {
-		if (!has_lla) {	/* 7.1.1: a unicast-source NS to us carries SLLA */
-			dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
-			return;
-		}
-		neigh_set(p->id, DPVPN_AF_INET6, src, &lla, false);
-		r = nd_build(p, ND_NA, NA_F_ROUTER | NA_F_SOLICITED | NA_F_OVERRIDE, src, &lla,
-			     p->addr6);
+		dp_drop(main_stats(), m, DPVPN_DROP_BAD_ND);
 	}
-	rte_pktmbuf_free(m);
-	if (r != NULL)
-		dp_send_frame(r, p->id);
-	else
-		dp_frame_nombuf();
 }

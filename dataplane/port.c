@@ -258,21 +258,14 @@ port_set_mtu(uint16_t id, uint16_t mtu, char *eb, size_t len)
 	return 0;
 }
 
-/*
- * An HA pair's virtual addresses (doc/ha.md): each a unicast IPv4 address,
- * not the port's own, none twice; held ones are the port's (dp_port_owns4)
- * once their bit is published, after the address (workers read both).
- */
-int
-port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len)
+/* VIP_SET's IPv4 addresses: each unicast, not the port's own, none twice. */
+static int
+check_vips4(const struct dp_port *p, const struct dpvpn_vip_set *v, char *eb, size_t len)
 {
-	struct dp_port *p = &dp.ports[v->port_id];
-	uint8_t was = p->vip_held, held = v->held;
-
 	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++) {
 		uint32_t h = rte_be_to_cpu_32(v->vip[i]);
 
-		if (v->vip[i] == 0 && (held >> i & 1)) {
+		if (v->vip[i] == 0 && (v->held >> i & 1)) {
 			snprintf(eb, len, "vip_set.held: bit %u for no address", i);
 			return -EINVAL;
 		}
@@ -288,20 +281,92 @@ port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len)
 				return -EINVAL;
 			}
 	}
-	if (v->reserved[0] || v->reserved[1] || v->reserved[2] || v->reserved[3] ||
-	    v->reserved[4] || (held >> DPVPN_VIP_MAX) != 0) {
-		snprintf(eb, len, "vip_set.reserved/held: bits or bytes set that mean nothing");
-		return -EINVAL;
+	return 0;
+}
+
+/* VIP_SET's IPv6 addresses: the same, and not :: or ::1 either. */
+static int
+check_vips6(const struct dp_port *p, const struct dpvpn_vip_set *v, char *eb, size_t len)
+{
+	static const uint8_t none[16], loopback[16] = { [15] = 1 };
+
+	for (unsigned i = 0; i < DPVPN_VIP6_MAX; i++) {
+		const uint8_t *a = v->vip6[i];
+		bool set = memcmp(a, none, 16) != 0;
+
+		if (!set && (v->held6 >> i & 1)) {
+			snprintf(eb, len, "vip_set.held6: bit %u for no address", i);
+			return -EINVAL;
+		}
+		if (set && (ip6_is_multicast(a) || memcmp(a, loopback, 16) == 0 ||
+			    (p->has6 && memcmp(a, p->addr6, 16) == 0))) {
+			snprintf(eb, len, "vip_set.vip6[%u]: not a unicast address other than the "
+				 "port's", i);
+			return -EINVAL;
+		}
+		for (unsigned k = 0; k < i; k++)
+			if (set && memcmp(v->vip6[k], a, 16) == 0) {
+				snprintf(eb, len, "vip_set.vip6[%u]: twice", i);
+				return -EINVAL;
+			}
 	}
-	__atomic_store_n(&p->vip_held, was & held, __ATOMIC_RELEASE);	/* released first */
+	return 0;
+}
+
+/*
+ * Publish what VIP_SET says, for workers that read the addresses and the
+ * bits without a lock: the bits of what is released first, then each
+ * changed address with its bit clear, then the held ones; an address is
+ * never compared under a bit that was set for another.
+ */
+static void
+publish_vips(struct dp_port *p, const struct dpvpn_vip_set *v)
+{
+	__atomic_store_n(&p->vip_held, p->vip_held & v->held, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->vip6_held, p->vip6_held & v->held6, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
 		if (p->vip4[i] != v->vip[i]) {
 			__atomic_store_n(&p->vip_held, p->vip_held & ~(1u << i), __ATOMIC_RELEASE);
 			p->vip4[i] = v->vip[i];
 		}
-	__atomic_store_n(&p->vip_held, held, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < DPVPN_VIP6_MAX; i++)
+		if (memcmp(p->vip6[i], v->vip6[i], 16) != 0) {
+			__atomic_store_n(&p->vip6_held, p->vip6_held & ~(1u << i),
+					 __ATOMIC_RELEASE);
+			memcpy(p->vip6[i], v->vip6[i], 16);
+		}
+	__atomic_store_n(&p->vip_held, v->held, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->vip6_held, v->held6, __ATOMIC_RELEASE);
+}
+
+/*
+ * An HA pair's virtual addresses (doc/ha.md): each a unicast address, not
+ * the port's own, none twice; held ones are the port's (dp_port_owns4,
+ * dp_port_owns6) once their bit is published, after the address (workers
+ * read both).  Each newly held is announced (vip_announce_due): the first
+ * at once, the others a second apart.
+ */
+int
+port_set_vips(const struct dpvpn_vip_set *v, char *eb, size_t len)
+{
+	struct dp_port *p = &dp.ports[v->port_id];
+	uint8_t was = p->vip_held, was6 = p->vip6_held;
+	int rc;
+
+	if (v->reserved[0] || v->reserved[1] || v->reserved[2] || v->reserved[3] ||
+	    (v->held >> DPVPN_VIP_MAX) != 0 || (v->held6 >> DPVPN_VIP6_MAX) != 0) {
+		snprintf(eb, len, "vip_set.reserved/held/held6: bits or bytes set that mean "
+			 "nothing");
+		return -EINVAL;
+	}
+	if ((rc = check_vips4(p, v, eb, len)) != 0 || (rc = check_vips6(p, v, eb, len)) != 0)
+		return rc;
+	publish_vips(p, v);
 	for (unsigned i = 0; i < DPVPN_VIP_MAX; i++)
-		p->vip_announce[i] = (held >> i & 1) && !(was >> i & 1) ? DP_VIP_ANNOUNCE : 0;
+		p->vip_announce[i] = (v->held >> i & 1) && !(was >> i & 1) ? DP_VIP_ANNOUNCE : 0;
+	for (unsigned i = 0; i < DPVPN_VIP6_MAX; i++)
+		p->vip6_announce[i] = (v->held6 >> i & 1) && !(was6 >> i & 1) ?
+				      DP_VIP_ANNOUNCE : 0;
 	p->vip_announce_tsc = 0;	/* the first at once (arp_poll) */
 	vip_announce_due(p, rte_get_timer_cycles());
 	return 0;

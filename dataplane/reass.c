@@ -81,7 +81,7 @@ outer_fragment6(const struct dp_port *port, struct rte_mbuf *m, struct rte_ipv6_
 		return NULL;
 	ip = (struct rte_ipv6_hdr *)(eth + 1);
 	f = rte_ipv6_frag_get_ipv6_fragment_header(ip);
-	if (f == NULL || memcmp(ip->dst_addr, port->addr6, 16) != 0 ||
+	if (f == NULL || !dp_port_owns6(port, ip->dst_addr) ||
 	    (rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6 ||
 	    sizeof(*eth) + sizeof(*ip) + rte_be_to_cpu_16(ip->payload_len) >
 	    rte_pktmbuf_data_len(m))

@@ -184,7 +184,7 @@ outer_port_mtu(const struct dpvpn_sa_cfg *c)
 
 		if (c->local.family == DPVPN_AF_INET ?
 		    dp_port_owns4(p, c->local.v4) || dp_port_vip4(p, c->local.v4, false) :
-		    (p->has6 && memcmp(p->addr6, c->local.v6, 16) == 0))
+		    dp_port_owns6(p, c->local.v6) || dp_port_vip6(p, c->local.v6, false))
 			return p->mtu ? p->mtu : RTE_ETHER_MTU;
 	}
 	return RTE_ETHER_MTU;

@@ -513,13 +513,19 @@ class SeqGrant(ctypes.Structure):
                 ('limit', ctypes.c_uint64)]
 
 
+class VipSet(ctypes.Structure):
+    _fields_ = [('port_id', ctypes.c_uint16), ('held', ctypes.c_uint8),
+                ('held6', ctypes.c_uint8), ('reserved', ctypes.c_uint8 * 4),
+                ('vip', ctypes.c_uint8 * 16), ('vip6', (ctypes.c_uint8 * 16) * 4)]
+
+
 class TraceReq(ctypes.Structure):
     _fields_ = [('point', ctypes.c_uint8), ('reserved', ctypes.c_uint8 * 3),
                 ('count', ctypes.c_uint32), ('path', ctypes.c_char * 256)]
 
 
 SIZES = {Addr: 20, Prefix: 20, PortCfg: 84, Neigh: 28, Route: 60, SaCfg: 552, SaId: 8,
-         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 76}
+         Policy: 48, SeqGrant: 16, TraceReq: 264, Tunif: 76, VipSet: 88}
 for cls, size in SIZES.items():
     assert ctypes.sizeof(cls) == size, (cls.__name__, ctypes.sizeof(cls), size)
 
@@ -528,6 +534,7 @@ for cls, size in SIZES.items():
  SHOW_LCORES, TRACE_START, TRACE_STATUS, ROUTE_DEL, NEIGH_DEL, SHOW_ROUTES, SHOW_NEIGHS,
  POLICY_DEL) = range(1, 25)
 TUNIF_SET, TUNIF_DEL, SHOW_TUNIFS = range(28, 31)
+VIP_SET = 35
 
 
 def set_addr(a, s):
@@ -640,6 +647,30 @@ def install(m, tunnels=range(len(TUNNELS))):
     return m
 
 
+def vip_set(v4=(), v6=(), held=0, held6=0, port=1, reserved=0):
+    """VIP_SET: port's virtual addresses (vip: four IPv4 ones, network order)."""
+    v = VipSet(port_id=port, held=held, held6=held6)
+    v.reserved[0] = reserved
+    ctypes.memmove(v.vip, b''.join(ip_address(a).packed for a in v4), 4 * len(v4))
+    for i, a in enumerate(v6):
+        ctypes.memmove(v.vip6[i], ip_address(a).packed, 16)
+    return v
+
+
+def vip_set_seeds():
+    """Held, released, and every refusal of VIP_SET (dataplane/port.c)."""
+    m = Msgs()
+    m.add(VIP_SET, vip_set(['198.19.0.10'], ['2001:db8:ff::10', '2001:db8:ff::11'], 1, 3))
+    m.add(VIP_SET, vip_set(['198.19.0.10'], ['2001:db8:ff::10'], 1, 1))
+    m.add(VIP_SET, vip_set(['198.19.0.10'], ['2001:db8:ff::10']))
+    for bad in (dict(v6=['2001:db8:ff::10'], held6=2), dict(v6=['ff02::1']),
+                dict(v6=['::1']), dict(v6=['2001:db8:ff::1']),
+                dict(v6=['2001:db8:ff::10', '2001:db8:ff::10']), dict(held6=0x10),
+                dict(v4=['224.0.0.1']), dict(reserved=1), dict(port=9)):
+        m.add(VIP_SET, vip_set(**bad))
+    return m
+
+
 def ctl_dp_seeds():
     out = {}
     m = install(Msgs(), [0, 2, 4])
@@ -673,6 +704,7 @@ def ctl_dp_seeds():
     m.add(TRACE_START, TraceReq(point=0)).add(TRACE_START, TraceReq(point=9, count=1))
     m.add(TRACE_START, TraceReq(point=1, count=5, path=b'relative'))
     out['trace'] = m.bytes()
+    out['vip-set'] = install(Msgs(), [0]).bytes() + vip_set_seeds().bytes()
     # every field check of SA_ADD
     m = Msgs()
     bad = [dict(spi=be32(255)), dict(dir=3), dict(alg=99), dict(key_len=15),
@@ -1262,7 +1294,7 @@ def ike_auth_cp_seed(spi_i, spi_r):
 
 (HA_HELLO, HA_SNAP_BEGIN, HA_SNAP_END, HA_IKE_SET, HA_IKE_DEL, HA_SA_ADD, HA_SA_DEL,
  HA_SEQ, HA_ACK, HA_MARKS, HA_ROLE, HA_POLICY) = range(1, 13)
-HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 2, 31
+HA_WIRE_VERSION, DPVPN_PROTO_VERSION = 2, 32
 KEEP_MAX = 16384
 
 

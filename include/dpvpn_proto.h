@@ -103,11 +103,13 @@
  *                                                   raised): an HA standby taking
  *                                                   over (doc/ha.md)
  *   VIP_SET        struct dpvpn_vip_set      -> -   a port's virtual addresses (an
- *                                                   HA pair's, doc/ha.md) and which
- *                                                   of them it holds: those are its
- *                                                   own (ARP, ESP, IKE), each newly
- *                                                   held announced by a gratuitous
- *                                                   ARP
+ *                                                   HA pair's, doc/ha.md), IPv4 and
+ *                                                   IPv6, and which of them it
+ *                                                   holds: those are its own (ARP,
+ *                                                   ND, ESP, IKE), each newly held
+ *                                                   announced by gratuitous ARPs
+ *                                                   (IPv4) or unsolicited Neighbour
+ *                                                   Advertisements (IPv6)
  *   REPLAY_FLOOR   struct dpvpn_replay_floor -> -   an inbound SA's anti-replay
  *                                                   window takes every number up
  *                                                   to high as seen (raised only):
@@ -121,7 +123,7 @@
 
 #include <stdint.h>
 
-#define DPVPN_PROTO_VERSION	31
+#define DPVPN_PROTO_VERSION	32
 #define DPVPN_MSG_MAX		65536	/* largest datagram, header included */
 #define DPVPN_NAME_LEN		32	/* names, NUL-terminated */
 #define DPVPN_SEL_MAX		8	/* inner prefixes per side of an SA */
@@ -242,14 +244,27 @@ struct dpvpn_replay_floor {
 	uint64_t high;
 };
 
-/* A port's virtual addresses (VIP_SET): IPv4, network order, 0 = none. */
+/*
+ * A port's virtual addresses (VIP_SET): IPv4 in vip (network order, 0 =
+ * none), IPv6 in vip6 (all zero = none).  Bit i of held (held6) says vip[i]
+ * (vip6[i]) is this port's now, the HA master's; a bit for no address, or
+ * a bit past the arrays, is refused.  An IPv6 one is the port's only while
+ * the port has an IPv6 address of its own (as an IPv4 one needs an IPv4
+ * address): its Neighbour Advertisements come from the port.
+ */
 #define DPVPN_VIP_MAX	4
+#define DPVPN_VIP6_MAX	4
 struct dpvpn_vip_set {
 	uint16_t port_id;
 	uint8_t held;		/* bit i: vip[i] is this port's now (the HA master's) */
-	uint8_t reserved[5];
+	uint8_t held6;		/* bit i: vip6[i] is */
+	uint8_t reserved[4];
 	uint32_t vip[DPVPN_VIP_MAX];
+	uint8_t vip6[DPVPN_VIP6_MAX][16];
 };
+_Static_assert(sizeof(struct dpvpn_vip_set) == 8 + 4 * DPVPN_VIP_MAX + 16 * DPVPN_VIP6_MAX,
+	       "struct dpvpn_vip_set has no padding");
+_Static_assert(DPVPN_VIP_MAX <= 8 && DPVPN_VIP6_MAX <= 8, "held and held6 are 8 bits");
 
 /* Outbound SA: numbers up to used are used, up to limit may be (SEQ_SET). */
 struct dpvpn_seq_set {
