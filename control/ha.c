@@ -222,10 +222,17 @@ static bool we_win(void)
 						     strcmp(ha.cfg.node, ha.peer_node) < 0;
 }
 
-/* The peer is up and heard from within three heartbeats: alive, not frozen. */
+/*
+ * The peer is up and heard from lately (half of dead-ms, three heartbeats
+ * at least): alive, not frozen.
+ */
 static bool peer_fresh(void)
 {
-	return peer_up() && mono_ms() - ha.last_rx < 3 * (uint64_t)ha.cfg.heartbeat_ms;
+	uint64_t within = ha.cfg.dead_ms / 2;
+
+	if (within < 3 * (uint64_t)ha.cfg.heartbeat_ms)
+		within = 3 * (uint64_t)ha.cfg.heartbeat_ms;
+	return peer_up() && mono_ms() - ha.last_rx < within;
 }
 
 static bool both_master(unsigned g)
@@ -1148,8 +1155,8 @@ void ha_run(void)
 		explicit_bzero(rxbuf, (size_t)n);
 	}
 	for (unsigned g = 0; g < ha.n_groups && g < HA_GROUPS; g++)
-		if (ha.role[g] == HA_ROLE_MASTER && !owns_group((uint8_t)g) && !both_master(g)) {
-			settle(NULL, 0);	/* yielded, and the peer silent or master no more */
+		if ((ha.split >> g & 1) && !both_master(g)) {
+			settle(NULL, 0);	/* a split brain, and the peer silent or master no more */
 			break;
 		}
 	if (!reset_due && feeding() && mono_ms() >= ha.next_marks) {
