@@ -282,6 +282,18 @@ def show_ha(gw):
     return gw.ctl("show", "ha")
 
 
+def b1_master_b2_in_sync(net):
+    """B1 made master (as keepalived's notify would) once the channel is up,
+    the tunnel A-B1 up, B2 in sync with its CHILD_SA."""
+    b1, b2 = net.b["b1"], net.b["b2"]
+    lab.wait_for(lambda: show_ha(b2)["peer"]["channel"], 20, "the sync channel up")
+    b1.ctl("ha", "master")
+    lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
+                 "the IKE tunnel between A and B1")
+    lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
+                 20, "B2 in sync with B1's CHILD_SA")
+
+
 def replay_to(net, gw, pcap, src):
     """The first ESP packet from src in pcap, sent again to gw's outside port
     (into its link, as an attacker on the switch would); the frame's (SPI,
@@ -433,12 +445,7 @@ def test_takeover_after_the_sync_link_was_cut_rekeys(pskdir):
     psk = psk_file(pskdir, "lab.psk")
     with Pair(psk) as net:
         b1, b2 = net.b["b1"], net.b["b2"]
-        lab.wait_for(lambda: show_ha(b2)["peer"]["channel"], 20, "the sync channel up")
-        b1.ctl("ha", "master")
-        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
-                     "the IKE tunnel between A and B1")
-        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
-                     20, "B2 in sync with B1's CHILD_SA")
+        b1_master_b2_in_sync(net)
         ca = child_of(net.a, "to-b")
         net.ping(count=2)
         cap, pcap = net.capture("a-br", "peer")

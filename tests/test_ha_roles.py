@@ -24,7 +24,7 @@ import pytest
 
 import lab
 from test_dpvpnd_restart import ike_sa_inits
-from test_ha import Pair, esp_seqs, show_ha
+from test_ha import Pair, b1_master_b2_in_sync, esp_seqs, show_ha
 from test_ike_lab import child_of, ike, psk_file, pskdir  # noqa: F401
 
 pytestmark = [pytest.mark.ha, pytest.mark.ike]
@@ -140,12 +140,7 @@ def test_split_brain_the_higher_node_carries_on_the_other_yields(pskdir):
     psk = psk_file(pskdir, "lab.psk")
     with Pair(psk) as net:
         b1, b2 = net.b["b1"], net.b["b2"]
-        lab.wait_for(lambda: show_ha(b2)["peer"]["channel"], 20, "the sync channel up")
-        b1.ctl("ha", "master")
-        lab.wait_for(lambda: child_of(net.a, "to-b") and child_of(b1, "to-a"), 40,
-                     "the IKE tunnel between A and B1")
-        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync" and show_ha(b2)["sas"] == 2,
-                     20, "B2 in sync")
+        b1_master_b2_in_sync(net)
         net.ping(count=2)
         c1 = child_of(b1, "to-a")
         cap, pcap = net.capture("a-br", "peer")

@@ -295,22 +295,6 @@ def test_strongswan_site_to_site_through_a_takeover(pskdir, takeover):
               f"{drops} (seq-unreserved: seq-block 1024 against dpvpnd's 200 ms event poll)")
 
 
-RW = """
-[tunnel rw]
-local = 198.19.0.2
-remote = %any
-local-ts = 198.18.2.0/24
-pool = 10.77.0.0/24
-cipher = aes128-gcm
-keying = ike
-auth = pubkey
-cert = {d}/peer.pem
-private-key = {d}/peer.key
-ca = {d}/ca.pem
-local-id = fqdn:peer.example.org
-remote-id = fqdn:*.example.org
-encap = udp
-"""
 
 
 def road_warrior(net, pki, name, addr):
@@ -369,7 +353,8 @@ def test_road_warriors_keep_their_addresses_through_a_takeover(pskdir, takeover)
     write(os.path.join(pskdir, "peer.key"), pem(key), 0o600)
     write(os.path.join(pskdir, "ca.pem"), pem(pki.root))
     psk = psk_file(pskdir, "lab.psk")
-    with Pair(psk, gateway_a=False, extra_b=RW.format(d=pskdir),
+    with Pair(psk, gateway_a=False, extra_b=ra.RW_TUNNEL.format(
+                  out="198.19.0.2", peer_net="198.18.2.0/24", pool=ra.POOL, dir=pskdir),
               keepalived=takeover == "keepalived") as net:
         b1, b2 = net.b["b1"], net.b["b2"]
         pair_master_b1(net)

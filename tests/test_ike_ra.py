@@ -28,22 +28,8 @@ pytestmark = [pytest.mark.ike, pytest.mark.strongswan, pytest.mark.ikepki]
 
 POOL = "10.77.0.0/24"
 
-PEER_CONF = """; dpvpn.conf of tests/test_ike_ra.py
-[port inside]
-id = 0
-role = inside
-address = {gw_in}/24
-
-[port outside]
-id = 1
-role = outside
-address = {out}/24
-
-[route rw2]
-dst = 198.19.1.0/24
-port = outside
-via = 198.19.0.1
-
+# The remote-access tunnel (tests/test_ha_swan.py has it too, on the HA pair)
+RW_TUNNEL = """
 [tunnel rw]
 local = {out}
 remote = %any
@@ -60,6 +46,23 @@ local-id = fqdn:peer.example.org
 remote-id = fqdn:*.example.org
 encap = udp
 """
+
+PEER_CONF = """; dpvpn.conf of tests/test_ike_ra.py
+[port inside]
+id = 0
+role = inside
+address = {gw_in}/24
+
+[port outside]
+id = 1
+role = outside
+address = {out}/24
+
+[route rw2]
+dst = 198.19.1.0/24
+port = outside
+via = 198.19.0.1
+""" + RW_TUNNEL
 
 def client_files(ch, pki, cn):
     """charon ch as a road warrior with a certificate for cn: it asks for a
