@@ -15,6 +15,7 @@
 #include "ha.h"
 #include "ha_chan.h"
 #include "ha_wire.h"
+#include "idx.h"
 #include "ikd.h"
 #include "install.h"
 #include "mono.h"
@@ -22,17 +23,20 @@
 /*
  * The journal: what this node's dataplane holds for IKE tunnels, with the
  * keys (a backup that connects later gets it whole; the journal of a backup
- * is what it applied, so that once master it can give it on).  Arrays
- * searched in full: a change costs O(SAs), about 20 us at 10 000 tunnels.
+ * is what it applied, so that once master it can give it on).  Arrays with
+ * hash indexes (idx.h): SAs by (SPI, direction), policies by selectors and
+ * by outbound SPI; a change costs O(1), a whole state O(SAs).
  */
 struct j_sa {
 	struct dpvpn_sa_cfg m;		/* as sent to the dataplane: keys */
 	uint8_t group;			/* of its tunnel (group_of) */
+	uint32_t by_key;		/* ha.sa_idx: the next of its bucket (idx.h) */
 };
 
 struct j_pol {
 	struct dpvpn_policy p;
 	uint8_t group;
+	uint32_t by_sel, by_spi;	/* ha.pol_idx, ha.spi_idx: the next of its bucket */
 };
 
 /*
@@ -104,6 +108,7 @@ static struct {
 	size_t n_sas, cap_sas;
 	struct j_pol *pols;
 	size_t n_pols, cap_pols;
+	struct idx sa_idx, pol_idx, spi_idx;
 	struct pending *pend;
 	size_t n_pend, cap_pend;
 	struct marks marks;
@@ -269,12 +274,76 @@ bool ha_owns(const char *tunnel)
 
 /* ---- the journal ---- */
 
+static uint32_t *sa_next(size_t i)
+{
+	return &ha.sas[i].by_key;
+}
+
+static uint32_t *pol_next(size_t i)
+{
+	return &ha.pols[i].by_sel;
+}
+
+static uint32_t *spi_next(size_t i)
+{
+	return &ha.pols[i].by_spi;
+}
+
+static uint32_t sa_hash(uint32_t spi, uint8_t dir)
+{
+	return idx_fnv(idx_fnv(IDX_FNV_START, &spi, sizeof(spi)), &dir, 1) % IDX_BUCKETS;
+}
+
+static uint32_t spi_hash(uint32_t spi)
+{
+	return idx_fnv(IDX_FNV_START, &spi, sizeof(spi)) % IDX_BUCKETS;
+}
+
+static uint32_t pol_hash(const struct dpvpn_policy *p)
+{
+	return idx_fnv(idx_fnv(IDX_FNV_START, &p->src, sizeof(p->src)), &p->dst,
+		       sizeof(p->dst)) % IDX_BUCKETS;
+}
+
 static size_t sa_find(uint32_t spi, uint8_t dir)
 {
-	for (size_t i = 0; i < ha.n_sas; i++)
-		if (ha.sas[i].m.spi == spi && ha.sas[i].m.dir == dir)
-			return i;
+	for (uint32_t e = ha.sa_idx.head[sa_hash(spi, dir)]; e != 0; e = ha.sas[e - 1].by_key)
+		if (ha.sas[e - 1].m.spi == spi && ha.sas[e - 1].m.dir == dir)
+			return e - 1;
 	return SIZE_MAX;
+}
+
+/* ha.sas[i] goes (its keys wiped): the last takes its place and its links. */
+static void sa_remove(size_t i)
+{
+	size_t last = ha.n_sas - 1;
+	const struct dpvpn_sa_cfg *m = &ha.sas[i].m;
+
+	idx_relink(&ha.sa_idx, sa_hash(m->spi, m->dir), i, 0, sa_next);
+	if (i != last) {
+		m = &ha.sas[last].m;
+		idx_relink(&ha.sa_idx, sa_hash(m->spi, m->dir), last, (uint32_t)i + 1, sa_next);
+		ha.sas[i] = ha.sas[last];
+	}
+	ha.n_sas--;
+	explicit_bzero(&ha.sas[last], sizeof(ha.sas[0]));
+}
+
+/* ha.pols[i] goes: the last takes its place and its links. */
+static void pol_remove(size_t i)
+{
+	size_t last = ha.n_pols - 1;
+	const struct dpvpn_policy *p = &ha.pols[i].p;
+
+	idx_relink(&ha.pol_idx, pol_hash(p), i, 0, pol_next);
+	idx_relink(&ha.spi_idx, spi_hash(p->spi), i, 0, spi_next);
+	if (i != last) {
+		p = &ha.pols[last].p;
+		idx_relink(&ha.pol_idx, pol_hash(p), last, (uint32_t)i + 1, pol_next);
+		idx_relink(&ha.spi_idx, spi_hash(p->spi), last, (uint32_t)i + 1, spi_next);
+		ha.pols[i] = ha.pols[last];
+	}
+	ha.n_pols--;
 }
 
 /* An SA's group, by the tunnel name it carries. */
@@ -338,16 +407,28 @@ static void j_sa_set(const struct dpvpn_sa_cfg *m)
 		}
 		ha.sas = s;
 		i = ha.n_sas++;
+		ha.sas[i].m = *m;
+		idx_add(&ha.sa_idx, sa_hash(m->spi, m->dir), i, sa_next);
 	}
 	ha.sas[i].m = *m;
 	ha.sas[i].group = sa_group(m);
 }
 
+/* The policies of outbound SA spi went with it. */
 static void j_pol_del_spi(uint32_t spi)
 {
-	for (size_t i = ha.n_pols; i-- > 0;)
-		if (ha.pols[i].p.spi == spi)
-			ha.pols[i] = ha.pols[--ha.n_pols];
+	uint32_t e = ha.spi_idx.head[spi_hash(spi)];
+
+	while (e != 0) {
+		uint32_t next = ha.pols[e - 1].by_spi;
+
+		if (ha.pols[e - 1].p.spi == spi) {
+			pol_remove(e - 1);
+			e = ha.spi_idx.head[spi_hash(spi)];	/* (the last moved: again) */
+			continue;
+		}
+		e = next;
+	}
 }
 
 static void j_sa_del(uint32_t spi, uint8_t dir)
@@ -356,18 +437,16 @@ static void j_sa_del(uint32_t spi, uint8_t dir)
 
 	if (dir == DPVPN_DIR_OUT)	/* its policies went with it */
 		j_pol_del_spi(spi);
-	if (i == SIZE_MAX)
-		return;
-	ha.sas[i] = ha.sas[--ha.n_sas];
-	explicit_bzero(&ha.sas[ha.n_sas], sizeof(ha.sas[0]));
+	if (i != SIZE_MAX)
+		sa_remove(i);
 }
 
 /* A policy's journal entry, or SIZE_MAX. */
 static size_t pol_find(const struct dpvpn_policy *p)
 {
-	for (size_t i = 0; i < ha.n_pols; i++)
-		if (same_sel(&ha.pols[i].p, p))
-			return i;
+	for (uint32_t e = ha.pol_idx.head[pol_hash(p)]; e != 0; e = ha.pols[e - 1].by_sel)
+		if (same_sel(&ha.pols[e - 1].p, p))
+			return e - 1;
 	return SIZE_MAX;
 }
 
@@ -377,10 +456,17 @@ static void j_pol(uint16_t type, const struct dpvpn_policy *p, uint8_t group)
 	struct j_pol *q;
 
 	if (i != SIZE_MAX) {
-		if (type == DPVPN_MSG_POLICY_ADD)
-			ha.pols[i] = (struct j_pol){ .p = *p, .group = group };
-		else
-			ha.pols[i] = ha.pols[--ha.n_pols];
+		if (type != DPVPN_MSG_POLICY_ADD) {
+			pol_remove(i);
+			return;
+		}
+		if (ha.pols[i].p.spi != p->spi) {	/* switched to another SA: its bucket */
+			idx_relink(&ha.spi_idx, spi_hash(ha.pols[i].p.spi), i, 0, spi_next);
+			ha.pols[i].p.spi = p->spi;
+			idx_add(&ha.spi_idx, spi_hash(p->spi), i, spi_next);
+		}
+		ha.pols[i].p = *p;
+		ha.pols[i].group = group;
 		return;
 	}
 	if (type != DPVPN_MSG_POLICY_ADD)
@@ -389,7 +475,10 @@ static void j_pol(uint16_t type, const struct dpvpn_policy *p, uint8_t group)
 	if (q == NULL)
 		return;
 	ha.pols = q;
-	ha.pols[ha.n_pols++] = (struct j_pol){ .p = *p, .group = group };
+	i = ha.n_pols++;
+	ha.pols[i] = (struct j_pol){ .p = *p, .group = group };
+	idx_add(&ha.pol_idx, pol_hash(p), i, pol_next);
+	idx_add(&ha.spi_idx, spi_hash(p->spi), i, spi_next);
 }
 
 /* A policy's group: its outbound SA's (the SA comes first), else its entry's. */
@@ -872,18 +961,17 @@ static void forget_groups(uint8_t mask)
 	uint32_t n_keys = 0, got;
 	struct dpvpn_dump_req req = { .start = 0 };
 
-	for (size_t i = ha.n_pols; i-- > 0;)
+	for (size_t i = ha.n_pols; i-- > 0;)	/* (from the end: the last moves into i) */
 		if (mask >> ha.pols[i].group & 1) {
 			dp_apply(DPVPN_MSG_POLICY_DEL, &ha.pols[i].p, sizeof(ha.pols[i].p));
-			ha.pols[i] = ha.pols[--ha.n_pols];
+			pol_remove(i);
 		}
 	for (size_t i = ha.n_sas; i-- > 0;)
 		if (mask >> ha.sas[i].group & 1) {
 			struct dpvpn_sa_id id = { .spi = ha.sas[i].m.spi, .dir = ha.sas[i].m.dir };
 
 			dp_apply(DPVPN_MSG_SA_DEL, &id, sizeof(id));
-			ha.sas[i] = ha.sas[--ha.n_sas];
-			explicit_bzero(&ha.sas[ha.n_sas], sizeof(ha.sas[0]));
+			sa_remove(i);
 		}
 	/* the records, listed first (a removal moves them about), then removed */
 	for (;;) {

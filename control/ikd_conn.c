@@ -32,42 +32,16 @@ static uint32_t *conn_next(size_t i);
 static uint32_t *parent_next(size_t i);
 static uint32_t *client_next(size_t i);
 
-/* FNV-1a: names and leases are ours (config, pool), not a peer's choice */
-static uint32_t fnv(uint32_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
-}
-
+/* (FNV-1a: names and leases are ours, config and pool, not a peer's choice) */
 static uint32_t name_hash(const char *name)
 {
-	return fnv(2166136261u, name, strlen(name)) % IKD_BUCKETS;
+	return idx_fnv(IDX_FNV_START, name, strlen(name)) % IDX_BUCKETS;
 }
 
 static uint32_t lease_hash(const char *conn, const struct ike_prefix *vip)
 {
-	return fnv(fnv(2166136261u, conn, strlen(conn)), vip, sizeof(*vip)) % IKD_BUCKETS;
-}
-
-static void idx_add(struct idx *x, uint32_t h, size_t i, uint32_t *(*next)(size_t))
-{
-	*next(i) = x->head[h];
-	x->head[h] = (uint32_t)i + 1;
-}
-
-/* The link to entry i (in bucket h) now says to; to 0: i unlinked. */
-static void idx_relink(struct idx *x, uint32_t h, size_t i, uint32_t to,
-		       uint32_t *(*next)(size_t))
-{
-	uint32_t *pp = &x->head[h];
-
-	while (*pp != 0 && *pp != i + 1)
-		pp = next(*pp - 1);
-	if (*pp != 0)
-		*pp = to != 0 ? to : *next(i);
+	return idx_fnv(idx_fnv(IDX_FNV_START, conn, strlen(conn)), vip, sizeof(*vip)) %
+	       IDX_BUCKETS;
 }
 
 static uint32_t *conn_next(size_t i)

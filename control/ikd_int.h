@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "dp_client.h"
+#include "idx.h"
 #include "ike_sa.h"
 #include "seqstate.h"
 
@@ -79,13 +80,8 @@ struct ikd_client {
  * ikd.conns by name and ikd.clients by (connection, lease): at 10 000 of them a
  * scan per IKE callback was what set-up cost (perf/ikebench.py).  Chained
  * through the entries' by_name / by_lease; an entry is its array index + 1
- * (0: none), and an entry moved by a swap-remove is relinked (idx_move).
+ * (0: none), and an entry moved by a swap-remove is relinked (idx.h).
  */
-#define IKD_BUCKETS		16384
-
-struct idx {
-	uint32_t head[IKD_BUCKETS];
-};
 
 /* An SA of the dataplane by SPI (host order) and direction; an orphan by name too. */
 struct ikd_sa_ref {
