@@ -21,6 +21,7 @@ stood in for by `dpvpnctl ha master`, the command its notify script runs.
                                          \== B2 ==/
     B1's dpvpnd (namespace s1) 10.255.0.1 ==sync== 10.255.0.2 B2's dpvpnd (s2)
 """
+import json
 import os
 import re
 import secrets
@@ -45,7 +46,7 @@ class Pair(lab.Managed):
     VIPS = "virtual-address = outside 198.19.0.2/24\nvirtual-address = inside 198.18.2.1/24\n"
 
     def __init__(self, psk, seq_block=1024, keepalived=False, ike_a="", gateway_a=True,
-                 ike_b="", extra_a="", extra_b="", vips=VIPS, preempt=False):
+                 ike_b="", extra_a="", extra_b="", vips=VIPS, preempt=False, static=False):
         """keepalived: each node of the pair in its namespace (s1, s2) with its
         dataplane, dpvpnd and keepalived, the ports' twins (host-interface)
         carrying VRRP; its notify scripts run dpvpnctl ha.  gateway_a=False:
@@ -56,6 +57,7 @@ class Pair(lab.Managed):
         for B1 and B2; vips: the pair's virtual-address lines; preempt:
         keepalived without nopreempt."""
         self.extra_a, self.vips = extra_a, vips
+        self.static = static       # the lab's static tunnel (its keys in lab-a/b.conf), no IKE
         self.preempt = preempt     # keepalived: the higher priority takes master back
         self.psk = psk
         self.seq_block = seq_block
@@ -166,7 +168,7 @@ class Pair(lab.Managed):
         ike = lab.Lab.__new__(lab.Lab)      # (its config edits only)
         ike.ike = {"psk": self.psk, "a": "start = yes\n" + self.ike_a,
                    "b": "start = no\n" + self.ike_b}
-        edit_a, edit_b = lab.Lab._ike_edits(ike)
+        edit_a, edit_b = lab.Lab._ike_edits(ike) if not self.static else ((), ())
         block = (("[control]\n", f"[control]\nseq-block = {self.seq_block}\n"),)
         self.a = None
         if self.gateway_a:
@@ -477,6 +479,49 @@ def test_takeover_after_the_sync_link_was_cut_rekeys(pskdir):
         assert show_ha(b2)["stale_takeovers"] == 1
 
 
+def test_static_tunnel_continues_above_the_masters_blocks():
+    """The lab's static tunnel (its SPIs and keys in the config of A and of
+    both nodes) through the pair: B1 master carries it, and each block of
+    sequence numbers it reserves is granted once B2 has it.  iperf3 and a
+    ping flood take B1 past several blocks; B1 dies (kill -9 of both), B2
+    takes over: its first number is above every one B1 sent, so no (SPI,
+    sequence number) twice on the peer's link; iperf3 again through B2."""
+    with Pair(None, static=True) as net:
+        b1, b2 = net.b["b1"], net.b["b2"]
+        lab.wait_for(lambda: show_ha(b2)["peer"]["channel"], 20, "the sync channel up")
+        b1.ctl("ha", "master")
+        net.ping(count=2)           # ARP on the host links
+        r = net.ping(count=5)
+        assert " 0% packet loss" in r.stdout, r.stdout
+        macs = {n: [p["mac"] for p in gw.ctl("show", "ports")["ports"] if p["id"] == 1][0]
+                for n, gw in net.b.items()}
+        cap, pcap = net.capture("a-br", "peer")
+        before = iperf_through(net)
+        net.ns(net.ns_a, "ping", "-q", "-i", "0.002", "-c", "1500", "-w", "20", "198.18.2.2",
+               check=False, timeout=30)
+        lab.wait_for(lambda: show_ha(b2)["sync"] == "in sync", 10, "B2 in sync")
+        b1.dpvpnd.kill9()
+        b1.dataplane.kill9()
+        r = b2.ctl("ha", "master")
+        assert "master" in r["message"] and "stale" not in r["message"], r
+        r = net.ping(count=10)
+        assert " 0% packet loss" in r.stdout, (r.stdout, b2.dpvpnd.output())
+        after = iperf_through(net)
+        lab.Lab.stop_capture(cap)
+        seqs = {n: [] for n in macs}
+        for p in rdpcap(pcap):
+            if IP in p and p[IP].src == "198.19.0.2" and p[IP].proto == 50:
+                n = [k for k, m in macs.items() if m.lower() == p.src.lower()][0]
+                seqs[n].append((p[ESP].spi, p[ESP].seq))
+        both = seqs["b1"] + seqs["b2"]
+        assert len(both) == len(set(both)), "an (SPI, sequence number) sent twice"
+        assert {s for s, _ in both} == {0x2001}, {s for s, _ in both}
+        q1, q2 = [q for _, q in seqs["b1"]], [q for _, q in seqs["b2"]]
+        assert max(q1) > 2 * 1024 and min(q2) > max(q1), (max(q1), min(q2))
+        print(f"\nstatic tunnel through the pair: iperf3 {before:.0f} Mbit/s via B1, "
+              f"{after:.0f} via B2; B1 sent up to {max(q1)}, B2 from {min(q2)}")
+
+
 def keepalived_pair_up(net):
     """keepalived made B1 master and B2 backup, the tunnel A-B1 is up, B2 in
     sync: A's CHILD_SA."""
@@ -515,50 +560,84 @@ def flood_loss(out):
     return int(m.group(1)), int(m.group(2))
 
 
-def test_keepalived_moves_the_tunnels_when_the_master_dies(pskdir):
+def fault_under_flood(net, fault, what, count=600):
+    """A 100 packets/s ping flood (count pings) from host A through the
+    tunnel; fault() once it is under way; B2 master; the loss printed as
+    the traffic's gap (a figure, not a target: doc/ha.md).  (sent,
+    received)."""
+    b2 = net.b["b2"]
+    flood = lab.Proc("flood-" + what.replace(" ", "-"),
+                     ["ping", "-q", "-i", "0.01", "-c", str(count), "-w", "30", "198.18.2.2"],
+                     net.workdir, net.ns_a)
+    net.procs.append(flood)
+
+    def out_packets():
+        return sum(s["packets"] for s in net.a.ctl("show", "sa")["sas"] if s["dir"] == "out")
+    first = out_packets()
+    lab.wait_for(lambda: out_packets() >= first + 100, 10, "the flood under way")
+    fault()
+    lab.wait_for(lambda: show_ha(b2)["role"] == "master", 15,
+                 "B2's keepalived: master, and its notify run")
+    lab.wait_for(lambda: flood.p.poll() is not None, 40, "the flood's end")
+    sent, got = flood_loss(flood.output())
+    print(f"\n{what}, under a 100 pps flood: {sent - got} of {sent} lost (a gap of about "
+          f"{10 * (sent - got)} ms); B2's show ha: {show_ha(b2)['last_takeover']}")
+    assert got > count // 2, flood.output()
+    return sent, got
+
+
+def iperf_through(net, seconds=2):
+    """iperf3 from host A to host B through the pair (bounded); Mbit/s."""
+    srv = lab.Proc("iperf3-server", ["iperf3", "-s", "-1", "-B", "198.18.2.2"], net.workdir,
+                   net.ns_b)
+    net.procs.append(srv)
+    lab.wait_for(lambda: ":5201" in net.ns(net.ns_b, "ss", "-ltn", check=False).stdout, 10,
+                 "iperf3 server")
+    r = net.ns(net.ns_a, "iperf3", "-c", "198.18.2.2", "-t", str(seconds), "-J",
+               check=False, timeout=seconds + 30)
+    srv.stop()
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+@pytest.mark.parametrize("what", ["dataplane", "both"])
+def test_keepalived_moves_the_tunnels_when_the_master_dies(pskdir, what):
     """keepalived on each node's twins: VRRP adverts through the dataplanes,
     B1 (priority 150) master by its notify script, B2 backup and in sync.
-    B1's dataplane is killed under a ping flood: its adverts stop, B2's
-    keepalived becomes master and runs `dpvpnctl ha master`, B2 holds the
-    virtual addresses and carries the tunnel on with the same SPIs; the gap
-    is printed (a figure, not a target: doc/ha.md).  B1's dpvpnd gives up
-    master with its dataplane; once the dataplane is back (as systemd
-    restarts it) B1 is backup (nopreempt: no second takeover) and gets B2's
-    whole state."""
+    B1's dataplane (what = dataplane), or its dataplane and dpvpnd (both),
+    killed under a ping flood: its adverts stop, B2's keepalived becomes
+    master and runs `dpvpnctl ha master`, B2 holds the virtual addresses and
+    carries the tunnel on with the same SPIs; the gap is printed (a figure,
+    not a target: doc/ha.md).  B1's dpvpnd gives up master with its
+    dataplane; once B1 is back (as systemd restarts it) it is backup
+    (nopreempt: no second takeover) and gets B2's whole state."""
     psk = psk_file(pskdir, "lab.psk")
     with Pair(psk, keepalived=True) as net:
         b1, b2 = net.b["b1"], net.b["b2"]
         ca = keepalived_pair_up(net)
         cap, pcap = net.capture("a-br", "peer")
-        flood = lab.Proc("flood", ["ping", "-q", "-i", "0.01", "-c", "1000", "-w", "30",
-                                   "198.18.2.2"], net.workdir, net.ns_a)
-        net.procs.append(flood)
 
-        def out_packets():
-            return sum(s["packets"] for s in net.a.ctl("show", "sa")["sas"]
-                       if s["dir"] == "out")
-        first = out_packets()
-        lab.wait_for(lambda: out_packets() >= first + 100, 10, "the flood under way")
-        b1.dataplane.kill9()
-        lab.wait_for(lambda: show_ha(b2)["role"] == "master", 10,
-                     "B2's keepalived: master, and its notify run")
-        lab.wait_for(lambda: flood.p.poll() is not None, 40, "the flood's end")
-        sent, got = flood_loss(flood.output())
-        print(f"\ntakeover under a 100 pps flood: {sent - got} of {sent} lost "
-              f"(a gap of about {10 * (sent - got)} ms); B2's show ha: "
-              f"{show_ha(b2)['last_takeover']}")
-        assert got > 500, flood.output()
+        def fault():
+            if what == "both":
+                b1.dpvpnd.kill9()
+            b1.dataplane.kill9()
+        fault_under_flood(net, fault, "kill -9 of the master's dataplane" +
+                          (" and dpvpnd" if what == "both" else ""), count=1000)
         r = net.ping(count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
         c2 = child_of(b2, "to-a")
         assert (c2["spi_in"], c2["spi_out"]) == (ca["spi_out"], ca["spi_in"]), (ca, c2)
-        assert "master no longer" in b1.dpvpnd.output()
-        # B1's dataplane back, as systemd restarts it: B1 comes back as backup
-        # (nopreempt: B2 stays master) and gets B2's whole state
+        # B1 back, as systemd restarts it: backup (nopreempt: B2 stays
+        # master), and it gets B2's whole state
         if os.path.exists(b1.dp_sock):
             os.unlink(b1.dp_sock)
         b1.start_dataplane(log_suffix="-2")
-        lab.wait_for(lambda: "dataplane back" in b1.dpvpnd.output(), 30, "B1's dataplane back")
+        if what == "both":
+            b1.start_dpvpnd()
+        else:
+            assert "master no longer" in b1.dpvpnd.output()
+            lab.wait_for(lambda: "dataplane back" in b1.dpvpnd.output(), 30,
+                         "B1's dataplane back")
         old_master_back(net, cap, pcap)
 
 
@@ -573,11 +652,8 @@ def test_keepalived_takes_over_when_the_masters_dpvpnd_dies(pskdir):
         b1, b2 = net.b["b1"], net.b["b2"]
         ca = keepalived_pair_up(net)
         cap, pcap = net.capture("a-br", "peer")
-        b1.dpvpnd.kill9()
-        lab.wait_for(lambda: "released" in b1.dataplane.output(), 10,
-                     "B1's dataplane releasing the virtual addresses")
-        lab.wait_for(lambda: show_ha(b2)["role"] == "master", 15,
-                     "B2's keepalived: master, once B1's tracked dpvpnd failed")
+        fault_under_flood(net, b1.dpvpnd.kill9, "kill -9 of the master's dpvpnd")
+        assert "released" in b1.dataplane.output()
         r = net.ping(count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
         c2 = child_of(b2, "to-a")
@@ -597,10 +673,10 @@ def test_keepalived_moves_the_tunnels_when_the_masters_outside_link_goes(pskdir)
         b1, b2 = net.b["b1"], net.b["b2"]
         ca = keepalived_pair_up(net)
         cap, pcap = net.capture("a-br", "peer")
-        net.ip(net.ns_gw, "link", "set", "b1-out-br", "down")
-        lab.wait_for(lambda: show_ha(b1)["role"] == "fault" and
-                     show_ha(b2)["role"] == "master", 15,
-                     "B1's keepalived: fault (its outside twin down); B2's: master")
+        fault_under_flood(net, lambda: net.ip(net.ns_gw, "link", "set", "b1-out-br", "down"),
+                          "the master's outside link cut")
+        lab.wait_for(lambda: show_ha(b1)["role"] == "fault", 15,
+                     "B1's keepalived: fault (its outside twin down)")
         assert "link down: host interface tw-out down too" in b1.dataplane.output()
         r = net.ping(count=5)
         assert " 0% packet loss" in r.stdout, r.stdout
