@@ -213,6 +213,8 @@ static int keep_restore_one(const struct dpvpn_keep *r)
 	if (rc != 0)
 		fprintf(stderr, "dpvpnd: tunnel %s: IKE SA not taken up (%s)%s\n", name, err,
 			c ? ": its SAs forward until a new IKE SA's replace them" : "");
+	if (rc != 0 && c != NULL)	/* the peer keeps its side of them until then */
+		(void)ike_conn_keep_older(ikd.ctx, name, true);
 	return rc == 0;
 }
 
@@ -368,6 +370,7 @@ bool ikd_orphans_replaced(struct ikd_conn *c, struct cfg_tunnel *t)
 		if (!strcmp(ikd.orphans[i].name, c->tpl.name) &&
 		    ikd.orphans[i].sa.dir == DPVPN_DIR_OUT)
 			orphan_del(i);
+	(void)ike_conn_keep_older(ikd.ctx, c->tpl.name, false);
 	fprintf(stderr, "dpvpnd: tunnel %s: IKE CHILD_SA up, SPIs 0x%08x in, 0x%08x out: it "
 		"replaces the %zu SAs the last dpvpnd left (make before break)\n", c->tpl.name,
 		t->in.spi, t->out.spi, n);

@@ -511,7 +511,7 @@ ike_auth_send(struct ike_ctx *ctx, struct ike_sa *sa, uint64_t now)
 		rc = put_id_auth(sa, &in);
 	if (rc != 0)
 		return rc;
-	if (!cfg->no_initial_contact && alone(sa))
+	if (!cfg->no_initial_contact && !sa->conn->keep_older && alone(sa))
 		ike_put_notify(&in, IKE_N_INITIAL_CONTACT, NULL, 0);
 	for (unsigned i = 0; i < cfg->n_esp; i++)
 		ike_esp_prop_build(&cfg->esp[i], (uint8_t)(i + 1), sa->offered_spi, false,

@@ -331,6 +331,17 @@ kid_initiate(struct ike_ctx *ctx, struct conn *k, uint64_t now_ms)
 }
 
 int
+ike_conn_keep_older(struct ike_ctx *ctx, const char *name, bool on)
+{
+	struct conn *c = ike_conn_by_name(ctx, name);
+
+	if (c == NULL)
+		return -ENOENT;
+	c->keep_older = on;
+	return 0;
+}
+
+int
 ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms)
 {
 	struct conn *c = ike_conn_by_name(ctx, name), *k;

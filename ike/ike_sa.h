@@ -421,6 +421,14 @@ int ike_conn_remove(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 /* Above max half-open responder SAs, IKE_SA_INIT needs a cookie; 0: never. */
 void ike_set_cookie_threshold(struct ike_ctx *ctx, unsigned max);
 
+/*
+ * Connection name's next IKE SA of ours says INITIAL_CONTACT (on: not):
+ * the owner still forwards on the SAs of an older IKE SA with the peer,
+ * which INITIAL_CONTACT would make the peer end before the new CHILD_SA is
+ * up at both ends.  0 or -ENOENT.
+ */
+int ike_conn_keep_older(struct ike_ctx *ctx, const char *name, bool on);
+
 /* Start the IKE SA (and its CHILD_SA) of connection name: 0, -ENOENT, -EALREADY. */
 int ike_initiate(struct ike_ctx *ctx, const char *name, uint64_t now_ms);
 /* Delete the IKE SA of name (INFORMATIONAL Delete; ike_down on the answer). */

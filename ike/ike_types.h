@@ -69,6 +69,13 @@ struct conn {
 	struct conn *kids;		/* a parent's children; sib links them */
 	struct conn *sib;
 	struct ike_sa *sas;		/* the IKE SAs with this conn (ike_sa_set_conn) */
+	/*
+	 * The owner still forwards on the SAs of an IKE SA it did not take up
+	 * (a restart's make before break): our next IKE_AUTH says no
+	 * INITIAL_CONTACT, so the peer keeps those SAs until its liveness check
+	 * ends the old IKE SA (ike_conn_keep_older).
+	 */
+	bool keep_older;
 };
 
 /* Prefixes of one side of a CHILD_SA, one family (ike_prop.c). */
