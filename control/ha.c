@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ha.h"
+#include "config_parse.h"
 #include "ha_chan.h"
 #include "ha_wire.h"
 #include "idx.h"
@@ -130,19 +131,10 @@ bool ha_master(void)
 
 /* ---- groups ---- */
 
-static uint32_t name_hash(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
-}
-
 /* The slot of name's first n bytes: its own, or the empty one it would take. */
 static char *names_slot(const struct names *t, const char *name, size_t n)
 {
-	size_t i = name_hash(name, n) & (t->cap - 1);
+	size_t i = idx_fnv(IDX_FNV_START, name, n) & (t->cap - 1);
 
 	while (t->e[i][0] != '\0' && (strncmp(t->e[i], name, n) || t->e[i][n] != '\0'))
 		i = (i + 1) & (t->cap - 1);
@@ -163,12 +155,6 @@ static uint8_t group_of(const char *name)
 	n = strcspn(name, "/");
 	n = n < DPVPN_NAME_LEN - 1 ? n : DPVPN_NAME_LEN - 1;
 	return names_slot(&ha.second, name, n)[0] != '\0';
-}
-
-static bool same_addr(const struct cfg_addr *a, const struct cfg_addr *b)
-{
-	return a->family == b->family && (a->family == DPVPN_AF_INET ? a->v4 == b->v4 :
-					  !memcmp(a->v6, b->v6, sizeof(a->v6)));
 }
 
 static int group_index(const char *name)
@@ -198,7 +184,7 @@ void ha_tunnels(const struct cfg *cfg)
 		const struct cfg_tunnel *tu = cfg->tunnels[i];
 
 		for (size_t v = 0; v < cfg->ha.n_vips; v++)
-			if (same_addr(&tu->local, &cfg->ha.vips[v].addr.addr) &&
+			if (cfg_addr_equal(&tu->local, &cfg->ha.vips[v].addr.addr) &&
 			    group_index(cfg->ha.vips[v].group) == 1) {
 				char *e = names_slot(&t, tu->name, strlen(tu->name));
 
